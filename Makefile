@@ -1,0 +1,44 @@
+# ckpt developer tasks. `make demo` and `make test` work on a fresh machine with python3.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: demo test lint typecheck pytest bench bench-decode fuzz clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test,postgres,demo]"
+	rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/ckpt demo demo/chat.sqlite --force
+	$(BIN)/ckpt threads demo/chat.sqlite
+	$(BIN)/ckpt history demo/chat.sqlite support-1
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests fixtures bench
+	$(BIN)/ruff format --check src tests fixtures bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+bench-decode: $(STAMP)
+	$(BIN)/python bench/decode.py
+
+fuzz: $(STAMP)
+	$(BIN)/python bench/fuzz.py
+
+clean:
+	rm -rf $(VENV) demo bench/out .pytest_cache .mypy_cache .ruff_cache .hypothesis

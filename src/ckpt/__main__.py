@@ -1,0 +1,5 @@
+"""Entry point for `python -m ckpt`."""
+
+from ckpt.cli import main
+
+main()

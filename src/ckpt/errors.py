@@ -1,0 +1,94 @@
+"""Our exception classes and the documented exit codes they map to (see docs/cli.md)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit codes. Documented in docs/cli.md; never renumber one."""
+
+    OK = 0
+    DIFFERENT = 1  # `ckpt diff`: the checkpoints differ (like diff(1))
+    USAGE = 2  # bad arguments (Click/Typer's own code for usage errors)
+    NO_STORE = 3  # the store file/folder does not exist, or none/several were found
+    UNREADABLE = 4  # not SQLite, not a checkpoint store, server down, permission denied
+    CORRUPT = 5  # truncated or corrupt store or blob
+    ENCRYPTED = 6  # encrypted values and no key (or a wrong key)
+    NOT_FOUND = 7  # unknown thread, checkpoint or channel
+    AMBIGUOUS = 8  # an id prefix matches several checkpoints
+    REFUSED = 9  # a pickle names a global outside the allowlist: refused, nothing ran
+    MISSING_DEPENDENCY = 10  # an optional extra (e.g. ckpt[postgres]) is not installed
+    INTERRUPTED = 130  # Ctrl-C
+
+
+class CkptError(Exception):
+    """Base of every error ckpt reports to the user as one line and an exit code."""
+
+    exit_code: ExitCode = ExitCode.UNREADABLE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class StoreNotFound(CkptError):
+    """The store path does not exist, or discovery found none or several."""
+
+    exit_code = ExitCode.NO_STORE
+
+
+class StoreUnreadable(CkptError):
+    """The store exists but cannot be read as a checkpoint store."""
+
+    exit_code = ExitCode.UNREADABLE
+
+
+class NotACheckpointStore(StoreUnreadable):
+    """A readable database or file that holds no LangGraph checkpoints."""
+
+
+class StoreCorrupt(CkptError):
+    """The store is truncated or its bytes are damaged."""
+
+    exit_code = ExitCode.CORRUPT
+
+
+class DecodeError(CkptError):
+    """A blob could not be decoded (truncated, malformed, hostile size or depth)."""
+
+    exit_code = ExitCode.CORRUPT
+
+
+class EncryptedError(CkptError):
+    """Values are encrypted and no key, or a wrong key, was given."""
+
+    exit_code = ExitCode.ENCRYPTED
+
+
+class NotFound(CkptError):
+    """An unknown thread, checkpoint, namespace or channel."""
+
+    exit_code = ExitCode.NOT_FOUND
+
+
+class Ambiguous(CkptError):
+    """An id prefix matches more than one checkpoint."""
+
+    exit_code = ExitCode.AMBIGUOUS
+
+    def __init__(self, message: str, candidates: list[str]) -> None:
+        super().__init__(message)
+        self.candidates = candidates
+
+
+class RefusedGlobal(CkptError):
+    """A pickle names a global that the restricted unpickler does not allow."""
+
+    exit_code = ExitCode.REFUSED
+
+
+class MissingDependency(CkptError):
+    """An optional dependency is needed for this store."""
+
+    exit_code = ExitCode.MISSING_DEPENDENCY

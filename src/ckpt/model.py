@@ -1,0 +1,116 @@
+"""Frozen records that flow from the store readers to the renderers: threads, checkpoints, writes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+# Writes that belong to no task (input Commands, update_state resumes): FORMAT 3.3.
+NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"
+
+# A task is finished iff it has at least one write outside these (FORMAT 3.7,
+# langgraph/pregel/_task_status.py).
+CONTROL_CHANNELS: Final = frozenset(
+    {"__interrupt__", "__resume__", "__error__", "__error_source_node__"}
+)
+ERROR: Final = "__error__"
+INTERRUPT: Final = "__interrupt__"
+RESUME: Final = "__resume__"
+TASKS: Final = "__pregel_tasks"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointKey:
+    """The primary key of a checkpoint in every store."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWrite:
+    """One row of the writes table: a task's output attached to the checkpoint it started from."""
+
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    type: str | None  # the serde tag as stored ("msgpack", "null", "msgpack+aes", ...)
+    value: Any  # decoded, JSON-ready (see docs/json.md)
+    size: int = 0  # bytes of the stored value
+
+
+@dataclass(frozen=True, slots=True)
+class BlobRef:
+    """Where a channel value lives in stores that keep values apart (Postgres, pickle folder)."""
+
+    version: str
+    type: str | None
+    size: int
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    """A checkpoint as LangGraph names its parts; values already decoded to plain data.
+
+    `channel_values` is None when values were not loaded (or the store keeps none);
+    `pending_writes` is None when writes were not loaded (or the store keeps none).
+    """
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    metadata: dict[str, Any]
+    v: int | None = None
+    ts: str | None = None
+    channel_versions: dict[str, Any] = field(default_factory=dict)
+    versions_seen: dict[str, Any] = field(default_factory=dict)
+    updated_channels: list[str] | None = None
+    channel_values: dict[str, Any] | None = None
+    # Send packets still to run: v1-v3 `pending_sends`, v4 `channel_values["__pregel_tasks"]`,
+    # legacy Postgres: the parent's `__pregel_tasks` writes (FORMAT 3.1, 5.3). Filled whether
+    # or not values were loaded, because `next` needs them.
+    pending_sends: list[Any] = field(default_factory=list)
+    pending_writes: list[PendingWrite] | None = None
+    size: int = 0  # bytes on disk of the checkpoint row (body + metadata)
+    blobs: dict[str, BlobRef] | None = None  # channel -> blob, for stores with separate blobs
+    extra: dict[str, Any] = field(default_factory=dict)  # body fields we do not model
+
+    @property
+    def key(self) -> CheckpointKey:
+        return CheckpointKey(self.thread_id, self.checkpoint_ns, self.checkpoint_id)
+
+    @property
+    def step(self) -> int | None:
+        step = self.metadata.get("step")
+        return step if isinstance(step, int) and not isinstance(step, bool) else None
+
+    @property
+    def source(self) -> str | None:
+        source = self.metadata.get("source")
+        return source if isinstance(source, str) else None
+
+
+@dataclass(slots=True)
+class ThreadInfo:
+    """What a store knows about one thread from aggregates plus its latest root checkpoint."""
+
+    thread_id: str
+    namespaces: list[str]
+    checkpoints: int
+    writes: int  # write rows of the whole thread
+    size: int  # bytes on disk: checkpoints, metadata, blobs and writes
+    latest: Checkpoint | None  # latest root checkpoint, loaded without channel values
+
+
+@dataclass(frozen=True, slots=True)
+class DumpQuery:
+    """Which checkpoints `dump` streams. Ids compare as strings (uuid6 sorts by time)."""
+
+    thread_ids: tuple[str, ...] = ()
+    checkpoint_ns: str | None = None
+    since_id: str | None = None  # inclusive lower bound on checkpoint_id
+    until_id: str | None = None  # inclusive upper bound on checkpoint_id
+    latest_only: bool = False

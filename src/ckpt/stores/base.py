@@ -1,0 +1,72 @@
+"""The one small interface every store reader (SQLite, pickle folder, Postgres) implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from types import TracebackType
+from typing import ClassVar
+
+from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, ThreadInfo
+
+
+class Store(ABC):
+    """A read-only view of one checkpoint store.
+
+    Readers never write, never run code from the data, and raise only `ckpt.errors`
+    exceptions. Every method returns fully decoded records (see ckpt.model).
+    """
+
+    kind: ClassVar[str]  # "sqlite", "pickle", "postgres"
+    location: str  # for messages; never holds a password
+    aes_key: bytes | None
+    notices: list[str]  # said once on stderr by the CLI (e.g. "this layout holds no values")
+
+    def __init__(self, location: str, *, aes_key: bytes | None = None) -> None:
+        self.location = location
+        self.aes_key = aes_key
+        self.notices = []
+
+    # -- listing ---------------------------------------------------------------------------
+    @abstractmethod
+    def threads(self) -> Iterator[ThreadInfo]:
+        """Every thread, from aggregates plus its latest root checkpoint (no channel values)."""
+
+    @abstractmethod
+    def thread_exists(self, thread_id: str) -> bool: ...
+
+    @abstractmethod
+    def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
+        """All checkpoints of a thread in every namespace, with pending writes, oldest id first."""
+
+    # -- finding ---------------------------------------------------------------------------
+    @abstractmethod
+    def find(self, id_prefix: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
+        """Keys whose checkpoint_id starts with `id_prefix` (at most a few dozen)."""
+
+    @abstractmethod
+    def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
+        """The newest checkpoint of a (thread, namespace), as LangGraph picks it (max id)."""
+
+    # -- loading ---------------------------------------------------------------------------
+    @abstractmethod
+    def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
+        """One checkpoint with its pending writes; raises NotFound."""
+
+    @abstractmethod
+    def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        """Stream checkpoints (thread, ns, id order) with flat memory, one decoded at a time."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections and file handles."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
