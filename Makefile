@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint typecheck pytest bench bench-decode fuzz clean
+.PHONY: demo test lint typecheck pytest bench bench-decode fuzz docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,9 @@ bench-decode: $(STAMP)
 
 fuzz: $(STAMP)
 	$(BIN)/python bench/fuzz.py
+
+docs: $(STAMP)
+	$(BIN)/python docs/gen_cli.py
 
 clean:
 	rm -rf $(VENV) demo bench/out .pytest_cache .mypy_cache .ruff_cache .hypothesis

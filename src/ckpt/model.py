@@ -1,4 +1,4 @@
-"""Frozen records that flow from the store readers to the renderers: threads, checkpoints, writes."""
+"""Records that flow from the store readers to the renderers: threads, checkpoints, writes."""
 
 from __future__ import annotations
 
@@ -69,6 +69,9 @@ class Checkpoint:
     versions_seen: dict[str, Any] = field(default_factory=dict)
     updated_channels: list[str] | None = None
     channel_values: dict[str, Any] | None = None
+    # Channels that hold a value (what LangGraph calls "available"), known even when values
+    # were not loaded; `next` needs it. None when the store cannot tell (no values kept).
+    value_channels: frozenset[str] | None = None
     # Send packets still to run: v1-v3 `pending_sends`, v4 `channel_values["__pregel_tasks"]`,
     # legacy Postgres: the parent's `__pregel_tasks` writes (FORMAT 3.1, 5.3). Filled whether
     # or not values were loaded, because `next` needs them.

@@ -1,0 +1,85 @@
+"""Open any supported store from what the user typed, and find one in the current folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ckpt.errors import StoreNotFound
+from ckpt.stores.base import Store
+
+PICKLE_NAMES = (
+    ".langgraph_checkpoint.1.pckl",
+    ".langgraph_checkpoint.2.pckl",
+    ".langgraph_checkpoint.3.pckl",
+)
+
+
+def is_postgres(spec: str) -> bool:
+    return spec.startswith(("postgresql://", "postgres://"))
+
+
+def open_store(
+    spec: str,
+    *,
+    aes_key: bytes | None = None,
+    schema: str | None = None,
+    timeout: float | None = None,
+) -> Store:
+    """Open a store by URL or path; the reader is chosen by what the path holds."""
+    if is_postgres(spec):
+        from ckpt.stores.postgres import PostgresStore
+
+        return PostgresStore(spec, aes_key=aes_key, schema=schema, timeout=timeout)
+    path = Path(spec).expanduser()
+    if not path.exists():
+        raise StoreNotFound(f"{spec}: no such file or folder")
+    if path.is_dir() or _looks_like_pickle(path):
+        from ckpt.stores.pickles import PickleStore
+
+        return PickleStore(path, aes_key=aes_key)
+    from ckpt.stores.sqlite import SqliteStore
+
+    return SqliteStore(path, aes_key=aes_key)
+
+
+def _looks_like_pickle(path: Path) -> bool:
+    if path.suffix in {".pckl", ".pkl", ".pickle"}:
+        return True
+    try:
+        with path.open("rb") as handle:
+            return handle.read(1) == b"\x80"
+    except OSError:
+        return False
+
+
+def discover(folder: Path | None = None) -> str:
+    """The one store in the current folder: a `.langgraph_api/` or a SQLite checkpoint file."""
+    folder = folder or Path.cwd()
+    candidates: list[str] = []
+    api = folder / ".langgraph_api"
+    if api.is_dir() and any((api / name).exists() for name in PICKLE_NAMES):
+        candidates.append(str(api))
+    for pattern in ("*.sqlite", "*.db", "*.sqlite3"):
+        for path in sorted(folder.glob(pattern)):
+            if path.is_file() and _has_checkpoints_table(path):
+                candidates.append(str(path))
+    if not candidates:
+        raise StoreNotFound(
+            f"no store given and none found in {folder} (give a path or URL, --db, or set CKPT_DB)"
+        )
+    if len(candidates) > 1:
+        shown = ", ".join(os.path.relpath(c, folder) for c in candidates)
+        raise StoreNotFound(f"several stores found, pick one: {shown}")
+    return candidates[0]
+
+
+def _has_checkpoints_table(path: Path) -> bool:
+    from ckpt.errors import CkptError
+    from ckpt.stores.sqlite import SqliteStore
+
+    try:
+        SqliteStore(path).close()
+    except CkptError:
+        return False
+    return True

@@ -41,8 +41,12 @@ class Store(ABC):
 
     # -- finding ---------------------------------------------------------------------------
     @abstractmethod
-    def find(self, id_prefix: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
-        """Keys whose checkpoint_id starts with `id_prefix` (at most a few dozen)."""
+    def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
+        """Keys whose checkpoint_id starts or ends with `fragment` (at most 50).
+
+        Tables print the last 8 characters of an id (its random part) as the short id,
+        and users paste prefixes of full ids: both must resolve.
+        """
 
     @abstractmethod
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:

@@ -1,0 +1,113 @@
+"""Regenerate docs/cli.md from the commands' own --help (run: make docs)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from ckpt.cli import app
+from ckpt.errors import ExitCode
+
+HEADER = """\
+# ckpt command reference
+
+This file is generated from `ckpt --help` by `docs/gen_cli.py` (`make docs`); a test
+fails when it is out of date. Every command answers `--help` / `-h`.
+
+## Choosing the store
+
+Store-level commands (`threads`, `dump`) take the store as a positional argument.
+Every command also takes `--db STORE`; then `$CKPT_DB`; then ckpt looks in the current
+folder for exactly one `.langgraph_api/` folder or SQLite file (`*.sqlite`, `*.db`,
+`*.sqlite3`) that holds a `checkpoints` table. None or several found is an error
+that names the candidates.
+
+A store is a SqliteSaver file (every era since langgraph 0.1), a `langgraph dev`
+`.langgraph_api/` folder or one of its `.pckl` files, a PersistentDict pickle file, or
+a `postgresql://` URL (needs `pip install 'ckpt[postgres]'`; libpq `PG*` variables
+fill in what the URL leaves out). Stores are only ever read: SQLite is opened
+read-only (immutable when no writer is attached, so no `-wal`/`-shm` files appear),
+Postgres sessions are `default_transaction_read_only` with a statement timeout.
+
+## Selectors
+
+`show` and `diff` name a checkpoint by: its full id; a unique prefix of it; the short id
+tables print (the last 8 characters); `THREAD` (the thread's newest checkpoint in the
+root namespace, or in `--ns`); `THREAD~N` (N parents back from there, following parent
+links).
+
+## Environment
+
+| variable | meaning |
+|---|---|
+| `CKPT_DB` | the store, when no argument or `--db` is given |
+| `LANGGRAPH_AES_KEY` | the key of `EncryptedSerializer` stores (as LangGraph reads it) |
+| `NO_COLOR` | no colour, even on a terminal |
+| `COLUMNS` | width of human output when it is not a terminal (default 120) |
+| `CKPT_DEBUG` | show the Python traceback of an internal error |
+
+Colour and box drawing appear only when stdout is a terminal. Data goes to stdout,
+errors and notes to stderr as one line: `ckpt: error: ...`.
+
+## Exit codes
+
+| code | name | when |
+|---|---|---|
+{exit_codes}
+
+Shell completion: `ckpt --install-completion` (bash, zsh, fish, PowerShell).
+"""
+
+WHEN = {
+    ExitCode.OK: "success",
+    ExitCode.DIFFERENT: "`ckpt diff`: the two checkpoints differ (like diff(1))",
+    ExitCode.USAGE: "bad arguments or options",
+    ExitCode.NO_STORE: "the store path does not exist; no store or several found",
+    ExitCode.UNREADABLE: "not SQLite; not a checkpoint store; server down, login or "
+    "permission refused; an internal error",
+    ExitCode.CORRUPT: "the store or a blob is truncated or corrupt",
+    ExitCode.ENCRYPTED: "values are encrypted and no key (or a wrong key) was given; "
+    "what is readable is still printed",
+    ExitCode.NOT_FOUND: "unknown thread, checkpoint, namespace or channel",
+    ExitCode.AMBIGUOUS: "an id prefix matches several checkpoints (they are listed)",
+    ExitCode.REFUSED: "a pickle names a global outside the allowlist; nothing was run",
+    ExitCode.MISSING_DEPENDENCY: "an optional extra is needed (`ckpt[postgres]`, `ckpt[demo]`)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+}
+
+
+def command_names() -> list[str]:
+    import typer.main
+
+    group = typer.main.get_command(app)
+    return list(group.commands)  # type: ignore[attr-defined]
+
+
+def help_text(args: list[str]) -> str:
+    result = CliRunner().invoke(
+        app, [*args, "--help"], prog_name="ckpt", terminal_width=100, env={"COLUMNS": "100"}
+    )
+    if result.exit_code != 0:
+        raise SystemExit(f"ckpt {' '.join(args)} --help failed: {result.output}")
+    return result.output.rstrip() + "\n"
+
+
+def render() -> str:
+    codes = "\n".join(f"| {int(c)} | {c.name} | {WHEN[c]} |" for c in ExitCode)
+    parts = [HEADER.format(exit_codes=codes), "## ckpt\n\n```text\n" + help_text([]) + "```\n"]
+    for name in command_names():
+        parts.append(f"## ckpt {name}\n\n```text\n" + help_text([name]) + "```\n")
+    return "\n".join(parts)
+
+
+def main() -> int:
+    target = Path(__file__).with_name("cli.md")
+    target.write_text(render())
+    sys.stderr.write(f"wrote {target}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

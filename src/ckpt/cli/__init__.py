@@ -1,0 +1,108 @@
+"""The `ckpt` Typer app: commands are registered here, errors become exit codes here only."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+from ckpt import __version__
+from ckpt.errors import CkptError, ExitCode
+
+
+class CkptGroup(TyperGroup):
+    """Maps our exceptions to one stderr line and a documented exit code (docs/cli.md)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)  # keep the order commands are declared in
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CkptError as exc:
+            fail(exc.message, exc.exit_code)
+        except BrokenPipeError:
+            # `ckpt dump | head -1`: the reader left; stop quietly like cat(1) does.
+            _silence_stdout()
+            raise typer.Exit(0) from None
+        except KeyboardInterrupt:
+            fail("interrupted", ExitCode.INTERRUPTED)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise  # usage errors and exits keep Typer's own handling (exit 2 for usage)
+        except Exception as exc:  # a bug in ckpt, never the user's fault: still one line
+            if os.environ.get("CKPT_DEBUG"):
+                raise
+            fail(
+                f"internal error: {type(exc).__name__}: {exc} "
+                "(please report it; CKPT_DEBUG=1 shows the traceback)",
+                ExitCode.UNREADABLE,
+            )
+
+
+def fail(message: str, code: int) -> None:
+    from ckpt.render.human import error_line
+
+    error_line(message)
+    raise typer.Exit(int(code))
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+app = typer.Typer(
+    cls=CkptGroup,
+    name="ckpt",
+    help="Inspect and dump LangGraph checkpoint stores without running any code from them.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ckpt {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        "-V",
+        callback=_version,
+        is_eager=True,
+        help="Show the version and exit.",
+    ),
+) -> None:
+    """Inspect and dump LangGraph checkpoint stores without running any code from them.
+
+    Exit codes: 0 ok, 1 diff found differences, 2 usage, 3 no store, 4 unreadable store,
+    5 corrupt, 6 encrypted without key, 7 not found, 8 ambiguous id, 9 refused pickle global,
+    10 missing optional dependency. See docs/cli.md.
+    """
+
+
+def _register() -> None:
+    # Command modules import only typer at import time; the library loads when a command runs.
+    from ckpt.cli import demo, inspect
+
+    inspect.register(app)
+    demo.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    app(prog_name="ckpt")

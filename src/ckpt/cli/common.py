@@ -1,0 +1,59 @@
+"""Glue between parsed options and the library: opening the store, choosing the output."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from ckpt.errors import StoreNotFound
+
+if TYPE_CHECKING:
+    from ckpt.stores.base import Store
+
+DEFAULT_TIMEOUT = 5.0
+
+
+@contextmanager
+def open_from_options(
+    store: str | None,
+    db: str | None,
+    aes_key: str | None,
+    *,
+    schema: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Iterator[Store]:
+    """Positional store, else --db, else $CKPT_DB (Typer reads it into --db), else discovery."""
+    from ckpt.decoders import key_from_env_or_arg
+    from ckpt.render.human import say_notices
+    from ckpt.stores import discover, open_store
+
+    spec = store or db or discover()
+    if not spec:
+        raise StoreNotFound("no store given")
+    key = key_from_env_or_arg(aes_key)
+    opened = open_store(spec, aes_key=key, schema=schema, timeout=timeout)
+    try:
+        say_notices(opened.notices)
+        yield opened
+        say_notices(opened.notices)
+    finally:
+        opened.close()
+
+
+def write_lines(lines: Iterator[str]) -> None:
+    """Write data lines to stdout; a closed pipe (`| head`) ends quietly."""
+    out = sys.stdout
+    for line in lines:
+        out.write(line)
+    out.flush()
+
+
+def wants_ndjson(json_flag: bool, ndjson_flag: bool, *, default_when_piped: bool = False) -> bool:
+    if ndjson_flag:
+        return True
+    if json_flag:
+        return False
+    return default_when_piped and not sys.stdout.isatty() and not os.environ.get("CKPT_FORCE_TTY")

@@ -1,0 +1,114 @@
+"""Arrange a thread's checkpoints by parent links: chains, forks, and subgraph namespaces."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ckpt.model import Checkpoint
+
+
+@dataclass(slots=True)
+class HistoryNode:
+    """One checkpoint, the forks that leave it, and the subgraph runs its tasks made."""
+
+    checkpoint: Checkpoint
+    forks: list[list[HistoryNode]] = field(default_factory=list)
+    subgraphs: list[tuple[str, list[HistoryNode]]] = field(default_factory=list)
+
+
+def build_history(checkpoints: Iterable[Checkpoint]) -> list[list[HistoryNode]]:
+    """Chains of the root namespace, oldest first, with forks and subgraphs attached.
+
+    At a fork the chain goes on through the child whose subtree holds the newest
+    checkpoint (where the thread is now); the other children start fork branches.
+    Lineage follows parent ids only, never id order (FORMAT 8.14).
+    """
+    by_ns: dict[str, list[Checkpoint]] = {}
+    for checkpoint in checkpoints:
+        by_ns.setdefault(checkpoint.checkpoint_ns, []).append(checkpoint)
+    chains_by_ns = {ns: _chains(cps) for ns, cps in by_ns.items()}
+    nodes_by_id: dict[tuple[str, str], HistoryNode] = {}
+    for ns, chains in chains_by_ns.items():
+        for node in _walk(chains):
+            nodes_by_id[(ns, node.checkpoint.checkpoint_id)] = node
+    roots = list(chains_by_ns.get("", []))
+    for ns in sorted(n for n in chains_by_ns if n):
+        for chain in chains_by_ns[ns]:
+            host = _host(chain[0].checkpoint, ns, nodes_by_id)
+            if host is None:
+                roots.append(chain)
+            else:
+                host.subgraphs.append((ns, chain))
+    return roots
+
+
+def _chains(checkpoints: list[Checkpoint]) -> list[list[HistoryNode]]:
+    ids = {cp.checkpoint_id for cp in checkpoints}
+    children: dict[str | None, list[Checkpoint]] = {}
+    for cp in checkpoints:
+        parent = cp.parent_checkpoint_id if cp.parent_checkpoint_id in ids else None
+        children.setdefault(parent, []).append(cp)
+    newest: dict[str, str] = {}
+
+    def newest_below(cp: Checkpoint) -> str:
+        # Iterative post-order, so a 10,000-step thread does not hit the recursion limit.
+        stack = [(cp, False)]
+        while stack:
+            current, done = stack.pop()
+            if current.checkpoint_id in newest:
+                continue
+            kids = children.get(current.checkpoint_id, [])
+            if done or not kids:
+                newest[current.checkpoint_id] = max(
+                    [current.checkpoint_id, *(newest[k.checkpoint_id] for k in kids)]
+                )
+            else:
+                stack.append((current, True))
+                stack.extend((k, False) for k in kids if k.checkpoint_id not in newest)
+        return newest[cp.checkpoint_id]
+
+    def chain_from(start: Checkpoint) -> list[HistoryNode]:
+        chain: list[HistoryNode] = []
+        pending: list[tuple[HistoryNode, list[Checkpoint]]] = []
+        current: Checkpoint | None = start
+        while current is not None:
+            node = HistoryNode(current)
+            chain.append(node)
+            kids = sorted(children.get(current.checkpoint_id, []), key=newest_below)
+            current = kids.pop() if kids else None
+            if kids:
+                pending.append((node, kids))
+        for node, others in pending:
+            node.forks = [chain_from(kid) for kid in sorted(others, key=lambda c: c.checkpoint_id)]
+        return chain
+
+    roots = sorted(children.get(None, []), key=lambda c: c.checkpoint_id)
+    return [chain_from(root) for root in roots]
+
+
+def _walk(chains: list[list[HistoryNode]]) -> Iterable[HistoryNode]:
+    stack = [node for chain in chains for node in chain]
+    while stack:
+        node = stack.pop()
+        yield node
+        for fork in node.forks:
+            stack.extend(fork)
+
+
+def _host(
+    first: Checkpoint, ns: str, nodes: dict[tuple[str, str], HistoryNode]
+) -> HistoryNode | None:
+    """The checkpoint of the enclosing namespace whose task ran this subgraph.
+
+    `metadata.parents` maps each ancestor namespace to its checkpoint id (FORMAT 3.2);
+    the nearest ancestor is the longest namespace that prefixes this one.
+    """
+    parents = first.metadata.get("parents")
+    if not isinstance(parents, dict):
+        return None
+    for parent_ns in sorted(parents, key=len, reverse=True):
+        parent_id = parents[parent_ns]
+        if isinstance(parent_id, str) and (parent_ns, parent_id) in nodes and parent_ns != ns:
+            return nodes[(parent_ns, parent_id)]
+    return None

@@ -1,0 +1,445 @@
+"""Human views (tables, trees, conversations): the only module that imports Rich."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
+
+from rich import box
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from ckpt.analysis import next_nodes, task_outcomes
+from ckpt.decoders import MARK_KEY, TYPE_KEY, parse_version
+from ckpt.history import HistoryNode
+from ckpt.model import ERROR, INTERRUPT, NULL_TASK_ID, Checkpoint, PendingWrite
+from ckpt.render.records import ThreadRecord, dumps, updated_at
+from ckpt.selectors import short_id
+
+CUT = 160  # characters of a value shown in tables unless --full
+STATUS_STYLE = {
+    "done": "green",
+    "interrupted": "yellow",
+    "error": "bold red",
+    "pending": "cyan",
+    "unknown": "dim",
+}
+ROLE_STYLE = {"human": "bold blue", "ai": "bold green", "tool": "bold magenta", "system": "bold"}
+MESSAGE_ROLES = {"human", "ai", "system", "tool", "function", "chat", "remove", "developer"}
+
+
+@cache
+def console() -> Console:
+    """stdout: colour and boxes only on a terminal; Rich honours NO_COLOR itself."""
+    terminal = sys.stdout.isatty() or bool(os.environ.get("CKPT_FORCE_TTY"))
+    width = None if terminal else int(os.environ.get("COLUMNS") or 120)
+    return Console(
+        force_terminal=terminal or None,
+        width=width,
+        highlight=False,
+        soft_wrap=False,
+        emoji=False,
+    )
+
+
+def _boxed() -> box.Box | None:
+    return box.SIMPLE_HEAD if console().is_terminal else None
+
+
+def error_line(message: str) -> None:
+    """One line on stderr; never wrapped, never a traceback."""
+    text = " ".join(message.split())
+    if sys.stderr.isatty() and not os.environ.get("NO_COLOR"):
+        sys.stderr.write(f"\x1b[1;31mckpt: error:\x1b[0m {text}\n")
+    else:
+        sys.stderr.write(f"ckpt: error: {text}\n")
+    sys.stderr.flush()
+
+
+def say_notices(notices: list[str]) -> None:
+    """Things the user should know once (e.g. a layout without channel values)."""
+    while notices:
+        sys.stderr.write(f"ckpt: note: {notices.pop(0)}\n")
+
+
+# -- values ---------------------------------------------------------------------------------
+
+
+def cut(text: str, full: bool, limit: int = CUT) -> str:
+    if full or len(text) <= limit:
+        return text
+    return text[: limit - 1] + f"… ({len(text)} chars)"
+
+
+def brief(value: Any, full: bool = False, limit: int = CUT) -> str:
+    """A value on one line: strings as they are, the rest as compact JSON."""
+    if isinstance(value, str):
+        return cut(value, full, limit)
+    if isinstance(value, dict) and value.get(MARK_KEY) == "encrypted":
+        return f"<encrypted {value.get('inner', '')}, {value.get('size', '?')} bytes>"
+    if isinstance(value, dict) and value.get(MARK_KEY) == "skipped":
+        return "<not loaded>"
+    return cut(dumps(value), full, limit)
+
+
+def is_message(value: Any) -> bool:
+    if not isinstance(value, dict) or "content" not in value:
+        return False
+    kind = str(value.get(TYPE_KEY, ""))
+    return value.get("type") in MESSAGE_ROLES or kind.endswith(("Message", "MessageChunk"))
+
+
+def role_of(message: dict[str, Any]) -> str:
+    role = message.get("type")
+    if isinstance(role, str) and role:
+        return role.removesuffix("Chunk").lower()
+    name = str(message.get(TYPE_KEY, "")).rsplit(".", 1)[-1]
+    return name.removesuffix("MessageChunk").removesuffix("Message").lower() or "message"
+
+
+def content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+            else:
+                parts.append(dumps(block))
+        return "\n".join(parts)
+    return dumps(content)
+
+
+def conversation(messages: list[Any], full: bool) -> Table:
+    """A list of LangChain messages as a chat: role, content, tool calls with arguments."""
+    table = Table(box=None, show_header=False, padding=(0, 1), expand=False)
+    table.add_column("role", no_wrap=True)
+    table.add_column("content", overflow="fold")
+    for message in messages:
+        if not is_message(message):
+            table.add_row(Text("value", style="dim"), escape(brief(message, full)))
+            continue
+        role = role_of(message)
+        label = Text(role, style=ROLE_STYLE.get(role, "bold"))
+        body = Text(cut(content_text(message.get("content")), full, 600))
+        if role == "tool":
+            label.append(f" {message.get('name') or ''}".rstrip(), style="magenta")
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, dict):
+                args = brief(call.get("args"), full, 300)
+                body.append(f"\n→ {call.get('name')}({args})", style="yellow")
+                if call.get("id"):
+                    body.append(f"  id={call.get('id')}", style="dim")
+        if role == "tool" and message.get("tool_call_id"):
+            body.append(f"\n  for {message.get('tool_call_id')}", style="dim")
+        if message.get("status") == "error":
+            body.stylize("red")
+        table.add_row(label, body)
+    return table
+
+
+def value_view(value: Any, full: bool) -> Any:
+    if isinstance(value, list) and value and all(is_message(v) for v in value):
+        return conversation(value, full)
+    if is_message(value):
+        return conversation([value], full)
+    if full and not isinstance(value, str):
+        return Text(dumps(value, indent=2))
+    return Text(brief(value, full, 400))
+
+
+# -- threads ----------------------------------------------------------------------------------
+
+
+def human_size(size: int) -> str:
+    amount = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if amount < 1024 or unit == "GB":
+            return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.1f} {unit}"
+        amount /= 1024
+    return f"{size} B"
+
+
+def threads_table(records: Iterable[ThreadRecord], *, location: str) -> None:
+    table = Table(box=_boxed(), header_style="bold", pad_edge=False)
+    for name, justify in [
+        ("THREAD", "left"),
+        ("STATUS", "left"),
+        ("STEP", "right"),
+        ("SOURCE", "left"),
+        ("CKPTS", "right"),
+        ("WRITES", "right"),
+        ("NS", "right"),
+        ("UPDATED", "left"),
+        ("SIZE", "right"),
+        ("NEXT / DETAIL", "left"),
+    ]:
+        table.add_column(name, justify=justify, no_wrap=name != "NEXT / DETAIL")  # type: ignore[arg-type]
+    count = 0
+    for record in records:
+        count += 1
+        detail = ", ".join(record["next"])
+        if record["status"] == "error" and record["errors"]:
+            detail = brief(record["errors"][0], limit=60)
+        elif record["status"] == "interrupted" and record["interrupts"]:
+            detail = "waiting: " + brief(record["interrupts"][0], limit=50)
+        table.add_row(
+            record["thread_id"],
+            Text(record["status"], style=STATUS_STYLE.get(record["status"], "")),
+            "" if record["step"] is None else str(record["step"]),
+            record["source"] or "",
+            str(record["checkpoints"]),
+            str(record["pending_writes"]),
+            str(len([n for n in record["namespaces"] if n])),
+            _short_time(record["updated_at"]),
+            human_size(record["size"]),
+            detail,
+        )
+    out = console()
+    if count == 0:
+        out.print(f"no threads in {location}")
+        return
+    out.print(table)
+
+
+def _short_time(iso: str | None) -> str:
+    if not iso:
+        return ""
+    return iso.replace("T", " ")[:19]
+
+
+# -- history ----------------------------------------------------------------------------------
+
+
+def _node_label(checkpoint: Checkpoint) -> Text:
+    line = Text()
+    line.append(short_id(checkpoint.checkpoint_id), style="bold yellow")
+    step = checkpoint.step
+    line.append(f"  step {step if step is not None else '?'}", style="bold")
+    if checkpoint.source:
+        line.append(f"  {checkpoint.source}", style="cyan")
+    when = updated_at(checkpoint)
+    if when:
+        line.append(f"  {_short_time(when)[11:]}", style="dim")
+    if checkpoint.updated_channels:
+        line.append("  updated: " + ", ".join(checkpoint.updated_channels), style="green")
+    if "body" in checkpoint.extra:
+        line.append("  " + brief(checkpoint.extra["body"], limit=60), style="red")
+    writes = _writes_brief(checkpoint.pending_writes or [])
+    if writes:
+        line.append("  ")
+        line.append_text(writes)
+    return line
+
+
+def _writes_brief(writes: list[PendingWrite]) -> Text:
+    text = Text()
+    tasks = task_outcomes(writes)
+    parts: list[Text] = []
+    for task in tasks:
+        name = task.node or (task.task_path.lstrip("~") or task.task_id[:8])
+        if task.error is not None and not task.finished:
+            parts.append(Text(f"✗ {name}: {brief(task.error, limit=60)}", style="bold red"))
+        elif task.interrupts and not task.finished:
+            parts.append(
+                Text(
+                    f"⏸ {name}: {brief(_interrupt_value(task.interrupts[0]), limit=50)}",
+                    style="bold yellow",
+                )
+            )
+        else:
+            channels = [c for c in task.channels if c not in {ERROR, INTERRUPT}]
+            retried = " (retried after error)" if task.error is not None else ""
+            parts.append(Text(f"{name} → {', '.join(channels)}{retried}", style="magenta"))
+    null_writes = [w for w in writes if w.task_id == NULL_TASK_ID]
+    if null_writes:
+        parts.append(Text("input → " + ", ".join(w.channel for w in null_writes), style="magenta"))
+    for i, part in enumerate(parts):
+        if i:
+            text.append("; ")
+        text.append_text(part)
+    return text
+
+
+def _interrupt_value(interrupt: Any) -> Any:
+    if isinstance(interrupt, dict) and "value" in interrupt:
+        return interrupt["value"]
+    return interrupt
+
+
+def history_tree(thread_id: str, chains: list[list[HistoryNode]]) -> None:
+    tree = Tree(Text(f"thread {thread_id}", style="bold"), guide_style="dim")
+    for chain in chains:
+        _add_chain(tree, chain)
+    console().print(tree)
+
+
+def _add_chain(parent: Tree, chain: list[HistoryNode]) -> None:
+    for node in chain:
+        branch = parent.add(_node_label(node.checkpoint))
+        for ns, sub_chain in node.subgraphs:
+            sub = branch.add(Text(f"subgraph {ns}", style="bold blue"))
+            _add_chain(sub, sub_chain)
+        for fork in node.forks:
+            sub = branch.add(Text("fork", style="bold magenta"))
+            _add_chain(sub, fork)
+
+
+# -- versions ---------------------------------------------------------------------------------
+
+
+def versions_table(matrix: dict[str, Any]) -> None:
+    table = Table(box=_boxed(), header_style="bold", pad_edge=False)
+    table.add_column("CHANNEL", no_wrap=True)
+    for column in matrix["checkpoints"]:
+        step = column["step"]
+        table.add_column(f"{'?' if step is None else step}\n{column['short_id']}", justify="center")
+    for row in matrix["channels"]:
+        cells: list[Text] = []
+        for cell in row["versions"]:
+            if cell is None:
+                cells.append(Text("·", style="dim"))
+            elif cell["moved"]:
+                label = str(cell["counter"] if cell["counter"] is not None else cell["version"])
+                by = ",".join(cell["by"])
+                cells.append(Text(f"{label}" + (f" {by}" if by else ""), style="bold green"))
+            else:
+                cells.append(Text("=" if cell.get("shared_blob") else "·", style="dim"))
+        table.add_row(row["channel"], *cells)
+    console().print(
+        Text(
+            f"thread {matrix['thread_id']}  namespace {matrix['checkpoint_ns'] or '(root)'}",
+            style="bold",
+        )
+    )
+    console().print(table)
+    console().print(
+        Text(
+            "number = new version and the task whose write moved it; · = unchanged"
+            + (
+                "; = unchanged, same blob shared"
+                if any(
+                    c and c.get("shared_blob") for r in matrix["channels"] for c in r["versions"]
+                )
+                else ""
+            ),
+            style="dim",
+        )
+    )
+
+
+# -- show ---------------------------------------------------------------------------------------
+
+
+def show_checkpoint(checkpoint: Checkpoint, *, values: bool, writes_only: bool, full: bool) -> None:
+    out = console()
+    header = Table(box=None, show_header=False, pad_edge=False)
+    header.add_column(style="bold")
+    header.add_column(overflow="fold")
+    header.add_row("thread", checkpoint.thread_id)
+    header.add_row("namespace", checkpoint.checkpoint_ns or "(root)")
+    header.add_row("checkpoint", checkpoint.checkpoint_id)
+    header.add_row("parent", checkpoint.parent_checkpoint_id or "(none)")
+    header.add_row("step", f"{checkpoint.step}  {checkpoint.source or ''}".strip())
+    header.add_row("time", updated_at(checkpoint) or "")
+    if checkpoint.v is not None:
+        header.add_row("format", f"v{checkpoint.v}, {human_size(checkpoint.size)}")
+    if "body" in checkpoint.extra:
+        header.add_row("body", Text(brief(checkpoint.extra["body"], full), style="red"))
+    due = next_nodes(checkpoint) if "body" not in checkpoint.extra else []
+    header.add_row("next", ", ".join(due) or "(nothing: the run is finished)")
+    if checkpoint.updated_channels is not None:
+        header.add_row("updated", ", ".join(checkpoint.updated_channels))
+    out.print(header)
+    if not writes_only:
+        out.print(Text("\nmetadata", style="bold underline"))
+        out.print(_kv_table(checkpoint.metadata, full))
+        out.print(Text("\nchannel versions", style="bold underline"))
+        out.print(_versions_table(checkpoint))
+        if checkpoint.pending_sends:
+            out.print(Text("\npending sends", style="bold underline"))
+            for send in checkpoint.pending_sends:
+                out.print(Text(brief(send, full)))
+    out.print(Text("\npending writes", style="bold underline"))
+    out.print(_writes_view(checkpoint.pending_writes, full))
+    if values and not writes_only:
+        out.print(Text("\nchannel values", style="bold underline"))
+        if checkpoint.channel_values is None:
+            out.print(Text("(this store keeps no channel values)", style="dim"))
+        elif not checkpoint.channel_values:
+            out.print(Text("(none)", style="dim"))
+        for name, value in (checkpoint.channel_values or {}).items():
+            out.print(Text(name, style="bold cyan"))
+            out.print(value_view(value, full))
+
+
+def _kv_table(mapping: dict[str, Any], full: bool) -> Table:
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for key, value in mapping.items():
+        table.add_row(str(key), brief(value, full))
+    return table
+
+
+def _versions_table(checkpoint: Checkpoint) -> Table:
+    table = Table(box=_boxed(), header_style="bold", pad_edge=False)
+    table.add_column("CHANNEL", no_wrap=True)
+    table.add_column("VERSION", justify="right")
+    table.add_column("SEEN BY", overflow="fold")
+    for channel, version in checkpoint.channel_versions.items():
+        seen_by = [
+            f"{node}@{parse_version(seen[channel])}"
+            for node, seen in checkpoint.versions_seen.items()
+            if isinstance(seen, dict) and channel in seen
+        ]
+        counter = parse_version(version)
+        table.add_row(channel, str(counter if counter is not None else version), ", ".join(seen_by))
+    return table
+
+
+def _writes_view(writes: list[PendingWrite] | None, full: bool) -> Any:
+    if writes is None:
+        return Text("(this store keeps no writes)", style="dim")
+    if not writes:
+        return Text("(none)", style="dim")
+    parts: list[Any] = []
+    current: str | None = None
+    for write in writes:
+        if write.task_id != current:
+            current = write.task_id
+            label = (
+                "input / update_state (no task)" if write.task_id == NULL_TASK_ID else write.task_id
+            )
+            path = f"  {write.task_path}" if write.task_path else ""
+            parts.append(Text(f"task {label}{path}", style="bold"))
+        style = {"__error__": "bold red", "__interrupt__": "bold yellow"}.get(write.channel, "")
+        line = Text(f"  {write.channel}", style=style or "cyan")
+        line.append(f" [{write.idx}]", style="dim")
+        if write.channel == INTERRUPT and isinstance(write.value, list):
+            for interrupt in write.value:
+                line.append(
+                    "\n    waiting on: " + brief(_interrupt_value(interrupt), full), style="yellow"
+                )
+            parts.append(line)
+            continue
+        if is_message(write.value) or (
+            isinstance(write.value, list)
+            and write.value
+            and all(is_message(v) for v in write.value)
+        ):
+            parts.append(line)
+            parts.append(value_view(write.value, full))
+            continue
+        line.append(" " + brief(write.value, full), style=style)
+        parts.append(line)
+    return Group(*parts)

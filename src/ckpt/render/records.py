@@ -1,0 +1,132 @@
+"""The JSON shapes ckpt prints (docs/json.md): plain dicts built from model records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any, TypedDict
+
+from ckpt.analysis import errors_of, interrupt_values, next_nodes, thread_status
+from ckpt.decoders import uuid6_time
+from ckpt.model import Checkpoint, PendingWrite, ThreadInfo
+
+
+class WriteRecord(TypedDict):
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    type: str | None
+    value: Any
+
+
+class ThreadRecord(TypedDict):
+    thread_id: str
+    namespaces: list[str]
+    checkpoints: int
+    pending_writes: int
+    writes: int
+    checkpoint_id: str | None
+    step: int | None
+    source: str | None
+    updated_at: str | None
+    status: str
+    next: list[str]
+    errors: list[Any]
+    interrupts: list[Any]
+    size: int
+    metadata: dict[str, Any]
+
+
+def write_record(write: PendingWrite) -> WriteRecord:
+    return {
+        "task_id": write.task_id,
+        "task_path": write.task_path,
+        "idx": write.idx,
+        "channel": write.channel,
+        "type": write.type,
+        "value": write.value,
+    }
+
+
+def updated_at(checkpoint: Checkpoint) -> str | None:
+    """When a checkpoint was written: its `ts`, else the time inside its uuid6 id."""
+    if checkpoint.ts:
+        return checkpoint.ts
+    when = uuid6_time(checkpoint.checkpoint_id)
+    return when.isoformat() if when else None
+
+
+def thread_record(thread: ThreadInfo) -> ThreadRecord:
+    latest = thread.latest
+    status, due = thread_status(thread)
+    return {
+        "thread_id": thread.thread_id,
+        "namespaces": thread.namespaces,
+        "checkpoints": thread.checkpoints,
+        "pending_writes": len(latest.pending_writes or []) if latest else 0,
+        "writes": thread.writes,
+        "checkpoint_id": latest.checkpoint_id if latest else None,
+        "step": latest.step if latest else None,
+        "source": latest.source if latest else None,
+        "updated_at": updated_at(latest) if latest else None,
+        "status": status,
+        "next": due,
+        "errors": [t.error for t in errors_of(latest) if not t.finished] if latest else [],
+        "interrupts": interrupt_values(latest) if latest else [],
+        "size": thread.size,
+        "metadata": latest.metadata if latest else {},
+    }
+
+
+def checkpoint_record(checkpoint: Checkpoint, *, values: bool = True) -> dict[str, Any]:
+    """A checkpoint under LangGraph's own key names; values only when loaded and asked for."""
+    record: dict[str, Any] = {
+        "thread_id": checkpoint.thread_id,
+        "checkpoint_ns": checkpoint.checkpoint_ns,
+        "checkpoint_id": checkpoint.checkpoint_id,
+        "parent_checkpoint_id": checkpoint.parent_checkpoint_id,
+        "v": checkpoint.v,
+        "ts": checkpoint.ts or updated_at(checkpoint),
+        "metadata": checkpoint.metadata,
+        "channel_versions": checkpoint.channel_versions,
+        "versions_seen": checkpoint.versions_seen,
+        "updated_channels": checkpoint.updated_channels,
+        "next": next_nodes(checkpoint) if "body" not in checkpoint.extra else [],
+        "pending_sends": checkpoint.pending_sends,
+        "pending_writes": (
+            [write_record(w) for w in checkpoint.pending_writes]
+            if checkpoint.pending_writes is not None
+            else None
+        ),
+        "size": checkpoint.size,
+    }
+    if values:
+        record["channel_values"] = checkpoint.channel_values
+    for key, value in checkpoint.extra.items():
+        # The undecodable or encrypted body stays visible under "checkpoint".
+        record["checkpoint" if key == "body" else key] = value
+    return record
+
+
+def dumps(value: Any, *, indent: int | None = None) -> str:
+    """Strict JSON (no NaN), non-ASCII kept as is."""
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
+    except ValueError:
+        return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+
+
+def json_array(records: Iterable[Any]) -> Iterator[str]:
+    """Lines of one pretty JSON array, streamed record by record."""
+    first = True
+    for record in records:
+        body = "\n".join("  " + line for line in dumps(record, indent=2).splitlines())
+        yield ("[\n" if first else ",\n") + body
+        first = False
+    yield "[]\n" if first else "\n]\n"
+
+
+def ndjson(records: Iterable[Any]) -> Iterator[str]:
+    for record in records:
+        yield dumps(record) + "\n"

@@ -1,0 +1,74 @@
+"""Resolve what a user typed (id, prefix, short id, THREAD, THREAD~N) to one checkpoint."""
+
+from __future__ import annotations
+
+from ckpt.errors import Ambiguous, NotFound
+from ckpt.model import CheckpointKey
+from ckpt.stores.base import Store
+
+SHORT_ID_LENGTH = 8
+
+
+def short_id(checkpoint_id: str) -> str:
+    """The id as tables print it: its last 8 characters, the random part of a uuid6.
+
+    The leading characters of a uuid6 are its timestamp, which checkpoints written in the
+    same half-minute share, so a prefix of 8 would rarely be unique (FORMAT 3.3).
+    """
+    return checkpoint_id[-SHORT_ID_LENGTH:]
+
+
+def resolve(store: Store, selector: str, *, checkpoint_ns: str | None = None) -> CheckpointKey:
+    """Find the one checkpoint a selector names, or raise NotFound / Ambiguous."""
+    ns = checkpoint_ns or ""
+    if store.thread_exists(selector):
+        return _latest(store, selector, ns)
+    thread, tilde, back = selector.rpartition("~")
+    if tilde and thread and back.isdigit() and store.thread_exists(thread):
+        return ancestor(store, _latest(store, thread, ns), int(back))
+    if not selector:
+        raise NotFound("empty checkpoint selector")
+    keys = store.find(selector)
+    if checkpoint_ns is not None:
+        keys = [k for k in keys if k.checkpoint_ns == checkpoint_ns]
+    exact = [k for k in keys if k.checkpoint_id == selector]
+    if exact:
+        keys = exact
+    if not keys:
+        raise NotFound(f"no thread or checkpoint matches {selector!r}")
+    if len({k.checkpoint_id for k in keys}) > 1 or len(keys) > 1:
+        candidates = [
+            f"{k.checkpoint_id} (thread {k.thread_id}"
+            + (f", ns {k.checkpoint_ns}" if k.checkpoint_ns else "")
+            + ")"
+            for k in keys
+        ]
+        raise Ambiguous(
+            f"{selector!r} matches {len(keys)} checkpoints: "
+            + "; ".join(candidates[:10])
+            + ("; ..." if len(candidates) > 10 else ""),
+            candidates,
+        )
+    return keys[0]
+
+
+def _latest(store: Store, thread_id: str, checkpoint_ns: str) -> CheckpointKey:
+    key = store.latest_key(thread_id, checkpoint_ns)
+    if key is None:
+        where = f" in namespace {checkpoint_ns!r}" if checkpoint_ns else ""
+        raise NotFound(f"thread {thread_id!r} has no checkpoint{where}")
+    return key
+
+
+def ancestor(store: Store, key: CheckpointKey, generations: int) -> CheckpointKey:
+    """Follow parent ids (never id order, FORMAT 8.14) `generations` steps back."""
+    current = key
+    for step in range(generations):
+        parent = store.load(current, values=False).parent_checkpoint_id
+        if parent is None:
+            raise NotFound(
+                f"{key.thread_id}~{generations}: the thread has only {step + 1} "
+                f"checkpoint(s) on this chain"
+            )
+        current = CheckpointKey(current.thread_id, current.checkpoint_ns, parent)
+    return current

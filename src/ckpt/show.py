@@ -1,0 +1,46 @@
+"""Helpers for `ckpt show`: narrowing to channels, and the encrypted-without-key outcome."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ckpt.decoders import MARK_KEY
+from ckpt.errors import EncryptedError, NotFound
+from ckpt.model import Checkpoint
+
+
+def pick_channels(checkpoint: Checkpoint, names: list[str]) -> None:
+    """Keep only the named channels' values; an unknown channel is an error, not empty."""
+    values = checkpoint.channel_values or {}
+    known = set(values) | set(checkpoint.channel_versions)
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise NotFound(
+            f"no channel {', '.join(map(repr, missing))} in checkpoint {checkpoint.checkpoint_id} "
+            f"(channels: {', '.join(sorted(known)) or 'none'})"
+        )
+    checkpoint.channel_values = {n: values[n] for n in names if n in values}
+
+
+def has_encrypted(value: Any) -> bool:
+    """Whether any part of a decoded value is an `encrypted` marked record."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get(MARK_KEY) == "encrypted":
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def require_key_if_encrypted(checkpoint: Checkpoint, *, has_key: bool) -> None:
+    """After printing what is readable: fail with the encrypted exit code if values were hidden."""
+    parts = [checkpoint.extra.get("body"), checkpoint.channel_values]
+    parts += [w.value for w in checkpoint.pending_writes or []]
+    if has_encrypted(parts):
+        if has_key:
+            raise EncryptedError("some values did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY")
+        raise EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")

@@ -1,0 +1,150 @@
+"""Turn a decoded checkpoint body, metadata and writes into model records; shared by all stores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ckpt.decoders import ABSENT, decode, decode_json_text, is_marked
+from ckpt.errors import DecodeError
+from ckpt.model import TASKS, Checkpoint, CheckpointKey, PendingWrite
+
+# Body keys we lift into Checkpoint fields; anything else goes to `extra` (FORMAT 3.1).
+_KNOWN_BODY_KEYS = frozenset(
+    {
+        "v",
+        "id",
+        "ts",
+        "channel_values",
+        "channel_versions",
+        "versions_seen",
+        "updated_channels",
+        "pending_sends",
+    }
+)
+
+
+def decode_value(
+    tag: str | None, payload: bytes | None, aes_key: bytes | None, *, legacy_untyped: bool = False
+) -> Any:
+    """Decode one stored value; untyped legacy rows are JSON, or a pickle we never load."""
+    if tag is None and legacy_untyped:
+        # langgraph 0.1.x stored untyped JSON, or a pickle when the bytes look like one
+        # (JsonPlusSerializerCompat, FORMAT 4.1).
+        data = payload or b""
+        tag = "pickle" if data.startswith(b"\x80") and data.endswith(b".") else "json"
+    if tag is None and not payload:
+        return None
+    try:
+        return decode(tag, payload, aes_key=aes_key)
+    except DecodeError as exc:
+        return {
+            "__ckpt__": "undecodable",
+            "tag": tag,
+            "size": len(payload or b""),
+            "error": str(exc),
+        }
+
+
+def decode_metadata(payload: bytes, *, location: str) -> dict[str, Any]:
+    """SQLite metadata is UTF-8 JSON (with lc envelopes in stores before 2.0.12, FORMAT 3.2)."""
+    if not payload:
+        return {}
+    try:
+        metadata = decode_json_text(payload)
+    except DecodeError:
+        return {"__ckpt__": "undecodable", "size": len(payload)}
+    return metadata if isinstance(metadata, dict) else {"value": metadata}
+
+
+def sort_writes(writes: Iterable[PendingWrite]) -> list[PendingWrite]:
+    """LangGraph's own order: writes_sort_key = (task_path, task_id, idx) (FORMAT 3.7)."""
+    return sorted(writes, key=lambda w: (w.task_path, w.task_id, w.idx))
+
+
+def checkpoint_from_body(
+    key: CheckpointKey,
+    parent_checkpoint_id: str | None,
+    tag: str | None,
+    body: bytes,
+    metadata: dict[str, Any],
+    *,
+    writes: list[PendingWrite] | None,
+    values: bool,
+    aes_key: bytes | None,
+    size: int,
+    tolerant: bool,
+) -> Checkpoint:
+    """Decode a serde-typed checkpoint body (SQLite, memory) into a Checkpoint record.
+
+    With `values=False` the body is decoded shallowly: messages and models are skipped,
+    which is what makes listing threads fast; Sends are still decoded for `next`.
+    `tolerant` turns a damaged body into a marked checkpoint instead of an error.
+    """
+    untyped = tag is None
+    if untyped:
+        tag = "pickle" if body.startswith(b"\x80") and body.endswith(b".") else "json"
+    try:
+        decoded = decode(tag, body, aes_key=aes_key, shallow=not values)
+    except DecodeError as exc:
+        if not tolerant:
+            raise DecodeError(
+                f"checkpoint {key.checkpoint_id} of thread {key.thread_id!r}: {exc}"
+            ) from None
+        decoded = {"__ckpt__": "undecodable", "size": len(body), "error": str(exc)}
+    return checkpoint_from_dict(
+        key, parent_checkpoint_id, decoded, metadata, writes=writes, values=values, size=size
+    )
+
+
+def checkpoint_from_dict(
+    key: CheckpointKey,
+    parent_checkpoint_id: str | None,
+    decoded: Any,
+    metadata: dict[str, Any],
+    *,
+    writes: list[PendingWrite] | None,
+    values: bool,
+    size: int,
+    channel_values: dict[str, Any] | None = None,
+) -> Checkpoint:
+    """Build a Checkpoint from an already decoded body dict (Postgres JSONB, memory)."""
+    checkpoint = Checkpoint(
+        thread_id=key.thread_id,
+        checkpoint_ns=key.checkpoint_ns,
+        checkpoint_id=key.checkpoint_id,
+        parent_checkpoint_id=parent_checkpoint_id,
+        metadata=metadata,
+        pending_writes=writes,
+        size=size,
+    )
+    if not isinstance(decoded, dict) or is_marked(decoded):
+        # Encrypted without a key, undecodable, or not a checkpoint at all: keep it visible.
+        checkpoint.extra["body"] = decoded
+        return checkpoint
+    v = decoded.get("v")
+    checkpoint.v = v if isinstance(v, int) else None
+    ts = decoded.get("ts")
+    checkpoint.ts = ts if isinstance(ts, str) else None
+    checkpoint.channel_versions = _as_dict(decoded.get("channel_versions"))
+    checkpoint.versions_seen = _as_dict(decoded.get("versions_seen"))
+    updated = decoded.get("updated_channels")
+    checkpoint.updated_channels = list(updated) if isinstance(updated, list) else None
+    body_values = channel_values if channel_values is not None else decoded.get("channel_values")
+    body_values = _as_dict(body_values)
+    sends = decoded.get("pending_sends")
+    if isinstance(sends, list) and sends:
+        checkpoint.pending_sends = sends
+    else:
+        tasks = body_values.get(TASKS)
+        if isinstance(tasks, list):
+            checkpoint.pending_sends = tasks
+    checkpoint.value_channels = frozenset(k for k, v in body_values.items() if v is not ABSENT)
+    if values:
+        checkpoint.channel_values = {k: v for k, v in body_values.items() if v is not ABSENT}
+    checkpoint.extra = {k: v for k, v in decoded.items() if k not in _KNOWN_BODY_KEYS}
+    return checkpoint
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) and not is_marked(value) else {}

@@ -1,0 +1,354 @@
+"""Read SqliteSaver stores of every era without changing a byte of them (FORMAT 4)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from ckpt.errors import (
+    CkptError,
+    NotACheckpointStore,
+    NotFound,
+    StoreCorrupt,
+    StoreNotFound,
+    StoreUnreadable,
+)
+from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, PendingWrite, ThreadInfo
+from ckpt.stores.base import Store
+from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BATCH = 200  # rows fetched per round trip when streaming
+
+
+class SqliteStore(Store):
+    """A SqliteSaver file: current, 2.x (no task_path), 1.x (`json` tag) or 0.1.x (thread_ts)."""
+
+    kind = "sqlite"
+
+    def __init__(self, path: str | os.PathLike[str], *, aes_key: bytes | None = None) -> None:
+        super().__init__(str(path), aes_key=aes_key)
+        self.path = Path(path)
+        self.conn = _connect_read_only(self.path)
+        self._detect_schema()
+
+    # -- schema ----------------------------------------------------------------------------
+    def _detect_schema(self) -> None:
+        tables = {
+            name for (name,) in self._run("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        if "checkpoints" not in tables:
+            raise NotACheckpointStore(
+                f"{self.location}: SQLite, but not a LangGraph checkpoint store "
+                "(no `checkpoints` table)"
+            )
+        columns = {row[1] for row in self._run("PRAGMA table_info(checkpoints)")}
+        write_columns = (
+            {row[1] for row in self._run("PRAGMA table_info(writes)")}
+            if "writes" in tables
+            else set()
+        )
+        self.has_writes = "writes" in tables
+        if "thread_ts" in columns:
+            # langgraph <= 0.1.x: no namespace, no type column, ids in thread_ts (FORMAT 4.1).
+            self.era = "0.1"
+            self._cp_cols = (
+                "thread_id, '' AS checkpoint_ns, thread_ts AS checkpoint_id, "
+                "parent_ts AS parent_checkpoint_id, NULL AS type, checkpoint, metadata"
+            )
+            self._id, self._ns, self._parent = "thread_ts", "''", "parent_ts"
+            self._w_id, self._w_ns = "thread_ts", "''"
+            self._w_cols = "task_id, '' AS task_path, idx, channel, NULL AS type, value"
+        elif {"checkpoint_id", "checkpoint_ns", "checkpoint"} <= columns:
+            self.era = "current" if "task_path" in write_columns else "pre-task_path"
+            self._cp_cols = (
+                "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+                "checkpoint, metadata"
+            )
+            self._id, self._ns, self._parent = (
+                "checkpoint_id",
+                "checkpoint_ns",
+                "parent_checkpoint_id",
+            )
+            self._w_id, self._w_ns = "checkpoint_id", "checkpoint_ns"
+            task_path = "task_path" if "task_path" in write_columns else "'' AS task_path"
+            self._w_cols = f"task_id, {task_path}, idx, channel, type, value"
+        else:
+            raise NotACheckpointStore(
+                f"{self.location}: has a `checkpoints` table, but not one LangGraph wrote"
+            )
+
+    def _run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        try:
+            return self.conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise _translate(exc, self.location) from None
+
+    def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
+        try:
+            cursor = self.conn.execute(sql, params)
+            while rows := cursor.fetchmany(BATCH):
+                yield from rows
+        except sqlite3.Error as exc:
+            raise _translate(exc, self.location) from None
+
+    # -- listing ---------------------------------------------------------------------------
+    def threads(self) -> Iterator[ThreadInfo]:
+        # Aggregates in SQL; only each thread's latest root checkpoint is decoded (shallow).
+        ns, cid = self._ns, self._id
+        aggregates = self._run(
+            f"SELECT thread_id, count(*), group_concat(DISTINCT {ns}), "
+            f"sum(coalesce(length(checkpoint), 0) + coalesce(length(metadata), 0)), "
+            f"max(CASE WHEN {ns} = '' THEN {cid} END), max({cid}) "
+            f"FROM checkpoints GROUP BY thread_id ORDER BY thread_id"
+        )
+        write_counts: dict[str, tuple[int, int]] = {}
+        if self.has_writes:
+            for thread_id, count, size in self._run(
+                "SELECT thread_id, count(*), sum(coalesce(length(value), 0)) "
+                "FROM writes GROUP BY thread_id"
+            ):
+                write_counts[thread_id] = (count, size or 0)
+        for thread_id, count, namespaces, size, latest_root, latest_any in aggregates:
+            writes, writes_size = write_counts.get(thread_id, (0, 0))
+            latest_id = latest_root or latest_any
+            latest_ns = "" if latest_root else self._ns_of(thread_id, latest_any)
+            latest = self._load_one(CheckpointKey(thread_id, latest_ns, latest_id), values=False)
+            yield ThreadInfo(
+                thread_id=thread_id,
+                namespaces=sorted((namespaces or "").split(",")) if namespaces else [""],
+                checkpoints=count,
+                writes=writes,
+                size=(size or 0) + writes_size,
+                latest=latest,
+            )
+
+    def _ns_of(self, thread_id: str, checkpoint_id: str) -> str:
+        rows = self._run(
+            f"SELECT {self._ns} FROM checkpoints WHERE thread_id = ? AND {self._id} = ? LIMIT 1",
+            (thread_id, checkpoint_id),
+        )
+        return str(rows[0][0]) if rows else ""
+
+    def thread_exists(self, thread_id: str) -> bool:
+        return bool(
+            self._run("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,))
+        )
+
+    def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
+        rows = self._run(
+            f"SELECT {self._cp_cols} FROM checkpoints WHERE thread_id = ? "
+            f"ORDER BY {self._id}, {self._ns}",
+            (thread_id,),
+        )
+        writes = self._writes_by_checkpoint(thread_id)
+        return [
+            self._checkpoint(row, writes.get((row[1], row[2]), []), values=values, tolerant=True)
+            for row in rows
+        ]
+
+    # -- finding ---------------------------------------------------------------------------
+    def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
+        # A range on the id keeps a prefix search on the primary key; the suffix (short id)
+        # search scans the key index only.
+        escaped = fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        sql = (
+            f"SELECT thread_id, {self._ns}, {self._id} FROM checkpoints "
+            f"WHERE (({self._id} >= ? AND {self._id} < ?) OR {self._id} LIKE ? ESCAPE '\\')"
+        )
+        params: list[Any] = [fragment, fragment + "\uffff", "%" + escaped]
+        if thread_id is not None:
+            sql += " AND thread_id = ?"
+            params.append(thread_id)
+        return [CheckpointKey(*row) for row in self._run(sql + " LIMIT 50", params)]
+
+    def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
+        rows = self._run(
+            f"SELECT {self._id} FROM checkpoints WHERE thread_id = ? AND {self._ns} = ? "
+            f"ORDER BY {self._id} DESC LIMIT 1",
+            (thread_id, checkpoint_ns),
+        )
+        return CheckpointKey(thread_id, checkpoint_ns, rows[0][0]) if rows else None
+
+    # -- loading ---------------------------------------------------------------------------
+    def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
+        return self._load_one(key, values=values)
+
+    def _load_one(self, key: CheckpointKey, *, values: bool) -> Checkpoint:
+        rows = self._run(
+            f"SELECT {self._cp_cols} FROM checkpoints "
+            f"WHERE thread_id = ? AND {self._ns} = ? AND {self._id} = ?",
+            (key.thread_id, key.checkpoint_ns, key.checkpoint_id),
+        )
+        if not rows:
+            raise NotFound(f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}")
+        writes = self._writes(key) if self.has_writes else []
+        return self._checkpoint(rows[0], writes, values=values, tolerant=not values)
+
+    def _writes(self, key: CheckpointKey) -> list[PendingWrite]:
+        rows = self._run(
+            f"SELECT {self._w_cols} FROM writes "
+            f"WHERE thread_id = ? AND {self._w_ns} = ? AND {self._w_id} = ?",
+            (key.thread_id, key.checkpoint_ns, key.checkpoint_id),
+        )
+        return sort_writes(self._write(row) for row in rows)
+
+    def _writes_by_checkpoint(self, thread_id: str) -> dict[tuple[str, str], list[PendingWrite]]:
+        if not self.has_writes:
+            return {}
+        grouped: dict[tuple[str, str], list[PendingWrite]] = {}
+        for row in self._run(
+            f"SELECT {self._w_ns}, {self._w_id}, {self._w_cols} FROM writes WHERE thread_id = ?",
+            (thread_id,),
+        ):
+            grouped.setdefault((row[0], row[1]), []).append(self._write(row[2:]))
+        return {k: sort_writes(v) for k, v in grouped.items()}
+
+    def _write(self, row: Sequence[Any]) -> PendingWrite:
+        task_id, task_path, idx, channel, tag, value = row
+        blob = bytes(value) if value is not None else None
+        return PendingWrite(
+            task_id=task_id,
+            task_path=task_path or "",
+            idx=idx,
+            channel=channel,
+            type=tag,
+            value=decode_value(tag, blob, self.aes_key, legacy_untyped=self.era == "0.1"),
+            size=len(blob) if blob is not None else 0,
+        )
+
+    def _checkpoint(
+        self, row: Sequence[Any], writes: list[PendingWrite], *, values: bool, tolerant: bool
+    ) -> Checkpoint:
+        thread_id, checkpoint_ns, checkpoint_id, parent_id, tag, body, metadata = row
+        body_bytes = bytes(body) if body is not None else b""
+        meta_bytes = bytes(metadata) if metadata is not None else b""
+        return checkpoint_from_body(
+            CheckpointKey(thread_id, checkpoint_ns, checkpoint_id),
+            parent_id,
+            tag if self.era != "0.1" else None,
+            body_bytes,
+            decode_metadata(meta_bytes, location=self.location),
+            writes=writes,
+            values=values,
+            aes_key=self.aes_key,
+            size=len(body_bytes) + len(meta_bytes),
+            tolerant=tolerant,
+        )
+
+    def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        where, params = self._dump_filter(query, self._id, self._ns)
+        if query.latest_only:
+            same_ns = (
+                "" if self.era == "0.1" else " AND c2.checkpoint_ns = checkpoints.checkpoint_ns"
+            )
+            where.append(
+                f"{self._id} = (SELECT max(c2.{self._id}) FROM checkpoints c2 "
+                f"WHERE c2.thread_id = checkpoints.thread_id{same_ns})"
+            )
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        order = f"ORDER BY thread_id, {self._ns}, {self._id}"
+        rows = self._stream(f"SELECT {self._cp_cols} FROM checkpoints{clause} {order}", params)
+        writes = self._stream_writes(query) if self.has_writes else iter(())
+        for row, raw_writes in _merge_writes(rows, writes):
+            row_writes = sort_writes(self._write(w) for w in raw_writes)
+            yield self._checkpoint(row, row_writes, values=values, tolerant=False)
+
+    def _stream_writes(self, query: DumpQuery) -> Iterator[tuple[tuple[str, str, str], Any]]:
+        where, params = self._dump_filter(query, self._w_id, self._w_ns)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        sql = (
+            f"SELECT thread_id, {self._w_ns}, {self._w_id}, {self._w_cols} FROM writes{clause} "
+            f"ORDER BY thread_id, {self._w_ns}, {self._w_id}"
+        )
+        for row in self._stream(sql, params):
+            yield (row[0], row[1], row[2]), row[3:]
+
+    def _dump_filter(
+        self, query: DumpQuery, id_col: str, ns_col: str
+    ) -> tuple[list[str], list[Any]]:
+        where: list[str] = []
+        params: list[Any] = []
+        if query.thread_ids:
+            where.append(f"thread_id IN ({', '.join('?' for _ in query.thread_ids)})")
+            params.extend(query.thread_ids)
+        if query.checkpoint_ns is not None:
+            where.append(f"{ns_col} = ?")
+            params.append(query.checkpoint_ns)
+        if query.since_id is not None:
+            where.append(f"{id_col} >= ?")
+            params.append(query.since_id)
+        if query.until_id is not None:
+            where.append(f"{id_col} <= ?")
+            params.append(query.until_id)
+        return where, params
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _merge_writes(
+    rows: Iterable[Any], writes: Iterator[tuple[tuple[str, str, str], Any]]
+) -> Iterator[tuple[Any, list[Any]]]:
+    """Pair each checkpoint row with its raw write rows; both streams share one sort order."""
+    pending = next(writes, None)
+    for row in rows:
+        key = (row[0], row[1], row[2])
+        found: list[Any] = []
+        while pending is not None and pending[0] < key:
+            pending = next(writes, None)
+        while pending is not None and pending[0] == key:
+            found.append(pending[1])
+            pending = next(writes, None)
+        yield row, found
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """Open without creating, locking out, migrating or leaving side files (FORMAT 4.1, 8.15)."""
+    if not path.exists():
+        raise StoreNotFound(f"{path}: no such file")
+    if path.is_dir():
+        raise StoreUnreadable(f"{path}: is a folder, not a SQLite file or a .langgraph_api folder")
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(100)
+    except OSError as exc:
+        raise StoreUnreadable(f"{path}: cannot read ({exc.strerror})") from None
+    if not header:
+        raise NotACheckpointStore(f"{path}: empty file, not a checkpoint store")
+    if not header.startswith(SQLITE_MAGIC):
+        raise StoreUnreadable(f"{path}: not a SQLite database")
+    wal_mode = len(header) > 19 and header[18] == 2
+    wal_file = Path(f"{path}-wal")
+    # A WAL-mode file with no -wal beside it is not open in any writer: read it as immutable,
+    # which creates no -wal/-shm files. With a -wal present, a live application may be writing:
+    # read through SQLite's normal read-only locking so we see its committed pages.
+    immutable = wal_mode and not wal_file.exists()
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro" + ("&immutable=1" if immutable else "")
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
+        conn.execute("PRAGMA query_only = 1")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        raise _translate(exc, str(path)) from None
+    return conn
+
+
+def _translate(exc: sqlite3.Error, location: str) -> CkptError:
+    name = getattr(exc, "sqlite_errorname", "")
+    text = str(exc)
+    if name == "SQLITE_NOTADB" or "not a database" in text:
+        return StoreUnreadable(f"{location}: not a SQLite database")
+    if name == "SQLITE_CORRUPT" or "malformed" in text:
+        return StoreCorrupt(f"{location}: truncated or corrupt SQLite file ({text})")
+    if name in {"SQLITE_BUSY", "SQLITE_LOCKED"}:
+        return StoreUnreadable(f"{location}: the store is locked by a writer; try again ({text})")
+    if name == "SQLITE_CANTOPEN":
+        return StoreUnreadable(f"{location}: cannot open ({text})")
+    if isinstance(exc, sqlite3.OperationalError) and "no such" in text:
+        return NotACheckpointStore(f"{location}: not a LangGraph checkpoint store ({text})")
+    return StoreUnreadable(f"{location}: {text}")

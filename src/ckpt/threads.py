@@ -1,0 +1,46 @@
+"""Sorting and filtering thread records for `ckpt threads`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ckpt.render.records import ThreadRecord
+
+_STATUS_ORDER = {"error": 0, "interrupted": 1, "pending": 2, "unknown": 3, "done": 4}
+
+
+def select_threads(
+    records: Iterable[ThreadRecord],
+    *,
+    sort: str = "updated",
+    limit: int | None = None,
+    where: dict[str, str] | None = None,
+    status: str | None = None,
+) -> list[ThreadRecord]:
+    """Filter on latest metadata (values compared as text) and status, sort, then cut."""
+    kept = [
+        r
+        for r in records
+        if (status is None or r["status"] == status)
+        and all(_matches(r["metadata"].get(k), v) for k, v in (where or {}).items())
+    ]
+    keys: dict[str, Any] = {
+        "updated": lambda r: (r["updated_at"] or "", r["thread_id"]),
+        "thread": lambda r: r["thread_id"],
+        "checkpoints": lambda r: (r["checkpoints"], r["thread_id"]),
+        "size": lambda r: (r["size"], r["thread_id"]),
+        "step": lambda r: (r["step"] if r["step"] is not None else -10, r["thread_id"]),
+        "status": lambda r: (_STATUS_ORDER.get(r["status"], 9), r["thread_id"]),
+    }
+    reverse = sort in {"updated", "checkpoints", "size", "step"}
+    kept.sort(key=keys[sort], reverse=reverse)
+    return kept[:limit] if limit else kept
+
+
+def _matches(actual: Any, wanted: str) -> bool:
+    if actual is None:
+        return False
+    if isinstance(actual, bool):
+        return str(actual).lower() == wanted.lower()
+    return str(actual) == wanted

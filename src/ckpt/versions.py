@@ -1,0 +1,80 @@
+"""The channel-by-checkpoint matrix behind `ckpt versions`: which step moved which channel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ckpt.analysis import task_node
+from ckpt.decoders import parse_version
+from ckpt.model import Checkpoint
+from ckpt.selectors import short_id
+
+
+def version_matrix(checkpoints: list[Checkpoint]) -> dict[str, Any]:
+    """One row per channel, one column per checkpoint (id order = time order in one process).
+
+    A version "moved" when it differs from the parent's (parent link, not the column to
+    the left). The writes that moved it hang off the parent (FORMAT 3.7 attachment rule).
+    """
+    by_id = {c.checkpoint_id: c for c in checkpoints}
+    ordered = sorted(checkpoints, key=lambda c: c.checkpoint_id)
+    channels: list[str] = []
+    for cp in ordered:
+        for name in cp.channel_versions:
+            if name not in channels:
+                channels.append(name)
+    rows = []
+    for name in channels:
+        cells: list[dict[str, Any] | None] = []
+        for cp in ordered:
+            version = cp.channel_versions.get(name)
+            if version is None:
+                cells.append(None)
+                continue
+            parent = by_id.get(cp.parent_checkpoint_id or "")
+            before = parent.channel_versions.get(name) if parent else None
+            moved = before != version
+            cell: dict[str, Any] = {
+                "version": version,
+                "counter": parse_version(version),
+                "moved": moved,
+                "by": _writers(parent, name, cp) if moved and parent else [],
+            }
+            if cp.blobs is not None and name in cp.blobs:
+                blob = cp.blobs[name]
+                cell["blob"] = {"version": blob.version, "type": blob.type, "size": blob.size}
+                cell["shared_blob"] = not moved
+            cells.append(cell)
+        rows.append({"channel": name, "versions": cells})
+    return {
+        "thread_id": ordered[0].thread_id if ordered else None,
+        "checkpoint_ns": ordered[0].checkpoint_ns if ordered else "",
+        "checkpoints": [
+            {
+                "checkpoint_id": c.checkpoint_id,
+                "short_id": short_id(c.checkpoint_id),
+                "step": c.step,
+                "source": c.source,
+            }
+            for c in ordered
+        ],
+        "channels": rows,
+    }
+
+
+def _writers(parent: Checkpoint, channel: str, child: Checkpoint) -> list[str]:
+    """Names of the tasks whose writes on the parent set this channel in the child."""
+    if child.source in {"update", "fork"}:
+        return ["update_state"]
+    names: list[str] = []
+    for write in parent.pending_writes or []:
+        if write.channel != channel:
+            continue
+        name = task_node(write.task_path) or (
+            "input" if not write.task_path else write.task_path.lstrip("~").split(",")[0]
+        )
+        if name not in names:
+            names.append(name)
+    if not names and child.source == "input":
+        names.append("input")
+    return names
