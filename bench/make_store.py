@@ -1,0 +1,374 @@
+"""Generate large, realistic checkpoint stores for ckpt's benchmarks.
+
+    python bench/make_store.py bench/out/big.sqlite --threads 1000 --turns 25
+    python bench/make_store.py --postgres postgresql://postgres@127.0.0.1/bench --threads 1000
+    python bench/make_store.py --dev-folder bench/out/dev --checkpoints 100000
+
+Every byte is LangGraph's own: a real growing-chat graph (each turn: a human message,
+an AI message with a tool call, the tool's message, the AI's answer) runs through the
+real saver, and every checkpoint carries the thread's whole message list, as real
+stores do. Running 1000 long threads through LangGraph takes many minutes, so a few
+"seed" threads are run for real (--seed-threads) and their rows are then copied to
+fresh thread ids (bench-0000, bench-0001, ...). The copies keep the seed's checkpoint
+ids: ids are unique per thread, not across threads.
+
+SQLite keeps the whole message list inline in every checkpoint, so size grows with the
+square of the turns. Measured here (2 CPUs): 1000 threads x 25 turns = 125,000
+checkpoints, 3.4 GB in 38 s; 1000 x 6 turns = 248 MB in 2 s; 70 x 25 turns = 237 MB.
+--postgres with 1000 x 20 turns (100,000 checkpoints): a 650 MB database in 10 s. --dev-folder
+with 100,000 checkpoints: 1.8 GB (the blobs file is 1.7 GB) in 26 s, ~7 GB peak RSS.
+Copied SQLite and Postgres threads keep their seed's metadata (user_id, tenant); the
+dev-folder copies get their own thread_id, user_id and tenant, re-encoded by LangGraph's
+serde, because the server's metadata names the thread.
+
+Outputs belong under bench/out/ (gitignored). Prints size and time taken to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sqlite3
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+if __package__ in (None, ""):  # run as a script: make `fixtures` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fixtures.build import DevServerSaver  # the `langgraph dev` file layout
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+
+CHECKPOINTS_PER_TURN = 5  # input, __start__, model (tool call), tools, model (answer)
+
+WORDS = (
+    "order shipment refund invoice customer account warehouse carrier tracking delivery "
+    "address payment card balance subscription plan upgrade discount coupon return label "
+    "package damaged delayed express standard priority region policy window receipt "
+    "please could you check status update confirm cancel reschedule estimate today week"
+).split()
+TOOLS = ("lookup_order", "check_payment", "find_shipment", "search_kb")
+
+
+# --------------------------------------------------------------------------------------
+# The graph: a support chat whose "model" is a deterministic stand-in.
+# --------------------------------------------------------------------------------------
+
+
+class ChatState(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def _text(rng: random.Random, chars: int) -> str:
+    words: list[str] = []
+    while sum(len(w) + 1 for w in words) < chars:
+        words.append(rng.choice(WORDS))
+    return " ".join(words).capitalize() + "."
+
+
+def _rng(thread_id: str, n: int) -> random.Random:
+    return random.Random(f"{thread_id}/{n}")
+
+
+def model(state: ChatState, config: RunnableConfig) -> dict[str, list[AnyMessage]]:
+    messages = state["messages"]
+    n = len(messages)
+    rng = _rng(config["configurable"]["thread_id"], n)
+    usage = {"input_tokens": 60 * n, "output_tokens": 80, "total_tokens": 60 * n + 80}
+    if isinstance(messages[-1], HumanMessage):
+        call = {
+            "name": rng.choice(TOOLS),
+            "args": {"query": _text(rng, 60), "order_id": f"A-{rng.randrange(10**4):04d}"},
+            "id": f"call_{n:04d}",
+            "type": "tool_call",
+        }
+        reply = AIMessage(
+            content="",
+            tool_calls=[call],
+            id=f"msg-{n:04d}",
+            response_metadata={"model_name": "bench-fake", "finish_reason": "tool_calls"},
+            usage_metadata=usage,
+        )
+    else:
+        reply = AIMessage(
+            content=_text(rng, 400),
+            id=f"msg-{n:04d}",
+            response_metadata={"model_name": "bench-fake", "finish_reason": "stop"},
+            usage_metadata=usage,
+        )
+    return {"messages": [reply]}
+
+
+def tools(state: ChatState, config: RunnableConfig) -> dict[str, list[AnyMessage]]:
+    last = state["messages"][-1]
+    assert isinstance(last, AIMessage)
+    rng = _rng(config["configurable"]["thread_id"], len(state["messages"]))
+    return {
+        "messages": [
+            ToolMessage(
+                content=_text(rng, 300),
+                tool_call_id=call["id"],
+                name=call["name"],
+                id=f"{call['id']}-result",
+            )
+            for call in last.tool_calls
+        ]
+    }
+
+
+def _route(state: ChatState) -> str:
+    last = state["messages"][-1]
+    return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+
+def chat_graph(checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any]:
+    builder = StateGraph(ChatState)
+    builder.add_node("model", model)
+    builder.add_node("tools", tools)
+    builder.add_edge(START, "model")
+    builder.add_conditional_edges("model", _route, ["tools", END])
+    builder.add_edge("tools", "model")
+    return builder.compile(checkpointer=checkpointer)
+
+
+def run_threads(
+    checkpointer: BaseCheckpointSaver[Any],
+    thread_ids: list[str],
+    turns: int,
+    metadata: Callable[[str], dict[str, Any]] | None = None,
+) -> None:
+    """Run `turns` user turns on each thread through the real graph."""
+    graph = chat_graph(checkpointer)
+    for thread_id in thread_ids:
+        config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+        config["metadata"] = metadata(thread_id) if metadata else _metadata(thread_id)
+        for turn in range(turns):
+            text = _text(_rng(thread_id, -turn), 200)
+            message = HumanMessage(text, id=f"{thread_id}-user-{turn + 1:03d}")
+            graph.invoke({"messages": [message]}, config)
+
+
+def _metadata(thread_id: str) -> dict[str, Any]:
+    n = int(thread_id.rsplit("-", 1)[1])
+    return {"user_id": f"u-{n % 97}", "tenant": ("acme", "globex", "initech")[n % 3]}
+
+
+def thread_name(i: int) -> str:
+    return f"bench-{i:04d}"
+
+
+# --------------------------------------------------------------------------------------
+# SQLite
+# --------------------------------------------------------------------------------------
+
+
+def make_sqlite(path: Path, threads: int, turns: int, seeds: int) -> None:
+    if path.exists():
+        raise SystemExit(f"{path} exists; remove it first")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    seeds = min(seeds, threads)
+    with closing(sqlite3.connect(path, check_same_thread=False)) as conn:
+        saver = SqliteSaver(conn)
+        started = time.perf_counter()
+        run_threads(saver, [thread_name(i) for i in range(seeds)], turns)
+        _say(f"ran {seeds} thread(s) x {turns} turns through SqliteSaver", started)
+        started = time.perf_counter()
+        with conn:
+            for i in range(seeds, threads):
+                source, target = thread_name(i % seeds), thread_name(i)
+                for table in ("checkpoints", "writes"):
+                    _copy_sqlite_rows(conn, table, source, target)
+        _say(f"copied rows to {threads - seeds} more thread(s)", started)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _copy_sqlite_rows(conn: sqlite3.Connection, table: str, source: str, target: str) -> None:
+    columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+    select = ", ".join("?" if c == "thread_id" else c for c in columns)
+    conn.execute(
+        f"INSERT INTO {table} ({', '.join(columns)}) "
+        f"SELECT {select} FROM {table} WHERE thread_id = ?",
+        (target, source),
+    )
+
+
+# --------------------------------------------------------------------------------------
+# PostgreSQL
+# --------------------------------------------------------------------------------------
+
+PG_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+
+
+def make_postgres(dsn: str, threads: int, turns: int, seeds: int) -> None:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    seeds = min(seeds, threads)
+    with PostgresSaver.from_conn_string(dsn) as saver:
+        saver.setup()
+        with psycopg.connect(dsn) as conn:
+            row = conn.execute("SELECT count(*) FROM checkpoints").fetchone()
+            if row and row[0]:
+                raise SystemExit("the database already holds checkpoints; use an empty one")
+        started = time.perf_counter()
+        run_threads(saver, [thread_name(i) for i in range(seeds)], turns)
+        _say(f"ran {seeds} thread(s) x {turns} turns through PostgresSaver", started)
+    started = time.perf_counter()
+    with psycopg.connect(dsn) as conn:
+        for table in PG_TABLES:
+            columns = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = 'public' AND table_name = %s ORDER BY ordinal_position",
+                    (table,),
+                )
+            ]
+            select = ", ".join(
+                "'bench-' || lpad(n::text, 4, '0')" if c == "thread_id" else f"t.{c}"
+                for c in columns
+            )
+            # thread n copies seed thread (n mod seeds)
+            conn.execute(
+                f"INSERT INTO {table} ({', '.join(columns)}) "
+                f"SELECT {select} FROM generate_series(%s, %s - 1) AS n "
+                f"JOIN {table} t ON t.thread_id = 'bench-' || lpad((n %% %s)::text, 4, '0')",
+                (seeds, threads, seeds),
+            )
+        conn.commit()
+        conn.execute("ANALYZE")
+        size = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    _say(f"copied rows to {threads - seeds} more thread(s)", started)
+    if size:
+        _say(f"database size {size[0] / 1e6:,.1f} MB")
+
+
+# --------------------------------------------------------------------------------------
+# `langgraph dev` folder (.langgraph_api/.langgraph_checkpoint.{1,2,3}.pckl)
+# --------------------------------------------------------------------------------------
+
+
+def make_dev_folder(project: Path, checkpoints: int, turns: int, seeds: int) -> None:
+    folder = project / ".langgraph_api"
+    if folder.exists():
+        raise SystemExit(f"{folder} exists; remove it first")
+    per_thread = turns * CHECKPOINTS_PER_TURN
+    threads = max(1, checkpoints // per_thread)
+    seeds = min(seeds, threads)
+    with DevServerSaver(folder) as saver:
+        started = time.perf_counter()
+        run_threads(saver, [thread_name(i) for i in range(seeds)], turns)
+        _say(f"ran {seeds} thread(s) x {turns} turns through the dev-server saver", started)
+        started = time.perf_counter()
+        _copy_memory_threads(saver, seeds, threads)
+        count = sum(len(cps) for ns in saver.storage.values() for cps in ns.values())
+        _say(f"copied entries to {threads - seeds} more thread(s): {count:,} checkpoints", started)
+        started = time.perf_counter()
+    _say("pickled (protocol 2, as PersistentDict does)", started)
+
+
+def _fresh(value: bytes) -> bytes:
+    # A new bytes object: pickle memoizes by identity, and a real file holds no
+    # references shared between threads.
+    return bytes(bytearray(value))
+
+
+def _copy_memory_threads(saver: InMemorySaver, seeds: int, threads: int) -> None:
+    serde = saver.serde
+    writes_by_thread: dict[str, list[Any]] = defaultdict(list)
+    for key, value in saver.writes.items():
+        writes_by_thread[key[0]].append((key, value))
+    blobs_by_thread: dict[str, list[Any]] = defaultdict(list)
+    for key, value in saver.blobs.items():
+        blobs_by_thread[key[0]].append((key, value))
+    for i in range(seeds, threads):
+        source, target = thread_name(i % seeds), thread_name(i)
+        namespaces = defaultdict(dict)
+        for ns, stored in saver.storage[source].items():
+            for checkpoint_id, (checkpoint, metadata, parent) in stored.items():
+                values = serde.loads_typed(metadata)
+                values["thread_id"] = target  # the server's metadata names the thread
+                values.update(_metadata(target))
+                namespaces[ns][checkpoint_id] = (
+                    (checkpoint[0], _fresh(checkpoint[1])),
+                    serde.dumps_typed(values),
+                    parent,
+                )
+        saver.storage[target] = namespaces
+        for (_, ns, checkpoint_id), task_writes in writes_by_thread[source]:
+            saver.writes[(target, ns, checkpoint_id)] = {
+                key: (task_id, channel, (tag, _fresh(data)), path)
+                for key, (task_id, channel, (tag, data), path) in task_writes.items()
+            }
+        for (_, ns, channel, version), (tag, data) in blobs_by_thread[source]:
+            saver.blobs[(target, ns, channel, version)] = (tag, _fresh(data))
+
+
+# --------------------------------------------------------------------------------------
+
+
+def _say(message: str, started: float | None = None) -> None:
+    suffix = f" in {time.perf_counter() - started:.1f}s" if started is not None else ""
+    print(f"{message}{suffix}", file=sys.stderr)
+
+
+def _size(path: Path) -> int:
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", type=Path, help="SQLite file to write")
+    parser.add_argument("--postgres", metavar="DSN", help="write into this (empty) database")
+    parser.add_argument("--dev-folder", type=Path, metavar="DIR", help="write DIR/.langgraph_api")
+    parser.add_argument("--threads", type=int, default=1000)
+    parser.add_argument(
+        "--turns",
+        type=int,
+        help=f"user turns per thread ({CHECKPOINTS_PER_TURN} checkpoints each); "
+        "default 25 for SQLite, 20 (100 checkpoints) for --postgres and --dev-folder",
+    )
+    parser.add_argument("--checkpoints", type=int, default=100_000, help="for --dev-folder")
+    parser.add_argument(
+        "--seed-threads",
+        type=int,
+        default=20,
+        help="threads run through the real graph; the others copy their rows",
+    )
+    args = parser.parse_args(argv)
+    if sum(x is not None for x in (args.out, args.postgres, args.dev_folder)) != 1:
+        parser.error("give exactly one of OUT, --postgres DSN, --dev-folder DIR")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    started = time.perf_counter()
+    if args.out is not None:
+        make_sqlite(args.out, args.threads, args.turns or 25, args.seed_threads)
+        _say(f"{args.out}: {_size(args.out) / 1e6:,.1f} MB", None)
+    elif args.postgres is not None:
+        make_postgres(args.postgres, args.threads, args.turns or 20, args.seed_threads)
+    else:
+        make_dev_folder(args.dev_folder, args.checkpoints, args.turns or 20, args.seed_threads)
+        folder = args.dev_folder / ".langgraph_api"
+        _say(f"{folder}: {_size(folder) / 1e6:,.1f} MB", None)
+    _say("total", started)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

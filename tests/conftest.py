@@ -1,0 +1,192 @@
+"""Session fixtures: stores written by real LangGraph runs (fixtures/), the checked-in
+samples (tests/data/), and throwaway PostgreSQL databases."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.build import DEV_FOLDER, ENCRYPTION_KEY, build_all
+
+DATA_DIR = Path(__file__).parent / "data"
+
+# Override with a libpq URI of a role that may CREATE DATABASE.
+PG_ADMIN_ENV = "CKPT_TEST_PG_ADMIN"
+PG_HOST = "127.0.0.1:5432"
+
+
+# --------------------------------------------------------------------------------------
+# Stores built by fixtures/build.py, once per test session.
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding everything fixtures/build.py writes (see its docstring)."""
+    outdir = tmp_path_factory.mktemp("stores")
+    build_all(outdir)
+    return outdir
+
+
+@pytest.fixture(scope="session")
+def sqlite_store(fixture_dir: Path) -> Path:
+    """chat.sqlite: every scenario through SqliteSaver."""
+    return fixture_dir / "chat.sqlite"
+
+
+@pytest.fixture(scope="session")
+def manifest(fixture_dir: Path) -> dict[str, Any]:
+    """chat.sqlite's manifest: thread ids by role (fixtures.graphs.Manifest)."""
+    loaded: dict[str, Any] = json.loads((fixture_dir / "manifest.json").read_text())
+    return loaded
+
+
+@pytest.fixture(scope="session")
+def encrypted_store(fixture_dir: Path) -> Path:
+    """encrypted.sqlite: every scenario, EncryptedSerializer AES-EAX with `encryption_key`."""
+    return fixture_dir / "encrypted.sqlite"
+
+
+@pytest.fixture(scope="session")
+def encryption_key() -> bytes:
+    return ENCRYPTION_KEY
+
+
+@pytest.fixture(scope="session")
+def dev_folder(fixture_dir: Path) -> Path:
+    """The `.langgraph_api` folder: storage, writes, blobs in .langgraph_checkpoint.{1,2,3}.pckl."""
+    return fixture_dir / DEV_FOLDER
+
+
+@pytest.fixture(scope="session")
+def memory_pkl(fixture_dir: Path) -> Path:
+    """memory.pkl: the single-file PersistentDict pattern; holds only storage."""
+    return fixture_dir / "memory.pkl"
+
+
+@pytest.fixture(scope="session")
+def oracles(fixture_dir: Path) -> dict[str, dict[str, Any]]:
+    """What LangGraph's own savers reported for each built store, keyed by
+    "chat", "encrypted", "dev_folder", "memory": {"manifest": ..., "checkpoints": [...]}."""
+    return {
+        path.stem: json.loads(path.read_text())
+        for path in sorted((fixture_dir / "oracle").glob("*.json"))
+    }
+
+
+@pytest.fixture(scope="session")
+def samples() -> Path:
+    """tests/data: legacy and reference stores copied from the format research samples."""
+    return DATA_DIR
+
+
+# --------------------------------------------------------------------------------------
+# PostgreSQL: a uniquely named database per request, dropped at the end of the session.
+# Tests that use these fail (not skip) when the server is unreachable.
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PgStore:
+    dsn: str
+    manifest: dict[str, Any]
+
+
+def _admin_candidates() -> list[str]:
+    if override := os.environ.get(PG_ADMIN_ENV):
+        return [override]
+    return [
+        f"postgresql://{user}@{PG_HOST}/{dbname}"
+        for user in dict.fromkeys(["postgres", getpass.getuser()])
+        for dbname in ("postgres", user)
+    ]
+
+
+@pytest.fixture(scope="session")
+def pg_admin() -> str:
+    """A DSN of a role allowed to create databases on the test server."""
+    import psycopg
+
+    errors = []
+    for dsn in _admin_candidates():
+        try:
+            with psycopg.connect(dsn, connect_timeout=5, autocommit=True) as conn:
+                conn.execute("SELECT 1")
+            return dsn
+        except psycopg.Error as exc:
+            errors.append(f"{dsn}: {str(exc).strip()}")
+    pytest.fail(
+        f"PostgreSQL is not reachable (set {PG_ADMIN_ENV} to a DSN that can CREATE DATABASE):\n  "
+        + "\n  ".join(errors),
+        pytrace=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def pg_new_database(pg_admin: str) -> Iterator[Callable[[], str]]:
+    """Call it to get the DSN of a new empty database; all are dropped at session end."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    created: list[str] = []
+
+    def new_database() -> str:
+        name = f"ckpt_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(pg_admin, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        created.append(name)
+        return make_conninfo(pg_admin, dbname=name)
+
+    yield new_database
+    with psycopg.connect(pg_admin, autocommit=True) as conn:
+        for name in created:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def pg_dsn(pg_new_database: Callable[[], str]) -> str:
+    """One empty database for the session."""
+    return pg_new_database()
+
+
+@pytest.fixture(scope="session")
+def pg_store(pg_new_database: Callable[[], str]) -> PgStore:
+    """Every scenario through PostgresSaver."""
+    from fixtures.postgres import build_postgres
+
+    dsn = pg_new_database()
+    return PgStore(dsn, dict(build_postgres(dsn)))
+
+
+@pytest.fixture(scope="session")
+def pg_shallow_store(pg_new_database: Callable[[], str]) -> PgStore:
+    """Every scenario through ShallowPostgresSaver (latest checkpoint only)."""
+    from fixtures.postgres import build_postgres_shallow
+
+    dsn = pg_new_database()
+    return PgStore(dsn, dict(build_postgres_shallow(dsn)))
+
+
+@pytest.fixture(scope="session")
+def pg_dump_loader(pg_new_database: Callable[[], str]) -> Callable[[str], str]:
+    """Call with "legacy", "current" or "shallow": loads tests/data/postgres_<name>_pg_dump.sql
+    into a new database (once per name) and returns its DSN."""
+    from fixtures.postgres import load_pg_dump
+
+    loaded: dict[str, str] = {}
+
+    def load(name: str) -> str:
+        if name not in loaded:
+            dsn = pg_new_database()
+            load_pg_dump(dsn, DATA_DIR / f"postgres_{name}_pg_dump.sql")
+            loaded[name] = dsn
+        return loaded[name]
+
+    return load
