@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ckpt.analysis import next_nodes, task_outcomes
+from ckpt.analysis import next_nodes, send_node, task_node, task_outcomes
 from ckpt.decoders import MARK_KEY, TYPE_KEY, parse_version
 from ckpt.history import HistoryNode
 from ckpt.model import ERROR, INTERRUPT, NULL_TASK_ID, Checkpoint, PendingWrite
@@ -72,9 +72,10 @@ def say_notices(notices: list[str]) -> None:
 
 
 def cut(text: str, full: bool, limit: int = CUT) -> str:
+    """Shorten for a table cell; long cuts say how long the whole value is."""
     if full or len(text) <= limit:
         return text
-    return text[: limit - 1] + f"… ({len(text)} chars)"
+    return text[: limit - 1] + ("…" if limit < 150 else f"… ({len(text)} chars)")
 
 
 def brief(value: Any, full: bool = False, limit: int = CUT) -> str:
@@ -131,12 +132,14 @@ def conversation(messages: list[Any], full: bool) -> Table:
         role = role_of(message)
         label = Text(role, style=ROLE_STYLE.get(role, "bold"))
         body = Text(cut(content_text(message.get("content")), full, 600))
+        newline = "\n" if body.plain else ""
         if role == "tool":
             label.append(f" {message.get('name') or ''}".rstrip(), style="magenta")
         for call in message.get("tool_calls") or []:
             if isinstance(call, dict):
                 args = brief(call.get("args"), full, 300)
-                body.append(f"\n→ {call.get('name')}({args})", style="yellow")
+                body.append(f"{newline}→ {call.get('name')}({args})", style="yellow")
+                newline = "\n"
                 if call.get("id"):
                     body.append(f"  id={call.get('id')}", style="dim")
         if role == "tool" and message.get("tool_call_id"):
@@ -183,6 +186,7 @@ def threads_table(records: Iterable[ThreadRecord], *, location: str) -> None:
         ("SIZE", "right"),
         ("NEXT / DETAIL", "left"),
     ]:
+        # Only the last column gives way when the terminal is narrow; its text is cut, not wrapped.
         table.add_column(name, justify=justify, no_wrap=name != "NEXT / DETAIL")  # type: ignore[arg-type]
     count = 0
     for record in records:
@@ -202,7 +206,7 @@ def threads_table(records: Iterable[ThreadRecord], *, location: str) -> None:
             str(len([n for n in record["namespaces"] if n])),
             _short_time(record["updated_at"]),
             human_size(record["size"]),
-            detail,
+            Text(detail, no_wrap=True, overflow="ellipsis"),
         )
     out = console()
     if count == 0:
@@ -234,19 +238,39 @@ def _node_label(checkpoint: Checkpoint) -> Text:
         line.append("  updated: " + ", ".join(checkpoint.updated_channels), style="green")
     if "body" in checkpoint.extra:
         line.append("  " + brief(checkpoint.extra["body"], limit=60), style="red")
-    writes = _writes_brief(checkpoint.pending_writes or [])
+    writes = _writes_brief(checkpoint.pending_writes or [], checkpoint.pending_sends)
     if writes:
         line.append("  ")
         line.append_text(writes)
     return line
 
 
-def _writes_brief(writes: list[PendingWrite]) -> Text:
+def task_label(task_path: str, task_id: str, sends: list[Any]) -> str:
+    """A task as people name it: its node, or `node[i]` for the i-th Send packet."""
+    node = task_node(task_path)
+    if node:
+        return node
+    parts = [p.strip() for p in task_path.lstrip("~").split(",")]
+    if parts[0] == "__pregel_push" and len(parts) > 1 and parts[1].isdigit():
+        index = int(parts[1])
+        target = send_node(sends[index]) if index < len(sends) else None
+        return f"{target or 'send'}[{index}]"
+    return task_path.lstrip("~") or task_id[:8]
+
+
+def _channel_list(channels: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for channel in channels:
+        counts[channel] = counts.get(channel, 0) + 1
+    return ", ".join(c if n == 1 else f"{c} ×{n}" for c, n in counts.items())
+
+
+def _writes_brief(writes: list[PendingWrite], sends: list[Any]) -> Text:
     text = Text()
     tasks = task_outcomes(writes)
     parts: list[Text] = []
     for task in tasks:
-        name = task.node or (task.task_path.lstrip("~") or task.task_id[:8])
+        name = task_label(task.task_path, task.task_id, sends)
         if task.error is not None and not task.finished:
             parts.append(Text(f"✗ {name}: {brief(task.error, limit=60)}", style="bold red"))
         elif task.interrupts and not task.finished:
@@ -259,10 +283,12 @@ def _writes_brief(writes: list[PendingWrite]) -> Text:
         else:
             channels = [c for c in task.channels if c not in {ERROR, INTERRUPT}]
             retried = " (retried after error)" if task.error is not None else ""
-            parts.append(Text(f"{name} → {', '.join(channels)}{retried}", style="magenta"))
+            parts.append(Text(f"{name} → {_channel_list(channels)}{retried}", style="magenta"))
     null_writes = [w for w in writes if w.task_id == NULL_TASK_ID]
     if null_writes:
-        parts.append(Text("input → " + ", ".join(w.channel for w in null_writes), style="magenta"))
+        parts.append(
+            Text("input → " + _channel_list([w.channel for w in null_writes]), style="magenta")
+        )
     for i, part in enumerate(parts):
         if i:
             text.append("; ")
@@ -370,7 +396,7 @@ def show_checkpoint(checkpoint: Checkpoint, *, values: bool, writes_only: bool, 
             for send in checkpoint.pending_sends:
                 out.print(Text(brief(send, full)))
     out.print(Text("\npending writes", style="bold underline"))
-    out.print(_writes_view(checkpoint.pending_writes, full))
+    out.print(_writes_view(checkpoint.pending_writes, checkpoint.pending_sends, full))
     if values and not writes_only:
         out.print(Text("\nchannel values", style="bold underline"))
         if checkpoint.channel_values is None:
@@ -407,7 +433,7 @@ def _versions_table(checkpoint: Checkpoint) -> Table:
     return table
 
 
-def _writes_view(writes: list[PendingWrite] | None, full: bool) -> Any:
+def _writes_view(writes: list[PendingWrite] | None, sends: list[Any], full: bool) -> Any:
     if writes is None:
         return Text("(this store keeps no writes)", style="dim")
     if not writes:

@@ -1,0 +1,394 @@
+"""The threads, history, show and versions commands on real SqliteSaver stores of every era."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ckpt.cli import app
+from ckpt.errors import ExitCode
+
+runner = CliRunner()
+
+EXPECTED_STATUS = {
+    "support-1": "done",
+    "support-2": "done",
+    "support-3": "done",
+    "approval-1": "done",
+    "approval-2": "interrupted",
+    "fanout-1": "error",
+    "subgraph-1": "done",
+    "subgraph-2": "interrupted",
+    "fork-1": "done",
+    "pending-1": "pending",
+    "rich-1": "done",
+    "delta-1": "done",
+}
+
+LEGACY = [
+    "legacy_lg0.1.19_sqlite.db",
+    "legacy_lg0.2.16_cp1.0.9_sqlite.db",
+    "legacy_lg0.3.20_cp2.0.21_sqlite.db",
+    "sqlite_checkpoints.db",
+    "sqlite_delta.db",
+]
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Any:
+    return runner.invoke(app, list(args), env={"COLUMNS": "120", **(env or {})})
+
+
+def run_json(*args: str, env: dict[str, str] | None = None) -> Any:
+    result = run(*args, "--json", env=env)
+    assert result.exit_code == 0, result.stderr + result.stdout
+    assert result.stderr == ""
+    return json.loads(result.stdout)
+
+
+def oracle_checkpoints(oracles: dict[str, Any], name: str = "chat") -> list[dict[str, Any]]:
+    checkpoints: list[dict[str, Any]] = oracles[name]["checkpoints"]
+    return checkpoints
+
+
+# -- threads ------------------------------------------------------------------------------------
+
+
+def test_threads_json_matches_what_langgraph_wrote(
+    sqlite_store: Path, manifest: dict[str, Any], oracles: dict[str, Any]
+) -> None:
+    threads = run_json("threads", str(sqlite_store))
+    assert sorted(t["thread_id"] for t in threads) == sorted(manifest["threads"])
+    counts = Counter(c["thread_id"] for c in oracle_checkpoints(oracles))
+    for thread in threads:
+        assert thread["checkpoints"] == counts[thread["thread_id"]], thread["thread_id"]
+        assert thread["status"] == EXPECTED_STATUS[thread["thread_id"]], thread
+        assert thread["size"] > 0
+    by_id = {t["thread_id"]: t for t in threads}
+    assert by_id["pending-1"]["next"] == manifest["pending_next"]
+    assert any("ValueError" in str(e) for e in by_id["fanout-1"]["errors"])
+    assert by_id["approval-2"]["interrupts"], by_id["approval-2"]
+    assert len(by_id["subgraph-1"]["namespaces"]) > 1
+    assert by_id["support-1"]["metadata"]["user_id"] == "u-1"
+    assert by_id["support-1"]["step"] is not None and by_id["support-1"]["source"] == "loop"
+
+
+def test_threads_latest_is_the_newest_root_checkpoint(
+    sqlite_store: Path, oracles: dict[str, Any]
+) -> None:
+    newest: dict[str, str] = {}
+    for cp in oracle_checkpoints(oracles):
+        if cp["checkpoint_ns"] == "":
+            newest[cp["thread_id"]] = max(newest.get(cp["thread_id"], ""), cp["checkpoint_id"])
+    for thread in run_json("threads", str(sqlite_store)):
+        assert thread["checkpoint_id"] == newest[thread["thread_id"]]
+
+
+def test_threads_ndjson_sort_limit_filters(sqlite_store: Path) -> None:
+    result = run("threads", str(sqlite_store), "--ndjson", "--sort", "thread", "--limit", "3")
+    assert result.exit_code == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [t["thread_id"] for t in lines] == ["approval-1", "approval-2", "delta-1"]
+    only = run_json("threads", str(sqlite_store), "--where", "user_id=u-1")
+    assert sorted(t["thread_id"] for t in only) == ["support-1", "support-3"]
+    errors = run_json("threads", str(sqlite_store), "--status", "error")
+    assert [t["thread_id"] for t in errors] == ["fanout-1"]
+    bad = run("threads", str(sqlite_store), "--where", "novalue")
+    assert bad.exit_code == ExitCode.USAGE
+
+
+def test_threads_human_table(sqlite_store: Path) -> None:
+    result = run("threads", str(sqlite_store))
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    for thread_id, status in EXPECTED_STATUS.items():
+        line = next(line for line in result.stdout.splitlines() if line.startswith(thread_id))
+        assert status in line
+    assert "\x1b[" not in result.stdout  # no colour when not a terminal
+    assert "┃" not in result.stdout and "━" not in result.stdout  # no boxes either
+
+
+def test_store_from_db_option_env_and_discovery(
+    sqlite_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run("threads", "--db", str(sqlite_store), "--json").exit_code == 0
+    assert run("threads", "--json", env={"CKPT_DB": str(sqlite_store)}).exit_code == 0
+    folder = tmp_path / "project"
+    folder.mkdir()
+    shutil.copy(sqlite_store, folder / "graph.sqlite")
+    (folder / "notes.db").write_bytes(b"")  # an empty file is not a checkpoint store
+    monkeypatch.chdir(folder)
+    assert run("threads", "--json").exit_code == 0
+    shutil.copy(sqlite_store, folder / "second.db")
+    result = run("threads", "--json")
+    assert result.exit_code == ExitCode.NO_STORE
+    assert "graph.sqlite" in result.stderr and "second.db" in result.stderr
+    monkeypatch.chdir(tmp_path)
+    result = run("threads")
+    assert result.exit_code == ExitCode.NO_STORE
+    assert result.stderr.count("\n") == 1
+
+
+# -- history ------------------------------------------------------------------------------------
+
+
+def test_history_json_follows_langgraph_parent_links(
+    sqlite_store: Path, oracles: dict[str, Any]
+) -> None:
+    for thread_id in ("support-1", "fork-1", "subgraph-1"):
+        nodes = run_json("history", thread_id, "--db", str(sqlite_store))
+        expected = {
+            (c["checkpoint_ns"], c["checkpoint_id"]): c["parent_checkpoint_id"]
+            for c in oracle_checkpoints(oracles)
+            if c["thread_id"] == thread_id
+        }
+        got = {(n["checkpoint_ns"], n["checkpoint_id"]): n["parent_checkpoint_id"] for n in nodes}
+        assert got == expected
+
+
+def test_history_tree_shows_forks_subgraphs_and_errors(
+    sqlite_store: Path, manifest: dict[str, Any]
+) -> None:
+    fork = run("history", manifest["fork"], "--db", str(sqlite_store))
+    assert fork.exit_code == 0, fork.stderr
+    assert "fork" in fork.stdout
+    for child in manifest["fork_children"]:
+        assert child[-8:] in fork.stdout
+    sub = run("history", manifest["subgraph"], "--db", str(sqlite_store))
+    assert "subgraph " in sub.stdout
+    failed = run("history", manifest["fanout_error"], "--db", str(sqlite_store))
+    assert "ValueError" in failed.stdout
+    waiting = run("history", manifest["interrupt_waiting"], "--db", str(sqlite_store))
+    assert "⏸" in waiting.stdout
+
+
+def test_history_unknown_thread(sqlite_store: Path) -> None:
+    result = run("history", "no-such-thread", "--db", str(sqlite_store))
+    assert result.exit_code == ExitCode.NOT_FOUND
+    assert result.stdout == ""
+    assert result.stderr.startswith("ckpt: error:") and result.stderr.count("\n") == 1
+
+
+# -- show ---------------------------------------------------------------------------------------
+
+
+def test_show_selectors(sqlite_store: Path, oracles: dict[str, Any]) -> None:
+    chain = [
+        c
+        for c in oracle_checkpoints(oracles)
+        if c["thread_id"] == "support-1" and c["checkpoint_ns"] == ""
+    ]
+    latest = max(chain, key=lambda c: c["checkpoint_id"])
+    db = ("--db", str(sqlite_store))
+    assert run_json("show", "support-1", *db)["checkpoint_id"] == latest["checkpoint_id"]
+    assert (
+        run_json("show", latest["checkpoint_id"], *db)["checkpoint_id"] == latest["checkpoint_id"]
+    )
+    assert (
+        run_json("show", latest["checkpoint_id"][-8:], *db)["checkpoint_id"]
+        == latest["checkpoint_id"]
+    )
+    parent = run_json("show", "support-1~1", *db)
+    assert parent["checkpoint_id"] == latest["parent_checkpoint_id"]
+    two_back = run_json("show", "support-1~2", *db)
+    assert two_back["checkpoint_id"] == parent["parent_checkpoint_id"]
+    assert run("show", "support-1~999", *db).exit_code == ExitCode.NOT_FOUND
+    assert run("show", "ffffffff-nope", *db).exit_code == ExitCode.NOT_FOUND
+    ambiguous = run("show", "1", *db)
+    assert ambiguous.exit_code == ExitCode.AMBIGUOUS
+    assert "matches" in ambiguous.stderr and ambiguous.stderr.count("\n") == 1
+
+
+def test_show_blobs_decodes_the_conversation(sqlite_store: Path) -> None:
+    record = run_json("show", "support-1", "--blobs", "--db", str(sqlite_store))
+    messages = record["channel_values"]["messages"]
+    kinds = [m["type"] for m in messages]
+    assert {"human", "ai", "tool"} <= set(kinds)
+    assert any(m.get("tool_calls") for m in messages if m["type"] == "ai")
+    assert all(m["__type__"].startswith("langchain_core.messages.") for m in messages)
+    human = run("show", "support-1", "--blobs", "--db", str(sqlite_store))
+    assert human.exit_code == 0, human.stderr
+    assert "→ lookup_order(" in human.stdout
+
+
+def test_show_channel_and_writes(sqlite_store: Path, manifest: dict[str, Any]) -> None:
+    db = ("--db", str(sqlite_store))
+    only = run_json("show", "support-1", "--channel", "messages", *db)
+    assert list(only["channel_values"]) == ["messages"]
+    missing = run("show", "support-1", "--channel", "nope", *db)
+    assert missing.exit_code == ExitCode.NOT_FOUND
+    failed = run_json("show", manifest["fanout_error"], "--writes", *db)
+    channels = [w["channel"] for w in failed["pending_writes"]]
+    assert "__error__" in channels and "results" in channels
+    error = next(w for w in failed["pending_writes"] if w["channel"] == "__error__")
+    assert "ValueError" in error["value"]
+    waiting = run("show", manifest["interrupt_waiting"], *db)
+    assert "waiting on:" in waiting.stdout
+
+
+def test_show_rich_types(sqlite_store: Path, manifest: dict[str, Any]) -> None:
+    record = run_json("show", manifest["rich"], "--blobs", "--db", str(sqlite_store))
+    text = json.dumps(record)
+    assert "NaN" not in text.replace('"NaN"', "")  # strict JSON: NaN only as a marked string
+
+
+def test_full_and_cut(sqlite_store: Path) -> None:
+    cut = run("show", "support-1", "--blobs", "--db", str(sqlite_store))
+    full = run("show", "support-1", "--blobs", "--full", "--db", str(sqlite_store))
+    assert full.exit_code == cut.exit_code == 0
+    assert len(full.stdout) >= len(cut.stdout)
+
+
+# -- versions -----------------------------------------------------------------------------------
+
+
+def test_versions_marks_the_steps_that_moved_messages(sqlite_store: Path) -> None:
+    matrix = run_json("versions", "support-1", "--db", str(sqlite_store))
+    row = next(r for r in matrix["channels"] if r["channel"] == "messages")
+    moved = [c for c in row["versions"] if c and c["moved"]]
+    assert moved and any("model" in c["by"] or "tools" in c["by"] for c in moved)
+    human = run("versions", "support-1", "--db", str(sqlite_store))
+    assert human.exit_code == 0 and "messages" in human.stdout
+
+
+# -- encrypted ----------------------------------------------------------------------------------
+
+
+def test_encrypted_store(encrypted_store: Path, encryption_key: bytes) -> None:
+    threads = run_json("threads", str(encrypted_store))
+    assert {t["thread_id"] for t in threads} >= {"support-1", "fanout-1"}
+    locked = run("show", "support-1", "--blobs", "--json", "--db", str(encrypted_store))
+    assert locked.exit_code == ExitCode.ENCRYPTED
+    assert "encrypted" in locked.stdout and "--aes-key" in locked.stderr
+    key = encryption_key.decode()
+    opened = run_json(
+        "show", "support-1", "--blobs", "--db", str(encrypted_store), "--aes-key", key
+    )
+    assert opened["channel_values"]["messages"]
+    via_env = run(
+        "show", "support-1", "--blobs", "--db", str(encrypted_store), env={"LANGGRAPH_AES_KEY": key}
+    )
+    assert via_env.exit_code == 0
+    wrong = run(
+        "show",
+        "support-1",
+        "--blobs",
+        "--db",
+        str(encrypted_store),
+        "--aes-key",
+        "fedcba9876543210",
+    )
+    assert wrong.exit_code == ExitCode.ENCRYPTED and "wrong" in wrong.stderr
+
+
+# -- every era ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", LEGACY)
+def test_every_schema_era(samples: Path, name: str, tmp_path: Path) -> None:
+    store = tmp_path / name
+    shutil.copy(samples / name, store)
+    threads = run_json("threads", str(store))
+    assert threads
+    for thread in threads:
+        assert thread["checkpoints"] > 0
+        nodes = run_json("history", thread["thread_id"], "--db", str(store))
+        assert len(nodes) == thread["checkpoints"]
+        record = run_json("show", thread["thread_id"], "--blobs", "--db", str(store))
+        assert record["channel_versions"]
+        assert isinstance(record["channel_values"], dict)
+
+
+# -- never change a store -----------------------------------------------------------------------
+
+
+def _fingerprint(path: Path) -> tuple[str, list[str]]:
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digest, sorted(p.name for p in path.parent.iterdir())
+
+
+@pytest.mark.parametrize("name", LEGACY)
+def test_reading_never_changes_the_store(samples: Path, name: str, tmp_path: Path) -> None:
+    store = tmp_path / name
+    shutil.copy(samples / name, store)
+    before = _fingerprint(store)
+    threads = run_json("threads", str(store))
+    for thread in threads:
+        run("history", thread["thread_id"], "--db", str(store))
+        run("show", thread["thread_id"], "--blobs", "--db", str(store))
+        run("versions", thread["thread_id"], "--db", str(store))
+    assert _fingerprint(store) == before  # same bytes, no -wal/-shm left behind
+    header = store.read_bytes()[:20]
+    assert (header[18], header[19]) == (2, 2)  # still in WAL mode (file format bytes)
+
+
+def test_reads_while_an_application_writes(sqlite_store: Path, tmp_path: Path) -> None:
+    store = tmp_path / "live.sqlite"
+    shutil.copy(sqlite_store, store)
+    writer = sqlite3.connect(store)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute(
+        "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, type, checkpoint, "
+        "metadata) SELECT 'copy', checkpoint_ns, checkpoint_id, type, checkpoint, metadata "
+        "FROM checkpoints WHERE thread_id = 'support-3'"
+    )
+    during = run_json("threads", str(store))  # the writer holds its transaction open
+    assert "copy" not in {t["thread_id"] for t in during}
+    writer.commit()
+    after = run_json("threads", str(store))
+    assert "copy" in {t["thread_id"] for t in after}
+    writer.close()
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+
+def _bad_inputs(samples: Path, tmp_path: Path) -> dict[str, tuple[Path, int]]:
+    text = tmp_path / "text.db"
+    text.write_text("not a database\n")
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    truncated = tmp_path / "truncated.db"
+    truncated.write_bytes((samples / "sqlite_checkpoints.db").read_bytes()[:5000])
+    unrelated = tmp_path / "unrelated.db"
+    with sqlite3.connect(unrelated) as conn:
+        conn.execute("create table users(id integer primary key)")
+    return {
+        "missing": (tmp_path / "missing.sqlite", ExitCode.NO_STORE),
+        "text": (text, ExitCode.UNREADABLE),
+        "empty": (empty, ExitCode.UNREADABLE),
+        "truncated": (truncated, ExitCode.CORRUPT),
+        "unrelated": (unrelated, ExitCode.UNREADABLE),
+    }
+
+
+@pytest.mark.parametrize("kind", ["missing", "text", "empty", "truncated", "unrelated"])
+def test_bad_input_is_one_line_and_an_exit_code(samples: Path, tmp_path: Path, kind: str) -> None:
+    path, code = _bad_inputs(samples, tmp_path)[kind]
+    existed = path.exists()
+    for args in (["threads", str(path)], ["show", "x", "--db", str(path)]):
+        result = run(*args)
+        assert result.exit_code == code, (kind, result.stderr)
+        assert result.stdout == ""
+        assert result.stderr.startswith("ckpt: error:") and result.stderr.count("\n") == 1
+        assert "Traceback" not in result.stderr
+    assert path.exists() == existed  # a missing store is never created
+
+
+# -- the program ----------------------------------------------------------------------------------
+
+
+def test_version_and_help() -> None:
+    from ckpt import __version__
+
+    assert run("--version").stdout.strip() == f"ckpt {__version__}"
+    result = run("--help")
+    assert result.exit_code == 0 and "threads" in result.stdout

@@ -1,0 +1,54 @@
+"""Every command has help, and docs/cli.md is the current --help of every command."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from ckpt.cli import app
+
+DOCS = Path(__file__).parent.parent / "docs"
+
+
+def _gen_cli() -> object:
+    spec = importlib.util.spec_from_file_location("gen_cli", DOCS / "gen_cli.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_command_has_help_and_a_docs_entry() -> None:
+    gen = _gen_cli()
+    names = gen.command_names()  # type: ignore[attr-defined]
+    assert {"threads", "history", "show", "versions", "demo"} <= set(names)
+    cli_md = (DOCS / "cli.md").read_text()
+    for name in names:
+        result = CliRunner().invoke(app, [name, "--help"])
+        assert result.exit_code == 0, name
+        assert "Usage: " in result.stdout
+        assert f"## ckpt {name}\n" in cli_md, f"{name} is missing from docs/cli.md"
+
+
+def test_cli_reference_is_up_to_date() -> None:
+    gen = _gen_cli()
+    assert (DOCS / "cli.md").read_text() == gen.render(), "run `make docs`"  # type: ignore[attr-defined]
+
+
+def test_python_dash_m_and_lazy_startup() -> None:
+    # `ckpt --help` must not import the decoders, stores or Rich renderers (start-up time).
+    code = (
+        "import sys, runpy; sys.argv = ['ckpt', '--help']\n"
+        "try:\n    runpy.run_module('ckpt', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = [m for m in ('ckpt.decoders', 'ckpt.stores.sqlite', 'ckpt.render.human', "
+        "'sqlite3', 'ormsgpack') if m in sys.modules]\n"
+        "print('HEAVY', heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Usage: ckpt" in out.stdout
+    assert "HEAVY []" in out.stdout
