@@ -186,20 +186,56 @@ def make_sqlite(path: Path, threads: int, turns: int, seeds: int) -> None:
         started = time.perf_counter()
         with conn:
             for i in range(seeds, threads):
-                source, target = thread_name(i % seeds), thread_name(i)
-                for table in ("checkpoints", "writes"):
-                    _copy_sqlite_rows(conn, table, source, target)
+                _copy_sqlite_thread(conn, thread_name(i % seeds), thread_name(i), i)
         _say(f"copied rows to {threads - seeds} more thread(s)", started)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def _copy_sqlite_rows(conn: sqlite3.Connection, table: str, source: str, target: str) -> None:
-    columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
-    select = ", ".join("?" if c == "thread_id" else c for c in columns)
-    conn.execute(
-        f"INSERT INTO {table} ({', '.join(columns)}) "
-        f"SELECT {select} FROM {table} WHERE thread_id = ?",
-        (target, source),
+def _new_id(checkpoint_id: str, i: int) -> str:
+    """A distinct id of the same length and time: real stores never repeat an id."""
+    return checkpoint_id[:-4] + f"{i:04x}"
+
+
+def _copy_sqlite_thread(conn: sqlite3.Connection, source: str, target: str, i: int) -> None:
+    """Copy a seed thread's rows under a new thread id, with fresh checkpoint ids.
+
+    The id also sits inside the checkpoint blob (its `id` field); the new id has the same
+    length, so replacing its bytes keeps the msgpack framing intact.
+    """
+
+    def remap(checkpoint_id: str | None) -> str | None:
+        return None if checkpoint_id is None else _new_id(checkpoint_id, i)
+
+    rows = conn.execute(
+        "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata "
+        "FROM checkpoints WHERE thread_id = ?",
+        (source,),
+    ).fetchall()
+    conn.executemany(
+        "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
+        "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                target,
+                ns,
+                remap(cid),
+                remap(parent),
+                tag,
+                body.replace(cid.encode(), remap(cid).encode()),
+                meta,
+            )  # type: ignore[union-attr]
+            for ns, cid, parent, tag, body, meta in rows
+        ],
+    )
+    writes = conn.execute(
+        "SELECT checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value "
+        "FROM writes WHERE thread_id = ?",
+        (source,),
+    ).fetchall()
+    conn.executemany(
+        "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, "
+        "channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(target, ns, remap(cid), *rest) for ns, cid, *rest in writes],
     )
 
 

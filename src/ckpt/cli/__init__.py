@@ -43,7 +43,7 @@ class CkptGroup(TyperGroup):
 
 
 def fail(message: str, code: int) -> None:
-    from ckpt.render.human import error_line
+    from ckpt.render.plain import error_line
 
     error_line(message)
     raise typer.Exit(int(code))
@@ -95,9 +95,10 @@ def _root(
 
 def _register() -> None:
     # Command modules import only typer at import time; the library loads when a command runs.
-    from ckpt.cli import demo, inspect
+    from ckpt.cli import compare, demo, inspect
 
     inspect.register(app)
+    compare.register(app)
     demo.register(app)
 
 

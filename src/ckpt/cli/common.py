@@ -27,7 +27,7 @@ def open_from_options(
 ) -> Iterator[Store]:
     """Positional store, else --db, else $CKPT_DB (Typer reads it into --db), else discovery."""
     from ckpt.decoders import key_from_env_or_arg
-    from ckpt.render.human import say_notices
+    from ckpt.render.plain import say_notices
     from ckpt.stores import discover, open_store
 
     spec = store or db or discover()

@@ -58,7 +58,7 @@ def threads(
 
     Example: ckpt threads db.sqlite --status error --json | jq '.[].errors'
     """
-    from ckpt.render import human
+    from ckpt.render.plain import threads_table
     from ckpt.render.records import json_array, ndjson, thread_record
     from ckpt.threads import select_threads
 
@@ -76,7 +76,7 @@ def threads(
         elif json_out:
             write_lines(json_array(records))
         else:
-            human.threads_table(records, location=opened.location)
+            threads_table(records, location=opened.location)
 
 
 def _parse_where(text: str) -> tuple[str, str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -16,20 +15,13 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ckpt.analysis import next_nodes, send_node, task_node, task_outcomes
-from ckpt.decoders import MARK_KEY, TYPE_KEY, parse_version
+from ckpt.decoders import TYPE_KEY, parse_version
 from ckpt.history import HistoryNode
 from ckpt.model import ERROR, INTERRUPT, NULL_TASK_ID, Checkpoint, PendingWrite
-from ckpt.render.records import ThreadRecord, dumps, updated_at
+from ckpt.render.plain import brief, cut, human_size, short_time
+from ckpt.render.records import dumps, updated_at
 from ckpt.selectors import short_id
 
-CUT = 160  # characters of a value shown in tables unless --full
-STATUS_STYLE = {
-    "done": "green",
-    "interrupted": "yellow",
-    "error": "bold red",
-    "pending": "cyan",
-    "unknown": "dim",
-}
 ROLE_STYLE = {"human": "bold blue", "ai": "bold green", "tool": "bold magenta", "system": "bold"}
 MESSAGE_ROLES = {"human", "ai", "system", "tool", "function", "chat", "remove", "developer"}
 
@@ -52,41 +44,7 @@ def _boxed() -> box.Box | None:
     return box.SIMPLE_HEAD if console().is_terminal else None
 
 
-def error_line(message: str) -> None:
-    """One line on stderr; never wrapped, never a traceback."""
-    text = " ".join(message.split())
-    if sys.stderr.isatty() and not os.environ.get("NO_COLOR"):
-        sys.stderr.write(f"\x1b[1;31mckpt: error:\x1b[0m {text}\n")
-    else:
-        sys.stderr.write(f"ckpt: error: {text}\n")
-    sys.stderr.flush()
-
-
-def say_notices(notices: list[str]) -> None:
-    """Things the user should know once (e.g. a layout without channel values)."""
-    while notices:
-        sys.stderr.write(f"ckpt: note: {notices.pop(0)}\n")
-
-
 # -- values ---------------------------------------------------------------------------------
-
-
-def cut(text: str, full: bool, limit: int = CUT) -> str:
-    """Shorten for a table cell; long cuts say how long the whole value is."""
-    if full or len(text) <= limit:
-        return text
-    return text[: limit - 1] + ("…" if limit < 150 else f"… ({len(text)} chars)")
-
-
-def brief(value: Any, full: bool = False, limit: int = CUT) -> str:
-    """A value on one line: strings as they are, the rest as compact JSON."""
-    if isinstance(value, str):
-        return cut(value, full, limit)
-    if isinstance(value, dict) and value.get(MARK_KEY) == "encrypted":
-        return f"<encrypted {value.get('inner', '')}, {value.get('size', '?')} bytes>"
-    if isinstance(value, dict) and value.get(MARK_KEY) == "skipped":
-        return "<not loaded>"
-    return cut(dumps(value), full, limit)
 
 
 def is_message(value: Any) -> bool:
@@ -163,64 +121,6 @@ def value_view(value: Any, full: bool) -> Any:
 # -- threads ----------------------------------------------------------------------------------
 
 
-def human_size(size: int) -> str:
-    amount = float(size)
-    for unit in ("B", "KB", "MB", "GB"):
-        if amount < 1024 or unit == "GB":
-            return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.1f} {unit}"
-        amount /= 1024
-    return f"{size} B"
-
-
-def threads_table(records: Iterable[ThreadRecord], *, location: str) -> None:
-    table = Table(box=_boxed(), header_style="bold", pad_edge=False)
-    for name, justify in [
-        ("THREAD", "left"),
-        ("STATUS", "left"),
-        ("STEP", "right"),
-        ("SOURCE", "left"),
-        ("CKPTS", "right"),
-        ("WRITES", "right"),
-        ("NS", "right"),
-        ("UPDATED", "left"),
-        ("SIZE", "right"),
-        ("NEXT / DETAIL", "left"),
-    ]:
-        # Only the last column gives way when the terminal is narrow; its text is cut, not wrapped.
-        table.add_column(name, justify=justify, no_wrap=name != "NEXT / DETAIL")  # type: ignore[arg-type]
-    count = 0
-    for record in records:
-        count += 1
-        detail = ", ".join(record["next"])
-        if record["status"] == "error" and record["errors"]:
-            detail = brief(record["errors"][0], limit=60)
-        elif record["status"] == "interrupted" and record["interrupts"]:
-            detail = "waiting: " + brief(record["interrupts"][0], limit=50)
-        table.add_row(
-            record["thread_id"],
-            Text(record["status"], style=STATUS_STYLE.get(record["status"], "")),
-            "" if record["step"] is None else str(record["step"]),
-            record["source"] or "",
-            str(record["checkpoints"]),
-            str(record["pending_writes"]),
-            str(len([n for n in record["namespaces"] if n])),
-            _short_time(record["updated_at"]),
-            human_size(record["size"]),
-            Text(detail, no_wrap=True, overflow="ellipsis"),
-        )
-    out = console()
-    if count == 0:
-        out.print(f"no threads in {location}")
-        return
-    out.print(table)
-
-
-def _short_time(iso: str | None) -> str:
-    if not iso:
-        return ""
-    return iso.replace("T", " ")[:19]
-
-
 # -- history ----------------------------------------------------------------------------------
 
 
@@ -233,7 +133,7 @@ def _node_label(checkpoint: Checkpoint) -> Text:
         line.append(f"  {checkpoint.source}", style="cyan")
     when = updated_at(checkpoint)
     if when:
-        line.append(f"  {_short_time(when)[11:]}", style="dim")
+        line.append(f"  {short_time(when)[11:]}", style="dim")
     if checkpoint.updated_channels:
         line.append("  updated: " + ", ".join(checkpoint.updated_channels), style="green")
     if "body" in checkpoint.extra:

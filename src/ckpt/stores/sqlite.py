@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 from ckpt.errors import (
@@ -22,6 +23,7 @@ from ckpt.stores.base import Store
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
+T = TypeVar("T")
 BATCH = 200  # rows fetched per round trip when streaming
 
 
@@ -33,7 +35,8 @@ class SqliteStore(Store):
     def __init__(self, path: str | os.PathLike[str], *, aes_key: bytes | None = None) -> None:
         super().__init__(str(path), aes_key=aes_key)
         self.path = Path(path)
-        self.conn = _connect_read_only(self.path)
+        self._uri = _read_only_uri(self.path)
+        self.conn = _open(self._uri)
         self._detect_schema()
 
     # -- schema ----------------------------------------------------------------------------
@@ -99,33 +102,77 @@ class SqliteStore(Store):
     # -- listing ---------------------------------------------------------------------------
     def threads(self) -> Iterator[ThreadInfo]:
         # Aggregates in SQL; only each thread's latest root checkpoint is decoded (shallow).
+        # Sizes need a scan of the table (length() reads only each row's header, never the
+        # blob): it runs on a second connection while this one decodes, since sqlite3
+        # releases the GIL while it works.
+        sizes = _Background(self._sizes)
         ns, cid = self._ns, self._id
+        # Counts, namespaces and latest ids come from the primary-key index alone.
         aggregates = self._run(
             f"SELECT thread_id, count(*), group_concat(DISTINCT {ns}), "
-            f"sum(coalesce(length(checkpoint), 0) + coalesce(length(metadata), 0)), "
             f"max(CASE WHEN {ns} = '' THEN {cid} END), max({cid}) "
             f"FROM checkpoints GROUP BY thread_id ORDER BY thread_id"
         )
-        write_counts: dict[str, tuple[int, int]] = {}
+        latest_root = (
+            f"SELECT thread_id, max({cid}) FROM checkpoints WHERE {ns} = '' GROUP BY thread_id"
+        )
+        rows = {
+            row[0]: row
+            for row in self._run(
+                f"SELECT {self._cp_cols} FROM checkpoints "
+                f"WHERE {ns} = '' AND (thread_id, {cid}) IN ({latest_root})"
+            )
+        }
+        latest_writes: dict[str, list[PendingWrite]] = {}
         if self.has_writes:
-            for thread_id, count, size in self._run(
-                "SELECT thread_id, count(*), sum(coalesce(length(value), 0)) "
-                "FROM writes GROUP BY thread_id"
+            for row in self._run(
+                f"SELECT thread_id, {self._w_cols} FROM writes "
+                f"WHERE {self._w_ns} = '' AND (thread_id, {self._w_id}) IN ({latest_root})"
             ):
-                write_counts[thread_id] = (count, size or 0)
-        for thread_id, count, namespaces, size, latest_root, latest_any in aggregates:
-            writes, writes_size = write_counts.get(thread_id, (0, 0))
-            latest_id = latest_root or latest_any
-            latest_ns = "" if latest_root else self._ns_of(thread_id, latest_any)
-            latest = self._load_one(CheckpointKey(thread_id, latest_ns, latest_id), values=False)
+                latest_writes.setdefault(row[0], []).append(self._write(row[1:]))
+        decoded: list[tuple[Any, Checkpoint]] = []
+        for thread_id, count, namespaces, _root_id, latest_any in aggregates:
+            row = rows.get(thread_id)
+            if row is not None:
+                writes = sort_writes(latest_writes.get(thread_id, []))
+                latest = self._checkpoint(row, writes, values=False, tolerant=True)
+            else:  # a thread with no root checkpoint: its newest one in any namespace
+                key = CheckpointKey(thread_id, self._ns_of(thread_id, latest_any), latest_any)
+                latest = self._load_one(key, values=False)
+            decoded.append(((thread_id, count, namespaces), latest))
+        thread_sizes, write_counts = sizes.result()
+        for (thread_id, count, namespaces), latest in decoded:
+            writes_count, writes_size = write_counts.get(thread_id, (0, 0))
             yield ThreadInfo(
                 thread_id=thread_id,
                 namespaces=sorted((namespaces or "").split(",")) if namespaces else [""],
                 checkpoints=count,
-                writes=writes,
-                size=(size or 0) + writes_size,
+                writes=writes_count,
+                size=thread_sizes.get(thread_id, 0) + writes_size,
                 latest=latest,
             )
+
+    def _sizes(self) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
+        """Bytes of checkpoints per thread, and write rows and bytes per thread."""
+        conn = _open(self._uri)
+        try:
+            sizes = {
+                thread_id: size or 0
+                for thread_id, size in conn.execute(
+                    "SELECT thread_id, sum(coalesce(length(checkpoint), 0) "
+                    "+ coalesce(length(metadata), 0)) FROM checkpoints GROUP BY thread_id"
+                )
+            }
+            writes: dict[str, tuple[int, int]] = {}
+            if self.has_writes:
+                for thread_id, count, size in conn.execute(
+                    "SELECT thread_id, count(*), sum(coalesce(length(value), 0)) "
+                    "FROM writes GROUP BY thread_id"
+                ):
+                    writes[thread_id] = (count, size or 0)
+            return sizes, writes
+        finally:
+            conn.close()
 
     def _ns_of(self, thread_id: str, checkpoint_id: str) -> str:
         rows = self._run(
@@ -307,8 +354,9 @@ def _merge_writes(
         yield row, found
 
 
-def _connect_read_only(path: Path) -> sqlite3.Connection:
-    """Open without creating, locking out, migrating or leaving side files (FORMAT 4.1, 8.15)."""
+def _read_only_uri(path: Path) -> str:
+    """The URI that opens without creating, locking out, migrating or leaving side files
+    (FORMAT 4.1, 8.15); checks first that the file is there and is SQLite."""
     if not path.exists():
         raise StoreNotFound(f"{path}: no such file")
     if path.is_dir():
@@ -328,14 +376,43 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
     # which creates no -wal/-shm files. With a -wal present, a live application may be writing:
     # read through SQLite's normal read-only locking so we see its committed pages.
     immutable = wal_mode and not wal_file.exists()
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro" + ("&immutable=1" if immutable else "")
+    return f"file:{quote(str(path.resolve()))}?mode=ro" + ("&immutable=1" if immutable else "")
+
+
+def _open(uri: str) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
         conn.execute("PRAGMA query_only = 1")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.Error as exc:
-        raise _translate(exc, str(path)) from None
+        raise _translate(exc, uri.split("?")[0].removeprefix("file:")) from None
     return conn
+
+
+class _Background(Generic[T]):
+    """Run a function on a thread now; `result()` joins it and re-raises its error."""
+
+    def __init__(self, work: Callable[[], T]) -> None:
+        self._work = work
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._work()
+        except BaseException as exc:  # handed to the caller in result()
+            self._error = exc
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._error is not None:
+            if isinstance(self._error, sqlite3.Error):
+                raise _translate(self._error, "store") from None
+            raise self._error
+        assert self._value is not None
+        return self._value
 
 
 def _translate(exc: sqlite3.Error, location: str) -> CkptError:
