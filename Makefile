@@ -17,7 +17,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/ckpt demo demo/chat.sqlite --force
 	$(BIN)/ckpt threads demo/chat.sqlite
-	$(BIN)/ckpt history demo/chat.sqlite support-1
+	$(BIN)/ckpt history support-1 --db demo/chat.sqlite
+	$(BIN)/ckpt show fanout-1 --db demo/chat.sqlite
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests fixtures bench

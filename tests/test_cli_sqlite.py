@@ -392,3 +392,41 @@ def test_version_and_help() -> None:
     assert run("--version").stdout.strip() == f"ckpt {__version__}"
     result = run("--help")
     assert result.exit_code == 0 and "threads" in result.stdout
+
+
+# -- next and status agree with LangGraph's own StateSnapshot -------------------------------------
+
+GRAPHS = {
+    "support-1": "chat_graph",
+    "approval-1": "approval_graph",
+    "approval-2": "approval_graph",
+    "fanout-1": "fanout_graph",
+    "subgraph-1": "research_graph",
+    "subgraph-2": "research_graph",
+    "fork-1": "notes_graph",
+    "pending-1": "notes_graph",
+    "rich-1": "rich_graph",
+    "delta-1": "delta_graph",
+}
+
+
+@pytest.mark.parametrize("thread_id", sorted(GRAPHS))
+def test_next_matches_langgraph_get_state(
+    sqlite_store: Path, tmp_path: Path, thread_id: str
+) -> None:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    import ckpt.demo
+
+    copy = tmp_path / "copy.sqlite"  # LangGraph's saver migrates what it opens
+    shutil.copy(sqlite_store, copy)
+    with sqlite3.connect(copy, check_same_thread=False) as conn:
+        graph = getattr(ckpt.demo, GRAPHS[thread_id])(SqliteSaver(conn))
+        snapshot = graph.get_state({"configurable": {"thread_id": thread_id}})
+        expected_next = sorted(snapshot.next)
+        expected_interrupts = len(snapshot.interrupts)
+    thread = next(t for t in run_json("threads", str(sqlite_store)) if t["thread_id"] == thread_id)
+    assert sorted(thread["next"]) == expected_next
+    assert len(thread["interrupts"]) == expected_interrupts
+    shown = run_json("show", thread_id, "--db", str(sqlite_store))
+    assert sorted(shown["next"]) == expected_next

@@ -74,11 +74,26 @@ def next_nodes(checkpoint: Checkpoint) -> list[str]:
             continue
         if any(trigger_node(c) is None and newer(c, node) for c in node_seen):
             due.append(node)
-    for send in checkpoint.pending_sends:
+    # Like StateSnapshot.next, leave out tasks that already finished (their outputs sit in
+    # the pending writes, e.g. the siblings of a failed Send): pull tasks by node name,
+    # push tasks by their index into the pending sends (task path `~__pregel_push, i, ...`).
+    finished = [t for t in task_outcomes(checkpoint.pending_writes or []) if t.finished]
+    done_nodes = {t.node for t in finished if t.node}
+    done_sends = {i for t in finished if (i := push_index(t.task_path)) is not None}
+    due = [node for node in due if node not in done_nodes]
+    for index, send in enumerate(checkpoint.pending_sends):
         node = send_node(send)
-        if node is not None:
+        if node is not None and index not in done_sends:
             due.append(node)
     return due
+
+
+def push_index(task_path: str) -> int | None:
+    """The Send packet a push task runs: `~__pregel_push, 0000000001, ...` -> 1."""
+    parts = task_path.lstrip("~").split(", ")
+    if len(parts) > 1 and parts[0] == "__pregel_push" and parts[1].isdigit():
+        return int(parts[1])
+    return None
 
 
 def send_node(send: Any) -> str | None:

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ckpt.analysis import next_nodes, send_node, task_node, task_outcomes
+from ckpt.analysis import next_nodes, push_index, send_node, task_node, task_outcomes
 from ckpt.decoders import TYPE_KEY, parse_version
 from ckpt.history import HistoryNode
 from ckpt.model import ERROR, INTERRUPT, NULL_TASK_ID, Checkpoint, PendingWrite
@@ -150,9 +150,8 @@ def task_label(task_path: str, task_id: str, sends: list[Any]) -> str:
     node = task_node(task_path)
     if node:
         return node
-    parts = [p.strip() for p in task_path.lstrip("~").split(",")]
-    if parts[0] == "__pregel_push" and len(parts) > 1 and parts[1].isdigit():
-        index = int(parts[1])
+    index = push_index(task_path)
+    if index is not None:
         target = send_node(sends[index]) if index < len(sends) else None
         return f"{target or 'send'}[{index}]"
     return task_path.lstrip("~") or task_id[:8]
