@@ -14,7 +14,14 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ckpt.analysis import next_nodes, push_index, send_node, task_node, task_outcomes
+from ckpt.analysis import (
+    next_nodes,
+    push_index,
+    send_node,
+    task_node,
+    task_outcomes,
+    trigger_node,
+)
 from ckpt.decoders import TYPE_KEY, parse_version
 from ckpt.history import HistoryNode
 from ckpt.model import ERROR, INTERRUPT, NULL_TASK_ID, Checkpoint, PendingWrite
@@ -134,15 +141,21 @@ def _node_label(checkpoint: Checkpoint) -> Text:
     when = updated_at(checkpoint)
     if when:
         line.append(f"  {short_time(when)[11:]}", style="dim")
-    if checkpoint.updated_channels:
-        line.append("  updated: " + ", ".join(checkpoint.updated_channels), style="green")
+    updated = _state_channels(checkpoint.updated_channels or [])
+    if updated:
+        line.append("  updated: " + ", ".join(updated), style="green")
     if "body" in checkpoint.extra:
         line.append("  " + brief(checkpoint.extra["body"], limit=60), style="red")
     writes = _writes_brief(checkpoint.pending_writes or [], checkpoint.pending_sends)
     if writes:
-        line.append("  ")
+        line.append("  ran: ", style="dim")
         line.append_text(writes)
     return line
+
+
+def _state_channels(channels: list[str]) -> list[str]:
+    """Channels as the graph's author knows them: trigger channels are left out of briefs."""
+    return [c for c in channels if trigger_node(c) is None and c != "__start__"]
 
 
 def task_label(task_path: str, task_id: str, sends: list[Any]) -> str:
@@ -180,13 +193,16 @@ def _writes_brief(writes: list[PendingWrite], sends: list[Any]) -> Text:
                 )
             )
         else:
-            channels = [c for c in task.channels if c not in {ERROR, INTERRUPT}]
+            channels = _state_channels([c for c in task.channels if c not in {ERROR, INTERRUPT}])
             retried = " (retried after error)" if task.error is not None else ""
             parts.append(Text(f"{name} → {_channel_list(channels)}{retried}", style="magenta"))
     null_writes = [w for w in writes if w.task_id == NULL_TASK_ID]
     if null_writes:
         parts.append(
-            Text("input → " + _channel_list([w.channel for w in null_writes]), style="magenta")
+            Text(
+                "input → " + _channel_list(_state_channels([w.channel for w in null_writes])),
+                style="magenta",
+            )
         )
     for i, part in enumerate(parts):
         if i:
