@@ -1,0 +1,268 @@
+"""`diff` and `dump`: compare two checkpoints, or stream a whole store as JSON for jq."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ckpt.cli.common import DEFAULT_TIMEOUT, open_from_options, wants_ndjson, write_lines
+from ckpt.cli.options import (
+    AesKeyOpt,
+    DbOpt,
+    FullOpt,
+    NsOpt,
+    SchemaOpt,
+    StoreArg,
+    TimeoutOpt,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ckpt.model import Checkpoint
+    from ckpt.stores.base import Store
+
+
+def diff(
+    a: Annotated[
+        str,
+        typer.Argument(
+            metavar="A",
+            help="Checkpoint id, unique prefix, short id, THREAD (latest) or THREAD~N.",
+        ),
+    ],
+    b: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="B",
+            help="The checkpoint to compare A with. Default: A compared with its parent, "
+            "or with --db2, A compared with the same selector in that store.",
+            show_default=False,
+        ),
+    ] = None,
+    db: DbOpt = None,
+    db2: Annotated[
+        str | None,
+        typer.Option(
+            "--db2",
+            metavar="STORE",
+            help="Read B from this store (path or URL), e.g. a copy after a migration.",
+            show_default=False,
+        ),
+    ] = None,
+    ns: NsOpt = None,
+    full: FullOpt = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print an RFC 6902 JSON Patch from A's `show --json --blobs` to B's.",
+        ),
+    ] = False,
+    aes_key: AesKeyOpt = None,
+    schema: SchemaOpt = None,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+) -> None:
+    """Compare two checkpoints: channel values, messages by id, versions, metadata, writes.
+
+    Exit status as diff(1): 0 when they hold the same, 1 when they differ.
+    Example: ckpt diff support-1~1 support-1 --db chat.sqlite --json | jq .
+    """
+    from contextlib import ExitStack
+
+    from ckpt.diff import diff_checkpoints, differs, json_patch
+    from ckpt.errors import ExitCode
+    from ckpt.render import diffview
+    from ckpt.render.records import dumps
+    from ckpt.show import require_key_if_encrypted
+
+    with ExitStack() as stack:
+        store_a = stack.enter_context(
+            open_from_options(None, db, aes_key, schema=schema, timeout=timeout)
+        )
+        store_b = store_a
+        if db2 is not None:
+            store_b = stack.enter_context(
+                open_from_options(db2, None, aes_key, schema=schema, timeout=timeout)
+            )
+        left, right = _pick(store_a, store_b, a, b, ns=ns, same_store=db2 is None)
+        changes = diff_checkpoints(left, right)
+        if json_out:
+            write_lines(iter([dumps(json_patch(changes), indent=2) + "\n"]))
+        else:
+            diffview.diff_view(left, right, changes, full=full)
+        require_key_if_encrypted(left, has_key=store_a.aes_key is not None)
+        require_key_if_encrypted(right, has_key=store_b.aes_key is not None)
+    if differs(changes):
+        raise typer.Exit(int(ExitCode.DIFFERENT))
+
+
+def _pick(
+    store_a: Store, store_b: Store, a: str, b: str | None, *, ns: str | None, same_store: bool
+) -> tuple[Checkpoint, Checkpoint]:
+    """Load A and B; with one selector in one store, B is it and A its parent."""
+    from ckpt.errors import NotFound
+    from ckpt.model import CheckpointKey
+    from ckpt.selectors import resolve
+
+    if b is None and same_store:
+        right = store_a.load(resolve(store_a, a, checkpoint_ns=ns))
+        if right.parent_checkpoint_id is None:
+            raise NotFound(
+                f"checkpoint {right.checkpoint_id} of thread {right.thread_id!r} has no parent "
+                "to compare with; give two checkpoints"
+            )
+        parent = CheckpointKey(right.thread_id, right.checkpoint_ns, right.parent_checkpoint_id)
+        return store_a.load(parent), right
+    left = store_a.load(resolve(store_a, a, checkpoint_ns=ns))
+    right = store_b.load(resolve(store_b, a if b is None else b, checkpoint_ns=ns))
+    return left, right
+
+
+def dump(
+    store: StoreArg = None,
+    db: DbOpt = None,
+    thread: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--thread",
+            "-t",
+            metavar="THREAD",
+            help="Only this thread (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    ns: Annotated[
+        str | None,
+        typer.Option(
+            "--ns",
+            metavar="NS",
+            help="Only this checkpoint namespace ('' is the root).",
+            show_default=False,
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="TIME|ID",
+            help="Only checkpoints written at or after an ISO time (UTC unless it has an "
+            "offset) or from a checkpoint id on.",
+            show_default=False,
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            metavar="TIME|ID",
+            help="Only checkpoints written before an ISO time, or up to a checkpoint id.",
+            show_default=False,
+        ),
+    ] = None,
+    latest: Annotated[
+        bool, typer.Option("--latest", help="Only each thread's newest checkpoint per namespace.")
+    ] = False,
+    no_values: Annotated[
+        bool, typer.Option("--no-values", help="Leave out channel values: skeletons only, fast.")
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON array.")] = False,
+    ndjson_out: Annotated[
+        bool,
+        typer.Option(
+            "--ndjson", help="One JSON object per line (the default when stdout is not a terminal)."
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress bar on stderr.")
+    ] = False,
+    aes_key: AesKeyOpt = None,
+    schema: SchemaOpt = None,
+    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+) -> None:
+    """Stream every checkpoint as JSON: the records of `show --json --blobs` (docs/json.md).
+
+    Streams with flat memory; a progress bar shows on stderr when stdout is piped.
+    Example: ckpt dump chat.sqlite --latest | jq -r '.channel_values.messages[-1].content'
+    """
+    import sys
+
+    from ckpt.errors import NotFound
+    from ckpt.model import DumpQuery
+    from ckpt.render.progress import counting
+    from ckpt.render.records import checkpoint_record, json_array, ndjson
+    from ckpt.show import require_key_if_encrypted
+
+    values = not no_values
+    with open_from_options(store, db, aes_key, schema=schema, timeout=timeout) as opened:
+        for thread_id in thread or []:
+            if not opened.thread_exists(thread_id):
+                raise NotFound(f"no thread {thread_id!r} in {opened.location}")
+        query = DumpQuery(
+            thread_ids=tuple(dict.fromkeys(thread or [])),
+            checkpoint_ns=ns,
+            since_id=_bound(opened, since, "--since") if since is not None else None,
+            until_id=_bound(opened, until, "--until") if until is not None else None,
+            latest_only=latest,
+        )
+        hidden: list[Checkpoint] = []  # the first checkpoint whose values did not decrypt
+
+        def records() -> Iterator[dict[str, Any]]:
+            for checkpoint in opened.iter_checkpoints(query, values=values):
+                if not hidden and _hides_values(checkpoint):
+                    hidden.append(checkpoint)
+                yield checkpoint_record(checkpoint, values=values)
+
+        show_progress = not quiet and not sys.stdout.isatty() and sys.stderr.isatty()
+        with counting(records(), enabled=show_progress, label="dumping") as counted:
+            if wants_ndjson(json_out, ndjson_out, default_when_piped=True):
+                write_lines(ndjson(counted))
+            else:
+                write_lines(json_array(counted))
+        if hidden:
+            require_key_if_encrypted(hidden[0], has_key=opened.aes_key is not None)
+
+
+def _bound(opened: Store, text: str, option: str) -> str:
+    """A --since/--until value as a checkpoint id bound (uuid6 ids sort by time)."""
+    import datetime as dt
+    import re
+
+    from ckpt.decoders import uuid6_lower_bound
+    from ckpt.selectors import resolve
+
+    if re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", text, re.I):
+        return text.lower()
+    if re.match(r"\d{4}-\d{2}-\d{2}", text):
+        try:
+            when = dt.datetime.fromisoformat(text)
+        except ValueError:
+            raise typer.BadParameter(
+                f"{text!r} is not an ISO time (e.g. 2026-11-30T09:00:00Z)", param_hint=option
+            ) from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.UTC)
+        return uuid6_lower_bound(when)
+    return resolve(opened, text).checkpoint_id
+
+
+def _hides_values(checkpoint: Checkpoint) -> bool:
+    """Encrypted without (the right) key: the body, or a value or write, is a marked record.
+
+    Only the top level is looked at: savers encrypt whole values, never parts of one.
+    """
+    from ckpt.decoders import is_marked
+
+    if is_marked(checkpoint.extra.get("body"), "encrypted"):
+        return True
+    values = (checkpoint.channel_values or {}).values()
+    writes = (w.value for w in checkpoint.pending_writes or [])
+    return any(is_marked(v, "encrypted") for v in values) or any(
+        is_marked(v, "encrypted") for v in writes
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(diff)
+    app.command()(dump)

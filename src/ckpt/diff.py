@@ -1,0 +1,298 @@
+"""Structural diff of two checkpoints: the changes in order, and the RFC 6902 patch they make."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from typing import Any, Final, Literal
+
+from ckpt.analysis import task_node
+from ckpt.decoders import TYPE_KEY
+from ckpt.model import NULL_TASK_ID, Checkpoint
+
+Kind = Literal["added", "removed", "changed"]
+
+# Keys of the record that say which checkpoint it is rather than what it holds: a diff
+# shows them in its header, not as changes to the state.
+IDENTITY_KEYS: Final = (
+    "thread_id",
+    "checkpoint_ns",
+    "checkpoint_id",
+    "parent_checkpoint_id",
+    "ts",
+)
+# Bytes on disk: a migrated copy of the same checkpoint may differ here and nowhere else.
+# Part of the patch (it turns A's record into B's), not of "the checkpoints differ".
+STORAGE_KEYS: Final = frozenset({"size"})
+
+# LangChain message roles (`type` field of a message's dict form).
+MESSAGE_ROLES: Final = frozenset(
+    {"human", "ai", "system", "tool", "function", "chat", "remove", "developer"}
+)
+_PATCH_OPS: Final = {"added": "add", "removed": "remove", "changed": "replace"}
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A list element in a change's path: its index, and the id it was matched by, if any.
+
+    The index is the element's place in B (added, changed) or in A (removed).
+    """
+
+    index: int
+    key: str | None = None
+
+    def __str__(self) -> str:
+        return f"[{self.key}]" if self.key is not None else f"[{self.index}]"
+
+
+PathPart = str | Item
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One difference between A and B.
+
+    `path` names the place for people (dict keys, list items with their ids);
+    `pointer` is the RFC 6901 pointer of the same place at the moment the change is
+    applied, when changes are applied in the order `diff_values` returns them.
+    """
+
+    kind: Kind
+    path: tuple[PathPart, ...]
+    pointer: str
+    old: Any = None
+    new: Any = None
+
+    @property
+    def section(self) -> str:
+        """The top-level record key the change is under (metadata, channel_values ...)."""
+        head = self.path[0] if self.path else ""
+        return head if isinstance(head, str) else ""
+
+    @property
+    def op(self) -> str:
+        return _PATCH_OPS[self.kind]
+
+
+def diff_checkpoints(a: Checkpoint, b: Checkpoint) -> list[Change]:
+    """Every difference between two checkpoints loaded with values.
+
+    Both sides are compared in the shape `show --json --blobs` prints (render/records.py
+    owns that shape), after a JSON round trip: that is what makes the patch apply to the
+    printed JSON, and it compares 1, 1.0 and true as JSON does (as different values).
+    """
+    return diff_values(as_json(checkpoint_view(a)), as_json(checkpoint_view(b)))
+
+
+def checkpoint_view(checkpoint: Checkpoint) -> dict[str, Any]:
+    """The record `show --json --blobs` prints for this checkpoint."""
+    from ckpt.render.records import checkpoint_record
+
+    return checkpoint_record(checkpoint, values=True)
+
+
+def as_json(value: Any) -> Any:
+    """The value as it reads back from ckpt's JSON output (tuples become lists ...)."""
+    from ckpt.render.records import dumps
+
+    return json.loads(dumps(value))
+
+
+def differs(changes: Sequence[Change]) -> bool:
+    """Whether the checkpoints differ in anything but how many bytes they take on disk."""
+    return any(c.section not in STORAGE_KEYS for c in changes)
+
+
+def json_patch(changes: Sequence[Change]) -> list[dict[str, Any]]:
+    """RFC 6902 operations that turn A's record into B's, applied in this order."""
+    operations: list[dict[str, Any]] = []
+    for change in changes:
+        operation: dict[str, Any] = {"op": change.op, "path": change.pointer}
+        if change.kind != "removed":
+            operation["value"] = change.new
+        operations.append(operation)
+    return operations
+
+
+# -- the walk ---------------------------------------------------------------------------------
+
+
+def diff_values(a: Any, b: Any) -> list[Change]:
+    """The changes that turn JSON value `a` into `b`: dicts by key, lists by alignment.
+
+    Lists of messages are matched by message id and lists of pending writes by
+    (task, idx), so an appended message is one addition and an edited one is one change
+    under its id; other lists are aligned element by element (difflib), so an insert in
+    the middle does not read as every later element changing.
+    """
+    changes: list[Change] = []
+    _diff(a, b, (), "", changes)
+    return changes
+
+
+def _diff(a: Any, b: Any, path: tuple[PathPart, ...], pointer: str, out: list[Change]) -> None:
+    if same(a, b):
+        return
+    if type(a) is dict and type(b) is dict:
+        for key, old in a.items():
+            child = (*path, key)
+            where = f"{pointer}/{_escape(key)}"
+            if key in b:
+                _diff(old, b[key], child, where, out)
+            else:
+                out.append(Change("removed", child, where, old=old))
+        for key, new in b.items():
+            if key not in a:
+                out.append(Change("added", (*path, key), f"{pointer}/{_escape(key)}", new=new))
+    elif type(a) is list and type(b) is list:
+        _diff_list(a, b, path, pointer, out)
+    else:
+        out.append(Change("changed", path, pointer, old=a, new=b))
+
+
+def _diff_list(
+    a: list[Any], b: list[Any], path: tuple[PathPart, ...], pointer: str, out: list[Change]
+) -> None:
+    # Trim the common ends first: a chat that grew by one message costs one comparison per
+    # message, and the aligner below sees only the part that moved.
+    start, shortest = 0, min(len(a), len(b))
+    while start < shortest and same(a[start], b[start]):
+        start += 1
+    end_a, end_b = len(a), len(b)
+    while end_a > start and end_b > start and same(a[end_a - 1], b[end_b - 1]):
+        end_a -= 1
+        end_b -= 1
+    mid_a, mid_b = a[start:end_a], b[start:end_b]
+    keys_a, keys_b = _item_keys(mid_a), _item_keys(mid_b)
+    keyed = keys_a is not None and keys_b is not None
+    if keys_a is None or keys_b is None:
+        align_a, align_b = [_canonical(x) for x in mid_a], [_canonical(x) for x in mid_b]
+        labels_a: list[str | None] = [None] * len(mid_a)
+        labels_b: list[str | None] = [None] * len(mid_b)
+    else:
+        align_a, align_b = keys_a, keys_b
+        labels_a, labels_b = [k[1] for k in keys_a], [k[1] for k in keys_b]
+
+    def item(index: int, label: str | None) -> tuple[PathPart, ...]:
+        return (*path, Item(start + index, label))
+
+    # Applying the changes in order, the list reads b[:start + j1] + a[start + i1:] when
+    # an opcode starts, so every pointer below is start + (a position in B).
+    matcher = SequenceMatcher(None, align_a, align_b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            if keyed:  # same ids: the elements themselves may still differ
+                for offset in range(i2 - i1):
+                    i, j = i1 + offset, j1 + offset
+                    _diff(mid_a[i], mid_b[j], item(j, labels_b[j]), f"{pointer}/{start + j}", out)
+            continue
+        if tag == "replace" and not keyed:
+            paired = _pairable(mid_a[i1:i2], mid_b[j1:j2])
+            for offset in range(paired):
+                i, j = i1 + offset, j1 + offset
+                _diff(mid_a[i], mid_b[j], item(j, None), f"{pointer}/{start + j}", out)
+            i1, j1 = i1 + paired, j1 + paired
+        for i in range(i1, i2):
+            out.append(
+                Change("removed", item(i, labels_a[i]), f"{pointer}/{start + j1}", old=mid_a[i])
+            )
+        for j in range(j1, j2):
+            out.append(
+                Change("added", item(j, labels_b[j]), f"{pointer}/{start + j}", new=mid_b[j])
+            )
+
+
+def _pairable(old: list[Any], new: list[Any]) -> int:
+    """How many elements of a replaced run read best as changed in place, not removed + added.
+
+    A run of the same length pairs up ([1, 2, 3] -> [1, 5, 3] is "2 -> 5"); otherwise only
+    leading dicts and lists pair with their own kind, to be diffed inside.
+    """
+    if len(old) == len(new):
+        return len(old)
+    paired = 0
+    for x, y in zip(old, new, strict=False):
+        if type(x) is not type(y) or type(x) not in (dict, list):
+            break
+        paired += 1
+    return paired
+
+
+def _item_keys(items: list[Any]) -> list[tuple[Any, str]] | None:
+    """(match key, label) per element when the list is keyed: messages by id, writes by task.
+
+    None when the elements are not all of one keyed kind or a key repeats.
+    """
+    if not items:
+        return []
+    keys: list[tuple[Any, str]]
+    if all(is_message(x) and isinstance(x.get("id"), str) for x in items):
+        keys = [(("message", x["id"]), x["id"]) for x in items]
+    elif all(_is_write(x) for x in items):
+        keys = [(("write", x["task_id"], x["idx"]), _write_label(x)) for x in items]
+    else:
+        return None
+    if len({k for k, _ in keys}) != len(keys):
+        return None
+    return keys
+
+
+def _write_label(write: dict[str, Any]) -> str:
+    """`agent → messages`: the task's node (or `input`, or its id) and the channel written."""
+    task_id = write["task_id"]
+    if task_id == NULL_TASK_ID:
+        who = "input"
+    else:
+        who = task_node(str(write.get("task_path") or "")) or task_id[:8]
+    label = f"{who} → {write['channel']}"
+    return label if write["idx"] <= 0 else f"{label} #{write['idx']}"
+
+
+def is_message(value: Any) -> bool:
+    """A LangChain message, decoded (`__type__` ...Message) or in its dict form."""
+    if type(value) is not dict:
+        return False
+    kind = value.get(TYPE_KEY)
+    if isinstance(kind, str) and kind.endswith(("Message", "MessageChunk")):
+        return True
+    return "content" in value and value.get("type") in MESSAGE_ROLES
+
+
+def _is_write(value: Any) -> bool:
+    return (
+        type(value) is dict
+        and isinstance(value.get("task_id"), str)
+        and isinstance(value.get("idx"), int)
+        and isinstance(value.get("channel"), str)
+    )
+
+
+def _canonical(value: Any) -> Any:
+    """A hashable stand-in equal for equal JSON values only (1, 1.0 and true differ)."""
+    if type(value) in (dict, list):
+        return ("json", json.dumps(value, sort_keys=True, ensure_ascii=False))
+    return (type(value).__name__, value)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as JSON values: Python's == (fast, in C), then the types it conflates."""
+    return a is b or (a == b and _same_types(a, b))
+
+
+def _same_types(a: Any, b: Any) -> bool:
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return all(_same_types(value, b[key]) for key, value in a.items())
+    if kind is list:
+        return all(map(_same_types, a, b))
+    return True
+
+
+def _escape(key: Any) -> str:
+    """One RFC 6901 reference token."""
+    return str(key).replace("~", "~0").replace("/", "~1")

@@ -1,0 +1,251 @@
+"""The human view of `ckpt diff`: a coloured tree of changes, old and new values side by side."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from ckpt.decoders import parse_version
+from ckpt.diff import IDENTITY_KEYS, STORAGE_KEYS, Change, Item, PathPart, is_message
+from ckpt.model import Checkpoint
+from ckpt.render.human import console, content_text, role_of
+from ckpt.render.plain import brief, cut, human_size, short_time
+from ckpt.render.records import updated_at
+
+# Sections in reading order: what the step did first, bookkeeping after.
+SECTION_ORDER = (
+    "v",
+    "metadata",
+    "next",
+    "updated_channels",
+    "channel_values",
+    "channel_versions",
+    "versions_seen",
+    "pending_sends",
+    "pending_writes",
+)
+VERSION_SECTIONS = frozenset({"channel_versions", "versions_seen"})
+INLINE = 48  # old and new both shorter than this: one line "old → new"
+LONG_TEXT = 80  # strings longer than this (or multi-line) are diffed, not shown whole
+KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow"}
+KIND_MARK = {"added": "+", "removed": "-", "changed": "~"}
+
+
+def diff_view(a: Checkpoint, b: Checkpoint, changes: Sequence[Change], *, full: bool) -> None:
+    out = console()
+    out.print(_header(a, b))
+    relation = _relation(a, b)
+    if relation:
+        out.print(Text(f"   {relation}", style="dim italic"))
+    shown = [c for c in changes if c.section not in IDENTITY_KEYS and c.section not in STORAGE_KEYS]
+    if not shown:
+        out.print(Text("\nno differences", style="bold green"))
+        return
+    by_section: dict[str, list[Change]] = {}
+    for change in shown:
+        by_section.setdefault(change.section, []).append(change)
+    order = [s for s in SECTION_ORDER if s in by_section]
+    order += [s for s in by_section if s not in SECTION_ORDER]
+    for section in order:
+        out.print()
+        out.print(_section_tree(section, by_section[section], full))
+    counts = {kind: sum(c.kind == kind for c in shown) for kind in KIND_STYLE}
+    summary = Text(f"\n{len(shown)} change{'s' if len(shown) != 1 else ''}: ", style="bold")
+    summary.append(", ".join(f"{n} {kind}" for kind, n in counts.items()))
+    out.print(summary)
+
+
+def _header(a: Checkpoint, b: Checkpoint) -> Text:
+    text = Text()
+    for label, style, checkpoint in (("A", "bold red", a), ("B", "bold green", b)):
+        step = checkpoint.step
+        source = f" {checkpoint.source}" if checkpoint.source else ""
+        parts = [f"step {step if step is not None else '?'}{source}"]
+        parts.append(f"thread {checkpoint.thread_id}")
+        if checkpoint.checkpoint_ns:
+            parts.append(f"ns {checkpoint.checkpoint_ns}")
+        parts += [short_time(updated_at(checkpoint)), human_size(checkpoint.size)]
+        text.append(f"{label}  ", style=style)
+        text.append(checkpoint.checkpoint_id, style="yellow")
+        text.append("  " + "  ".join(p for p in parts if p), style="dim")
+        text.append("\n" if label == "A" else "")
+    return text
+
+
+def _relation(a: Checkpoint, b: Checkpoint) -> str:
+    if a.key == b.key:
+        return "the same checkpoint"
+    if a.thread_id == b.thread_id and a.checkpoint_ns == b.checkpoint_ns:
+        if b.parent_checkpoint_id == a.checkpoint_id:
+            return "B is A's child"
+        if a.parent_checkpoint_id == b.checkpoint_id:
+            return "B is A's parent"
+        if a.parent_checkpoint_id and a.parent_checkpoint_id == b.parent_checkpoint_id:
+            return "A and B are siblings (a fork)"
+    if a.thread_id == b.thread_id and b.metadata.get("parents", {}) == {
+        **a.metadata.get("parents", {}),
+        a.checkpoint_ns: a.checkpoint_id,
+    }:
+        return "B is in a subgraph run from A"
+    return ""
+
+
+# -- the tree ---------------------------------------------------------------------------------
+
+
+def _section_tree(section: str, changes: list[Change], full: bool) -> Tree:
+    root = Tree(Text(section, style="bold underline"), guide_style="dim")
+    nodes: dict[tuple[PathPart, ...], Tree] = {}
+    for change in changes:
+        parent = root
+        path = change.path
+        for depth in range(1, len(path) - 1):
+            prefix = path[: depth + 1]
+            node = nodes.get(prefix)
+            if node is None:
+                node = nodes[prefix] = parent.add(Text(_part(prefix[-1]), style="bold"))
+            parent = node
+        _leaf(parent, change, section, full)
+    return root
+
+
+def _part(part: PathPart) -> str:
+    if isinstance(part, Item):
+        return str(part)
+    return part or '""'  # the root namespace in metadata.parents
+
+
+def _leaf(parent: Tree, change: Change, section: str, full: bool) -> None:
+    style = KIND_STYLE[change.kind]
+    label = Text()
+    label.append(f"{KIND_MARK[change.kind]} ", style=f"bold {style}")
+    label.append(_part(change.path[-1]) if len(change.path) > 1 else section, style="bold")
+    if change.kind != "changed":
+        value = change.new if change.kind == "added" else change.old
+        if section == "pending_writes" and len(change.path) == 2 and isinstance(value, dict):
+            value = value.get("value")  # the label already says which task wrote which channel
+        label.append("  ")
+        label.append_text(_value_text(value, full, style))
+        parent.add(label)
+        return
+    old, new = change.old, change.new
+    if section in VERSION_SECTIONS:
+        label.append("  ")
+        label.append(_version(old, new), style="red")
+        label.append(" → ")
+        label.append(_version(new, old), style="green")
+        parent.add(label)
+    elif isinstance(old, str) and isinstance(new, str) and _long(old, new):
+        parent.add(Group(label, _text_diff(old, new, full)))
+    else:
+        old_text, new_text = _brief(old, full), _brief(new, full)
+        if len(old_text) < INLINE and len(new_text) < INLINE:
+            label.append("  ")
+            label.append(old_text, style="red")
+            label.append(" → ")
+            label.append(new_text, style="green")
+            parent.add(label)
+        else:
+            parent.add(Group(label, _side_by_side(old_text, new_text)))
+
+
+def _brief(value: Any, full: bool) -> str:
+    if isinstance(value, str):
+        return cut(repr(value) if not value.strip() or "\n" in value else value, full)
+    return brief(value, full)
+
+
+def _version(version: Any, other: Any) -> str:
+    """A channel version by its counter; whole when the counter alone would hide the change."""
+    counter = parse_version(version)
+    if counter is None or counter == parse_version(other):
+        return brief(version)
+    return str(counter)
+
+
+def _value_text(value: Any, full: bool, style: str) -> Text:
+    """An added or removed value: messages as chat lines, anything else on one line."""
+    if is_message(value):
+        return _message(value, full, style)
+    if isinstance(value, list) and value and all(is_message(m) for m in value):
+        text = Text()
+        for i, message in enumerate(value):
+            if i:
+                text.append("\n    ")
+            text.append_text(_message(message, full, style))
+        return text
+    return Text(_brief(value, full), style=style)
+
+
+def _message(message: dict[str, Any], full: bool, style: str) -> Text:
+    text = Text(f"{role_of(message)}: ", style=f"bold {style}")
+    text.append(cut(content_text(message.get("content")), full, 300), style=style)
+    for call in message.get("tool_calls") or []:
+        if isinstance(call, dict):
+            args = brief(call.get("args"), full, 200)
+            text.append(f"\n    → {call.get('name')}({args})", style=style)
+    return text
+
+
+def _side_by_side(old: str, new: str) -> Table:
+    table = Table(box=None, show_header=True, pad_edge=False, padding=(0, 2, 0, 4), expand=False)
+    table.add_column("A", header_style="bold red", style="red", overflow="fold", ratio=1)
+    table.add_column("B", header_style="bold green", style="green", overflow="fold", ratio=1)
+    table.add_row(old, new)
+    return table
+
+
+# -- long strings -----------------------------------------------------------------------------
+
+
+def _long(old: str, new: str) -> bool:
+    return "\n" in old or "\n" in new or max(len(old), len(new)) > LONG_TEXT
+
+
+def _text_diff(old: str, new: str, full: bool) -> RenderableType:
+    """Line diff for text with lines; word diff for one long line (difflib both)."""
+    if "\n" in old or "\n" in new:
+        return _line_diff(old, new, full)
+    return _word_diff(old, new)
+
+
+def _line_diff(old: str, new: str, full: bool) -> Text:
+    lines = difflib.unified_diff(
+        old.splitlines(), new.splitlines(), lineterm="", n=10**6 if full else 2
+    )
+    text = Text()
+    for line in lines:
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("@@"):
+            text.append(f"    {line}\n", style="cyan")
+        elif line.startswith("-"):
+            text.append(f"    {line}\n", style="red")
+        elif line.startswith("+"):
+            text.append(f"    {line}\n", style="green")
+        else:
+            text.append(f"    {line}\n", style="dim")
+    text.rstrip()
+    return text
+
+
+def _word_diff(old: str, new: str) -> Text:
+    old_words, new_words = re.split(r"(\s+)", old), re.split(r"(\s+)", new)
+    matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
+    text = Text("    ")
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            text.append("".join(old_words[i1:i2]))
+            continue
+        if i2 > i1:
+            text.append("".join(old_words[i1:i2]), style="red strike")
+        if j2 > j1:
+            text.append("".join(new_words[j1:j2]), style="bold green")
+    return text

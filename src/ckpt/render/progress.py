@@ -1,0 +1,101 @@
+"""A progress bar on stderr for long streams (`ckpt dump`): it appears only once one runs long."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+T = TypeVar("T")
+
+DELAY = 1.0  # seconds before the bar shows: a short dump stays silent
+CHECK_EVERY = 32  # items between looks at the clock; keeps the per-record cost near zero
+
+
+@contextmanager
+def counting(
+    items: Iterable[T],
+    *,
+    enabled: bool,
+    label: str,
+    unit: str = "checkpoints",
+    delay: float = DELAY,
+) -> Iterator[Iterator[T]]:
+    """Yield `items` back unchanged, counting them on a stderr bar when `enabled`.
+
+    The bar is stopped however the stream ends (a closed pipe included), and it never
+    touches stdout: the data goes there.
+    """
+    if not enabled:
+        yield iter(items)
+        return
+    meter = _Meter(label, unit, delay)
+    try:
+        yield meter.wrap(items)
+    finally:
+        meter.stop()
+
+
+class _Meter:
+    def __init__(self, label: str, unit: str, delay: float) -> None:
+        self.label = label
+        self.unit = unit
+        self.started = time.monotonic()
+        self.deadline = self.started + delay
+        self.count = 0
+        self.progress: Progress | None = None
+        self.task: TaskID | None = None
+
+    def wrap(self, items: Iterable[T]) -> Iterator[T]:
+        for item in items:
+            self.count += 1
+            if self.count % CHECK_EVERY == 0:
+                self._tick()
+            yield item
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if self.progress is None:
+            if now < self.deadline:
+                return
+            self._start()
+        assert self.progress is not None and self.task is not None
+        rate = self.count / max(now - self.started, 1e-9)
+        self.progress.update(
+            self.task,
+            completed=self.count,
+            description=f"{self.label} {self.count:,} {self.unit} ({rate:,.0f}/s)",
+        )
+
+    def _start(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            redirect_stdout=False,  # stdout carries the data; never proxy it
+            redirect_stderr=False,
+            transient=False,
+        )
+        self.task = self.progress.add_task(self.label, total=None)
+        self.progress.start()
+
+    def stop(self) -> None:
+        if self.progress is None or self.task is None:
+            return
+        elapsed = time.monotonic() - self.started
+        self.progress.update(
+            self.task,
+            completed=self.count,
+            total=self.count,
+            description=f"{self.label} {self.count:,} {self.unit} in {elapsed:.1f}s",
+        )
+        self.progress.stop()
+        self.progress = None

@@ -1,0 +1,361 @@
+"""`ckpt diff` on real stores: what it reports, the JSON Patch it prints, its exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from ckpt.cli import app
+from ckpt.diff import Change, Item, diff_checkpoints, diff_values, json_patch
+from ckpt.errors import ExitCode
+from ckpt.model import Checkpoint, CheckpointKey
+from ckpt.stores.sqlite import SqliteStore
+
+runner = CliRunner()
+
+
+def run(*args: str) -> Any:
+    return runner.invoke(app, list(args), env={"COLUMNS": "120"})
+
+
+def show_json(store: Path, checkpoint_id: str) -> Any:
+    result = run("show", checkpoint_id, "--blobs", "--json", "--db", str(store))
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def patch_of(store: Path, a: str, b: str, *more: str) -> tuple[int, list[dict[str, Any]]]:
+    result = run("diff", a, b, "--json", "--db", str(store), *more)
+    assert result.exit_code in (0, 1), result.stderr
+    assert result.stderr == ""
+    return result.exit_code, json.loads(result.stdout)
+
+
+def thread_checkpoints(store: Path, thread_id: str) -> list[Checkpoint]:
+    with SqliteStore(store) as opened:
+        return opened.checkpoints(thread_id, values=True)
+
+
+def changes_between(store: Path, a: str, b: str) -> list[Change]:
+    with SqliteStore(store) as opened:
+        by_id = {
+            k.checkpoint_id: opened.load(k)
+            for cid in (a, b)
+            for k in opened.find(cid)
+            if k.checkpoint_id == cid
+        }
+    return diff_checkpoints(by_id[a], by_id[b])
+
+
+def under(changes: list[Change], section: str) -> list[Change]:
+    return [c for c in changes if c.section == section]
+
+
+# -- a store where a message was edited in place --------------------------------------------------
+
+EDITED_THREAD = "support-3"
+
+
+@pytest.fixture(scope="module")
+def edited_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A real chat run, then `update_state` replacing the answer under the same message id."""
+    from fixtures.build import fixture_warnings
+    from langchain_core.messages import HumanMessage
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from ckpt.demo import CHAT_THREADS, chat_graph
+
+    path = tmp_path_factory.mktemp("edited") / "edited.sqlite"
+    _, turns = CHAT_THREADS[EDITED_THREAD]
+    with closing(sqlite3.connect(path, check_same_thread=False)) as conn, fixture_warnings():
+        graph = chat_graph(SqliteSaver(conn))
+        config: RunnableConfig = {"configurable": {"thread_id": EDITED_THREAD}}
+        question = HumanMessage(turns[0].user, id=f"{EDITED_THREAD}-user-1")
+        graph.invoke({"messages": [question]}, config)
+        answer = graph.get_state(config).values["messages"][-1]
+        edited = answer.model_copy(update={"content": answer.content + "\nEdited by support."})
+        graph.update_state(config, {"messages": [edited]})
+    yield path, str(answer.id)
+
+
+# -- what the diff says ---------------------------------------------------------------------------
+
+
+def test_equal_checkpoints_exit_0(sqlite_store: Path) -> None:
+    result = run("diff", "support-1", "support-1", "--db", str(sqlite_store))
+    assert result.exit_code == ExitCode.OK, result.stderr
+    assert result.stderr == ""
+    assert "no differences" in result.stdout
+    code, patch = patch_of(sqlite_store, "support-1", "support-1")
+    assert (code, patch) == (0, [])
+
+
+def test_appended_message_is_one_addition(sqlite_store: Path) -> None:
+    chain = [c for c in thread_checkpoints(sqlite_store, "support-1") if not c.checkpoint_ns]
+    latest = max(chain, key=lambda c: c.checkpoint_id)
+    parent = next(c for c in chain if c.checkpoint_id == latest.parent_checkpoint_id)
+    changes = diff_checkpoints(parent, latest)
+    messages = [c for c in changes if c.path[:2] == ("channel_values", "messages")]
+    assert len(messages) == 1
+    (added,) = messages
+    new_message = latest.channel_values["messages"][-1]  # type: ignore[index]
+    assert added.kind == "added"
+    assert added.path[2] == Item(len(parent.channel_values["messages"]), new_message["id"])  # type: ignore[index]
+    assert added.new["content"] == new_message["content"]
+    version = next(c for c in changes if c.path == ("channel_versions", "messages"))
+    assert version.kind == "changed"
+
+    result = run("diff", "support-1", "--db", str(sqlite_store))  # one argument: vs its parent
+    assert result.exit_code == ExitCode.DIFFERENT, result.stderr
+    assert result.stderr == ""
+    assert f"+ [{new_message['id']}]" in result.stdout
+    assert "B is A's child" in result.stdout
+    assert "\x1b[" not in result.stdout
+
+
+def test_edited_message_is_one_change(edited_store: tuple[Path, str]) -> None:
+    store, message_id = edited_store
+    with SqliteStore(store) as opened:
+        key = opened.latest_key(EDITED_THREAD)
+        assert key is not None
+        latest = opened.load(key)
+        assert latest.parent_checkpoint_id is not None
+        parent = opened.load(CheckpointKey(EDITED_THREAD, "", latest.parent_checkpoint_id))
+    assert latest.source == "update"
+    changes = diff_checkpoints(parent, latest)
+    (edit,) = [c for c in changes if c.section == "channel_values"]
+    index = len(parent.channel_values["messages"]) - 1  # type: ignore[index]
+    assert edit.path == ("channel_values", "messages", Item(index, message_id), "content")
+    assert edit.kind == "changed"
+    assert edit.new == edit.old + "\nEdited by support."
+
+    result = run("diff", f"{EDITED_THREAD}~1", EDITED_THREAD, "--db", str(store))
+    assert result.exit_code == ExitCode.DIFFERENT, result.stderr
+    assert f"[{message_id}]" in result.stdout
+    assert "+Edited by support." in result.stdout  # a line diff of the long text
+    assert "~ source  loop → update" in result.stdout
+
+
+def test_channel_only_on_one_side_is_removed_or_added(sqlite_store: Path) -> None:
+    chain = sorted(
+        (c for c in thread_checkpoints(sqlite_store, "support-3") if not c.checkpoint_ns),
+        key=lambda c: c.checkpoint_id,
+    )
+    first, second = chain[0], chain[1]  # the input checkpoint, then the loop's first
+    assert "__start__" in (first.channel_values or {})
+    assert "__start__" not in (second.channel_values or {})
+    changes = diff_checkpoints(first, second)
+    start = next(c for c in changes if c.path == ("channel_values", "__start__"))
+    assert start.kind == "removed"
+    assert start.old == first.channel_values["__start__"]  # type: ignore[index]
+    result = run("diff", first.checkpoint_id, second.checkpoint_id, "--db", str(sqlite_store))
+    assert result.exit_code == ExitCode.DIFFERENT
+    assert "- __start__" in result.stdout
+
+
+def test_fork_children(sqlite_store: Path, manifest: dict[str, Any]) -> None:
+    kept, abandoned = manifest["fork_children"]
+    changes = changes_between(sqlite_store, kept, abandoned)
+    values = under(changes, "channel_values")
+    assert [(c.path, c.old, c.new) for c in values] == [
+        (("channel_values", "notes", Item(2)), "edit-A", "edit-B")
+    ]
+    result = run("diff", kept, abandoned, "--db", str(sqlite_store))
+    assert result.exit_code == ExitCode.DIFFERENT
+    assert "siblings (a fork)" in result.stdout
+    assert "edit-A → edit-B" in result.stdout
+
+
+def test_subgraph_checkpoint_against_its_parent(
+    sqlite_store: Path, manifest: dict[str, Any]
+) -> None:
+    checkpoints = thread_checkpoints(sqlite_store, manifest["subgraph"])
+    sub = min((c for c in checkpoints if c.checkpoint_ns), key=lambda c: c.checkpoint_id)
+    root = next(c for c in checkpoints if c.checkpoint_id == sub.metadata["parents"][""])
+    code, patch = patch_of(sqlite_store, root.checkpoint_id, sub.checkpoint_id)
+    assert code == ExitCode.DIFFERENT
+    assert {"op": "replace", "path": "/checkpoint_ns", "value": sub.checkpoint_ns} in patch
+    applied = jsonpatch.apply_patch(show_json(sqlite_store, root.checkpoint_id), patch)
+    assert applied == show_json(sqlite_store, sub.checkpoint_id)
+    human = run("diff", root.checkpoint_id, sub.checkpoint_id, "--db", str(sqlite_store))
+    assert "subgraph run from A" in human.stdout
+    assert sub.checkpoint_ns in human.stdout
+
+
+def test_other_store_before_and_after(
+    sqlite_store: Path, edited_store: tuple[Path, str], tmp_path: Path
+) -> None:
+    copy = tmp_path / "copy.sqlite"
+    shutil.copy(sqlite_store, copy)
+    same = run("diff", "support-1", "--db", str(sqlite_store), "--db2", str(copy))
+    assert same.exit_code == ExitCode.OK, same.stderr + same.stdout
+    assert "no differences" in same.stdout
+    store, message_id = edited_store
+    other = run("diff", EDITED_THREAD, "--db", str(sqlite_store), "--db2", str(store))
+    assert other.exit_code == ExitCode.DIFFERENT
+    assert f"[{message_id}]" in other.stdout
+    missing = run("diff", "support-1", "--db", str(sqlite_store), "--db2", str(tmp_path / "no"))
+    assert missing.exit_code == ExitCode.NO_STORE
+
+
+# -- the JSON Patch -------------------------------------------------------------------------------
+
+
+def _pairs(store: Path, manifest: dict[str, Any]) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for thread_id in ("support-1", "fork-1", "subgraph-1", "rich-1", "fanout-1", "delta-1"):
+        for checkpoint in thread_checkpoints(store, thread_id):
+            if checkpoint.parent_checkpoint_id:
+                pairs.append((checkpoint.parent_checkpoint_id, checkpoint.checkpoint_id))
+    pairs.append(tuple(manifest["fork_children"]))  # type: ignore[arg-type]
+    latest = {
+        t: max(c.checkpoint_id for c in thread_checkpoints(store, t)) for t in manifest["threads"]
+    }
+    pairs += [
+        (latest["support-1"], latest["support-2"]),
+        (latest["rich-1"], latest["support-1"]),
+        (latest["support-1"], latest["rich-1"]),
+        (latest["fanout-1"], latest["approval-2"]),
+    ]
+    return pairs
+
+
+def test_patch_turns_a_into_b(sqlite_store: Path, manifest: dict[str, Any]) -> None:
+    for a, b in _pairs(sqlite_store, manifest):
+        _, patch = patch_of(sqlite_store, a, b)
+        before, after = show_json(sqlite_store, a), show_json(sqlite_store, b)
+        assert jsonpatch.apply_patch(before, patch) == after, (a, b)
+        reverse = run("diff", b, a, "--json", "--db", str(sqlite_store))
+        assert jsonpatch.apply_patch(after, json.loads(reverse.stdout)) == before, (b, a)
+
+
+def test_patch_on_the_edited_message(edited_store: tuple[Path, str]) -> None:
+    store, message_id = edited_store
+    code, patch = patch_of(store, f"{EDITED_THREAD}~1", EDITED_THREAD)
+    assert code == ExitCode.DIFFERENT
+    edits = [op for op in patch if op["path"].startswith("/channel_values/")]
+    assert len(edits) == 1 and edits[0]["op"] == "replace"
+    assert edits[0]["path"].endswith("/content")
+    parent, latest = (show_json(store, s) for s in (f"{EDITED_THREAD}~1", EDITED_THREAD))
+    assert jsonpatch.apply_patch(parent, patch) == latest
+
+
+# Any JSON, plus lists of messages that share ids, to exercise the id alignment.
+_keys = st.text(alphabet="ab/~0-", max_size=3)
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(allow_nan=False, allow_infinity=False, width=16)
+    | st.text(alphabet="xy\n", max_size=4)
+)
+_json = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(_keys, inner, max_size=4),
+    max_leaves=25,
+)
+_message = st.builds(
+    lambda n, content: {
+        "__type__": "langchain_core.messages.ai.AIMessage",
+        "type": "ai",
+        "id": f"m{n}",
+        "content": content,
+    },
+    st.integers(0, 6),
+    st.sampled_from(["hi", "hello", "bye"]),
+)
+_messages = st.lists(_message, max_size=6, unique_by=lambda m: m["id"])
+_records = st.dictionaries(_keys, _json | _messages, max_size=5)
+
+
+def _typed(value: Any) -> Any:
+    """JSON equality that tells 1, 1.0 and true apart (Python's == does not)."""
+    if isinstance(value, dict):
+        return {k: _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return (type(value).__name__, value)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_records, _records)
+def test_patch_property(a: dict[str, Any], b: dict[str, Any]) -> None:
+    changes = diff_values(a, b)
+    assert _typed(jsonpatch.apply_patch(a, json_patch(changes))) == _typed(b)
+    assert (changes == []) == (_typed(a) == _typed(b))
+
+
+def test_message_lists_align_by_id() -> None:
+    def msg(n: int, content: str = "x") -> dict[str, Any]:
+        return {
+            "__type__": "langchain_core.messages.human.HumanMessage",
+            "id": f"m{n}",
+            "content": content,
+        }
+
+    a = {"messages": [msg(1), msg(2), msg(3)]}
+    inserted = {"messages": [msg(1), msg(9), msg(2), msg(3, "edited")]}
+    changes = diff_values(a, inserted)
+    assert [(c.kind, c.path) for c in changes] == [
+        ("added", ("messages", Item(1, "m9"))),
+        ("changed", ("messages", Item(3, "m3"), "content")),
+    ]
+    removed = diff_values(a, {"messages": [msg(1), msg(3)]})
+    assert [(c.kind, c.path) for c in removed] == [("removed", ("messages", Item(1, "m2")))]
+    assert diff_values({"n": 1}, {"n": True})[0].kind == "changed"  # JSON types, not Python ==
+
+
+# -- exit codes -------------------------------------------------------------------------------
+
+
+def test_unknown_ids_and_stores(sqlite_store: Path, samples: Path, tmp_path: Path) -> None:
+    db = ("--db", str(sqlite_store))
+    for args in (
+        ("no-such-checkpoint", "support-1"),
+        ("support-1", "ffffffff-0000-6000-8000-000000000000"),
+        ("support-1~999",),
+    ):
+        result = run("diff", *args, *db)
+        assert result.exit_code == ExitCode.NOT_FOUND, (args, result.stdout)
+        assert result.stdout == ""
+        assert result.stderr.startswith("ckpt: error:") and result.stderr.count("\n") == 1
+    first = min(c.checkpoint_id for c in thread_checkpoints(sqlite_store, "support-2"))
+    no_parent = run("diff", first, *db)
+    assert no_parent.exit_code == ExitCode.NOT_FOUND
+    assert "no parent" in no_parent.stderr
+    ambiguous = run("diff", "1", "support-1", *db)
+    assert ambiguous.exit_code == ExitCode.AMBIGUOUS
+    text = tmp_path / "text.db"
+    text.write_text("not a database\n")
+    assert run("diff", "a", "b", "--db", str(text)).exit_code == ExitCode.UNREADABLE
+    assert run("diff", "a", "b", "--db", str(tmp_path / "none")).exit_code == ExitCode.NO_STORE
+
+
+def test_encrypted_without_key(encrypted_store: Path, encryption_key: bytes) -> None:
+    db = ("--db", str(encrypted_store))
+    locked = run("diff", "support-1", *db)
+    assert locked.exit_code == ExitCode.ENCRYPTED
+    assert "--aes-key" in locked.stderr
+    opened = run("diff", "support-1", *db, "--aes-key", encryption_key.decode())
+    assert opened.exit_code == ExitCode.DIFFERENT, opened.stderr
+    assert "+ [" in opened.stdout
+
+
+def test_full_shows_long_values_whole(sqlite_store: Path) -> None:
+    short = run("diff", "rich-1~1", "rich-1", "--db", str(sqlite_store))
+    full = run("diff", "rich-1~1", "rich-1", "--full", "--db", str(sqlite_store))
+    assert short.exit_code == full.exit_code == ExitCode.DIFFERENT
+    assert "chars)" in short.stdout
+    assert len(full.stdout) > len(short.stdout)
