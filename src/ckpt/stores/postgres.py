@@ -1,0 +1,937 @@
+"""Read PostgresSaver and ShallowPostgresSaver stores over a read-only connection (FORMAT 5, 6)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+
+from ckpt.decoders import decode_json_text
+from ckpt.errors import (
+    CkptError,
+    DecodeError,
+    MissingDependency,
+    NotACheckpointStore,
+    NotFound,
+    StoreUnreadable,
+)
+from ckpt.model import (
+    TASKS,
+    BlobRef,
+    Checkpoint,
+    CheckpointKey,
+    DumpQuery,
+    PendingWrite,
+    ThreadInfo,
+)
+from ckpt.stores.base import Store
+from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+    from psycopg.sql import SQL, Composable, Composed
+
+    Query = SQL | Composed
+
+DEFAULT_TIMEOUT = 5.0  # seconds; the CLI passes --timeout (same default)
+# A dump holds one read-only transaction open while the reader consumes it; a reader that
+# stalls longer than this (a pager left open) is cut off rather than pinning old row versions
+# and an AccessShareLock on a production server.
+IDLE_IN_TRANSACTION_MS = 60_000
+BATCH = 100  # checkpoints per set-based blobs/writes fetch while streaming a dump
+THREADS_PER_BATCH = 500  # latest checkpoints hydrated per round of `threads`
+KEYS_PER_QUERY = 5000  # blob or write keys sent in one statement (bounded statement time)
+# Blob payload bytes fetched (and held) at once. A batch whose values are larger is split,
+# so memory stays flat and each statement short even when every checkpoint carries a long
+# message list. Measured on 300 checkpoints with a 1 MB blob each: `ckpt dump` peaks at
+# 65 MB RSS with 4 MB, 100 MB with 16 MB, 250 MB with whole batches; same speed.
+PAYLOAD_BYTES = 4 * 1024 * 1024
+TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+NEEDED = "ckpt needs SELECT on checkpoints, checkpoint_blobs and checkpoint_writes"
+
+T = TypeVar("T")
+
+
+class _Row(NamedTuple):
+    """One `checkpoints` row as the select lists below return it."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    body: Any  # the JSONB checkpoint, without channel_values when values are not wanted
+    metadata: Any
+    size: int
+    inline_keys: list[str] | None  # channel_values keys, when body comes without them
+
+
+@dataclass(frozen=True, slots=True)
+class _Blob:
+    """A checkpoint_blobs row; its payload comes with it only for __pregel_tasks."""
+
+    version: str | None  # None for the shallow schema, whose blobs have no version column
+    type: str
+    size: int
+    payload: bytes | None
+
+
+BlobKey = tuple[str, ...]  # (thread, ns, channel, version); shallow: (thread, ns, channel)
+
+
+class _RawWrite(NamedTuple):
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    type: str | None
+    blob: bytes | None
+    size: int
+
+
+WriteKey = tuple[str, str, str]
+
+
+class PostgresStore(Store):
+    """A PostgresSaver database (current, or v1 rows from checkpoint-postgres 2.x) or a
+    ShallowPostgresSaver one, told apart by their columns (FORMAT 6, 8.16).
+
+    Every statement runs in a read-only transaction under a statement timeout, so a slow
+    query can neither change nor hold up a production server. Aggregates and the latest
+    checkpoints are found in SQL; blobs and writes come in set-based queries for a whole
+    batch of checkpoints, never one query per checkpoint.
+    """
+
+    kind = "postgres"
+
+    def __init__(
+        self,
+        spec: str,
+        *,
+        aes_key: bytes | None = None,
+        schema: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self._pg = _import_psycopg()
+        self._secrets = _secrets_of(spec)
+        super().__init__(redact_url(spec), aes_key=aes_key)
+        self.schema = schema
+        self._cursor_ids = itertools.count(1)  # named cursors: several dumps may be open
+        self.timeout = timeout if timeout is not None and timeout > 0 else DEFAULT_TIMEOUT
+        self.conn = self._connect(spec)
+        try:
+            self.location = self._effective_location(spec)
+            self._detect_schema()
+        except BaseException:
+            self.conn.close()
+            raise
+
+    # -- connecting ------------------------------------------------------------------------
+    def _connect(self, spec: str) -> Connection[Any]:
+        pg = self._pg
+        try:
+            params = pg.conninfo.conninfo_to_dict(spec)
+        except pg.Error as exc:
+            raise StoreUnreadable(
+                f"{self.location}: not a valid URL ({self._clean(exc)})"
+            ) from None
+        statement_ms = max(1, round(self.timeout * 1000))
+        # Read-only and time-limited from the first statement on, whatever the role's
+        # defaults; appended after any options the user gave, so ours win.
+        ours = (
+            f"-c default_transaction_read_only=on -c statement_timeout={statement_ms} "
+            f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+        )
+        theirs = params.get("options") or os.environ.get("PGOPTIONS", "")
+        extra: dict[str, Any] = {"options": f"{theirs} {ours}".strip()}
+        if "connect_timeout" not in params and "PGCONNECT_TIMEOUT" not in os.environ:
+            extra["connect_timeout"] = max(2, math.ceil(self.timeout))
+        if "application_name" not in params and "PGAPPNAME" not in os.environ:
+            extra["application_name"] = "ckpt"
+        try:
+            conn: Connection[Any] = pg.connect(spec, autocommit=True, **extra)
+        except pg.Error as exc:
+            raise StoreUnreadable(f"{self.location}: cannot connect: {self._clean(exc)}") from None
+        # Only explicit transaction blocks (the dump's) use these; each other statement is
+        # its own transaction, read-only through default_transaction_read_only.
+        conn.read_only = True
+        conn.isolation_level = pg.IsolationLevel.REPEATABLE_READ
+        return conn
+
+    def _effective_location(self, spec: str) -> str:
+        """The URL as typed, without its password; for a bare `postgresql://` (PG* variables)
+        or a key=value DSN, the URL of what libpq connected to."""
+        if "://" in spec and urlsplit(spec).netloc:
+            return self.location
+        info = self.conn.info
+        host = info.host or ""
+        user = quote(info.user or "", safe="")
+        dbname = quote(info.dbname or "", safe="")
+        if ":" in host:  # IPv6
+            host = f"[{host}]"
+        elif "/" in host:  # a Unix socket folder
+            host = quote(host, safe="")
+        return f"postgresql://{user}@{host}:{info.port}/{dbname}"
+
+    def _clean(self, exc: BaseException) -> str:
+        """A psycopg error as one line, with any password in it blanked out."""
+        text = str(exc)
+        if text.startswith("connection failed: "):
+            text = text[len("connection failed: ") :]
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return " ".join(text.split()) or type(exc).__name__
+
+    def _translate(self, exc: BaseException) -> CkptError:
+        errors = self._pg.errors
+        text = self._clean(exc)
+        if isinstance(exc, errors.QueryCanceled):
+            return StoreUnreadable(
+                f"{self.location}: a query ran into the {self.timeout:g} s statement timeout "
+                f"({text}); allow more with --timeout"
+            )
+        if isinstance(exc, errors.InsufficientPrivilege):
+            return StoreUnreadable(f"{self.location}: {text} ({NEEDED})")
+        if isinstance(exc, errors.UndefinedTable | errors.UndefinedColumn):
+            return NotACheckpointStore(
+                f"{self.location}: not a LangGraph checkpoint store ({text})"
+            )
+        if isinstance(exc, errors.IdleInTransactionSessionTimeout):
+            return StoreUnreadable(
+                f"{self.location}: the server closed the read-only transaction after "
+                f"{IDLE_IN_TRANSACTION_MS // 1000} s without a read ({text})"
+            )
+        return StoreUnreadable(f"{self.location}: {text}")
+
+    def _rows(self, query: Query, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        try:
+            with self.conn.cursor(binary=True) as cur:
+                cur.execute(query, params)
+                return cur.fetchall()
+        except self._pg.Error as exc:
+            raise self._translate(exc) from None
+
+    def _sql(self, template: str, **parts: Composable) -> Composed:
+        """Compose a statement with the (schema-qualified) table names and id expressions."""
+        composed: Composed = self._pg.sql.SQL(template).format(
+            cp=self._tables["checkpoints"],
+            bl=self._tables["checkpoint_blobs"],
+            wr=self._tables["checkpoint_writes"],
+            id=self._id,
+            parent=self._parent,
+            **parts,
+        )
+        return composed
+
+    # -- schema ----------------------------------------------------------------------------
+    def _detect_schema(self) -> None:
+        sql = self._pg.sql
+        schema = self.schema
+        if schema is not None and not self._rows(
+            sql.SQL("SELECT 1 FROM pg_namespace WHERE nspname = %s"), (schema,)
+        ):
+            raise NotACheckpointStore(f"{self.location}: no schema {schema!r}")
+        found = {
+            name: (oid is not None, bool(readable), columns or {})
+            for name, oid, readable, columns in self._rows(
+                sql.SQL(
+                    "SELECT t.name, r.oid::oid, has_table_privilege(r.oid, 'SELECT'), "
+                    "(SELECT jsonb_object_agg(a.attname, format_type(a.atttypid, a.atttypmod)) "
+                    " FROM pg_attribute a WHERE a.attrelid = r.oid "
+                    " AND a.attnum > 0 AND NOT a.attisdropped) "
+                    "FROM unnest(%s::text[]) AS t(name) "
+                    "CROSS JOIN LATERAL (SELECT to_regclass(CASE WHEN %s::text IS NULL "
+                    "THEN quote_ident(t.name) ELSE format('%%I.%%I', %s::text, t.name) END) "
+                    "AS oid) AS r"
+                ),
+                (list(TABLES), schema, schema),
+            )
+        }
+        if not found["checkpoints"][0]:
+            raise NotACheckpointStore(self._no_tables_message())
+        for name, (exists, readable, _) in found.items():
+            if exists and not readable:
+                raise StoreUnreadable(
+                    f"{self.location}: permission denied for table {name} ({NEEDED})"
+                )
+        columns = found["checkpoints"][2]
+        if "checkpoint_id" in columns and "checkpoint" in columns:
+            self.shallow = False
+        elif {"thread_id", "checkpoint_ns", "checkpoint"} <= set(columns):
+            # ShallowPostgresSaver: same table names, one row per (thread, ns), the id only
+            # inside the JSONB and blobs keyed by channel alone (FORMAT 6).
+            self.shallow = True
+            self.notices.append(
+                "ShallowPostgresSaver store: it keeps only the latest checkpoint of each "
+                "thread and namespace, and no parent links"
+            )
+        else:
+            raise NotACheckpointStore(
+                f"{self.location}: has a `checkpoints` table, but not one PostgresSaver wrote"
+            )
+        if columns.get("checkpoint") != "jsonb":
+            raise NotACheckpointStore(
+                f"{self.location}: `checkpoints.checkpoint` is {columns.get('checkpoint')}, "
+                "not the jsonb PostgresSaver writes"
+            )
+        qualify = (lambda n: sql.Identifier(schema, n)) if schema else sql.Identifier
+        self._tables: dict[str, Composable] = {name: qualify(name) for name in TABLES}
+        self._id: Composable = sql.SQL(
+            "(c.checkpoint->>'id')" if self.shallow else "c.checkpoint_id"
+        )
+        self._parent: Composable = sql.SQL(
+            "NULL::text" if self.shallow else "c.parent_checkpoint_id"
+        )
+        blob_columns = found["checkpoint_blobs"][2]
+        self.has_blobs = found["checkpoint_blobs"][0] and "blob" in blob_columns
+        self._blob_versions = "version" in blob_columns
+        write_columns = found["checkpoint_writes"][2]
+        self.has_writes = found["checkpoint_writes"][0] and "blob" in write_columns
+        self._task_path: Composable = sql.SQL(
+            "w.task_path" if "task_path" in write_columns else "''::text"
+        )
+        if not self.has_blobs:
+            self.notices.append(
+                "no checkpoint_blobs table: only primitive channel values (kept inline) are shown"
+            )
+        if not self.has_writes:
+            self.notices.append("no checkpoint_writes table: pending writes are not shown")
+
+    def _no_tables_message(self) -> str:
+        where = f"schema {self.schema!r}" if self.schema else "the search_path"
+        message = (
+            f"{self.location}: not a LangGraph checkpoint store (no `checkpoints` table in {where})"
+        )
+        elsewhere = [
+            name
+            for (name,) in self._rows(
+                self._pg.sql.SQL(
+                    "SELECT DISTINCT n.nspname FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE c.relname = 'checkpoints' AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
+                    "ORDER BY 1"
+                )
+            )
+            if name != self.schema
+        ]
+        if elsewhere:
+            message += f"; found one in schema {elsewhere[0]!r}: pass --schema {elsewhere[0]}"
+        return message
+
+    def _columns(self, *, values: bool) -> Composed:
+        """The select list that fills a _Row; without values the JSONB's channel_values stay
+        on the server and only their keys come back (which channels hold a value)."""
+        if values:
+            return self._sql(
+                "c.thread_id, c.checkpoint_ns, {id}, {parent}, c.checkpoint, c.metadata, "
+                "pg_column_size(c.checkpoint) + pg_column_size(c.metadata), NULL::text[]"
+            )
+        return self._sql(
+            "c.thread_id, c.checkpoint_ns, {id}, {parent}, c.checkpoint - 'channel_values', "
+            "c.metadata, pg_column_size(c.checkpoint) + pg_column_size(c.metadata), "
+            "CASE WHEN jsonb_typeof(c.checkpoint->'channel_values') = 'object' "
+            "THEN ARRAY(SELECT jsonb_object_keys(c.checkpoint->'channel_values')) END"
+        )
+
+    # -- listing ---------------------------------------------------------------------------
+    def threads(self) -> Iterator[ThreadInfo]:
+        # One statement for every thread's aggregates (a consistent snapshot), then the
+        # latest root checkpoints hydrated a batch at a time. Grouping by (thread, ns) first
+        # lets the server hash-aggregate narrow rows; one array_agg(DISTINCT ...) over the
+        # table would sort every row with its JSONB instead (5x slower, spills to disk).
+        writes_cte = (
+            "SELECT thread_id, count(*) AS n, sum(octet_length(blob)) AS size FROM {wr} "
+            "GROUP BY thread_id"
+            if self.has_writes
+            else "SELECT NULL::text AS thread_id, 0::bigint AS n, 0::bigint AS size WHERE false"
+        )
+        blobs_cte = (
+            "SELECT thread_id, sum(octet_length(blob)) AS size FROM {bl} GROUP BY thread_id"
+            if self.has_blobs
+            else "SELECT NULL::text AS thread_id, 0::bigint AS size WHERE false"
+        )
+        aggregates = self._rows(
+            self._sql(
+                "WITH cp AS (SELECT thread_id, sum(n) AS n, "
+                "array_agg(checkpoint_ns ORDER BY checkpoint_ns) AS namespaces, "
+                "sum(size) AS size, max(latest) FILTER (WHERE checkpoint_ns = '') AS latest_root "
+                "FROM (SELECT c.thread_id, c.checkpoint_ns, count(*) AS n, "
+                "sum(pg_column_size(c.checkpoint) + pg_column_size(c.metadata)) AS size, "
+                "max({id}) AS latest FROM {cp} c GROUP BY 1, 2) AS per_ns GROUP BY thread_id), "
+                f"w AS ({writes_cte}), b AS ({blobs_cte}) "
+                "SELECT cp.thread_id, cp.n, cp.namespaces, cp.size, cp.latest_root, "
+                "coalesce(w.n, 0), coalesce(w.size, 0), coalesce(b.size, 0) "
+                "FROM cp LEFT JOIN w USING (thread_id) LEFT JOIN b USING (thread_id) "
+                "ORDER BY cp.thread_id"
+            )
+        )
+        for chunk in _batched(aggregates, THREADS_PER_BATCH):
+            keys = {row[0]: CheckpointKey(row[0], "", row[4]) for row in chunk if row[4]}
+            keys.update(self._latest_any([row[0] for row in chunk if not row[4]]))
+            latest = {
+                c.thread_id: c
+                for c in self._hydrate(
+                    self._rows_by_key(list(keys.values()), values=False), values=False
+                )
+            }
+            for thread_id, count, namespaces, size, _, writes, writes_size, blobs_size in chunk:
+                yield ThreadInfo(
+                    thread_id=thread_id,
+                    namespaces=sorted(namespaces or [""]),
+                    checkpoints=int(count),
+                    writes=int(writes),
+                    size=int(size or 0) + int(writes_size or 0) + int(blobs_size or 0),
+                    latest=latest.get(thread_id),
+                )
+
+    def _latest_any(self, thread_ids: list[str]) -> dict[str, CheckpointKey]:
+        """For threads with no root checkpoint: their newest checkpoint in any namespace."""
+        if not thread_ids:
+            return {}
+        rows = self._rows(
+            self._sql(
+                "SELECT DISTINCT ON (c.thread_id) c.thread_id, c.checkpoint_ns, {id} FROM {cp} c "
+                "WHERE c.thread_id = ANY(%s) ORDER BY c.thread_id, {id} DESC"
+            ),
+            (thread_ids,),
+        )
+        return {row[0]: CheckpointKey(*row) for row in rows}
+
+    def thread_exists(self, thread_id: str) -> bool:
+        return bool(
+            self._rows(
+                self._sql("SELECT 1 FROM {cp} c WHERE c.thread_id = %s LIMIT 1"), (thread_id,)
+            )
+        )
+
+    def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
+        # Three statements whatever the thread's length: its rows, its blobs, its writes.
+        rows = [
+            _Row(*row)
+            for row in self._rows(
+                self._sql(
+                    "SELECT {cols} FROM {cp} c WHERE c.thread_id = %s",
+                    cols=self._columns(values=values),
+                ),
+                (thread_id,),
+            )
+        ]
+        rows.sort(key=lambda r: (r.checkpoint_id, r.checkpoint_ns))
+        return list(self._hydrate(rows, values=values, thread_id=thread_id))
+
+    # -- finding ---------------------------------------------------------------------------
+    def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
+        # No index leads with checkpoint_id, so without a thread this is one pass over the
+        # primary key (an index-only scan: no ORDER BY, which would make the planner read
+        # the table in thread order instead); with a thread, a range of it.
+        escaped = fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = (
+            "SELECT c.thread_id, c.checkpoint_ns, {id} FROM {cp} c "
+            "WHERE ({id} LIKE %s OR {id} LIKE %s)"
+        )
+        params: list[Any] = [escaped + "%", "%" + escaped]
+        if thread_id is not None:
+            query += " AND c.thread_id = %s"
+            params.append(thread_id)
+        rows = self._rows(self._sql(query + " LIMIT 50"), params)
+        return [CheckpointKey(*row) for row in sorted(rows)]
+
+    def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
+        # As PostgresSaver.get_tuple picks it: ORDER BY checkpoint_id DESC LIMIT 1.
+        rows = self._rows(
+            self._sql(
+                "SELECT {id} FROM {cp} c WHERE c.thread_id = %s AND c.checkpoint_ns = %s "
+                "ORDER BY {id} DESC LIMIT 1"
+            ),
+            (thread_id, checkpoint_ns),
+        )
+        return CheckpointKey(thread_id, checkpoint_ns, rows[0][0]) if rows else None
+
+    # -- loading ---------------------------------------------------------------------------
+    def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
+        rows = self._rows_by_key([key], values=values)
+        if not rows:
+            raise NotFound(f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}")
+        return next(self._hydrate(rows, values=values))
+
+    def _rows_by_key(self, keys: list[CheckpointKey], *, values: bool) -> list[_Row]:
+        """Checkpoint rows by primary key, in the order of `keys` (missing ones left out)."""
+        found: dict[CheckpointKey, _Row] = {}
+        cols = self._columns(values=values)
+        for chunk in _batched(keys, KEYS_PER_QUERY):
+            for row in self._rows(
+                self._sql(
+                    "SELECT {cols} FROM unnest(%s::text[], %s::text[], %s::text[]) "
+                    "AS k(thread_id, checkpoint_ns, checkpoint_id) "
+                    "JOIN {cp} c ON c.thread_id = k.thread_id "
+                    "AND c.checkpoint_ns = k.checkpoint_ns AND {id} = k.checkpoint_id",
+                    cols=cols,
+                ),
+                _columnar([(k.thread_id, k.checkpoint_ns, k.checkpoint_id) for k in chunk], 3),
+            ):
+                parsed = _Row(*row)
+                found[
+                    CheckpointKey(parsed.thread_id, parsed.checkpoint_ns, parsed.checkpoint_id)
+                ] = parsed
+        return [found[k] for k in keys if k in found]
+
+    def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        where: list[str] = []
+        params: list[Any] = []
+        if query.thread_ids:
+            where.append("c.thread_id = ANY(%s)")
+            params.append(list(query.thread_ids))
+        if query.checkpoint_ns is not None:
+            where.append("c.checkpoint_ns = %s")
+            params.append(query.checkpoint_ns)
+        ranges: list[str] = []
+        if query.since_id is not None:
+            ranges.append("{id} >= %s")
+            params.append(query.since_id)
+        if query.until_id is not None:
+            ranges.append("{id} <= %s")
+            params.append(query.until_id)
+        cols = self._columns(values=values)
+        if query.latest_only and not self.shallow:
+            # The newest id per (thread, ns) comes from the primary key alone; then each
+            # row is fetched by key. A DISTINCT ON would sort the whole table instead.
+            inner = f" WHERE {' AND '.join(where)}" if where else ""
+            outer = f" WHERE {' AND '.join(ranges)}" if ranges else ""
+            statement = self._sql(
+                "SELECT {cols} FROM (SELECT c.thread_id, c.checkpoint_ns, "
+                "max(c.checkpoint_id) AS checkpoint_id FROM {cp} c"
+                + inner
+                + " GROUP BY 1, 2) AS l JOIN {cp} c ON c.thread_id = l.thread_id "
+                "AND c.checkpoint_ns = l.checkpoint_ns AND c.checkpoint_id = l.checkpoint_id"
+                + outer
+                + " ORDER BY c.thread_id, c.checkpoint_ns",
+                cols=cols,
+            )
+        else:
+            clause = where + ranges
+            statement = self._sql(
+                "SELECT {cols} FROM {cp} c"
+                + (f" WHERE {' AND '.join(clause)}" if clause else "")
+                + " ORDER BY c.thread_id, c.checkpoint_ns, {id}",
+                cols=cols,
+            )
+        yield from self._stream(statement, params, values=values)
+
+    def _stream(
+        self, statement: Composed, params: list[Any], *, values: bool
+    ) -> Iterator[Checkpoint]:
+        """A server-side cursor inside one read-only REPEATABLE READ transaction: memory stays
+        flat however large the store, and every batch sees the same snapshot."""
+        pg = self._pg
+        try:
+            with (
+                self.conn.transaction(),
+                self.conn.cursor(name=f"ckpt_dump_{next(self._cursor_ids)}", binary=True) as cur,
+            ):
+                cur.itersize = BATCH
+                cur.execute(statement, params)
+                while batch := cur.fetchmany(BATCH):
+                    yield from self._hydrate([_Row(*row) for row in batch], values=values)
+        except pg.Error as exc:
+            raise self._translate(exc) from None
+
+    # -- assembling ------------------------------------------------------------------------
+    def _hydrate(
+        self, rows: Sequence[_Row], *, values: bool, thread_id: str | None = None
+    ) -> Iterator[Checkpoint]:
+        """Fetch the blobs and writes of all `rows` in set-based queries, then build each
+        checkpoint as it is asked for. With `thread_id`, rows are that whole thread and the
+        queries read the thread's range of each table instead of sending keys."""
+        if not rows:
+            return
+        blobs = self._fetch_blobs(rows, thread_id=thread_id)
+        writes = self._fetch_writes(rows, thread_id=thread_id)
+        shallow_sends = self._shallow_sends(rows) if self.shallow else {}
+        if not values:
+            for row in rows:
+                yield self._build(row, blobs, {}, writes, shallow_sends, values=False)
+            return
+        for group, keys in self._payload_groups(rows, blobs):
+            payloads = self._fetch_payloads(keys)
+            for row in group:
+                yield self._build(row, blobs, payloads, writes, shallow_sends, values=True)
+
+    def _blob_key(self, row: _Row, channel: str, version: Any) -> BlobKey | None:
+        if not self._blob_versions:
+            return (row.thread_id, row.checkpoint_ns, channel)
+        text = _version_text(version)
+        return None if text is None else (row.thread_id, row.checkpoint_ns, channel, text)
+
+    def _row_blob_keys(self, row: _Row) -> Iterator[tuple[str, BlobKey]]:
+        for channel, version in _versions(row.body).items():
+            key = self._blob_key(row, channel, version)
+            if key is not None:
+                yield channel, key
+
+    def _fetch_blobs(self, rows: Sequence[_Row], *, thread_id: str | None) -> dict[BlobKey, _Blob]:
+        """The blob rows the checkpoints point at: type and size, without payloads (the
+        server reads a TOASTed value's size without detoasting it). __pregel_tasks payloads
+        come along: `next` needs the Sends even when no values are shown."""
+        if not self.has_blobs:
+            return {}
+        sql = self._pg.sql
+        version = sql.SQL("b.version" if self._blob_versions else "NULL::text")
+        select = self._sql(
+            "SELECT b.thread_id, b.checkpoint_ns, b.channel, {version}, b.type, "
+            "coalesce(octet_length(b.blob), 0), CASE WHEN b.channel = %s THEN b.blob END ",
+            version=version,
+        )
+        found: dict[BlobKey, _Blob] = {}
+
+        def collect(result: list[tuple[Any, ...]]) -> None:
+            for t, ns, channel, ver, tag, size, payload in result:
+                key = (t, ns, channel, ver) if self._blob_versions else (t, ns, channel)
+                found[key] = _Blob(ver, tag, int(size), payload)
+
+        if thread_id is not None:
+            statement = select + self._sql("FROM {bl} b WHERE b.thread_id = %s")
+            collect(self._rows(statement, (TASKS, thread_id)))
+            return found
+        # A blob is shared by every checkpoint still at its version (FORMAT 5.2): ask once.
+        keys = {key for row in rows for _, key in self._row_blob_keys(row)}
+        for chunk in _batched(sorted(keys), KEYS_PER_QUERY):
+            collect(self._rows(select + self._blob_join(), (TASKS, *self._key_columns(chunk))))
+        return found
+
+    def _blob_join(self) -> Composed:
+        if self._blob_versions:
+            return self._sql(
+                "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) "
+                "AS k(thread_id, checkpoint_ns, channel, version) JOIN {bl} b "
+                "ON b.thread_id = k.thread_id AND b.checkpoint_ns = k.checkpoint_ns "
+                "AND b.channel = k.channel AND b.version = k.version"
+            )
+        return self._sql(
+            "FROM unnest(%s::text[], %s::text[], %s::text[]) "
+            "AS k(thread_id, checkpoint_ns, channel) JOIN {bl} b "
+            "ON b.thread_id = k.thread_id AND b.checkpoint_ns = k.checkpoint_ns "
+            "AND b.channel = k.channel"
+        )
+
+    def _key_columns(self, keys: Sequence[BlobKey]) -> list[list[Any]]:
+        return _columnar(keys, 4 if self._blob_versions else 3)
+
+    def _payload_groups(
+        self, rows: Sequence[_Row], blobs: dict[BlobKey, _Blob]
+    ) -> Iterator[tuple[list[_Row], list[BlobKey]]]:
+        """Consecutive rows whose blob payloads together stay under PAYLOAD_BYTES (a row
+        larger than that alone), with the keys to fetch for them, each key once."""
+        group: list[_Row] = []
+        keys: dict[BlobKey, None] = {}
+        size = 0
+        for row in rows:
+            needed = {
+                key: blobs[key].size
+                for channel, key in self._row_blob_keys(row)
+                if channel != TASKS and key in blobs and blobs[key].type != "empty"
+            }
+            added = sum(n for key, n in needed.items() if key not in keys)
+            if group and size + added > PAYLOAD_BYTES:
+                yield group, list(keys)
+                group, keys, size = [], {}, 0
+                added = sum(needed.values())
+            group.append(row)
+            keys.update(dict.fromkeys(needed))
+            size += added
+        if group:
+            yield group, list(keys)
+
+    def _fetch_payloads(self, keys: list[BlobKey]) -> dict[BlobKey, bytes | None]:
+        version = "b.version, " if self._blob_versions else ""
+        statement = (
+            self._sql(f"SELECT b.thread_id, b.checkpoint_ns, b.channel, {version}b.blob ")
+            + self._blob_join()
+        )
+        payloads: dict[BlobKey, bytes | None] = {}
+        for chunk in _batched(keys, KEYS_PER_QUERY):
+            for *key, payload in self._rows(statement, self._key_columns(chunk)):
+                payloads[tuple(key)] = payload
+        return payloads
+
+    def _fetch_writes(
+        self, rows: Sequence[_Row], *, thread_id: str | None
+    ) -> dict[WriteKey, list[_RawWrite]] | None:
+        """Pending writes of `rows`, plus the `__pregel_tasks` writes of the parents of v<4
+        rows: PostgresSaver rebuilds their pending Sends from those (FORMAT 5.3)."""
+        if not self.has_writes:
+            return None
+        select = self._sql(
+            "SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, {task_path}, "
+            "w.idx, w.channel, w.type, w.blob, octet_length(w.blob) ",
+            task_path=self._task_path,
+        )
+        found: dict[WriteKey, list[_RawWrite]] = {}
+
+        def collect(result: list[tuple[Any, ...]]) -> None:
+            for t, ns, cid, *rest in result:
+                found.setdefault((t, ns, cid), []).append(
+                    _RawWrite(
+                        rest[0], rest[1] or "", rest[2], rest[3], rest[4], rest[5], rest[6] or 0
+                    )
+                )
+
+        if thread_id is not None:
+            collect(
+                self._rows(select + self._sql("FROM {wr} w WHERE w.thread_id = %s"), (thread_id,))
+            )
+            return found
+        own = {(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in rows}
+        parents: set[WriteKey] = set()
+        for r in rows:
+            if r.parent_checkpoint_id and _is_legacy(r.body):
+                parents.add((r.thread_id, r.checkpoint_ns, r.parent_checkpoint_id))
+        keys = [(*k, True) for k in sorted(own)] + [(*k, False) for k in sorted(parents - own)]
+        statement = select + self._sql(
+            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::bool[]) "
+            "AS k(thread_id, checkpoint_ns, checkpoint_id, every) JOIN {wr} w "
+            "ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns "
+            "AND w.checkpoint_id = k.checkpoint_id WHERE k.every OR w.channel = %s"
+        )
+        for chunk in _batched(keys, KEYS_PER_QUERY):
+            collect(self._rows(statement, (*_columnar(chunk, 4), TASKS)))
+        return found
+
+    def _shallow_sends(self, rows: Sequence[_Row]) -> dict[tuple[str, str], list[_RawWrite]]:
+        """ShallowPostgresSaver v<4 rows: the `__pregel_tasks` writes of the previous
+        checkpoint, the only other id whose writes it keeps (FORMAT 6). LangGraph's own
+        query takes every such write of the namespace, the current id's too; those are
+        the next step's Sends, so they are left out here."""
+        legacy = [r for r in rows if _is_legacy(r.body)]
+        if not legacy or not self.has_writes:
+            return {}
+        result = self._rows(
+            self._sql(
+                "SELECT w.thread_id, w.checkpoint_ns, w.task_id, {task_path}, w.idx, w.channel, "
+                "w.type, w.blob, octet_length(w.blob) "
+                "FROM unnest(%s::text[], %s::text[], %s::text[]) "
+                "AS k(thread_id, checkpoint_ns, checkpoint_id) JOIN {wr} w "
+                "ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns "
+                "AND w.channel = %s AND w.checkpoint_id <> k.checkpoint_id",
+                task_path=self._task_path,
+            ),
+            (
+                *_columnar([(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in legacy], 3),
+                TASKS,
+            ),
+        )
+        found: dict[tuple[str, str], list[_RawWrite]] = {}
+        for t, ns, task_id, path, idx, channel, tag, blob, size in result:
+            found.setdefault((t, ns), []).append(
+                _RawWrite(task_id, path or "", idx, channel, tag, blob, size or 0)
+            )
+        return found
+
+    def _write(self, raw: _RawWrite) -> PendingWrite:
+        return PendingWrite(
+            task_id=raw.task_id,
+            task_path=raw.task_path,
+            idx=raw.idx,
+            channel=raw.channel,
+            type=raw.type,
+            value=decode_value(raw.type, raw.blob, self.aes_key),
+            size=raw.size,
+        )
+
+    def _sends(self, raws: Iterable[_RawWrite]) -> list[Any]:
+        return [w.value for w in sort_writes(self._write(r) for r in raws if r.channel == TASKS)]
+
+    def _build(
+        self,
+        row: _Row,
+        blobs: dict[BlobKey, _Blob],
+        payloads: dict[BlobKey, bytes | None],
+        writes: dict[WriteKey, list[_RawWrite]] | None,
+        shallow_sends: dict[tuple[str, str], list[_RawWrite]],
+        *,
+        values: bool,
+    ) -> Checkpoint:
+        key = CheckpointKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+        metadata = _metadata(row.metadata)
+        pending = (
+            sort_writes(
+                self._write(w)
+                for w in writes.get((key.thread_id, key.checkpoint_ns, key.checkpoint_id), [])
+            )
+            if writes is not None
+            else None
+        )
+        body = row.body
+        if not isinstance(body, dict):
+            return checkpoint_from_dict(
+                key,
+                row.parent_checkpoint_id,
+                body,
+                metadata,
+                writes=pending,
+                values=values,
+                size=row.size,
+            )
+        body = dict(body)
+        inline = body.pop("channel_values", None)
+        # FORMAT 5.3: the JSONB's inline primitives first, then blobs override them. Without
+        # values, placeholders stand in: only which channels hold a value matters then.
+        channel_values: dict[str, Any]
+        if values:
+            channel_values = dict(inline) if isinstance(inline, dict) else {}
+        else:
+            channel_values = dict.fromkeys(row.inline_keys or ())
+        refs: dict[str, BlobRef] = {}
+        for channel, version in _versions(body).items():
+            blob_key = self._blob_key(row, channel, version)
+            blob = blobs.get(blob_key) if blob_key is not None else None
+            if blob is None:
+                continue
+            refs[channel] = BlobRef(
+                version=blob.version if blob.version is not None else str(version),
+                type=blob.type,
+                size=blob.size,
+            )
+            if blob.type == "empty":
+                # A placeholder for "no value" (FORMAT 2.1): LangGraph drops it, keeping
+                # any inline value (base.py:578-587).
+                continue
+            # An inline `true` with a blob behind it is a DeltaChannel snapshot marker; the
+            # blob holds the value (FORMAT 3.8, 8.5).
+            if channel == TASKS:
+                channel_values[channel] = decode_value(blob.type, blob.payload, self.aes_key)
+            elif values:
+                payload = payloads.get(blob_key) if blob_key is not None else None
+                channel_values[channel] = decode_value(blob.type, payload, self.aes_key)
+            else:
+                channel_values[channel] = None
+        if _is_legacy(body) and not body.get("pending_sends"):
+            # v<4 JSONB keeps `pending_sends: []`; the Sends are the parent's
+            # __pregel_tasks writes (FORMAT 3.1, 5.3; shallow: FORMAT 6).
+            if self.shallow:
+                sends = self._sends(shallow_sends.get((row.thread_id, row.checkpoint_ns), []))
+            elif row.parent_checkpoint_id and writes is not None:
+                parent = (row.thread_id, row.checkpoint_ns, row.parent_checkpoint_id)
+                sends = self._sends(writes.get(parent, []))
+            else:
+                sends = []
+            if sends:
+                body["pending_sends"] = sends
+        checkpoint = checkpoint_from_dict(
+            key,
+            row.parent_checkpoint_id,
+            body,
+            metadata,
+            writes=pending,
+            values=values,
+            size=row.size,
+            channel_values=channel_values,
+        )
+        checkpoint.blobs = refs
+        return checkpoint
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _import_psycopg() -> ModuleType:
+    try:
+        import psycopg
+        import psycopg.conninfo
+        import psycopg.sql
+    except ImportError:
+        raise MissingDependency(
+            "reading a Postgres store needs psycopg 3: pip install 'ckpt[postgres]'"
+        ) from None
+    return psycopg
+
+
+def _metadata(raw: Any) -> dict[str, Any]:
+    """Metadata is JSONB, already a dict. Only legacy metadata (langgraph <= 0.4) has
+    `writes`, holding full values as LangChain envelopes (FORMAT 3.2): those are decoded
+    as for SQLite, so both stores show the same values."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        return {"value": raw}
+    if "writes" not in raw:
+        return raw
+    try:
+        converted = decode_json_text(json.dumps(raw))
+    except DecodeError:
+        return raw
+    return converted if isinstance(converted, dict) else raw
+
+
+def _versions(body: Any) -> dict[str, Any]:
+    versions = body.get("channel_versions") if isinstance(body, dict) else None
+    return versions if isinstance(versions, dict) else {}
+
+
+def _is_legacy(body: Any) -> bool:
+    """Checkpoint format v1-v3 (before langgraph 0.5), whose Sends are not a channel value."""
+    v = body.get("v") if isinstance(body, dict) else None
+    return isinstance(v, int) and not isinstance(v, bool) and v < 4
+
+
+def _version_text(version: Any) -> str | None:
+    """A version as `jsonb_each_text` renders it, which is how PostgresSaver joins blobs
+    (FORMAT 3.4: strings today, plain ints from custom savers)."""
+    if isinstance(version, str):
+        return version
+    if isinstance(version, int) and not isinstance(version, bool):
+        return str(version)
+    return None
+
+
+def _batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+def _columnar(keys: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
+    """Tuples to one list per column, for `unnest(%s, %s, ...)`."""
+    return [[key[i] for key in keys] for i in range(width)]
+
+
+def _secrets_of(spec: str) -> list[str]:
+    """Passwords that must never reach a message: the URL's (raw and decoded), PGPASSWORD."""
+    secrets: list[str] = []
+    try:
+        parts = urlsplit(spec)
+        if parts.password:
+            secrets += [parts.password, unquote(parts.password)]
+        secrets += [v for k, v in parse_qsl(parts.query) if k == "password" and v]
+    except ValueError:
+        pass
+    for word in spec.split():
+        if word.startswith("password="):
+            secrets.append(word[len("password=") :].strip("'"))
+    if env := os.environ.get("PGPASSWORD"):
+        secrets.append(env)
+    return sorted({s for s in secrets if s}, key=len, reverse=True)
+
+
+def redact_url(spec: str) -> str:
+    """The store spec as messages show it: no password, in the URL or its query string."""
+    if "://" not in spec:
+        words = [w for w in spec.split() if not w.startswith("password=")]
+        return " ".join(words)
+    try:
+        parts = urlsplit(spec)
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo, _, hostport = netloc.rpartition("@")
+            netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
+        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "password"])
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:
+        return spec.split("://", 1)[0] + "://…"
