@@ -56,6 +56,8 @@ def next_nodes(checkpoint: Checkpoint) -> list[str]:
     versions = checkpoint.channel_versions
     seen = checkpoint.versions_seen
     available = checkpoint.value_channels
+    if available is None:  # the store keeps no values (single-file PersistentDict, FORMAT 7.2)
+        return []
     due: list[str] = []
 
     def newer(channel: str, node: str) -> bool:
@@ -137,16 +139,16 @@ def status_of(checkpoint: Checkpoint | None) -> tuple[Status, list[str]]:
     """A thread's status and `next`, from its latest root checkpoint and the writes on it."""
     if checkpoint is None:
         return "unknown", []
-    if "body" in checkpoint.extra:  # encrypted without a key, or undecodable
-        due: list[str] = []
-    else:
-        due = next_nodes(checkpoint)
+    # Encrypted without a key, undecodable, or a store that keeps no channel values: which
+    # nodes are due cannot be told.
+    unknowable = "body" in checkpoint.extra or checkpoint.value_channels is None
+    due = [] if unknowable else next_nodes(checkpoint)
     outcomes = task_outcomes(checkpoint.pending_writes or [])
     if any(t.error is not None and not t.finished for t in outcomes):
         return "error", due
     if any(t.interrupts and not t.finished for t in outcomes):
         return "interrupted", due
-    if "body" in checkpoint.extra:
+    if unknowable:
         return "unknown", due
     if due:
         return "pending", due

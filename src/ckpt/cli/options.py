@@ -10,7 +10,7 @@ import typer
 StoreArg = Annotated[
     str | None,
     typer.Argument(
-        metavar="[STORE]",
+        metavar="STORE",
         help="SQLite file, .langgraph_api folder or .pckl file, or postgresql:// URL. "
         "Default: --db, then $CKPT_DB, then the one store in the current folder.",
         show_default=False,

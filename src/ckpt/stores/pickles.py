@@ -1,0 +1,541 @@
+"""Read InMemorySaver's PersistentDict pickles: the `langgraph dev` folder and single files."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TypeGuard
+
+from ckpt.decoders import ABSENT, MARK_KEY, decode, is_marked
+from ckpt.errors import DecodeError, NotACheckpointStore, NotFound, StoreNotFound, StoreUnreadable
+from ckpt.model import (
+    TASKS,
+    BlobRef,
+    Checkpoint,
+    CheckpointKey,
+    DumpQuery,
+    PendingWrite,
+    ThreadInfo,
+)
+from ckpt.stores import PICKLE_NAMES
+from ckpt.stores.base import Store
+from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
+from ckpt.stores.unpickler import PickleFile, StoredText, latin1_bytes, load_pickle
+
+# The `langgraph dev` runtime gives storage, writes and blobs one file each, numbered in
+# the order InMemorySaver creates them, inside `<project>/.langgraph_api/` (FORMAT 7.3).
+DEV_FOLDER: Final = ".langgraph_api"
+STORAGE_NAME, WRITES_NAME, BLOBS_NAME = PICKLE_NAMES
+FIND_LIMIT: Final = 50
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Which files make up the store: a dev folder's three, or one PersistentDict file."""
+
+    location: Path
+    storage: Path
+    writes: Path | None
+    blobs: Path | None
+    single_file: bool
+    missing: tuple[str, ...] = ()
+
+
+class PickleStore(Store):
+    """InMemorySaver dicts saved by PersistentDict (FORMAT 7): joined back into checkpoints.
+
+    The storage dict holds checkpoint bodies without channel values, metadata and parent
+    ids; the writes dict holds pending writes; the blobs dict holds every channel value by
+    (thread, namespace, channel, version). Each file is read once, on first need.
+    """
+
+    kind = "pickle"
+
+    def __init__(self, path: str | os.PathLike[str], *, aes_key: bytes | None = None) -> None:
+        self.layout = _locate(Path(path))
+        super().__init__(str(self.layout.location), aes_key=aes_key)
+        storage = self.layout.storage
+        self._storage = _storage_index(self._load(storage, "storage"), storage)
+        self._writes_dict: dict[Any, Any] | None = None
+        self._blobs_dict: dict[Any, Any] | None = None
+        self._blobs_file: PickleFile | None = None
+        self._inline_values = self._has_inline_values()
+        self._say_what_is_missing()
+
+    # -- files -----------------------------------------------------------------------------
+    def _load(self, path: Path, role: str) -> dict[Any, Any]:
+        """Unpickle one file (restricted, FORMAT 7.2) and check it holds the dict `role` says.
+
+        The blobs file is scanned instead: its values stay in the file (StoredText) and are
+        read when a checkpoint needs them (see PickleFile).
+        """
+        try:
+            if role == "blobs":
+                if self._blobs_file is not None:  # a failed load, tried again
+                    self._blobs_file.close()
+                self._blobs_file = PickleFile(str(path), source=str(path))
+                loaded = self._blobs_file.load()
+            else:
+                with path.open("rb") as handle:
+                    loaded = load_pickle(handle, source=str(path))
+        except OSError as exc:
+            raise StoreUnreadable(f"{path}: cannot read ({exc.strerror})") from None
+        if not isinstance(loaded, dict):
+            raise NotACheckpointStore(
+                f"{path}: a pickled {type(loaded).__name__}, not LangGraph checkpoints"
+            )
+        found = _role_of(loaded, path)
+        if found not in (role, "empty"):
+            if self.layout.single_file or role == "storage":
+                raise NotACheckpointStore(
+                    f"{path}: holds LangGraph {_ROLE_WORDS[found]} but no checkpoints; "
+                    f"open the folder that holds all of {', '.join(PICKLE_NAMES)}"
+                )
+            raise NotACheckpointStore(
+                f"{path}: holds {_ROLE_WORDS[found]}, where {_ROLE_WORDS[role]} were expected"
+            )
+        return loaded
+
+    @property
+    def _writes(self) -> dict[Any, Any] | None:
+        """(thread, ns, checkpoint_id) -> {(task_id, idx): (task_id, channel, pair, path)}."""
+        if self._writes_dict is None and self.layout.writes is not None:
+            self._writes_dict = self._load(self.layout.writes, "writes")
+        return self._writes_dict
+
+    @property
+    def _blobs(self) -> dict[Any, Any] | None:
+        """(thread, ns, channel, version) -> (tag, payload); tag `empty` means no value."""
+        if self._blobs_dict is None and self.layout.blobs is not None:
+            self._blobs_dict = self._load(self.layout.blobs, "blobs")
+        return self._blobs_dict
+
+    def _has_inline_values(self) -> bool:
+        """Bodies written by checkpoint 2.0.21 and older keep channel_values (FORMAT 7.2)."""
+        for namespaces in self._storage.values():
+            for entries in namespaces.values():
+                for entry in entries.values():
+                    pair = _pair(entry[0])
+                    if pair is None:
+                        return False
+                    try:
+                        body = decode(pair[0], pair[1], aes_key=self.aes_key, shallow=True)
+                    except DecodeError:
+                        return False
+                    return isinstance(body, dict) and "channel_values" in body
+        return False
+
+    def _say_what_is_missing(self) -> None:
+        layout = self.layout
+        name = layout.location.name
+        if layout.single_file:
+            if self._inline_values:
+                self.notices.append(
+                    f"{name} is a single-file PersistentDict: it holds no pending writes "
+                    "(its channel values are inline: langgraph-checkpoint 2.0.21 or older)"
+                )
+            else:
+                self.notices.append(
+                    f"{name} is a single-file PersistentDict: it holds checkpoints and "
+                    "metadata only, no channel values and no pending writes (InMemorySaver "
+                    "saves all three of its dicts over this one file, checkpoints last)"
+                )
+            return
+        if not layout.missing:
+            return
+        lost = []
+        if layout.writes is None:
+            lost.append("pending writes")
+        if layout.blobs is None and not self._inline_values:
+            lost.append("channel values")
+        missing = " and ".join(layout.missing)
+        verb = "is" if len(layout.missing) == 1 else "are"
+        shown = f": no {' and no '.join(lost)} to show" if lost else ""
+        self.notices.append(f"{missing} {verb} missing from {layout.location}{shown}")
+
+    # -- listing ---------------------------------------------------------------------------
+    def threads(self) -> Iterator[ThreadInfo]:
+        # Aggregates come from the raw dicts; only each thread's latest root checkpoint is
+        # decoded, shallowly.
+        write_counts, write_sizes = self._write_aggregates()
+        blob_sizes = self._blob_aggregates()
+        for thread_id in sorted(self._storage):
+            namespaces = self._storage[thread_id]
+            count = 0
+            size = 0
+            for entries in namespaces.values():
+                count += len(entries)
+                size += sum(_entry_size(entry) for entry in entries.values())
+            latest = self._latest_root_or_any(thread_id)
+            yield ThreadInfo(
+                thread_id=thread_id,
+                namespaces=sorted(namespaces),
+                checkpoints=count,
+                writes=write_counts.get(thread_id, 0),
+                size=size + write_sizes.get(thread_id, 0) + blob_sizes.get(thread_id, 0),
+                latest=self._load_one(latest, values=False, tolerant=True) if latest else None,
+            )
+
+    def _write_aggregates(self) -> tuple[dict[str, int], dict[str, int]]:
+        counts: dict[str, int] = {}
+        sizes: dict[str, int] = {}
+        for key, task_writes in (self._writes or {}).items():
+            if type(key) is not tuple or not key or not isinstance(task_writes, dict):
+                continue  # not a writes entry; loading that checkpoint's writes says so
+            thread_id = key[0]
+            counts[thread_id] = counts.get(thread_id, 0) + len(task_writes)
+            sizes[thread_id] = sizes.get(thread_id, 0) + sum(
+                _write_size(w) for w in task_writes.values()
+            )
+        return counts, sizes
+
+    def _blob_aggregates(self) -> dict[str, int]:
+        sizes: dict[str, int] = {}
+        get = sizes.get
+        for key, pair in (self._blobs or {}).items():
+            if type(key) is tuple and key:
+                sizes[key[0]] = get(key[0], 0) + _pair_size(pair)
+        return sizes
+
+    def _latest_root_or_any(self, thread_id: str) -> CheckpointKey | None:
+        namespaces = self._storage.get(thread_id, {})
+        if "" in namespaces:
+            return CheckpointKey(thread_id, "", max(namespaces[""]))
+        newest = max(((max(ids), ns) for ns, ids in namespaces.items()), default=None)
+        return CheckpointKey(thread_id, newest[1], newest[0]) if newest else None
+
+    def thread_exists(self, thread_id: str) -> bool:
+        return thread_id in self._storage
+
+    def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
+        keys = [
+            CheckpointKey(thread_id, ns, checkpoint_id)
+            for ns, entries in self._storage.get(thread_id, {}).items()
+            for checkpoint_id in entries
+        ]
+        keys.sort(key=lambda k: (k.checkpoint_id, k.checkpoint_ns))
+        return [self._load_one(key, values=values, tolerant=True) for key in keys]
+
+    # -- finding ---------------------------------------------------------------------------
+    def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
+        found: list[CheckpointKey] = []
+        if not fragment:
+            return found
+        threads = [thread_id] if thread_id is not None else list(self._storage)
+        for thread in threads:
+            for ns, entries in self._storage.get(thread, {}).items():
+                for checkpoint_id in entries:
+                    if checkpoint_id.startswith(fragment) or checkpoint_id.endswith(fragment):
+                        found.append(CheckpointKey(thread, ns, checkpoint_id))
+                        if len(found) >= FIND_LIMIT:
+                            return found
+        return found
+
+    def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
+        entries = self._storage.get(thread_id, {}).get(checkpoint_ns)
+        # Max id, as InMemorySaver.get_tuple picks it (FORMAT 3.3).
+        return CheckpointKey(thread_id, checkpoint_ns, max(entries)) if entries else None
+
+    # -- loading ---------------------------------------------------------------------------
+    def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
+        return self._load_one(key, values=values, tolerant=not values)
+
+    def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        threads = query.thread_ids or tuple(sorted(self._storage))
+        for thread_id in sorted(set(threads)):
+            namespaces = self._storage.get(thread_id, {})
+            for ns in sorted(namespaces):
+                if query.checkpoint_ns is not None and ns != query.checkpoint_ns:
+                    continue
+                ids = sorted(namespaces[ns])
+                if query.latest_only:
+                    ids = ids[-1:]
+                for checkpoint_id in ids:
+                    if query.since_id is not None and checkpoint_id < query.since_id:
+                        continue
+                    if query.until_id is not None and checkpoint_id > query.until_id:
+                        continue
+                    key = CheckpointKey(thread_id, ns, checkpoint_id)
+                    yield self._load_one(key, values=values, tolerant=False)
+
+    def _load_one(self, key: CheckpointKey, *, values: bool, tolerant: bool) -> Checkpoint:
+        entry = (
+            self._storage.get(key.thread_id, {}).get(key.checkpoint_ns, {}).get(key.checkpoint_id)
+        )
+        if entry is None:
+            raise NotFound(f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}")
+        raw_body, raw_metadata, parent_id = entry
+        body = self._body(key, _pair(raw_body), values=values, tolerant=tolerant)
+        channel_values, blob_refs = self._channel_values(key, body, values=values)
+        checkpoint = checkpoint_from_dict(
+            key,
+            parent_id,
+            body,
+            self._metadata(_pair(raw_metadata)),
+            writes=self._pending_writes(key),
+            values=values,
+            size=_entry_size(entry),
+            channel_values=channel_values,
+        )
+        checkpoint.blobs = blob_refs
+        if channel_values is None and not (isinstance(body, dict) and "channel_values" in body):
+            # Neither a blobs file nor inline values: the store cannot tell (FORMAT 8.17).
+            checkpoint.channel_values = None
+            checkpoint.value_channels = None
+        return checkpoint
+
+    def _body(
+        self, key: CheckpointKey, pair: tuple[str, bytes] | None, *, values: bool, tolerant: bool
+    ) -> Any:
+        if pair is None:
+            return _undecodable("not a (type, bytes) pair")
+        try:
+            return decode(pair[0], pair[1], aes_key=self.aes_key, shallow=not values)
+        except DecodeError as exc:
+            if not tolerant:
+                raise DecodeError(
+                    f"checkpoint {key.checkpoint_id} of thread {key.thread_id!r}: {exc}"
+                ) from None
+            return {MARK_KEY: "undecodable", "size": len(pair[1]), "error": str(exc)}
+
+    def _metadata(self, pair: tuple[str, bytes] | None) -> dict[str, Any]:
+        # Memory metadata is serde-typed msgpack, not JSON text as in SQLite (FORMAT 8.6).
+        if pair is None:
+            return _undecodable("not a (type, bytes) pair")
+        metadata = decode_value(pair[0], pair[1], self.aes_key)
+        if metadata is None or metadata is ABSENT:
+            return {}
+        return metadata if isinstance(metadata, dict) else {"value": metadata}
+
+    def _channel_values(
+        self, key: CheckpointKey, body: Any, *, values: bool
+    ) -> tuple[dict[str, Any] | None, dict[str, BlobRef] | None]:
+        """Join the body's channel versions with the blobs dict, as InMemorySaver does.
+
+        A channel is looked up by (thread, ns, channel, version); a missing key or an
+        `empty` blob means no value (cp/memory `_load_blobs`, FORMAT 7.1). Without
+        `values`, only presence is recorded, and only the `__pregel_tasks` value (the
+        pending Sends, which `next` needs) is read from the file and decoded, shallowly.
+        """
+        blobs = self._blobs
+        if blobs is None or not isinstance(body, dict) or is_marked(body):
+            return None, None
+        inline = body.get("channel_values")
+        joined: dict[str, Any] = dict(inline) if _is_plain_dict(inline) else {}
+        refs: dict[str, BlobRef] = {}
+        versions = body.get("channel_versions")
+        for channel, version in versions.items() if _is_plain_dict(versions) else ():
+            if not isinstance(channel, str) or not isinstance(version, str | int | float):
+                continue
+            raw = blobs.get((key.thread_id, key.checkpoint_ns, channel, version))
+            if raw is None:
+                continue
+            tag = raw[0] if type(raw) is tuple and len(raw) == 2 else None
+            # The size as stored, read from the index only (see PickleFile, _pair_size).
+            refs[channel] = BlobRef(
+                str(version), tag if isinstance(tag, str) else None, _pair_size(raw)
+            )
+            if tag == "empty":
+                joined.pop(channel, None)
+            elif not values and channel != TASKS and isinstance(tag, str):
+                joined[channel] = None  # holds a value, which is not loaded
+            elif (pair := _pair(raw, self._blobs_file)) is None:
+                joined[channel] = _undecodable("not a (type, bytes) pair")
+            elif values:
+                joined[channel] = decode_value(pair[0], pair[1], self.aes_key)
+            else:
+                joined[channel] = self._shallow(pair[0], pair[1])
+        return joined, refs
+
+    def _shallow(self, tag: str, payload: bytes) -> Any:
+        try:
+            return decode(tag, payload, aes_key=self.aes_key, shallow=True)
+        except DecodeError as exc:
+            return {MARK_KEY: "undecodable", "size": len(payload), "error": str(exc)}
+
+    def _pending_writes(self, key: CheckpointKey) -> list[PendingWrite] | None:
+        writes = self._writes
+        if writes is None:
+            return None
+        task_writes = writes.get((key.thread_id, key.checkpoint_ns, key.checkpoint_id))
+        if not isinstance(task_writes, dict):
+            return []
+        return sort_writes(
+            self._write(inner_key, stored) for inner_key, stored in task_writes.items()
+        )
+
+    def _write(self, inner_key: Any, stored: Any) -> PendingWrite:
+        # Key (task_id, idx); value (task_id, channel, (tag, bytes), task_path), without the
+        # task_path before checkpoint 2.0.x added it (cp/memory put_writes, FORMAT 7.1).
+        if (
+            not isinstance(inner_key, tuple)
+            or len(inner_key) != 2
+            or not isinstance(stored, tuple)
+            or len(stored) not in (3, 4)
+        ):
+            raise NotACheckpointStore(f"{self.layout.writes}: not a LangGraph writes dict")
+        task_id, channel, raw_value = stored[:3]
+        task_path = stored[3] if len(stored) == 4 else ""
+        idx = inner_key[1]
+        pair = _pair(raw_value)
+        return PendingWrite(
+            task_id=str(task_id),
+            task_path=task_path if isinstance(task_path, str) else "",
+            idx=idx if isinstance(idx, int) else 0,
+            channel=str(channel),
+            type=pair[0] if pair else None,
+            value=(
+                decode_value(pair[0], pair[1], self.aes_key)
+                if pair
+                else _undecodable("not a (type, bytes) pair")
+            ),
+            size=len(pair[1]) if pair else 0,
+        )
+
+    def close(self) -> None:
+        self._writes_dict = None
+        self._blobs_dict = None
+        if self._blobs_file is not None:
+            self._blobs_file.close()
+
+
+# -- layout -------------------------------------------------------------------------------
+
+
+def _locate(path: Path) -> _Layout:
+    """The files behind what the user named: a dev folder, a project folder, one file."""
+    if not path.exists():
+        raise StoreNotFound(f"{path}: no such file or folder")
+    if path.is_dir():
+        folder = path
+        if not any((path / name).is_file() for name in PICKLE_NAMES):
+            if (path / DEV_FOLDER).is_dir():
+                folder = path / DEV_FOLDER  # a project folder that has run `langgraph dev`
+    elif path.name in PICKLE_NAMES:
+        folder = path.parent  # one of the three files: open all three (FORMAT 7.3)
+    else:
+        return _Layout(path, path, None, None, single_file=True)
+    storage, writes, blobs = (
+        folder / name if (folder / name).is_file() else None for name in PICKLE_NAMES
+    )
+    if storage is None and writes is None and blobs is None:
+        raise StoreNotFound(
+            f"{folder}: no checkpoint store here (looked for {DEV_FOLDER}/ and "
+            f"{', '.join(PICKLE_NAMES)})"
+        )
+    if storage is None:
+        present = " and ".join(p.name for p in (writes, blobs) if p is not None)
+        raise NotACheckpointStore(
+            f"{folder}: {STORAGE_NAME} (the checkpoints) is missing; {present} alone "
+            "hold no checkpoints"
+        )
+    missing = tuple(name for name, p in ((WRITES_NAME, writes), (BLOBS_NAME, blobs)) if p is None)
+    return _Layout(folder, storage, writes, blobs, single_file=False, missing=missing)
+
+
+_ROLE_WORDS: Final = {
+    "storage": "checkpoints",
+    "writes": "pending writes",
+    "blobs": "channel values",
+    "empty": "nothing",
+}
+
+
+def _role_of(loaded: dict[Any, Any], path: Path) -> str:
+    """Which of InMemorySaver's three dicts this is, told by the shape of its keys (7.1)."""
+    if not loaded:
+        return "empty"
+    key, value = next(iter(loaded.items()))
+    if isinstance(key, str) and isinstance(value, dict):
+        return "storage"  # thread_id -> checkpoint_ns -> checkpoint_id -> entry
+    if isinstance(key, tuple) and len(key) == 3 and isinstance(value, dict):
+        return "writes"  # (thread_id, ns, checkpoint_id) -> {(task_id, idx): write}
+    if isinstance(key, tuple) and len(key) == 4 and isinstance(value, tuple):
+        return "blobs"  # (thread_id, ns, channel, version) -> (tag, bytes)
+    raise NotACheckpointStore(f"{path}: a pickled dict, but not one InMemorySaver wrote")
+
+
+def _storage_index(
+    loaded: dict[Any, Any], path: Path
+) -> dict[str, dict[str, dict[str, tuple[Any, Any, str | None]]]]:
+    """thread -> ns -> checkpoint_id -> (body pair, metadata pair, parent id), checked.
+
+    Empty threads and namespaces are dropped: InMemorySaver's defaultdicts grow an empty
+    entry whenever a missing thread is looked up, and LangGraph lists nothing for them.
+    """
+    index: dict[str, dict[str, dict[str, tuple[Any, Any, str | None]]]] = {}
+    for thread_id, namespaces in loaded.items():
+        if not isinstance(thread_id, str) or not isinstance(namespaces, dict):
+            raise NotACheckpointStore(
+                f"{path}: thread {thread_id!r} is not a LangGraph checkpoints dict"
+            )
+        kept: dict[str, dict[str, tuple[Any, Any, str | None]]] = {}
+        for ns, entries in namespaces.items():
+            if not isinstance(ns, str) or not isinstance(entries, dict):
+                raise NotACheckpointStore(
+                    f"{path}: thread {thread_id!r}, namespace {ns!r} is not a dict of checkpoints"
+                )
+            for checkpoint_id, entry in entries.items():
+                if not (
+                    isinstance(checkpoint_id, str)
+                    and type(entry) is tuple
+                    and len(entry) == 3
+                    and (entry[2] is None or isinstance(entry[2], str))
+                ):
+                    raise NotACheckpointStore(
+                        f"{path}: thread {thread_id!r}, checkpoint {checkpoint_id!r} is not a "
+                        "(checkpoint, metadata, parent id) entry"
+                    )
+            if entries:
+                kept[ns] = entries
+        if kept:
+            index[thread_id] = kept
+    return index
+
+
+# -- raw values -----------------------------------------------------------------------------
+
+
+def _pair(raw: Any, blobs_file: PickleFile | None = None) -> tuple[str, bytes] | None:
+    """A stored (tag, bytes) pair with its bytes in hand, or None if `raw` is not one."""
+    if type(raw) is not tuple or len(raw) != 2 or not isinstance(raw[0], str):
+        return None
+    payload = raw[1]
+    try:
+        if isinstance(payload, str | bytes):
+            return raw[0], latin1_bytes(payload)
+        if isinstance(payload, StoredText) and blobs_file is not None:
+            return raw[0], blobs_file.read(payload)
+    except (ValueError, OSError):
+        return None
+    return None
+
+
+def _pair_size(raw: Any) -> int:
+    """Bytes of a stored value, from the index alone: a latin-1 str from load_pickle has one
+    character per byte; a StoredText counts the bytes of its UTF-8 text in the file."""
+    try:
+        payload = raw[1]
+        if type(payload) is StoredText:
+            return int(payload.stop - payload.start)
+        return len(payload) if isinstance(payload, str | bytes) else 0
+    except (TypeError, IndexError, KeyError):  # not a pair: sized as nothing
+        return 0
+
+
+def _entry_size(entry: tuple[Any, Any, Any]) -> int:
+    return _pair_size(entry[0]) + _pair_size(entry[1])
+
+
+def _write_size(stored: Any) -> int:
+    return _pair_size(stored[2]) if type(stored) is tuple and len(stored) >= 3 else 0
+
+
+def _is_plain_dict(value: Any) -> TypeGuard[dict[Any, Any]]:
+    return isinstance(value, dict) and not is_marked(value)
+
+
+def _undecodable(reason: str) -> dict[str, Any]:
+    return {MARK_KEY: "undecodable", "error": reason}

@@ -1,0 +1,706 @@
+"""The `langgraph dev` folder and PersistentDict files: all commands, LangGraph's view, bad data."""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import os
+import pickle
+import shutil
+import tempfile
+from collections import Counter, OrderedDict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.build import DEV_FILES, DevServerSaver, fixture_warnings
+from fixtures.graphs import run_scenarios
+from fixtures.oracle import load_memory_saver, quiet_serde_log
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from typer.testing import CliRunner
+
+from ckpt.cli import app
+from ckpt.errors import CkptError, ExitCode, RefusedGlobal, StoreCorrupt
+from ckpt.model import Checkpoint, CheckpointKey, DumpQuery
+from ckpt.stores import discover, open_store
+from ckpt.stores.pickles import PickleStore
+from ckpt.stores.sqlite import SqliteStore
+from ckpt.stores.unpickler import PickleFile, StoredText, load_pickle
+from normalize import normalize
+
+runner = CliRunner()
+
+STORAGE, WRITES, BLOBS = DEV_FILES
+CP_2_0_21 = "memory_persistentdict_cp2.0.21.pkl"
+CURRENT_SAMPLE = "memory_persistentdict.pkl"
+
+EXPECTED_STATUS = {
+    "support-1": "done",
+    "support-2": "done",
+    "support-3": "done",
+    "approval-1": "done",
+    "approval-2": "interrupted",
+    "fanout-1": "error",
+    "subgraph-1": "done",
+    "subgraph-2": "interrupted",
+    "fork-1": "done",
+    "pending-1": "pending",
+    "rich-1": "done",
+    "delta-1": "done",
+}
+
+
+def run(*args: str) -> Any:
+    return runner.invoke(app, list(args), env={"COLUMNS": "120"})
+
+
+def run_json(*args: str) -> Any:
+    result = run(*args, "--json")
+    assert result.exit_code == 0, result.stderr + result.stdout
+    return json.loads(result.stdout)
+
+
+def assert_one_line_error(result: Any, code: ExitCode, *fragments: str) -> None:
+    assert result.exit_code == code, (result.exit_code, result.stderr, result.stdout)
+    assert result.stderr.startswith("ckpt: error:"), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+def notes(result: Any) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("ckpt: note:")]
+
+
+def view(checkpoint: Checkpoint) -> dict[str, Any]:
+    """A checkpoint in the oracle's terms (fixtures.oracle.CheckpointView)."""
+    return {
+        "thread_id": checkpoint.thread_id,
+        "checkpoint_ns": checkpoint.checkpoint_ns,
+        "checkpoint_id": checkpoint.checkpoint_id,
+        "parent_checkpoint_id": checkpoint.parent_checkpoint_id,
+        "v": checkpoint.v,
+        "ts": checkpoint.ts,
+        "metadata": checkpoint.metadata,
+        "channel_versions": checkpoint.channel_versions,
+        "versions_seen": checkpoint.versions_seen,
+        "channels": (
+            sorted(checkpoint.value_channels) if checkpoint.value_channels is not None else None
+        ),
+        "pending_writes": (
+            [[w.task_id, w.channel] for w in checkpoint.pending_writes]
+            if checkpoint.pending_writes is not None
+            else None
+        ),
+    }
+
+
+def copy_dev_folder(source: Path, target: Path, names: tuple[str, ...] = DEV_FILES) -> Path:
+    target.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copyfile(source / name, target / name)
+    return target
+
+
+class Payload:
+    """A hostile pickle: unpickling it runs `touch <marker>`."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def hostile_store(marker: Path, protocol: int) -> bytes:
+    """A storage dict with one checkpoint entry that is really a call to os.system."""
+    body = ("msgpack", b"\x80")
+    return pickle.dumps({"thread-1": {"": {"1f0": (body, body, Payload(marker))}}}, protocol)
+
+
+# -- the dev folder: LangGraph's own view --------------------------------------------------------
+
+
+def test_dev_folder_matches_what_langgraph_saved(dev_folder: Path, oracles: dict[str, Any]) -> None:
+    """Ids, parents, metadata, versions, channels holding a value, writes in LangGraph's order."""
+    with PickleStore(dev_folder) as store:
+        assert store.kind == "pickle" and store.notices == []
+        mine = [view(c) for c in store.iter_checkpoints(DumpQuery(), values=False)]
+    assert mine == oracles["dev_folder"]["checkpoints"]
+
+
+def test_dev_folder_values_are_what_langgraph_loads(dev_folder: Path) -> None:
+    """Every channel value, write and metadata dict, against InMemorySaver reading the same
+    three files (LangGraph's own unpickler, on files these fixtures wrote)."""
+    saver = load_memory_saver(*(dev_folder / name for name in DEV_FILES))
+    with quiet_serde_log():
+        tuples = list(saver.list(None))
+    assert len(tuples) > 50
+    with PickleStore(dev_folder) as store:
+        for tup in tuples:
+            configurable = tup.config["configurable"]
+            key = CheckpointKey(
+                configurable["thread_id"],
+                configurable["checkpoint_ns"],
+                configurable["checkpoint_id"],
+            )
+            checkpoint = store.load(key, values=True)
+            expected = {k: normalize(v) for k, v in tup.checkpoint["channel_values"].items()}
+            assert checkpoint.channel_values == expected, key
+            assert checkpoint.metadata == normalize(dict(tup.metadata or {})), key
+            assert checkpoint.pending_writes is not None
+            writes = [(w.task_id, w.channel, w.value) for w in checkpoint.pending_writes]
+            assert writes == [(t, c, normalize(v)) for t, c, v in tup.pending_writes or []], key
+            # Blobs: one per versioned channel that has a blob, `empty` ones included.
+            assert checkpoint.blobs is not None
+            assert set(checkpoint.value_channels or ()) == set(expected)
+            assert {c for c, b in checkpoint.blobs.items() if b.type != "empty"} == set(expected)
+
+
+def test_dev_folder_reads_like_the_same_run_in_sqlite(dev_folder: Path, sqlite_store: Path) -> None:
+    """The same scenarios through SqliteSaver and through the dev server's saver: ckpt shows
+    the same statuses, counts, next nodes, errors and latest values for both."""
+    from ckpt.render.records import thread_record
+
+    with PickleStore(dev_folder) as pickles, SqliteStore(sqlite_store) as sqlite:
+        ours = {t.thread_id: thread_record(t) for t in pickles.threads()}
+        theirs = {t.thread_id: thread_record(t) for t in sqlite.threads()}
+        assert sorted(ours) == sorted(theirs)
+        run_specific = {"checkpoint_id", "updated_at", "size", "metadata", "namespaces"}
+        for thread_id, record in ours.items():
+            other = theirs[thread_id]
+            assert record.keys() == other.keys()
+            assert {k: v for k, v in record.items() if k not in run_specific} == {
+                k: v for k, v in other.items() if k not in run_specific
+            }, thread_id
+            assert len(record["namespaces"]) == len(other["namespaces"])
+            latest = pickles.latest_key(thread_id)
+            other_latest = sqlite.latest_key(thread_id)
+            assert latest is not None and other_latest is not None
+            assert (
+                pickles.load(latest).channel_values == sqlite.load(other_latest).channel_values
+            ), thread_id
+
+
+# -- the dev folder through the CLI ---------------------------------------------------------------
+
+
+def test_threads_json(dev_folder: Path, manifest: dict[str, Any], oracles: dict[str, Any]) -> None:
+    threads = run_json("threads", str(dev_folder))
+    assert sorted(t["thread_id"] for t in threads) == sorted(manifest["threads"])
+    counts = Counter(c["thread_id"] for c in oracles["dev_folder"]["checkpoints"])
+    by_id = {t["thread_id"]: t for t in threads}
+    for thread_id, thread in by_id.items():
+        assert thread["checkpoints"] == counts[thread_id]
+        assert thread["status"] == EXPECTED_STATUS[thread_id], thread
+        assert thread["size"] > 0
+        assert thread["metadata"]["thread_id"] == thread_id  # msgpack metadata, decoded
+    for thread_id, metadata in manifest["chat_metadata"].items():
+        # The dev server copies the run's metadata into the checkpoint's (FORMAT 7.3).
+        assert by_id[thread_id]["metadata"]["graph_id"] == "fixtures"
+        assert by_id[thread_id]["metadata"]["user_id"] == metadata["user_id"]
+    assert by_id["pending-1"]["next"] == manifest["pending_next"]
+    assert any("ValueError" in str(e) for e in by_id["fanout-1"]["errors"])
+    assert by_id["approval-2"]["interrupts"]
+    assert len(by_id["subgraph-1"]["namespaces"]) == 2
+    assert by_id["support-1"]["writes"] > 0
+
+
+def test_threads_human_table_and_what_to_open(dev_folder: Path, fixture_dir: Path) -> None:
+    table = run("threads", str(dev_folder))
+    assert table.exit_code == 0, table.stderr
+    assert table.stderr == ""
+    assert "support-1" in table.stdout and "interrupted" in table.stdout
+    # The project folder, the .langgraph_api folder and each of its three files: one store.
+    expected = run_json("threads", str(dev_folder))
+    for spec in (fixture_dir, *(dev_folder / name for name in DEV_FILES)):
+        assert run_json("threads", str(spec)) == expected, spec
+        with open_store(str(spec)) as store:
+            assert isinstance(store, PickleStore)
+            assert store.location == str(dev_folder)
+
+
+def test_discovery_finds_the_dev_folder(
+    dev_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    copy_dev_folder(dev_folder, project / ".langgraph_api")
+    monkeypatch.chdir(project)
+    assert discover() == str(project / ".langgraph_api")
+    threads = run_json("threads")
+    assert len(threads) == len(EXPECTED_STATUS)
+
+
+def test_history_follows_the_parent_links(dev_folder: Path, oracles: dict[str, Any]) -> None:
+    oracle = [c for c in oracles["dev_folder"]["checkpoints"] if c["thread_id"] == "fork-1"]
+    records = run_json("history", "fork-1", "--db", str(dev_folder))
+    assert {(r["checkpoint_id"], r["parent_checkpoint_id"]) for r in records} == {
+        (c["checkpoint_id"], c["parent_checkpoint_id"]) for c in oracle
+    }
+    assert all("channel_values" not in r for r in records)
+    tree = run("history", "subgraph-1", "--db", str(dev_folder))
+    assert tree.exit_code == 0, tree.stderr
+    assert "research:" in tree.stdout
+
+
+def test_show_blobs_same_json_shape_as_sqlite(dev_folder: Path, sqlite_store: Path) -> None:
+    ours = run_json("show", "support-1", "--db", str(dev_folder), "--blobs")
+    theirs = run_json("show", "support-1", "--db", str(sqlite_store), "--blobs")
+    assert ours.keys() == theirs.keys()
+    assert ours["channel_values"] == theirs["channel_values"]
+    messages = ours["channel_values"]["messages"]
+    assert [m["type"] for m in messages[:4]] == ["human", "ai", "tool", "ai"]
+    assert ours["pending_writes"] == [] and ours["next"] == []
+    # The short id and a prefix of the full id name the same checkpoint.
+    short = run_json("show", ours["checkpoint_id"][-8:], "--db", str(dev_folder))
+    prefix = run_json("show", ours["checkpoint_id"][:30], "--db", str(dev_folder))
+    assert short["checkpoint_id"] == prefix["checkpoint_id"] == ours["checkpoint_id"]
+    waiting = run_json("show", "approval-2", "--db", str(dev_folder))
+    assert [w["channel"] for w in waiting["pending_writes"]] == ["__interrupt__"]
+    human = run("show", "support-1~2", "--db", str(dev_folder), "--blobs")
+    assert human.exit_code == 0, human.stderr
+
+
+def test_versions_show_blob_sizes(dev_folder: Path) -> None:
+    matrix = run_json("versions", "support-1", "--db", str(dev_folder))
+    messages = next(row for row in matrix["channels"] if row["channel"] == "messages")
+    cells = [cell for cell in messages["versions"] if cell]
+    assert cells and all(cell["blob"]["size"] > 0 for cell in cells)
+    assert any(cell["shared_blob"] for cell in cells)
+
+
+def test_diff_and_dump(dev_folder: Path, oracles: dict[str, Any]) -> None:
+    diff = run("diff", "support-1~1", "support-1", "--db", str(dev_folder), "--json")
+    assert diff.exit_code == ExitCode.DIFFERENT, diff.stderr
+    patch = json.loads(diff.stdout)
+    assert any(op["path"].startswith("/channel_values/messages") for op in patch)
+    same = run("diff", "support-1", "support-1", "--db", str(dev_folder))
+    assert same.exit_code == 0, same.stderr
+    dumped = run("dump", str(dev_folder), "--ndjson", "--quiet")
+    assert dumped.exit_code == 0, dumped.stderr
+    records = [json.loads(line) for line in dumped.stdout.splitlines()]
+    oracle = oracles["dev_folder"]["checkpoints"]
+    assert [(r["thread_id"], r["checkpoint_ns"], r["checkpoint_id"]) for r in records] == [
+        (c["thread_id"], c["checkpoint_ns"], c["checkpoint_id"]) for c in oracle
+    ]
+    assert all(isinstance(r["channel_values"], dict) for r in records)
+    latest = run_json("dump", str(dev_folder), "--latest", "--thread", "fork-1", "--quiet")
+    assert [r["checkpoint_id"] for r in latest] == [
+        oracles["dev_folder"]["manifest"]["fork_latest"]
+    ]
+
+
+def test_store_queries(dev_folder: Path, oracles: dict[str, Any]) -> None:
+    oracle = oracles["dev_folder"]["checkpoints"]  # sorted by thread, namespace, id
+    with PickleStore(dev_folder) as store:
+        assert store.thread_exists("support-1") and not store.thread_exists("nope")
+        some = oracle[5]
+        key = CheckpointKey(some["thread_id"], some["checkpoint_ns"], some["checkpoint_id"])
+        for fragment in (key.checkpoint_id, key.checkpoint_id[:25], key.checkpoint_id[-8:]):
+            assert key in store.find(fragment)
+        assert store.find("ffffffff-nope") == []
+        assert len(store.find("1f")) == 50  # capped, as the interface says
+        assert store.latest_key("nope") is None
+        ids = sorted(c["checkpoint_id"] for c in oracle)
+        window = DumpQuery(since_id=ids[10], until_id=ids[20])
+        assert [c.checkpoint_id for c in store.iter_checkpoints(window, values=False)] == [
+            c["checkpoint_id"] for c in oracle if ids[10] <= c["checkpoint_id"] <= ids[20]
+        ]
+        history = store.checkpoints("subgraph-1")
+        assert [c.checkpoint_id for c in history] == sorted(c.checkpoint_id for c in history)
+        assert len({c.checkpoint_ns for c in history}) == 2
+        with pytest.raises(CkptError) as missing:
+            store.load(CheckpointKey("support-1", "", "nope"))
+        assert missing.value.exit_code == ExitCode.NOT_FOUND
+
+
+@pytest.fixture(scope="module")
+def encrypted_dev_folder(tmp_path_factory: pytest.TempPathFactory, encryption_key: bytes) -> Path:
+    """The dev layout written through LangGraph's EncryptedSerializer (AES-EAX)."""
+    folder = tmp_path_factory.mktemp("encrypted") / ".langgraph_api"
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=encryption_key)
+    with fixture_warnings(), DevServerSaver(folder, serde=serde) as saver:
+        run_scenarios(saver)
+    return folder
+
+
+def test_encrypted_dev_folder(encrypted_dev_folder: Path, encryption_key: bytes) -> None:
+    folder = str(encrypted_dev_folder)
+    locked = run("show", "support-1", "--blobs", "--json", "--db", folder)
+    assert locked.exit_code == ExitCode.ENCRYPTED, locked.stderr
+    assert "--aes-key" in locked.stderr
+    key = encryption_key.decode()
+    opened = run_json("show", "support-1", "--blobs", "--db", folder, "--aes-key", key)
+    assert [m["type"] for m in opened["channel_values"]["messages"][:2]] == ["human", "ai"]
+    assert opened["metadata"]["source"] == "loop"  # memory metadata is encrypted too
+    threads = run_json("threads", folder, "--aes-key", key)
+    assert {t["thread_id"]: t["status"] for t in threads} == EXPECTED_STATUS
+    wrong = run("show", "support-1", "--blobs", "--db", folder, "--aes-key", "fedcba9876543210")
+    assert wrong.exit_code == ExitCode.ENCRYPTED and "wrong" in wrong.stderr
+
+
+# -- the single-file PersistentDict ---------------------------------------------------------------
+
+
+def test_single_file_shows_what_it_has(memory_pkl: Path, oracles: dict[str, Any]) -> None:
+    """Checkpoints and metadata as LangGraph saved them; no values and no writes (FORMAT 7.2)."""
+    oracle = oracles["memory"]["checkpoints"]
+    without = ("channels", "pending_writes")
+    with PickleStore(memory_pkl) as store:
+        assert len(store.notices) == 1
+        assert "no channel values and no pending writes" in store.notices[0]
+        checkpoints = list(store.iter_checkpoints(DumpQuery(), values=True))
+        assert [{k: v for k, v in view(c).items() if k not in without} for c in checkpoints] == [
+            {k: v for k, v in c.items() if k not in without} for c in oracle
+        ]
+        for checkpoint in checkpoints:
+            assert checkpoint.channel_values is None
+            assert checkpoint.value_channels is None
+            assert checkpoint.pending_writes is None
+            assert checkpoint.blobs is None
+
+
+def test_single_file_through_the_cli(memory_pkl: Path, manifest: dict[str, Any]) -> None:
+    result = run("threads", str(memory_pkl), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert len(notes(result)) == 1 and "no channel values" in notes(result)[0]
+    assert result.stderr.count("\n") == 1
+    threads = json.loads(result.stdout)
+    assert sorted(t["thread_id"] for t in threads) == sorted(manifest["threads"])
+    assert all(t["writes"] == 0 and t["pending_writes"] == 0 for t in threads)
+    # Without values nothing tells which nodes are due: the status is unknown, not guessed.
+    assert {(t["status"], tuple(t["next"])) for t in threads} == {("unknown", ())}
+    shown = run("show", "support-1", "--db", str(memory_pkl), "--blobs", "--json")
+    assert shown.exit_code == 0, shown.stderr
+    record = json.loads(shown.stdout)
+    assert record["channel_values"] is None and record["pending_writes"] is None
+    assert record["channel_versions"] and record["metadata"]["step"] >= 0
+    history = run("history", "fork-1", "--db", str(memory_pkl), "--json")
+    assert history.exit_code == 0 and len(notes(history)) == 1
+
+
+def test_current_sample_decodes_like_format_research(samples: Path) -> None:
+    """tests/data/memory_persistentdict.pkl, against the values the format notes decoded
+    from it (samples/memory_persistentdict_decoded.json)."""
+    with PickleStore(samples / CURRENT_SAMPLE) as store:
+        checkpoints = store.checkpoints("thread-1")
+        assert len(checkpoints) == 11
+        assert {c.checkpoint_ns for c in checkpoints} >= {""}
+        first = checkpoints[0]
+        assert first.metadata == {
+            "source": "input",
+            "step": -1,
+            "parents": {},
+            "purpose": "format-research",
+            "user_id": "u-42",
+        }
+        assert first.channel_versions == {
+            "__start__": "00000000000000000000000000000001.0.38097315099370466"
+        }
+        assert first.channel_values is None and first.pending_writes is None
+        second = store.load(CheckpointKey("thread-1", "", "1f1ec733-5dab-6cf8-8000-082ec0aaed3a"))
+        assert second.parent_checkpoint_id == first.checkpoint_id
+        assert second.updated_channels == ["branch:to:agent", "messages"]
+        assert second.versions_seen == {
+            "__input__": {},
+            "__start__": {"__start__": "00000000000000000000000000000001.0.38097315099370466"},
+        }
+
+
+def test_checkpoint_2_0_21_file_shows_its_inline_values(samples: Path) -> None:
+    """Before blobs (checkpoint <= 2.0.21) values were inline in the body: they show, and
+    they equal what LangGraph's own serializer makes of the same bytes."""
+    path = samples / CP_2_0_21
+    saver = load_memory_saver(path)  # LangGraph's own unpickler: a checked-in sample
+    serde = JsonPlusSerializer()
+    with PickleStore(path) as store:
+        assert len(store.notices) == 1 and "no pending writes" in store.notices[0]
+        assert "inline" in store.notices[0]
+        count = 0
+        for thread_id, namespaces in saver.storage.items():
+            for ns, entries in namespaces.items():
+                for checkpoint_id, (body, metadata, parent) in entries.items():
+                    with quiet_serde_log():
+                        expected = serde.loads_typed(body)
+                        expected_metadata = serde.loads_typed(metadata)
+                    mine = store.load(CheckpointKey(thread_id, ns, checkpoint_id))
+                    assert mine.parent_checkpoint_id == parent
+                    assert mine.v == expected["v"] == 1
+                    assert mine.channel_values == normalize(expected["channel_values"])
+                    sends = expected.get("pending_sends") or []  # this era's memory bodies
+                    assert mine.pending_sends == normalize(sends)
+                    assert mine.metadata == normalize(expected_metadata)
+                    assert mine.pending_writes is None
+                    count += 1
+        assert count == 11
+    result = run("show", "thread-1", "--db", str(path), "--blobs", "--json")
+    assert result.exit_code == 0, result.stderr
+    messages = json.loads(result.stdout)["channel_values"]["messages"]
+    assert messages and all("__type__" in m for m in messages)
+
+
+# -- a dev folder with files missing --------------------------------------------------------------
+
+
+def test_folder_with_only_the_checkpoints_file(dev_folder: Path, tmp_path: Path) -> None:
+    folder = copy_dev_folder(dev_folder, tmp_path / ".langgraph_api", (STORAGE,))
+    result = run("threads", str(folder), "--json")
+    assert result.exit_code == 0, result.stderr
+    (note,) = notes(result)
+    assert WRITES in note and BLOBS in note and "pending writes" in note and "values" in note
+    assert len(json.loads(result.stdout)) == len(EXPECTED_STATUS)
+    shown = run_json("show", "support-1", "--db", str(folder), "--blobs")
+    assert shown["channel_values"] is None and shown["pending_writes"] is None
+
+
+def test_folder_without_the_writes_file(dev_folder: Path, tmp_path: Path) -> None:
+    folder = copy_dev_folder(dev_folder, tmp_path / ".langgraph_api", (STORAGE, BLOBS))
+    result = run("show", "support-1", "--db", str(folder), "--blobs", "--json")
+    assert result.exit_code == 0, result.stderr
+    (note,) = notes(result)
+    assert WRITES in note and "pending writes" in note and "values" not in note
+    record = json.loads(result.stdout)
+    assert record["pending_writes"] is None and record["channel_values"]["messages"]
+
+
+def test_folder_without_the_blobs_file(dev_folder: Path, tmp_path: Path) -> None:
+    folder = copy_dev_folder(dev_folder, tmp_path / ".langgraph_api", (STORAGE, WRITES))
+    result = run("show", "approval-2", "--db", str(folder), "--blobs", "--json")
+    assert result.exit_code == 0, result.stderr
+    (note,) = notes(result)
+    assert BLOBS in note and "channel values" in note
+    record = json.loads(result.stdout)
+    assert record["channel_values"] is None and record["pending_writes"]
+
+
+def test_folder_without_the_checkpoints_file(dev_folder: Path, tmp_path: Path) -> None:
+    folder = copy_dev_folder(dev_folder, tmp_path / ".langgraph_api", (WRITES, BLOBS))
+    assert_one_line_error(run("threads", str(folder)), ExitCode.UNREADABLE, STORAGE, "missing")
+
+
+def test_empty_folders(tmp_path: Path) -> None:
+    assert_one_line_error(run("threads", str(tmp_path)), ExitCode.NO_STORE, "no checkpoint store")
+    (tmp_path / ".langgraph_api").mkdir()
+    assert_one_line_error(run("threads", str(tmp_path)), ExitCode.NO_STORE, ".langgraph_api")
+
+
+# -- hostile and broken files ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protocol", [2, 4])
+def test_a_pickle_that_calls_os_system_is_refused_and_nothing_runs(
+    tmp_path: Path, protocol: int
+) -> None:
+    marker = tmp_path / "pwned"
+    data = hostile_store(marker, protocol)
+    # The payload is live: an ordinary unpickler runs it (on a second marker).
+    control = tmp_path / "control"
+    pickle.Unpickler(io.BytesIO(hostile_store(control, protocol))).load()
+    assert control.exists()
+    path = tmp_path / "evil.pkl"
+    path.write_bytes(data)
+    result = run("threads", str(path))
+    assert_one_line_error(result, ExitCode.REFUSED, "refused to load", "system", "nothing was run")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("name", DEV_FILES)
+def test_a_hostile_file_in_the_dev_folder_is_refused(
+    dev_folder: Path, tmp_path: Path, name: str
+) -> None:
+    folder = copy_dev_folder(dev_folder, tmp_path / ".langgraph_api")
+    marker = tmp_path / "pwned"
+    hostile = {("t", "", "c", "1"): ("msgpack", Payload(marker))}
+    (folder / name).write_bytes(pickle.dumps(hostile, 2))
+    result = run("show", "support-1", "--db", str(folder), "--blobs")
+    assert_one_line_error(result, ExitCode.REFUSED, name, "system")
+    assert not marker.exists()
+
+
+def test_other_globals_and_persistent_ids_are_refused(tmp_path: Path) -> None:
+    cases = {
+        "eval": b"\x80\x02cbuiltins\neval\nX\x04\x00\x00\x001+1q\x00\x85R.",
+        "ordered": pickle.dumps(OrderedDict(a=1), 2),
+        "codec": b"\x80\x02c_codecs\nencode\nX\x01\x00\x00\x00xX\x04\x00\x00\x00zlib\x86R.",
+        "bytes_n": b"\x80\x02c__builtin__\nbytes\nJ\x00\xca\x9a;\x85R.",
+        "persistent": b"\x80\x02X\x01\x00\x00\x00aQ.",
+    }
+    for name, data in cases.items():
+        path = tmp_path / f"{name}.pkl"
+        path.write_bytes(data)
+        with pytest.raises(RefusedGlobal), path.open("rb") as handle:
+            load_pickle(handle, source=str(path))
+        assert_one_line_error(run("threads", str(path)), ExitCode.REFUSED, str(path))
+
+
+def test_truncated_files_are_corrupt(dev_folder: Path, memory_pkl: Path, tmp_path: Path) -> None:
+    single = tmp_path / "memory.pkl"
+    single.write_bytes(memory_pkl.read_bytes()[:-100])
+    assert_one_line_error(run("threads", str(single)), ExitCode.CORRUPT, "truncated")
+    for name in DEV_FILES:
+        folder = copy_dev_folder(dev_folder, tmp_path / name / ".langgraph_api")
+        data = (folder / name).read_bytes()
+        (folder / name).write_bytes(data[: len(data) // 2])
+        result = run("show", "support-1", "--db", str(folder), "--blobs")
+        assert_one_line_error(result, ExitCode.CORRUPT, name, "truncated or corrupt")
+    for data in (b"", b"\x80", b"\x80\x02}q\x00(X\xff\xff\xff\x7f", b"not a pickle at all"):
+        junk = tmp_path / "junk.pkl"
+        junk.write_bytes(data)
+        assert_one_line_error(run("threads", str(junk)), ExitCode.CORRUPT, "junk.pkl")
+
+
+def test_other_pickles_are_not_checkpoint_stores(dev_folder: Path, tmp_path: Path) -> None:
+    for name, value in {
+        "list": [1, 2, 3],
+        "ints": {1: 2},
+        "flat": {"thread": "not a dict of namespaces"},
+        "entry": {"thread": {"": {"1f0": ("not", "an", "entry", "tuple")}}},
+    }.items():
+        path = tmp_path / f"{name}.pkl"
+        path.write_bytes(pickle.dumps(value, 2))
+        assert_one_line_error(run("threads", str(path)), ExitCode.UNREADABLE, str(path))
+    # A blobs file given on its own (renamed): it holds values but no checkpoints.
+    lone = tmp_path / "values.pckl"
+    shutil.copyfile(dev_folder / BLOBS, lone)
+    assert_one_line_error(run("threads", str(lone)), ExitCode.UNREADABLE, "no checkpoints")
+    # The files swapped around: each is checked against the dict it should hold.
+    folder = copy_dev_folder(dev_folder, tmp_path / "swapped" / ".langgraph_api")
+    shutil.copyfile(dev_folder / WRITES, folder / BLOBS)
+    result = run("show", "support-1", "--db", str(folder), "--blobs")
+    assert_one_line_error(result, ExitCode.UNREADABLE, "channel values were expected")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="the cap needs Linux")
+def test_memory_bombs_fail_fast(dev_folder: Path, tmp_path: Path) -> None:
+    """Ten bytes that make CPython's unpickler zero-fill a 4 GB memo, and a 1 TB length."""
+    import resource
+
+    bombs = {
+        "memo": b"\x80\x02Nr\x00\x00\x00\x10.",  # LONG_BINPUT 2**28
+        "length": b"\x80\x04\x8d\x00\x00\x00\x00\x00\x01\x00\x00.",  # BINUNICODE8 2**40
+    }
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for name, data in bombs.items():
+        single = tmp_path / f"{name}.pkl"
+        single.write_bytes(data)
+        assert_one_line_error(run("threads", str(single)), ExitCode.CORRUPT, str(single))
+        folder = copy_dev_folder(dev_folder, tmp_path / name / ".langgraph_api")
+        (folder / WRITES).write_bytes(data)
+        result = run("show", "support-1", "--db", str(folder))
+        assert_one_line_error(result, ExitCode.CORRUPT, WRITES)
+    grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kb < 512 * 1024
+
+
+def test_an_empty_dict_is_an_empty_store(tmp_path: Path) -> None:
+    path = tmp_path / "fresh.pkl"
+    path.write_bytes(pickle.dumps({}, 2))
+    result = run("threads", str(path), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == []
+
+
+# -- the restricted unpickler and the blobs scanner -----------------------------------------------
+
+
+def resolved(value: Any, source: PickleFile) -> Any:
+    """`value` with every StoredText read back and bytes shown as load_pickle shows them."""
+    if isinstance(value, StoredText):
+        return source.read(value).decode("latin1")
+    if isinstance(value, dict):
+        return {k: resolved(v, source) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(resolved(v, source) for v in value)
+    return value
+
+
+@pytest.mark.parametrize("name", DEV_FILES)
+def test_scanning_reads_what_unpickling_reads(dev_folder: Path, name: str) -> None:
+    path = dev_folder / name
+    with path.open("rb") as handle:
+        expected = load_pickle(handle, source=str(path))
+    scanned = PickleFile(str(path), source=str(path))
+    try:
+        assert resolved(scanned.load(), scanned) == expected
+    finally:
+        scanned.close()
+
+
+blob_keys = st.tuples(st.text(max_size=12), st.text(max_size=40), st.text(max_size=20), st.text())
+blob_values = st.tuples(st.sampled_from(["msgpack", "empty", "null", "bytes"]), st.binary())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.dictionaries(blob_keys, blob_values, max_size=300),
+    st.integers(min_value=0, max_value=3),
+)
+def test_scanning_any_blobs_dict_matches_unpickling(
+    blobs: dict[Any, Any], protocol_choice: int
+) -> None:
+    protocol = 2 if protocol_choice < 3 else 4  # 4 falls back to the unpickler
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / BLOBS
+        path.write_bytes(pickle.dumps(blobs, protocol))
+        expected = {k: (tag, data.decode("latin1")) for k, (tag, data) in blobs.items()}
+        scanned = PickleFile(str(path), source=str(path))
+        try:
+            loaded = resolved(scanned.load(), scanned)
+        finally:
+            scanned.close()
+        if protocol > 2:  # real bytes come back from protocol 3+ pickles
+            loaded = {k: (tag, data.decode("latin1")) for k, (tag, data) in loaded.items()}
+        assert loaded == expected
+
+
+@functools.cache
+def dev_files(folder: Path) -> dict[str, bytes]:
+    return {name: (folder / name).read_bytes() for name in DEV_FILES}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(DEV_FILES),
+    cut=st.none() | st.integers(min_value=0),
+    flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 255)), max_size=4),
+)
+def test_damaged_files_give_our_errors_only(
+    dev_folder: Path, name: str, cut: int | None, flips: list[tuple[int, int]]
+) -> None:
+    """Any damage: the store either reads or fails with one of our errors, never another."""
+    small_dev_files = dev_files(dev_folder)
+    data = bytearray(small_dev_files[name])
+    for where, byte in flips:
+        data[where % len(data)] = byte
+    if cut is not None:
+        del data[cut % len(data) :]
+    with tempfile.TemporaryDirectory() as folder:
+        target = Path(folder) / ".langgraph_api"
+        target.mkdir()
+        for other, content in small_dev_files.items():
+            (target / other).write_bytes(bytes(data) if other == name else content)
+        try:
+            with PickleStore(target) as store:
+                for thread in store.threads():
+                    for checkpoint in store.checkpoints(thread.thread_id, values=True):
+                        json.dumps(checkpoint.metadata, default=str)
+        except CkptError as exc:
+            assert isinstance(exc, RefusedGlobal | StoreCorrupt) or exc.exit_code in {
+                ExitCode.UNREADABLE,
+                ExitCode.CORRUPT,
+            }, exc
+            assert "\n" not in exc.message
+
+
+def test_stored_text_is_read_on_demand(dev_folder: Path) -> None:
+    """Listing threads reads the blobs file's index only; values are read when shown."""
+    with PickleStore(dev_folder) as store:
+        list(store.threads())
+        assert store._blobs_file is not None
+        values = [v for v in (store._blobs or {}).values() if isinstance(v[1], StoredText)]
+        assert values, "the blobs file was scanned, not unpickled"
