@@ -1,0 +1,29 @@
+"""Safe decoders: (type tag, bytes) -> plain JSON-ready values; never imports or runs stored names.
+
+The representation is documented in docs/json.md ("Decoded values") and docs/value.schema.json.
+"""
+
+from __future__ import annotations
+
+from ckpt.decoders.crypto import key_from_env_or_arg
+from ckpt.decoders.ids import uuid6_lower_bound, uuid6_time
+from ckpt.decoders.lcjson import decode_json_text
+from ckpt.decoders.pickles import pickle_globals
+from ckpt.decoders.serde import decode
+from ckpt.decoders.values import ABSENT, MARK_KEY, TYPE_KEY, is_marked
+from ckpt.decoders.versions import compare_versions, parse_version
+
+__all__ = [
+    "ABSENT",
+    "MARK_KEY",
+    "TYPE_KEY",
+    "compare_versions",
+    "decode",
+    "decode_json_text",
+    "is_marked",
+    "key_from_env_or_arg",
+    "parse_version",
+    "pickle_globals",
+    "uuid6_lower_bound",
+    "uuid6_time",
+]

@@ -1,0 +1,357 @@
+"""What each LangGraph ext code and known (module, name) pair becomes, without importing anything.
+
+The payload layouts are FORMAT 2.3; the Python type -> ext table is FORMAT 2.4. Every
+function here receives values that are already JSON-ready and returns JSON-ready values.
+Known pairs are turned into natural JSON by code that names the stdlib parsers itself
+(never by looking a name from the data up); unknown pairs keep their name in TYPE_KEY.
+"""
+
+from __future__ import annotations
+
+import decimal
+import ipaddress
+import json
+import pathlib
+import uuid
+from collections.abc import Callable
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any, Final
+
+from ckpt.decoders.values import MARK_KEY, TYPE_KEY, object_record
+
+EXT_CONSTRUCTOR_SINGLE_ARG: Final = 0
+EXT_CONSTRUCTOR_POS_ARGS: Final = 1
+EXT_CONSTRUCTOR_KW_ARGS: Final = 2
+EXT_METHOD_SINGLE_ARG: Final = 3
+EXT_PYDANTIC_V1: Final = 4
+EXT_PYDANTIC_V2: Final = 5
+EXT_NUMPY_ARRAY: Final = 6
+EXT_DELTA_SNAPSHOT: Final = 7
+KNOWN_EXT_CODES: Final = frozenset(range(8))
+
+SEND_TYPE: Final = "langgraph.types.Send"
+NDARRAY_TYPE: Final = "numpy.ndarray"
+RESERVED_TYPE_PATHS: Final = frozenset({SEND_TYPE, NDARRAY_TYPE})
+# langgraph <= 0.2 defined Send in langgraph.constants (legacy JSON ids, FORMAT 2.6 surprise 2).
+SEND_PAIRS: Final = frozenset({("langgraph.types", "Send"), ("langgraph.constants", "Send")})
+SECRET_NAMES: Final = frozenset({"SecretStr", "SecretBytes"})
+# pydantic shows a set secret as ten stars and an empty one as ""; we do the same.
+SECRET_MASK: Final = "**********"
+
+# Errors a converter may raise on a malformed or forged argument; the caller then falls
+# back to the generic object form, which still shows the name and the raw argument.
+CONVERSION_ERRORS: Final = (ValueError, TypeError, OverflowError, ArithmeticError, LookupError)
+
+
+class ShapeError(ValueError):
+    """An ext payload that is valid msgpack but not of the layout its code promises."""
+
+
+def type_path(module: str, name: str) -> str:
+    """The TYPE_KEY value: "module.Name" (just the name when the module is empty).
+
+    Send and ndarray objects have a fixed shape (docs/value.schema.json) that only their
+    own converters build; a payload naming them any other way is malformed or forged.
+    """
+    path = f"{module}.{name}" if module else name
+    if path in RESERVED_TYPE_PATHS:
+        raise ShapeError(f"{path} is not stored this way")
+    return path
+
+
+def _str(value: Any) -> str:
+    if type(value) is not str:
+        raise TypeError("expected a string")
+    return value
+
+
+def _list(value: Any) -> list[Any]:
+    if type(value) is not list:
+        raise TypeError("expected an array")
+    return value
+
+
+def _int(value: Any) -> int:
+    if type(value) is not int:
+        raise TypeError("expected an integer")
+    return value
+
+
+def _number(value: Any) -> float:
+    if type(value) is not int and type(value) is not float:
+        raise TypeError("expected a number")
+    return float(value)
+
+
+def _uuid(arg: Any) -> str:
+    return str(uuid.UUID(_str(arg)))
+
+
+def _decimal(arg: Any) -> str:
+    if type(arg) is not str and type(arg) is not int:
+        raise TypeError("expected a string")
+    return str(decimal.Decimal(arg))
+
+
+def set_sort_key(item: Any) -> tuple[int, Any]:
+    """Set members are listed sorted, so that equal sets always look the same: numbers by
+    value, then strings, then anything else by its JSON text."""
+    if type(item) is bool:
+        return (0, int(item))
+    if type(item) is int or type(item) is float:
+        return (1, item)
+    if type(item) is str:
+        return (2, item)
+    return (3, json.dumps(item, sort_keys=True, ensure_ascii=False))
+
+
+def _set_items(arg: Any) -> list[Any]:
+    return sorted(_list(arg), key=set_sort_key)
+
+
+def _items(arg: Any) -> list[Any]:
+    return _list(arg)
+
+
+_IP_CLASSES: Final[dict[str, Callable[[str], object]]] = {
+    "IPv4Address": ipaddress.IPv4Address,
+    "IPv4Interface": ipaddress.IPv4Interface,
+    "IPv4Network": ipaddress.IPv4Network,
+    "IPv6Address": ipaddress.IPv6Address,
+    "IPv6Interface": ipaddress.IPv6Interface,
+    "IPv6Network": ipaddress.IPv6Network,
+}
+
+
+def _ip(name: str) -> Callable[[Any], str]:
+    parse = _IP_CLASSES[name]
+
+    def convert(arg: Any) -> str:
+        return str(parse(_str(arg)))
+
+    return convert
+
+
+def _zone_key(arg: Any) -> str:
+    return _str(arg)
+
+
+# ext 0 (one constructor argument): (module, name) -> converter of that argument.
+SINGLE_ARG: Final[dict[tuple[str, str], Callable[[Any], Any]]] = {
+    ("uuid", "UUID"): _uuid,
+    ("decimal", "Decimal"): _decimal,
+    ("builtins", "set"): _set_items,
+    ("builtins", "frozenset"): _set_items,
+    ("collections", "deque"): _items,
+    ("zoneinfo", "ZoneInfo"): _zone_key,
+    **{("ipaddress", name): _ip(name) for name in _IP_CLASSES},
+}
+
+
+def single_arg(module: str, name: str, arg: Any) -> Any:
+    """ext 0 `[module, name, arg]`: natural JSON for known pairs, else TYPE_KEY + "value"."""
+    convert = SINGLE_ARG.get((module, name))
+    if convert is not None:
+        try:
+            return convert(arg)
+        except CONVERSION_ERRORS:
+            pass
+    elif name in SECRET_NAMES:
+        # FORMAT 8.12: the secret is stored in clear text; show it the way pydantic does.
+        empty = arg == "" or (type(arg) is dict and arg.get("size") == 0)
+        return {TYPE_KEY: type_path(module, name), "value": "" if empty else SECRET_MASK}
+    return {TYPE_KEY: type_path(module, name), "value": arg}
+
+
+def timedelta_seconds(args: Any) -> float:
+    """`[days, seconds, microseconds]` -> total seconds, as timedelta.total_seconds() does."""
+    days, seconds, microseconds = _list(args)
+    return timedelta(_int(days), _int(seconds), _int(microseconds)).total_seconds()
+
+
+def _date(args: Any) -> str:
+    year, month, day = _list(args)
+    return date(_int(year), _int(month), _int(day)).isoformat()
+
+
+def format_offset(offset: timedelta) -> str:
+    """The offset part of an ISO-8601 time: "+01:00", "-00:59:59.999995"."""
+    sign = "-" if offset < timedelta(0) else "+"
+    offset = abs(offset)
+    hours, rest = divmod(offset, timedelta(hours=1))
+    minutes, rest = divmod(rest, timedelta(minutes=1))
+    text = f"{sign}{hours:02d}:{minutes:02d}"
+    if rest:
+        text += f":{rest.seconds:02d}"
+        if rest.microseconds:
+            text += f".{rest.microseconds:06d}"
+    return text
+
+
+def timezone_text(offset_seconds: Any, tz_name: Any = None) -> str:
+    """A `datetime.timezone` as a string: its name if it has one, "UTC" for a nameless zero
+    offset, else "+HH:MM" (with ":SS[.ffffff]" when needed)."""
+    offset = timedelta(seconds=_number(offset_seconds))
+    timezone(offset)  # validates the range (strictly within one day), like the constructor
+    if tz_name is not None:
+        return _str(tz_name)
+    if not offset:
+        return "UTC"
+    return format_offset(offset)
+
+
+def _timezone(args: Any) -> str:
+    args = _list(args)
+    if len(args) not in (1, 2):
+        raise ValueError("expected [offset] or [offset, name]")
+    return timezone_text(*args)
+
+
+def _path(name: str) -> Callable[[Any], str]:
+    # Pure paths only join strings; the flavour follows the class name (FORMAT 2.4 row 6).
+    flavour = pathlib.PureWindowsPath if "Windows" in name else pathlib.PurePosixPath
+
+    def convert(args: Any) -> str:
+        return str(flavour(*[_str(part) for part in _list(args)]))
+
+    return convert
+
+
+def _pattern(args: Any) -> Any:
+    pattern, flags = _list(args)
+    _int(flags)
+    if type(pattern) is str:
+        return pattern
+    if type(pattern) is dict and pattern.get(MARK_KEY) == "bytes":
+        return pattern
+    raise TypeError("expected a string or bytes pattern")
+
+
+_PATH_NAMES: Final = ("Path", "PosixPath", "WindowsPath", "PurePath", "PurePosixPath")
+
+# ext 1 (positional constructor arguments): (module, name) -> converter of the args list.
+POS_ARGS: Final[dict[tuple[str, str], Callable[[Any], Any]]] = {
+    ("datetime", "timedelta"): timedelta_seconds,
+    ("datetime", "date"): _date,
+    ("datetime", "timezone"): _timezone,
+    ("re", "compile"): _pattern,
+    **{
+        (module, name): _path(name)
+        for module in ("pathlib", "pathlib._local")
+        for name in (*_PATH_NAMES, "PureWindowsPath")
+    },
+}
+
+
+def send_record(node: Any, arg: Any, timeout: Any = None, *, with_timeout: bool = False) -> Any:
+    """A langgraph Send packet; "timeout" only when the payload carried one."""
+    record = {TYPE_KEY: SEND_TYPE, "node": node, "arg": arg}
+    if with_timeout:
+        record["timeout"] = timeout
+    return record
+
+
+def pos_args(module: str, name: str, args: Any) -> Any:
+    """ext 1 `[module, name, [args...]]`: Send and known pairs, else TYPE_KEY + "args"."""
+    if (module, name) in SEND_PAIRS and type(args) is list and len(args) in (2, 3):
+        # LangGraph special-cases Send so that a third element is timeout= (FORMAT 2.3).
+        if len(args) == 3:
+            return send_record(args[0], args[1], args[2], with_timeout=True)
+        return send_record(args[0], args[1])
+    convert = POS_ARGS.get((module, name))
+    if convert is not None:
+        try:
+            return convert(args)
+        except CONVERSION_ERRORS:
+            pass
+    return {TYPE_KEY: type_path(module, name), "args": args}
+
+
+def time_text(
+    hour: Any,
+    minute: Any,
+    second: Any,
+    microsecond: Any,
+    tz: tuple[str, Any] | None,
+) -> str:
+    """A `datetime.time` as ISO-8601. `tz` is ("offset", timedelta) for a datetime.timezone
+    or ("zone", key) for a ZoneInfo; a zone key is appended in brackets (RFC 9557 style),
+    because a time alone has no offset in a zone with daylight saving."""
+    naive = time(_int(hour), _int(minute), _int(second), _int(microsecond))
+    if tz is None:
+        return naive.isoformat()
+    kind, detail = tz
+    if kind == "offset":
+        return naive.replace(tzinfo=timezone(detail)).isoformat()
+    return f"{naive.isoformat()}[{_str(detail)}]"
+
+
+def kw_args(module: str, name: str, kwargs: Any) -> Any:
+    """ext 2 `[module, name, {kwargs}]`: dataclasses, namedtuples, Interrupt, Command ..."""
+    return object_record(type_path(module, name), kwargs)
+
+
+def datetime_text(arg: Any) -> str:
+    """ext 3 datetime.fromisoformat: the ISO string, validated and in isoformat() form."""
+    return datetime.fromisoformat(_str(arg)).isoformat()
+
+
+# (module, name, method) -> converter: the one pair LangGraph allows (FORMAT 2.5), plus the
+# two sibling parsers legacy JSON could name with the same method.
+METHODS: Final[dict[tuple[str, str, str], Callable[[Any], Any]]] = {
+    ("datetime", "datetime", "fromisoformat"): datetime_text,
+    ("datetime", "date", "fromisoformat"): lambda arg: date.fromisoformat(_str(arg)).isoformat(),
+    ("datetime", "time", "fromisoformat"): lambda arg: time.fromisoformat(_str(arg)).isoformat(),
+}
+
+
+def method_call(module: str, name: str, method: str, arg: Any) -> Any:
+    """ext 3 `[module, name, arg, method]`. Anything but a datetime parse was forged or is
+    unknown: show every name and the argument; call nothing."""
+    convert = METHODS.get((module, name, method))
+    if convert is not None:
+        try:
+            return convert(arg)
+        except CONVERSION_ERRORS:
+            pass
+    return {MARK_KEY: "method_call", "module": module, "name": name, "method": method, "arg": arg}
+
+
+def pydantic_model(module: str, name: str, fields: Any) -> Any:
+    """ext 4 / ext 5: pydantic v1 and v2 models, including every LangChain message."""
+    return object_record(type_path(module, name), fields)
+
+
+def header(payload: Any, sizes: tuple[int, ...]) -> tuple[str, str, list[Any]]:
+    """Check `[module, name, ...]` and return module, name and the whole list."""
+    if type(payload) is not list or len(payload) not in sizes:
+        wanted = " or ".join(str(size) for size in sizes)
+        raise ShapeError(f"expected an array of {wanted} elements [module, name, ...]")
+    module, name = payload[0], payload[1]
+    if type(module) is not str or type(name) is not str:
+        raise ShapeError("module and name must be strings")
+    return module, name, payload
+
+
+def interpret(code: int, payload: Any) -> Any:
+    """Ext codes 0-5 after their payload was unpacked and made JSON-ready."""
+    if code == EXT_CONSTRUCTOR_SINGLE_ARG:
+        module, name, items = header(payload, (3,))
+        return single_arg(module, name, items[2])
+    if code == EXT_CONSTRUCTOR_POS_ARGS:
+        module, name, items = header(payload, (3,))
+        return pos_args(module, name, items[2])
+    if code == EXT_CONSTRUCTOR_KW_ARGS:
+        module, name, items = header(payload, (3,))
+        return kw_args(module, name, items[2])
+    if code == EXT_METHOD_SINGLE_ARG:
+        module, name, items = header(payload, (4,))
+        method = items[3]
+        if type(method) is not str:
+            raise ShapeError("method must be a string")
+        return method_call(module, name, method, items[2])
+    if code in (EXT_PYDANTIC_V1, EXT_PYDANTIC_V2):
+        # v1 payloads have 3 elements, v2 add "model_validate_json", which LangGraph ignores.
+        module, name, items = header(payload, (3, 4))
+        return pydantic_model(module, name, items[2])
+    raise ShapeError(f"unknown ext code {code}")

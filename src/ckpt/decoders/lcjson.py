@@ -1,0 +1,200 @@
+"""The legacy `json` tag and old SQLite metadata: JSON with LangChain lc:1 / lc:2 envelopes.
+
+FORMAT 2.6. Checkpoint 1.0.x wrote everything this way; later releases only for strings
+msgpack could not hold. LangGraph today revives few envelopes and turns legacy datetimes
+into None (FORMAT 2.6 "surprise 1"); we decode every envelope ourselves, to the same
+representation as the msgpack decoder, and never import what an envelope names.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import timedelta
+from typing import Any, Final
+
+from ckpt.decoders.ext import (
+    CONVERSION_ERRORS,
+    METHODS,
+    POS_ARGS,
+    RESERVED_TYPE_PATHS,
+    SECRET_NAMES,
+    SEND_PAIRS,
+    SINGLE_ARG,
+    ShapeError,
+    method_call,
+    pos_args,
+    send_record,
+    single_arg,
+    time_text,
+    type_path,
+)
+from ckpt.decoders.values import (
+    MARK_KEY,
+    TYPE_KEY,
+    bytes_record,
+    float_record,
+    map_record,
+    object_record,
+)
+from ckpt.errors import DecodeError
+
+_BYTES_TYPES: Final = frozenset({("builtins", "bytes"), ("builtins", "bytearray")})
+
+
+def decode_json_text(text: str | bytes) -> Any:
+    """Parse legacy JSON (FORMAT 2.6, 3.2) into the same values `decode` returns."""
+    try:
+        raw = json.loads(text)
+    except RecursionError:
+        raise DecodeError("JSON nested too deep") from None
+    except ValueError as exc:  # includes JSONDecodeError and UnicodeDecodeError
+        raise DecodeError(f"invalid JSON: {exc}") from None
+    return _convert(raw)
+
+
+def _convert(root: Any) -> Any:
+    """Envelopes -> values, bottom-up, without recursion (any depth json.loads accepted)."""
+    if type(root) is float and not math.isfinite(root):
+        return float_record(root)
+    if type(root) is not dict and type(root) is not list:
+        return root
+    holder = [root]
+    pending: list[tuple[Any, Any]] = [(holder, 0)]
+    dicts: list[tuple[Any, Any]] = []  # (parent, key) of every dict, parents first
+    while pending:
+        parent, key = pending.pop()
+        node = parent[key]
+        if type(node) is dict:
+            legacy_time = _legacy_time(node)
+            if legacy_time is not None:
+                # Handled before its children: the tzinfo envelope is needed unconverted.
+                parent[key] = legacy_time
+                continue
+            dicts.append((parent, key))
+            children: Any = node.items()
+        else:
+            children = enumerate(node)
+        for child_key, child in children:
+            kind = type(child)
+            if kind is dict or kind is list:
+                pending.append((node, child_key))
+            elif kind is float and not math.isfinite(child):
+                node[child_key] = float_record(child)
+    for parent, key in reversed(dicts):
+        parent[key] = _convert_dict(parent[key])
+    return holder[0]
+
+
+def _envelope_id(node: dict[str, Any]) -> list[str] | None:
+    ident = node.get("id")
+    if type(ident) is list and ident and all(type(part) is str for part in ident):
+        return ident
+    return None
+
+
+def _convert_dict(node: dict[str, Any]) -> Any:
+    """One dict whose children are converted already."""
+    lc = node.get("lc")
+    ident = _envelope_id(node) if type(lc) is int else None
+    if ident is not None:
+        kind = node.get("type")
+        if lc == 1:
+            path = ".".join(ident)
+            if kind == "constructor" and path not in RESERVED_TYPE_PATHS:
+                # LangChain Serializable.to_json(): the id is the legacy LangChain path,
+                # e.g. langchain.schema.messages.HumanMessage (FORMAT 2.6).
+                return object_record(path, node.get("kwargs", {}))
+            if kind == "secret":
+                return {MARK_KEY: "secret", "id": ident}
+            if kind == "not_implemented":
+                return {MARK_KEY: "not_implemented", "id": ident, "repr": node.get("repr")}
+        elif lc == 2 and kind == "constructor" and len(ident) >= 2:
+            try:
+                converted = _lc2(node, ".".join(ident[:-1]), ident[-1])
+            except ShapeError:  # names Send or ndarray in a way we never write
+                converted = None
+            if converted is not None:
+                return converted
+    if TYPE_KEY in node or MARK_KEY in node:
+        return map_record(node)
+    return node
+
+
+def _lc2(node: dict[str, Any], module: str, name: str) -> Any:
+    """A LangGraph lc:2 constructor envelope; None if it is not well formed."""
+    method = node.get("method")
+    args = node.get("args") or []
+    kwargs = node.get("kwargs") or {}
+    if type(args) is not list:
+        return None
+    if type(method) is list and method and type(method[0]) is str:
+        method = method[0]  # [name, fallback ...]: LangGraph 1.0 tried them in order
+    if type(method) is str:
+        if (module, name) in _BYTES_TYPES and method == "fromhex" and len(args) == 1:
+            try:
+                return bytes_record(bytes.fromhex(args[0]))
+            except CONVERSION_ERRORS:
+                pass
+        if (module, name, method) in METHODS and len(args) == 1:
+            return method_call(module, name, method, args[0])
+        return method_call(module, name, method, args[0] if len(args) == 1 else args)
+    # method None, or [None, "model_construct"] / [None, "construct"] for pydantic: the
+    # first entry None already meant "the default constructor".
+    if (module, name) in SEND_PAIRS:
+        if type(kwargs) is dict and not args and kwargs.keys() == {"node", "arg"}:
+            return send_record(kwargs["node"], kwargs["arg"])
+        if len(args) == 2 and not kwargs:
+            return send_record(args[0], args[1])
+    if not kwargs:
+        if (module, name) in SINGLE_ARG and len(args) == 1:
+            return single_arg(module, name, args[0])
+        if (module, name) in POS_ARGS:
+            return pos_args(module, name, args)
+        if name in SECRET_NAMES and len(args) == 1:
+            return single_arg(module, name, args[0])
+    path = type_path(module, name)
+    if not args:
+        return object_record(path, kwargs) if kwargs else {TYPE_KEY: path}
+    if not kwargs:
+        if len(args) == 1:
+            return {TYPE_KEY: path, "value": args[0]}  # Enum, like msgpack ext 0
+        return {TYPE_KEY: path, "args": args}
+    return {TYPE_KEY: path, "args": args, "kwargs": kwargs}
+
+
+def _is_lc2(node: Any, module_and_name: list[str]) -> bool:
+    return (
+        type(node) is dict
+        and node.get("lc") == 2
+        and node.get("type") == "constructor"
+        and node.get("id") == module_and_name
+    )
+
+
+def _legacy_time(node: dict[str, Any]) -> str | None:
+    """lc:2 datetime.time: args [hour, minute, second, microsecond, tzinfo], kwargs {fold}.
+
+    None when the envelope is anything else or malformed (then it takes the generic path).
+    """
+    if not _is_lc2(node, ["datetime", "time"]) or node.get("method") is not None:
+        return None
+    args = node.get("args")
+    if type(args) is not list or len(args) != 5:
+        return None
+    hour, minute, second, microsecond, tzinfo = args
+    try:
+        tz: tuple[str, Any] | None = None
+        if _is_lc2(tzinfo, ["zoneinfo", "ZoneInfo"]):
+            tz = ("zone", tzinfo["args"][0])
+        elif _is_lc2(tzinfo, ["datetime", "timezone"]):
+            delta = tzinfo["args"][0]
+            if not _is_lc2(delta, ["datetime", "timedelta"]):
+                return None
+            days, seconds, microseconds = delta["args"]
+            tz = ("offset", timedelta(days, seconds, microseconds))
+        elif tzinfo is not None:
+            return None
+        return time_text(hour, minute, second, microsecond, tz)
+    except (*CONVERSION_ERRORS, KeyError):
+        return None
