@@ -30,6 +30,10 @@ class CkptGroup(TyperGroup):
             raise typer.Exit(0) from None
         except KeyboardInterrupt:
             fail("interrupted", ExitCode.INTERRUPTED)
+        except RecursionError:
+            # A value can decode and still nest deeper than Python's own JSON encoder or
+            # our diff walk go (the decoder allows ~6,000 levels): treat it as damaged data.
+            fail("a value is nested too deeply to print (over ~1,000 levels)", ExitCode.CORRUPT)
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise  # usage errors and exits keep Typer's own handling (exit 2 for usage)
         except Exception as exc:  # a bug in ckpt, never the user's fault: still one line
