@@ -10,6 +10,7 @@ from ckpt.decoders.ids import uuid6_lower_bound, uuid6_time
 from ckpt.decoders.lcjson import decode_json_text
 from ckpt.decoders.pickles import pickle_globals
 from ckpt.decoders.serde import decode
+from ckpt.decoders.skeleton import peek_checkpoint
 from ckpt.decoders.values import ABSENT, MARK_KEY, TYPE_KEY, is_marked
 from ckpt.decoders.versions import compare_versions, parse_version
 
@@ -23,6 +24,7 @@ __all__ = [
     "is_marked",
     "key_from_env_or_arg",
     "parse_version",
+    "peek_checkpoint",
     "pickle_globals",
     "uuid6_lower_bound",
     "uuid6_time",

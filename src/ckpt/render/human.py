@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from functools import cache
 from typing import Any
 
 from rich import box
@@ -33,7 +32,6 @@ ROLE_STYLE = {"human": "bold blue", "ai": "bold green", "tool": "bold magenta", 
 MESSAGE_ROLES = {"human", "ai", "system", "tool", "function", "chat", "remove", "developer"}
 
 
-@cache
 def console() -> Console:
     """stdout: colour and boxes only on a terminal; Rich honours NO_COLOR itself."""
     terminal = sys.stdout.isatty() or bool(os.environ.get("CKPT_FORCE_TTY"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ckpt.decoders import ABSENT, decode, decode_json_text, is_marked
+from ckpt.decoders import ABSENT, decode, decode_json_text, is_marked, peek_checkpoint
 from ckpt.errors import DecodeError
 from ckpt.model import TASKS, Checkpoint, CheckpointKey, PendingWrite
 
@@ -84,8 +84,11 @@ def checkpoint_from_body(
     untyped = tag is None
     if untyped:
         tag = "pickle" if body.startswith(b"\x80") and body.endswith(b".") else "json"
+    peeked = None if values else peek_checkpoint(tag, body)
     try:
-        decoded = decode(tag, body, aes_key=aes_key, shallow=not values)
+        decoded = (
+            peeked if peeked is not None else decode(tag, body, aes_key=aes_key, shallow=not values)
+        )
     except DecodeError as exc:
         if not tolerant:
             raise DecodeError(

@@ -140,9 +140,11 @@ class SqliteStore(Store):
                 key = CheckpointKey(thread_id, self._ns_of(thread_id, latest_any), latest_any)
                 latest = self._load_one(key, values=False)
             decoded.append(((thread_id, count, namespaces), latest))
-        thread_sizes, write_counts = sizes.result()
+        write_counts = self._write_counts()
+        thread_sizes, write_sizes = sizes.result()
         for (thread_id, count, namespaces), latest in decoded:
-            writes_count, writes_size = write_counts.get(thread_id, (0, 0))
+            writes_count = write_counts.get(thread_id, 0)
+            writes_size = write_sizes.get(thread_id, 0)
             yield ThreadInfo(
                 thread_id=thread_id,
                 namespaces=sorted((namespaces or "").split(",")) if namespaces else [""],
@@ -152,27 +154,38 @@ class SqliteStore(Store):
                 latest=latest,
             )
 
-    def _sizes(self) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
-        """Bytes of checkpoints per thread, and write rows and bytes per thread."""
+    def _sizes(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Bytes of checkpoints (body and metadata) and of writes per thread.
+
+        Runs on its own connection, in the background: it must read every row's header.
+        """
         conn = _open(self._uri)
         try:
-            sizes = {
+            checkpoints = {
                 thread_id: size or 0
                 for thread_id, size in conn.execute(
                     "SELECT thread_id, sum(coalesce(length(checkpoint), 0) "
                     "+ coalesce(length(metadata), 0)) FROM checkpoints GROUP BY thread_id"
                 )
             }
-            writes: dict[str, tuple[int, int]] = {}
+            writes: dict[str, int] = {}
             if self.has_writes:
-                for thread_id, count, size in conn.execute(
-                    "SELECT thread_id, count(*), sum(coalesce(length(value), 0)) "
-                    "FROM writes GROUP BY thread_id"
-                ):
-                    writes[thread_id] = (count, size or 0)
-            return sizes, writes
+                writes = {
+                    thread_id: size or 0
+                    for thread_id, size in conn.execute(
+                        "SELECT thread_id, sum(coalesce(length(value), 0)) "
+                        "FROM writes GROUP BY thread_id"
+                    )
+                }
+            return checkpoints, writes
         finally:
             conn.close()
+
+    def _write_counts(self) -> dict[str, int]:
+        """Write rows per thread, from the primary-key index alone."""
+        if not self.has_writes:
+            return {}
+        return dict(self._run("SELECT thread_id, count(*) FROM writes GROUP BY thread_id"))
 
     def _ns_of(self, thread_id: str, checkpoint_id: str) -> str:
         rows = self._run(
