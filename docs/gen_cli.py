@@ -72,7 +72,8 @@ WHEN = {
     "what is readable is still printed",
     ExitCode.NOT_FOUND: "unknown thread, checkpoint, namespace or channel",
     ExitCode.AMBIGUOUS: "an id prefix matches several checkpoints (they are listed)",
-    ExitCode.REFUSED: "a pickle names a global outside the allowlist; nothing was run",
+    ExitCode.REFUSED: "a pickle file (PersistentDict, `langgraph dev`) names a global outside "
+    "the allowlist; nothing was run. A `pickle`-tagged value inside a store is only listed",
     ExitCode.MISSING_DEPENDENCY: "an optional extra is needed (`ckpt[postgres]`, `ckpt[demo]`)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }

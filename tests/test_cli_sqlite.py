@@ -262,8 +262,18 @@ def test_versions_marks_the_steps_that_moved_messages(sqlite_store: Path) -> Non
 
 
 def test_encrypted_store(encrypted_store: Path, encryption_key: bytes) -> None:
-    threads = run_json("threads", str(encrypted_store))
+    listed = run("threads", str(encrypted_store), "--json")
+    assert listed.exit_code == 0  # metadata is plain: threads list without a key
+    threads = json.loads(listed.stdout)
     assert {t["thread_id"] for t in threads} >= {"support-1", "fanout-1"}
+    assert "threads are encrypted" in listed.stderr and listed.stderr.count("\n") == 1
+    assert {t["status"] for t in threads} <= {"unknown", "interrupted", "error"}
+    wrong_key = run("threads", str(encrypted_store), "--aes-key", "fedcba9876543210")
+    assert wrong_key.exit_code == ExitCode.ENCRYPTED and "wrong" in wrong_key.stderr
+    with_key = run_json("threads", str(encrypted_store), "--aes-key", encryption_key.decode())
+    assert {t["thread_id"]: t["status"] for t in with_key} == {
+        t: s for t, s in EXPECTED_STATUS.items() if t in {x["thread_id"] for x in with_key}
+    }
     locked = run("show", "support-1", "--blobs", "--json", "--db", str(encrypted_store))
     assert locked.exit_code == ExitCode.ENCRYPTED
     assert "encrypted" in locked.stdout and "--aes-key" in locked.stderr

@@ -135,14 +135,31 @@ def task_node(task_path: str) -> str | None:
     return None
 
 
-def status_of(checkpoint: Checkpoint | None) -> tuple[Status, list[str]]:
+def why_next_unknown(checkpoint: Checkpoint) -> str | None:
+    """Why `next` cannot be told from this checkpoint, or None when it can."""
+    body = checkpoint.extra.get("body")
+    if isinstance(body, dict) and body.get("__ckpt__") == "encrypted":
+        return "the checkpoint is encrypted: pass --aes-key or set LANGGRAPH_AES_KEY"
+    if body is not None:
+        return "the checkpoint body could not be read"
+    if checkpoint.value_channels is None:
+        return "this store keeps no channel values"
+    return None
+
+
+def known_next(checkpoint: Checkpoint) -> list[str] | None:
+    """`next`, or None when it cannot be told (encrypted, unreadable, no values kept)."""
+    return None if why_next_unknown(checkpoint) else next_nodes(checkpoint)
+
+
+def status_of(checkpoint: Checkpoint | None) -> tuple[Status, list[str] | None]:
     """A thread's status and `next`, from its latest root checkpoint and the writes on it."""
     if checkpoint is None:
-        return "unknown", []
+        return "unknown", None
     # Encrypted without a key, undecodable, or a store that keeps no channel values: which
     # nodes are due cannot be told.
-    unknowable = "body" in checkpoint.extra or checkpoint.value_channels is None
-    due = [] if unknowable else next_nodes(checkpoint)
+    due = known_next(checkpoint)
+    unknowable = due is None
     outcomes = task_outcomes(checkpoint.pending_writes or [])
     if any(t.error is not None and not t.finished for t in outcomes):
         return "error", due
@@ -155,7 +172,7 @@ def status_of(checkpoint: Checkpoint | None) -> tuple[Status, list[str]]:
     return "done", due
 
 
-def thread_status(thread: ThreadInfo) -> tuple[Status, list[str]]:
+def thread_status(thread: ThreadInfo) -> tuple[Status, list[str] | None]:
     return status_of(thread.latest)
 
 

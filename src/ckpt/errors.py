@@ -32,6 +32,12 @@ class CkptError(Exception):
         self.message = message
 
 
+class BadOption(CkptError):
+    """An option or environment value ckpt cannot use (e.g. an AES key of the wrong size)."""
+
+    exit_code = ExitCode.USAGE
+
+
 class StoreNotFound(CkptError):
     """The store path does not exist, or discovery found none or several."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ckpt.errors import Ambiguous, NotFound
+from ckpt.errors import Ambiguous, BadOption, NotFound
 from ckpt.model import CheckpointKey
 from ckpt.stores.base import Store
 
@@ -21,13 +21,13 @@ def short_id(checkpoint_id: str) -> str:
 def resolve(store: Store, selector: str, *, checkpoint_ns: str | None = None) -> CheckpointKey:
     """Find the one checkpoint a selector names, or raise NotFound / Ambiguous."""
     ns = checkpoint_ns or ""
+    if not selector.strip():
+        raise BadOption("empty checkpoint selector: give an id, a prefix, THREAD or THREAD~N")
     if store.thread_exists(selector):
         return _latest(store, selector, ns)
     thread, tilde, back = selector.rpartition("~")
     if tilde and thread and back.isdigit() and store.thread_exists(thread):
         return ancestor(store, _latest(store, thread, ns), int(back))
-    if not selector:
-        raise NotFound("empty checkpoint selector")
     keys = store.find(selector)
     if checkpoint_ns is not None:
         keys = [k for k in keys if k.checkpoint_ns == checkpoint_ns]

@@ -6,7 +6,7 @@ from typing import Any
 
 from ckpt.decoders import MARK_KEY
 from ckpt.errors import EncryptedError, NotFound
-from ckpt.model import Checkpoint
+from ckpt.model import Checkpoint, ThreadInfo
 
 
 def pick_channels(checkpoint: Checkpoint, names: list[str]) -> None:
@@ -44,3 +44,20 @@ def require_key_if_encrypted(checkpoint: Checkpoint, *, has_key: bool) -> None:
         if has_key:
             raise EncryptedError("some values did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY")
         raise EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
+
+
+def encrypted_threads(threads: list[ThreadInfo], *, has_key: bool) -> list[str]:
+    """A notice when newest checkpoints stayed encrypted; an error when a key was wrong."""
+    hidden = [
+        t for t in threads if t.latest is not None and has_encrypted(t.latest.extra.get("body"))
+    ]
+    if not hidden:
+        return []
+    if has_key:
+        raise EncryptedError(
+            f"{len(hidden)} thread(s) did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
+        )
+    return [
+        f"{len(hidden)} of {len(threads)} threads are encrypted: their status and next need "
+        "--aes-key or LANGGRAPH_AES_KEY"
+    ]

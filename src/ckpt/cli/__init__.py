@@ -16,6 +16,48 @@ from ckpt.errors import CkptError, ExitCode
 class CkptGroup(TyperGroup):
     """Maps our exceptions to one stderr line and a documented exit code (docs/cli.md)."""
 
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        # Usage errors too are one line on stderr, `ckpt: error: ...`, exit 2, instead of
+        # Click's four-line "Usage: / Try / Error:" block.
+        from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+
+        try:
+            result = super().main(
+                args=args,
+                prog_name=prog_name,
+                complete_var=complete_var,
+                standalone_mode=False,
+                **extra,
+            )
+        except NoArgsIsHelpError as exc:
+            exc.show()  # `ckpt` alone prints its help, as before
+            code: int = exc.exit_code
+        except UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "ckpt"
+            fail_line(f"{exc.format_message()} (see '{where} --help')")
+            code = exc.exit_code
+        except ClickException as exc:
+            fail_line(exc.format_message())
+            code = exc.exit_code
+        except typer.Abort:
+            fail_line("aborted")
+            code = 1
+        else:
+            # Typer returns the code of a `typer.Exit` when not standalone; None is success.
+            code = result if isinstance(result, int) else 0
+            if not standalone_mode:
+                return result
+        if not standalone_mode:
+            return code
+        sys.exit(code)
+
     def list_commands(self, ctx: Any) -> list[str]:
         return list(self.commands)  # keep the order commands are declared in
 
@@ -47,10 +89,14 @@ class CkptGroup(TyperGroup):
 
 
 def fail(message: str, code: int) -> None:
+    fail_line(message)
+    raise typer.Exit(int(code))
+
+
+def fail_line(message: str) -> None:
     from ckpt.render.plain import error_line
 
     error_line(message)
-    raise typer.Exit(int(code))
 
 
 def _silence_stdout() -> None:

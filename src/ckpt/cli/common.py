@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from ckpt.errors import StoreNotFound
+from ckpt.errors import BadOption, EncryptedError, StoreNotFound
 
 if TYPE_CHECKING:
     from ckpt.stores.base import Store
@@ -33,7 +33,12 @@ def open_from_options(
     spec = store or db or discover()
     if not spec:
         raise StoreNotFound("no store given")
-    key = key_from_env_or_arg(aes_key)
+    try:
+        # LANGGRAPH_AES_KEY is read here rather than by Typer, so that a message about a
+        # bad key names where it came from.
+        key = key_from_env_or_arg(aes_key)
+    except EncryptedError as exc:
+        raise BadOption(exc.message) from None
     opened = open_store(spec, aes_key=key, schema=schema, timeout=timeout)
     try:
         say_notices(opened.notices)

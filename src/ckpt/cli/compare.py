@@ -116,7 +116,12 @@ def _pick(
         parent = CheckpointKey(right.thread_id, right.checkpoint_ns, right.parent_checkpoint_id)
         return store_a.load(parent), right
     left = store_a.load(resolve(store_a, a, checkpoint_ns=ns))
-    right = store_b.load(resolve(store_b, a if b is None else b, checkpoint_ns=ns))
+    try:
+        right = store_b.load(resolve(store_b, a if b is None else b, checkpoint_ns=ns))
+    except NotFound as exc:
+        if same_store:
+            raise
+        raise NotFound(f"in {store_b.location} (--db2): {exc.message}") from None
     return left, right
 
 
@@ -207,9 +212,11 @@ def dump(
             latest_only=latest,
         )
         hidden: list[Checkpoint] = []  # the first checkpoint whose values did not decrypt
+        count = [0]
 
         def records() -> Iterator[dict[str, Any]]:
             for checkpoint in opened.iter_checkpoints(query, values=values):
+                count[0] += 1
                 if not hidden and _hides_values(checkpoint):
                     hidden.append(checkpoint)
                 yield checkpoint_record(checkpoint, values=values)
@@ -222,6 +229,12 @@ def dump(
                 write_lines(json_array(counted))
         if hidden:
             require_key_if_encrypted(hidden[0], has_key=opened.aes_key is not None)
+        if not count[0] and ns is not None and since is None and until is None:
+            # Like an unknown --thread: a namespace that matches nothing is a mistake (often
+            # `node` instead of `node:<task id>`), not an empty store.
+            raise NotFound(
+                f"no checkpoints in namespace {ns!r}; `ckpt threads --json` lists namespaces"
+            )
 
 
 def _bound(opened: Store, text: str, option: str) -> str:

@@ -20,20 +20,27 @@ def demo(
 
     Needs LangGraph: pip install 'ckpt[demo]'. Example: ckpt demo && ckpt threads ckpt-demo.sqlite
     """
-    from ckpt.errors import CkptError, MissingDependency
+    import sqlite3
 
+    from ckpt.errors import BadOption, CkptError, MissingDependency
+
+    if path.is_dir():
+        raise BadOption(f"{path} is a folder; give the path of the SQLite file to write")
     if path.exists() and not force:
-        raise CkptError(f"{path} exists; pass --force to replace it")
+        raise BadOption(f"{path} exists; pass --force to replace it")
     try:
         from ckpt.demo import write_demo_store
     except ImportError as exc:
         raise MissingDependency(
             f"ckpt demo needs LangGraph: pip install 'ckpt[demo]' ({exc})"
         ) from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        path.unlink()
-    threads = write_demo_store(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            path.unlink()
+        threads = write_demo_store(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise CkptError(f"cannot write {path}: {exc}") from None
     typer.echo(f"wrote {path} with {len(threads)} threads: {', '.join(threads)}", err=True)
     typer.echo(f"next: ckpt threads {path}", err=True)
 

@@ -17,6 +17,7 @@ from ckpt.cli.options import (
     SchemaOpt,
     StoreArg,
     ThreadSort,
+    ThreadStatus,
     TimeoutOpt,
 )
 
@@ -41,12 +42,8 @@ def threads(
         ),
     ] = None,
     status: Annotated[
-        str | None,
-        typer.Option(
-            "--status",
-            metavar="STATUS",
-            help="Keep threads with this status (done, interrupted, error, pending).",
-        ),
+        ThreadStatus | None,
+        typer.Option("--status", help="Keep threads with this status.", show_default=False),
     ] = None,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
@@ -58,25 +55,31 @@ def threads(
 
     Example: ckpt threads db.sqlite --status error --json | jq '.[].errors'
     """
-    from ckpt.render.plain import threads_table
+    from ckpt.render.plain import say_notices, threads_table
     from ckpt.render.records import json_array, ndjson, thread_record
+    from ckpt.show import encrypted_threads
     from ckpt.threads import select_threads
 
     filters = dict(_parse_where(w) for w in where or [])
     with open_from_options(store, db, aes_key, schema=schema, timeout=timeout) as opened:
+        infos = list(opened.threads())
         records = select_threads(
-            (thread_record(t) for t in opened.threads()),
+            (thread_record(t) for t in infos),
             sort=sort.value,
             limit=limit,
             where=filters,
-            status=status,
+            status=status.value if status else None,
         )
         if wants_ndjson(json_out, ndjson_out):
             write_lines(ndjson(records))
         elif json_out:
             write_lines(json_array(records))
         else:
-            threads_table(records, location=opened.location)
+            filtered = bool(filters or status) and bool(infos)
+            threads_table(records, location=opened.location, filtered=filtered)
+        # Metadata is never encrypted, so threads list without a key (FORMAT 2.7); say
+        # what the key would add, and fail only when a key was given and is wrong.
+        say_notices(encrypted_threads(infos, has_key=opened.aes_key is not None))
 
 
 def _parse_where(text: str) -> tuple[str, str]:

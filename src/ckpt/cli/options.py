@@ -30,11 +30,9 @@ AesKeyOpt = Annotated[
     str | None,
     typer.Option(
         "--aes-key",
-        envvar="LANGGRAPH_AES_KEY",
         metavar="KEY",
         help="Key for EncryptedSerializer stores (16, 24 or 32 bytes); also $LANGGRAPH_AES_KEY.",
         show_default=False,
-        show_envvar=False,
     ),
 ]
 SchemaOpt = Annotated[
@@ -73,3 +71,11 @@ class ThreadSort(StrEnum):
     size = "size"
     step = "step"
     status = "status"
+
+
+class ThreadStatus(StrEnum):
+    done = "done"
+    interrupted = "interrupted"
+    error = "error"
+    pending = "pending"
+    unknown = "unknown"

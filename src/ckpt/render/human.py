@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from rich import box
 from rich.console import Console, Group
 from rich.markup import escape
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
@@ -20,11 +22,12 @@ from ckpt.analysis import (
     task_node,
     task_outcomes,
     trigger_node,
+    why_next_unknown,
 )
 from ckpt.decoders import TYPE_KEY, parse_version
 from ckpt.history import HistoryNode
 from ckpt.model import ERROR, INTERRUPT, NULL_TASK_ID, Checkpoint, PendingWrite
-from ckpt.render.plain import brief, cut, human_size, short_time
+from ckpt.render.plain import brief, clean, cut, human_size, short_time
 from ckpt.render.records import dumps, updated_at
 from ckpt.selectors import short_id
 
@@ -32,11 +35,26 @@ ROLE_STYLE = {"human": "bold blue", "ai": "bold green", "tool": "bold magenta", 
 MESSAGE_ROLES = {"human", "ai", "system", "tool", "function", "chat", "remove", "developer"}
 
 
+class _Console(Console):
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        # Every piece of text that came from the store passes here: escape its control
+        # characters, keep the styles ckpt itself adds (render/plain.py `clean`).
+        return super()._render_buffer(
+            Segment(clean(text), style, None) if control is None else Segment(text, style, control)
+            for text, style, control in buffer
+        )
+
+    def on_broken_pipe(self) -> None:
+        # Rich would exit 1 by itself; hand the closed pipe to the CLI, which ends quietly
+        # with status 0 like `dump | head` does.
+        raise BrokenPipeError
+
+
 def console() -> Console:
     """stdout: colour and boxes only on a terminal; Rich honours NO_COLOR itself."""
     terminal = sys.stdout.isatty() or bool(os.environ.get("CKPT_FORCE_TTY"))
     width = None if terminal else int(os.environ.get("COLUMNS") or 120)
-    return Console(
+    return _Console(
         force_terminal=terminal or None,
         width=width,
         highlight=False,
@@ -296,8 +314,13 @@ def show_checkpoint(checkpoint: Checkpoint, *, values: bool, writes_only: bool, 
         header.add_row("format", f"v{checkpoint.v}, {human_size(checkpoint.size)}")
     if "body" in checkpoint.extra:
         header.add_row("body", Text(brief(checkpoint.extra["body"], full), style="red"))
-    due = next_nodes(checkpoint) if "body" not in checkpoint.extra else []
-    header.add_row("next", ", ".join(due) or "(nothing: the run is finished)")
+    unknown = why_next_unknown(checkpoint)
+    if unknown:
+        header.add_row("next", Text(f"(unknown: {unknown})", style="dim"))
+    else:
+        header.add_row(
+            "next", ", ".join(next_nodes(checkpoint)) or "(nothing: the run is finished)"
+        )
     if checkpoint.updated_channels is not None:
         header.add_row("updated", ", ".join(checkpoint.updated_channels))
     out.print(header)
@@ -314,7 +337,9 @@ def show_checkpoint(checkpoint: Checkpoint, *, values: bool, writes_only: bool, 
     out.print(_writes_view(checkpoint.pending_writes, checkpoint.pending_sends, full))
     if values and not writes_only:
         out.print(Text("\nchannel values", style="bold underline"))
-        if checkpoint.channel_values is None:
+        if checkpoint.channel_values is None and "body" in checkpoint.extra:
+            out.print(Text(f"(unknown: {why_next_unknown(checkpoint)})", style="dim"))
+        elif checkpoint.channel_values is None:
             out.print(Text("(this store keeps no channel values)", style="dim"))
         elif not checkpoint.channel_values:
             out.print(Text("(none)", style="dim"))

@@ -26,6 +26,24 @@ STATUS_STYLE = {
 _ANSI = {"green": "32", "yellow": "33", "bold red": "1;31", "cyan": "36", "dim": "2", "bold": "1"}
 
 
+# Control characters from the data (an ESC in a thread id or a message) must not reach the
+# terminal: they could recolour, clear or retitle it, or write the clipboard (OSC 52).
+_CONTROL = {
+    c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)
+}
+_CONTROL_LINE = {**_CONTROL, 0x09: "\\t", 0x0A: "\\n"}
+
+
+def clean(text: str) -> str:
+    """Text with control characters shown as escapes; newlines and tabs kept."""
+    return text.translate(_CONTROL)
+
+
+def clean_line(text: str) -> str:
+    """One line of text with every control character, newline included, as an escape."""
+    return text.translate(_CONTROL_LINE)
+
+
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty() or bool(os.environ.get("CKPT_FORCE_TTY"))
 
@@ -61,7 +79,7 @@ def cut(text: str, full: bool, limit: int = CUT) -> str:
 def brief(value: Any, full: bool = False, limit: int = CUT) -> str:
     """A value on one line: strings as they are, the rest as compact JSON."""
     if isinstance(value, str):
-        return cut(" ".join(value.split()) if not full else value, full, limit)
+        return cut(clean_line(" ".join(value.split())) if not full else clean(value), full, limit)
     if isinstance(value, dict) and value.get(MARK_KEY) == "encrypted":
         return f"<encrypted {value.get('inner', '')}, {value.get('size', '?')} bytes>"
     if isinstance(value, dict) and value.get(MARK_KEY) == "skipped":
@@ -89,7 +107,9 @@ def cell_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
-def threads_table(records: Iterable[ThreadRecord], *, location: str) -> None:
+def threads_table(
+    records: Iterable[ThreadRecord], *, location: str, filtered: bool = False
+) -> None:
     """One row per thread, drawn by hand: stores have thousands of threads, and a layout
     engine that measures every cell costs half a second for 1,000 rows."""
     headers = ["THREAD", "STATUS", "STEP", "SOURCE", "CKPTS", "WRITES", "NS", "UPDATED", "SIZE"]
@@ -98,19 +118,19 @@ def threads_table(records: Iterable[ThreadRecord], *, location: str) -> None:
     statuses: list[str] = []
     details: list[str] = []
     for record in records:
-        detail = ", ".join(record["next"])
+        detail = ", ".join(record["next"] or [])
         if record["status"] == "error" and record["errors"]:
             detail = brief(record["errors"][0], limit=200)
         elif record["status"] == "interrupted" and record["interrupts"]:
             detail = "waiting: " + brief(record["interrupts"][0], limit=200)
         statuses.append(record["status"])
-        details.append(detail)
+        details.append(clean_line(detail))
         rows.append(
             [
-                record["thread_id"],
+                clean_line(record["thread_id"]),
                 record["status"],
                 "" if record["step"] is None else str(record["step"]),
-                record["source"] or "",
+                clean_line(record["source"] or ""),
                 str(record["checkpoints"]),
                 str(record["pending_writes"]),
                 str(len([n for n in record["namespaces"] if n])),
@@ -120,7 +140,7 @@ def threads_table(records: Iterable[ThreadRecord], *, location: str) -> None:
         )
     write = sys.stdout.write
     if not rows:
-        write(f"no threads in {location}\n")
+        write(f"no threads match in {location}\n" if filtered else f"no threads in {location}\n")
         return
     widths = [
         max([cell_width(h), *(cell_width(r[i]) for r in rows)]) for i, h in enumerate(headers)
@@ -128,8 +148,14 @@ def threads_table(records: Iterable[ThreadRecord], *, location: str) -> None:
     terminal = stdout_is_terminal()
     colour = colour_allowed()
     used = sum(widths) + 2 * len(widths)
-    # On a terminal the detail is cut to the width; into a pipe or file, lines stay whole.
-    room = max(shutil.get_terminal_size().columns - used, 12) if terminal else 10**9
+    # On a terminal (or with COLUMNS set) the detail is cut to the width; into a pipe or a
+    # file, lines stay whole.
+    if terminal:
+        room = max(shutil.get_terminal_size().columns - used, 12)
+    elif os.environ.get("COLUMNS", "").isdigit():
+        room = max(int(os.environ["COLUMNS"]) - used, 12)
+    else:
+        room = 10**9
 
     def paint(text: str, style: str) -> str:
         return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if colour and style in _ANSI else text

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any, TypedDict
 
-from ckpt.analysis import errors_of, interrupt_values, next_nodes, thread_status
+from ckpt.analysis import errors_of, interrupt_values, known_next, thread_status
 from ckpt.decoders import uuid6_time
 from ckpt.model import Checkpoint, PendingWrite, ThreadInfo
 
@@ -31,7 +31,7 @@ class ThreadRecord(TypedDict):
     source: str | None
     updated_at: str | None
     status: str
-    next: list[str]
+    next: list[str] | None
     errors: list[Any]
     interrupts: list[Any]
     size: int
@@ -92,7 +92,7 @@ def checkpoint_record(checkpoint: Checkpoint, *, values: bool = True) -> dict[st
         "channel_versions": checkpoint.channel_versions,
         "versions_seen": checkpoint.versions_seen,
         "updated_channels": checkpoint.updated_channels,
-        "next": next_nodes(checkpoint) if "body" not in checkpoint.extra else [],
+        "next": known_next(checkpoint),
         "pending_sends": checkpoint.pending_sends,
         "pending_writes": (
             [write_record(w) for w in checkpoint.pending_writes]

@@ -57,6 +57,8 @@ def discover(folder: Path | None = None) -> str:
     """The one store in the current folder: a `.langgraph_api/` or a SQLite checkpoint file."""
     folder = folder or Path.cwd()
     candidates: list[str] = []
+    if any((folder / name).exists() for name in PICKLE_NAMES):
+        return str(folder)  # we are inside a `.langgraph_api` folder
     api = folder / ".langgraph_api"
     if api.is_dir() and any((api / name).exists() for name in PICKLE_NAMES):
         candidates.append(str(api))

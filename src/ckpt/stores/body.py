@@ -95,6 +95,18 @@ def checkpoint_from_body(
                 f"checkpoint {key.checkpoint_id} of thread {key.thread_id!r}: {exc}"
             ) from None
         decoded = {"__ckpt__": "undecodable", "size": len(body), "error": str(exc)}
+    if not tolerant and not _is_body(decoded):
+        # Bytes that decode, but not to a checkpoint: a damaged page (SQLite fills a
+        # truncated page with zeros), not a value to show as if it were fine.
+        raise DecodeError(
+            f"checkpoint {key.checkpoint_id} of thread {key.thread_id!r}: the stored body "
+            "is not a checkpoint (corrupt?)"
+        )
+    if not tolerant and is_marked(metadata, "undecodable"):
+        raise DecodeError(
+            f"checkpoint {key.checkpoint_id} of thread {key.thread_id!r}: "
+            "its metadata is not JSON (corrupt?)"
+        )
     return checkpoint_from_dict(
         key, parent_checkpoint_id, decoded, metadata, writes=writes, values=values, size=size
     )
@@ -147,6 +159,14 @@ def checkpoint_from_dict(
         checkpoint.channel_values = {k: v for k, v in body_values.items() if v is not ABSENT}
     checkpoint.extra = {k: v for k, v in decoded.items() if k not in _KNOWN_BODY_KEYS}
     return checkpoint
+
+
+def _is_body(decoded: Any) -> bool:
+    """A checkpoint body, or one we may not read: encrypted, a pickle we never load, or the
+    output of a custom serializer we do not know."""
+    if any(is_marked(decoded, kind) for kind in ("encrypted", "pickle", "opaque")):
+        return True
+    return isinstance(decoded, dict) and not is_marked(decoded) and "channel_versions" in decoded
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

@@ -105,7 +105,7 @@ class SqliteStore(Store):
         # Sizes need a scan of the table (length() reads only each row's header, never the
         # blob): it runs on a second connection while this one decodes, since sqlite3
         # releases the GIL while it works.
-        sizes = _Background(self._sizes)
+        sizes = _Background(self._sizes, self.location)
         ns, cid = self._ns, self._id
         # Counts, namespaces and latest ids come from the primary-key index alone.
         aggregates = self._run(
@@ -405,8 +405,9 @@ def _open(uri: str) -> sqlite3.Connection:
 class _Background(Generic[T]):
     """Run a function on a thread now; `result()` joins it and re-raises its error."""
 
-    def __init__(self, work: Callable[[], T]) -> None:
+    def __init__(self, work: Callable[[], T], location: str) -> None:
         self._work = work
+        self._location = location
         self._value: T | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -422,7 +423,7 @@ class _Background(Generic[T]):
         self._thread.join()
         if self._error is not None:
             if isinstance(self._error, sqlite3.Error):
-                raise _translate(self._error, "store") from None
+                raise _translate(self._error, self._location) from None
             raise self._error
         assert self._value is not None
         return self._value
@@ -433,6 +434,9 @@ def _translate(exc: sqlite3.Error, location: str) -> CkptError:
     text = str(exc)
     if name == "SQLITE_NOTADB" or "not a database" in text:
         return StoreUnreadable(f"{location}: not a SQLite database")
+    if "Could not decode to UTF-8" in text:
+        # A damaged text column: say so without echoing its raw bytes to the terminal.
+        return StoreCorrupt(f"{location}: corrupt text in a column (not UTF-8)")
     if name == "SQLITE_CORRUPT" or "malformed" in text:
         return StoreCorrupt(f"{location}: truncated or corrupt SQLite file ({text})")
     if name in {"SQLITE_BUSY", "SQLITE_LOCKED"}:

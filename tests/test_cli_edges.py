@@ -1,0 +1,168 @@
+"""Edges found by using ckpt as a user would: usage errors, pipes, hostile text, damage."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from ckpt.cli import app
+from ckpt.errors import ExitCode
+
+runner = CliRunner()
+CKPT = str(Path(sys.executable).parent / "ckpt")
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Any:
+    return runner.invoke(app, list(args), env={"COLUMNS": "120", **(env or {})})
+
+
+def one_error_line(result: Any) -> bool:
+    return bool(result.stderr.startswith("ckpt: error:") and result.stderr.count("\n") == 1)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["threads", "x", "--bogus"],
+        ["show"],
+        ["bogus-command"],
+        ["threads", "-n", "0"],
+        ["threads", "--status", "bogus"],
+        ["threads", "--where", "novalue"],
+    ],
+)
+def test_usage_errors_are_one_line(args: list[str]) -> None:
+    result = run(*args)
+    assert result.exit_code == ExitCode.USAGE
+    assert one_error_line(result), result.stderr
+    assert "--help" in result.stderr
+
+
+def test_bad_key_names_its_source_and_is_a_usage_error(sqlite_store: Path) -> None:
+    from_env = run("threads", str(sqlite_store), env={"LANGGRAPH_AES_KEY": "short"})
+    assert from_env.exit_code == ExitCode.USAGE and "LANGGRAPH_AES_KEY" in from_env.stderr
+    from_option = run("threads", str(sqlite_store), "--aes-key", "short")
+    assert from_option.exit_code == ExitCode.USAGE and "--aes-key" in from_option.stderr
+
+
+@pytest.fixture(scope="module")
+def loud_store(sqlite_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """chat.sqlite plus a 400 KB pending write, so views overflow a pipe's buffer."""
+    import ormsgpack
+
+    store = tmp_path_factory.mktemp("loud") / "loud.sqlite"
+    shutil.copy(sqlite_store, store)
+    with sqlite3.connect(store) as conn:
+        (latest,) = conn.execute(
+            "SELECT max(checkpoint_id) FROM checkpoints "
+            "WHERE thread_id = 'support-1' AND checkpoint_ns = ''"
+        ).fetchone()
+        conn.execute(
+            "INSERT INTO writes VALUES ('support-1', '', ?, 'loud-task', '', 0, 'notes', "
+            "'msgpack', ?)",
+            (latest, ormsgpack.packb("line of text\n" * 30_000)),
+        )
+    return store
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["show", "support-1", "--blobs", "--full"],
+        ["show", "support-1", "--writes", "--full", "--json"],
+        ["diff", "support-1~1", "support-1", "--full"],
+    ],
+)
+def test_a_reader_that_leaves_early_is_not_an_error(loud_store: Path, args: list[str]) -> None:
+    pipeline = subprocess.run(
+        f"{CKPT} {' '.join(args)} --db {loud_store} | head -c 100 >/dev/null; "
+        "echo status ${PIPESTATUS[0]}",
+        shell=True,
+        executable="/bin/bash",
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "100", "PATH": "/usr/bin:/bin"},
+        check=True,
+    )
+    assert pipeline.stdout.strip() == "status 0", pipeline.stderr
+    assert pipeline.stderr == ""
+
+
+def test_control_characters_from_the_store_never_reach_the_terminal(
+    sqlite_store: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "weird.sqlite"
+    shutil.copy(sqlite_store, store)
+    thread = "\x1b]52;c;cGF5bG9hZA==\x07evil\x1b[2J"
+    with sqlite3.connect(store) as conn:
+        conn.execute("UPDATE checkpoints SET thread_id = ? WHERE thread_id = 'rich-1'", (thread,))
+        conn.execute("UPDATE writes SET thread_id = ? WHERE thread_id = 'rich-1'", (thread,))
+    for args in (
+        ["threads", str(store)],
+        ["history", thread, "--db", str(store)],
+        ["show", thread, "--blobs", "--db", str(store)],
+    ):
+        for env in ({}, {"CKPT_FORCE_TTY": "1"}):
+            result = run(*args, env=env)
+            assert result.exit_code == 0, result.stderr
+            assert "\x1b]52" not in result.stdout and "\x1b[2J" not in result.stdout
+            assert "\x07" not in result.stdout
+            assert "\\x1b]52" in result.stdout
+
+
+def test_a_truncated_page_is_corrupt_not_data(sqlite_store: Path, tmp_path: Path) -> None:
+    store = tmp_path / "cut.sqlite"
+    data = sqlite_store.read_bytes()
+    store.write_bytes(data[: len(data) - 88])  # SQLite reads the lost tail as zeros
+    result = run("dump", str(store), "--quiet")
+    assert result.exit_code in (0, ExitCode.CORRUPT)
+    if result.exit_code == ExitCode.CORRUPT:
+        assert one_error_line(result)
+    for line in result.stdout.splitlines():  # whatever was printed is a real checkpoint
+        assert '"channel_versions"' in line
+
+
+def test_corrupt_text_is_one_line_without_raw_bytes(sqlite_store: Path, tmp_path: Path) -> None:
+    store = tmp_path / "text.sqlite"
+    shutil.copy(sqlite_store, store)
+    with sqlite3.connect(store) as conn:
+        conn.execute("UPDATE writes SET task_path = CAST(X'69FF80FE' AS TEXT)")
+    result = run("dump", str(store), "--quiet")
+    assert result.exit_code == ExitCode.CORRUPT
+    assert one_error_line(result) and "not UTF-8" in result.stderr
+    assert "\ufffd" not in result.stderr
+
+
+def test_demo_refuses_folders_and_unwritable_paths(tmp_path: Path) -> None:
+    folder = run("demo", str(tmp_path))
+    assert folder.exit_code == ExitCode.USAGE and one_error_line(folder)
+    exists = tmp_path / "x.sqlite"
+    exists.write_bytes(b"")
+    assert run("demo", str(exists)).exit_code == ExitCode.USAGE
+    unwritable = run("demo", "/proc/ckpt-demo.sqlite")
+    assert unwritable.exit_code != 0 and one_error_line(unwritable)
+
+
+def test_dump_of_an_unknown_namespace_is_an_error(sqlite_store: Path) -> None:
+    result = run("dump", str(sqlite_store), "--ns", "research", "--quiet")
+    assert result.exit_code == ExitCode.NOT_FOUND and one_error_line(result)
+
+
+def test_show_says_when_next_cannot_be_known(encrypted_store: Path, memory_pkl: Path) -> None:
+    locked = run("show", "support-1", "--db", str(encrypted_store))
+    assert "next        (unknown: the checkpoint is encrypted" in locked.stdout
+    single = run("show", "pending-1", "--db", str(memory_pkl))
+    assert "(unknown: this store keeps no channel values)" in single.stdout
+
+
+def test_discovery_inside_a_dev_folder(dev_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(dev_folder)
+    result = run("threads", "--json")
+    assert result.exit_code == 0, result.stderr
