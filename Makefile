@@ -24,8 +24,8 @@ demo: $(STAMP)
 	$(BIN)/ckpt show fanout-1 --db demo/chat.sqlite
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests fixtures bench
-	$(BIN)/ruff format --check src tests fixtures bench
+	$(BIN)/ruff check src tests fixtures bench docs
+	$(BIN)/ruff format --check src tests fixtures bench docs
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

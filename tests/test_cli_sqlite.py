@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.graphs import SCENARIO_STATUS as EXPECTED_STATUS
 from typer.testing import CliRunner
 
 from ckpt.cli import app
@@ -18,20 +19,6 @@ from ckpt.errors import ExitCode
 
 runner = CliRunner()
 
-EXPECTED_STATUS = {
-    "support-1": "done",
-    "support-2": "done",
-    "support-3": "done",
-    "approval-1": "done",
-    "approval-2": "interrupted",
-    "fanout-1": "error",
-    "subgraph-1": "done",
-    "subgraph-2": "interrupted",
-    "fork-1": "done",
-    "pending-1": "pending",
-    "rich-1": "done",
-    "delta-1": "done",
-}
 
 LEGACY = [
     "legacy_lg0.1.19_sqlite.db",

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from fixtures.build import DEV_FILES, DevServerSaver, fixture_warnings
+from fixtures.graphs import SCENARIO_STATUS as EXPECTED_STATUS
 from fixtures.graphs import run_scenarios
 from fixtures.oracle import load_memory_saver, quiet_serde_log
 from hypothesis import HealthCheck, given, settings
@@ -37,21 +38,6 @@ runner = CliRunner()
 STORAGE, WRITES, BLOBS = DEV_FILES
 CP_2_0_21 = "memory_persistentdict_cp2.0.21.pkl"
 CURRENT_SAMPLE = "memory_persistentdict.pkl"
-
-EXPECTED_STATUS = {
-    "support-1": "done",
-    "support-2": "done",
-    "support-3": "done",
-    "approval-1": "done",
-    "approval-2": "interrupted",
-    "fanout-1": "error",
-    "subgraph-1": "done",
-    "subgraph-2": "interrupted",
-    "fork-1": "done",
-    "pending-1": "pending",
-    "rich-1": "done",
-    "delta-1": "done",
-}
 
 
 def run(*args: str) -> Any:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import psycopg
 import pytest
 from fixtures.build import fixture_warnings
+from fixtures.graphs import SCENARIO_STATUS as EXPECTED_STATUS
 from fixtures.graphs import run_scenarios
 from fixtures.oracle import quiet_serde_log
 from langgraph.checkpoint.base import CheckpointTuple
@@ -51,21 +52,6 @@ PASSWORD = "hunter2-Sekr1t"
 # fixture database, written in this process, is compared value by value instead. Legacy
 # Interrupt fields are dropped by LangGraph on load (FORMAT 8.9).
 SAMPLE_SKIP = frozenset({"extras", "__start__"})
-
-EXPECTED_STATUS = {
-    "support-1": "done",
-    "support-2": "done",
-    "support-3": "done",
-    "approval-1": "done",
-    "approval-2": "interrupted",
-    "fanout-1": "error",
-    "subgraph-1": "done",
-    "subgraph-2": "interrupted",
-    "fork-1": "done",
-    "pending-1": "pending",
-    "rich-1": "done",
-    "delta-1": "done",
-}
 
 
 def url_of(dsn: str, **changes: str) -> str:

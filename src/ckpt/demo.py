@@ -49,6 +49,7 @@ __all__ = [
     "Manifest",
     "rich_payload",
     "run_scenarios",
+    "SCENARIO_STATUS",
     "write_demo_store",
 ]
 
@@ -666,6 +667,23 @@ def run_scenarios(
             raise ValueError(f"unknown scenario {name!r}; choose from {SCENARIOS}")
         getattr(runner, name)()
     return {"threads": sorted(runner.threads), **runner.manifest}
+
+
+# What each scenario leaves its thread as; `ckpt threads` on a demo store shows these.
+SCENARIO_STATUS: dict[str, str] = {
+    "support-1": "done",
+    "support-2": "done",
+    "support-3": "done",
+    "approval-1": "done",
+    "approval-2": "interrupted",
+    "fanout-1": "error",
+    "subgraph-1": "done",
+    "subgraph-2": "interrupted",
+    "fork-1": "done",
+    "pending-1": "pending",
+    "rich-1": "done",
+    "delta-1": "done",
+}
 
 
 def write_demo_store(path: Path) -> list[str]:

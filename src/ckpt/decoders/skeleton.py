@@ -14,7 +14,8 @@ from typing import Any
 import ormsgpack
 
 _PLAIN_SCALARS = (str, int, float, bool, type(None))
-_BODY_KEYS = frozenset(
+# The fields of a checkpoint body in every version (FORMAT 3.1).
+BODY_KEYS = frozenset(
     {
         "v",
         "id",
@@ -37,7 +38,7 @@ def peek_checkpoint(tag: str | None, payload: bytes) -> dict[str, Any] | None:
         body = ormsgpack.unpackb(payload, ext_hook=slice, option=ormsgpack.OPT_NON_STR_KEYS)
     except (ValueError, TypeError, RecursionError):
         return None
-    if type(body) is not dict or not body.keys() <= _BODY_KEYS:
+    if type(body) is not dict or not body.keys() <= BODY_KEYS:
         return None  # not a checkpoint body we know all of: decode it properly
     values = body.get("channel_values", {})
     versions = body.get("channel_versions", {})

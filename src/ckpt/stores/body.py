@@ -6,22 +6,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from ckpt.decoders import ABSENT, decode, decode_json_text, is_marked, peek_checkpoint
+from ckpt.decoders.skeleton import BODY_KEYS
 from ckpt.errors import DecodeError
 from ckpt.model import TASKS, Checkpoint, CheckpointKey, PendingWrite
 
 # Body keys we lift into Checkpoint fields; anything else goes to `extra` (FORMAT 3.1).
-_KNOWN_BODY_KEYS = frozenset(
-    {
-        "v",
-        "id",
-        "ts",
-        "channel_values",
-        "channel_versions",
-        "versions_seen",
-        "updated_channels",
-        "pending_sends",
-    }
-)
+_KNOWN_BODY_KEYS = BODY_KEYS
 
 
 def decode_value(
