@@ -50,7 +50,20 @@ def decode_json_text(text: str | bytes) -> Any:
         raise DecodeError("JSON nested too deep") from None
     except ValueError as exc:  # includes JSONDecodeError and UnicodeDecodeError
         raise DecodeError(f"invalid JSON: {exc}") from None
+    if _plain(text):
+        return raw  # nothing to convert: the common case of current metadata, 1,000s listed
     return _convert(raw)
+
+
+# A \u escape could spell any of the others, so it takes the full path too.
+_NEEDS_CONVERSION: Final = ('"lc"', '"__type__"', '"__ckpt__"', "NaN", "Infinity", "\\u")
+
+
+def _plain(text: str | bytes) -> bool:
+    """No envelope, reserved key or non-finite float can be in this JSON text."""
+    if isinstance(text, bytes):
+        return not any(marker.encode() in text for marker in _NEEDS_CONVERSION)
+    return not any(marker in text for marker in _NEEDS_CONVERSION)
 
 
 def _convert(root: Any) -> Any:
