@@ -21,7 +21,6 @@ demo: $(STAMP)
 	$(BIN)/ckpt demo demo/chat.sqlite --force
 	$(BIN)/ckpt threads demo/chat.sqlite
 	$(BIN)/ckpt history support-1 --db demo/chat.sqlite
-	$(BIN)/ckpt show fanout-1 --db demo/chat.sqlite
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests fixtures bench docs

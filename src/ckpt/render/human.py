@@ -383,11 +383,14 @@ def _writes_view(writes: list[PendingWrite] | None, sends: list[Any], full: bool
     for write in writes:
         if write.task_id != current:
             current = write.task_id
-            label = (
-                "input / update_state (no task)" if write.task_id == NULL_TASK_ID else write.task_id
-            )
-            path = f"  {write.task_path}" if write.task_path else ""
-            parts.append(Text(f"task {label}{path}", style="bold"))
+            if write.task_id == NULL_TASK_ID:
+                parts.append(Text("input / update_state (no task)", style="bold"))
+            else:
+                name = task_label(write.task_path, write.task_id, sends)
+                path = f"  {write.task_path}" if write.task_path else ""
+                task = Text(f"task {name}", style="bold")
+                task.append(f"  {write.task_id}{path}", style="dim")
+                parts.append(task)
         style = {"__error__": "bold red", "__interrupt__": "bold yellow"}.get(write.channel, "")
         line = Text(f"  {write.channel}", style=style or "cyan")
         line.append(f" [{write.idx}]", style="dim")

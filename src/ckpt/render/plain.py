@@ -151,9 +151,9 @@ def threads_table(
     # On a terminal (or with COLUMNS set) the detail is cut to the width; into a pipe or a
     # file, lines stay whole.
     if terminal:
-        room = max(shutil.get_terminal_size().columns - used, 12)
+        room = max(shutil.get_terminal_size().columns - used, 24)
     elif os.environ.get("COLUMNS", "").isdigit():
-        room = max(int(os.environ["COLUMNS"]) - used, 12)
+        room = max(int(os.environ["COLUMNS"]) - used, 24)
     else:
         room = 10**9
 
