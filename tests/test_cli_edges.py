@@ -166,3 +166,27 @@ def test_discovery_inside_a_dev_folder(dev_folder: Path, monkeypatch: pytest.Mon
     monkeypatch.chdir(dev_folder)
     result = run("threads", "--json")
     assert result.exit_code == 0, result.stderr
+
+
+def test_json_and_ndjson_together_is_a_usage_error(sqlite_store: Path) -> None:
+    for command in (["threads", str(sqlite_store)], ["dump", str(sqlite_store)]):
+        result = run(*command, "--json", "--ndjson")
+        assert result.exit_code == ExitCode.USAGE and one_error_line(result)
+
+
+def test_channel_narrows_writes_too(sqlite_store: Path) -> None:
+    import json
+
+    result = run(
+        "show",
+        "fanout-1",
+        "--writes",
+        "--channel",
+        "__error__",
+        "--json",
+        "--db",
+        str(sqlite_store),
+    )
+    assert result.exit_code == 0, result.stderr
+    writes = json.loads(result.stdout)["pending_writes"]
+    assert [w["channel"] for w in writes] == ["__error__"]

@@ -92,8 +92,6 @@ def key_of(tup: CheckpointTuple) -> CheckpointKey:
 
 def expected_value(value: Any) -> Any:
     """LangGraph's Python value in ckpt's representation (tests/normalize.py)."""
-    if type(value).__name__ == "_DeltaSnapshot":
-        return {"__ckpt__": "delta_snapshot", "value": normalize(value.value)}
     return normalize(value)
 
 

@@ -10,16 +10,20 @@ from ckpt.model import Checkpoint, ThreadInfo
 
 
 def pick_channels(checkpoint: Checkpoint, names: list[str]) -> None:
-    """Keep only the named channels' values; an unknown channel is an error, not empty."""
+    """Keep only the named channels' values and writes; an unknown channel is an error."""
     values = checkpoint.channel_values or {}
-    known = set(values) | set(checkpoint.channel_versions)
+    writes = checkpoint.pending_writes
+    known = set(values) | set(checkpoint.channel_versions) | {w.channel for w in writes or []}
     missing = [n for n in names if n not in known]
     if missing:
         raise NotFound(
             f"no channel {', '.join(map(repr, missing))} in checkpoint {checkpoint.checkpoint_id} "
             f"(channels: {', '.join(sorted(known)) or 'none'})"
         )
-    checkpoint.channel_values = {n: values[n] for n in names if n in values}
+    if checkpoint.channel_values is not None:
+        checkpoint.channel_values = {n: values[n] for n in names if n in values}
+    if writes is not None:
+        checkpoint.pending_writes = [w for w in writes if w.channel in names]
 
 
 def has_encrypted(value: Any) -> bool:

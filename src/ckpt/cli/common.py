@@ -57,6 +57,8 @@ def write_lines(lines: Iterator[str]) -> None:
 
 
 def wants_ndjson(json_flag: bool, ndjson_flag: bool, *, default_when_piped: bool = False) -> bool:
+    if json_flag and ndjson_flag:
+        raise BadOption("--json and --ndjson: choose one")
     if ndjson_flag:
         return True
     if json_flag:

@@ -169,7 +169,7 @@ def show(
             "--channel",
             "-c",
             metavar="NAME",
-            help="Show only this channel's value (repeatable; implies --blobs).",
+            help="Show only this channel: its value and its writes (repeatable; implies --blobs).",
         ),
     ] = None,
     ns: NsOpt = None,
