@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ckpt.errors import NotFound
 from ckpt.model import Checkpoint
+from ckpt.stores.base import Store
 
 
 @dataclass(slots=True)
@@ -112,3 +114,16 @@ def _host(
         if isinstance(parent_id, str) and (parent_ns, parent_id) in nodes and parent_ns != ns:
             return nodes[(parent_ns, parent_id)]
     return None
+
+
+def thread_checkpoints(
+    store: Store, thread_id: str, checkpoint_ns: str | None = None
+) -> list[Checkpoint]:
+    """A thread's checkpoints without values (one namespace, or all); unknown is an error."""
+    checkpoints = store.checkpoints(thread_id, values=False)
+    if checkpoint_ns is not None:
+        checkpoints = [c for c in checkpoints if c.checkpoint_ns == checkpoint_ns]
+    if not checkpoints:
+        where = f" in namespace {checkpoint_ns!r}" if checkpoint_ns else ""
+        raise NotFound(f"no thread {thread_id!r}{where} in {store.location}")
+    return checkpoints

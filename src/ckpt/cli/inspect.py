@@ -102,18 +102,16 @@ def history(
 
     Example: ckpt history support-1 --db chat.sqlite
     """
-    from ckpt.errors import NotFound
-    from ckpt.history import build_history
+    from ckpt.history import build_history, thread_checkpoints
     from ckpt.render import human
     from ckpt.render.records import checkpoint_record, json_array, ndjson
 
     with open_from_options(None, db, aes_key, schema=schema, timeout=timeout) as opened:
-        checkpoints = opened.checkpoints(thread, values=False)
-        if not checkpoints:
-            raise NotFound(f"no thread {thread!r} in {opened.location}")
+        checkpoints = thread_checkpoints(opened, thread)
         if json_out or ndjson_out:
             records = (checkpoint_record(c, values=False) for c in checkpoints)
-            write_lines(ndjson(records) if ndjson_out else json_array(records))
+            as_lines = wants_ndjson(json_out, ndjson_out)
+            write_lines(ndjson(records) if as_lines else json_array(records))
         else:
             human.history_tree(thread, build_history(checkpoints))
 
@@ -131,18 +129,13 @@ def versions(
 
     Example: ckpt versions support-1 --db chat.sqlite
     """
-    from ckpt.errors import NotFound
+    from ckpt.history import thread_checkpoints
     from ckpt.render import human
     from ckpt.render.records import dumps
     from ckpt.versions import version_matrix
 
     with open_from_options(None, db, aes_key, schema=schema, timeout=timeout) as opened:
-        checkpoints = [
-            c for c in opened.checkpoints(thread, values=False) if c.checkpoint_ns == (ns or "")
-        ]
-        if not checkpoints:
-            where = f" in namespace {ns!r}" if ns else ""
-            raise NotFound(f"no thread {thread!r}{where} in {opened.location}")
+        checkpoints = thread_checkpoints(opened, thread, ns or "")
         matrix = version_matrix(checkpoints)
         if json_out:
             write_lines(iter([dumps(matrix, indent=2) + "\n"]))
