@@ -10,7 +10,7 @@ from ckpt.model import Checkpoint
 from ckpt.selectors import short_id
 
 
-def version_matrix(checkpoints: list[Checkpoint]) -> dict[str, Any]:
+def version_matrix(checkpoints: list[Checkpoint], *, last: int | None = None) -> dict[str, Any]:
     """One row per channel, one column per checkpoint (id order = time order in one process).
 
     A version "moved" when it differs from the parent's (parent link, not the column to
@@ -18,6 +18,8 @@ def version_matrix(checkpoints: list[Checkpoint]) -> dict[str, Any]:
     """
     by_id = {c.checkpoint_id: c for c in checkpoints}
     ordered = sorted(checkpoints, key=lambda c: c.checkpoint_id)
+    earlier = max(len(ordered) - last, 0) if last is not None else 0
+    ordered = ordered[earlier:]
     channels: list[str] = []
     for cp in ordered:
         for name in cp.channel_versions:
@@ -47,6 +49,7 @@ def version_matrix(checkpoints: list[Checkpoint]) -> dict[str, Any]:
             cells.append(cell)
         rows.append({"channel": name, "versions": cells})
     return {
+        "earlier_checkpoints": earlier,
         "thread_id": ordered[0].thread_id if ordered else None,
         "checkpoint_ns": ordered[0].checkpoint_ns if ordered else "",
         "checkpoints": [

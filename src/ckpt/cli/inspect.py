@@ -116,10 +116,23 @@ def history(
             human.history_tree(thread, build_history(checkpoints))
 
 
+TABLE_COLUMNS = 12  # checkpoints a terminal can show side by side
+
+
 def versions(
     thread: Annotated[str, typer.Argument(metavar="THREAD", help="Thread id.")],
     db: DbOpt = None,
     ns: NsOpt = None,
+    last: Annotated[
+        int | None,
+        typer.Option(
+            "--last",
+            metavar="N",
+            min=1,
+            help="Only the newest N checkpoints (the table shows the newest 12 unless given).",
+            show_default=False,
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     aes_key: AesKeyOpt = None,
     schema: SchemaOpt = None,
@@ -136,7 +149,8 @@ def versions(
 
     with open_from_options(None, db, aes_key, schema=schema, timeout=timeout) as opened:
         checkpoints = thread_checkpoints(opened, thread, ns or "")
-        matrix = version_matrix(checkpoints)
+        columns = last if last is not None or json_out else TABLE_COLUMNS
+        matrix = version_matrix(checkpoints, last=columns)
         if json_out:
             write_lines(iter([dumps(matrix, indent=2) + "\n"]))
         else:

@@ -274,26 +274,17 @@ def versions_table(matrix: dict[str, Any]) -> None:
             else:
                 cells.append(Text("=" if cell.get("shared_blob") else "·", style="dim"))
         table.add_row(row["channel"], *cells)
-    console().print(
-        Text(
-            f"thread {matrix['thread_id']}  namespace {matrix['checkpoint_ns'] or '(root)'}",
-            style="bold",
-        )
-    )
+    title = f"thread {matrix['thread_id']}  namespace {matrix['checkpoint_ns'] or '(root)'}"
+    earlier = matrix.get("earlier_checkpoints", 0)
+    if earlier:
+        title += f"  (newest {len(matrix['checkpoints'])}; {earlier} earlier: --last N)"
+    console().print(Text(title, style="bold"))
     console().print(table)
-    console().print(
-        Text(
-            "number = new version and the task whose write moved it; · = unchanged"
-            + (
-                "; = unchanged, same blob shared"
-                if any(
-                    c and c.get("shared_blob") for r in matrix["channels"] for c in r["versions"]
-                )
-                else ""
-            ),
-            style="dim",
-        )
-    )
+    shared = any(c and c.get("shared_blob") for r in matrix["channels"] for c in r["versions"])
+    legend = "number = the new version, and the task whose write moved it; · = unchanged"
+    if shared:
+        legend += "; = = unchanged, and the checkpoint reuses the same stored blob"
+    console().print(Text(legend, style="dim"))
 
 
 # -- show ---------------------------------------------------------------------------------------
