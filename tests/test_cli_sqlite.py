@@ -427,3 +427,12 @@ def test_next_matches_langgraph_get_state(
     assert len(thread["interrupts"]) == expected_interrupts
     shown = run_json("show", thread_id, "--db", str(sqlite_store))
     assert sorted(shown["next"]) == expected_next
+
+
+def test_versions_last(sqlite_store: Path) -> None:
+    matrix = run_json("versions", "support-1", "--last", "3", "--db", str(sqlite_store))
+    assert len(matrix["checkpoints"]) == 3 and matrix["earlier_checkpoints"] == 12
+    assert all(len(row["versions"]) == 3 for row in matrix["channels"])
+    full = run_json("versions", "support-1", "--db", str(sqlite_store))
+    assert full["earlier_checkpoints"] == 0 and len(full["checkpoints"]) == 15
+    assert full["checkpoints"][-3:] == matrix["checkpoints"]
