@@ -226,7 +226,7 @@ def dump(
             if wants_ndjson(json_out, ndjson_out, default_when_piped=True):
                 write_lines(ndjson(counted))
             else:
-                write_lines(json_array(counted))
+                write_lines(json_array(counted, pretty=False))
         if hidden:
             require_key_if_encrypted(hidden[0], has_key=opened.aes_key is not None)
         if not count[0] and ns is not None and since is None and until is None:
