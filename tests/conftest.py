@@ -190,3 +190,11 @@ def pg_dump_loader(pg_new_database: Callable[[], str]) -> Callable[[str], str]:
         return loaded[name]
 
     return load
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _checked_in_stores_stay_untouched() -> Iterator[None]:
+    """No test, and no ckpt command, may leave -wal/-shm files beside tests/data stores."""
+    yield
+    side_files = sorted(p.name for p in DATA_DIR.iterdir() if p.name.endswith(("-wal", "-shm")))
+    assert not side_files, f"side files appeared in tests/data: {side_files}"

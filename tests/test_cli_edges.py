@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -91,7 +92,8 @@ def test_a_reader_that_leaves_early_is_not_an_error(loud_store: Path, args: list
         env={"COLUMNS": "100", "PATH": "/usr/bin:/bin"},
         check=True,
     )
-    assert pipeline.stdout.strip() == "status 0", pipeline.stderr
+    expected = "status 1" if args[0] == "diff" else "status 0"  # diff: they differ
+    assert pipeline.stdout.strip() == expected, pipeline.stderr
     assert pipeline.stderr == ""
 
 
@@ -190,3 +192,54 @@ def test_channel_narrows_writes_too(sqlite_store: Path) -> None:
     assert result.exit_code == 0, result.stderr
     writes = json.loads(result.stdout)["pending_writes"]
     assert [w["channel"] for w in writes] == ["__error__"]
+
+
+def test_encrypted_bodies_exit_6_after_printing(encrypted_store: Path) -> None:
+    for args in (["history", "delta-1"], ["versions", "delta-1"], ["show", "delta-1", "-c", "log"]):
+        result = run(*args, "--db", str(encrypted_store))
+        assert result.exit_code == ExitCode.ENCRYPTED, (args, result.stderr)
+        assert one_error_line(result) and "--aes-key" in result.stderr
+
+
+def test_an_idle_empty_wal_leaves_no_side_files(samples: Path, tmp_path: Path) -> None:
+    store = tmp_path / "left.db"
+    shutil.copy(samples / "sqlite_checkpoints.db", store)
+    Path(f"{store}-wal").write_bytes(b"")  # what a writer that exited cleanly can leave
+    assert run("threads", str(store), "--json").exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["left.db", "left.db-wal"]
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e12", "0"])
+def test_timeout_must_be_usable(sqlite_store: Path, value: str) -> None:
+    result = run("threads", str(sqlite_store), "--timeout", value)
+    assert result.exit_code == ExitCode.USAGE and one_error_line(result)
+
+
+def test_empty_names_are_usage_errors(sqlite_store: Path) -> None:
+    for args in (["history", ""], ["versions", " "], ["dump", "--thread", ""], ["show", ""]):
+        db = [] if args[0] == "dump" else ["--db"]
+        result = run(*args, *db, str(sqlite_store))
+        assert result.exit_code == ExitCode.USAGE, (args, result.stderr)
+
+
+def test_a_long_ambiguous_list_says_it_is_cut(sqlite_store: Path) -> None:
+    result = run("show", "1", "--db", str(sqlite_store))
+    assert result.exit_code == ExitCode.AMBIGUOUS and "or more" in result.stderr
+
+
+def test_invisible_characters_are_shown(sqlite_store: Path, tmp_path: Path) -> None:
+    store = tmp_path / "bidi.sqlite"
+    shutil.copy(sqlite_store, store)
+    thread = "abc\u202edcba\u200b"
+    with sqlite3.connect(store) as conn:
+        conn.execute("UPDATE checkpoints SET thread_id = ? WHERE thread_id = 'rich-1'", (thread,))
+    for args in (["threads", str(store)], ["history", thread, "--db", str(store)]):
+        result = run(*args)
+        assert "\u202e" not in result.stdout and "\\u202e" in result.stdout
+
+
+def test_a_pipe_is_not_a_store(tmp_path: Path) -> None:
+    fifo = tmp_path / "store.fifo"
+    os.mkfifo(fifo)
+    result = run("threads", str(fifo))  # must not wait for a writer
+    assert result.exit_code == ExitCode.UNREADABLE and "not a regular file" in result.stderr

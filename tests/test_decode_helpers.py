@@ -118,7 +118,9 @@ def test_uuid6_time_of_langgraph_ids() -> None:
 
 
 def test_uuid6_time_matches_ts_in_the_sample_store() -> None:
-    with sqlite3.connect(f"file:{DATA / 'sqlite_checkpoints.db'}?mode=ro", uri=True) as db:
+    with sqlite3.connect(
+        f"file:{DATA / 'sqlite_checkpoints.db'}?mode=ro&immutable=1", uri=True
+    ) as db:
         rows = list(db.execute("SELECT checkpoint_id, type, checkpoint FROM checkpoints"))
     for checkpoint_id, tag, body in rows:
         ts = datetime.fromisoformat(decode(tag, body)["ts"])

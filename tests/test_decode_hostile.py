@@ -54,7 +54,7 @@ def decodes_or_refuses(tag: str | None, payload: bytes, **options: Any) -> Any:
 def real_blobs() -> list[tuple[str, bytes]]:
     blobs: list[tuple[str, bytes]] = []
     for store in ("sqlite_checkpoints.db", "sqlite_delta.db", "legacy_lg0.2.16_cp1.0.9_sqlite.db"):
-        with sqlite3.connect(f"file:{DATA / store}?mode=ro", uri=True) as connection:
+        with sqlite3.connect(f"file:{DATA / store}?mode=ro&immutable=1", uri=True) as connection:
             rows = connection.execute(
                 "SELECT type, checkpoint FROM checkpoints UNION ALL SELECT type, value FROM writes"
             )

@@ -212,7 +212,7 @@ def test_invalid_json(text: bytes) -> None:
 
 
 def _rows(store: str, sql: str) -> list[Any]:
-    with sqlite3.connect(f"file:{DATA / store}?mode=ro", uri=True) as connection:
+    with sqlite3.connect(f"file:{DATA / store}?mode=ro&immutable=1", uri=True) as connection:
         return list(connection.execute(sql))
 
 

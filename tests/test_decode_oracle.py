@@ -239,7 +239,7 @@ def graphdef(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def sample_blobs(path: Path) -> Iterator[tuple[str, bytes, str | None]]:
     """(tag, payload, write channel or None for a checkpoint body) of every row."""
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as connection:
+    with sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True) as connection:
         yield from connection.execute("SELECT type, checkpoint, NULL FROM checkpoints")
         yield from connection.execute("SELECT type, value, channel FROM writes")
 

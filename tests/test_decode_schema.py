@@ -58,7 +58,7 @@ def test_legacy_envelopes() -> None:
     ],
 )
 def test_every_blob_of_the_sample_stores(store: str) -> None:
-    with sqlite3.connect(f"file:{DATA / store}?mode=ro", uri=True) as connection:
+    with sqlite3.connect(f"file:{DATA / store}?mode=ro&immutable=1", uri=True) as connection:
         rows = list(
             connection.execute(
                 "SELECT type, checkpoint FROM checkpoints UNION ALL SELECT type, value FROM writes"

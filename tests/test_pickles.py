@@ -197,18 +197,24 @@ def test_threads_json(dev_folder: Path, manifest: dict[str, Any], oracles: dict[
     assert by_id["support-1"]["writes"] > 0
 
 
-def test_threads_human_table_and_what_to_open(dev_folder: Path, fixture_dir: Path) -> None:
+def test_threads_human_table_and_what_to_open(
+    dev_folder: Path, fixture_dir: Path, tmp_path: Path
+) -> None:
     table = run("threads", str(dev_folder))
     assert table.exit_code == 0, table.stderr
     assert table.stderr == ""
     assert "support-1" in table.stdout and "interrupted" in table.stdout
     # The project folder, the .langgraph_api folder and each of its three files: one store.
     expected = run_json("threads", str(dev_folder))
-    for spec in (fixture_dir, *(dev_folder / name for name in DEV_FILES)):
+    project = tmp_path / "project"  # a project folder whose only store is .langgraph_api
+    project.mkdir()
+    shutil.copytree(dev_folder, project / dev_folder.name)
+    for spec in (project, *(dev_folder / name for name in DEV_FILES)):
         assert run_json("threads", str(spec)) == expected, spec
         with open_store(str(spec)) as store:
             assert isinstance(store, PickleStore)
-            assert store.location == str(dev_folder)
+            folder = project / dev_folder.name if spec == project else dev_folder
+            assert store.location == str(folder)
 
 
 def test_discovery_finds_the_dev_folder(

@@ -90,6 +90,23 @@ def next_nodes(checkpoint: Checkpoint) -> list[str]:
     return due
 
 
+def task_label(task_path: str, task_id: str, sends: list[Any]) -> str:
+    """A task as people name it, the same in every view: its node; `node[i]` for the i-th
+    Send packet; `update_state`; `input` for writes of no task; else its id's first 8."""
+    if task_id == NULL_TASK_ID:
+        return "input"
+    node = task_node(task_path)
+    if node:
+        return node
+    if task_path.startswith("~__interrupt__"):
+        return "update_state"  # its writes hang off the checkpoint it updated (FORMAT 3.7)
+    index = push_index(task_path)
+    if index is not None:
+        target = send_node(sends[index]) if index < len(sends) else None
+        return f"{target or 'send'}[{index}]"
+    return task_path.lstrip("~") or task_id[:8]
+
+
 def push_index(task_path: str) -> int | None:
     """The Send packet a push task runs: `~__pregel_push, 0000000001, ...` -> 1."""
     parts = task_path.lstrip("~").split(", ")
@@ -139,6 +156,8 @@ def why_next_unknown(checkpoint: Checkpoint) -> str | None:
     """Why `next` cannot be told from this checkpoint, or None when it can."""
     body = checkpoint.extra.get("body")
     if isinstance(body, dict) and body.get("__ckpt__") == "encrypted":
+        if body.get("reason") == "wrong key":
+            return "the checkpoint did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
         return "the checkpoint is encrypted: pass --aes-key or set LANGGRAPH_AES_KEY"
     if body is not None:
         return "the checkpoint body could not be read"

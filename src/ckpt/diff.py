@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, Final, Literal
 
-from ckpt.analysis import task_node
+from ckpt.analysis import task_label
 from ckpt.decoders import TYPE_KEY
-from ckpt.model import NULL_TASK_ID, Checkpoint
+from ckpt.model import Checkpoint
 
 Kind = Literal["added", "removed", "changed"]
 
@@ -241,12 +241,11 @@ def _item_keys(items: list[Any]) -> list[tuple[Any, str]] | None:
 
 
 def _write_label(write: dict[str, Any]) -> str:
-    """`agent → messages`: the task's node (or `input`, or its id) and the channel written."""
-    task_id = write["task_id"]
-    if task_id == NULL_TASK_ID:
-        who = "input"
-    else:
-        who = task_node(str(write.get("task_path") or "")) or task_id[:8]
+    """`agent → messages`: the task as every view names it, and the channel written.
+
+    A Send task shows as `send[i]` here: a write alone does not say which node it ran.
+    """
+    who = task_label(str(write.get("task_path") or ""), write["task_id"], [])
     label = f"{who} → {write['channel']}"
     return label if write["idx"] <= 0 else f"{label} #{write['idx']}"
 

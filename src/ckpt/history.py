@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ckpt.errors import NotFound
+from ckpt.errors import BadOption, NotFound
 from ckpt.model import Checkpoint
 from ckpt.stores.base import Store
 
@@ -120,6 +120,8 @@ def thread_checkpoints(
     store: Store, thread_id: str, checkpoint_ns: str | None = None
 ) -> list[Checkpoint]:
     """A thread's checkpoints without values (one namespace, or all); unknown is an error."""
+    if not thread_id.strip():
+        raise BadOption("empty thread id")
     checkpoints = store.checkpoints(thread_id, values=False)
     if checkpoint_ns is not None:
         checkpoints = [c for c in checkpoints if c.checkpoint_ns == checkpoint_ns]

@@ -7,6 +7,7 @@ from ckpt.model import CheckpointKey
 from ckpt.stores.base import Store
 
 SHORT_ID_LENGTH = 8
+FIND_LIMIT = 50  # Store.find returns at most this many
 
 
 def short_id(checkpoint_id: str) -> str:
@@ -43,8 +44,9 @@ def resolve(store: Store, selector: str, *, checkpoint_ns: str | None = None) ->
             + ")"
             for k in keys
         ]
+        count = f"{len(keys)} or more" if len(keys) >= FIND_LIMIT else str(len(keys))
         raise Ambiguous(
-            f"{selector!r} matches {len(keys)} checkpoints: "
+            f"{selector!r} matches {count} checkpoints: "
             + "; ".join(candidates[:10])
             + ("; ..." if len(candidates) > 10 else ""),
             candidates,

@@ -15,6 +15,9 @@ def pick_channels(checkpoint: Checkpoint, names: list[str]) -> None:
     writes = checkpoint.pending_writes
     known = set(values) | set(checkpoint.channel_versions) | {w.channel for w in writes or []}
     missing = [n for n in names if n not in known]
+    if missing and has_encrypted(checkpoint.extra.get("body")):
+        # Channel names live in the encrypted body: unknown is not the same as absent.
+        raise EncryptedError("the checkpoint is encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
     if missing:
         raise NotFound(
             f"no channel {', '.join(map(repr, missing))} in checkpoint {checkpoint.checkpoint_id} "
@@ -65,3 +68,18 @@ def encrypted_threads(threads: list[ThreadInfo], *, has_key: bool) -> list[str]:
         f"{len(hidden)} of {len(threads)} threads are encrypted: their status and next need "
         "--aes-key or LANGGRAPH_AES_KEY"
     ]
+
+
+def require_key_for_bodies(checkpoints: list[Checkpoint], *, has_key: bool) -> None:
+    """After printing a thread: exit 6 when checkpoint bodies stayed encrypted."""
+    hidden = sum(1 for c in checkpoints if has_encrypted(c.extra.get("body")))
+    if not hidden:
+        return
+    if has_key:
+        raise EncryptedError(
+            f"{hidden} checkpoint(s) did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
+        )
+    raise EncryptedError(
+        f"{hidden} checkpoint(s) are encrypted: versions and values need --aes-key or "
+        "LANGGRAPH_AES_KEY"
+    )

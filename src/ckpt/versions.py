@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ckpt.analysis import task_node
+from ckpt.analysis import task_label
 from ckpt.decoders import parse_version
 from ckpt.model import Checkpoint
 from ckpt.selectors import short_id
@@ -73,9 +73,7 @@ def _writers(parent: Checkpoint, channel: str, child: Checkpoint) -> list[str]:
     for write in parent.pending_writes or []:
         if write.channel != channel:
             continue
-        name = task_node(write.task_path) or (
-            "input" if not write.task_path else write.task_path.lstrip("~").split(",")[0]
-        )
+        name = task_label(write.task_path, write.task_id, parent.pending_sends)
         if name not in names:
             names.append(name)
     if not names and child.source == "input":

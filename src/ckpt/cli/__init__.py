@@ -67,9 +67,12 @@ class CkptGroup(TyperGroup):
         except CkptError as exc:
             fail(exc.message, exc.exit_code)
         except BrokenPipeError:
-            # `ckpt dump | head -1`: the reader left; stop quietly like cat(1) does.
+            # `ckpt dump | head -1`: the reader left; stop quietly like cat(1) does, with
+            # the status the command had already decided on (diff's 1) or 0.
+            from ckpt.cli.common import closed_pipe_status
+
             _silence_stdout()
-            raise typer.Exit(0) from None
+            raise typer.Exit(closed_pipe_status()) from None
         except KeyboardInterrupt:
             fail("interrupted", ExitCode.INTERRUPTED)
         except RecursionError:

@@ -14,6 +14,17 @@ if TYPE_CHECKING:
     from ckpt.stores.base import Store
 
 DEFAULT_TIMEOUT = 5.0
+# The exit status when the reader closes stdout early (`ckpt diff | head`): a command
+# whose status carries its answer sets it before printing, so a cut-off pipe keeps it.
+_closed_pipe_status = [0]
+
+
+def set_closed_pipe_status(code: int) -> None:
+    _closed_pipe_status[0] = code
+
+
+def closed_pipe_status() -> int:
+    return _closed_pipe_status[0]
 
 
 @contextmanager

@@ -6,7 +6,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ckpt.cli.common import DEFAULT_TIMEOUT, open_from_options, wants_ndjson, write_lines
+from ckpt.cli.common import (
+    DEFAULT_TIMEOUT,
+    open_from_options,
+    set_closed_pipe_status,
+    wants_ndjson,
+    write_lines,
+)
 from ckpt.cli.options import (
     AesKeyOpt,
     DbOpt,
@@ -88,6 +94,8 @@ def diff(
             )
         left, right = _pick(store_a, store_b, a, b, ns=ns, same_store=db2 is None)
         changes = diff_checkpoints(left, right)
+        if differs(changes):
+            set_closed_pipe_status(int(ExitCode.DIFFERENT))
         if json_out:
             write_lines(iter([dumps(json_patch(changes), indent=2) + "\n"]))
         else:
@@ -193,15 +201,18 @@ def dump(
     """
     import sys
 
-    from ckpt.errors import NotFound
+    from ckpt.errors import BadOption, NotFound
     from ckpt.model import DumpQuery
     from ckpt.render.progress import counting
     from ckpt.render.records import checkpoint_record, json_array, ndjson
     from ckpt.show import require_key_if_encrypted
 
     values = not no_values
+    as_lines = wants_ndjson(json_out, ndjson_out, default_when_piped=True)  # checked first
     with open_from_options(store, db, aes_key, schema=schema, timeout=timeout) as opened:
         for thread_id in thread or []:
+            if not thread_id.strip():
+                raise BadOption("empty thread id in --thread")
             if not opened.thread_exists(thread_id):
                 raise NotFound(f"no thread {thread_id!r} in {opened.location}")
         query = DumpQuery(
@@ -223,7 +234,7 @@ def dump(
 
         show_progress = not quiet and not sys.stdout.isatty() and sys.stderr.isatty()
         with counting(records(), enabled=show_progress, label="dumping") as counted:
-            if wants_ndjson(json_out, ndjson_out, default_when_piped=True):
+            if as_lines:
                 write_lines(ndjson(counted))
             else:
                 write_lines(json_array(counted, pretty=False))

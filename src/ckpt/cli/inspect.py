@@ -61,6 +61,7 @@ def threads(
     from ckpt.threads import select_threads
 
     filters = dict(_parse_where(w) for w in where or [])
+    as_lines = wants_ndjson(json_out, ndjson_out)  # option errors before opening the store
     with open_from_options(store, db, aes_key, schema=schema, timeout=timeout) as opened:
         infos = list(opened.threads())
         records = select_threads(
@@ -70,7 +71,7 @@ def threads(
             where=filters,
             status=status.value if status else None,
         )
-        if wants_ndjson(json_out, ndjson_out):
+        if as_lines:
             write_lines(ndjson(records))
         elif json_out:
             write_lines(json_array(records))
@@ -105,6 +106,7 @@ def history(
     from ckpt.history import build_history, thread_checkpoints
     from ckpt.render import human
     from ckpt.render.records import checkpoint_record, json_array, ndjson
+    from ckpt.show import require_key_for_bodies
 
     with open_from_options(None, db, aes_key, schema=schema, timeout=timeout) as opened:
         checkpoints = thread_checkpoints(opened, thread)
@@ -114,6 +116,7 @@ def history(
             write_lines(ndjson(records) if as_lines else json_array(records))
         else:
             human.history_tree(thread, build_history(checkpoints))
+        require_key_for_bodies(checkpoints, has_key=opened.aes_key is not None)
 
 
 TABLE_COLUMNS = 12  # checkpoints a terminal can show side by side
@@ -145,6 +148,7 @@ def versions(
     from ckpt.history import thread_checkpoints
     from ckpt.render import human
     from ckpt.render.records import dumps
+    from ckpt.show import require_key_for_bodies
     from ckpt.versions import version_matrix
 
     with open_from_options(None, db, aes_key, schema=schema, timeout=timeout) as opened:
@@ -155,6 +159,7 @@ def versions(
             write_lines(iter([dumps(matrix, indent=2) + "\n"]))
         else:
             human.versions_table(matrix)
+        require_key_for_bodies(checkpoints, has_key=opened.aes_key is not None)
 
 
 def show(

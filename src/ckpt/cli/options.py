@@ -7,6 +7,13 @@ from typing import Annotated
 
 import typer
 
+
+def _finite(value: float, name: str) -> float:
+    if value != value:  # NaN passes every range check
+        raise typer.BadParameter("must be a number of seconds", param_hint=name)
+    return value
+
+
 StoreArg = Annotated[
     str | None,
     typer.Argument(
@@ -47,7 +54,12 @@ SchemaOpt = Annotated[
 TimeoutOpt = Annotated[
     float,
     typer.Option(
-        "--timeout", metavar="SECONDS", help="Postgres statement timeout in seconds.", min=0.1
+        "--timeout",
+        metavar="SECONDS",
+        help="Postgres statement timeout in seconds.",
+        min=0.1,
+        max=86_400.0,  # also refuses inf and, through the callback, nan
+        callback=lambda value: _finite(value, "--timeout"),
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (schema in docs/json.md).")]

@@ -17,9 +17,7 @@ from rich.tree import Tree
 
 from ckpt.analysis import (
     next_nodes,
-    push_index,
-    send_node,
-    task_node,
+    task_label,
     task_outcomes,
     trigger_node,
     why_next_unknown,
@@ -172,20 +170,6 @@ def _node_label(checkpoint: Checkpoint) -> Text:
 def _state_channels(channels: list[str]) -> list[str]:
     """Channels as the graph's author knows them: trigger channels are left out of briefs."""
     return [c for c in channels if trigger_node(c) is None and c != "__start__"]
-
-
-def task_label(task_path: str, task_id: str, sends: list[Any]) -> str:
-    """A task as people name it: its node, or `node[i]` for the i-th Send packet."""
-    node = task_node(task_path)
-    if node:
-        return node
-    if task_path.startswith("~__interrupt__"):
-        return "update_state"  # its writes hang off the checkpoint it updated (FORMAT 3.7)
-    index = push_index(task_path)
-    if index is not None:
-        target = send_node(sends[index]) if index < len(sends) else None
-        return f"{target or 'send'}[{index}]"
-    return task_path.lstrip("~") or task_id[:8]
 
 
 def _channel_list(channels: list[str]) -> str:

@@ -31,6 +31,9 @@ _ANSI = {"green": "32", "yellow": "33", "bold red": "1;31", "cyan": "36", "dim":
 _CONTROL = {
     c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)
 }
+# Invisible characters that reorder or hide text (bidi overrides, zero-width) too.
+_INVISIBLE = (*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0xFEFF)
+_CONTROL.update({c: f"\\u{c:04x}" for c in _INVISIBLE})
 _CONTROL_LINE = {**_CONTROL, 0x09: "\\t", 0x0A: "\\n"}
 
 
@@ -140,7 +143,9 @@ def threads_table(
         )
     write = sys.stdout.write
     if not rows:
-        write(f"no threads match in {location}\n" if filtered else f"no threads in {location}\n")
+        # Nothing on stdout: an empty listing; the explanation is talk, for stderr.
+        what = "no threads match" if filtered else "no threads"
+        sys.stderr.write(f"ckpt: note: {what} in {location}\n")
         return
     widths = [
         max([cell_width(h), *(cell_width(r[i]) for r in rows)]) for i, h in enumerate(headers)

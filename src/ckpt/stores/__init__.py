@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ckpt.errors import StoreNotFound
+from ckpt.errors import StoreNotFound, StoreUnreadable
 from ckpt.stores.base import Store
 
 PICKLE_NAMES = (
@@ -34,6 +34,12 @@ def open_store(
     path = Path(spec).expanduser()
     if not path.exists():
         raise StoreNotFound(f"{spec}: no such file or folder")
+    if path.is_dir() and not _is_dev_folder(path):
+        # A project folder: the one store in it, as when ckpt runs there with no argument.
+        path = Path(discover(path))
+    if not path.is_dir() and not path.is_file():
+        # A pipe (`<(cat db)`) or FIFO: SQLite cannot read one, and opening a FIFO waits.
+        raise StoreUnreadable(f"{spec}: not a regular file (a pipe?); copy it to a file first")
     if path.is_dir() or _looks_like_pickle(path):
         from ckpt.stores.pickles import PickleStore
 
@@ -41,6 +47,11 @@ def open_store(
     from ckpt.stores.sqlite import SqliteStore
 
     return SqliteStore(path, aes_key=aes_key)
+
+
+def _is_dev_folder(path: Path) -> bool:
+    """A `.langgraph_api` folder itself (what PickleStore opens)."""
+    return any((path / name).exists() for name in PICKLE_NAMES)
 
 
 def _looks_like_pickle(path: Path) -> bool:
@@ -57,7 +68,7 @@ def discover(folder: Path | None = None) -> str:
     """The one store in the current folder: a `.langgraph_api/` or a SQLite checkpoint file."""
     folder = folder or Path.cwd()
     candidates: list[str] = []
-    if any((folder / name).exists() for name in PICKLE_NAMES):
+    if _is_dev_folder(folder):
         return str(folder)  # we are inside a `.langgraph_api` folder
     api = folder / ".langgraph_api"
     if api.is_dir() and any((api / name).exists() for name in PICKLE_NAMES):
@@ -67,8 +78,9 @@ def discover(folder: Path | None = None) -> str:
             if path.is_file() and _has_checkpoints_table(path):
                 candidates.append(str(path))
     if not candidates:
+        hint = " (.langgraph_api holds no checkpoint files)" if api.is_dir() else ""
         raise StoreNotFound(
-            f"no store given and none found in {folder} (give a path or URL, --db, or set CKPT_DB)"
+            f"no checkpoint store found in {folder}{hint}; give a path or URL, --db, or set CKPT_DB"
         )
     if len(candidates) > 1:
         shown = ", ".join(os.path.relpath(c, folder) for c in candidates)

@@ -384,11 +384,14 @@ def _read_only_uri(path: Path) -> str:
     if not header.startswith(SQLITE_MAGIC):
         raise StoreUnreadable(f"{path}: not a SQLite database")
     wal_mode = len(header) > 19 and header[18] == 2
-    wal_file = Path(f"{path}-wal")
-    # A WAL-mode file with no -wal beside it is not open in any writer: read it as immutable,
-    # which creates no -wal/-shm files. With a -wal present, a live application may be writing:
-    # read through SQLite's normal read-only locking so we see its committed pages.
-    immutable = wal_mode and not wal_file.exists()
+    wal_file, shm_file = Path(f"{path}-wal"), Path(f"{path}-shm")
+    # A WAL-mode file with no -wal beside it (or an empty one and no -shm: nothing to
+    # recover, no connection attached) is not open in any writer: read it as immutable,
+    # which creates no side files. Otherwise a live application may be writing, or left
+    # committed pages in the -wal: read through SQLite's normal read-only locking, which
+    # sees them (and needs the -shm index, so SQLite may create one).
+    idle_wal = wal_file.exists() and wal_file.stat().st_size == 0 and not shm_file.exists()
+    immutable = wal_mode and (not wal_file.exists() or idle_wal)
     return f"file:{quote(str(path.resolve()))}?mode=ro" + ("&immutable=1" if immutable else "")
 
 
