@@ -34,6 +34,22 @@ class TaskOutcome:
     interrupts: list[Any] = field(default_factory=list)
 
 
+# LangChain message roles (`type` field of a message's dict form).
+MESSAGE_ROLES = frozenset(
+    {"human", "ai", "system", "tool", "function", "chat", "remove", "developer"}
+)
+
+
+def is_message(value: Any) -> bool:
+    """A LangChain message, decoded (`__type__` ...Message) or in its dict form."""
+    if type(value) is not dict:
+        return False
+    kind = value.get(TYPE_KEY)
+    if isinstance(kind, str) and kind.endswith(("Message", "MessageChunk")):
+        return True
+    return "content" in value and value.get("type") in MESSAGE_ROLES
+
+
 def trigger_node(channel: str) -> str | None:
     """The node a trigger channel wakes, for every era of channel names (FORMAT 3.6)."""
     if channel.startswith("branch:to:"):

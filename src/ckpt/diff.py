@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, Final, Literal
 
-from ckpt.analysis import task_label
-from ckpt.decoders import TYPE_KEY
+from ckpt.analysis import is_message, task_label
 from ckpt.model import Checkpoint
 
 Kind = Literal["added", "removed", "changed"]
@@ -27,10 +26,6 @@ IDENTITY_KEYS: Final = (
 # Part of the patch (it turns A's record into B's), not of "the checkpoints differ".
 STORAGE_KEYS: Final = frozenset({"size"})
 
-# LangChain message roles (`type` field of a message's dict form).
-MESSAGE_ROLES: Final = frozenset(
-    {"human", "ai", "system", "tool", "function", "chat", "remove", "developer"}
-)
 _PATCH_OPS: Final = {"added": "add", "removed": "remove", "changed": "replace"}
 
 
@@ -248,16 +243,6 @@ def _write_label(write: dict[str, Any]) -> str:
     who = task_label(str(write.get("task_path") or ""), write["task_id"], [])
     label = f"{who} → {write['channel']}"
     return label if write["idx"] <= 0 else f"{label} #{write['idx']}"
-
-
-def is_message(value: Any) -> bool:
-    """A LangChain message, decoded (`__type__` ...Message) or in its dict form."""
-    if type(value) is not dict:
-        return False
-    kind = value.get(TYPE_KEY)
-    if isinstance(kind, str) and kind.endswith(("Message", "MessageChunk")):
-        return True
-    return "content" in value and value.get("type") in MESSAGE_ROLES
 
 
 def _is_write(value: Any) -> bool:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from ckpt.decoders import MARK_KEY
+from ckpt.decoders import is_marked
 from ckpt.errors import EncryptedError, NotFound
 from ckpt.model import Checkpoint, ThreadInfo
 
@@ -15,7 +13,7 @@ def pick_channels(checkpoint: Checkpoint, names: list[str]) -> None:
     writes = checkpoint.pending_writes
     known = set(values) | set(checkpoint.channel_versions) | {w.channel for w in writes or []}
     missing = [n for n in names if n not in known]
-    if missing and has_encrypted(checkpoint.extra.get("body")):
+    if missing and body_encrypted(checkpoint):
         # Channel names live in the encrypted body: unknown is not the same as absent.
         raise EncryptedError("the checkpoint is encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
     if missing:
@@ -29,25 +27,29 @@ def pick_channels(checkpoint: Checkpoint, names: list[str]) -> None:
         checkpoint.pending_writes = [w for w in writes if w.channel in names]
 
 
-def has_encrypted(value: Any) -> bool:
-    """Whether any part of a decoded value is an `encrypted` marked record."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if item.get(MARK_KEY) == "encrypted":
-                return True
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
+def body_encrypted(checkpoint: Checkpoint) -> bool:
+    """The checkpoint body itself stayed encrypted (no key, or a wrong one)."""
+    return is_marked(checkpoint.extra.get("body"), "encrypted")
+
+
+def hides_values(checkpoint: Checkpoint) -> bool:
+    """Encrypted without (the right) key: the body, or a value or write, is a marked record.
+
+    Only the top level is looked at: savers encrypt whole values, never parts of one
+    (FORMAT 2.7), so this stays cheap on every checkpoint of a dump.
+    """
+    if body_encrypted(checkpoint):
+        return True
+    values = (checkpoint.channel_values or {}).values()
+    writes = (w.value for w in checkpoint.pending_writes or [])
+    return any(is_marked(v, "encrypted") for v in values) or any(
+        is_marked(v, "encrypted") for v in writes
+    )
 
 
 def require_key_if_encrypted(checkpoint: Checkpoint, *, has_key: bool) -> None:
     """After printing what is readable: fail with the encrypted exit code if values were hidden."""
-    parts = [checkpoint.extra.get("body"), checkpoint.channel_values]
-    parts += [w.value for w in checkpoint.pending_writes or []]
-    if has_encrypted(parts):
+    if hides_values(checkpoint):
         if has_key:
             raise EncryptedError("some values did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY")
         raise EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
@@ -55,9 +57,7 @@ def require_key_if_encrypted(checkpoint: Checkpoint, *, has_key: bool) -> None:
 
 def encrypted_threads(threads: list[ThreadInfo], *, has_key: bool) -> list[str]:
     """A notice when newest checkpoints stayed encrypted; an error when a key was wrong."""
-    hidden = [
-        t for t in threads if t.latest is not None and has_encrypted(t.latest.extra.get("body"))
-    ]
+    hidden = [t for t in threads if t.latest is not None and body_encrypted(t.latest)]
     if not hidden:
         return []
     if has_key:
@@ -72,7 +72,7 @@ def encrypted_threads(threads: list[ThreadInfo], *, has_key: bool) -> list[str]:
 
 def require_key_for_bodies(checkpoints: list[Checkpoint], *, has_key: bool) -> None:
     """After printing a thread: exit 6 when checkpoint bodies stayed encrypted."""
-    hidden = sum(1 for c in checkpoints if has_encrypted(c.extra.get("body")))
+    hidden = sum(1 for c in checkpoints if body_encrypted(c))
     if not hidden:
         return
     if has_key:

@@ -205,7 +205,7 @@ def dump(
     from ckpt.model import DumpQuery
     from ckpt.render.progress import counting
     from ckpt.render.records import checkpoint_record, json_array, ndjson
-    from ckpt.show import require_key_if_encrypted
+    from ckpt.show import hides_values, require_key_if_encrypted
 
     values = not no_values
     as_lines = wants_ndjson(json_out, ndjson_out, default_when_piped=True)  # checked first
@@ -228,7 +228,7 @@ def dump(
         def records() -> Iterator[dict[str, Any]]:
             for checkpoint in opened.iter_checkpoints(query, values=values):
                 count[0] += 1
-                if not hidden and _hides_values(checkpoint):
+                if not hidden and hides_values(checkpoint):
                     hidden.append(checkpoint)
                 yield checkpoint_record(checkpoint, values=values)
 
@@ -269,22 +269,6 @@ def _bound(opened: Store, text: str, option: str) -> str:
             when = when.replace(tzinfo=dt.UTC)
         return uuid6_lower_bound(when)
     return resolve(opened, text).checkpoint_id
-
-
-def _hides_values(checkpoint: Checkpoint) -> bool:
-    """Encrypted without (the right) key: the body, or a value or write, is a marked record.
-
-    Only the top level is looked at: savers encrypt whole values, never parts of one.
-    """
-    from ckpt.decoders import is_marked
-
-    if is_marked(checkpoint.extra.get("body"), "encrypted"):
-        return True
-    values = (checkpoint.channel_values or {}).values()
-    writes = (w.value for w in checkpoint.pending_writes or [])
-    return any(is_marked(v, "encrypted") for v in values) or any(
-        is_marked(v, "encrypted") for v in writes
-    )
 
 
 def register(app: typer.Typer) -> None:

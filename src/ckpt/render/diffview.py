@@ -12,8 +12,9 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from ckpt.analysis import is_message
 from ckpt.decoders import parse_version
-from ckpt.diff import IDENTITY_KEYS, STORAGE_KEYS, Change, Item, PathPart, is_message
+from ckpt.diff import IDENTITY_KEYS, STORAGE_KEYS, Change, Item, PathPart
 from ckpt.model import Checkpoint
 from ckpt.render.human import console, content_text, role_of
 from ckpt.render.plain import brief, cut, human_size, short_time

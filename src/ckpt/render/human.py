@@ -16,6 +16,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ckpt.analysis import (
+    is_message,
     next_nodes,
     task_label,
     task_outcomes,
@@ -30,7 +31,6 @@ from ckpt.render.records import dumps, updated_at
 from ckpt.selectors import short_id
 
 ROLE_STYLE = {"human": "bold blue", "ai": "bold green", "tool": "bold magenta", "system": "bold"}
-MESSAGE_ROLES = {"human", "ai", "system", "tool", "function", "chat", "remove", "developer"}
 
 
 class _Console(Console):
@@ -66,13 +66,6 @@ def _boxed() -> box.Box | None:
 
 
 # -- values ---------------------------------------------------------------------------------
-
-
-def is_message(value: Any) -> bool:
-    if not isinstance(value, dict) or "content" not in value:
-        return False
-    kind = str(value.get(TYPE_KEY, ""))
-    return value.get("type") in MESSAGE_ROLES or kind.endswith(("Message", "MessageChunk"))
 
 
 def role_of(message: dict[str, Any]) -> str:
