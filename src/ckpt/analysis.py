@@ -1,37 +1,51 @@
-"""What a checkpoint means: the nodes due next, task outcomes and a thread's status."""
+"""What a checkpoint means: the tasks due at it, `next` in both of LangGraph's senses, task
+labels, interrupts, and a thread's status. Every view takes these from here.
+
+LangGraph has two answers to "what runs next" (FORMAT 11, `pregel/main.py`):
+
+* `get_state(config with checkpoint_id)` and `get_state_history()`: every task that was
+  due at the checkpoint, finished or not — `next_at`;
+* `get_state()` for the thread's current state: the due tasks of the latest checkpoint
+  that have not finished — `still_to_run`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ckpt.decoders import TYPE_KEY, compare_versions
-from ckpt.model import (
-    CONTROL_CHANNELS,
-    ERROR,
-    INTERRUPT,
-    NULL_TASK_ID,
-    Checkpoint,
-    PendingWrite,
-    ThreadInfo,
+from ckpt.decoders import TYPE_KEY
+from ckpt.model import CONTROL_CHANNELS, ERROR, INTERRUPT, NULL_TASK_ID, Checkpoint, PendingWrite
+from ckpt.tasks import (
+    InterruptInfo,
+    Shape,
+    Task,
+    due_tasks,
+    interrupt_info,
+    pull_node,
+    push_index,
+    send_node,
+    trigger_node,
 )
 
 Status = Literal["done", "interrupted", "error", "pending", "unknown"]
-STATUSES: tuple[Status, ...] = ("done", "interrupted", "error", "pending", "unknown")
 
-
-@dataclass(slots=True)
-class TaskOutcome:
-    """The writes of one task on a checkpoint, and what they say about it."""
-
-    task_id: str
-    task_path: str
-    node: str | None
-    channels: list[str] = field(default_factory=list)
-    finished: bool = False
-    error: Any = None
-    interrupts: list[Any] = field(default_factory=list)
+__all__ = [
+    "InterruptInfo",
+    "Status",
+    "Task",
+    "TaskOutcome",
+    "checkpoint_tasks",
+    "is_message",
+    "next_at",
+    "status_of",
+    "still_to_run",
+    "task_label",
+    "task_labels",
+    "trigger_node",
+    "why_next_unknown",
+]
 
 
 # LangChain message roles (`type` field of a message's dict form).
@@ -50,126 +64,8 @@ def is_message(value: Any) -> bool:
     return "content" in value and value.get("type") in MESSAGE_ROLES
 
 
-def trigger_node(channel: str) -> str | None:
-    """The node a trigger channel wakes, for every era of channel names (FORMAT 3.6)."""
-    if channel.startswith("branch:to:"):
-        return channel[len("branch:to:") :]
-    if channel.startswith("start:"):
-        return channel[len("start:") :]
-    if channel.startswith("branch:"):
-        return channel.rsplit(":", 1)[-1]
-    return None
-
-
-def next_nodes(checkpoint: Checkpoint) -> list[str]:
-    """The nodes LangGraph would run next, from the checkpoint alone.
-
-    A node is due when one of its trigger channels holds a value whose version is newer
-    than `versions_seen[node]` records (langgraph/pregel/_algo.py `_triggers`), or when a
-    Send packet for it is pending. Triggers are the `branch:to:<node>` family, plus any
-    channel a node has consumed before (`versions_seen` records only triggers).
-    """
-    versions = checkpoint.channel_versions
-    seen = checkpoint.versions_seen
-    available = checkpoint.value_channels
-    if available is None:  # the store keeps no values (single-file PersistentDict, FORMAT 7.2)
-        return []
-    due: list[str] = []
-
-    def newer(channel: str, node: str) -> bool:
-        if channel not in versions or (available is not None and channel not in available):
-            return False
-        node_seen = seen.get(node)
-        last = node_seen.get(channel) if isinstance(node_seen, dict) else None
-        return last is None or compare_versions(versions[channel], last) > 0
-
-    for channel in versions:
-        node = trigger_node(channel)
-        if node is not None and node not in due and newer(channel, node):
-            due.append(node)
-    for node, node_seen in seen.items():
-        if node.startswith("__") or node in due or not isinstance(node_seen, dict):
-            continue
-        if any(trigger_node(c) is None and newer(c, node) for c in node_seen):
-            due.append(node)
-    # Like StateSnapshot.next, leave out tasks that already finished (their outputs sit in
-    # the pending writes, e.g. the siblings of a failed Send): pull tasks by node name,
-    # push tasks by their index into the pending sends (task path `~__pregel_push, i, ...`).
-    finished = [t for t in task_outcomes(checkpoint.pending_writes or []) if t.finished]
-    done_nodes = {t.node for t in finished if t.node}
-    done_sends = {i for t in finished if (i := push_index(t.task_path)) is not None}
-    due = [node for node in due if node not in done_nodes]
-    for index, send in enumerate(checkpoint.pending_sends):
-        node = send_node(send)
-        if node is not None and index not in done_sends:
-            due.append(node)
-    return due
-
-
-def task_label(task_path: str, task_id: str, sends: list[Any]) -> str:
-    """A task as people name it, the same in every view: its node; `node[i]` for the i-th
-    Send packet; `update_state`; `input` for writes of no task; else its id's first 8."""
-    if task_id == NULL_TASK_ID:
-        return "input"
-    node = task_node(task_path)
-    if node:
-        return node
-    if task_path.startswith("~__interrupt__"):
-        return "update_state"  # its writes hang off the checkpoint it updated (FORMAT 3.7)
-    index = push_index(task_path)
-    if index is not None:
-        target = send_node(sends[index]) if index < len(sends) else None
-        return f"{target or 'send'}[{index}]"
-    return task_path.lstrip("~") or task_id[:8]
-
-
-def push_index(task_path: str) -> int | None:
-    """The Send packet a push task runs: `~__pregel_push, 0000000001, ...` -> 1."""
-    parts = task_path.lstrip("~").split(", ")
-    if len(parts) > 1 and parts[0] == "__pregel_push" and parts[1].isdigit():
-        return int(parts[1])
-    return None
-
-
-def send_node(send: Any) -> str | None:
-    """The target node of a decoded Send (current object form or legacy dict)."""
-    if isinstance(send, dict):
-        node = send.get("node")
-        return node if isinstance(node, str) else None
-    return None
-
-
-def task_outcomes(writes: Iterable[PendingWrite]) -> list[TaskOutcome]:
-    """Group writes by task; a task is finished iff it has a non-control write (FORMAT 3.7)."""
-    tasks: dict[str, TaskOutcome] = {}
-    for write in writes:
-        if write.task_id == NULL_TASK_ID:
-            continue
-        task = tasks.get(write.task_id)
-        if task is None:
-            task = tasks[write.task_id] = TaskOutcome(
-                write.task_id, write.task_path, node=task_node(write.task_path)
-            )
-        task.channels.append(write.channel)
-        if write.channel == ERROR:
-            task.error = write.value
-        elif write.channel == INTERRUPT:
-            value = write.value
-            task.interrupts.extend(value if isinstance(value, list) else [value])
-        elif write.channel not in CONTROL_CHANNELS:
-            task.finished = True
-    return list(tasks.values())
-
-
-def task_node(task_path: str) -> str | None:
-    """The node name in a task path like `~__pregel_pull, agent` (FORMAT 3.7)."""
-    if task_path.startswith("~__pregel_pull, "):
-        return task_path[len("~__pregel_pull, ") :].split(",")[0]
-    return None
-
-
 def why_next_unknown(checkpoint: Checkpoint) -> str | None:
-    """Why `next` cannot be told from this checkpoint, or None when it can."""
+    """Why the tasks due at this checkpoint cannot be told, or None when they can."""
     body = checkpoint.extra.get("body")
     if isinstance(body, dict) and body.get("__ckpt__") == "encrypted":
         if body.get("reason") == "wrong key":
@@ -182,48 +78,151 @@ def why_next_unknown(checkpoint: Checkpoint) -> str | None:
     return None
 
 
-def known_next(checkpoint: Checkpoint) -> list[str] | None:
-    """`next`, or None when it cannot be told (encrypted, unreadable, no values kept)."""
-    return None if why_next_unknown(checkpoint) else next_nodes(checkpoint)
+def checkpoint_tasks(
+    checkpoint: Checkpoint, *, shape: Shape | None = None, namespaces: Sequence[str] = ()
+) -> list[Task] | None:
+    """The tasks due at `checkpoint` with their outcomes, or None when that cannot be told.
+
+    `shape` is the graph's shape learned from more checkpoints of the same namespace (a
+    whole thread's history knows more nodes than one checkpoint); `namespaces` are the
+    thread's namespaces, to tell which tasks ran a subgraph.
+    """
+    if why_next_unknown(checkpoint):
+        return None
+    return due_tasks(
+        checkpoint, shape=shape, keeps_order=checkpoint.keeps_order, namespaces=namespaces
+    )
 
 
-def status_of(checkpoint: Checkpoint | None) -> tuple[Status, list[str] | None]:
-    """A thread's status and `next`, from its latest root checkpoint and the writes on it."""
-    if checkpoint is None:
-        return "unknown", None
-    # Encrypted without a key, undecodable, or a store that keeps no channel values: which
-    # nodes are due cannot be told.
-    due = known_next(checkpoint)
-    unknowable = due is None
-    outcomes = task_outcomes(checkpoint.pending_writes or [])
-    if any(t.error is not None and not t.finished for t in outcomes):
-        return "error", due
-    if any(t.interrupts and not t.finished for t in outcomes):
-        return "interrupted", due
-    if unknowable:
-        return "unknown", due
-    if due:
-        return "pending", due
-    return "done", due
+def next_at(tasks: list[Task] | None) -> list[str] | None:
+    """`StateSnapshot.next` of `get_state(checkpoint_id=...)`: every task due, in order."""
+    return None if tasks is None else [t.name for t in tasks]
 
 
-def thread_status(thread: ThreadInfo) -> tuple[Status, list[str] | None]:
-    return status_of(thread.latest)
+def still_to_run(tasks: list[Task] | None) -> list[str] | None:
+    """`StateSnapshot.next` of `get_state()` on the latest checkpoint: unfinished tasks."""
+    return None if tasks is None else [t.name for t in tasks if not t.finished]
 
 
-def errors_of(checkpoint: Checkpoint) -> list[TaskOutcome]:
-    return [t for t in task_outcomes(checkpoint.pending_writes or []) if t.error is not None]
+@dataclass(slots=True)
+class TaskOutcome:
+    """The writes of one task on a checkpoint, and what they say about it (for checkpoints
+    whose due tasks cannot be told, e.g. encrypted bodies with readable writes)."""
+
+    task_id: str
+    task_path: str
+    channels: list[str] = field(default_factory=list)
+    finished: bool = False
+    error: Any = None
+    interrupts: list[InterruptInfo] = field(default_factory=list)
 
 
-def interrupt_values(checkpoint: Checkpoint) -> list[Any]:
-    """The values the graph is waiting on (the `value` field of each Interrupt)."""
-    found: list[Any] = []
-    for task in task_outcomes(checkpoint.pending_writes or []):
-        if task.finished:
+def write_outcomes(writes: Iterable[PendingWrite]) -> list[TaskOutcome]:
+    """Group writes by task; a task is finished iff it has a non-control write (FORMAT 3.7)."""
+    tasks: dict[str, TaskOutcome] = {}
+    for write in writes:
+        if write.task_id == NULL_TASK_ID:
             continue
-        for interrupt in task.interrupts:
-            if isinstance(interrupt, dict) and TYPE_KEY in interrupt:
-                found.append(interrupt.get("value"))
-            else:
-                found.append(interrupt)
-    return found
+        task = tasks.get(write.task_id)
+        if task is None:
+            task = tasks[write.task_id] = TaskOutcome(write.task_id, write.task_path)
+        task.channels.append(write.channel)
+        if write.channel == ERROR:
+            task.error = write.value
+        elif write.channel == INTERRUPT:
+            value = write.value
+            task.interrupts = [
+                interrupt_info(i) for i in (value if isinstance(value, list) else [value])
+            ]
+        elif write.channel not in CONTROL_CHANNELS:
+            task.finished = True
+    return list(tasks.values())
+
+
+def status_of(checkpoint: Checkpoint | None, tasks: list[Task] | None) -> Status:
+    """A thread's status from its latest root checkpoint and the tasks due there.
+
+    error: a task failed and did not finish on a retry; interrupted: a task waits on an
+    `interrupt()`; pending: tasks still to run (a static breakpoint, a crash between
+    steps); done: nothing left; unknown: the checkpoint cannot tell.
+    """
+    if checkpoint is None:
+        return "unknown"
+    if tasks is None:
+        # Unreadable or encrypted body: the writes may still say it failed or waits.
+        outcomes = write_outcomes(checkpoint.pending_writes or [])
+        if any(t.error is not None and not t.finished for t in outcomes):
+            return "error"
+        if any(t.interrupts and not t.finished for t in outcomes):
+            return "interrupted"
+        return "unknown"
+    if any(t.state == "failed" for t in tasks):
+        return "error"
+    if any(t.pending_interrupts for t in tasks):
+        return "interrupted"
+    if any(not t.finished for t in tasks):
+        return "pending"
+    return "done"
+
+
+def task_labels(checkpoint: Checkpoint, tasks: list[Task] | None) -> dict[str, str]:
+    """Every task id of the checkpoint's writes -> its label (see `task_label`)."""
+    by_id = {t.id: t for t in tasks or [] if t.id}
+    labels: dict[str, str] = {}
+    for write in checkpoint.pending_writes or []:
+        if write.task_id not in labels:
+            labels[write.task_id] = task_label(
+                write.task_path, write.task_id, checkpoint.pending_sends, by_id.get(write.task_id)
+            )
+    return labels
+
+
+def task_label(task_path: str, task_id: str, sends: list[Any], task: Task | None = None) -> str:
+    """A task as people name it, the same in every view: its node; `node[i]` for the i-th
+    Send packet; `update_state`; `input` for writes of no task; else its id's first 8."""
+    if task_id == NULL_TASK_ID:
+        return "input"
+    if task is not None:
+        return f"{task.name}[{task.send_index}]" if task.send_index is not None else task.name
+    node = pull_node(task_path)
+    if node is not None:
+        return node
+    if task_path.startswith("~__interrupt__"):
+        return "update_state"  # its writes hang off the checkpoint it updated (FORMAT 3.7)
+    if task_path.startswith("~~"):
+        return "exit-mode writes"  # durability="exit" delta writes (FORMAT 11)
+    index = push_index(task_path)
+    if index is not None:
+        target = send_node(sends[index]) if index < len(sends) else None
+        return f"{target or 'send'}[{index}]"
+    caller = _caller(task_path)
+    if caller is not None:
+        return caller
+    return task_id[:8]
+
+
+def _caller(task_path: str) -> str | None:
+    """A functional-API task called from a node: `~__pregel_push, ~__pregel_pull, flow,
+    0000000001, True` -> `flow → task #1`."""
+    prefix = "~__pregel_push, ~__pregel_pull, "
+    if not task_path.startswith(prefix):
+        return None
+    rest = task_path[len(prefix) :]
+    parts = rest.rsplit(", ", 2)
+    if len(parts) == 3 and parts[1].isdigit():
+        return f"{parts[0]} → task #{int(parts[1])}"
+    return None
+
+
+def waiting_interrupts(tasks: list[Task] | None) -> list[InterruptInfo]:
+    """Interrupts still waiting for an answer (`get_state().interrupts`)."""
+    return [i for t in tasks or [] for i in t.pending_interrupts]
+
+
+def raised_interrupts(tasks: list[Task] | None) -> list[InterruptInfo]:
+    """Every interrupt the step's tasks raised (`get_state(checkpoint_id).interrupts`)."""
+    return [i for t in tasks or [] for i in t.interrupts]
+
+
+def failed_tasks(tasks: list[Task] | None) -> list[Task]:
+    return [t for t in tasks or [] if t.state == "failed"]

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ckpt.analysis import checkpoint_tasks
 from ckpt.errors import BadOption, NotFound
 from ckpt.model import Checkpoint
 from ckpt.stores.base import Store
+from ckpt.tasks import Shape, Task, shape_of
 
 
 @dataclass(slots=True)
@@ -17,6 +19,33 @@ class HistoryNode:
     checkpoint: Checkpoint
     forks: list[list[HistoryNode]] = field(default_factory=list)
     subgraphs: list[tuple[str, list[HistoryNode]]] = field(default_factory=list)
+    tasks: list[Task] | None = None  # the tasks due at the checkpoint, with their outcomes
+
+
+def graph_key(checkpoint_ns: str) -> str:
+    """A namespace without its task ids: every run of one subgraph node shares the key, and
+    the graph's shape learned from all of them (`research:1a2b|inner:3c4d` -> `research|inner`)."""
+    return (
+        "|".join(part.split(":", 1)[0] for part in checkpoint_ns.split("|"))
+        if checkpoint_ns
+        else ""
+    )
+
+
+def thread_tasks(checkpoints: list[Checkpoint]) -> dict[tuple[str, str], list[Task] | None]:
+    """The due tasks of every checkpoint of a thread, keyed by (namespace, checkpoint id),
+    with each graph's shape learned from all of its checkpoints in the thread."""
+    namespaces = sorted({c.checkpoint_ns for c in checkpoints})
+    by_graph: dict[str, list[Checkpoint]] = {}
+    for checkpoint in checkpoints:
+        by_graph.setdefault(graph_key(checkpoint.checkpoint_ns), []).append(checkpoint)
+    shapes: dict[str, Shape] = {key: shape_of(cps) for key, cps in by_graph.items()}
+    return {
+        (c.checkpoint_ns, c.checkpoint_id): checkpoint_tasks(
+            c, shape=shapes[graph_key(c.checkpoint_ns)], namespaces=namespaces
+        )
+        for c in checkpoints
+    }
 
 
 def build_history(checkpoints: Iterable[Checkpoint]) -> list[list[HistoryNode]]:
@@ -26,6 +55,8 @@ def build_history(checkpoints: Iterable[Checkpoint]) -> list[list[HistoryNode]]:
     checkpoint (where the thread is now); the other children start fork branches.
     Lineage follows parent ids only, never id order (FORMAT 8.14).
     """
+    checkpoints = list(checkpoints)
+    tasks = thread_tasks(checkpoints)
     by_ns: dict[str, list[Checkpoint]] = {}
     for checkpoint in checkpoints:
         by_ns.setdefault(checkpoint.checkpoint_ns, []).append(checkpoint)
@@ -34,6 +65,7 @@ def build_history(checkpoints: Iterable[Checkpoint]) -> list[list[HistoryNode]]:
     for ns, chains in chains_by_ns.items():
         for node in _walk(chains):
             nodes_by_id[(ns, node.checkpoint.checkpoint_id)] = node
+            node.tasks = tasks.get((ns, node.checkpoint.checkpoint_id))
     roots = list(chains_by_ns.get("", []))
     for ns in sorted(n for n in chains_by_ns if n):
         for chain in chains_by_ns[ns]:

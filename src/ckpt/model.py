@@ -71,7 +71,15 @@ class Checkpoint:
     channel_values: dict[str, Any] | None = None
     # Channels that hold a value (what LangGraph calls "available"), known even when values
     # were not loaded; `next` needs it. None when the store cannot tell (no values kept).
-    value_channels: frozenset[str] | None = None
+    # In the order the store keeps them: LangGraph's own channel order in SQLite bodies.
+    value_channels: tuple[str, ...] | None = None
+    # Whether `value_channels` is in LangGraph's channel order (which follows the graph's
+    # node order): true for stores that keep the serialized body (SQLite), false for
+    # Postgres (JSONB sorts keys) and the pickle layouts (values keyed by version).
+    keeps_order: bool = False
+    # The values of `join:...` barrier channels (decoded even without values: whether a
+    # waiting edge fired depends on them, FORMAT 3.6).
+    barriers: dict[str, Any] = field(default_factory=dict)
     # Send packets still to run: v1-v3 `pending_sends`, v4 `channel_values["__pregel_tasks"]`,
     # legacy Postgres: the parent's `__pregel_tasks` writes (FORMAT 3.1, 5.3). Filled whether
     # or not values were loaded, because `next` needs them.

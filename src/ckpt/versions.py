@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ckpt.analysis import task_label
+from ckpt.analysis import checkpoint_tasks, task_labels
 from ckpt.decoders import parse_version
 from ckpt.model import Checkpoint
 from ckpt.selectors import short_id
@@ -70,10 +70,11 @@ def _writers(parent: Checkpoint, channel: str, child: Checkpoint) -> list[str]:
     if child.source in {"update", "fork"}:
         return ["update_state"]
     names: list[str] = []
+    labels = task_labels(parent, checkpoint_tasks(parent))
     for write in parent.pending_writes or []:
         if write.channel != channel:
             continue
-        name = task_label(write.task_path, write.task_id, parent.pending_sends)
+        name = labels[write.task_id]
         if name not in names:
             names.append(name)
     if not names and child.source == "input":

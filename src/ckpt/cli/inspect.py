@@ -103,7 +103,7 @@ def history(
 
     Example: ckpt history support-1 --db chat.sqlite
     """
-    from ckpt.history import build_history, thread_checkpoints
+    from ckpt.history import build_history, thread_checkpoints, thread_tasks
     from ckpt.render import human
     from ckpt.render.records import checkpoint_record, json_array, ndjson
     from ckpt.show import require_key_for_bodies
@@ -111,7 +111,11 @@ def history(
     with open_from_options(None, db, aes_key, schema=schema, timeout=timeout) as opened:
         checkpoints = thread_checkpoints(opened, thread)
         if json_out or ndjson_out:
-            records = (checkpoint_record(c, values=False) for c in checkpoints)
+            tasks = thread_tasks(checkpoints)
+            records = (
+                checkpoint_record(c, values=False, tasks=tasks[(c.checkpoint_ns, c.checkpoint_id)])
+                for c in checkpoints
+            )
             as_lines = wants_ndjson(json_out, ndjson_out)
             write_lines(ndjson(records) if as_lines else json_array(records))
         else:
@@ -195,6 +199,7 @@ def show(
 
     Example: ckpt show support-1~2 --blobs --db chat.sqlite
     """
+    from ckpt.analysis import checkpoint_tasks
     from ckpt.render import human
     from ckpt.render.records import checkpoint_record, dumps
     from ckpt.selectors import resolve
@@ -204,10 +209,11 @@ def show(
     with open_from_options(None, db, aes_key, schema=schema, timeout=timeout) as opened:
         key = resolve(opened, selector, checkpoint_ns=ns)
         checkpoint = opened.load(key, values=with_values)
+        tasks = checkpoint_tasks(checkpoint)  # before --channel narrows the writes
         if channel:
             pick_channels(checkpoint, channel)
         if json_out:
-            record = checkpoint_record(checkpoint, values=with_values)
+            record = checkpoint_record(checkpoint, values=with_values, tasks=tasks)
             if writes:
                 record = {
                     k: record[k]
@@ -215,7 +221,15 @@ def show(
                 }
             write_lines(iter([dumps(record, indent=2) + "\n"]))
         else:
-            human.show_checkpoint(checkpoint, values=with_values, writes_only=writes, full=full)
+            latest = opened.latest_key(key.thread_id, key.checkpoint_ns) == key
+            human.show_checkpoint(
+                checkpoint,
+                values=with_values,
+                writes_only=writes,
+                full=full,
+                tasks=tasks,
+                latest=latest,
+            )
         require_key_if_encrypted(checkpoint, has_key=opened.aes_key is not None)
 
 

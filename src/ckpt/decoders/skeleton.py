@@ -52,8 +52,8 @@ def peek_checkpoint(tag: str | None, payload: bytes) -> dict[str, Any] | None:
         return None
     if body.get("pending_sends") or values.get("__pregel_tasks"):
         return None  # Sends are pending: `next` needs them decoded
-    if not all(type(k) is str for k in values):
-        return None
+    if not all(type(k) is str and not k.startswith("join:") for k in values):
+        return None  # barrier channels: their value decides `next`, decode it
     for key in ("v", "ts", "id"):
         if not isinstance(body.get(key), _PLAIN_SCALARS):
             return None

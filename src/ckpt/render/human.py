@@ -17,18 +17,17 @@ from rich.tree import Tree
 
 from ckpt.analysis import (
     is_message,
-    next_nodes,
-    task_label,
-    task_outcomes,
+    task_labels,
     trigger_node,
     why_next_unknown,
 )
 from ckpt.decoders import TYPE_KEY, parse_version
 from ckpt.history import HistoryNode
-from ckpt.model import ERROR, INTERRUPT, NULL_TASK_ID, Checkpoint, PendingWrite
+from ckpt.model import CONTROL_CHANNELS, INTERRUPT, NULL_TASK_ID, Checkpoint
 from ckpt.render.plain import brief, clean, cut, human_size, short_time
 from ckpt.render.records import dumps, updated_at
 from ckpt.selectors import short_id
+from ckpt.tasks import InterruptInfo, Task
 
 ROLE_STYLE = {"human": "bold blue", "ai": "bold green", "tool": "bold magenta", "system": "bold"}
 
@@ -138,7 +137,7 @@ def value_view(value: Any, full: bool) -> Any:
 # -- history ----------------------------------------------------------------------------------
 
 
-def _node_label(checkpoint: Checkpoint) -> Text:
+def _node_label(checkpoint: Checkpoint, tasks: list[Task] | None) -> Text:
     line = Text()
     line.append(short_id(checkpoint.checkpoint_id), style="bold yellow")
     step = checkpoint.step
@@ -153,7 +152,7 @@ def _node_label(checkpoint: Checkpoint) -> Text:
         line.append("  updated: " + ", ".join(updated), style="green")
     if "body" in checkpoint.extra:
         line.append("  " + brief(checkpoint.extra["body"], limit=60), style="red")
-    writes = _writes_brief(checkpoint.pending_writes or [], checkpoint.pending_sends)
+    writes = _writes_brief(checkpoint, tasks)
     if writes:
         line.append("  ran: ", style="dim")
         line.append_text(writes)
@@ -172,25 +171,26 @@ def _channel_list(channels: list[str]) -> str:
     return ", ".join(c if n == 1 else f"{c} ×{n}" for c, n in counts.items())
 
 
-def _writes_brief(writes: list[PendingWrite], sends: list[Any]) -> Text:
+def _writes_brief(checkpoint: Checkpoint, tasks: list[Task] | None) -> Text:
+    """What ran after this checkpoint: each task that wrote, with how it ended."""
     text = Text()
-    tasks = task_outcomes(writes)
+    writes = checkpoint.pending_writes or []
+    labels = task_labels(checkpoint, tasks)
     parts: list[Text] = []
-    for task in tasks:
-        name = task_label(task.task_path, task.task_id, sends)
-        if task.error is not None and not task.finished:
-            parts.append(Text(f"✗ {name}: {brief(task.error, limit=60)}", style="bold red"))
-        elif task.interrupts and not task.finished:
-            parts.append(
-                Text(
-                    f"⏸ {name}: {brief(_interrupt_value(task.interrupts[0]), limit=50)}",
-                    style="bold yellow",
-                )
-            )
-        else:
-            channels = _state_channels([c for c in task.channels if c not in {ERROR, INTERRUPT}])
-            retried = " (retried after error)" if task.error is not None else ""
-            parts.append(Text(f"{name} → {_channel_list(channels)}{retried}", style="magenta"))
+    known = {t.id for t in tasks or []}
+    for task in tasks or []:
+        if not task.channels:
+            continue  # due, but nothing ran yet
+        parts.append(_task_brief(labels.get(task.id, task.name), task))
+    others: dict[str, list[str]] = {}
+    for write in writes:
+        if write.task_id != NULL_TASK_ID and write.task_id not in known:
+            others.setdefault(write.task_id, []).append(write.channel)
+    for task_id, channels in others.items():
+        state = _state_channels([c for c in channels if c not in CONTROL_CHANNELS])
+        if state or "__error__" not in channels:
+            line = f"{labels.get(task_id, task_id[:8])} → {_channel_list(state)}".rstrip(" →")
+            parts.append(Text(line, style="magenta"))
     null_writes = [w for w in writes if w.task_id == NULL_TASK_ID]
     if null_writes:
         parts.append(
@@ -204,6 +204,29 @@ def _writes_brief(writes: list[PendingWrite], sends: list[Any]) -> Text:
             text.append("; ")
         text.append_text(part)
     return text
+
+
+def _task_brief(name: str, task: Task) -> Text:
+    if task.state == "failed":
+        return Text(f"✗ {name}: {brief(task.error, limit=60)}", style="bold red")
+    if task.pending_interrupts:
+        first = task.pending_interrupts[0]
+        return Text(f"⏸ {name}: {brief(first.value, limit=50)}", style="bold yellow")
+    channels = _state_channels([c for c in task.channels if c not in CONTROL_CHANNELS])
+    line = Text()
+    if task.interrupts:
+        line.append("⏸ ", style="yellow")
+    line.append(name, style="magenta")
+    if channels:
+        line.append(f" → {_channel_list(channels)}", style="magenta")
+    if task.interrupts:
+        answers = [brief(i.answer, limit=40) for i in task.interrupts if i.has_answer]
+        line.append(
+            " (answered" + (f": {', '.join(answers)}" if answers else "") + ")", style="yellow"
+        )
+    if task.error is not None:
+        line.append(" (retried after error)", style="magenta")
+    return line
 
 
 def _interrupt_value(interrupt: Any) -> Any:
@@ -221,7 +244,7 @@ def history_tree(thread_id: str, chains: list[list[HistoryNode]]) -> None:
 
 def _add_chain(parent: Tree, chain: list[HistoryNode]) -> None:
     for node in chain:
-        branch = parent.add(_node_label(node.checkpoint))
+        branch = parent.add(_node_label(node.checkpoint, node.tasks))
         for ns, sub_chain in node.subgraphs:
             sub = branch.add(Text(f"subgraph {ns}", style="bold blue"))
             _add_chain(sub, sub_chain)
@@ -267,7 +290,15 @@ def versions_table(matrix: dict[str, Any]) -> None:
 # -- show ---------------------------------------------------------------------------------------
 
 
-def show_checkpoint(checkpoint: Checkpoint, *, values: bool, writes_only: bool, full: bool) -> None:
+def show_checkpoint(
+    checkpoint: Checkpoint,
+    *,
+    values: bool,
+    writes_only: bool,
+    full: bool,
+    tasks: list[Task] | None = None,
+    latest: bool = False,
+) -> None:
     out = console()
     header = Table(box=None, show_header=False, pad_edge=False)
     header.add_column(style="bold")
@@ -286,9 +317,7 @@ def show_checkpoint(checkpoint: Checkpoint, *, values: bool, writes_only: bool, 
     if unknown:
         header.add_row("next", Text(f"(unknown: {unknown})", style="dim"))
     else:
-        header.add_row(
-            "next", ", ".join(next_nodes(checkpoint)) or "(nothing: the run is finished)"
-        )
+        header.add_row("next", _next_text(tasks or [], latest=latest))
     if checkpoint.updated_channels is not None:
         header.add_row("updated", ", ".join(checkpoint.updated_channels))
     out.print(header)
@@ -302,7 +331,7 @@ def show_checkpoint(checkpoint: Checkpoint, *, values: bool, writes_only: bool, 
             for send in checkpoint.pending_sends:
                 out.print(Text(brief(send, full)))
     out.print(Text("\npending writes", style="bold underline"))
-    out.print(_writes_view(checkpoint.pending_writes, checkpoint.pending_sends, full))
+    out.print(_writes_view(checkpoint, tasks, full))
     if values and not writes_only:
         out.print(Text("\nchannel values", style="bold underline"))
         if checkpoint.channel_values is None and "body" in checkpoint.extra:
@@ -314,6 +343,19 @@ def show_checkpoint(checkpoint: Checkpoint, *, values: bool, writes_only: bool, 
         for name, value in (checkpoint.channel_values or {}).items():
             out.print(Text(name, style="bold cyan"))
             out.print(value_view(value, full))
+
+
+def _interrupt_line(interrupt: Any, info: InterruptInfo | None, full: bool) -> Text:
+    answered = info is not None and info.answered
+    line = Text("    answered: " if answered else "    waiting on: ", style="yellow")
+    line.append(brief(_interrupt_value(interrupt), full), style="yellow")
+    if info is not None and info.has_answer:
+        line.append(f"  → {brief(info.answer, full)}", style="green")
+    if info is not None and info.id:
+        line.append(f"  id={info.id}", style="dim")
+    if info is not None and info.response_schema is not None:
+        line.append(f"\n      expects: {brief(info.response_schema, full)}", style="dim")
+    return line
 
 
 def _kv_table(mapping: dict[str, Any], full: bool) -> Table:
@@ -341,7 +383,37 @@ def _versions_table(checkpoint: Checkpoint) -> Table:
     return table
 
 
-def _writes_view(writes: list[PendingWrite] | None, sends: list[Any], full: bool) -> Any:
+_STATE_STYLE = {
+    "done": "green",
+    "failed": "bold red",
+    "interrupted": "bold yellow",
+    "to run": "cyan",
+}
+
+
+def _next_text(tasks: list[Task], *, latest: bool) -> Text:
+    """The tasks due at the checkpoint with how each ended; on the latest checkpoint, also
+    what is still to run (LangGraph's `get_state().next`)."""
+    if not tasks:
+        return Text("(nothing: the run is finished)")
+    text = Text()
+    for i, task in enumerate(tasks):
+        if i:
+            text.append(", ")
+        label = f"{task.name}[{task.send_index}]" if task.send_index is not None else task.name
+        text.append(label)
+        text.append(f" ({task.state})", style=_STATE_STYLE.get(task.state, "dim"))
+    if latest:
+        left = [t for t in tasks if not t.finished]
+        text.append("\nstill to run: ", style="bold")
+        text.append(", ".join(t.name for t in left) if left else "nothing")
+    return text
+
+
+def _writes_view(checkpoint: Checkpoint, tasks: list[Task] | None, full: bool) -> Any:
+    writes = checkpoint.pending_writes
+    labels = task_labels(checkpoint, tasks)
+    by_id = {t.id: t for t in tasks or []}
     if writes is None:
         return Text("(this store keeps no writes)", style="dim")
     if not writes:
@@ -354,20 +426,20 @@ def _writes_view(writes: list[PendingWrite] | None, sends: list[Any], full: bool
             if write.task_id == NULL_TASK_ID:
                 parts.append(Text("input / update_state (no task)", style="bold"))
             else:
-                name = task_label(write.task_path, write.task_id, sends)
+                name = labels.get(write.task_id) or write.task_id[:8]
                 path = f"  {write.task_path}" if write.task_path else ""
-                task = Text(f"task {name}", style="bold")
-                task.append(f"  {write.task_id}{path}", style="dim")
-                parts.append(task)
+                heading = Text(f"task {name}", style="bold")
+                heading.append(f"  {write.task_id}{path}", style="dim")
+                parts.append(heading)
         style = {"__error__": "bold red", "__interrupt__": "bold yellow"}.get(write.channel, "")
         line = Text(f"  {write.channel}", style=style or "cyan")
         line.append(f" [{write.idx}]", style="dim")
         if write.channel == INTERRUPT and isinstance(write.value, list):
-            for interrupt in write.value:
-                line.append(
-                    "\n    waiting on: " + brief(_interrupt_value(interrupt), full), style="yellow"
-                )
+            task = by_id.get(write.task_id)
+            infos = task.interrupts if task is not None else []
             parts.append(line)
+            for i, interrupt in enumerate(write.value):
+                parts.append(_interrupt_line(interrupt, infos[i] if i < len(infos) else None, full))
             continue
         if is_message(write.value) or (
             isinstance(write.value, list)

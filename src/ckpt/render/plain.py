@@ -115,8 +115,10 @@ def threads_table(
 ) -> None:
     """One row per thread, drawn by hand: stores have thousands of threads, and a layout
     engine that measures every cell costs half a second for 1,000 rows."""
-    headers = ["THREAD", "STATUS", "STEP", "SOURCE", "CKPTS", "WRITES", "NS", "UPDATED", "SIZE"]
-    right = {"STEP", "CKPTS", "WRITES", "NS", "SIZE"}
+    # PENDING: the writes on the latest checkpoint (`pending_writes` in the JSON); the
+    # thread's total of write rows is `writes` in the JSON.
+    headers = ["THREAD", "STATUS", "STEP", "SOURCE", "CKPTS", "PENDING", "NS", "UPDATED", "SIZE"]
+    right = {"STEP", "CKPTS", "PENDING", "NS", "SIZE"}
     rows: list[list[str]] = []
     statuses: list[str] = []
     details: list[str] = []
@@ -125,7 +127,13 @@ def threads_table(
         if record["status"] == "error" and record["errors"]:
             detail = brief(record["errors"][0], limit=200)
         elif record["status"] == "interrupted" and record["interrupts"]:
-            detail = "waiting: " + brief(record["interrupts"][0], limit=200)
+            first = record["interrupts"][0]
+            detail = "waiting: " + brief(first["value"], limit=200)
+            if first["id"]:
+                detail += f" (interrupt {first['id']})"
+        elif record["checkpoint_id"] is None:
+            subgraphs = [n for n in record["namespaces"] if n]
+            detail = f"no root checkpoint; only subgraph namespaces ({len(subgraphs)})"
         statuses.append(record["status"])
         details.append(clean_line(detail))
         rows.append(

@@ -6,9 +6,18 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any, TypedDict
 
-from ckpt.analysis import errors_of, interrupt_values, known_next, thread_status
+from ckpt.analysis import (
+    checkpoint_tasks,
+    failed_tasks,
+    next_at,
+    raised_interrupts,
+    status_of,
+    still_to_run,
+    waiting_interrupts,
+)
 from ckpt.decoders import uuid6_time
 from ckpt.model import Checkpoint, PendingWrite, ThreadInfo
+from ckpt.tasks import InterruptInfo, Task
 
 
 class WriteRecord(TypedDict):
@@ -18,6 +27,26 @@ class WriteRecord(TypedDict):
     channel: str
     type: str | None
     value: Any
+
+
+class InterruptRecord(TypedDict):
+    id: str | None
+    value: Any
+    response_schema: Any
+    answered: bool
+
+
+class TaskRecord(TypedDict):
+    id: str
+    name: str
+    path: str
+    state: str  # done | failed | interrupted | to_run
+    finished: bool
+    error: Any
+    interrupts: list[InterruptRecord]
+    send_index: int | None
+    input: Any
+    subgraph_ns: str | None
 
 
 class ThreadRecord(TypedDict):
@@ -33,7 +62,7 @@ class ThreadRecord(TypedDict):
     status: str
     next: list[str] | None
     errors: list[Any]
-    interrupts: list[Any]
+    interrupts: list[InterruptRecord]
     size: int
     metadata: dict[str, Any]
 
@@ -57,9 +86,34 @@ def updated_at(checkpoint: Checkpoint) -> str | None:
     return when.isoformat() if when else None
 
 
+def interrupt_record(info: InterruptInfo) -> InterruptRecord:
+    return {
+        "id": info.id,
+        "value": info.value,
+        "response_schema": info.response_schema,
+        "answered": info.answered,
+    }
+
+
+def task_record(task: Task) -> TaskRecord:
+    return {
+        "id": task.id,
+        "name": task.name,
+        "path": task.path,
+        "state": task.state.replace(" ", "_"),
+        "finished": task.finished,
+        "error": task.error,
+        "interrupts": [interrupt_record(i) for i in task.interrupts],
+        "send_index": task.send_index,
+        "input": task.send_arg if task.kind == "push" else None,
+        "subgraph_ns": task.subgraph_ns,
+    }
+
+
 def thread_record(thread: ThreadInfo) -> ThreadRecord:
     latest = thread.latest
-    status, due = thread_status(thread)
+    tasks = checkpoint_tasks(latest, namespaces=thread.namespaces) if latest else None
+    status = status_of(latest, tasks)
     return {
         "thread_id": thread.thread_id,
         "namespaces": thread.namespaces,
@@ -71,16 +125,31 @@ def thread_record(thread: ThreadInfo) -> ThreadRecord:
         "source": latest.source if latest else None,
         "updated_at": updated_at(latest) if latest else None,
         "status": status,
-        "next": due,
-        "errors": [t.error for t in errors_of(latest) if not t.finished] if latest else [],
-        "interrupts": interrupt_values(latest) if latest else [],
+        "next": still_to_run(tasks),
+        "errors": [t.error for t in failed_tasks(tasks)] if tasks is not None else _errors(latest),
+        "interrupts": [interrupt_record(i) for i in waiting_interrupts(tasks)],
         "size": thread.size,
         "metadata": latest.metadata if latest else {},
     }
 
 
-def checkpoint_record(checkpoint: Checkpoint, *, values: bool = True) -> dict[str, Any]:
+def _errors(latest: Checkpoint | None) -> list[Any]:
+    from ckpt.analysis import write_outcomes
+
+    outcomes = write_outcomes(latest.pending_writes or []) if latest else []
+    return [t.error for t in outcomes if t.error is not None and not t.finished]
+
+
+def checkpoint_record(
+    checkpoint: Checkpoint,
+    *,
+    values: bool = True,
+    tasks: list[Task] | None = None,
+    namespaces: list[str] | None = None,
+) -> dict[str, Any]:
     """A checkpoint under LangGraph's own key names; values only when loaded and asked for."""
+    if tasks is None:
+        tasks = checkpoint_tasks(checkpoint, namespaces=namespaces or ())
     record: dict[str, Any] = {
         "thread_id": checkpoint.thread_id,
         "checkpoint_ns": checkpoint.checkpoint_ns,
@@ -92,7 +161,9 @@ def checkpoint_record(checkpoint: Checkpoint, *, values: bool = True) -> dict[st
         "channel_versions": checkpoint.channel_versions,
         "versions_seen": checkpoint.versions_seen,
         "updated_channels": checkpoint.updated_channels,
-        "next": known_next(checkpoint),
+        "next": next_at(tasks),
+        "tasks": [task_record(t) for t in tasks] if tasks is not None else None,
+        "interrupts": [interrupt_record(i) for i in raised_interrupts(tasks)],
         "pending_sends": checkpoint.pending_sends,
         "pending_writes": (
             [write_record(w) for w in checkpoint.pending_writes]

@@ -144,7 +144,10 @@ def checkpoint_from_dict(
         tasks = body_values.get(TASKS)
         if isinstance(tasks, list):
             checkpoint.pending_sends = tasks
-    checkpoint.value_channels = frozenset(k for k, v in body_values.items() if v is not ABSENT)
+    checkpoint.value_channels = tuple(k for k, v in body_values.items() if v is not ABSENT)
+    checkpoint.barriers = {
+        k: v for k, v in body_values.items() if k.startswith("join:") and v is not ABSENT
+    }
     if values:
         checkpoint.channel_values = {k: v for k, v in body_values.items() if v is not ABSENT}
     checkpoint.extra = {k: v for k, v in decoded.items() if k not in _KNOWN_BODY_KEYS}

@@ -583,7 +583,8 @@ class PostgresStore(Store):
         version = sql.SQL("b.version" if self._blob_versions else "NULL::text")
         select = self._sql(
             "SELECT b.thread_id, b.checkpoint_ns, b.channel, {version}, b.type, "
-            "coalesce(octet_length(b.blob), 0), CASE WHEN b.channel = %s THEN b.blob END ",
+            "coalesce(octet_length(b.blob), 0), "
+            "CASE WHEN b.channel = %s OR b.channel LIKE 'join:%%' THEN b.blob END ",
             version=version,
         )
         found: dict[BlobKey, _Blob] = {}
@@ -633,7 +634,10 @@ class PostgresStore(Store):
             needed = {
                 key: blobs[key].size
                 for channel, key in self._row_blob_keys(row)
-                if channel != TASKS and key in blobs and blobs[key].type != "empty"
+                if channel != TASKS
+                and not channel.startswith("join:")
+                and key in blobs
+                and blobs[key].type != "empty"
             }
             added = sum(n for key, n in needed.items() if key not in keys)
             if group and size + added > PAYLOAD_BYTES:
@@ -802,7 +806,8 @@ class PostgresStore(Store):
                 continue
             # An inline `true` with a blob behind it is a DeltaChannel snapshot marker; the
             # blob holds the value (FORMAT 3.8, 8.5).
-            if channel == TASKS:
+            if channel == TASKS or channel.startswith("join:"):
+                # Needed for `next` even without values: the Sends, and barrier states.
                 channel_values[channel] = decode_value(blob.type, blob.payload, self.aes_key)
             elif values:
                 payload = payloads.get(blob_key) if blob_key is not None else None

@@ -287,7 +287,7 @@ class SqliteStore(Store):
         thread_id, checkpoint_ns, checkpoint_id, parent_id, tag, body, metadata = row
         body_bytes = bytes(body) if body is not None else b""
         meta_bytes = bytes(metadata) if metadata is not None else b""
-        return checkpoint_from_body(
+        checkpoint = checkpoint_from_body(
             CheckpointKey(thread_id, checkpoint_ns, checkpoint_id),
             parent_id,
             tag if self.era != "0.1" else None,
@@ -299,6 +299,10 @@ class SqliteStore(Store):
             size=len(body_bytes) + len(meta_bytes),
             tolerant=tolerant,
         )
+        # The body is LangGraph's own serialization of the checkpoint: `channel_values`
+        # keep the graph's channel order, which LangGraph's task order follows.
+        checkpoint.keeps_order = True
+        return checkpoint
 
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
         where, params = self._dump_filter(query, self._id, self._ns)

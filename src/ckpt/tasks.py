@@ -1,0 +1,461 @@
+"""The tasks due at a checkpoint, as LangGraph's `prepare_next_tasks` finds them, from the
+store alone: their names, ids, paths and outcomes, in LangGraph's order (docs/format.md,
+"Tasks").
+
+LangGraph answers `get_state(checkpoint_id=...)` and `get_state_history()` with every task
+that was due at a checkpoint, finished or not, and `get_state()` for the latest state with
+the tasks still to run (`pregel/main.py` `_prepare_state_snapshot`). Both come from here:
+`due_tasks` gives the first, each task marked with what its writes say; `Task.finished`
+tells the second apart.
+
+Without the graph's code ckpt learns the graph's shape from what the store keeps:
+
+* a node's triggers from the trigger channels it names (`branch:to:<node>`, `join:...:<node>`,
+  legacy `start:<node>` and `branch:<src>:<cond>:<node>`) and from `versions_seen`, which
+  records, per node, the versions of the triggers it consumed;
+* the node behind `__start__` (the `__start__` node of a StateGraph, the entrypoint of a
+  functional-API graph) from `versions_seen` or from the writes of the task that ran;
+* the graph's node order from the order `channel_values` keeps (SQLite keeps LangGraph's
+  channel order; Postgres JSONB and the pickle layouts do not).
+
+Task ids are deterministic (`pregel/_algo.py` `_xxhash_str`, `_uuid5_str`), so every
+derived task is checked against the ids of the writes: a write whose task ckpt did not
+derive still names its task by its task path, or is kept as a write of an unknown task.
+"""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from ckpt.decoders import TYPE_KEY, compare_versions
+from ckpt.model import (
+    CONTROL_CHANNELS,
+    ERROR,
+    INTERRUPT,
+    NULL_TASK_ID,
+    RESUME,
+    Checkpoint,
+    PendingWrite,
+)
+
+PULL: Final = "__pregel_pull"
+PUSH: Final = "__pregel_push"
+START: Final = "__start__"
+NO_WRITES: Final = "__no_writes__"
+RETURN: Final = "__return__"
+# versions_seen keys that are bookkeeping, not nodes (FORMAT 3.5).
+NOT_NODES: Final = frozenset({"__input__", "__interrupt__", "__snapshot_bumps__"})
+NS_SEP: Final = "|"
+NS_END: Final = ":"
+
+TaskKind = Literal["pull", "push"]
+TaskState = Literal["done", "failed", "interrupted", "to run"]
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptInfo:
+    """One `Interrupt` a task raised: its id (what `Command(resume={id: ...})` needs), the
+    value shown to the user, what answer it expects, and whether it was answered."""
+
+    id: str | None
+    value: Any
+    response_schema: Any = None
+    answered: bool = False
+    answer: Any = None
+    has_answer: bool = False  # `answer` is known (the task's __resume__ write holds it)
+
+
+@dataclass(slots=True)
+class Task:
+    """A task due at a checkpoint, with what its writes on that checkpoint say of it."""
+
+    id: str
+    name: str
+    path: str  # as LangGraph's task_path_str prints it: "~__pregel_pull, agent"
+    kind: TaskKind
+    send_index: int | None = None  # push tasks: the Send packet it runs
+    send_arg: Any = None  # push tasks: the Send's argument, the task's input
+    derived: bool = True  # the id was computed (False: only the writes name the task)
+    finished: bool = False  # it has an output write (pregel/_task_status.py)
+    error: Any = None
+    interrupts: list[InterruptInfo] = field(default_factory=list)
+    resume: list[Any] = field(default_factory=list)  # answers the task consumed (__resume__)
+    channels: list[str] = field(default_factory=list)  # the channels it wrote, in order
+    subgraph_ns: str | None = None  # the namespace of the subgraph run this task made
+
+    @property
+    def state(self) -> TaskState:
+        if self.finished:
+            return "done"
+        if self.error is not None:
+            return "failed"
+        if self.interrupts:
+            return "interrupted"
+        return "to run"
+
+    @property
+    def pending_interrupts(self) -> list[InterruptInfo]:
+        """Interrupts still waiting for an answer: none once the task finished."""
+        return [] if self.finished else [i for i in self.interrupts if not i.answered]
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What ckpt knows of a graph: each node's trigger channels, and their order."""
+
+    triggers: dict[str, tuple[str, ...]]
+    start_node: str  # the node the `__start__` channel triggers
+
+
+# -- ids ------------------------------------------------------------------------------------
+
+
+def task_id(checkpoint: Checkpoint, namespace: str, step: int, *parts: str) -> str | None:
+    """LangGraph's id for a task: xxh3-128 (v >= 2) or sha1 (v1) over the checkpoint id's
+    bytes, the task's namespace, the step and its path parts (`_algo.py` `_xxhash_str`)."""
+    try:
+        namespace_bytes = binascii.unhexlify(checkpoint.checkpoint_id.replace("-", ""))
+    except (binascii.Error, ValueError):
+        return None  # not a uuid: a custom saver's id; nothing to derive
+    data = "".join((namespace, str(step), *parts)).encode("utf-8", "surrogatepass")
+    if (checkpoint.v or 1) > 1:
+        import xxhash
+
+        digest = xxhash.xxh3_128_hexdigest(namespace_bytes + data)
+    else:
+        sha = hashlib.sha1(namespace_bytes, usedforsecurity=False)
+        sha.update(data)
+        digest = sha.hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+def task_namespace(parent_ns: str, name: str) -> str:
+    return f"{parent_ns}{NS_SEP}{name}" if parent_ns else name
+
+
+# -- the graph's shape ------------------------------------------------------------------------
+
+
+def trigger_node(channel: str) -> str | None:
+    """The node a trigger channel wakes, for every era of channel names (FORMAT 3.6)."""
+    if channel.startswith("branch:to:"):
+        return channel[len("branch:to:") :]
+    if channel.startswith("join:"):
+        sources_and_node = channel[len("join:") :]
+        _, colon, node = sources_and_node.rpartition(":")
+        return node if colon else None
+    if channel.startswith("start:"):
+        return channel[len("start:") :]
+    if channel.startswith("branch:") and channel.count(":") == 3:
+        return channel.rsplit(":", 1)[-1]
+    return None
+
+
+def is_internal(channel: str) -> bool:
+    """Channels LangGraph keeps for itself rather than the graph's state."""
+    return channel.startswith("__") or trigger_node(channel) is not None
+
+
+def shape_of(checkpoints: Iterable[Checkpoint]) -> Shape:
+    """The trigger channels of each node, learned from one or more checkpoints of a graph."""
+    triggers: dict[str, set[str]] = {}
+    start_node: str | None = None
+
+    def add(node: str, channel: str) -> None:
+        triggers.setdefault(node, set()).add(channel)
+
+    for checkpoint in checkpoints:
+        channels = [*checkpoint.channel_versions, *(checkpoint.value_channels or ())]
+        for channel in channels:
+            node = trigger_node(channel)
+            if node is not None:
+                add(node, channel)
+        for node, seen in checkpoint.versions_seen.items():
+            if node in NOT_NODES or not isinstance(seen, dict):
+                continue
+            for channel in seen:
+                if isinstance(channel, str):
+                    add(node, channel)
+                    if channel == START and start_node is None:
+                        start_node = node
+        for write in checkpoint.pending_writes or []:
+            name = pull_node(write.task_path)
+            if name is not None and name not in triggers:
+                triggers.setdefault(name, set())
+    if start_node is None:
+        start_node = START
+    triggers.setdefault(start_node, set()).add(START)
+    return Shape({n: tuple(sorted(t)) for n, t in triggers.items()}, start_node)
+
+
+# -- task paths -----------------------------------------------------------------------------
+
+
+def pull_node(task_path: str) -> str | None:
+    """The node of a pull task's path `~__pregel_pull, <node>` (node names may hold commas)."""
+    prefix = f"~{PULL}, "
+    return task_path[len(prefix) :] if task_path.startswith(prefix) else None
+
+
+def push_index(task_path: str) -> int | None:
+    """The Send packet a push task runs: `~__pregel_push, 0000000001, False` -> 1."""
+    prefix = f"~{PUSH}, "
+    if not task_path.startswith(prefix):
+        return None
+    head = task_path[len(prefix) :].split(", ", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def send_node(send: Any) -> str | None:
+    """The target node of a decoded Send (current object form or legacy dict)."""
+    if isinstance(send, dict):
+        node = send.get("node")
+        return node if isinstance(node, str) else None
+    return None
+
+
+def is_send(packet: Any) -> bool:
+    """A Send LangGraph would run: the class `Send` (langgraph.types / .constants)."""
+    if not isinstance(packet, dict) or not isinstance(packet.get("node"), str):
+        return False
+    kind = packet.get(TYPE_KEY)
+    return isinstance(kind, str) and kind.rsplit(".", 1)[-1] == "Send"
+
+
+# -- due tasks ------------------------------------------------------------------------------
+
+
+def due_tasks(
+    checkpoint: Checkpoint,
+    *,
+    shape: Shape | None = None,
+    keeps_order: bool = False,
+    namespaces: Sequence[str] = (),
+) -> list[Task] | None:
+    """Every task due at `checkpoint`, in LangGraph's order, with its outcome; None when the
+    checkpoint cannot tell (body unreadable or encrypted, or a store that keeps no values).
+
+    Push tasks (Sends) come first in packet order, then pull tasks in the graph's node
+    order (`prepare_next_tasks`). `keeps_order` says `channel_values` keep LangGraph's
+    channel order, which follows the node order; otherwise pull tasks sort by name.
+    """
+    available = checkpoint.value_channels
+    if available is None or "body" in checkpoint.extra:
+        return None
+    shape = shape or shape_of([checkpoint])
+    metadata_step = checkpoint.metadata.get("step")
+    step = (metadata_step if isinstance(metadata_step, int) else -1) + 1
+    parent_ns = checkpoint.checkpoint_ns
+    tasks: list[Task] = []
+    # Push tasks: the pending Sends (`__pregel_tasks`, or v<4 `pending_sends`).
+    for index, packet in enumerate(checkpoint.pending_sends):
+        if not is_send(packet):
+            continue
+        node = str(packet["node"])
+        tid = task_id(checkpoint, task_namespace(parent_ns, node), step, node, PUSH, str(index))
+        tasks.append(
+            Task(
+                id=tid or "",
+                name=node,
+                path=f"~{PUSH}, {index:010d}, {0:010d}",  # task_path_str(False)
+                kind="push",
+                send_index=index,
+                send_arg=packet.get("arg"),
+                derived=tid is not None,
+            )
+        )
+    # Pull tasks: nodes with a trigger channel newer than what they last saw.
+    versions = checkpoint.channel_versions
+    if versions:
+        order = {channel: i for i, channel in enumerate(available)} if keeps_order else {}
+        due: list[tuple[tuple[int, str], Task]] = []
+        for node, node_triggers in shape.triggers.items():
+            fired = _fired(checkpoint, node, node_triggers)
+            if not fired:
+                continue
+            tid = task_id(
+                checkpoint, task_namespace(parent_ns, node), step, node, PULL, *node_triggers
+            )
+            position = min((order.get(c, len(order)) for c in fired), default=len(order))
+            due.append(
+                (
+                    (position if keeps_order else 0, node),
+                    Task(
+                        id=tid or "",
+                        name=node,
+                        path=f"~{PULL}, {node}",
+                        kind="pull",
+                        derived=tid is not None,
+                    ),
+                )
+            )
+        due.sort(key=lambda item: item[0])
+        tasks.extend(task for _, task in due)
+    _attach_writes(tasks, checkpoint.pending_writes or [], keeps_order)
+    _attach_subgraphs(tasks, parent_ns, namespaces)
+    return tasks
+
+
+def _fired(checkpoint: Checkpoint, node: str, node_triggers: Sequence[str]) -> list[str]:
+    """The trigger channels that make `node` due (`_algo.py` `_triggers`)."""
+    versions = checkpoint.channel_versions
+    seen = checkpoint.versions_seen.get(node)
+    fired: list[str] = []
+    for channel in node_triggers:
+        if channel not in versions or not _available(checkpoint, channel):
+            continue
+        if not isinstance(seen, dict) or seen.get(channel) is None:
+            fired.append(channel)
+        elif compare_versions(versions[channel], seen[channel]) > 0:
+            fired.append(channel)
+    return fired
+
+
+def _available(checkpoint: Checkpoint, channel: str) -> bool:
+    available = checkpoint.value_channels or ()
+    if channel not in available:
+        return False
+    if channel.startswith("join:"):
+        # A NamedBarrierValue is available once every source has written (FORMAT 3.6).
+        barrier = checkpoint.barriers.get(channel)
+        names = set(channel[len("join:") :].rpartition(":")[0].split("+"))
+        if isinstance(barrier, list) and len(barrier) == 2 and isinstance(barrier[1], bool):
+            seen, finished = barrier  # NamedBarrierValueAfterFinish: (seen, finished)
+            return bool(finished) and isinstance(seen, list) and set(seen) == names
+        return isinstance(barrier, list) and set(map(str, barrier)) == names
+    return True
+
+
+def _attach_writes(tasks: list[Task], writes: Sequence[PendingWrite], keeps_order: bool) -> None:
+    """Mark each task with what its writes say; add tasks only the writes name."""
+    by_id = {t.id: t for t in tasks if t.id}
+    by_name: dict[tuple[str, str], Task] = {(t.kind, t.name): t for t in tasks}
+    for write in writes:
+        if write.task_id == NULL_TASK_ID:
+            continue
+        task = by_id.get(write.task_id)
+        if task is None:
+            task = _task_from_write(write, by_name)
+            if task is None:
+                continue
+            if task not in tasks:
+                _insert(tasks, task, keeps_order)
+            by_id[write.task_id] = task
+        _record(task, write)
+    for task in tasks:
+        if task.finished:
+            _mark_answered(task)
+    _apply_input_resume(tasks, writes)
+
+
+def _apply_input_resume(tasks: list[Task], writes: Sequence[PendingWrite]) -> None:
+    """`Command(resume=...)` stored as a write of no task: the answer the next run gives
+    the waiting interrupts (a map of interrupt id -> value, or one value for the one
+    waiting interrupt, `pregel/_algo.py` `_scratchpad`)."""
+    answers = [w.value for w in writes if w.task_id == NULL_TASK_ID and w.channel == RESUME]
+    if not answers:
+        return
+    answer = answers[-1]
+    waiting = [(t, i) for t in tasks for i, info in enumerate(t.interrupts) if not info.answered]
+    by_id = answer if isinstance(answer, dict) and TYPE_KEY not in answer else None
+    for task, i in waiting:
+        info = task.interrupts[i]
+        if by_id is not None and info.id in by_id:
+            value, known = by_id[info.id], True
+        elif by_id is None and len(waiting) == 1:
+            value, known = answer, True
+        else:
+            continue
+        task.interrupts[i] = InterruptInfo(
+            info.id, info.value, info.response_schema, True, value, known
+        )
+
+
+def _task_from_write(write: PendingWrite, by_name: dict[tuple[str, str], Task]) -> Task | None:
+    """The due task a write belongs to when its id was not derived: by its task path."""
+    node = pull_node(write.task_path)
+    if node is not None:
+        known = by_name.get(("pull", node))
+        if known is not None and not known.channels:
+            known.id, known.derived = write.task_id, False
+            return known
+        task = Task(id=write.task_id, name=node, path=write.task_path, kind="pull", derived=False)
+        by_name[("pull", node)] = task
+        return task
+    return None  # update_state, functional-API calls, exit-mode writes: not due tasks
+
+
+def _insert(tasks: list[Task], task: Task, keeps_order: bool) -> None:
+    if task.kind == "pull":
+        tasks.append(task)
+        return
+    tasks.insert(sum(1 for t in tasks if t.kind == "push"), task)
+
+
+def _record(task: Task, write: PendingWrite) -> None:
+    task.channels.append(write.channel)
+    if write.channel == ERROR:
+        if task.error is None:
+            task.error = write.value
+    elif write.channel == INTERRUPT:
+        value = write.value
+        task.interrupts = [
+            interrupt_info(i) for i in (value if isinstance(value, list) else [value])
+        ]
+    elif write.channel == RESUME:
+        value = write.value
+        task.resume = list(value) if isinstance(value, list) else [value]
+    elif write.channel not in CONTROL_CHANNELS:
+        task.finished = True
+
+
+def _mark_answered(task: Task) -> None:
+    """A finished task answered every interrupt it raised. The `__interrupt__` slot holds
+    the task's latest interrupts and `__resume__` every answer it consumed, oldest first,
+    so the answers to the interrupts in the slot are the last ones (`types.py` interrupt)."""
+    offset = len(task.resume) - len(task.interrupts)
+    task.interrupts = [
+        InterruptInfo(
+            info.id,
+            info.value,
+            info.response_schema,
+            answered=True,
+            answer=task.resume[offset + i] if offset + i >= 0 else None,
+            has_answer=offset + i >= 0,
+        )
+        for i, info in enumerate(task.interrupts)
+    ]
+
+
+def _attach_subgraphs(tasks: list[Task], parent_ns: str, namespaces: Sequence[str]) -> None:
+    if not namespaces:
+        return
+    present = set(namespaces)
+    for task in tasks:
+        if not task.id:
+            continue
+        ns = f"{task_namespace(parent_ns, task.name)}{NS_END}{task.id}"
+        if ns in present:
+            task.subgraph_ns = ns
+        elif task_namespace(parent_ns, task.name) in present:  # checkpointer=True subgraphs
+            task.subgraph_ns = task_namespace(parent_ns, task.name)
+
+
+def interrupt_info(interrupt: Any) -> InterruptInfo:
+    """An `Interrupt` in every era: `{value, id, response_schema}`, or legacy
+    `{value, resumable, ns, when}` whose id is xxh3-128 of the joined ns (FORMAT 3.6)."""
+    if not isinstance(interrupt, dict) or TYPE_KEY not in interrupt:
+        return InterruptInfo(None, interrupt)
+    identifier = interrupt.get("id")
+    if not isinstance(identifier, str):
+        ns = interrupt.get("ns")
+        identifier = None
+        if isinstance(ns, list) and all(isinstance(p, str) for p in ns):
+            import xxhash
+
+            identifier = xxhash.xxh3_128_hexdigest("|".join(ns).encode("utf-8", "surrogatepass"))
+    return InterruptInfo(identifier, interrupt.get("value"), interrupt.get("response_schema"))
