@@ -253,7 +253,7 @@ def test_encrypted_store(encrypted_store: Path, encryption_key: bytes) -> None:
     assert listed.exit_code == 0  # metadata is plain: threads list without a key
     threads = json.loads(listed.stdout)
     assert {t["thread_id"] for t in threads} >= {"support-1", "fanout-1"}
-    assert "threads are encrypted" in listed.stderr and listed.stderr.count("\n") == 1
+    assert "threads hold encrypted values" in listed.stderr and listed.stderr.count("\n") == 1
     assert {t["status"] for t in threads} <= {"unknown", "interrupted", "error"}
     wrong_key = run("threads", str(encrypted_store), "--aes-key", "fedcba9876543210")
     assert wrong_key.exit_code == ExitCode.ENCRYPTED and "wrong" in wrong_key.stderr

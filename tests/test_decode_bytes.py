@@ -251,7 +251,12 @@ TAG_CASES: list[tuple[str | None, bytes | None, Any]] = [
         "pickle",
         b"\x80\x04\x95)\x00\x00\x00\x00\x00\x00\x00\x8c\x08__main__\x94\x8c\x0bUnpicklable"
         b"\x94\x93\x94)\x81\x94}\x94\x8c\x01x\x94K\x01sb.",
-        {"__ckpt__": "pickle", "globals": ["__main__.Unpicklable"], "size": 52},
+        {
+            "__ckpt__": "pickle",
+            "globals": ["__main__.Unpicklable"],
+            "size": 52,
+            "base64": "gASVKQAAAAAAAACMCF9fbWFpbl9flIwLVW5waWNrbGFibGWUk5QpgZR9lIwBeJRLAXNiLg==",
+        },
     ),
 ]
 

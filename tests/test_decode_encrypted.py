@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
@@ -50,6 +52,7 @@ def test_without_a_key() -> None:
         "inner": "msgpack",
         "size": len(payload),
         "reason": "no key: pass --aes-key or set LANGGRAPH_AES_KEY",
+        "base64": base64.b64encode(payload).decode(),
     }
 
 
@@ -61,6 +64,7 @@ def test_with_a_wrong_key() -> None:
         "inner": "msgpack",
         "size": len(payload),
         "reason": "wrong key",
+        "base64": base64.b64encode(payload).decode(),
     }
 
 
@@ -87,6 +91,7 @@ def test_unknown_cipher_and_split_on_the_first_plus() -> None:
         "inner": "msgpack",
         "size": 3,
         "reason": "unsupported cipher 'rot13'",
+        "base64": "YWJj",
     }
     assert decode("msgpack+aes+aes", b"abc")["cipher"] == "aes+aes"
 

@@ -159,7 +159,12 @@ SAMPLES_LANGGRAPH_LOSES: dict[str, tuple[str, str, Any]] = {
     "unpicklable_custom_object": (
         "pickle",
         "gASVKQAAAAAAAACMCF9fbWFpbl9flIwLVW5waWNrbGFibGWUk5QpgZR9lIwBeJRLAXNiLg==",
-        {"__ckpt__": "pickle", "globals": ["__main__.Unpicklable"], "size": 52},
+        {
+            "__ckpt__": "pickle",
+            "globals": ["__main__.Unpicklable"],
+            "size": 52,
+            "base64": "gASVKQAAAAAAAACMCF9fbWFpbl9flIwLVW5waWNrbGFibGWUk5QpgZR9lIwBeJRLAXNiLg==",
+        },
     ),
 }
 

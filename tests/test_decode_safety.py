@@ -7,6 +7,7 @@ runs LangGraph's own permissive loader on the same bytes to prove the payloads a
 
 from __future__ import annotations
 
+import base64
 import builtins
 import importlib
 import json
@@ -127,7 +128,12 @@ def test_pickle_reducing_to_os_system_is_listed_not_loaded(protocol: int, tmp_pa
     marker = tmp_path / "pwned"
     payload = pickle.dumps({"state": _Reduce(f"touch {marker}")}, protocol=protocol)
     decoded = decode("pickle", payload)
-    assert decoded == {"__ckpt__": "pickle", "globals": ["posix.system"], "size": len(payload)}
+    assert decoded == {
+        "__ckpt__": "pickle",
+        "globals": ["posix.system"],
+        "size": len(payload),
+        "base64": base64.b64encode(payload).decode(),
+    }
     assert pickle_globals(payload) == ["posix.system"]
     if protocol >= 2:  # untyped langgraph 0.1 blobs starting with \x80 (FORMAT 4.1)
         assert decode(None, payload) == decoded

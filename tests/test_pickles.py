@@ -59,6 +59,16 @@ def assert_one_line_error(result: Any, code: ExitCode, *fragments: str) -> None:
         assert fragment in result.stderr, result.stderr
 
 
+def assert_refused_value(result: Any, *fragments: str) -> None:
+    """The store read, the refused value shown as such, and exit 9 with one error line."""
+    assert result.exit_code == ExitCode.REFUSED, (result.exit_code, result.stderr)
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("ckpt: note:")]
+    assert len(errors) == 1 and errors[0].startswith("ckpt: error:"), result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+
+
 def notes(result: Any) -> list[str]:
     return [line for line in result.stderr.splitlines() if line.startswith("ckpt: note:")]
 
@@ -500,8 +510,13 @@ def test_a_pickle_that_calls_os_system_is_refused_and_nothing_runs(
     path = tmp_path / "evil.pkl"
     path.write_bytes(data)
     result = run("threads", str(path))
-    assert_one_line_error(result, ExitCode.REFUSED, "refused to load", "system", "nothing was run")
+    # One odd value does not hide the rest: the thread is listed, the value refused.
+    assert_refused_value(result, "refused to load", "system", "nothing was run")
+    assert "thread-1" in result.stdout
     assert not marker.exists()
+    shown = run("history", "thread-1", "--db", str(path), "--json")
+    assert shown.exit_code == ExitCode.REFUSED and not marker.exists()
+    assert json.loads(shown.stdout)[0]["parent_checkpoint_id"] is None
 
 
 @pytest.mark.parametrize("name", DEV_FILES)
@@ -510,16 +525,36 @@ def test_a_hostile_file_in_the_dev_folder_is_refused(
 ) -> None:
     folder = copy_dev_folder(dev_folder, tmp_path / ".langgraph_api")
     marker = tmp_path / "pwned"
-    hostile = {("t", "", "c", "1"): ("msgpack", Payload(marker))}
+    saver = load_memory_saver(*(folder / n for n in DEV_FILES))
+    # Each file keeps its shape; one value in it is a call to os.system.
+    storage = {t: {ns: dict(e) for ns, e in nss.items()} for t, nss in saver.storage.items()}
+    ns_entries = storage["support-1"][""]
+    latest = max(ns_entries)
+    body, metadata, parent = ns_entries[latest]
+    hostile = {
+        DEV_FILES[0]: lambda: {
+            **storage,
+            "support-1": {"": {**ns_entries, latest: (body, ("msgpack", Payload(marker)), parent)}},
+        },
+        DEV_FILES[1]: lambda: {
+            **dict(saver.writes),
+            ("support-1", "", latest): {("t-evil", 0): ("t-evil", "messages", Payload(marker), "")},
+        },
+        DEV_FILES[2]: lambda: {
+            **dict(saver.blobs),
+            ("support-1", "", "messages", "9"): ("msgpack", Payload(marker)),
+        },
+    }[name]()
     (folder / name).write_bytes(pickle.dumps(hostile, 2))
     result = run("show", "support-1", "--db", str(folder), "--blobs")
-    assert_one_line_error(result, ExitCode.REFUSED, name, "system")
+    assert_refused_value(result, name, "system")
+    assert "support-1" in result.stdout
     assert not marker.exists()
 
 
 def test_other_globals_and_persistent_ids_are_refused(tmp_path: Path) -> None:
     cases = {
-        "eval": b"\x80\x02cbuiltins\neval\nX\x04\x00\x00\x001+1q\x00\x85R.",
+        "eval": b"\x80\x02cbuiltins\neval\nX\x03\x00\x00\x001+1q\x00\x85R.",
         "ordered": pickle.dumps(OrderedDict(a=1), 2),
         "codec": b"\x80\x02c_codecs\nencode\nX\x01\x00\x00\x00xX\x04\x00\x00\x00zlib\x86R.",
         "bytes_n": b"\x80\x02c__builtin__\nbytes\nJ\x00\xca\x9a;\x85R.",

@@ -80,6 +80,9 @@ class Checkpoint:
     # The values of `join:...` barrier channels (decoded even without values: whether a
     # waiting edge fired depends on them, FORMAT 3.6).
     barriers: dict[str, Any] = field(default_factory=dict)
+    # Values `next` needs that could not be read (the Sends or a barrier, encrypted without
+    # the key or damaged): channel -> the marked record.
+    unreadable: dict[str, Any] = field(default_factory=dict)
     # Send packets still to run: v1-v3 `pending_sends`, v4 `channel_values["__pregel_tasks"]`,
     # legacy Postgres: the parent's `__pregel_tasks` writes (FORMAT 3.1, 5.3). Filled whether
     # or not values were loaded, because `next` needs them.

@@ -57,8 +57,12 @@ def resolve(store: Store, selector: str, *, checkpoint_ns: str | None = None) ->
 def _latest(store: Store, thread_id: str, checkpoint_ns: str) -> CheckpointKey:
     key = store.latest_key(thread_id, checkpoint_ns)
     if key is None:
-        where = f" in namespace {checkpoint_ns!r}" if checkpoint_ns else ""
-        raise NotFound(f"thread {thread_id!r} has no checkpoint{where}")
+        where = f"namespace {checkpoint_ns!r}" if checkpoint_ns else "the root namespace"
+        others = [ns for ns in store.namespaces(thread_id) if ns != checkpoint_ns]
+        shown = ", ".join(repr(ns or "") for ns in others[:5])
+        more = f" and {len(others) - 5} more" if len(others) > 5 else ""
+        hint = f"; its namespaces: {shown}{more} (pick one with --ns)" if others else ""
+        raise NotFound(f"thread {thread_id!r} has no checkpoint in {where}{hint}")
     return key
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from ckpt.errors import BadOption, EncryptedError, StoreNotFound
+from ckpt.errors import BadOption, EncryptedError, RefusedGlobal, StoreNotFound
 
 if TYPE_CHECKING:
     from ckpt.stores.base import Store
@@ -52,9 +52,19 @@ def open_from_options(
         raise BadOption(exc.message) from None
     opened = open_store(spec, aes_key=key, schema=schema, timeout=timeout)
     try:
+        from ckpt.show import verify_key
+
+        verify_key(opened)
         say_notices(opened.notices)
         yield opened
         say_notices(opened.notices)
+        if opened.refused:
+            names = sorted(set(opened.refused))
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            raise RefusedGlobal(
+                f"refused to load {shown} from {opened.location}: shown as refused values; "
+                "nothing was run"
+            )
     finally:
         opened.close()
 

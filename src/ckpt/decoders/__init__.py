@@ -11,7 +11,7 @@ from ckpt.decoders.lcjson import decode_json_text
 from ckpt.decoders.pickles import pickle_globals
 from ckpt.decoders.serde import decode
 from ckpt.decoders.skeleton import peek_checkpoint
-from ckpt.decoders.values import ABSENT, MARK_KEY, TYPE_KEY, is_marked
+from ckpt.decoders.values import ABSENT, MARK_KEY, TYPE_KEY, is_marked, undecodable_record
 from ckpt.decoders.versions import compare_versions, parse_version
 
 __all__ = [
@@ -27,5 +27,6 @@ __all__ = [
     "peek_checkpoint",
     "pickle_globals",
     "uuid6_lower_bound",
+    "undecodable_record",
     "uuid6_time",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 from typing import Any, Final
 
@@ -35,14 +36,16 @@ def key_from_env_or_arg(arg: str | None) -> bytes | None:
     return key
 
 
-def encrypted_record(cipher: str, inner: str, size: int, reason: str) -> dict[str, Any]:
-    """A value we could not decrypt: what it is, never an exception (docs/json.md)."""
+def encrypted_record(cipher: str, inner: str, data: bytes, reason: str) -> dict[str, Any]:
+    """A value we could not decrypt: what it is, never an exception; the ciphertext is
+    kept, so it can be decrypted elsewhere (docs/json.md)."""
     return {
         MARK_KEY: "encrypted",
         "cipher": cipher,
         "inner": inner,
-        "size": size,
+        "size": len(data),
         "reason": reason,
+        "base64": base64.b64encode(data).decode("ascii"),
     }
 
 

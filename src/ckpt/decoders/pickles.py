@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import pickletools
 from typing import Any, Final
 
@@ -89,5 +90,11 @@ def _apply_stack_effect(opcode: pickletools.OpcodeInfo, stack: list[Any], marks:
 
 
 def pickle_record(payload: bytes) -> dict[str, Any]:
-    """What `decode` returns for the `pickle` tag (FORMAT 2.1): the globals, never the value."""
-    return {MARK_KEY: "pickle", "globals": pickle_globals(payload), "size": len(payload)}
+    """What `decode` returns for the `pickle` tag (FORMAT 2.1): the globals it would import,
+    and its bytes, never the value."""
+    return {
+        MARK_KEY: "pickle",
+        "globals": pickle_globals(payload),
+        "size": len(payload),
+        "base64": base64.b64encode(payload).decode("ascii"),
+    }

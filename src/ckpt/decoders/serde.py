@@ -71,12 +71,12 @@ def _decode(tag: str | None, missing: bool, data: bytes, key: bytes | None, shal
 
 def _decrypt(inner: str, cipher: str, data: bytes, key: bytes | None, shallow: bool) -> Any:
     if cipher not in _SUPPORTED_CIPHERS:
-        return encrypted_record(cipher, inner, len(data), f"unsupported cipher {cipher!r}")
+        return encrypted_record(cipher, inner, data, f"unsupported cipher {cipher!r}")
     if key is None:
         if inner == "null":
             return None  # the tag alone says the value is None; nothing is hidden
-        return encrypted_record(cipher, inner, len(data), NO_KEY)
+        return encrypted_record(cipher, inner, data, NO_KEY)
     plaintext = decrypt_aes(data, key)
     if plaintext is None:
-        return encrypted_record(cipher, inner, len(data), WRONG_KEY)
+        return encrypted_record(cipher, inner, data, WRONG_KEY)
     return _decode(inner, False, plaintext, None, shallow)

@@ -48,6 +48,20 @@ def is_marked(value: Any, kind: str | None = None) -> bool:
     return kind is None or mark == kind
 
 
+def undecodable_record(
+    payload: bytes | None, error: str, *, tag: str | None = None
+) -> dict[str, Any]:
+    """A stored value that did not decode: the reason, and its bytes kept (docs/json.md)."""
+    record: dict[str, Any] = {MARK_KEY: "undecodable"}
+    if tag is not None:
+        record["tag"] = tag
+    data = payload or b""
+    record["size"] = len(data)
+    record["error"] = error
+    record["base64"] = base64.b64encode(data).decode("ascii")
+    return record
+
+
 def bytes_record(raw: bytes | bytearray | memoryview) -> dict[str, Any]:
     """Bytes as JSON: base64 and size, plus the text when they are valid UTF-8."""
     raw = bytes(raw)

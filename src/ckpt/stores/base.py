@@ -26,6 +26,7 @@ class Store(ABC):
         self.location = location
         self.aes_key = aes_key
         self.notices = []
+        self.refused: list[str] = []  # globals a pickle named, shown as refused values
 
     # -- listing ---------------------------------------------------------------------------
     @abstractmethod
@@ -34,6 +35,10 @@ class Store(ABC):
 
     @abstractmethod
     def thread_exists(self, thread_id: str) -> bool: ...
+
+    @abstractmethod
+    def namespaces(self, thread_id: str) -> list[str]:
+        """The thread's checkpoint namespaces, sorted ('' is the root)."""
 
     @abstractmethod
     def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
@@ -60,6 +65,11 @@ class Store(ABC):
     @abstractmethod
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
         """Stream checkpoints (thread, ns, id order) with flat memory, one decoded at a time."""
+
+    def encrypted_sample(self) -> tuple[str, bytes] | None:
+        """One encrypted value of the store (tag, bytes), to check a key against; None when
+        the store holds none or cannot find one cheaply."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections and file handles."""

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ckpt.decoders import ABSENT, decode, decode_json_text, is_marked, peek_checkpoint
+from ckpt.decoders import (
+    ABSENT,
+    decode,
+    decode_json_text,
+    is_marked,
+    peek_checkpoint,
+    undecodable_record,
+)
 from ckpt.decoders.skeleton import BODY_KEYS
 from ckpt.errors import DecodeError
 from ckpt.model import TASKS, Checkpoint, CheckpointKey, PendingWrite
@@ -28,12 +35,7 @@ def decode_value(
     try:
         return decode(tag, payload, aes_key=aes_key)
     except DecodeError as exc:
-        return {
-            "__ckpt__": "undecodable",
-            "tag": tag,
-            "size": len(payload or b""),
-            "error": str(exc),
-        }
+        return undecodable_record(payload, str(exc), tag=tag)
 
 
 def decode_metadata(payload: bytes, *, location: str) -> dict[str, Any]:
@@ -43,7 +45,7 @@ def decode_metadata(payload: bytes, *, location: str) -> dict[str, Any]:
     try:
         metadata = decode_json_text(payload)
     except DecodeError:
-        return {"__ckpt__": "undecodable", "size": len(payload)}
+        return undecodable_record(payload, "metadata is not JSON")
     return metadata if isinstance(metadata, dict) else {"value": metadata}
 
 
@@ -84,7 +86,7 @@ def checkpoint_from_body(
             raise DecodeError(
                 f"checkpoint {key.checkpoint_id} of thread {key.thread_id!r}: {exc}"
             ) from None
-        decoded = {"__ckpt__": "undecodable", "size": len(body), "error": str(exc)}
+        decoded = undecodable_record(body, str(exc), tag=tag)
     if not tolerant and not _is_body(decoded):
         # Bytes that decode, but not to a checkpoint: a damaged page (SQLite fills a
         # truncated page with zeros), not a value to show as if it were fine.
@@ -144,10 +146,15 @@ def checkpoint_from_dict(
         tasks = body_values.get(TASKS)
         if isinstance(tasks, list):
             checkpoint.pending_sends = tasks
+        elif is_marked(tasks):
+            checkpoint.unreadable[TASKS] = tasks
     checkpoint.value_channels = tuple(k for k, v in body_values.items() if v is not ABSENT)
-    checkpoint.barriers = {
-        k: v for k, v in body_values.items() if k.startswith("join:") and v is not ABSENT
-    }
+    for k, v in body_values.items():
+        if k.startswith("join:") and v is not ABSENT:
+            if is_marked(v):
+                checkpoint.unreadable[k] = v
+            else:
+                checkpoint.barriers[k] = v
     if values:
         checkpoint.channel_values = {k: v for k, v in body_values.items() if v is not ABSENT}
     checkpoint.extra = {k: v for k, v in decoded.items() if k not in _KNOWN_BODY_KEYS}

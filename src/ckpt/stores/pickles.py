@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeGuard
 
-from ckpt.decoders import ABSENT, MARK_KEY, decode, is_marked
+from ckpt.decoders import ABSENT, MARK_KEY, decode, is_marked, undecodable_record
 from ckpt.errors import DecodeError, NotACheckpointStore, NotFound, StoreNotFound, StoreUnreadable
 from ckpt.model import (
     TASKS,
@@ -22,7 +22,14 @@ from ckpt.model import (
 from ckpt.stores import PICKLE_NAMES
 from ckpt.stores.base import Store
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
-from ckpt.stores.unpickler import PickleFile, StoredText, latin1_bytes, load_pickle
+from ckpt.stores.unpickler import (
+    PickleFile,
+    Refused,
+    StoredText,
+    latin1_bytes,
+    load_pickle,
+    refused_record,
+)
 
 # The `langgraph dev` runtime gives storage, writes and blobs one file each, numbered in
 # the order InMemorySaver creates them, inside `<project>/.langgraph_api/` (FORMAT 7.3).
@@ -76,10 +83,10 @@ class PickleStore(Store):
                 if self._blobs_file is not None:  # a failed load, tried again
                     self._blobs_file.close()
                 self._blobs_file = PickleFile(str(path), source=str(path))
-                loaded = self._blobs_file.load()
+                loaded = self._blobs_file.load(self.refused)
             else:
                 with path.open("rb") as handle:
-                    loaded = load_pickle(handle, source=str(path))
+                    loaded = load_pickle(handle, source=str(path), refused=self.refused)
         except OSError as exc:
             raise StoreUnreadable(f"{path}: cannot read ({exc.strerror})") from None
         if not isinstance(loaded, dict):
@@ -168,7 +175,8 @@ class PickleStore(Store):
             for entries in namespaces.values():
                 count += len(entries)
                 size += sum(_entry_size(entry) for entry in entries.values())
-            latest = self._latest_root_or_any(thread_id)
+            # A thread with only subgraph checkpoints has no state of its own: no latest.
+            latest = self.latest_key(thread_id) if "" in namespaces else None
             yield ThreadInfo(
                 thread_id=thread_id,
                 namespaces=sorted(namespaces),
@@ -199,15 +207,11 @@ class PickleStore(Store):
                 sizes[key[0]] = get(key[0], 0) + _pair_size(pair)
         return sizes
 
-    def _latest_root_or_any(self, thread_id: str) -> CheckpointKey | None:
-        namespaces = self._storage.get(thread_id, {})
-        if "" in namespaces:
-            return CheckpointKey(thread_id, "", max(namespaces[""]))
-        newest = max(((max(ids), ns) for ns, ids in namespaces.items()), default=None)
-        return CheckpointKey(thread_id, newest[1], newest[0]) if newest else None
-
     def thread_exists(self, thread_id: str) -> bool:
         return thread_id in self._storage
+
+    def namespaces(self, thread_id: str) -> list[str]:
+        return sorted(self._storage.get(thread_id, {}))
 
     def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
         keys = [
@@ -267,13 +271,13 @@ class PickleStore(Store):
         if entry is None:
             raise NotFound(f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}")
         raw_body, raw_metadata, parent_id = entry
-        body = self._body(key, _pair(raw_body), values=values, tolerant=tolerant)
+        body = self._body(key, raw_body, values=values, tolerant=tolerant)
         channel_values, blob_refs = self._channel_values(key, body, values=values)
         checkpoint = checkpoint_from_dict(
             key,
             parent_id,
             body,
-            self._metadata(_pair(raw_metadata)),
+            self._metadata(raw_metadata),
             writes=self._pending_writes(key),
             values=values,
             size=_entry_size(entry),
@@ -286,11 +290,10 @@ class PickleStore(Store):
             checkpoint.value_channels = None
         return checkpoint
 
-    def _body(
-        self, key: CheckpointKey, pair: tuple[str, bytes] | None, *, values: bool, tolerant: bool
-    ) -> Any:
+    def _body(self, key: CheckpointKey, raw: Any, *, values: bool, tolerant: bool) -> Any:
+        pair = _pair(raw)
         if pair is None:
-            return _undecodable("not a (type, bytes) pair")
+            return _not_a_pair(raw)
         try:
             return decode(pair[0], pair[1], aes_key=self.aes_key, shallow=not values)
         except DecodeError as exc:
@@ -298,12 +301,13 @@ class PickleStore(Store):
                 raise DecodeError(
                     f"checkpoint {key.checkpoint_id} of thread {key.thread_id!r}: {exc}"
                 ) from None
-            return {MARK_KEY: "undecodable", "size": len(pair[1]), "error": str(exc)}
+            return undecodable_record(pair[1], str(exc), tag=pair[0])
 
-    def _metadata(self, pair: tuple[str, bytes] | None) -> dict[str, Any]:
+    def _metadata(self, raw: Any) -> dict[str, Any]:
         # Memory metadata is serde-typed msgpack, not JSON text as in SQLite (FORMAT 8.6).
+        pair = _pair(raw)
         if pair is None:
-            return _undecodable("not a (type, bytes) pair")
+            return _not_a_pair(raw)
         metadata = decode_value(pair[0], pair[1], self.aes_key)
         if metadata is None or metadata is ABSENT:
             return {}
@@ -342,7 +346,7 @@ class PickleStore(Store):
             elif not values and channel != TASKS and isinstance(tag, str):
                 joined[channel] = None  # holds a value, which is not loaded
             elif (pair := _pair(raw, self._blobs_file)) is None:
-                joined[channel] = _undecodable("not a (type, bytes) pair")
+                joined[channel] = _not_a_pair(raw)
             elif values:
                 joined[channel] = decode_value(pair[0], pair[1], self.aes_key)
             else:
@@ -353,7 +357,7 @@ class PickleStore(Store):
         try:
             return decode(tag, payload, aes_key=self.aes_key, shallow=True)
         except DecodeError as exc:
-            return {MARK_KEY: "undecodable", "size": len(payload), "error": str(exc)}
+            return undecodable_record(payload, str(exc), tag=tag)
 
     def _pending_writes(self, key: CheckpointKey) -> list[PendingWrite] | None:
         writes = self._writes
@@ -387,9 +391,7 @@ class PickleStore(Store):
             channel=str(channel),
             type=pair[0] if pair else None,
             value=(
-                decode_value(pair[0], pair[1], self.aes_key)
-                if pair
-                else _undecodable("not a (type, bytes) pair")
+                decode_value(pair[0], pair[1], self.aes_key) if pair else _not_a_pair(raw_value)
             ),
             size=len(pair[1]) if pair else 0,
         )
@@ -478,6 +480,9 @@ def _storage_index(
                     f"{path}: thread {thread_id!r}, namespace {ns!r} is not a dict of checkpoints"
                 )
             for checkpoint_id, entry in entries.items():
+                if type(entry) is tuple and len(entry) == 3 and isinstance(entry[2], Refused):
+                    # A refused value where the parent id goes: no parent is shown.
+                    entry = entries[checkpoint_id] = (entry[0], entry[1], None)
                 if not (
                     isinstance(checkpoint_id, str)
                     and type(entry) is tuple
@@ -535,6 +540,16 @@ def _write_size(stored: Any) -> int:
 
 def _is_plain_dict(value: Any) -> TypeGuard[dict[Any, Any]]:
     return isinstance(value, dict) and not is_marked(value)
+
+
+def _not_a_pair(raw: Any) -> dict[str, Any]:
+    """The marked record for a stored value that is not a (tag, bytes) pair."""
+    if isinstance(raw, Refused):
+        return refused_record(raw)
+    for part in raw if type(raw) is tuple else ():
+        if isinstance(part, Refused):
+            return refused_record(part)
+    return _undecodable("not a (type, bytes) pair")
 
 
 def _undecodable(reason: str) -> dict[str, Any]:

@@ -371,8 +371,8 @@ class PostgresStore(Store):
             )
         )
         for chunk in _batched(aggregates, THREADS_PER_BATCH):
+            # A thread with only subgraph checkpoints has no state of its own: no latest.
             keys = {row[0]: CheckpointKey(row[0], "", row[4]) for row in chunk if row[4]}
-            keys.update(self._latest_any([row[0] for row in chunk if not row[4]]))
             latest = {
                 c.thread_id: c
                 for c in self._hydrate(
@@ -389,25 +389,19 @@ class PostgresStore(Store):
                     latest=latest.get(thread_id),
                 )
 
-    def _latest_any(self, thread_ids: list[str]) -> dict[str, CheckpointKey]:
-        """For threads with no root checkpoint: their newest checkpoint in any namespace."""
-        if not thread_ids:
-            return {}
-        rows = self._rows(
-            self._sql(
-                "SELECT DISTINCT ON (c.thread_id) c.thread_id, c.checkpoint_ns, {id} FROM {cp} c "
-                "WHERE c.thread_id = ANY(%s) ORDER BY c.thread_id, {id} DESC"
-            ),
-            (thread_ids,),
-        )
-        return {row[0]: CheckpointKey(*row) for row in rows}
-
     def thread_exists(self, thread_id: str) -> bool:
         return bool(
             self._rows(
                 self._sql("SELECT 1 FROM {cp} c WHERE c.thread_id = %s LIMIT 1"), (thread_id,)
             )
         )
+
+    def namespaces(self, thread_id: str) -> list[str]:
+        rows = self._rows(
+            self._sql("SELECT DISTINCT c.checkpoint_ns FROM {cp} c WHERE c.thread_id = %s"),
+            (thread_id,),
+        )
+        return sorted(str(row[0]) for row in rows)
 
     def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
         # Three statements whatever the thread's length: its rows, its blobs, its writes.
@@ -838,6 +832,23 @@ class PostgresStore(Store):
         )
         checkpoint.blobs = refs
         return checkpoint
+
+    def encrypted_sample(self) -> tuple[str, bytes] | None:
+        # The JSONB bodies and metadata stay plain (FORMAT 2.7): blobs and writes hold what
+        # EncryptedSerializer encrypted.
+        tables = [("{bl}", "blob")] if self.has_blobs else []
+        if self.has_writes:
+            tables.append(("{wr}", "blob"))
+        for table, column in tables:
+            rows = self._rows(
+                self._sql(
+                    f"SELECT type, {column} FROM {table} WHERE type LIKE '%%+%%' "
+                    f"AND type NOT LIKE 'null+%%' AND {column} IS NOT NULL LIMIT 1"
+                )
+            )
+            for tag, payload in rows:
+                return str(tag), bytes(payload)
+        return None
 
     def close(self) -> None:
         self.conn.close()

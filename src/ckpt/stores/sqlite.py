@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -109,8 +110,9 @@ class SqliteStore(Store):
         ns, cid = self._ns, self._id
         # Counts, namespaces and latest ids come from the primary-key index alone.
         aggregates = self._run(
-            f"SELECT thread_id, count(*), group_concat(DISTINCT {ns}), "
-            f"max(CASE WHEN {ns} = '' THEN {cid} END), max({cid}) "
+            # json_group_array, not group_concat: a namespace holds any character a node
+            # name may, commas included.
+            f"SELECT thread_id, count(*), json_group_array(DISTINCT {ns}) "
             f"FROM checkpoints GROUP BY thread_id ORDER BY thread_id"
         )
         latest_root = (
@@ -130,15 +132,13 @@ class SqliteStore(Store):
                 f"WHERE {self._w_ns} = '' AND (thread_id, {self._w_id}) IN ({latest_root})"
             ):
                 latest_writes.setdefault(row[0], []).append(self._write(row[1:]))
-        decoded: list[tuple[Any, Checkpoint]] = []
-        for thread_id, count, namespaces, _root_id, latest_any in aggregates:
+        decoded: list[tuple[Any, Checkpoint | None]] = []
+        for thread_id, count, namespaces in aggregates:
             row = rows.get(thread_id)
+            latest = None  # a thread with only subgraph checkpoints has no state of its own
             if row is not None:
                 writes = sort_writes(latest_writes.get(thread_id, []))
                 latest = self._checkpoint(row, writes, values=False, tolerant=True)
-            else:  # a thread with no root checkpoint: its newest one in any namespace
-                key = CheckpointKey(thread_id, self._ns_of(thread_id, latest_any), latest_any)
-                latest = self._load_one(key, values=False)
             decoded.append(((thread_id, count, namespaces), latest))
         write_counts = self._write_counts()
         thread_sizes, write_sizes = sizes.result()
@@ -147,7 +147,7 @@ class SqliteStore(Store):
             writes_size = write_sizes.get(thread_id, 0)
             yield ThreadInfo(
                 thread_id=thread_id,
-                namespaces=sorted((namespaces or "").split(",")) if namespaces else [""],
+                namespaces=sorted(_json_list(namespaces)) or [""],
                 checkpoints=count,
                 writes=writes_count,
                 size=thread_sizes.get(thread_id, 0) + writes_size,
@@ -187,17 +187,16 @@ class SqliteStore(Store):
             return {}
         return dict(self._run("SELECT thread_id, count(*) FROM writes GROUP BY thread_id"))
 
-    def _ns_of(self, thread_id: str, checkpoint_id: str) -> str:
-        rows = self._run(
-            f"SELECT {self._ns} FROM checkpoints WHERE thread_id = ? AND {self._id} = ? LIMIT 1",
-            (thread_id, checkpoint_id),
-        )
-        return str(rows[0][0]) if rows else ""
-
     def thread_exists(self, thread_id: str) -> bool:
         return bool(
             self._run("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,))
         )
+
+    def namespaces(self, thread_id: str) -> list[str]:
+        rows = self._run(
+            f"SELECT DISTINCT {self._ns} FROM checkpoints WHERE thread_id = ?", (thread_id,)
+        )
+        return sorted(str(row[0]) for row in rows)
 
     def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
         rows = self._run(
@@ -351,8 +350,25 @@ class SqliteStore(Store):
             params.append(query.until_id)
         return where, params
 
+    def encrypted_sample(self) -> tuple[str, bytes] | None:
+        if self.era == "0.1":
+            return None
+        queries = ["SELECT type, checkpoint FROM checkpoints WHERE type LIKE '%+%' LIMIT 1"]
+        if self.has_writes:
+            queries.append("SELECT type, value FROM writes WHERE type LIKE '%+%' LIMIT 1")
+        for query in queries:
+            for tag, payload in self._run(query):
+                if isinstance(tag, str) and payload is not None and not tag.startswith("null+"):
+                    return tag, bytes(payload)
+        return None
+
     def close(self) -> None:
         self.conn.close()
+
+
+def _json_list(text: str | None) -> list[str]:
+    items = json.loads(text) if text else []
+    return [str(item) for item in items]
 
 
 def _merge_writes(

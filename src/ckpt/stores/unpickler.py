@@ -31,9 +31,36 @@ _LATIN1: Final = frozenset({"latin1", "latin-1"})
 # files of FORMAT 7.3 hold many: every `("empty", b"")` placeholder and `("null", b"")`
 # value. It maps to a stub that takes no argument, since `bytes(n)` allocates n bytes.
 _BYTES: Final = frozenset({("__builtin__", "bytes"), ("builtins", "bytes")})
+# A `bytearray` value is stored as the object itself (JsonPlusSerializer's `dumps_typed`
+# returns `("bytearray", obj)`, FORMAT 11), which protocol 2 pickles as
+# `bytearray(_codecs.encode(<latin-1 str>, "latin1"))`. It maps to a stub like `bytes`.
+_BYTEARRAY: Final = frozenset({("__builtin__", "bytearray"), ("builtins", "bytearray")})
 
 
-def load_pickle(file: IO[bytes], *, source: str) -> Any:
+class Refused(dict[Any, Any]):
+    """What a global outside the allowlist becomes: an empty, inert stand-in.
+
+    One odd value must not make a whole folder unreadable, so instead of stopping the load
+    the unpickler hands back this class for the global: REDUCE, NEWOBJ, INST and OBJ then
+    build an empty Refused that ignores its arguments, and BUILD does nothing. The store
+    shows the value as refused, names the global, and exits with the refused code.
+    """
+
+    global_name: str = ""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+    def __setstate__(self, state: Any) -> None:
+        """BUILD on a refused object: nothing to build."""
+
+
+def refused_record(value: Refused) -> dict[str, Any]:
+    """The marked record of a refused value (docs/json.md)."""
+    return {"__ckpt__": "refused", "global": value.global_name}
+
+
+def load_pickle(file: IO[bytes], *, source: str, refused: list[str] | None = None) -> Any:
     """Unpickle one PersistentDict file into dicts, tuples, strings, numbers and None.
 
     **Bytes values come back as `str`**, one character per byte (their latin-1 text, which
@@ -42,13 +69,15 @@ def load_pickle(file: IO[bytes], *, source: str) -> Any:
     exactly its size even when a hostile file memo-fetches one large string many times.
     A pickle written with protocol 3 or later holds real `bytes`, which pass through.
 
-    Raises RefusedGlobal for any global outside FORMAT 7.2's list or a persistent id, and
-    StoreCorrupt for a truncated or damaged stream. `source` names the file in messages.
+    A global outside FORMAT 7.2's list, a persistent id or an odd call of an allowed stub
+    becomes a `Refused` stand-in (its name added to `refused`); a whole file that is one
+    raises RefusedGlobal. StoreCorrupt for a truncated or damaged stream. `source` names
+    the file in messages.
     """
     unpickler = RestrictedUnpickler(file, source=source)
     try:
         with _collector_paused(), _memory_capped(_MEMORY_PER_BYTE * _size_of(file) + _MEMORY_FLOOR):
-            return unpickler.load()
+            loaded = unpickler.load()
     except (RefusedGlobal, StoreCorrupt):
         raise
     except MemoryError:
@@ -59,6 +88,14 @@ def load_pickle(file: IO[bytes], *, source: str) -> Any:
     except Exception as exc:  # UnpicklingError, EOFError, TypeError from a bad REDUCE, ...
         detail = str(exc) or type(exc).__name__
         raise StoreCorrupt(f"{source}: truncated or corrupt pickle ({detail})") from None
+    if isinstance(loaded, Refused):
+        raise RefusedGlobal(
+            f"refused to load {loaded.global_name} from {source}: only plain checkpoint dicts "
+            "are read; nothing was run"
+        )
+    if refused is not None:
+        refused.extend(unpickler.refused)
+    return loaded
 
 
 class RestrictedUnpickler(pickle.Unpickler):
@@ -75,47 +112,67 @@ class RestrictedUnpickler(pickle.Unpickler):
     def __init__(self, file: IO[bytes], *, source: str) -> None:
         super().__init__(file)
         self.source = source
+        self.refused: list[str] = []
+        self._stand_ins: dict[str, type[Refused]] = {}
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) == _ENCODE:
             return self._encode_latin1
         if (module, name) in _BYTES:
             return self._empty_bytes
+        if (module, name) in _BYTEARRAY:
+            return self._bytearray
         found = _CLASSES.get((module, name))
         if found is None:
-            raise RefusedGlobal(
-                f"refused to load {_printable(module)}.{_printable(name)} from {self.source}: "
-                "only plain checkpoint dicts are read; nothing was run"
-            )
+            return self._stand_in(f"{_printable(module)}.{_printable(name)}")
         return found
 
     def persistent_load(self, pid: Any) -> Any:
-        raise RefusedGlobal(
-            f"refused a persistent object reference in {self.source}: "
-            "only plain checkpoint dicts are read; nothing was run"
-        )
+        return self._stand_in("a persistent object reference")()
 
-    def _encode_latin1(self, text: Any, encoding: Any = None, *rest: Any) -> str:
+    def _stand_in(self, what: str) -> type[Refused]:
+        """The Refused class for one refused global (built once per name; only the name,
+        a string, goes into it)."""
+        self.refused.append(f"{what} (in {os.path.basename(self.source)})")
+        stand_in = self._stand_ins.get(what)
+        if stand_in is None:
+            if len(self._stand_ins) >= _MAX_REFUSED_NAMES:
+                raise RefusedGlobal(
+                    f"refused to load {what} from {self.source}: too many refused globals "
+                    "to be a checkpoint file; nothing was run"
+                )
+            stand_in = type("Refused", (Refused,), {"global_name": what})
+            self._stand_ins[what] = stand_in
+        return stand_in
+
+    def _encode_latin1(self, text: Any, encoding: Any = None, *rest: Any) -> str | Refused:
         """Stands in for `_codecs.encode`: only the `(str, "latin1")` call protocol 2 writes.
 
         Returns the text itself (see load_pickle): encoding it would copy every value.
         """
         if rest or not isinstance(text, str) or encoding not in _LATIN1:
             shown = encoding if isinstance(encoding, str) else type(encoding).__name__
-            raise RefusedGlobal(
-                f"refused _codecs.encode(..., {_printable(shown)!r}) in {self.source}: only "
-                "latin-1 bytes values are read; nothing was run"
-            )
+            return self._stand_in(f"_codecs.encode(..., {_printable(shown)!r})")()
         return text
 
-    def _empty_bytes(self, *args: Any) -> str:
+    def _empty_bytes(self, *args: Any) -> str | Refused:
         """Stands in for `bytes`: only the argument-less `bytes()` protocol 2 writes for b""."""
         if args:
-            raise RefusedGlobal(
-                f"refused bytes(...) with arguments in {self.source}: only empty bytes values "
-                "are built this way; nothing was run"
-            )
+            return self._stand_in("bytes(...) with arguments")()  # bytes(n) allocates n bytes
         return ""
+
+    def _bytearray(self, *args: Any) -> str | bytes | Refused:
+        """Stands in for `bytearray`: `bytearray()`, `bytearray(<bytes>)` as protocol 2
+        writes it (the bytes come from the `_codecs.encode` stub, as latin-1 text) and
+        protocol 3+ (real bytes), or `bytearray(<str>, "latin-1")`. Like bytes values, it
+        comes back as its latin-1 text (or the bytes themselves)."""
+        if not args:
+            return ""
+        if len(args) == 1 and isinstance(args[0], str | bytes):
+            return args[0]
+        if len(args) == 2 and isinstance(args[0], str) and args[1] in _LATIN1:
+            return args[0]
+        return self._stand_in("bytearray(...) with other arguments")()
 
 
 @contextmanager
@@ -201,6 +258,9 @@ def latin1_bytes(value: str | bytes) -> bytes:
         raise ValueError("a stored bytes value is not latin-1 text") from None
 
 
+_MAX_REFUSED_NAMES: Final = 100  # distinct refused globals before a file counts as hostile
+
+
 def _printable(text: str) -> str:
     """Names from a hostile stream go into a one-line message: no control characters."""
     cut = text[:80] + ("..." if len(text) > 80 else "")
@@ -243,9 +303,10 @@ class PickleFile:
         self.source = source
         self.fd = os.open(path, os.O_RDONLY)
 
-    def load(self) -> Any:
+    def load(self, refused: list[str] | None = None) -> Any:
         """The unpickled object: scanned when the stream is the plain protocol 2 shape
-        PersistentDict writes for the blobs and writes dicts, else unpickled (restricted)."""
+        PersistentDict writes for the blobs and writes dicts, else unpickled (restricted;
+        the names of refused globals go into `refused`)."""
         try:
             with _collector_paused():
                 return self._scan()
@@ -254,7 +315,7 @@ class PickleFile:
         # The same open file, not the path again: the dev server replaces its files by
         # renaming a new one over the old (FORMAT 7.2), and offsets must match what we read.
         with open(os.dup(self.fd), "rb") as handle:
-            return load_pickle(handle, source=self.source)
+            return load_pickle(handle, source=self.source, refused=refused)
 
     def read(self, span: StoredText) -> bytes:
         """The bytes a StoredText stands for; ValueError if the file no longer holds them."""
