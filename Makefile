@@ -48,3 +48,17 @@ docs: $(STAMP)
 
 clean:
 	rm -rf $(VENV) demo bench/out .pytest_cache .mypy_cache .ruff_cache .hypothesis
+
+# LangGraph.js fixture packages (fixtures/js, used by tests/test_js_fixtures.py). npm ci
+# compiles better-sqlite3 (~1.5 min), so it runs again only when the npm manifests change.
+JS_DIR := fixtures/js
+JS_STAMP := $(JS_DIR)/node_modules/.ckpt-installed
+
+$(JS_STAMP): $(JS_DIR)/package-lock.json $(JS_DIR)/package.json
+	npm ci --prefix $(JS_DIR) --no-audit --no-fund
+	touch $(JS_STAMP)
+
+.PHONY: js-deps
+js-deps: $(JS_STAMP)
+
+pytest: js-deps

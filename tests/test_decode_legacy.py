@@ -134,7 +134,7 @@ ENVELOPES: list[tuple[str, Any, Any]] = [
     (
         "lc:2 legacy langgraph.constants.Send",
         lc2(["langgraph", "constants", "Send"], kwargs={"node": "worker", "arg": {"k": 1}}),
-        {"__type__": "langgraph.types.Send", "node": "worker", "arg": {"k": 1}},
+        {"__type__": "langgraph.constants.Send", "node": "worker", "arg": {"k": 1}},
     ),
     (
         "lc:2 with another method: shown, not called",
@@ -233,7 +233,7 @@ def test_langgraph_0_2_store_json_tag() -> None:
         "tags": ["a", "b"],
     }
     assert third["pending_sends"][0] == {
-        "__type__": "langgraph.types.Send",
+        "__type__": "langgraph.constants.Send",
         "node": "worker",
         "arg": {
             "call": {"name": "lookup", "args": {"q": "alpha"}, "id": "call_1", "type": "tool_call"}

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ckpt.decoders import TYPE_KEY
+from ckpt.messages import is_message
 from ckpt.model import CONTROL_CHANNELS, ERROR, INTERRUPT, NULL_TASK_ID, Checkpoint, PendingWrite
 from ckpt.tasks import (
     InterruptInfo,
@@ -46,22 +46,6 @@ __all__ = [
     "trigger_node",
     "why_next_unknown",
 ]
-
-
-# LangChain message roles (`type` field of a message's dict form).
-MESSAGE_ROLES = frozenset(
-    {"human", "ai", "system", "tool", "function", "chat", "remove", "developer"}
-)
-
-
-def is_message(value: Any) -> bool:
-    """A LangChain message, decoded (`__type__` ...Message) or in its dict form."""
-    if type(value) is not dict:
-        return False
-    kind = value.get(TYPE_KEY)
-    if isinstance(kind, str) and kind.endswith(("Message", "MessageChunk")):
-        return True
-    return "content" in value and value.get("type") in MESSAGE_ROLES
 
 
 def why_next_unknown(checkpoint: Checkpoint) -> str | None:
@@ -163,9 +147,21 @@ def status_of(checkpoint: Checkpoint | None, tasks: list[Task] | None) -> Status
         if any(t.interrupts and not t.finished for t in outcomes):
             return "interrupted"
         return "unknown"
-    if any(t.state == "failed" for t in tasks):
+    # Writes of tasks that are not among the due ones still say a task failed or waits
+    # (e.g. a LangGraph.js entrypoint whose name the store does not keep).
+    known = {t.id for t in tasks}
+    others = [
+        o
+        for o in write_outcomes(checkpoint.pending_writes or [])
+        if o.task_id not in known and not o.task_id.startswith("ffffffff-")
+    ]
+    if any(t.state == "failed" for t in tasks) or any(
+        o.error is not None and not o.finished for o in others
+    ):
         return "error"
-    if any(t.pending_interrupts for t in tasks):
+    if any(t.pending_interrupts for t in tasks) or any(
+        o.interrupts and not o.finished for o in others
+    ):
         return "interrupted"
     if any(not t.finished for t in tasks):
         return "pending"

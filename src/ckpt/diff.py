@@ -10,6 +10,7 @@ from typing import Any, Final, Literal
 
 from ckpt.analysis import is_message, task_label
 from ckpt.model import Checkpoint
+from ckpt.tasks import Task
 
 Kind = Literal["added", "removed", "changed"]
 
@@ -72,21 +73,28 @@ class Change:
         return _PATCH_OPS[self.kind]
 
 
-def diff_checkpoints(a: Checkpoint, b: Checkpoint) -> list[Change]:
+def diff_checkpoints(
+    a: Checkpoint,
+    b: Checkpoint,
+    *,
+    tasks_a: list[Task] | None = None,
+    tasks_b: list[Task] | None = None,
+) -> list[Change]:
     """Every difference between two checkpoints loaded with values.
 
     Both sides are compared in the shape `show --json --blobs` prints (render/records.py
     owns that shape), after a JSON round trip: that is what makes the patch apply to the
     printed JSON, and it compares 1, 1.0 and true as JSON does (as different values).
     """
-    return diff_values(as_json(checkpoint_view(a)), as_json(checkpoint_view(b)))
+    return diff_values(as_json(checkpoint_view(a, tasks_a)), as_json(checkpoint_view(b, tasks_b)))
 
 
-def checkpoint_view(checkpoint: Checkpoint) -> dict[str, Any]:
-    """The record `show --json --blobs` prints for this checkpoint."""
+def checkpoint_view(checkpoint: Checkpoint, tasks: list[Task] | None = None) -> dict[str, Any]:
+    """The record `show --json --blobs` prints for this checkpoint (its due tasks as the
+    CLI's reader found them, when given)."""
     from ckpt.render.records import checkpoint_record
 
-    return checkpoint_record(checkpoint, values=True)
+    return checkpoint_record(checkpoint, values=True, tasks=tasks)
 
 
 def as_json(value: Any) -> Any:

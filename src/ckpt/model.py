@@ -77,6 +77,12 @@ class Checkpoint:
     # node order): true for stores that keep the serialized body (SQLite), false for
     # Postgres (JSONB sorts keys) and the pickle layouts (values keyed by version).
     keeps_order: bool = False
+    # Who wrote it: "python" (LangGraph) or "js" (LangGraph.js, which derives task ids and
+    # stores Sends, interrupts and errors its own way, FORMAT 11).
+    writer: str = "python"
+    # DeltaChannels absent from channel_values, rebuilt from the ancestors when asked for
+    # (ckpt.delta.rebuild): channel -> ckpt.delta.DeltaValue.
+    deltas: dict[str, Any] = field(default_factory=dict)
     # The values of `join:...` barrier channels (decoded even without values: whether a
     # waiting edge fired depends on them, FORMAT 3.6).
     barriers: dict[str, Any] = field(default_factory=dict)

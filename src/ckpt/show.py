@@ -24,6 +24,7 @@ def pick_channels(checkpoint: Checkpoint, names: list[str]) -> None:
         )
     if checkpoint.channel_values is not None:
         checkpoint.channel_values = {n: values[n] for n in names if n in values}
+    checkpoint.deltas = {n: d for n, d in checkpoint.deltas.items() if n in names}
     if writes is not None:
         checkpoint.pending_writes = [w for w in writes if w.channel in names]
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import binascii
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from ckpt.decoders import TYPE_KEY, compare_versions
@@ -164,6 +164,8 @@ def shape_of(checkpoints: Iterable[Checkpoint]) -> Shape:
     """The trigger channels of each node, learned from one or more checkpoints of a graph."""
     triggers: dict[str, set[str]] = {}
     start_node: str | None = None
+    ran: set[str] = set()  # nodes whose writes name them
+    ran_from_input: set[str] = set()  # ...on an input checkpoint: the node `__start__` wakes
 
     def add(node: str, channel: str) -> None:
         triggers.setdefault(node, set()).add(channel)
@@ -177,17 +179,26 @@ def shape_of(checkpoints: Iterable[Checkpoint]) -> Shape:
         for node, seen in checkpoint.versions_seen.items():
             if node in NOT_NODES or not isinstance(seen, dict):
                 continue
+            triggers.setdefault(node, set())  # a node, even one only Sends ran ({})
             for channel in seen:
                 if isinstance(channel, str):
                     add(node, channel)
                     if channel == START and start_node is None:
                         start_node = node
+        step = checkpoint.metadata.get("step")
         for write in checkpoint.pending_writes or []:
             name = pull_node(write.task_path)
-            if name is not None and name not in triggers:
-                triggers.setdefault(name, set())
+            if name is None or write.task_id.startswith("ffffffff-"):
+                continue
+            ran.add(name)
+            if step == -1 and START in checkpoint.channel_versions:
+                ran_from_input.add(name)
     if start_node is None:
-        start_node = START
+        # No checkpoint records who consumed `__start__`: the task that ran from an input
+        # checkpoint did (a functional-API entrypoint has its own name).
+        start_node = next(iter(ran_from_input)) if len(ran_from_input) == 1 else START
+    for name in ran:
+        triggers.setdefault(name, set())
     triggers.setdefault(start_node, set()).add(START)
     return Shape({n: tuple(sorted(t)) for n, t in triggers.items()}, start_node)
 
@@ -219,11 +230,17 @@ def send_node(send: Any) -> str | None:
 
 
 def is_send(packet: Any) -> bool:
-    """A Send LangGraph would run: the class `Send` (langgraph.types / .constants)."""
+    """A Send LangGraph would run: `langgraph.types.Send`. A legacy JSON envelope naming
+    `langgraph.constants.Send` is not revived by LangGraph today (not in its safe list), so
+    it ignores the packet ("Ignoring invalid packet type", FORMAT 2.6), and so do we."""
     if not isinstance(packet, dict) or not isinstance(packet.get("node"), str):
         return False
-    kind = packet.get(TYPE_KEY)
-    return isinstance(kind, str) and kind.rsplit(".", 1)[-1] == "Send"
+    return packet.get(TYPE_KEY) == "langgraph.types.Send"
+
+
+def is_js_send(packet: Any) -> bool:
+    """A LangGraph.js Send: any object with a string `node` and `args` (`_isSendInterface`)."""
+    return isinstance(packet, dict) and isinstance(packet.get("node"), str) and "args" in packet
 
 
 # -- due tasks ------------------------------------------------------------------------------
@@ -243,20 +260,31 @@ def due_tasks(
     order (`prepare_next_tasks`). `keeps_order` says `channel_values` keep LangGraph's
     channel order, which follows the node order; otherwise pull tasks sort by name.
     """
-    available = checkpoint.value_channels
-    if available is None or "body" in checkpoint.extra:
+    if checkpoint.value_channels is None or "body" in checkpoint.extra:
         return None
     shape = shape or shape_of([checkpoint])
+    js = checkpoint.writer == "js"
+    legacy = not js and (checkpoint.v or 1) < 3
+    if legacy:
+        # LangGraph renames v1/v2 trigger channels to `branch:to:<node>` when it loads the
+        # checkpoint, and derives task ids from the renamed triggers (FORMAT 3.1).
+        checkpoint, shape = _migrated(checkpoint, shape)
+    available = checkpoint.value_channels or ()
     metadata_step = checkpoint.metadata.get("step")
     step = (metadata_step if isinstance(metadata_step, int) else -1) + 1
     parent_ns = checkpoint.checkpoint_ns
     tasks: list[Task] = []
     # Push tasks: the pending Sends (`__pregel_tasks`, or v<4 `pending_sends`).
     for index, packet in enumerate(checkpoint.pending_sends):
-        if not is_send(packet):
+        if not (is_js_send(packet) if js else is_send(packet)):
             continue
         node = str(packet["node"])
-        tid = task_id(checkpoint, task_namespace(parent_ns, node), step, node, PUSH, str(index))
+        namespace = task_namespace(parent_ns, node)
+        tid = (
+            js_task_id(checkpoint, namespace, step, node, PUSH, str(index))
+            if js
+            else task_id(checkpoint, namespace, step, node, PUSH, str(index))
+        )
         tasks.append(
             Task(
                 id=tid or "",
@@ -264,40 +292,113 @@ def due_tasks(
                 path=f"~{PUSH}, {index:010d}, {0:010d}",  # task_path_str(False)
                 kind="push",
                 send_index=index,
-                send_arg=packet.get("arg"),
+                send_arg=packet.get("args" if js else "arg"),
                 derived=tid is not None,
             )
         )
     # Pull tasks: nodes with a trigger channel newer than what they last saw.
-    versions = checkpoint.channel_versions
-    if versions:
+    if checkpoint.channel_versions:
         order = {channel: i for i, channel in enumerate(available)} if keeps_order else {}
         due: list[tuple[tuple[int, str], Task]] = []
         for node, node_triggers in shape.triggers.items():
             fired = _fired(checkpoint, node, node_triggers)
             if not fired:
                 continue
-            tid = task_id(
-                checkpoint, task_namespace(parent_ns, node), step, node, PULL, *node_triggers
-            )
+            namespace = task_namespace(parent_ns, node)
+            if js:
+                # LangGraph.js names the first trigger that fired (pregel/algo.ts).
+                tid = js_task_id(checkpoint, namespace, step, node, PULL, [fired[0]])
+            else:
+                tid = task_id(checkpoint, namespace, step, node, PULL, *node_triggers)
             position = min((order.get(c, len(order)) for c in fired), default=len(order))
-            due.append(
-                (
-                    (position if keeps_order else 0, node),
-                    Task(
-                        id=tid or "",
-                        name=node,
-                        path=f"~{PULL}, {node}",
-                        kind="pull",
-                        derived=tid is not None,
-                    ),
-                )
+            task = Task(
+                id=tid or "",
+                name=node,
+                path=f"~{PULL}, {node}",
+                kind="pull",
+                derived=tid is not None,
             )
+            due.append(((position if keeps_order else 0, node), task))
         due.sort(key=lambda item: item[0])
         tasks.extend(task for _, task in due)
-    _attach_writes(tasks, checkpoint.pending_writes or [], keeps_order)
+    # Writes name their task by path too. For a migrated v1/v2 checkpoint LangGraph derives
+    # new ids that no stored write has, so it matches none of them, and neither do we.
+    _attach_writes(tasks, checkpoint, keeps_order, by_path=not legacy)
     _attach_subgraphs(tasks, parent_ns, namespaces)
     return tasks
+
+
+def js_task_id(
+    checkpoint: Checkpoint, namespace: str, step: int, name: str, kind: str, last: Any
+) -> str | None:
+    """LangGraph.js's task id: uuid5 in the checkpoint id's namespace of the JSON of
+    [namespace, step, name, kind, trigger list or Send index] (`pregel/algo.ts`)."""
+    import json
+    import uuid
+
+    try:
+        namespace_uuid = uuid.UUID(checkpoint.checkpoint_id)
+    except ValueError:
+        return None
+    name_text = json.dumps(
+        [namespace, str(step), name, kind, last], separators=(",", ":"), ensure_ascii=False
+    )
+    return str(uuid.uuid5(namespace_uuid, name_text))
+
+
+def _migrated(checkpoint: Checkpoint, shape: Shape) -> tuple[Checkpoint, Shape]:
+    """A v1/v2 checkpoint as LangGraph reads it today (`graph/state.py`
+    `_migrate_checkpoint`): `start:<node>`, `branch:<src>:<cond>:<node>` and the channel
+    named after each node (a static edge node -> target) become `branch:to:<target>`, with
+    the newest of the versions they merge; each node's triggers are `branch:to:<node>`."""
+    versions = dict(checkpoint.channel_versions)
+    seen = {k: dict(v) if isinstance(v, dict) else v for k, v in checkpoint.versions_seen.items()}
+    values = list(checkpoint.value_channels or ())
+    nodes = set(shape.triggers)
+    # Static edges: a node that consumed the channel named after another node.
+    targets: dict[str, list[str]] = {}
+    for node, channels in shape.triggers.items():
+        for channel in channels:
+            if channel in nodes and channel != START:
+                targets.setdefault(channel, []).append(node)
+
+    def move(old: str, new: str, node: str) -> None:
+        old_version = versions[old]
+        versions[new] = _newest(versions[new], old_version) if new in versions else old_version
+        for holder in (seen.get(node), seen.get("__interrupt__")):
+            if isinstance(holder, dict) and old in holder:
+                read = holder.pop(old)
+                holder[new] = _newest(holder[new], read) if new in holder else read
+        if old in values and new not in values:
+            values[values.index(old)] = new
+
+    for old in list(versions):
+        if old.startswith("start:") or (old.startswith("branch:") and old.count(":") == 3):
+            node = old.rsplit(":", 1)[-1] if old.startswith("branch:") else old.split(":")[1]
+            if node in nodes:
+                move(old, f"branch:to:{node}", node)
+                versions.pop(old, None)
+    for old in list(versions):
+        if old in nodes and old != START:
+            for target in targets.get(old, []):
+                move(old, f"branch:to:{target}", target)
+            versions.pop(old, None)
+            if old in values:
+                values.remove(old)
+    view = replace(checkpoint, channel_versions=versions, versions_seen=seen)
+    view.value_channels = tuple(dict.fromkeys(values))
+    triggers: dict[str, tuple[str, ...]] = {
+        node: (START,) if node == shape.start_node else (f"branch:to:{node}",) for node in nodes
+    }
+    return view, Shape(triggers, shape.start_node)
+
+
+def _newest(a: Any, b: Any) -> Any:
+    # Python's max() on the stored versions, as the migration does.
+    try:
+        return max(a, b)
+    except TypeError:
+        return a
 
 
 def _fired(checkpoint: Checkpoint, node: str, node_triggers: Sequence[str]) -> list[str]:
@@ -330,15 +431,27 @@ def _available(checkpoint: Checkpoint, channel: str) -> bool:
     return True
 
 
-def _attach_writes(tasks: list[Task], writes: Sequence[PendingWrite], keeps_order: bool) -> None:
-    """Mark each task with what its writes say; add tasks only the writes name."""
+def _attach_writes(
+    tasks: list[Task], checkpoint: Checkpoint, keeps_order: bool, *, by_path: bool = True
+) -> None:
+    """Mark each task with what its writes say; add due tasks only the writes name.
+
+    A task is matched by id. A write whose id ckpt did not derive still names a due pull
+    task by its task path: the task ran from this checkpoint, so it was due. Exit-mode
+    writes (synthetic `ffffffff-` ids, `~~` paths) and writes on a checkpoint with no
+    versions (an exit-mode stub) name no due task: LangGraph prepares none there.
+    """
+    writes = checkpoint.pending_writes or []
     by_id = {t.id: t for t in tasks if t.id}
     by_name: dict[tuple[str, str], Task] = {(t.kind, t.name): t for t in tasks}
+    evidence = by_path and bool(checkpoint.channel_versions)
     for write in writes:
         if write.task_id == NULL_TASK_ID:
             continue
         task = by_id.get(write.task_id)
         if task is None:
+            if not evidence or write.task_id.startswith("ffffffff-"):
+                continue
             task = _task_from_write(write, by_name)
             if task is None:
                 continue
@@ -349,30 +462,6 @@ def _attach_writes(tasks: list[Task], writes: Sequence[PendingWrite], keeps_orde
     for task in tasks:
         if task.finished:
             _mark_answered(task)
-    _apply_input_resume(tasks, writes)
-
-
-def _apply_input_resume(tasks: list[Task], writes: Sequence[PendingWrite]) -> None:
-    """`Command(resume=...)` stored as a write of no task: the answer the next run gives
-    the waiting interrupts (a map of interrupt id -> value, or one value for the one
-    waiting interrupt, `pregel/_algo.py` `_scratchpad`)."""
-    answers = [w.value for w in writes if w.task_id == NULL_TASK_ID and w.channel == RESUME]
-    if not answers:
-        return
-    answer = answers[-1]
-    waiting = [(t, i) for t in tasks for i, info in enumerate(t.interrupts) if not info.answered]
-    by_id = answer if isinstance(answer, dict) and TYPE_KEY not in answer else None
-    for task, i in waiting:
-        info = task.interrupts[i]
-        if by_id is not None and info.id in by_id:
-            value, known = by_id[info.id], True
-        elif by_id is None and len(waiting) == 1:
-            value, known = answer, True
-        else:
-            continue
-        task.interrupts[i] = InterruptInfo(
-            info.id, info.value, info.response_schema, True, value, known
-        )
 
 
 def _task_from_write(write: PendingWrite, by_name: dict[tuple[str, str], Task]) -> Task | None:
@@ -448,6 +537,12 @@ def _attach_subgraphs(tasks: list[Task], parent_ns: str, namespaces: Sequence[st
 def interrupt_info(interrupt: Any) -> InterruptInfo:
     """An `Interrupt` in every era: `{value, id, response_schema}`, or legacy
     `{value, resumable, ns, when}` whose id is xxh3-128 of the joined ns (FORMAT 3.6)."""
+    if isinstance(interrupt, dict) and TYPE_KEY not in interrupt and "value" in interrupt:
+        # LangGraph.js stores an interrupt as the plain object {id, value}.
+        identifier = interrupt.get("id")
+        return InterruptInfo(
+            identifier if isinstance(identifier, str) else None, interrupt["value"]
+        )
     if not isinstance(interrupt, dict) or TYPE_KEY not in interrupt:
         return InterruptInfo(None, interrupt)
     identifier = interrupt.get("id")

@@ -93,7 +93,11 @@ def diff(
                 open_from_options(db2, None, aes_key, schema=schema, timeout=timeout)
             )
         left, right = _pick(store_a, store_b, a, b, ns=ns, same_store=db2 is None)
-        changes = diff_checkpoints(left, right)
+        from ckpt.reader import CheckpointReader, annotate
+
+        tasks_a = annotate(CheckpointReader(store_a), left, values=True)
+        tasks_b = annotate(CheckpointReader(store_b), right, values=True)
+        changes = diff_checkpoints(left, right, tasks_a=tasks_a, tasks_b=tasks_b)
         if differs(changes):
             set_closed_pipe_status(int(ExitCode.DIFFERENT))
         if json_out:
@@ -203,6 +207,7 @@ def dump(
 
     from ckpt.errors import BadOption, NotFound
     from ckpt.model import DumpQuery
+    from ckpt.reader import CheckpointReader, annotate
     from ckpt.render.progress import counting
     from ckpt.render.records import checkpoint_record, json_array, ndjson
     from ckpt.show import hides_values, require_key_if_encrypted
@@ -224,13 +229,15 @@ def dump(
         )
         hidden: list[Checkpoint] = []  # the first checkpoint whose values did not decrypt
         count = [0]
+        reader = CheckpointReader(opened)
 
         def records() -> Iterator[dict[str, Any]]:
             for checkpoint in opened.iter_checkpoints(query, values=values):
                 count[0] += 1
                 if not hidden and hides_values(checkpoint):
                     hidden.append(checkpoint)
-                yield checkpoint_record(checkpoint, values=values)
+                tasks = annotate(reader, checkpoint, values=values)
+                yield checkpoint_record(checkpoint, values=values, tasks=tasks)
 
         show_progress = not quiet and not sys.stdout.isatty() and sys.stderr.isatty()
         with counting(records(), enabled=show_progress, label="dumping") as counted:

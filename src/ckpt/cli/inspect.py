@@ -199,7 +199,7 @@ def show(
 
     Example: ckpt show support-1~2 --blobs --db chat.sqlite
     """
-    from ckpt.analysis import checkpoint_tasks
+    from ckpt.reader import CheckpointReader, annotate
     from ckpt.render import human
     from ckpt.render.records import checkpoint_record, dumps
     from ckpt.selectors import resolve
@@ -209,7 +209,8 @@ def show(
     with open_from_options(None, db, aes_key, schema=schema, timeout=timeout) as opened:
         key = resolve(opened, selector, checkpoint_ns=ns)
         checkpoint = opened.load(key, values=with_values)
-        tasks = checkpoint_tasks(checkpoint)  # before --channel narrows the writes
+        # Before --channel narrows the values and writes.
+        tasks = annotate(CheckpointReader(opened), checkpoint, values=with_values)
         if channel:
             pick_channels(checkpoint, channel)
         if json_out:

@@ -243,9 +243,18 @@ POS_ARGS: Final[dict[tuple[str, str], Callable[[Any], Any]]] = {
 }
 
 
-def send_record(node: Any, arg: Any, timeout: Any = None, *, with_timeout: bool = False) -> Any:
-    """A langgraph Send packet; "timeout" only when the payload carried one."""
-    record = {TYPE_KEY: SEND_TYPE, "node": node, "arg": arg}
+def send_record(
+    node: Any,
+    arg: Any,
+    timeout: Any = None,
+    *,
+    with_timeout: bool = False,
+    stored_as: str = SEND_TYPE,
+) -> Any:
+    """A langgraph Send packet; "timeout" only when the payload carried one. `__type__` is
+    the class as stored: `langgraph.constants.Send` in legacy data (which LangGraph no
+    longer revives from JSON, so it runs no such packet, FORMAT 2.6)."""
+    record = {TYPE_KEY: stored_as, "node": node, "arg": arg}
     if with_timeout:
         record["timeout"] = timeout
     return record
@@ -255,9 +264,10 @@ def pos_args(module: str, name: str, args: Any) -> Any:
     """ext 1 `[module, name, [args...]]`: Send and known pairs, else TYPE_KEY + "args"."""
     if (module, name) in SEND_PAIRS and type(args) is list and len(args) in (2, 3):
         # LangGraph special-cases Send so that a third element is timeout= (FORMAT 2.3).
+        stored_as = f"{module}.{name}"  # one of SEND_PAIRS
         if len(args) == 3:
-            return send_record(args[0], args[1], args[2], with_timeout=True)
-        return send_record(args[0], args[1])
+            return send_record(args[0], args[1], args[2], with_timeout=True, stored_as=stored_as)
+        return send_record(args[0], args[1], stored_as=stored_as)
     convert = POS_ARGS.get((module, name))
     if convert is not None:
         try:

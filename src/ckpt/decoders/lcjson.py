@@ -109,6 +109,9 @@ def _envelope_id(node: dict[str, Any]) -> list[str] | None:
 def _convert_dict(node: dict[str, Any]) -> Any:
     """One dict whose children are converted already."""
     lc = node.get("lc")
+    if lc == 2 and node.get("type") == "delta_snapshot" and node.keys() == {"lc", "type", "value"}:
+        # LangGraph.js's DeltaChannel snapshot (its _DeltaSnapshot, FORMAT 11).
+        return {MARK_KEY: "delta_snapshot", "value": node["value"]}
     ident = _envelope_id(node) if type(lc) is int else None
     if ident is not None:
         kind = node.get("type")
@@ -155,10 +158,11 @@ def _lc2(node: dict[str, Any], module: str, name: str) -> Any:
     # method None, or [None, "model_construct"] / [None, "construct"] for pydantic: the
     # first entry None already meant "the default constructor".
     if (module, name) in SEND_PAIRS:
+        stored_as = f"{module}.{name}"
         if type(kwargs) is dict and not args and kwargs.keys() == {"node", "arg"}:
-            return send_record(kwargs["node"], kwargs["arg"])
+            return send_record(kwargs["node"], kwargs["arg"], stored_as=stored_as)
         if len(args) == 2 and not kwargs:
-            return send_record(args[0], args[1])
+            return send_record(args[0], args[1], stored_as=stored_as)
     if not kwargs:
         if (module, name) in SINGLE_ARG and len(args) == 1:
             return single_arg(module, name, args[0])

@@ -338,11 +338,50 @@ def show_checkpoint(
             out.print(Text(f"(unknown: {why_next_unknown(checkpoint)})", style="dim"))
         elif checkpoint.channel_values is None:
             out.print(Text("(this store keeps no channel values)", style="dim"))
-        elif not checkpoint.channel_values:
+        elif not checkpoint.channel_values and not checkpoint.deltas:
             out.print(Text("(none)", style="dim"))
         for name, value in (checkpoint.channel_values or {}).items():
-            out.print(Text(name, style="bold cyan"))
+            heading = Text(name, style="bold cyan")
+            if isinstance(value, dict) and value.get("__ckpt__") == "delta_snapshot":
+                heading.append("  (delta channel snapshot)", style="dim")
+                value = value.get("value")
+            out.print(heading)
             out.print(value_view(value, full))
+        for name, delta in checkpoint.deltas.items():
+            out.print(_delta_heading(name, delta))
+            if delta.rebuilt:
+                out.print(value_view(delta.value, full))
+            else:
+                for write in delta.writes:
+                    line = Text(f"  + {short_id(write.checkpoint_id)} ", style="dim")
+                    line.append(brief(write.value, full))
+                    out.print(line)
+
+
+def _delta_heading(name: str, delta: Any) -> Text:
+    """Where a DeltaChannel's value comes from: the snapshot and the writes since."""
+    seed = short_id(delta.seed_checkpoint_id) if delta.seed_checkpoint_id else "empty"
+    count = len(delta.writes)
+    writes = f"{count} write{'s' if count != 1 else ''}"
+    heading = Text(name, style="bold cyan")
+    if not delta.complete:
+        heading.append(
+            f"  (delta channel: the ancestors back to a snapshot are missing; {writes} found)",
+            style="yellow",
+        )
+    elif delta.rebuilt:
+        how = "LangGraph's message reducer" if delta.reducer == "messages" else "list concatenation"
+        heading.append(
+            f"  (delta channel: rebuilt from the snapshot at {seed} + {writes}, by {how})",
+            style="dim",
+        )
+    else:
+        heading.append(
+            f"  (delta channel: value = reducer(snapshot at {seed}, {writes}); the reducer "
+            "is the graph's code)",
+            style="yellow",
+        )
+    return heading
 
 
 def _interrupt_line(interrupt: Any, info: InterruptInfo | None, full: bool) -> Text:

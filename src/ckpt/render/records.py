@@ -110,6 +110,37 @@ def task_record(task: Task) -> TaskRecord:
     }
 
 
+class DeltaRecord(TypedDict, total=False):
+    snapshot_checkpoint_id: str | None
+    writes: list[dict[str, Any]]
+    reducer: str | None
+    complete: bool
+    value: Any
+
+
+def delta_record(delta: Any) -> DeltaRecord:
+    """A rebuilt DeltaChannel (ckpt.delta.DeltaValue); `value` only when ckpt could apply
+    the reducer."""
+    record: DeltaRecord = {
+        "snapshot_checkpoint_id": delta.seed_checkpoint_id,
+        "writes": [
+            {
+                "checkpoint_id": w.checkpoint_id,
+                "task_id": w.task_id,
+                "task_path": w.task_path,
+                "idx": w.idx,
+                "value": w.value,
+            }
+            for w in delta.writes
+        ],
+        "reducer": delta.reducer,
+        "complete": delta.complete,
+    }
+    if delta.rebuilt:
+        record["value"] = delta.value
+    return record
+
+
 def thread_record(thread: ThreadInfo) -> ThreadRecord:
     latest = thread.latest
     tasks = checkpoint_tasks(latest, namespaces=thread.namespaces) if latest else None
@@ -174,6 +205,10 @@ def checkpoint_record(
     }
     if values:
         record["channel_values"] = checkpoint.channel_values
+        if checkpoint.deltas:
+            record["delta_channels"] = {
+                channel: delta_record(delta) for channel, delta in checkpoint.deltas.items()
+            }
     for key, value in checkpoint.extra.items():
         # The undecodable or encrypted body stays visible under "checkpoint".
         record["checkpoint" if key == "body" else key] = value

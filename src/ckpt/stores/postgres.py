@@ -831,6 +831,8 @@ class PostgresStore(Store):
             channel_values=channel_values,
         )
         checkpoint.blobs = refs
+        if _js_versions(checkpoint.channel_versions):
+            checkpoint.writer = "js"
         return checkpoint
 
     def encrypted_sample(self) -> tuple[str, bytes] | None:
@@ -855,6 +857,12 @@ class PostgresStore(Store):
 
 
 # -- helpers -----------------------------------------------------------------------------
+
+
+def _js_versions(versions: dict[str, Any]) -> bool:
+    """LangGraph.js numbers channel versions with plain integers; PostgresSaver writes
+    `"<counter>.<random>"` strings (FORMAT 3.4, 11)."""
+    return bool(versions) and all(type(v) is int for v in versions.values())
 
 
 def _import_psycopg() -> ModuleType:

@@ -301,6 +301,8 @@ class SqliteStore(Store):
         # The body is LangGraph's own serialization of the checkpoint: `channel_values`
         # keep the graph's channel order, which LangGraph's task order follows.
         checkpoint.keeps_order = True
+        if tag == "json" and _js_versions(checkpoint.channel_versions):
+            checkpoint.writer = "js"
         return checkpoint
 
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
@@ -364,6 +366,12 @@ class SqliteStore(Store):
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _js_versions(versions: dict[str, Any]) -> bool:
+    """LangGraph.js numbers channel versions with plain integers; Python's SQLite and
+    Postgres savers write `"<counter>.<random>"` strings (FORMAT 3.4, 11)."""
+    return bool(versions) and all(type(v) is int for v in versions.values())
 
 
 def _json_list(text: str | None) -> list[str]:

@@ -1,0 +1,111 @@
+"""What each checkpoint means when views read them one at a time (show, dump, diff):
+its due tasks, and its DeltaChannel values rebuilt from the ancestors.
+
+`history` reads a whole thread and learns each graph's shape from all of it
+(`history.thread_tasks`); a single checkpoint mostly carries its own shape (its trigger
+channels, `versions_seen` and the writes of the tasks that ran). The exception is a
+v1/v2 checkpoint, whose triggers LangGraph renames from static edges that only other
+checkpoints show: for those the reader learns the shape from the thread once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ckpt.analysis import checkpoint_tasks, why_next_unknown
+from ckpt.delta import COUNTERS, DeltaValue, is_snapshot, rebuild
+from ckpt.errors import NotFound
+from ckpt.history import graph_key
+from ckpt.model import Checkpoint, CheckpointKey
+from ckpt.stores.base import Store
+from ckpt.tasks import Shape, Task, shape_of
+
+# Streamed checkpoints of the current thread kept for delta replays (only their delta
+# values and writes): a child's replay then needs no store round trip.
+_KEEP = 20_000
+
+
+class CheckpointReader:
+    """Tasks and delta values of checkpoints of one store, with what it learned cached."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._namespaces: dict[str, list[str]] = {}
+        self._shapes: dict[tuple[str, str], Shape] = {}
+        self._recent: dict[CheckpointKey, Checkpoint] = {}
+        self._recent_thread: str | None = None
+
+    def tasks(self, checkpoint: Checkpoint) -> list[Task] | None:
+        """The tasks due at `checkpoint`, as LangGraph's get_state(checkpoint_id) names them."""
+        if why_next_unknown(checkpoint):
+            return None
+        namespaces = self._thread_namespaces(checkpoint.thread_id)
+        shape = None
+        if checkpoint.writer == "python" and (checkpoint.v or 1) < 3:
+            shape = self._thread_shape(checkpoint)
+        return checkpoint_tasks(checkpoint, shape=shape, namespaces=namespaces)
+
+    def rebuild_deltas(self, checkpoint: Checkpoint) -> dict[str, DeltaValue]:
+        """Fill `checkpoint.deltas`: its DeltaChannels absent from channel_values."""
+        self._remember(checkpoint)
+        checkpoint.deltas = rebuild(checkpoint, self._parent)
+        return checkpoint.deltas
+
+    # -- caches ----------------------------------------------------------------------------
+    def _thread_namespaces(self, thread_id: str) -> list[str]:
+        if thread_id not in self._namespaces:
+            if len(self._namespaces) > 1_000:
+                self._namespaces.clear()
+            self._namespaces[thread_id] = self.store.namespaces(thread_id)
+        return self._namespaces[thread_id]
+
+    def _thread_shape(self, checkpoint: Checkpoint) -> Shape:
+        key = (checkpoint.thread_id, graph_key(checkpoint.checkpoint_ns))
+        if key not in self._shapes:
+            same_graph = [
+                c
+                for c in self.store.checkpoints(checkpoint.thread_id, values=False)
+                if graph_key(c.checkpoint_ns) == key[1]
+            ]
+            self._shapes[key] = shape_of(same_graph or [checkpoint])
+        return self._shapes[key]
+
+    def _remember(self, checkpoint: Checkpoint) -> None:
+        """Keep what a descendant's replay needs of this checkpoint: the values and writes
+        of its delta channels only (named in its counters, or held as snapshots)."""
+        if checkpoint.thread_id != self._recent_thread or len(self._recent) > _KEEP:
+            self._recent.clear()
+            self._recent_thread = checkpoint.thread_id
+        values = checkpoint.channel_values
+        if values is None:
+            return
+        counters = checkpoint.metadata.get(COUNTERS)
+        names = set(counters) if isinstance(counters, dict) else set()
+        names |= {k for k, v in values.items() if is_snapshot(v)}
+        if not names:
+            return  # nothing known to be a delta channel here: read it again if needed
+        self._recent[checkpoint.key] = replace(
+            checkpoint,
+            channel_values={k: v for k, v in values.items() if k in names},
+            pending_writes=[w for w in checkpoint.pending_writes or [] if w.channel in names],
+            deltas={},
+        )
+
+    def _parent(self, key: CheckpointKey) -> Checkpoint | None:
+        found = self._recent.get(key)
+        if found is not None and found.channel_values is not None:
+            return found
+        try:
+            loaded = self.store.load(key, values=True)
+        except NotFound:
+            return None
+        self._remember(loaded)
+        return loaded
+
+
+def annotate(reader: CheckpointReader, checkpoint: Checkpoint, *, values: bool) -> Any:
+    """Rebuild delta values (when values were loaded) and return the due tasks."""
+    if values and checkpoint.channel_values is not None:
+        reader.rebuild_deltas(checkpoint)
+    return reader.tasks(checkpoint)
