@@ -79,4 +79,15 @@ def _writers(parent: Checkpoint, channel: str, child: Checkpoint) -> list[str]:
             names.append(name)
     if not names and child.source == "input":
         names.append("input")
+    if not names and _bumped(child, channel):
+        # A version moved only to store a DeltaChannel snapshot (FORMAT 11): not a write.
+        names.append("snapshot bump")
     return names
+
+
+def _bumped(checkpoint: Checkpoint, channel: str) -> bool:
+    marks = checkpoint.versions_seen.get("__snapshot_bumps__")
+    if not isinstance(marks, dict):
+        return False
+    version = checkpoint.channel_versions.get(channel)
+    return any(key.endswith(f"|{channel}") and value == version for key, value in marks.items())

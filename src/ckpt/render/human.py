@@ -18,7 +18,6 @@ from rich.tree import Tree
 from ckpt.analysis import (
     is_message,
     task_labels,
-    trigger_node,
     why_next_unknown,
 )
 from ckpt.decoders import TYPE_KEY, parse_version
@@ -27,7 +26,7 @@ from ckpt.model import CONTROL_CHANNELS, INTERRUPT, NULL_TASK_ID, Checkpoint
 from ckpt.render.plain import brief, clean, cut, human_size, short_time
 from ckpt.render.records import dumps, updated_at
 from ckpt.selectors import short_id
-from ckpt.tasks import InterruptInfo, Task
+from ckpt.tasks import InterruptInfo, Task, is_internal
 
 ROLE_STYLE = {"human": "bold blue", "ai": "bold green", "tool": "bold magenta", "system": "bold"}
 
@@ -144,6 +143,9 @@ def _node_label(checkpoint: Checkpoint, tasks: list[Task] | None) -> Text:
     line.append(f"  step {step if step is not None else '?'}", style="bold")
     if checkpoint.source:
         line.append(f"  {checkpoint.source}", style="cyan")
+    elif step == -2 and not checkpoint.channel_versions:
+        # durability="exit" with DeltaChannels: a placeholder for the run's first writes.
+        line.append("  exit-mode stub", style="cyan")
     when = updated_at(checkpoint)
     if when:
         line.append(f"  {short_time(when)[11:]}", style="dim")
@@ -160,8 +162,9 @@ def _node_label(checkpoint: Checkpoint, tasks: list[Task] | None) -> Text:
 
 
 def _state_channels(channels: list[str]) -> list[str]:
-    """Channels as the graph's author knows them: trigger channels are left out of briefs."""
-    return [c for c in channels if trigger_node(c) is None and c != "__start__"]
+    """Channels as the graph's author knows them: trigger channels and LangGraph's own
+    (`__start__`, `__pregel_tasks` ...) are left out of briefs."""
+    return [c for c in channels if not is_internal(c)]
 
 
 def _channel_list(channels: list[str]) -> str:
@@ -182,23 +185,25 @@ def _writes_brief(checkpoint: Checkpoint, tasks: list[Task] | None) -> Text:
         if not task.channels:
             continue  # due, but nothing ran yet
         parts.append(_task_brief(labels.get(task.id, task.name), task))
-    others: dict[str, list[str]] = {}
+    others: dict[str, list[str]] = {}  # writes of tasks not due here, by label
     for write in writes:
         if write.task_id != NULL_TASK_ID and write.task_id not in known:
-            others.setdefault(write.task_id, []).append(write.channel)
-    for task_id, channels in others.items():
+            label = labels.get(write.task_id, write.task_id[:8])
+            others.setdefault(label, []).append(write.channel)
+    for label, channels in others.items():
         state = _state_channels([c for c in channels if c not in CONTROL_CHANNELS])
         if state or "__error__" not in channels:
-            line = f"{labels.get(task_id, task_id[:8])} → {_channel_list(state)}".rstrip(" →")
-            parts.append(Text(line, style="magenta"))
+            line = f"{label} → {_channel_list(sorted(set(state), key=state.index))}"
+            parts.append(Text(line.rstrip(" →"), style="magenta"))
     null_writes = [w for w in writes if w.task_id == NULL_TASK_ID]
     if null_writes:
-        parts.append(
-            Text(
-                "input → " + _channel_list(_state_channels([w.channel for w in null_writes])),
-                style="magenta",
-            )
-        )
+        # Writes of no task: an input Command (resume, update, goto) or update_state.
+        state = _state_channels([w.channel for w in null_writes])
+        resumes = [w.value for w in null_writes if w.channel == "__resume__"]
+        if state:
+            parts.append(Text("input → " + _channel_list(state), style="magenta"))
+        if resumes:
+            parts.append(Text(f"resume: {brief(resumes[-1], limit=50)}", style="yellow"))
     for i, part in enumerate(parts):
         if i:
             text.append("; ")
@@ -213,6 +218,7 @@ def _task_brief(name: str, task: Task) -> Text:
         first = task.pending_interrupts[0]
         return Text(f"⏸ {name}: {brief(first.value, limit=50)}", style="bold yellow")
     channels = _state_channels([c for c in task.channels if c not in CONTROL_CHANNELS])
+    channels += ["Send"] * task.channels.count("__pregel_tasks")  # the packets it sent
     line = Text()
     if task.interrupts:
         line.append("⏸ ", style="yellow")

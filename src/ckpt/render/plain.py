@@ -122,20 +122,25 @@ def threads_table(
     rows: list[list[str]] = []
     statuses: list[str] = []
     details: list[str] = []
+    keeps: list[int] = []  # characters at the start of each detail that a cut must keep
     for record in records:
+        keep = 0
         detail = ", ".join(record["next"] or [])
         if record["status"] == "error" and record["errors"]:
             detail = brief(record["errors"][0], limit=200)
         elif record["status"] == "interrupted" and record["interrupts"]:
             first = record["interrupts"][0]
-            detail = "waiting: " + brief(first["value"], limit=200)
-            if first["id"]:
-                detail += f" (interrupt {first['id']})"
+            # The id first: it is what Command(resume={id: ...}) needs, and a cut
+            # would make it useless.
+            where = f" {first['id']}" if first["id"] else ""
+            detail = f"waiting{where}: " + brief(first["value"], limit=200)
+            keep = len(f"waiting{where}:")
         elif record["checkpoint_id"] is None:
             subgraphs = [n for n in record["namespaces"] if n]
             detail = f"no root checkpoint; only subgraph namespaces ({len(subgraphs)})"
         statuses.append(record["status"])
         details.append(clean_line(detail))
+        keeps.append(keep)
         rows.append(
             [
                 clean_line(record["thread_id"]),
@@ -173,15 +178,16 @@ def threads_table(
     def paint(text: str, style: str) -> str:
         return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if colour and style in _ANSI else text
 
-    def line(cells: list[str], detail: str, status_style: str) -> str:
+    def line(cells: list[str], detail: str, status_style: str, keep: int = 0) -> str:
         padded = [
             c.rjust(w) if h in right else c + " " * (w - cell_width(c))
             for c, w, h in zip(cells, widths, headers, strict=True)
         ]
         padded[1] = paint(padded[1], status_style)
-        return ("  ".join(padded) + "  " + cut(detail, False, room)).rstrip() + "\n"
+        shown = detail[:keep] + cut(detail[keep:], False, max(room - keep, 12))
+        return ("  ".join(padded) + "  " + shown).rstrip() + "\n"
 
     write(paint(line(headers, "NEXT / DETAIL", "").rstrip("\n"), "bold") + "\n")
-    for row, status, detail in zip(rows, statuses, details, strict=True):
-        write(line(row, detail, STATUS_STYLE.get(status, "")))
+    for row, status, detail, keep in zip(rows, statuses, details, keeps, strict=True):
+        write(line(row, detail, STATUS_STYLE.get(status, ""), keep))
     sys.stdout.flush()
