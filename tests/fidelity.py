@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +89,7 @@ def compare_case(case: FidelityCase) -> Report:
         for thread_id in sorted(threads):
             checkpoints = store.checkpoints(thread_id, values=True)
             load = thread_loader(checkpoints)
-            for checkpoint in checkpoints:
-                checkpoint.deltas = rebuild(checkpoint, load)
+            checkpoints = [replace(c, deltas=rebuild(c, load)) for c in checkpoints]
             tasks = thread_tasks(checkpoints)
             latest: dict[str, Any] = {}
             for checkpoint in checkpoints:

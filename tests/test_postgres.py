@@ -33,7 +33,7 @@ from typer.testing import CliRunner
 
 from ckpt.cli import app
 from ckpt.errors import ExitCode, MissingDependency, NotACheckpointStore, StoreUnreadable
-from ckpt.model import TASKS, Checkpoint, CheckpointKey, DumpQuery
+from ckpt.model import NOT_LOADED, TASKS, Checkpoint, CheckpointKey, DumpQuery
 from ckpt.stores import open_store
 from ckpt.stores.postgres import PostgresStore
 from normalize import normalize
@@ -289,7 +289,7 @@ def test_history_and_listing_agree_with_load(
         assert thread.namespaces == sorted({k.checkpoint_ns for k in keys})
         root = max(k.checkpoint_id for k in keys if k.checkpoint_ns == "")
         assert thread.latest is not None and thread.latest.checkpoint_id == root
-        assert thread.latest.channel_values is None  # listings decode no values
+        assert thread.latest.channel_values is NOT_LOADED  # listings decode no values
         assert thread.size > 0
         history = store.checkpoints(thread.thread_id, values=True)
         assert [c.checkpoint_id for c in history] == sorted(k.checkpoint_id for k in keys)
@@ -301,7 +301,7 @@ def test_history_and_listing_agree_with_load(
             assert set(skeleton.value_channels or ()) == set(full.value_channels or ())
             assert skeleton.pending_sends == full.pending_sends
             assert skeleton.blobs == full.blobs
-            assert skeleton.channel_values is None
+            assert skeleton.channel_values is NOT_LOADED
         streamed = store.iter_checkpoints(DumpQuery(thread_ids=(thread.thread_id,)))
         assert sorted(map(_fields, streamed), key=_by_key) == sorted(
             map(_fields, history), key=_by_key

@@ -50,14 +50,14 @@ __all__ = [
 
 def why_next_unknown(checkpoint: Checkpoint) -> str | None:
     """Why the tasks due at this checkpoint cannot be told, or None when they can."""
-    body = checkpoint.extra.get("body")
+    body = checkpoint.unread_body
     if isinstance(body, dict) and body.get("__ckpt__") == "encrypted":
         if body.get("reason") == "wrong key":
             return "the checkpoint did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
         return "the checkpoint is encrypted: pass --aes-key or set LANGGRAPH_AES_KEY"
     if body is not None:
         return "the checkpoint body could not be read"
-    for channel, marked in checkpoint.unreadable.items():
+    for channel, marked in checkpoint.unread_values.items():
         what = "the pending Sends" if channel == "__pregel_tasks" else f"channel {channel}"
         if isinstance(marked, dict) and marked.get("__ckpt__") == "encrypted":
             if marked.get("reason") == "wrong key":

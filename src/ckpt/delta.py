@@ -75,7 +75,7 @@ def snapshot_value(value: Any) -> Any:
 
 def delta_candidates(checkpoint: Checkpoint) -> list[str]:
     """Channels of this checkpoint that are delta channels with no value stored here."""
-    values = checkpoint.channel_values
+    values = checkpoint.values
     if values is None:
         return []
     counters = checkpoint.metadata.get(COUNTERS)
@@ -117,7 +117,7 @@ def rebuild(checkpoint: Checkpoint, load_parent: ParentLoader) -> dict[str, Delt
                         write.value,
                     )
                 )
-        stored = ancestor.channel_values or {}
+        stored = ancestor.values or {}
         for channel in list(remaining):
             if channel in stored:
                 seeds[channel] = (ancestor.checkpoint_id, stored[channel])

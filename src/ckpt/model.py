@@ -50,12 +50,35 @@ class BlobRef:
     size: int
 
 
-@dataclass(slots=True)
+class NotLoaded:
+    """The value of a part of a checkpoint that the store keeps but this read left out
+    (`values=False`): not the same as None, which says the store keeps none."""
+
+    _instance: NotLoaded | None = None
+
+    def __new__(cls) -> NotLoaded:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "NOT_LOADED"
+
+
+NOT_LOADED: Final = NotLoaded()
+
+
+@dataclass(frozen=True, slots=True)
 class Checkpoint:
     """A checkpoint as LangGraph names its parts; values already decoded to plain data.
 
-    `channel_values` is None when values were not loaded (or the store keeps none);
-    `pending_writes` is None when writes were not loaded (or the store keeps none).
+    Built once by a store reader; views derive new ones with `dataclasses.replace`.
+    `channel_values` is a dict when values were loaded, NOT_LOADED when the read left them
+    out, and None when the store keeps none (a single-file PersistentDict, FORMAT 7.2).
+    `pending_writes` is None when the store keeps none.
     """
 
     thread_id: str
@@ -68,7 +91,7 @@ class Checkpoint:
     channel_versions: dict[str, Any] = field(default_factory=dict)
     versions_seen: dict[str, Any] = field(default_factory=dict)
     updated_channels: list[str] | None = None
-    channel_values: dict[str, Any] | None = None
+    channel_values: dict[str, Any] | NotLoaded | None = NOT_LOADED
     # Channels that hold a value (what LangGraph calls "available"), known even when values
     # were not loaded; `next` needs it. None when the store cannot tell (no values kept).
     # In the order the store keeps them: LangGraph's own channel order in SQLite bodies.
@@ -88,7 +111,10 @@ class Checkpoint:
     barriers: dict[str, Any] = field(default_factory=dict)
     # Values `next` needs that could not be read (the Sends or a barrier, encrypted without
     # the key or damaged): channel -> the marked record.
-    unreadable: dict[str, Any] = field(default_factory=dict)
+    unread_values: dict[str, Any] = field(default_factory=dict)
+    # The body itself could not be read (encrypted without the key, undecodable, a pickle
+    # we never load, a custom serializer's output): its marked record, kept visible.
+    unread_body: Any = None
     # Send packets still to run: v1-v3 `pending_sends`, v4 `channel_values["__pregel_tasks"]`,
     # legacy Postgres: the parent's `__pregel_tasks` writes (FORMAT 3.1, 5.3). Filled whether
     # or not values were loaded, because `next` needs them.
@@ -111,6 +137,12 @@ class Checkpoint:
     def source(self) -> str | None:
         source = self.metadata.get("source")
         return source if isinstance(source, str) else None
+
+    @property
+    def values(self) -> dict[str, Any] | None:
+        """The loaded channel values, or None when not loaded or not kept."""
+        values = self.channel_values
+        return values if isinstance(values, dict) else None
 
 
 @dataclass(slots=True)

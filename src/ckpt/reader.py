@@ -11,7 +11,6 @@ checkpoints show: for those the reader learns the shape from the thread once.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from ckpt.analysis import checkpoint_tasks, why_next_unknown
 from ckpt.delta import COUNTERS, DeltaValue, is_snapshot, rebuild
@@ -46,11 +45,12 @@ class CheckpointReader:
             shape = self._thread_shape(checkpoint)
         return checkpoint_tasks(checkpoint, shape=shape, namespaces=namespaces)
 
-    def rebuild_deltas(self, checkpoint: Checkpoint) -> dict[str, DeltaValue]:
-        """Fill `checkpoint.deltas`: its DeltaChannels absent from channel_values."""
+    def with_deltas(self, checkpoint: Checkpoint) -> Checkpoint:
+        """The checkpoint with `deltas`: its DeltaChannels absent from channel_values,
+        rebuilt from its ancestors."""
         self._remember(checkpoint)
-        checkpoint.deltas = rebuild(checkpoint, self._parent)
-        return checkpoint.deltas
+        deltas: dict[str, DeltaValue] = rebuild(checkpoint, self._parent)
+        return replace(checkpoint, deltas=deltas) if deltas else checkpoint
 
     # -- caches ----------------------------------------------------------------------------
     def _thread_namespaces(self, thread_id: str) -> list[str]:
@@ -77,7 +77,7 @@ class CheckpointReader:
         if checkpoint.thread_id != self._recent_thread or len(self._recent) > _KEEP:
             self._recent.clear()
             self._recent_thread = checkpoint.thread_id
-        values = checkpoint.channel_values
+        values = checkpoint.values
         if values is None:
             return
         counters = checkpoint.metadata.get(COUNTERS)
@@ -94,7 +94,7 @@ class CheckpointReader:
 
     def _parent(self, key: CheckpointKey) -> Checkpoint | None:
         found = self._recent.get(key)
-        if found is not None and found.channel_values is not None:
+        if found is not None and found.values is not None:
             return found
         try:
             loaded = self.store.load(key, values=True)
@@ -104,8 +104,11 @@ class CheckpointReader:
         return loaded
 
 
-def annotate(reader: CheckpointReader, checkpoint: Checkpoint, *, values: bool) -> Any:
-    """Rebuild delta values (when values were loaded) and return the due tasks."""
-    if values and checkpoint.channel_values is not None:
-        reader.rebuild_deltas(checkpoint)
-    return reader.tasks(checkpoint)
+def annotate(
+    reader: CheckpointReader, checkpoint: Checkpoint, *, values: bool
+) -> tuple[Checkpoint, list[Task] | None]:
+    """The checkpoint with its delta values rebuilt (when values were loaded), and its due
+    tasks."""
+    if values and checkpoint.values is not None:
+        checkpoint = reader.with_deltas(checkpoint)
+    return checkpoint, reader.tasks(checkpoint)

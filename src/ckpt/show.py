@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ckpt.decoders import decode, is_marked
 from ckpt.errors import EncryptedError, NotFound
 from ckpt.model import Checkpoint, ThreadInfo
 from ckpt.stores.base import Store
 
 
-def pick_channels(checkpoint: Checkpoint, names: list[str]) -> None:
-    """Keep only the named channels' values and writes; an unknown channel is an error."""
-    values = checkpoint.channel_values or {}
+def pick_channels(checkpoint: Checkpoint, names: list[str]) -> Checkpoint:
+    """The checkpoint with only the named channels' values and writes; an unknown channel
+    is an error."""
+    values = checkpoint.values or {}
     writes = checkpoint.pending_writes
     known = set(values) | set(checkpoint.channel_versions) | {w.channel for w in writes or []}
     missing = [n for n in names if n not in known]
@@ -22,16 +25,21 @@ def pick_channels(checkpoint: Checkpoint, names: list[str]) -> None:
             f"no channel {', '.join(map(repr, missing))} in checkpoint {checkpoint.checkpoint_id} "
             f"(channels: {', '.join(sorted(known)) or 'none'})"
         )
-    if checkpoint.channel_values is not None:
-        checkpoint.channel_values = {n: values[n] for n in names if n in values}
-    checkpoint.deltas = {n: d for n, d in checkpoint.deltas.items() if n in names}
-    if writes is not None:
-        checkpoint.pending_writes = [w for w in writes if w.channel in names]
+    return replace(
+        checkpoint,
+        channel_values=(
+            {n: values[n] for n in names if n in values}
+            if checkpoint.values is not None
+            else checkpoint.channel_values
+        ),
+        deltas={n: d for n, d in checkpoint.deltas.items() if n in names},
+        pending_writes=([w for w in writes if w.channel in names] if writes is not None else None),
+    )
 
 
 def body_encrypted(checkpoint: Checkpoint) -> bool:
     """The checkpoint body itself stayed encrypted (no key, or a wrong one)."""
-    return is_marked(checkpoint.extra.get("body"), "encrypted")
+    return is_marked(checkpoint.unread_body, "encrypted")
 
 
 def hides_values(checkpoint: Checkpoint) -> bool:
@@ -42,9 +50,9 @@ def hides_values(checkpoint: Checkpoint) -> bool:
     """
     if body_encrypted(checkpoint):
         return True
-    if any(is_marked(v, "encrypted") for v in checkpoint.unreadable.values()):
+    if any(is_marked(v, "encrypted") for v in checkpoint.unread_values.values()):
         return True
-    values = (checkpoint.channel_values or {}).values()
+    values = (checkpoint.values or {}).values()
     writes = (w.value for w in checkpoint.pending_writes or [])
     return any(is_marked(v, "encrypted") for v in values) or any(
         is_marked(v, "encrypted") for v in writes

@@ -260,7 +260,7 @@ def due_tasks(
     order (`prepare_next_tasks`). `keeps_order` says `channel_values` keep LangGraph's
     channel order, which follows the node order; otherwise pull tasks sort by name.
     """
-    if checkpoint.value_channels is None or "body" in checkpoint.extra:
+    if checkpoint.value_channels is None or checkpoint.unread_body is not None:
         return None
     shape = shape or shape_of([checkpoint])
     js = checkpoint.writer == "js"
@@ -385,8 +385,12 @@ def _migrated(checkpoint: Checkpoint, shape: Shape) -> tuple[Checkpoint, Shape]:
             versions.pop(old, None)
             if old in values:
                 values.remove(old)
-    view = replace(checkpoint, channel_versions=versions, versions_seen=seen)
-    view.value_channels = tuple(dict.fromkeys(values))
+    view = replace(
+        checkpoint,
+        channel_versions=versions,
+        versions_seen=seen,
+        value_channels=tuple(dict.fromkeys(values)),
+    )
     triggers: dict[str, tuple[str, ...]] = {
         node: (START,) if node == shape.start_node else (f"branch:to:{node}",) for node in nodes
     }

@@ -95,8 +95,8 @@ def diff(
         left, right = _pick(store_a, store_b, a, b, ns=ns, same_store=db2 is None)
         from ckpt.reader import CheckpointReader, annotate
 
-        tasks_a = annotate(CheckpointReader(store_a), left, values=True)
-        tasks_b = annotate(CheckpointReader(store_b), right, values=True)
+        left, tasks_a = annotate(CheckpointReader(store_a), left, values=True)
+        right, tasks_b = annotate(CheckpointReader(store_b), right, values=True)
         changes = diff_checkpoints(left, right, tasks_a=tasks_a, tasks_b=tasks_b)
         if differs(changes):
             set_closed_pipe_status(int(ExitCode.DIFFERENT))
@@ -236,7 +236,7 @@ def dump(
                 count[0] += 1
                 if not hidden and hides_values(checkpoint):
                     hidden.append(checkpoint)
-                tasks = annotate(reader, checkpoint, values=values)
+                checkpoint, tasks = annotate(reader, checkpoint, values=values)
                 yield checkpoint_record(checkpoint, values=values, tasks=tasks)
 
         show_progress = not quiet and not sys.stdout.isatty() and sys.stderr.isatty()

@@ -210,9 +210,9 @@ def show(
         key = resolve(opened, selector, checkpoint_ns=ns)
         checkpoint = opened.load(key, values=with_values)
         # Before --channel narrows the values and writes.
-        tasks = annotate(CheckpointReader(opened), checkpoint, values=with_values)
+        checkpoint, tasks = annotate(CheckpointReader(opened), checkpoint, values=with_values)
         if channel:
-            pick_channels(checkpoint, channel)
+            checkpoint = pick_channels(checkpoint, channel)
         if json_out:
             record = checkpoint_record(checkpoint, values=with_values, tasks=tasks)
             if writes:

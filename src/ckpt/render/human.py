@@ -152,8 +152,8 @@ def _node_label(checkpoint: Checkpoint, tasks: list[Task] | None) -> Text:
     updated = _state_channels(checkpoint.updated_channels or [])
     if updated:
         line.append("  updated: " + ", ".join(updated), style="green")
-    if "body" in checkpoint.extra:
-        line.append("  " + brief(checkpoint.extra["body"], limit=60), style="red")
+    if checkpoint.unread_body is not None:
+        line.append("  " + brief(checkpoint.unread_body, limit=60), style="red")
     writes = _writes_brief(checkpoint, tasks)
     if writes:
         line.append("  ran: ", style="dim")
@@ -317,8 +317,8 @@ def show_checkpoint(
     header.add_row("time", updated_at(checkpoint) or "")
     if checkpoint.v is not None:
         header.add_row("format", f"v{checkpoint.v}, {human_size(checkpoint.size)}")
-    if "body" in checkpoint.extra:
-        header.add_row("body", Text(brief(checkpoint.extra["body"], full), style="red"))
+    if checkpoint.unread_body is not None:
+        header.add_row("body", Text(brief(checkpoint.unread_body, full), style="red"))
     unknown = why_next_unknown(checkpoint)
     if unknown:
         header.add_row("next", Text(f"(unknown: {unknown})", style="dim"))
@@ -340,13 +340,13 @@ def show_checkpoint(
     out.print(_writes_view(checkpoint, tasks, full))
     if values and not writes_only:
         out.print(Text("\nchannel values", style="bold underline"))
-        if checkpoint.channel_values is None and "body" in checkpoint.extra:
+        if checkpoint.unread_body is not None:
             out.print(Text(f"(unknown: {why_next_unknown(checkpoint)})", style="dim"))
         elif checkpoint.channel_values is None:
             out.print(Text("(this store keeps no channel values)", style="dim"))
-        elif not checkpoint.channel_values and not checkpoint.deltas:
+        elif not checkpoint.values and not checkpoint.deltas:
             out.print(Text("(none)", style="dim"))
-        for name, value in (checkpoint.channel_values or {}).items():
+        for name, value in (checkpoint.values or {}).items():
             heading = Text(name, style="bold cyan")
             if isinstance(value, dict) and value.get("__ckpt__") == "delta_snapshot":
                 heading.append("  (delta channel snapshot)", style="dim")

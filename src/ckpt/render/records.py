@@ -204,14 +204,15 @@ def checkpoint_record(
         "size": checkpoint.size,
     }
     if values:
-        record["channel_values"] = checkpoint.channel_values
+        record["channel_values"] = checkpoint.values  # null: unreadable, or none kept
         if checkpoint.deltas:
             record["delta_channels"] = {
                 channel: delta_record(delta) for channel, delta in checkpoint.deltas.items()
             }
-    for key, value in checkpoint.extra.items():
+    record.update(checkpoint.extra)
+    if checkpoint.unread_body is not None:
         # The undecodable or encrypted body stays visible under "checkpoint".
-        record["checkpoint" if key == "body" else key] = value
+        record["checkpoint"] = checkpoint.unread_body
     return record
 
 

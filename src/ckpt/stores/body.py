@@ -15,7 +15,15 @@ from ckpt.decoders import (
 )
 from ckpt.decoders.skeleton import BODY_KEYS
 from ckpt.errors import DecodeError
-from ckpt.model import TASKS, Checkpoint, CheckpointKey, PendingWrite
+from ckpt.model import (
+    NOT_LOADED,
+    TASKS,
+    BlobRef,
+    Checkpoint,
+    CheckpointKey,
+    NotLoaded,
+    PendingWrite,
+)
 
 # Body keys we lift into Checkpoint fields; anything else goes to `extra` (FORMAT 3.1).
 _KNOWN_BODY_KEYS = BODY_KEYS
@@ -66,6 +74,7 @@ def checkpoint_from_body(
     aes_key: bytes | None,
     size: int,
     tolerant: bool,
+    keeps_order: bool = False,
 ) -> Checkpoint:
     """Decode a serde-typed checkpoint body (SQLite, memory) into a Checkpoint record.
 
@@ -100,7 +109,15 @@ def checkpoint_from_body(
             "its metadata is not JSON (corrupt?)"
         )
     return checkpoint_from_dict(
-        key, parent_checkpoint_id, decoded, metadata, writes=writes, values=values, size=size
+        key,
+        parent_checkpoint_id,
+        decoded,
+        metadata,
+        writes=writes,
+        values=values,
+        size=size,
+        keeps_order=keeps_order,
+        js_if_int_versions=tag == "json",
     )
 
 
@@ -114,51 +131,85 @@ def checkpoint_from_dict(
     values: bool,
     size: int,
     channel_values: dict[str, Any] | None = None,
+    blobs: dict[str, BlobRef] | None = None,
+    keeps_order: bool = False,
+    js_if_int_versions: bool = False,
+    values_kept: bool = True,
 ) -> Checkpoint:
-    """Build a Checkpoint from an already decoded body dict (Postgres JSONB, memory)."""
-    checkpoint = Checkpoint(
-        thread_id=key.thread_id,
-        checkpoint_ns=key.checkpoint_ns,
-        checkpoint_id=key.checkpoint_id,
-        parent_checkpoint_id=parent_checkpoint_id,
-        metadata=metadata,
-        pending_writes=writes,
-        size=size,
-    )
+    """Build a Checkpoint, once, from an already decoded body dict (SQLite and memory
+    bodies, Postgres JSONB), with `channel_values` from the store when it keeps them apart.
+
+    `keeps_order`: the body keeps LangGraph's channel order (SQLite). `js_if_int_versions`:
+    in this store plain integer versions mean LangGraph.js wrote it (FORMAT 3.4, 11).
+    `values_kept`: False for a store that keeps no channel values (FORMAT 7.2).
+    """
+    common: dict[str, Any] = {
+        "thread_id": key.thread_id,
+        "checkpoint_ns": key.checkpoint_ns,
+        "checkpoint_id": key.checkpoint_id,
+        "parent_checkpoint_id": parent_checkpoint_id,
+        "metadata": metadata,
+        "pending_writes": writes,
+        "size": size,
+        "blobs": blobs,
+    }
     if not isinstance(decoded, dict) or is_marked(decoded):
         # Encrypted without a key, undecodable, or not a checkpoint at all: keep it visible.
-        checkpoint.extra["body"] = decoded
-        return checkpoint
+        missing = NOT_LOADED if values_kept else None
+        return Checkpoint(**common, unread_body=decoded, channel_values=missing)
     v = decoded.get("v")
-    checkpoint.v = v if isinstance(v, int) else None
     ts = decoded.get("ts")
-    checkpoint.ts = ts if isinstance(ts, str) else None
-    checkpoint.channel_versions = _as_dict(decoded.get("channel_versions"))
-    checkpoint.versions_seen = _as_dict(decoded.get("versions_seen"))
+    versions = _as_dict(decoded.get("channel_versions"))
     updated = decoded.get("updated_channels")
-    checkpoint.updated_channels = list(updated) if isinstance(updated, list) else None
-    body_values = channel_values if channel_values is not None else decoded.get("channel_values")
-    body_values = _as_dict(body_values)
+    body_values = _as_dict(
+        channel_values if channel_values is not None else decoded.get("channel_values")
+    )
+    pending_sends: list[Any] = []
+    unread: dict[str, Any] = {}
+    barriers: dict[str, Any] = {}
     sends = decoded.get("pending_sends")
     if isinstance(sends, list) and sends:
-        checkpoint.pending_sends = sends
+        pending_sends = sends
     else:
         tasks = body_values.get(TASKS)
         if isinstance(tasks, list):
-            checkpoint.pending_sends = tasks
+            pending_sends = tasks
         elif is_marked(tasks):
-            checkpoint.unreadable[TASKS] = tasks
-    checkpoint.value_channels = tuple(k for k, v in body_values.items() if v is not ABSENT)
-    for k, v in body_values.items():
-        if k.startswith("join:") and v is not ABSENT:
-            if is_marked(v):
-                checkpoint.unreadable[k] = v
+            unread[TASKS] = tasks
+    for k, value in body_values.items():
+        if k.startswith("join:") and value is not ABSENT:
+            if is_marked(value):
+                unread[k] = value
             else:
-                checkpoint.barriers[k] = v
-    if values:
-        checkpoint.channel_values = {k: v for k, v in body_values.items() if v is not ABSENT}
-    checkpoint.extra = {k: v for k, v in decoded.items() if k not in _KNOWN_BODY_KEYS}
-    return checkpoint
+                barriers[k] = value
+    loaded: dict[str, Any] | NotLoaded | None
+    if not values_kept:
+        loaded = None
+    elif values:
+        loaded = {k: value for k, value in body_values.items() if value is not ABSENT}
+    else:
+        loaded = NOT_LOADED
+    js = js_if_int_versions and bool(versions) and all(type(x) is int for x in versions.values())
+    return Checkpoint(
+        **common,
+        v=v if isinstance(v, int) else None,
+        ts=ts if isinstance(ts, str) else None,
+        channel_versions=versions,
+        versions_seen=_as_dict(decoded.get("versions_seen")),
+        updated_channels=list(updated) if isinstance(updated, list) else None,
+        channel_values=loaded,
+        value_channels=(
+            tuple(k for k, value in body_values.items() if value is not ABSENT)
+            if values_kept
+            else None
+        ),
+        keeps_order=keeps_order,
+        writer="js" if js else "python",
+        barriers=barriers,
+        unread_values=unread,
+        pending_sends=pending_sends,
+        extra={k: value for k, value in decoded.items() if k not in _KNOWN_BODY_KEYS},
+    )
 
 
 def _is_body(decoded: Any) -> bool:

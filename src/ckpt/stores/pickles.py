@@ -273,7 +273,9 @@ class PickleStore(Store):
         raw_body, raw_metadata, parent_id = entry
         body = self._body(key, raw_body, values=values, tolerant=tolerant)
         channel_values, blob_refs = self._channel_values(key, body, values=values)
-        checkpoint = checkpoint_from_dict(
+        # Neither a blobs file nor inline values: the store keeps none (FORMAT 8.17).
+        kept = channel_values is not None or (isinstance(body, dict) and "channel_values" in body)
+        return checkpoint_from_dict(
             key,
             parent_id,
             body,
@@ -282,13 +284,9 @@ class PickleStore(Store):
             values=values,
             size=_entry_size(entry),
             channel_values=channel_values,
+            blobs=blob_refs,
+            values_kept=kept,
         )
-        checkpoint.blobs = blob_refs
-        if channel_values is None and not (isinstance(body, dict) and "channel_values" in body):
-            # Neither a blobs file nor inline values: the store cannot tell (FORMAT 8.17).
-            checkpoint.channel_values = None
-            checkpoint.value_channels = None
-        return checkpoint
 
     def _body(self, key: CheckpointKey, raw: Any, *, values: bool, tolerant: bool) -> Any:
         pair = _pair(raw)

@@ -820,7 +820,7 @@ class PostgresStore(Store):
                 sends = []
             if sends:
                 body["pending_sends"] = sends
-        checkpoint = checkpoint_from_dict(
+        return checkpoint_from_dict(
             key,
             row.parent_checkpoint_id,
             body,
@@ -829,11 +829,10 @@ class PostgresStore(Store):
             values=values,
             size=row.size,
             channel_values=channel_values,
+            blobs=refs,
+            # LangGraph.js numbers versions with plain integers, PostgresSaver never does.
+            js_if_int_versions=True,
         )
-        checkpoint.blobs = refs
-        if _js_versions(checkpoint.channel_versions):
-            checkpoint.writer = "js"
-        return checkpoint
 
     def encrypted_sample(self) -> tuple[str, bytes] | None:
         # The JSONB bodies and metadata stay plain (FORMAT 2.7): blobs and writes hold what
@@ -857,12 +856,6 @@ class PostgresStore(Store):
 
 
 # -- helpers -----------------------------------------------------------------------------
-
-
-def _js_versions(versions: dict[str, Any]) -> bool:
-    """LangGraph.js numbers channel versions with plain integers; PostgresSaver writes
-    `"<counter>.<random>"` strings (FORMAT 3.4, 11)."""
-    return bool(versions) and all(type(v) is int for v in versions.values())
 
 
 def _import_psycopg() -> ModuleType:

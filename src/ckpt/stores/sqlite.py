@@ -286,7 +286,7 @@ class SqliteStore(Store):
         thread_id, checkpoint_ns, checkpoint_id, parent_id, tag, body, metadata = row
         body_bytes = bytes(body) if body is not None else b""
         meta_bytes = bytes(metadata) if metadata is not None else b""
-        checkpoint = checkpoint_from_body(
+        return checkpoint_from_body(
             CheckpointKey(thread_id, checkpoint_ns, checkpoint_id),
             parent_id,
             tag if self.era != "0.1" else None,
@@ -297,13 +297,10 @@ class SqliteStore(Store):
             aes_key=self.aes_key,
             size=len(body_bytes) + len(meta_bytes),
             tolerant=tolerant,
+            # The body is LangGraph's own serialization of the checkpoint: `channel_values`
+            # keep the graph's channel order, which LangGraph's task order follows.
+            keeps_order=True,
         )
-        # The body is LangGraph's own serialization of the checkpoint: `channel_values`
-        # keep the graph's channel order, which LangGraph's task order follows.
-        checkpoint.keeps_order = True
-        if tag == "json" and _js_versions(checkpoint.channel_versions):
-            checkpoint.writer = "js"
-        return checkpoint
 
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
         where, params = self._dump_filter(query, self._id, self._ns)
@@ -366,12 +363,6 @@ class SqliteStore(Store):
 
     def close(self) -> None:
         self.conn.close()
-
-
-def _js_versions(versions: dict[str, Any]) -> bool:
-    """LangGraph.js numbers channel versions with plain integers; Python's SQLite and
-    Postgres savers write `"<counter>.<random>"` strings (FORMAT 3.4, 11)."""
-    return bool(versions) and all(type(v) is int for v in versions.values())
 
 
 def _json_list(text: str | None) -> list[str]:
