@@ -2,16 +2,31 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+EXTRAS := test,postgres,demo,dev
+# The versions the tests run against (CI installs exactly these). `make lock` rewrites it
+# on purpose; `make test-latest` runs the suite on the newest releases to see drift first.
+CONSTRAINTS := requirements/ci-constraints.txt
+PIP_INSTALL := -c $(CONSTRAINTS)
+# A new pyproject.toml or lock means a new stamp, hence a reinstall.
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CONSTRAINTS) | cksum | cut -d' ' -f1)
+LATEST := .venv-latest
+# e.g. make pytest PYTEST_ARGS='-m "not postgres"' (the tests that need no PostgreSQL server)
+PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck pytest bench bench-decode fuzz docs clean
+.PHONY: demo test lint typecheck pytest test-latest lock bench bench-decode fuzz docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
+	@# Python 3.13's venv does this itself: git never sees a venv, whatever its name.
+	echo '*' > $(VENV)/.gitignore
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test,postgres,demo]"
+$(STAMP): pyproject.toml $(CONSTRAINTS) | $(BIN)/python
+	$(BIN)/python -m pip install --quiet $(PIP_INSTALL) -e ".[$(EXTRAS)]"
+	@# Packages the lock does not pin at that version: new in pyproject.toml (make lock),
+	@# installed by hand, or, under test-latest, the drift from the lock.
+	@$(BIN)/python -m pip freeze --exclude-editable --exclude ckpt \
+		| grep -vxFf $(CONSTRAINTS) | sed 's|^|not as in $(CONSTRAINTS): |' || true
 	@# Editable installs get no bytecode; with PYTHONDONTWRITEBYTECODE set every run
 	@# would recompile ckpt (~25 ms of each command's start-up).
 	$(BIN)/python -m compileall -q src
@@ -30,13 +45,34 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 test: lint typecheck pytest
+
+# The same checks in $(LATEST), with the newest releases pyproject.toml allows and no lock.
+# The old stamp goes first so that every run upgrades (eagerly: dependencies too).
+test-latest:
+	rm -f $(LATEST)/.installed-*
+	$(MAKE) --no-print-directory test VENV=$(LATEST) \
+		PIP_INSTALL="--upgrade --upgrade-strategy eager"
+
+# Rewrite the lock from a fresh resolve: a new $(LATEST) venv with the newest releases, frozen.
+# Run `make test` (and commit the lock) afterwards; `git diff $(CONSTRAINTS)` shows what moved.
+lock:
+	rm -rf $(LATEST)
+	$(MAKE) --no-print-directory $(LATEST)/bin/python VENV=$(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	{ echo "# The versions CI tests ckpt against (make test: pip install -c this file)."; \
+	  echo "# Written by make lock: pip freeze of a fresh venv holding the newest releases"; \
+	  echo "# pyproject.toml allows, with every extra, ckpt left out. Do not edit by hand."; \
+	  $(LATEST)/bin/python -m pip freeze --exclude-editable --exclude ckpt; } > $(CONSTRAINTS).new
+	mv $(CONSTRAINTS).new $(CONSTRAINTS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
+# Throughput, then the wall-clock speed guards (exit 1 when one fails): machine-dependent
+# ratios, so they are a benchmark, not a unit test.
 bench-decode: $(STAMP)
 	$(BIN)/python bench/decode.py
 
@@ -47,7 +83,7 @@ docs: $(STAMP)
 	$(BIN)/python docs/gen_cli.py
 
 clean:
-	rm -rf $(VENV) demo bench/out .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LATEST) demo bench/out .pytest_cache .mypy_cache .ruff_cache .hypothesis
 
 # LangGraph.js fixture packages (fixtures/js, used by tests/test_js_fixtures.py). npm ci
 # compiles better-sqlite3 (~1.5 min), so it runs again only when the npm manifests change.

@@ -1,12 +1,18 @@
 """Decode throughput: ckpt's safe decoder against LangGraph's own loads_typed, on the same blobs.
 
 usage: python bench/decode.py [STORE.sqlite] [--checkpoints N] [--max-messages M] [--rounds R]
+                              [--no-guards]
 
 Without a store, builds a chat history the way a real SqliteSaver would: N checkpoint
 bodies (serialized with LangGraph's own JsonPlusSerializer) holding a message list that
 grows to M messages (Human, AI with tool calls and usage, Tool), plus each step's pending
 writes. With a store path, reads every blob of its `checkpoints` and `writes` tables.
 Prints MB/s for ckpt (full and shallow) and for LangGraph, and the ratio.
+
+Then checks the speed guards on one 5 MB checkpoint of 2,000 messages (`make bench-decode`
+fails when one does not hold): it decodes in under 0.5 s, ckpt is at least 1.3x faster than
+LangGraph, and shallow decoding at least 3x faster than full. They compare wall-clock
+times, so they live here and not in the unit suite, where a busy machine would trip them.
 """
 
 from __future__ import annotations
@@ -135,12 +141,76 @@ def best_seconds(work: Callable[[], None], rounds: int) -> float:
     return best
 
 
+def guard_checkpoint() -> tuple[str, bytes]:
+    """A 5 MB checkpoint body holding 2,000 messages with tool calls, as SqliteSaver stores it."""
+    messages: list[BaseMessage] = []
+    for index in range(500):
+        call = f"call_{index:08d}"
+        text = f"turn {index}: " + "lorem ipsum dolor sit amet, consectetur adipiscing " * 40
+        messages += [
+            HumanMessage(content=text, id=f"human-{index}"),
+            AIMessage(
+                content="",
+                id=f"ai-{index}",
+                tool_calls=[{"name": "search", "args": {"q": text[:40]}, "id": call}],
+                usage_metadata={"input_tokens": 900, "output_tokens": 30, "total_tokens": 930},
+                response_metadata={"model_name": "gpt-4o", "finish_reason": "tool_calls"},
+            ),
+            ToolMessage(content=text * 2, tool_call_id=call, id=f"tool-{index}"),
+            AIMessage(content=text, id=f"answer-{index}"),
+        ]
+    body = {
+        "v": 4,
+        "id": "1f1ec72c-0eda-626e-8006-7c0f0edec000",
+        "ts": "2026-11-30T04:01:43.242185+00:00",
+        "channel_values": {"messages": messages, "__pregel_tasks": []},
+        "channel_versions": {"messages": "00000000000000000000000000002000.0.25"},
+        "versions_seen": {"__input__": {}},
+        "updated_channels": ["messages"],
+    }
+    tag, payload = JsonPlusSerializer().dumps_typed(body)
+    assert 4_000_000 < len(payload) < 8_000_000, len(payload)
+    return tag, payload
+
+
+def check_guards(rounds: int) -> bool:
+    """Print each speed guard with its numbers; True when all of them hold."""
+    tag, payload = guard_checkpoint()
+    serde = JsonPlusSerializer()
+    decoded = decode(tag, payload)
+    shallow = decode(tag, payload, shallow=True)
+    # The guards time real work: first make sure it is the work (every message, all skipped).
+    assert len(decoded["channel_values"]["messages"]) == 2000
+    assert {m["__ckpt__"] for m in shallow["channel_values"]["messages"]} == {"skipped"}
+    full = best_seconds(lambda: decode(tag, payload) and None, rounds)
+    fast = best_seconds(lambda: decode(tag, payload, shallow=True) and None, rounds)
+    theirs = best_seconds(lambda: serde.loads_typed((tag, payload)) and None, rounds)
+    guards = [
+        (full < 0.5, f"full decode {full * 1000:.1f} ms (needs < 500 ms)"),
+        (
+            full * 1.3 < theirs,
+            f"LangGraph {theirs * 1000:.1f} ms / ckpt {full * 1000:.1f} ms = "
+            f"{theirs / full:.2f}x (needs > 1.3x)",
+        ),
+        (
+            fast * 3 < full,
+            f"full {full * 1000:.1f} ms / shallow {fast * 1000:.1f} ms = "
+            f"{full / fast:.1f}x (needs > 3x)",
+        ),
+    ]
+    print(f"speed guards ({size_text(len(payload))} checkpoint, 2000 messages):")
+    for held, text in guards:
+        print(f"  {'ok  ' if held else 'FAIL'} {text}")
+    return all(held for held, _ in guards)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("store", nargs="?", type=Path, help="a SQLite checkpoint store")
     parser.add_argument("--checkpoints", type=int, default=200)
     parser.add_argument("--max-messages", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-guards", action="store_true", help="skip the speed guards")
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # LangGraph logs each class outside its allowlist once
 
@@ -193,6 +263,8 @@ def main() -> None:
     }
     timings = ", ".join(f"{name} {seconds * 1000:.1f} ms" for name, seconds in single.items())
     print(f"largest blob ({size_text(len(payload))}): {timings}")
+    if not args.no_guards and not check_guards(args.rounds):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ with open(os.devnull, "w") as out:
 
 DIFF_IN_PROCESS = """
 import sys, time
-from ckpt.diff import diff_checkpoints
+from ckpt.changes import diff_checkpoints
 from ckpt.model import CheckpointKey
 from ckpt.stores.sqlite import SqliteStore
 store = SqliteStore(sys.argv[1])

@@ -1,24 +1,33 @@
-"""Start-up time of `ckpt --help` and `ckpt threads` (median of paired runs), and the
-modules `threads` imports: the numbers behind "start-up stays as fast as today".
+"""Start-up time of `ckpt --help` and `ckpt threads` (median of interleaved runs), against a
+git revision, and the modules `threads` imports: the numbers behind "start-up stays as fast
+as today".
 
-    python bench/startup.py [STORE]        # STORE defaults to demo/chat.sqlite
+    python bench/startup.py [STORE] [--against REV]
+
+STORE defaults to demo/chat.sqlite (`make demo`). With --against, the revision's src/ is
+checked out into a temporary worktree and both trees run alternately from the same venv
+(PYTHONPATH puts the old src/ first), so load on the machine hits both alike.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-RUNS = 25
+RUNS = 40
 CKPT = str(Path(sys.executable).with_name("ckpt"))
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def timed(args: list[str]) -> float:
+def timed(args: list[str], env: dict[str, str]) -> float:
     started = time.perf_counter()
-    subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
     return time.perf_counter() - started
 
 
@@ -38,19 +47,47 @@ def imported(args: list[str]) -> list[str]:
     return sorted(names)
 
 
-def main() -> int:
-    store = sys.argv[1] if len(sys.argv) > 1 else "demo/chat.sqlite"
+def measure(trees: dict[str, dict[str, str]], store: str) -> None:
     commands = {"--help": [CKPT, "--help"], "threads": [CKPT, "threads", store]}
-    samples: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(RUNS):  # interleaved, so load on the machine hits both alike
-        for name, args in commands.items():
-            samples[name].append(timed(args))
-    for name, times in samples.items():
-        print(
-            f"ckpt {name:8} median {statistics.median(times) * 1000:6.1f} ms  "
-            f"(min {min(times) * 1000:.1f}, {RUNS} runs)"
-        )
-    print("threads imports:", " ".join(imported(["threads", store])))
+    for name, args in commands.items():
+        samples: dict[str, list[float]] = {tree: [] for tree in trees}
+        for _ in range(3):  # warm the page cache and write the .pyc files
+            for env in trees.values():
+                timed(args, env)
+        for _ in range(RUNS):
+            for tree, env in trees.items():
+                samples[tree].append(timed(args, env))
+        for tree, times in samples.items():
+            print(
+                f"ckpt {name:8} {tree:>12}  median {statistics.median(times) * 1000:6.1f} ms"
+                f"  (min {min(times) * 1000:.1f}, {RUNS} runs)"
+            )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("store", nargs="?", default="demo/chat.sqlite")
+    parser.add_argument("--against", metavar="REV", help="a git revision to compare with")
+    options = parser.parse_args()
+    trees = {"working tree": dict(os.environ)}
+    with tempfile.TemporaryDirectory() as scratch:
+        if options.against:
+            old = Path(scratch) / "old"
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old), options.against],
+                check=True,
+                capture_output=True,
+            )
+            trees = {options.against: dict(os.environ, PYTHONPATH=str(old / "src")), **trees}
+        try:
+            measure(trees, options.store)
+        finally:
+            if options.against:
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)],
+                    check=False,
+                )
+    print("threads imports:", " ".join(imported(["threads", options.store])))
     return 0
 
 

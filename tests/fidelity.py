@@ -30,7 +30,7 @@ from fixtures.fidelity import FidelityCase, load_oracle
 from ckpt.decoders import key_from_env_or_arg
 from ckpt.delta import rebuild, thread_loader
 from ckpt.history import thread_tasks
-from ckpt.render.records import checkpoint_record, thread_record
+from ckpt.records import checkpoint_record, thread_record
 from ckpt.stores import open_store
 
 CONTROL = ("__interrupt__", "__resume__", "__error__", "__error_source_node__")
@@ -280,7 +280,7 @@ def _compare_values(
 
 def _legacy_messages_match(ours: Any, theirs: Any) -> bool:
     """lc:1 messages keep only the fields that differed from the defaults, under the old
-    LangChain path (FORMAT 2.6); LangGraph revives full messages. Same fields, same class."""
+    LangChain path (format.md §2.6); LangGraph revives full messages. Same fields, same class."""
     if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
         pairs = zip(ours, theirs, strict=True)
         return bool(ours) and all(_legacy_messages_match(a, b) for a, b in pairs)
@@ -299,7 +299,7 @@ def _legacy_messages_match(ours: Any, theirs: Any) -> bool:
 def _none_for_datetimes(ours: Any, theirs: Any) -> Any:
     """ckpt's value with None wherever LangGraph has None and ckpt an ISO datetime: the lc:2
     datetime envelopes of checkpoint 1.0.x, whose `method` LangGraph now ignores, so that
-    `datetime("...")` fails and it returns None (FORMAT 2.6, surprise 1)."""
+    `datetime("...")` fails and it returns None (format.md §2.6, surprise 1)."""
     if isinstance(ours, dict) and isinstance(theirs, dict):
         return {k: _none_for_datetimes(v, theirs.get(k)) for k, v in ours.items()}
     if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
@@ -321,7 +321,7 @@ def _is_iso_datetime(text: str) -> bool:
 
 def _as_langgraph_falls_back(value: Any) -> Any:
     """What LangGraph returns for an object whose class it cannot import: the raw payload
-    (`_reconstruction_fallback`, FORMAT 2.3), where ckpt keeps the class name."""
+    (`_reconstruction_fallback`, format.md §2.3), where ckpt keeps the class name."""
     if isinstance(value, list):
         return [_as_langgraph_falls_back(v) for v in value]
     if not isinstance(value, dict):

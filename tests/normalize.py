@@ -86,6 +86,8 @@ def float_value(value: float) -> Any:
 
 
 def offset_text(offset: timedelta) -> str:
+    """ISO-8601 offset text. Written again, not imported from ckpt.decoders.times: the
+    oracle side of a comparison must not share the code under test."""
     sign = "-" if offset < timedelta(0) else "+"
     offset = abs(offset)
     hours, rest = divmod(offset, timedelta(hours=1))

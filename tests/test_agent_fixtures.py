@@ -47,8 +47,11 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import StateSnapshot
 
+from marks import postgres_marked
+
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 STORES = ("sqlite", "async_sqlite", "postgres", "async_postgres", "dev_folder")
+
 CONTROL_WRITES = {"__error__", "__interrupt__"}
 EXT_DELTA_SNAPSHOT = 7
 
@@ -116,7 +119,7 @@ def dev_folder_agents(agent_dir: Path) -> AgentStore:
     return AgentStore("dev_folder", "dev", project, manifest, dev_folder_saver(project))
 
 
-@pytest.fixture(params=STORES)
+@pytest.fixture(params=postgres_marked(STORES))
 def store(request: pytest.FixtureRequest) -> AgentStore:
     built: AgentStore = request.getfixturevalue(f"{request.param}_agents")
     return built
@@ -727,7 +730,7 @@ def store_shape(store: AgentStore) -> Shape:
     return {thread_id: sorted(spaces) for thread_id, spaces in shape.items()}
 
 
-@pytest.mark.parametrize("other", [name for name in STORES if name != "sqlite"])
+@pytest.mark.parametrize("other", postgres_marked(name for name in STORES if name != "sqlite"))
 def test_stores_have_the_same_shape(
     request: pytest.FixtureRequest, sqlite_agents: AgentStore, other: str
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import sqlite3
@@ -243,3 +244,35 @@ def test_a_pipe_is_not_a_store(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     result = run("threads", str(fifo))  # must not wait for a writer
     assert result.exit_code == ExitCode.UNREADABLE and "not a regular file" in result.stderr
+
+
+class ClosedPipe(io.TextIOBase):
+    """stdout after the reader of a pipe left (`| head`): every write is EPIPE."""
+
+    writes = 0
+
+    def write(self, text: str) -> int:
+        ClosedPipe.writes += 1
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def fileno(self) -> int:
+        raise io.UnsupportedOperation("no descriptor")
+
+
+def test_the_closed_pipe_status_belongs_to_one_run(
+    sqlite_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In one process (a notebook, a test suite), `threads | head` exits 0 after a `diff`
+    that ended 1 on a closed pipe: the status lives in the run's Click context."""
+    codes = []
+    for args in (
+        ["diff", "support-1~1", "support-1", "--db", str(sqlite_store)],
+        ["threads", str(sqlite_store)],
+        ["diff", "support-1~1", "support-1", "--db", str(sqlite_store)],
+    ):
+        before = ClosedPipe.writes
+        monkeypatch.setattr(sys, "stdout", ClosedPipe())
+        codes.append(app(args, prog_name="ckpt", standalone_mode=False))
+        monkeypatch.undo()
+        assert ClosedPipe.writes > before, args  # the run really met the closed pipe
+    assert codes == [ExitCode.DIFFERENT, 0, ExitCode.DIFFERENT]

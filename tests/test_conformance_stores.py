@@ -45,9 +45,12 @@ from langgraph.checkpoint.conformance.spec import test_put as spec_put
 from langgraph.checkpoint.conformance.spec import test_put_writes as spec_put_writes
 from psycopg.conninfo import conninfo_to_dict
 
+from marks import postgres_marked
+
 CKPT = Path(sys.executable).with_name("ckpt")
 NOT_FOUND = 7  # ckpt.errors.ExitCode.NOT_FOUND, as docs/cli.md documents it
 STORE_NAMES = ["sqlite", "sqlite-deleted", "postgres", "postgres-deleted"]
+
 MAX_LINES = 60  # mismatch lines shown in a failure message
 
 # Every case of the suite, per capability (what a full run must report).
@@ -168,7 +171,7 @@ def conformance_postgres(pg_new_database: Callable[[], str]) -> dict[str, Confor
     return stores
 
 
-@pytest.fixture(params=STORE_NAMES)
+@pytest.fixture(params=postgres_marked(STORE_NAMES))
 def store(request: pytest.FixtureRequest) -> ConformanceStore:
     family = (
         "conformance_postgres" if request.param.startswith("postgres") else "conformance_sqlite"
@@ -275,7 +278,7 @@ def compare_fields(
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("family", ["conformance_sqlite", "conformance_postgres"])
+@pytest.mark.parametrize("family", postgres_marked(["conformance_sqlite", "conformance_postgres"]))
 def test_suite_ran_and_passed(request: pytest.FixtureRequest, family: str) -> None:
     """Every case of every capability the saver implements ran and passed, and the
     stores hold what it wrote (so a change in the suite shows up here first)."""

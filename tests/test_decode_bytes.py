@@ -1,4 +1,4 @@
-"""Byte-literal tests: each tag and ext code's exact layout (FORMAT 2.1-2.4) in, decoded value out.
+"""Byte-literal tests: each tag and ext code's layout (format.md §2.1-2.4) in, decoded value out.
 
 In the style of msgpack-python's test/test_extension.py: the bytes are written out, so
 a change of layout on either side shows up here first.

@@ -1,4 +1,4 @@
-"""`<inner>+aes` values (FORMAT 2.7): decrypted with the key, else a marked record saying why."""
+"""`<inner>+aes` values (format.md §2.7): decrypted with the key, else a marked record why."""
 
 from __future__ import annotations
 

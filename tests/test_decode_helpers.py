@@ -31,7 +31,7 @@ from ckpt.errors import DecodeError
 
 DATA = Path(__file__).parent / "data"
 
-# -- channel versions (FORMAT 3.4) ---------------------------------------------------------------
+# -- channel versions (format.md §3.4) -------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_compare_versions(a: object, b: object, expected: int) -> None:
     assert compare_versions(b, a) == -expected
 
 
-# -- uuid6 checkpoint ids (FORMAT 3.3) -----------------------------------------------------------
+# -- uuid6 checkpoint ids (format.md §3.3) ---------------------------------------------------------
 
 UUID_EPOCH_TICKS = 0x01B21DD213814000
 
@@ -174,7 +174,7 @@ def test_uuid6_lower_bound_naive_is_utc_and_clamps() -> None:
     )
 
 
-# -- pickle globals --------------------------------------------------------------------------
+# -- pickle globals --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
@@ -190,7 +190,7 @@ def test_pickle_globals_follow_memo_and_stack_global(protocol: int) -> None:
     "name", ["memory_persistentdict.pkl", "memory_persistentdict_cp2.0.21.pkl"]
 )
 def test_pickle_globals_of_persistentdict_files(name: str) -> None:
-    # FORMAT 7.2: the three globals a PersistentDict file holds.
+    # format.md §7.2: the three globals a PersistentDict file holds.
     payload = (DATA / name).read_bytes()
     assert pickle_globals(payload) == [
         "collections.defaultdict",
@@ -212,7 +212,7 @@ def test_stack_global_with_names_built_at_run_time() -> None:
     assert pickle_globals(b"\x80\x04NN\x93.") == ["?.?"]
 
 
-# -- marked records ------------------------------------------------------------------------------
+# -- marked records --------------------------------------------------------------------------------
 
 
 def test_is_marked() -> None:

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ckpt.decoders import ABSENT, decode, is_marked
-from ckpt.decoders.msgpack import max_depth
+from ckpt.decoders.depth import max_depth
 from ckpt.errors import DecodeError
 
 DATA = Path(__file__).parent / "data"
@@ -297,7 +297,7 @@ def test_negative_ext_codes_are_kept() -> None:
 
 def test_non_string_keys_at_every_level_take_linear_time() -> None:
     # Each level's kwargs hold the next level, then an int key, so each level is read a
-    # second time accepting non-string keys (FORMAT 2.2). Nested values are replayed, not
+    # second time accepting non-string keys (format.md §2.2). Nested values are replayed, not
     # decoded again: without that, 99 levels would take 2**99 steps.
     node: Any = 1
     for _ in range(99):

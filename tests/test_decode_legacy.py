@@ -1,4 +1,4 @@
-"""Legacy JSON (FORMAT 2.6): lc:1 / lc:2 envelopes from checkpoint 1.0.x, and the old sample stores.
+"""Legacy JSON (format.md §2.6): lc:1 / lc:2 envelopes of checkpoint 1.0.x, and the old samples.
 
 The envelopes below are what checkpoint 1.0.x's `JsonPlusSerializer._default` wrote for
 each type (git tag checkpoint==1.0.9); LangGraph today loses several of them.
@@ -217,7 +217,7 @@ def _rows(store: str, sql: str) -> list[Any]:
 
 
 def test_langgraph_0_2_store_json_tag() -> None:
-    """checkpoint 1.0.9: `json` tag, lc envelopes, md5 channel versions (FORMAT 2.6, 3.4)."""
+    """checkpoint 1.0.9: `json` tag, lc envelopes, md5 channel versions (format.md §2.6, 3.4)."""
     store = "legacy_lg0.2.16_cp1.0.9_sqlite.db"
     bodies = [
         decode(tag, body)
@@ -247,7 +247,7 @@ def test_langgraph_0_2_store_json_tag() -> None:
 
 
 def test_langgraph_0_1_store_untyped_blobs() -> None:
-    """langgraph 0.1.19: no type column; untyped JSON blobs (FORMAT 4.1)."""
+    """langgraph 0.1.19: no type column; untyped JSON blobs (format.md §4.1)."""
     store = "legacy_lg0.1.19_sqlite.db"
     rows = _rows(store, "SELECT checkpoint, metadata FROM checkpoints ORDER BY thread_ts")
     assert rows

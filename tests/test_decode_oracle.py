@@ -61,7 +61,7 @@ def assert_same(decoded: Any, expected: Any) -> None:
     assert json.dumps(decoded, sort_keys=True) == json.dumps(expected, sort_keys=True)
 
 
-# -- serde_samples.json (FORMAT 10): one real record per type, raw bytes as written -----------
+# -- serde_samples.json (format.md §10): one real record per type, raw bytes as written -----------
 
 # name -> (tag, raw bytes base64), copied from ../shared/samples/serde_samples.json.
 SAMPLES: dict[str, tuple[str, str]] = {
@@ -128,7 +128,7 @@ SAMPLES: dict[str, tuple[str, str]] = {
     ),
 }
 
-# Records LangGraph cannot load as written (FORMAT 2.3 fallbacks): what we show instead.
+# Records LangGraph cannot load as written (format.md §2.3 fallbacks): what we show instead.
 SAMPLES_LANGGRAPH_LOSES: dict[str, tuple[str, str, Any]] = {
     "pydantic_v1_model": (  # the class lived in the generating script's __main__
         "msgpack",
@@ -269,7 +269,7 @@ def test_every_blob_of_the_sample_stores(store: str) -> None:
             continue
         decoded = decode(tag, payload)
         if channel == "__interrupt__" and set(decoded[0]) == LEGACY_INTERRUPT_FIELDS:
-            # langgraph < 0.4 Interrupt fields (FORMAT 8.9): we show what is stored, while
+            # langgraph < 0.4 Interrupt fields (format.md §8.9): we show what is stored, while
             # LangGraph rebuilds today's Interrupt (value, id) from them.
             assert decoded[0]["value"] == oracle(tag, payload)[0]["value"]
             continue
@@ -304,7 +304,7 @@ def test_every_blob_of_the_fixture_stores(
 
 
 def test_legacy_json_stores_decode() -> None:
-    # LangGraph loses data in these rows (FORMAT 2.6), so only success is compared here;
+    # LangGraph loses data in these rows (format.md §2.6), so only success is compared here;
     # tests/test_decode_legacy.py pins the values.
     stores = {"legacy_lg0.2.16_cp1.0.9_sqlite.db": "json"}
     for store, tag in stores.items():
@@ -353,7 +353,7 @@ scalars = st.one_of(
     st.none(), st.booleans(), INT64, st.floats(allow_nan=True), text, st.binary(max_size=12)
 )
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-1000, 1000), text)
-# Map keys msgpack allows and LangGraph writes (FORMAT 2.2): any hashable scalar or tuple.
+# Map keys msgpack allows and LangGraph writes (format.md §2.2): any hashable scalar or tuple.
 keys = st.one_of(
     text,
     INT64,

@@ -1,4 +1,4 @@
-"""Forged payloads are shown, never run: no import, no call, no unpickling (FORMAT 2.5, 8.12).
+"""Forged payloads are shown, never run: no import, no call, no unpickling (format.md §2.5, 8.12).
 
 Each payload would create a marker file if anything it names were called; the tests check
 that the decoded value shows the names and that the marker never appears. A control test
@@ -135,7 +135,7 @@ def test_pickle_reducing_to_os_system_is_listed_not_loaded(protocol: int, tmp_pa
         "base64": base64.b64encode(payload).decode(),
     }
     assert pickle_globals(payload) == ["posix.system"]
-    if protocol >= 2:  # untyped langgraph 0.1 blobs starting with \x80 (FORMAT 4.1)
+    if protocol >= 2:  # untyped langgraph 0.1 blobs starting with \x80 (format.md §4.1)
         assert decode(None, payload) == decoded
     assert not marker.exists()
 

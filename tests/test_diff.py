@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from ckpt.changes import Change, Item, diff_checkpoints, diff_values, json_patch
 from ckpt.cli import app
-from ckpt.diff import Change, Item, diff_checkpoints, diff_values, json_patch
 from ckpt.errors import ExitCode
 from ckpt.model import Checkpoint, CheckpointKey
 from ckpt.stores.sqlite import SqliteStore

@@ -94,8 +94,8 @@ STORE_NAMES = [
     "sqlite_encrypted.db",
     "memory_persistentdict.pkl",
     "memory_persistentdict_cp2.0.21.pkl",
-    "postgres",
-    "postgres_shallow",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("postgres_shallow", marks=pytest.mark.postgres),
 ]
 
 

@@ -15,6 +15,9 @@ from fixtures.fidelity import FidelityCase, build_cases
 
 from fidelity import Report, compare_case
 
+# The fixture stores include Postgres databases: every test here needs the server.
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture(scope="session")
 def fidelity_cases(

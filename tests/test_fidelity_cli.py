@@ -183,6 +183,7 @@ def test_a_thread_with_only_subgraph_checkpoints(tmp_path: Path) -> None:
 # -- encrypted Postgres -------------------------------------------------------------------------
 
 
+@pytest.mark.postgres
 def test_encrypted_postgres_without_a_key_says_unknown(encrypted_postgres: str) -> None:
     listed = run("threads", encrypted_postgres, "--json")
     assert listed.exit_code == 0, listed.stderr
@@ -196,6 +197,7 @@ def test_encrypted_postgres_without_a_key_says_unknown(encrypted_postgres: str) 
 
 
 @pytest.mark.parametrize("command", [["threads"], ["history", "support-1", "--db"]])
+@pytest.mark.postgres
 def test_encrypted_postgres_with_a_wrong_key_is_exit_6(
     encrypted_postgres: str, command: list[str]
 ) -> None:

@@ -30,7 +30,7 @@ SERDE = JsonPlusSerializer()
 
 
 def _rows(path: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    # immutable=1: never create -wal/-shm files next to the fixture (FORMAT.md 8.15).
+    # immutable=1: never create -wal/-shm files next to the fixture (format.md §8.15).
     with closing(sqlite3.connect(f"file:{path}?immutable=1", uri=True)) as conn:
         return conn.execute(sql, params).fetchall()
 
@@ -110,7 +110,7 @@ def test_chat_metadata_comes_from_the_config(
         if checkpoint["thread_id"] in manifest["chat"]:
             expected = manifest["chat_metadata"][checkpoint["thread_id"]]
             assert checkpoint["metadata"].items() >= expected.items()
-    # the filter a metadata query would run (FORMAT.md 3.2: metadata is a JSON BLOB)
+    # the filter a metadata query would run (format.md §3.2: metadata is a JSON BLOB)
     rows = _rows(
         sqlite_store,
         "SELECT DISTINCT thread_id FROM checkpoints "
@@ -217,7 +217,7 @@ def test_rich_channel_round_trips_through_langgraph(sqlite_store: Path, manifest
         "SELECT type FROM writes WHERE thread_id = ? AND channel = 'raw'",
         manifest["rich"],
     )
-    assert raw_write == [("bytes",)]  # top-level bytes get their own tag (FORMAT.md 2.1)
+    assert raw_write == [("bytes",)]  # top-level bytes get their own tag (format.md §2.1)
 
 
 def test_delta_channel_values_are_missing_between_snapshots(
@@ -240,7 +240,7 @@ def test_encrypted_store(encrypted_store: Path, encryption_key: bytes, manifest:
     types |= {row[0] for row in _rows(encrypted_store, "SELECT type FROM writes")}
     assert types == {"msgpack+aes", "null+aes", "bytes+aes"}
     (metadata,) = _rows(encrypted_store, "SELECT metadata FROM checkpoints LIMIT 1")[0]
-    assert "source" in json.loads(metadata)  # metadata stays plain JSON (FORMAT.md 2.7)
+    assert "source" in json.loads(metadata)  # metadata stays plain JSON (format.md §2.7)
     serde = EncryptedSerializer.from_pycryptodome_aes(key=encryption_key)
     blob_type, blob = _rows(
         encrypted_store,
@@ -265,7 +265,7 @@ def test_dev_folder_holds_storage_writes_and_blobs(dev_folder: Path, oracles: di
     assert sorted(p.name for p in dev_folder.iterdir()) == list(DEV_FILES)
     for path in dev_folder.iterdir():
         assert path.read_bytes()[:2] == b"\x80\x02"  # pickle protocol 2
-        # FORMAT.md 7.3 lists three globals; empty bytes (a `null` write) add a fourth.
+        # format.md §7.3 lists three globals; empty bytes (a `null` write) add a fourth.
         assert _globals(path) <= {
             "collections defaultdict",
             "__builtin__ dict",
@@ -308,6 +308,7 @@ def test_samples_are_checked_in(samples: Path):
 # --------------------------------------------------------------------------------------
 
 
+@pytest.mark.postgres
 def test_pg_dsn_is_an_empty_database(pg_dsn: str):
     with psycopg.connect(pg_dsn) as conn:
         row = conn.execute(
@@ -316,6 +317,7 @@ def test_pg_dsn_is_an_empty_database(pg_dsn: str):
     assert row == (0,)
 
 
+@pytest.mark.postgres
 def test_postgres_build(pg_store: PgStore, oracles: dict[str, Any]):
     view = postgres_view(pg_store.dsn)
     assert {c["thread_id"] for c in view} == set(pg_store.manifest["threads"])
@@ -323,6 +325,7 @@ def test_postgres_build(pg_store: PgStore, oracles: dict[str, Any]):
     assert table_counts(pg_store.dsn)["checkpoint_blobs"] > 0
 
 
+@pytest.mark.postgres
 def test_postgres_shallow_build(pg_shallow_store: PgStore, manifest: dict[str, Any]):
     view = shallow_view(pg_shallow_store.dsn)
     assert {c["thread_id"] for c in view} == set(manifest["threads"])
@@ -339,5 +342,6 @@ def test_postgres_shallow_build(pg_shallow_store: PgStore, manifest: dict[str, A
         ("shallow", {"checkpoints": 2, "checkpoint_blobs": 15, "checkpoint_writes": 3}),
     ],
 )
+@pytest.mark.postgres
 def test_pg_dumps_load(pg_dump_loader: Callable[[str], str], name: str, expected: dict[str, int]):
     assert table_counts(pg_dump_loader(name)) == expected

@@ -25,6 +25,9 @@ from fixtures.js_stores import build_js_stores
 if TYPE_CHECKING:
     from conftest import PgStore
 
+# Every test here needs the PostgreSQL test server: `pytest -m 'not postgres'` leaves them out.
+pytestmark = pytest.mark.postgres
+
 NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
 CONTROL_WRITES = {"__interrupt__", "__resume__", "__error__", "__error_source_node__"}
 JS_METADATA_KEYS = {"source", "step", "parents", "delta_writes_versioned"}

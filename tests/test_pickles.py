@@ -28,9 +28,10 @@ from ckpt.cli import app
 from ckpt.errors import CkptError, ExitCode, RefusedGlobal, StoreCorrupt
 from ckpt.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.stores import discover, open_store
-from ckpt.stores.pickles import PickleStore
+from ckpt.stores.persistent_dict import PickleStore
+from ckpt.stores.pickle_index import PickleFile, StoredText
 from ckpt.stores.sqlite import SqliteStore
-from ckpt.stores.unpickler import PickleFile, StoredText, load_pickle
+from ckpt.stores.unpickler import load_pickle
 from normalize import normalize
 
 runner = CliRunner()
@@ -161,7 +162,7 @@ def test_dev_folder_values_are_what_langgraph_loads(dev_folder: Path) -> None:
 def test_dev_folder_reads_like_the_same_run_in_sqlite(dev_folder: Path, sqlite_store: Path) -> None:
     """The same scenarios through SqliteSaver and through the dev server's saver: ckpt shows
     the same statuses, counts, next nodes, errors and latest values for both."""
-    from ckpt.render.records import thread_record
+    from ckpt.records import thread_record
 
     with PickleStore(dev_folder) as pickles, SqliteStore(sqlite_store) as sqlite:
         ours = {t.thread_id: thread_record(t) for t in pickles.threads()}
@@ -200,7 +201,7 @@ def test_threads_json(dev_folder: Path, manifest: dict[str, Any], oracles: dict[
         assert thread["size"] > 0
         assert thread["metadata"]["thread_id"] == thread_id  # msgpack metadata, decoded
     for thread_id, metadata in manifest["chat_metadata"].items():
-        # The dev server copies the run's metadata into the checkpoint's (FORMAT 7.3).
+        # The dev server copies the run's metadata into the checkpoint's (format.md §7.3).
         assert by_id[thread_id]["metadata"]["graph_id"] == "fixtures"
         assert by_id[thread_id]["metadata"]["user_id"] == metadata["user_id"]
     assert by_id["pending-1"]["next"] == manifest["pending_next"]
@@ -353,7 +354,7 @@ def test_encrypted_dev_folder(encrypted_dev_folder: Path, encryption_key: bytes)
 
 
 def test_single_file_shows_what_it_has(memory_pkl: Path, oracles: dict[str, Any]) -> None:
-    """Checkpoints and metadata as LangGraph saved them; no values and no writes (FORMAT 7.2)."""
+    """Checkpoints and metadata as LangGraph saved them; no values, no writes (format.md §7.2)."""
     oracle = oracles["memory"]["checkpoints"]
     without = ("channels", "pending_writes")
     with PickleStore(memory_pkl) as store:

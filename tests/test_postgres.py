@@ -43,14 +43,18 @@ if TYPE_CHECKING:
 
 runner = CliRunner()
 
-# The key the pg_dump samples' encrypted thread `e1` was written with (FORMAT 10).
+# The Postgres reader's tests need the server (test_bad_url and test_missing_psycopg, which
+# do not, go along with them): `pytest -m 'not postgres'` leaves the module out.
+pytestmark = pytest.mark.postgres
+
+# The key the pg_dump samples' encrypted thread `e1` was written with (format.md §10).
 SAMPLE_KEY = b"0123456789abcdef"
 PASSWORD = "hunter2-Sekr1t"
 # The samples' `extras` channel (and the subgraph input carrying it) holds instances of
 # classes from a module named `graphdef` that is not importable here: LangGraph falls back
-# to their raw kwargs (FORMAT 2.3), so its values are no oracle for those channels. The
+# to their raw kwargs (format.md §2.3), so its values are no oracle for those channels. The
 # fixture database, written in this process, is compared value by value instead. Legacy
-# Interrupt fields are dropped by LangGraph on load (FORMAT 8.9).
+# Interrupt fields are dropped by LangGraph on load (format.md §8.9).
 SAMPLE_SKIP = frozenset({"extras", "__start__"})
 
 
@@ -109,7 +113,7 @@ def compare_with_saver(
     shallow: bool = False,
     skip_channels: frozenset[str] = frozenset(),
 ) -> Compared:
-    """Assert ckpt reads each checkpoint as PostgresSaver does (FORMAT 5.3, 6)."""
+    """Assert ckpt reads each checkpoint as PostgresSaver does (format.md §5.3, 6)."""
     counts: Compared = {"checkpoints": 0, "values": 0, "migrated_sends": 0, "empty_blobs": 0}
     for tup in tuples:
         key = key_of(tup)
@@ -133,9 +137,9 @@ def compare_with_saver(
         assert cp.channel_versions == lg_versions, key
         assert cp.channel_values is not None
         assert set(cp.channel_values) == set(lg_values), key
-        # JSONB keeps no key order: compare the channels as a set (FORMAT 5.3)
+        # JSONB keeps no key order: compare the channels as a set (format.md §5.3)
         assert set(cp.value_channels or ()) == set(lg_values), key
-        if "writes" not in cp.metadata:  # legacy metadata `writes` is decoded (FORMAT 3.2)
+        if "writes" not in cp.metadata:  # legacy metadata `writes` is decoded (format.md §3.2)
             assert cp.metadata == tup.metadata, key
         assert cp.pending_writes is not None
         assert [(w.task_id, w.channel) for w in cp.pending_writes] == [
@@ -215,7 +219,7 @@ def test_every_checkpoint_reads_as_postgres_saver_reads_it(
 
 def test_legacy_v1_database_reads_as_postgres_saver_reads_it(legacy_dsn: str) -> None:
     # checkpoint-postgres 2.0.19: no channel_values in the JSONB, `empty` blob rows, Sends
-    # only as the parent's __pregel_tasks writes (FORMAT 5.3).
+    # only as the parent's __pregel_tasks writes (format.md §5.3).
     with PostgresStore(legacy_dsn) as opened:
         counts = compare_with_saver(
             opened,
@@ -256,7 +260,7 @@ def test_shallow_database_reads_as_shallow_saver_reads_it(pg_shallow_store: PgSt
         threads = {t.thread_id: t for t in opened.threads()}
         assert set(threads) == set(pg_shallow_store.manifest["threads"])
         for thread in threads.values():
-            # one row per (thread, namespace), no parent links (FORMAT 6)
+            # one row per (thread, namespace), no parent links (format.md §6)
             assert thread.checkpoints == len(thread.namespaces)
             history = opened.checkpoints(thread.thread_id)
             assert all(c.parent_checkpoint_id is None for c in history)
@@ -386,7 +390,7 @@ def test_blobs_are_shared_by_unchanged_channels(store: PostgresStore, pg_url: st
 
 def test_delta_marker_and_a_real_true(store: PostgresStore, pg_new_database: Any) -> None:
     # delta-1's JSONB holds `"log": true` at snapshot checkpoints, with the value in a blob
-    # (FORMAT 3.8, 8.5) ...
+    # (format.md §3.8, 8.5) ...
     markers = 0
     for cp in store.checkpoints("delta-1", values=True):
         assert cp.channel_values is not None

@@ -481,7 +481,7 @@ def test_dev_folder_reads_like_sqlite(dev_folder: Path, demo_oracle: Oracle) -> 
 
 
 def test_single_file_pickle_has_no_values_to_schedule_from(memory_pkl: Path) -> None:
-    # The single-file pattern keeps only `storage` (FORMAT.md 7.2): no blobs, no writes.
+    # The single-file pattern keeps only `storage` (format.md §7.2): no blobs, no writes.
     # Without channel values nothing triggers a node, so LangGraph reports no next.
     saver = load_memory_saver(memory_pkl)
     oracle = state_oracle(saver, demo_graphs(saver), store="memory.pkl", kind="pickle")
@@ -495,10 +495,12 @@ def pg_demo_oracle(pg_store: PgStore) -> Oracle:
         return state_oracle(saver, demo_graphs(saver), store="postgres", kind="postgres")
 
 
+@pytest.mark.postgres
 def test_postgres_reads_like_sqlite(pg_demo_oracle: Oracle, demo_oracle: Oracle) -> None:
     assert shape(pg_demo_oracle) == shape(demo_oracle)
 
 
+@pytest.mark.postgres
 def test_shallow_postgres_keeps_the_latest_state(
     pg_shallow_store: PgStore, pg_demo_oracle: Oracle
 ) -> None:
@@ -566,13 +568,16 @@ def sample_oracles(
 
 
 def test_every_sample_is_either_read_or_explained() -> None:
-    stores = {p.name for p in SAMPLE_DIR.iterdir()}
+    stores = {p.name for p in SAMPLE_DIR.iterdir() if p.name != "README.md"}
     assert set(LEGACY_GRAPHS) | set(UNREADABLE) == stores
+    readme = (SAMPLE_DIR / "README.md").read_text()
+    assert [name for name in sorted(stores) if f"`{name}`" not in readme] == []
     assert not set(LEGACY_GRAPHS) & set(UNREADABLE)
     assert set(LEGACY_KINDS) == set(LEGACY_SAVERS) == set(LEGACY_GRAPHS)
 
 
 @pytest.mark.parametrize("name", sorted(LEGACY_GRAPHS))
+@pytest.mark.postgres
 def test_sample_oracle_covers_every_checkpoint(
     name: str, sample_oracles: dict[str, tuple[Oracle, dict[tuple[str, str], list[str]]]]
 ) -> None:
@@ -588,10 +593,11 @@ def test_sample_oracle_covers_every_checkpoint(
 
 
 @pytest.mark.parametrize("name", ["sqlite_checkpoints.db", "postgres_current_pg_dump.sql"])
+@pytest.mark.postgres
 def test_current_research_sample_facts(
     name: str, sample_oracles: dict[str, tuple[Oracle, dict[tuple[str, str], list[str]]]]
 ) -> None:
-    # FORMAT.md §10: a Send fan-out to 2 workers, a compiled subgraph node, interrupt()
+    # format.md §10: a Send fan-out to 2 workers, a compiled subgraph node, interrupt()
     # resumed by Command(resume=...), a node that raises once and is retried, then
     # update_state.
     oracle, _ = sample_oracles[name]
@@ -614,10 +620,11 @@ def test_current_research_sample_facts(
     assert chain[-1]["metadata"]["source"] == "update" and chain[-1]["next"] == []
 
 
+@pytest.mark.postgres
 def test_samples_agree_across_savers(
     sample_oracles: dict[str, tuple[Oracle, dict[tuple[str, str], list[str]]]],
 ) -> None:
-    # The same runs stored by different savers (FORMAT.md §10) read the same.
+    # The same runs stored by different savers (format.md §10) read the same.
     shapes = {name: shape(oracle) for name, (oracle, _) in sample_oracles.items()}
     pg_current = shapes["postgres_current_pg_dump.sql"]
     for name in ("sqlite_checkpoints.db", "sqlite_delta.db", "sqlite_encrypted.db"):
@@ -650,6 +657,7 @@ def _stored_task_ids(
 @pytest.mark.parametrize(
     "name", ["legacy_lg0.3.20_cp2.0.21_sqlite.db", "postgres_legacy_pg_dump.sql"]
 )
+@pytest.mark.postgres
 def test_v1_pull_tasks_get_new_ids(
     name: str,
     sample_oracles: dict[str, tuple[Oracle, dict[tuple[str, str], list[str]]]],
@@ -677,6 +685,7 @@ def test_v1_pull_tasks_get_new_ids(
     assert review is not None and review["interrupts"] == []  # the stored one is not seen
 
 
+@pytest.mark.postgres
 def test_lg0_2_16_sends_are_not_revived(
     sample_oracles: dict[str, tuple[Oracle, dict[tuple[str, str], list[str]]]],
 ) -> None:

@@ -1,7 +1,7 @@
 """What a checkpoint means: the tasks due at it, `next` in both of LangGraph's senses, task
 labels, interrupts, and a thread's status. Every view takes these from here.
 
-LangGraph has two answers to "what runs next" (FORMAT 11, `pregel/main.py`):
+LangGraph has two answers to "what runs next" (format.md §11, `pregel/main.py`):
 
 * `get_state(config with checkpoint_id)` and `get_state_history()`: every task that was
   due at the checkpoint, finished or not — `next_at`;
@@ -109,7 +109,7 @@ class TaskOutcome:
 
 
 def write_outcomes(writes: Iterable[PendingWrite]) -> list[TaskOutcome]:
-    """Group writes by task; a task is finished iff it has a non-control write (FORMAT 3.7)."""
+    """Group writes by task; a task is finished iff it has a non-control write (format.md §3.7)."""
     tasks: dict[str, TaskOutcome] = {}
     for write in writes:
         if write.task_id == NULL_TASK_ID:
@@ -191,9 +191,9 @@ def task_label(task_path: str, task_id: str, sends: list[Any], task: Task | None
     if node is not None:
         return node
     if task_path.startswith("~__interrupt__"):
-        return "update_state"  # its writes hang off the checkpoint it updated (FORMAT 3.7)
+        return "update_state"  # its writes hang off the checkpoint it updated (format.md §3.7)
     if task_path.startswith("~~"):
-        return "exit-mode writes"  # durability="exit" delta writes (FORMAT 11)
+        return "exit-mode writes"  # durability="exit" delta writes (format.md §11)
     index = push_index(task_path)
     if index is not None:
         target = send_node(sends[index]) if index < len(sends) else None

@@ -1,5 +1,5 @@
 """DeltaChannel values rebuilt from the store: the snapshot they replay from, the writes
-since, and the value where ckpt can apply the reducer without user code (FORMAT 3.8).
+since, and the value where ckpt can apply the reducer without user code (format.md §3.8).
 
 A DeltaChannel is absent from `channel_values` between snapshots. LangGraph rebuilds it
 (`BaseCheckpointSaver.get_delta_channel_history`): walk the parent chain from the target's
@@ -32,7 +32,7 @@ OVERWRITE_TYPE: Final = "langgraph.types.Overwrite"
 REMOVE_ALL: Final = "__remove_all__"
 Reducer = Literal["messages", "concat"]
 # How many ancestors a walk may visit: LangGraph snapshots every 100 updates by default,
-# and at the latest after 5,000 supersteps (FORMAT 11).
+# and at the latest after 5,000 supersteps (format.md §11).
 MAX_WALK: Final = 5_001
 
 

@@ -46,10 +46,8 @@ __all__ = [
     "FANOUT_ITEMS",
     "RAW_BYTES",
     "SCENARIOS",
-    "Manifest",
     "rich_payload",
     "run_scenarios",
-    "SCENARIO_STATUS",
     "write_demo_store",
 ]
 
@@ -402,7 +400,7 @@ def notes_graph(checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[An
 
 
 # --------------------------------------------------------------------------------------
-# Scenario 6: a channel holding rich Python types (FORMAT.md 2.4).
+# Scenario 6: a channel holding rich Python types (format.md §2.4).
 # --------------------------------------------------------------------------------------
 
 
@@ -492,7 +490,7 @@ def rich_graph(checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[Any
 
 
 # --------------------------------------------------------------------------------------
-# Scenario 8: DeltaChannel (beta in langgraph 1.2; FORMAT.md 3.8).
+# Scenario 8: DeltaChannel (beta in langgraph 1.2; format.md §3.8).
 # --------------------------------------------------------------------------------------
 
 
@@ -528,31 +526,6 @@ def delta_graph(checkpointer: BaseCheckpointSaver[Any]) -> CompiledStateGraph[An
 # --------------------------------------------------------------------------------------
 
 
-class Manifest(TypedDict, total=False):
-    """What run_scenarios made: thread ids by role, plus a few checkpoint ids.
-
-    Thread ids are fixed strings; the checkpoint ids (fork_*) are this run's own.
-    """
-
-    threads: list[str]  # every thread written, sorted
-    chat: list[str]  # tool-calling chats: support-1..3
-    chat_turns: dict[str, int]  # thread -> number of user turns
-    chat_metadata: dict[str, dict[str, Any]]  # thread -> config["metadata"] it ran with
-    interrupt_resumed: str  # interrupt() then Command(resume=...), finished
-    interrupt_waiting: str  # left waiting on interrupt()
-    fanout_error: str  # Send fan-out, one worker raised: __error__ + siblings' writes
-    subgraph: str  # a subgraph node: checkpoints with a non-empty checkpoint_ns
-    subgraph_interrupt: str  # interrupted inside the subgraph, left waiting
-    fork: str  # update_state twice on one checkpoint, one branch continued
-    fork_parent: str  # the checkpoint with two children
-    fork_children: list[str]  # [continued branch, abandoned branch]
-    fork_latest: str  # the latest checkpoint of the thread (end of branch A)
-    rich: str  # the `payload` channel holds rich_payload(); `raw` holds RAW_BYTES
-    pending: str  # latest checkpoint has a task to run and no writes
-    pending_next: list[str]  # the nodes that task belongs to
-    delta: str  # a DeltaChannel (`log`), snapshot_frequency=2
-
-
 SCENARIOS = ("chat", "approval", "fanout", "subgraph", "fork", "rich", "pending", "delta")
 
 
@@ -564,7 +537,7 @@ class _Runner:
     ) -> None:
         self.checkpointer = checkpointer
         self.extra_metadata = extra_metadata
-        self.manifest: Manifest = {}
+        self.manifest: dict[str, Any] = {}  # thread ids by role (fixtures.graphs.Manifest)
         self.threads: set[str] = set()
 
     def config(self, thread_id: str, metadata: dict[str, Any] | None = None) -> RunnableConfig:
@@ -655,7 +628,7 @@ def run_scenarios(
     only: Sequence[str] = SCENARIOS,
     *,
     extra_metadata: dict[str, Any] | None = None,
-) -> Manifest:
+) -> dict[str, Any]:
     """Run every scenario (or those named in `only`) through `checkpointer`.
 
     `extra_metadata` is added to every run's config["metadata"] (the LangGraph server
@@ -667,23 +640,6 @@ def run_scenarios(
             raise ValueError(f"unknown scenario {name!r}; choose from {SCENARIOS}")
         getattr(runner, name)()
     return {"threads": sorted(runner.threads), **runner.manifest}
-
-
-# What each scenario leaves its thread as; `ckpt threads` on a demo store shows these.
-SCENARIO_STATUS: dict[str, str] = {
-    "support-1": "done",
-    "support-2": "done",
-    "support-3": "done",
-    "approval-1": "done",
-    "approval-2": "interrupted",
-    "fanout-1": "error",
-    "subgraph-1": "done",
-    "subgraph-2": "interrupted",
-    "fork-1": "done",
-    "pending-1": "pending",
-    "rich-1": "done",
-    "delta-1": "done",
-}
 
 
 def write_demo_store(path: Path) -> list[str]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ckpt.analysis import checkpoint_tasks
 from ckpt.errors import BadOption, NotFound
 from ckpt.model import Checkpoint
+from ckpt.records import HistoryNodeRecord, checkpoint_record
 from ckpt.stores.base import Store
 from ckpt.tasks import Shape, Task, shape_of
 
@@ -53,7 +54,7 @@ def build_history(checkpoints: Iterable[Checkpoint]) -> list[list[HistoryNode]]:
 
     At a fork the chain goes on through the child whose subtree holds the newest
     checkpoint (where the thread is now); the other children start fork branches.
-    Lineage follows parent ids only, never id order (FORMAT 8.14).
+    Lineage follows parent ids only, never id order (format.md §8.14).
     """
     checkpoints = list(checkpoints)
     tasks = thread_tasks(checkpoints)
@@ -135,7 +136,7 @@ def _host(
 ) -> HistoryNode | None:
     """The checkpoint of the enclosing namespace whose task ran this subgraph.
 
-    `metadata.parents` maps each ancestor namespace to its checkpoint id (FORMAT 3.2);
+    `metadata.parents` maps each ancestor namespace to its checkpoint id (format.md §3.2);
     the nearest ancestor is the longest namespace that prefixes this one.
     """
     parents = first.metadata.get("parents")
@@ -146,6 +147,22 @@ def _host(
         if isinstance(parent_id, str) and (parent_ns, parent_id) in nodes and parent_ns != ns:
             return nodes[(parent_ns, parent_id)]
     return None
+
+
+def history_records(chains: list[list[HistoryNode]]) -> list[list[HistoryNodeRecord]]:
+    """The tree as records (ckpt.records.HistoryNodeRecord), checkpoints without values."""
+
+    def node_record(node: HistoryNode) -> HistoryNodeRecord:
+        return {
+            "checkpoint": checkpoint_record(node.checkpoint, values=False, tasks=node.tasks),
+            "forks": [[node_record(n) for n in fork] for fork in node.forks],
+            "subgraphs": [
+                {"checkpoint_ns": ns, "chain": [node_record(n) for n in chain]}
+                for ns, chain in node.subgraphs
+            ],
+        }
+
+    return [[node_record(node) for node in chain] for chain in chains]
 
 
 def thread_checkpoints(

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-# Writes that belong to no task (input Commands, update_state resumes): FORMAT 3.3.
+# Writes that belong to no task (input Commands, update_state resumes): format.md §3.3.
 NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"
 
-# A task is finished iff it has at least one write outside these (FORMAT 3.7,
+# A task is finished iff it has at least one write outside these (format.md §3.7,
 # langgraph/pregel/_task_status.py).
 CONTROL_CHANNELS: Final = frozenset(
     {"__interrupt__", "__resume__", "__error__", "__error_source_node__"}
@@ -77,7 +77,7 @@ class Checkpoint:
 
     Built once by a store reader; views derive new ones with `dataclasses.replace`.
     `channel_values` is a dict when values were loaded, NOT_LOADED when the read left them
-    out, and None when the store keeps none (a single-file PersistentDict, FORMAT 7.2).
+    out, and None when the store keeps none (a single-file PersistentDict, format.md §7.2).
     `pending_writes` is None when the store keeps none.
     """
 
@@ -101,13 +101,13 @@ class Checkpoint:
     # Postgres (JSONB sorts keys) and the pickle layouts (values keyed by version).
     keeps_order: bool = False
     # Who wrote it: "python" (LangGraph) or "js" (LangGraph.js, which derives task ids and
-    # stores Sends, interrupts and errors its own way, FORMAT 11).
+    # stores Sends, interrupts and errors its own way, format.md §11).
     writer: str = "python"
     # DeltaChannels absent from channel_values, rebuilt from the ancestors when asked for
     # (ckpt.delta.rebuild): channel -> ckpt.delta.DeltaValue.
     deltas: dict[str, Any] = field(default_factory=dict)
     # The values of `join:...` barrier channels (decoded even without values: whether a
-    # waiting edge fired depends on them, FORMAT 3.6).
+    # waiting edge fired depends on them, format.md §3.6).
     barriers: dict[str, Any] = field(default_factory=dict)
     # Values `next` needs that could not be read (the Sends or a barrier, encrypted without
     # the key or damaged): channel -> the marked record.
@@ -116,7 +116,7 @@ class Checkpoint:
     # we never load, a custom serializer's output): its marked record, kept visible.
     unread_body: Any = None
     # Send packets still to run: v1-v3 `pending_sends`, v4 `channel_values["__pregel_tasks"]`,
-    # legacy Postgres: the parent's `__pregel_tasks` writes (FORMAT 3.1, 5.3). Filled whether
+    # legacy Postgres: the parent's `__pregel_tasks` writes (format.md §3.1, 5.3). Filled whether
     # or not values were loaded, because `next` needs them.
     pending_sends: list[Any] = field(default_factory=list)
     pending_writes: list[PendingWrite] | None = None
@@ -146,7 +146,7 @@ class Checkpoint:
 
 
 @dataclass(slots=True)
-class ThreadInfo:
+class ThreadSummary:
     """What a store knows about one thread from aggregates plus its latest root checkpoint."""
 
     thread_id: str

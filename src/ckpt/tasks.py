@@ -47,7 +47,7 @@ PUSH: Final = "__pregel_push"
 START: Final = "__start__"
 NO_WRITES: Final = "__no_writes__"
 RETURN: Final = "__return__"
-# versions_seen keys that are bookkeeping, not nodes (FORMAT 3.5).
+# versions_seen keys that are bookkeeping, not nodes (format.md §3.5).
 NOT_NODES: Final = frozenset({"__input__", "__interrupt__", "__snapshot_bumps__"})
 NS_SEP: Final = "|"
 NS_END: Final = ":"
@@ -141,7 +141,7 @@ def task_namespace(parent_ns: str, name: str) -> str:
 
 
 def trigger_node(channel: str) -> str | None:
-    """The node a trigger channel wakes, for every era of channel names (FORMAT 3.6)."""
+    """The node a trigger channel wakes, for every era of channel names (format.md §3.6)."""
     if channel.startswith("branch:to:"):
         return channel[len("branch:to:") :]
     if channel.startswith("join:"):
@@ -232,7 +232,7 @@ def send_node(send: Any) -> str | None:
 def is_send(packet: Any) -> bool:
     """A Send LangGraph would run: `langgraph.types.Send`. A legacy JSON envelope naming
     `langgraph.constants.Send` is not revived by LangGraph today (not in its safe list), so
-    it ignores the packet ("Ignoring invalid packet type", FORMAT 2.6), and so do we."""
+    it ignores the packet ("Ignoring invalid packet type", format.md §2.6), and so do we."""
     if not isinstance(packet, dict) or not isinstance(packet.get("node"), str):
         return False
     return packet.get(TYPE_KEY) == "langgraph.types.Send"
@@ -267,7 +267,7 @@ def due_tasks(
     legacy = not js and (checkpoint.v or 1) < 3
     if legacy:
         # LangGraph renames v1/v2 trigger channels to `branch:to:<node>` when it loads the
-        # checkpoint, and derives task ids from the renamed triggers (FORMAT 3.1).
+        # checkpoint, and derives task ids from the renamed triggers (format.md §3.1).
         checkpoint, shape = _migrated(checkpoint, shape)
     available = checkpoint.value_channels or ()
     metadata_step = checkpoint.metadata.get("step")
@@ -425,7 +425,7 @@ def _available(checkpoint: Checkpoint, channel: str) -> bool:
     if channel not in available:
         return False
     if channel.startswith("join:"):
-        # A NamedBarrierValue is available once every source has written (FORMAT 3.6).
+        # A NamedBarrierValue is available once every source has written (format.md §3.6).
         barrier = checkpoint.barriers.get(channel)
         names = set(channel[len("join:") :].rpartition(":")[0].split("+"))
         if isinstance(barrier, list) and len(barrier) == 2 and isinstance(barrier[1], bool):
@@ -540,7 +540,7 @@ def _attach_subgraphs(tasks: list[Task], parent_ns: str, namespaces: Sequence[st
 
 def interrupt_info(interrupt: Any) -> InterruptInfo:
     """An `Interrupt` in every era: `{value, id, response_schema}`, or legacy
-    `{value, resumable, ns, when}` whose id is xxh3-128 of the joined ns (FORMAT 3.6)."""
+    `{value, resumable, ns, when}` whose id is xxh3-128 of the joined ns (format.md §3.6)."""
     if isinstance(interrupt, dict) and TYPE_KEY not in interrupt and "value" in interrupt:
         # LangGraph.js stores an interrupt as the plain object {id, value}.
         identifier = interrupt.get("id")

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ckpt.render.records import ThreadRecord
+from ckpt.records import ThreadRecord
+from ckpt.vocabulary import STATUSES
 
-_STATUS_ORDER = {"error": 0, "interrupted": 1, "pending": 2, "unknown": 3, "done": 4}
+_STATUS_ORDER = {status: i for i, status in enumerate(STATUSES)}
 
 
 def select_threads(

@@ -12,6 +12,16 @@ from typer.core import TyperGroup
 from ckpt import __version__
 from ckpt.errors import CkptError, ExitCode
 
+# Click's exception classes, reached through Typer's public BadParameter rather than the
+# private module Typer vendors Click in (typer._click): BadParameter < UsageError <
+# ClickException.
+_USAGE_ERROR: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError"
+)
+_CLICK_EXCEPTION: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+)
+
 
 class CkptGroup(TyperGroup):
     """Maps our exceptions to one stderr line and a documented exit code (docs/cli.md)."""
@@ -26,8 +36,6 @@ class CkptGroup(TyperGroup):
     ) -> Any:
         # Usage errors too are one line on stderr, `ckpt: error: ...`, exit 2, instead of
         # Click's four-line "Usage: / Try / Error:" block.
-        from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
-
         try:
             result = super().main(
                 args=args,
@@ -36,16 +44,17 @@ class CkptGroup(TyperGroup):
                 standalone_mode=False,
                 **extra,
             )
-        except NoArgsIsHelpError as exc:
-            exc.show()  # `ckpt` alone prints its help, as before
-            code: int = exc.exit_code
-        except UsageError as exc:
-            where = exc.ctx.command_path if exc.ctx is not None else "ckpt"
-            fail_line(f"{exc.format_message()} (see '{where} --help')")
-            code = exc.exit_code
-        except ClickException as exc:
-            fail_line(exc.format_message())
-            code = exc.exit_code
+        except _USAGE_ERROR as exc:
+            code: int = getattr(exc, "exit_code", 2)
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                exc.show()  # type: ignore[attr-defined]  # `ckpt` alone prints its help
+            else:
+                context = getattr(exc, "ctx", None)
+                where = context.command_path if context is not None else "ckpt"
+                fail_line(f"{exc.format_message()} (see '{where} --help')")  # type: ignore[attr-defined]
+        except _CLICK_EXCEPTION as exc:
+            fail_line(exc.format_message())  # type: ignore[attr-defined]
+            code = getattr(exc, "exit_code", 1)
         except typer.Abort:
             fail_line("aborted")
             code = 1
@@ -69,10 +78,11 @@ class CkptGroup(TyperGroup):
         except BrokenPipeError:
             # `ckpt dump | head -1`: the reader left; stop quietly like cat(1) does, with
             # the status the command had already decided on (diff's 1) or 0.
-            from ckpt.cli.common import closed_pipe_status
+            from ckpt.cli.common import RunState
 
             _silence_stdout()
-            raise typer.Exit(closed_pipe_status()) from None
+            status = ctx.obj.closed_pipe_status if isinstance(ctx.obj, RunState) else 0
+            raise typer.Exit(status) from None
         except KeyboardInterrupt:
             fail("interrupted", ExitCode.INTERRUPTED)
         except RecursionError:
@@ -97,9 +107,9 @@ def fail(message: str, code: int) -> None:
 
 
 def fail_line(message: str) -> None:
-    from ckpt.render.plain import error_line
+    from ckpt.render.output import Output
 
-    error_line(message)
+    Output.from_environment().error(message)
 
 
 def _silence_stdout() -> None:

@@ -2,35 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ckpt.cli.common import (
-    DEFAULT_TIMEOUT,
-    open_from_options,
-    set_closed_pipe_status,
-    wants_ndjson,
-    write_lines,
-)
-from ckpt.cli.options import (
-    AesKeyOpt,
-    DbOpt,
-    FullOpt,
-    NsOpt,
-    SchemaOpt,
-    StoreArg,
-    TimeoutOpt,
-)
+from ckpt.cli.common import opened, state, wants_ndjson
+from ckpt.cli.options import FullOpt, NsOpt, StoreArg, StoreOptions, store_options
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ckpt.model import Checkpoint
-    from ckpt.stores.base import Store
+    from ckpt.api import CheckpointStore
+    from ckpt.records import CheckpointRecord
 
 
+@store_options
 def diff(
+    ctx: typer.Context,
     a: Annotated[
         str,
         typer.Argument(
@@ -47,7 +35,6 @@ def diff(
             show_default=False,
         ),
     ] = None,
-    db: DbOpt = None,
     db2: Annotated[
         str | None,
         typer.Option(
@@ -66,9 +53,8 @@ def diff(
             help="Print an RFC 6902 JSON Patch from A's `show --json --blobs` to B's.",
         ),
     ] = False,
-    aes_key: AesKeyOpt = None,
-    schema: SchemaOpt = None,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    *,
+    store_options: StoreOptions,
 ) -> None:
     """Compare two checkpoints: channel values, messages by id, versions, metadata, writes.
 
@@ -76,60 +62,58 @@ def diff(
     Example: ckpt diff support-1~1 support-1 --db chat.sqlite --json | jq .
     """
     from contextlib import ExitStack
+    from dataclasses import replace
 
-    from ckpt.diff import diff_checkpoints, differs, json_patch
+    from ckpt.changes import diff_records, differs, json_patch
+    from ckpt.encryption import require_key_for_record
     from ckpt.errors import ExitCode
+    from ckpt.records import dumps
     from ckpt.render import diffview
-    from ckpt.render.records import dumps
-    from ckpt.show import require_key_if_encrypted
 
+    run = state(ctx)
     with ExitStack() as stack:
-        store_a = stack.enter_context(
-            open_from_options(None, db, aes_key, schema=schema, timeout=timeout)
-        )
+        store_a = stack.enter_context(opened(ctx, store_options))
         store_b = store_a
         if db2 is not None:
-            store_b = stack.enter_context(
-                open_from_options(db2, None, aes_key, schema=schema, timeout=timeout)
-            )
+            store_b = stack.enter_context(opened(ctx, replace(store_options, db=db2)))
         left, right = _pick(store_a, store_b, a, b, ns=ns, same_store=db2 is None)
-        from ckpt.reader import CheckpointReader, annotate
-
-        left, tasks_a = annotate(CheckpointReader(store_a), left, values=True)
-        right, tasks_b = annotate(CheckpointReader(store_b), right, values=True)
-        changes = diff_checkpoints(left, right, tasks_a=tasks_a, tasks_b=tasks_b)
+        changes = diff_records(left, right)
         if differs(changes):
-            set_closed_pipe_status(int(ExitCode.DIFFERENT))
+            run.closed_pipe_status = int(ExitCode.DIFFERENT)
         if json_out:
-            write_lines(iter([dumps(json_patch(changes), indent=2) + "\n"]))
+            run.output.lines([dumps(json_patch(changes), indent=2) + "\n"])
         else:
-            diffview.diff_view(left, right, changes, full=full)
-        require_key_if_encrypted(left, has_key=store_a.aes_key is not None)
-        require_key_if_encrypted(right, has_key=store_b.aes_key is not None)
+            run.output.show(diffview.diff_view(left, right, changes, full=full))
+        require_key_for_record(left, has_key=store_a.raw.aes_key is not None)
+        require_key_for_record(right, has_key=store_b.raw.aes_key is not None)
     if differs(changes):
         raise typer.Exit(int(ExitCode.DIFFERENT))
 
 
 def _pick(
-    store_a: Store, store_b: Store, a: str, b: str | None, *, ns: str | None, same_store: bool
-) -> tuple[Checkpoint, Checkpoint]:
+    store_a: CheckpointStore,
+    store_b: CheckpointStore,
+    a: str,
+    b: str | None,
+    *,
+    ns: str | None,
+    same_store: bool,
+) -> tuple[CheckpointRecord, CheckpointRecord]:
     """Load A and B; with one selector in one store, B is it and A its parent."""
     from ckpt.errors import NotFound
-    from ckpt.model import CheckpointKey
-    from ckpt.selectors import resolve
 
     if b is None and same_store:
-        right = store_a.load(resolve(store_a, a, checkpoint_ns=ns))
-        if right.parent_checkpoint_id is None:
+        right = store_a.checkpoint(a, ns=ns)
+        parent = right["parent_checkpoint_id"]
+        if parent is None:
             raise NotFound(
-                f"checkpoint {right.checkpoint_id} of thread {right.thread_id!r} has no parent "
-                "to compare with; give two checkpoints"
+                f"checkpoint {right['checkpoint_id']} of thread {right['thread_id']!r} has no "
+                "parent to compare with; give two checkpoints"
             )
-        parent = CheckpointKey(right.thread_id, right.checkpoint_ns, right.parent_checkpoint_id)
-        return store_a.load(parent), right
-    left = store_a.load(resolve(store_a, a, checkpoint_ns=ns))
+        return store_a.checkpoint(parent, ns=right["checkpoint_ns"]), right
+    left = store_a.checkpoint(a, ns=ns)
     try:
-        right = store_b.load(resolve(store_b, a if b is None else b, checkpoint_ns=ns))
+        right = store_b.checkpoint(a if b is None else b, ns=ns)
     except NotFound as exc:
         if same_store:
             raise
@@ -137,9 +121,10 @@ def _pick(
     return left, right
 
 
+@store_options
 def dump(
+    ctx: typer.Context,
     store: StoreArg = None,
-    db: DbOpt = None,
     thread: Annotated[
         list[str] | None,
         typer.Option(
@@ -194,59 +179,50 @@ def dump(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar on stderr.")
     ] = False,
-    aes_key: AesKeyOpt = None,
-    schema: SchemaOpt = None,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    *,
+    store_options: StoreOptions,
 ) -> None:
     """Stream every checkpoint as JSON: the records of `show --json --blobs` (docs/json.md).
 
     Streams with flat memory; a progress bar shows on stderr when stdout is piped.
     Example: ckpt dump chat.sqlite --latest | jq -r '.channel_values.messages[-1].content'
     """
-    import sys
-
-    from ckpt.errors import BadOption, NotFound
-    from ckpt.model import DumpQuery
-    from ckpt.reader import CheckpointReader, annotate
+    from ckpt.encryption import record_hides_values, require_key_for_record
+    from ckpt.errors import NotFound
+    from ckpt.render.output import stream_json_array, stream_ndjson
     from ckpt.render.progress import counting
-    from ckpt.render.records import checkpoint_record, json_array, ndjson
-    from ckpt.show import hides_values, require_key_if_encrypted
 
-    values = not no_values
-    as_lines = wants_ndjson(json_out, ndjson_out, default_when_piped=True)  # checked first
-    with open_from_options(store, db, aes_key, schema=schema, timeout=timeout) as opened:
-        for thread_id in thread or []:
-            if not thread_id.strip():
-                raise BadOption("empty thread id in --thread")
-            if not opened.thread_exists(thread_id):
-                raise NotFound(f"no thread {thread_id!r} in {opened.location}")
-        query = DumpQuery(
-            thread_ids=tuple(dict.fromkeys(thread or [])),
-            checkpoint_ns=ns,
-            since_id=_bound(opened, since, "--since") if since is not None else None,
-            until_id=_bound(opened, until, "--until") if until is not None else None,
-            latest_only=latest,
+    run = state(ctx)
+    as_lines = wants_ndjson(ctx, json_out, ndjson_out, default_when_piped=True)  # checked first
+    with opened(ctx, store_options, store) as checkpoints:
+        since_id = _bound(checkpoints, since, "--since") if since is not None else None
+        until_id = _bound(checkpoints, until, "--until") if until is not None else None
+        stream = checkpoints.dump(
+            threads=thread or (),
+            ns=ns,
+            since_id=since_id,
+            until_id=until_id,
+            latest=latest,
+            values=not no_values,
         )
-        hidden: list[Checkpoint] = []  # the first checkpoint whose values did not decrypt
+        hidden: list[CheckpointRecord] = []  # the first record whose values did not decrypt
         count = [0]
-        reader = CheckpointReader(opened)
 
-        def records() -> Iterator[dict[str, Any]]:
-            for checkpoint in opened.iter_checkpoints(query, values=values):
+        def records() -> Iterator[CheckpointRecord]:
+            for record in stream:
                 count[0] += 1
-                if not hidden and hides_values(checkpoint):
-                    hidden.append(checkpoint)
-                checkpoint, tasks = annotate(reader, checkpoint, values=values)
-                yield checkpoint_record(checkpoint, values=values, tasks=tasks)
+                if not hidden and record_hides_values(record):
+                    hidden.append(record)
+                yield record
 
-        show_progress = not quiet and not sys.stdout.isatty() and sys.stderr.isatty()
+        show_progress = not quiet and not run.output.terminal and run.output.stderr.isatty()
         with counting(records(), enabled=show_progress, label="dumping") as counted:
             if as_lines:
-                write_lines(ndjson(counted))
+                run.output.lines(stream_ndjson(counted))
             else:
-                write_lines(json_array(counted, pretty=False))
+                run.output.lines(stream_json_array(counted, pretty=False))
         if hidden:
-            require_key_if_encrypted(hidden[0], has_key=opened.aes_key is not None)
+            require_key_for_record(hidden[0], has_key=checkpoints.raw.aes_key is not None)
         if not count[0] and ns is not None and since is None and until is None:
             # Like an unknown --thread: a namespace that matches nothing is a mistake (often
             # `node` instead of `node:<task id>`), not an empty store.
@@ -255,13 +231,12 @@ def dump(
             )
 
 
-def _bound(opened: Store, text: str, option: str) -> str:
+def _bound(checkpoints: CheckpointStore, text: str, option: str) -> str:
     """A --since/--until value as a checkpoint id bound (uuid6 ids sort by time)."""
     import datetime as dt
     import re
 
     from ckpt.decoders import uuid6_lower_bound
-    from ckpt.selectors import resolve
 
     if re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", text, re.I):
         return text.lower()
@@ -275,7 +250,7 @@ def _bound(opened: Store, text: str, option: str) -> str:
         if when.tzinfo is None:
             when = when.replace(tzinfo=dt.UTC)
         return uuid6_lower_bound(when)
-    return resolve(opened, text).checkpoint_id
+    return checkpoints.resolve(text).checkpoint_id
 
 
 def register(app: typer.Typer) -> None:

@@ -1,30 +1,36 @@
-"""`threads`, `history`, `versions` and `show`: read one store and print what it holds."""
+"""`threads`, `history`, `versions` and `show`: read one store and print what it holds.
+
+Commands parse their arguments, ask the library (ckpt.api) for records, and hand them to
+a view; the views never compute anything themselves.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ckpt.cli.common import DEFAULT_TIMEOUT, open_from_options, wants_ndjson, write_lines
+from ckpt.cli.common import opened, state, wants_ndjson
 from ckpt.cli.options import (
-    AesKeyOpt,
-    DbOpt,
     FullOpt,
     JsonOpt,
     NdjsonOpt,
     NsOpt,
-    SchemaOpt,
     StoreArg,
+    StoreOptions,
     ThreadSort,
     ThreadStatus,
-    TimeoutOpt,
+    store_options,
 )
 
+if TYPE_CHECKING:
+    from ckpt.records import HistoryNodeRecord
 
+
+@store_options
 def threads(
+    ctx: typer.Context,
     store: StoreArg = None,
-    db: DbOpt = None,
     sort: Annotated[
         ThreadSort, typer.Option("--sort", help="Order of the rows (updated: newest first).")
     ] = ThreadSort.updated,
@@ -47,40 +53,36 @@ def threads(
     ] = None,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
-    aes_key: AesKeyOpt = None,
-    schema: SchemaOpt = None,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    *,
+    store_options: StoreOptions,
 ) -> None:
     """List every thread: checkpoints, namespaces, latest step, status, size.
 
     Example: ckpt threads db.sqlite --status error --json | jq '.[].errors'
     """
-    from ckpt.render.plain import say_notices, threads_table
-    from ckpt.render.records import json_array, ndjson, thread_record
-    from ckpt.show import encrypted_threads
-    from ckpt.threads import select_threads
+    from ckpt.render.output import stream_json_array, stream_ndjson
+    from ckpt.render.plain import threads_table
 
     filters = dict(_parse_where(w) for w in where or [])
-    as_lines = wants_ndjson(json_out, ndjson_out)  # option errors before opening the store
-    with open_from_options(store, db, aes_key, schema=schema, timeout=timeout) as opened:
-        infos = list(opened.threads())
-        records = select_threads(
-            (thread_record(t) for t in infos),
+    as_lines = wants_ndjson(ctx, json_out, ndjson_out)  # option errors before opening the store
+    output = state(ctx).output
+    with opened(ctx, store_options, store) as checkpoints:
+        records = checkpoints.threads(
             sort=sort.value,
             limit=limit,
             where=filters,
-            status=status.value if status else None,
+            status=status.value if status else None,  # type: ignore[arg-type]
         )
         if as_lines:
-            write_lines(ndjson(records))
+            output.lines(stream_ndjson(records))
         elif json_out:
-            write_lines(json_array(records))
+            output.lines(stream_json_array(records))
+        elif records:
+            output.lines(threads_table(records, output))
         else:
-            filtered = bool(filters or status) and bool(infos)
-            threads_table(records, location=opened.location, filtered=filtered)
-        # Metadata is never encrypted, so threads list without a key (FORMAT 2.7); say
-        # what the key would add, and fail only when a key was given and is wrong.
-        say_notices(encrypted_threads(infos, has_key=opened.aes_key is not None))
+            # Nothing on stdout: an empty listing; the explanation is talk, for stderr.
+            what = "no threads match" if filters or status else "no threads"
+            output.notices([f"{what} in {checkpoints.location}"])
 
 
 def _parse_where(text: str) -> tuple[str, str]:
@@ -90,45 +92,56 @@ def _parse_where(text: str) -> tuple[str, str]:
     return key, value
 
 
+@store_options
 def history(
+    ctx: typer.Context,
     thread: Annotated[str, typer.Argument(metavar="THREAD", help="Thread id.")],
-    db: DbOpt = None,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
-    aes_key: AesKeyOpt = None,
-    schema: SchemaOpt = None,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    *,
+    store_options: StoreOptions,
 ) -> None:
     """Show a thread's checkpoints as a tree of parent links: forks and subgraphs included.
 
     Example: ckpt history support-1 --db chat.sqlite
     """
-    from ckpt.history import build_history, thread_checkpoints, thread_tasks
+    from ckpt.encryption import require_key_for_records
     from ckpt.render import human
-    from ckpt.render.records import checkpoint_record, json_array, ndjson
-    from ckpt.show import require_key_for_bodies
+    from ckpt.render.output import stream_json_array, stream_ndjson
 
-    with open_from_options(None, db, aes_key, schema=schema, timeout=timeout) as opened:
-        checkpoints = thread_checkpoints(opened, thread)
+    output = state(ctx).output
+    as_lines = wants_ndjson(ctx, json_out, ndjson_out)
+    with opened(ctx, store_options) as checkpoints:
         if json_out or ndjson_out:
-            tasks = thread_tasks(checkpoints)
-            records = (
-                checkpoint_record(c, values=False, tasks=tasks[(c.checkpoint_ns, c.checkpoint_id)])
-                for c in checkpoints
-            )
-            as_lines = wants_ndjson(json_out, ndjson_out)
-            write_lines(ndjson(records) if as_lines else json_array(records))
+            records = checkpoints.history(thread)
+            output.lines(stream_ndjson(records) if as_lines else stream_json_array(records))
         else:
-            human.history_tree(thread, build_history(checkpoints))
-        require_key_for_bodies(checkpoints, has_key=opened.aes_key is not None)
+            tree = checkpoints.history_tree(thread)
+            output.show(human.history_view(thread, tree))
+            records = [node["checkpoint"] for chain in tree for node in _walk(chain)]
+        require_key_for_records(records, has_key=checkpoints.raw.aes_key is not None)
+
+
+def _walk(chain: list[HistoryNodeRecord]) -> list[HistoryNodeRecord]:
+    found: list[HistoryNodeRecord] = []
+    stack = list(chain)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        for fork in node["forks"]:
+            stack.extend(fork)
+        for sub in node["subgraphs"]:
+            stack.extend(sub["chain"])
+    return found
 
 
 TABLE_COLUMNS = 12  # checkpoints a terminal can show side by side
 
 
+@store_options
 def versions(
+    ctx: typer.Context,
     thread: Annotated[str, typer.Argument(metavar="THREAD", help="Thread id.")],
-    db: DbOpt = None,
     ns: NsOpt = None,
     last: Annotated[
         int | None,
@@ -141,32 +154,34 @@ def versions(
         ),
     ] = None,
     json_out: JsonOpt = False,
-    aes_key: AesKeyOpt = None,
-    schema: SchemaOpt = None,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    *,
+    store_options: StoreOptions,
 ) -> None:
     """Show which step moved each channel's version, and which task's write moved it.
 
     Example: ckpt versions support-1 --db chat.sqlite
     """
+    from ckpt.encryption import require_key_for_bodies
     from ckpt.history import thread_checkpoints
+    from ckpt.records import dumps
     from ckpt.render import human
-    from ckpt.render.records import dumps
-    from ckpt.show import require_key_for_bodies
-    from ckpt.versions import version_matrix
+    from ckpt.version_matrix import version_matrix
 
-    with open_from_options(None, db, aes_key, schema=schema, timeout=timeout) as opened:
-        checkpoints = thread_checkpoints(opened, thread, ns or "")
+    output = state(ctx).output
+    with opened(ctx, store_options) as checkpoints:
         columns = last if last is not None or json_out else TABLE_COLUMNS
-        matrix = version_matrix(checkpoints, last=columns)
+        thread_cps = thread_checkpoints(checkpoints.raw, thread, ns or "")
+        matrix = version_matrix(thread_cps, last=columns)
         if json_out:
-            write_lines(iter([dumps(matrix, indent=2) + "\n"]))
+            output.lines([dumps(matrix, indent=2) + "\n"])
         else:
-            human.versions_table(matrix)
-        require_key_for_bodies(checkpoints, has_key=opened.aes_key is not None)
+            output.show(human.versions_view(matrix, output))
+        require_key_for_bodies(thread_cps, has_key=checkpoints.raw.aes_key is not None)
 
 
+@store_options
 def show(
+    ctx: typer.Context,
     selector: Annotated[
         str,
         typer.Argument(
@@ -174,7 +189,6 @@ def show(
             help="Checkpoint id, unique prefix, short id, THREAD (latest) or THREAD~N.",
         ),
     ],
-    db: DbOpt = None,
     blobs: Annotated[
         bool, typer.Option("--blobs", "-b", help="Also show the decoded channel values.")
     ] = False,
@@ -191,47 +205,38 @@ def show(
     ns: NsOpt = None,
     full: FullOpt = False,
     json_out: JsonOpt = False,
-    aes_key: AesKeyOpt = None,
-    schema: SchemaOpt = None,
-    timeout: TimeoutOpt = DEFAULT_TIMEOUT,
+    *,
+    store_options: StoreOptions,
 ) -> None:
     """Show one checkpoint: metadata, versions, next, pending writes; values with --blobs.
 
     Example: ckpt show support-1~2 --blobs --db chat.sqlite
     """
-    from ckpt.reader import CheckpointReader, annotate
+    from ckpt.encryption import require_key_for_record
+    from ckpt.records import dumps
     from ckpt.render import human
-    from ckpt.render.records import checkpoint_record, dumps
-    from ckpt.selectors import resolve
-    from ckpt.show import pick_channels, require_key_if_encrypted
 
     with_values = blobs or bool(channel)
-    with open_from_options(None, db, aes_key, schema=schema, timeout=timeout) as opened:
-        key = resolve(opened, selector, checkpoint_ns=ns)
-        checkpoint = opened.load(key, values=with_values)
-        # Before --channel narrows the values and writes.
-        checkpoint, tasks = annotate(CheckpointReader(opened), checkpoint, values=with_values)
-        if channel:
-            checkpoint = pick_channels(checkpoint, channel)
+    output = state(ctx).output
+    with opened(ctx, store_options) as checkpoints:
+        record = checkpoints.checkpoint(selector, ns=ns, values=with_values, channels=channel or ())
         if json_out:
-            record = checkpoint_record(checkpoint, values=with_values, tasks=tasks)
+            shown = record
             if writes:
-                record = {
-                    k: record[k]
-                    for k in ("thread_id", "checkpoint_ns", "checkpoint_id", "pending_writes")
-                }
-            write_lines(iter([dumps(record, indent=2) + "\n"]))
+                keys = ("thread_id", "checkpoint_ns", "checkpoint_id", "pending_writes")
+                shown = {k: record[k] for k in keys}  # type: ignore[assignment,literal-required]
+            output.lines([dumps(shown, indent=2) + "\n"])
         else:
-            latest = opened.latest_key(key.thread_id, key.checkpoint_ns) == key
-            human.show_checkpoint(
-                checkpoint,
+            view = human.checkpoint_view(
+                record,
+                output,
                 values=with_values,
                 writes_only=writes,
                 full=full,
-                tasks=tasks,
-                latest=latest,
+                latest=checkpoints.is_latest(record),
             )
-        require_key_if_encrypted(checkpoint, has_key=opened.aes_key is not None)
+            output.show(view)
+        require_key_for_record(record, has_key=checkpoints.raw.aes_key is not None)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,11 +1,25 @@
-"""Options shared by every command, declared once so each command spells them the same."""
+"""Options shared by every command, declared once so each command spells them the same.
+
+The store options (`--db`, `--aes-key`, `--schema`, `--timeout`) come as one decorator,
+`store_options`, the way sqlite-utils declares its output options: a new backend option
+is added here, in one place, and reaches every command as a field of StoreOptions.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
+
+from ckpt.vocabulary import DEFAULT_TIMEOUT, STATUSES
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _finite(value: float, name: str) -> float:
@@ -56,12 +70,61 @@ TimeoutOpt = Annotated[
     typer.Option(
         "--timeout",
         metavar="SECONDS",
-        help="Postgres statement timeout in seconds.",
+        help="Postgres statement timeout in seconds (default 5).",
+        show_default=False,
         min=0.1,
         max=86_400.0,  # also refuses inf and, through the callback, nan
         callback=lambda value: _finite(value, "--timeout"),
     ),
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreOptions:
+    """How to open the store: what `store_options` adds to a command."""
+
+    db: str | None = None
+    aes_key: str | None = None
+    schema: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+
+
+_STORE_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
+    ("db", DbOpt, None),
+    ("aes_key", AesKeyOpt, None),
+    ("schema", SchemaOpt, None),
+    ("timeout", TimeoutOpt, DEFAULT_TIMEOUT),
+)
+
+
+def store_options(func: F) -> F:
+    """Add --db, --aes-key, --schema and --timeout to a command, handed to it as one
+    keyword argument `store_options: StoreOptions`."""
+    # Resolved here, in the command's own module: the annotations are strings
+    # (`from __future__ import annotations`) that Typer would otherwise resolve in this one.
+    hints = typing.get_type_hints(func, include_extras=True)
+    signature = inspect.signature(func)
+    kept = [
+        p.replace(annotation=hints.get(p.name, p.annotation))
+        for p in signature.parameters.values()
+        if p.name != "store_options"
+    ]
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint)
+        for name, hint, default in _STORE_PARAMETERS
+    ]
+
+    @functools.wraps(func)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        options = StoreOptions(**{name: kwargs.pop(name) for name, _, _ in _STORE_PARAMETERS})
+        return func(*args, store_options=options, **kwargs)
+
+    command.__signature__ = signature.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
+    own = {k: v for k, v in hints.items() if k != "store_options"}
+    command.__annotations__ = {**own, **{name: hint for name, hint, _ in _STORE_PARAMETERS}}
+    return command  # type: ignore[return-value]
+
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (schema in docs/json.md).")]
 NdjsonOpt = Annotated[bool, typer.Option("--ndjson", help="Print one JSON object per line.")]
 NsOpt = Annotated[
@@ -85,9 +148,5 @@ class ThreadSort(StrEnum):
     status = "status"
 
 
-class ThreadStatus(StrEnum):
-    done = "done"
-    interrupted = "interrupted"
-    error = "error"
-    pending = "pending"
-    unknown = "unknown"
+# The --status choices: the status vocabulary of ckpt.vocabulary, in its order.
+ThreadStatus = StrEnum("ThreadStatus", {status: status for status in STATUSES})  # type: ignore[misc]

@@ -5,14 +5,14 @@ The representation is documented in docs/json.md ("Decoded values") and docs/val
 
 from __future__ import annotations
 
+from ckpt.decoders.channel_versions import compare_versions, parse_version
 from ckpt.decoders.crypto import key_from_env_or_arg
 from ckpt.decoders.ids import uuid6_lower_bound, uuid6_time
 from ckpt.decoders.lcjson import decode_json_text
-from ckpt.decoders.pickles import pickle_globals
+from ckpt.decoders.pickle_imports import pickle_globals
 from ckpt.decoders.serde import decode
 from ckpt.decoders.skeleton import peek_checkpoint
 from ckpt.decoders.values import ABSENT, MARK_KEY, TYPE_KEY, is_marked, undecodable_record
-from ckpt.decoders.versions import compare_versions, parse_version
 
 __all__ = [
     "ABSENT",

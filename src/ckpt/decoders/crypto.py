@@ -1,4 +1,4 @@
-"""`<inner>+aes` values of LangGraph's EncryptedSerializer (FORMAT 2.7), and the AES key."""
+"""`<inner>+aes` values of LangGraph's EncryptedSerializer (format.md §2.7), and the AES key."""
 
 from __future__ import annotations
 

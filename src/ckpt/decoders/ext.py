@@ -1,6 +1,6 @@
 """What each LangGraph ext code and known (module, name) pair becomes, without importing anything.
 
-The payload layouts are FORMAT 2.3; the Python type -> ext table is FORMAT 2.4. Every
+The payload layouts are format.md §2.3; the Python type -> ext table is format.md §2.4. Every
 function here receives values that are already JSON-ready and returns JSON-ready values.
 Known pairs are turned into natural JSON by code that names the stdlib parsers itself
 (never by looking a name from the data up); unknown pairs keep their name in TYPE_KEY.
@@ -14,9 +14,18 @@ import json
 import pathlib
 import uuid
 from collections.abc import Callable
-from datetime import date, datetime, time, timedelta, timezone
 from typing import Any, Final
 
+from ckpt.decoders.checks import as_int, as_list, as_str
+from ckpt.decoders.times import (
+    date_iso_text,
+    date_text,
+    datetime_text,
+    time_iso_text,
+    timedelta_seconds,
+    timezone_args_text,
+    zone_key,
+)
 from ckpt.decoders.values import MARK_KEY, TYPE_KEY, object_record
 
 EXT_CONSTRUCTOR_SINGLE_ARG: Final = 0
@@ -32,7 +41,7 @@ KNOWN_EXT_CODES: Final = frozenset(range(8))
 SEND_TYPE: Final = "langgraph.types.Send"
 NDARRAY_TYPE: Final = "numpy.ndarray"
 RESERVED_TYPE_PATHS: Final = frozenset({SEND_TYPE, NDARRAY_TYPE})
-# langgraph <= 0.2 defined Send in langgraph.constants (legacy JSON ids, FORMAT 2.6 surprise 2).
+# langgraph <= 0.2 defined Send in langgraph.constants (legacy JSON ids, format.md §2.6 surprise 2).
 SEND_PAIRS: Final = frozenset({("langgraph.types", "Send"), ("langgraph.constants", "Send")})
 SECRET_NAMES: Final = frozenset({"SecretStr", "SecretBytes"})
 # pydantic shows a set secret as ten stars and an empty one as ""; we do the same.
@@ -59,32 +68,8 @@ def type_path(module: str, name: str) -> str:
     return path
 
 
-def _str(value: Any) -> str:
-    if type(value) is not str:
-        raise TypeError("expected a string")
-    return value
-
-
-def _list(value: Any) -> list[Any]:
-    if type(value) is not list:
-        raise TypeError("expected an array")
-    return value
-
-
-def _int(value: Any) -> int:
-    if type(value) is not int:
-        raise TypeError("expected an integer")
-    return value
-
-
-def _number(value: Any) -> float:
-    if type(value) is not int and type(value) is not float:
-        raise TypeError("expected a number")
-    return float(value)
-
-
 def _uuid(arg: Any) -> str:
-    return str(uuid.UUID(_str(arg)))
+    return str(uuid.UUID(as_str(arg)))
 
 
 def _decimal(arg: Any) -> str:
@@ -106,11 +91,11 @@ def set_sort_key(item: Any) -> tuple[int, Any]:
 
 
 def _set_items(arg: Any) -> list[Any]:
-    return sorted(_list(arg), key=set_sort_key)
+    return sorted(as_list(arg), key=set_sort_key)
 
 
 def _items(arg: Any) -> list[Any]:
-    return _list(arg)
+    return as_list(arg)
 
 
 _IP_CLASSES: Final[dict[str, Callable[[str], object]]] = {
@@ -127,13 +112,9 @@ def _ip(name: str) -> Callable[[Any], str]:
     parse = _IP_CLASSES[name]
 
     def convert(arg: Any) -> str:
-        return str(parse(_str(arg)))
+        return str(parse(as_str(arg)))
 
     return convert
-
-
-def _zone_key(arg: Any) -> str:
-    return _str(arg)
 
 
 # ext 0 (one constructor argument): (module, name) -> converter of that argument.
@@ -143,7 +124,7 @@ SINGLE_ARG: Final[dict[tuple[str, str], Callable[[Any], Any]]] = {
     ("builtins", "set"): _set_items,
     ("builtins", "frozenset"): _set_items,
     ("collections", "deque"): _items,
-    ("zoneinfo", "ZoneInfo"): _zone_key,
+    ("zoneinfo", "ZoneInfo"): zone_key,
     **{("ipaddress", name): _ip(name) for name in _IP_CLASSES},
 }
 
@@ -157,69 +138,25 @@ def single_arg(module: str, name: str, arg: Any) -> Any:
         except CONVERSION_ERRORS:
             pass
     elif name in SECRET_NAMES:
-        # FORMAT 8.12: the secret is stored in clear text; show it the way pydantic does.
+        # format.md §8.12: the secret is stored in clear text; show it the way pydantic does.
         empty = arg == "" or (type(arg) is dict and arg.get("size") == 0)
         return {TYPE_KEY: type_path(module, name), "value": "" if empty else SECRET_MASK}
     return {TYPE_KEY: type_path(module, name), "value": arg}
 
 
-def timedelta_seconds(args: Any) -> float:
-    """`[days, seconds, microseconds]` -> total seconds, as timedelta.total_seconds() does."""
-    days, seconds, microseconds = _list(args)
-    return timedelta(_int(days), _int(seconds), _int(microseconds)).total_seconds()
-
-
-def _date(args: Any) -> str:
-    year, month, day = _list(args)
-    return date(_int(year), _int(month), _int(day)).isoformat()
-
-
-def format_offset(offset: timedelta) -> str:
-    """The offset part of an ISO-8601 time: "+01:00", "-00:59:59.999995"."""
-    sign = "-" if offset < timedelta(0) else "+"
-    offset = abs(offset)
-    hours, rest = divmod(offset, timedelta(hours=1))
-    minutes, rest = divmod(rest, timedelta(minutes=1))
-    text = f"{sign}{hours:02d}:{minutes:02d}"
-    if rest:
-        text += f":{rest.seconds:02d}"
-        if rest.microseconds:
-            text += f".{rest.microseconds:06d}"
-    return text
-
-
-def timezone_text(offset_seconds: Any, tz_name: Any = None) -> str:
-    """A `datetime.timezone` as a string: its name if it has one, "UTC" for a nameless zero
-    offset, else "+HH:MM" (with ":SS[.ffffff]" when needed)."""
-    offset = timedelta(seconds=_number(offset_seconds))
-    timezone(offset)  # validates the range (strictly within one day), like the constructor
-    if tz_name is not None:
-        return _str(tz_name)
-    if not offset:
-        return "UTC"
-    return format_offset(offset)
-
-
-def _timezone(args: Any) -> str:
-    args = _list(args)
-    if len(args) not in (1, 2):
-        raise ValueError("expected [offset] or [offset, name]")
-    return timezone_text(*args)
-
-
 def _path(name: str) -> Callable[[Any], str]:
-    # Pure paths only join strings; the flavour follows the class name (FORMAT 2.4 row 6).
+    # Pure paths only join strings; the flavour follows the class name (format.md §2.4 row 6).
     flavour = pathlib.PureWindowsPath if "Windows" in name else pathlib.PurePosixPath
 
     def convert(args: Any) -> str:
-        return str(flavour(*[_str(part) for part in _list(args)]))
+        return str(flavour(*[as_str(part) for part in as_list(args)]))
 
     return convert
 
 
 def _pattern(args: Any) -> Any:
-    pattern, flags = _list(args)
-    _int(flags)
+    pattern, flags = as_list(args)
+    as_int(flags)
     if type(pattern) is str:
         return pattern
     if type(pattern) is dict and pattern.get(MARK_KEY) == "bytes":
@@ -232,8 +169,8 @@ _PATH_NAMES: Final = ("Path", "PosixPath", "WindowsPath", "PurePath", "PurePosix
 # ext 1 (positional constructor arguments): (module, name) -> converter of the args list.
 POS_ARGS: Final[dict[tuple[str, str], Callable[[Any], Any]]] = {
     ("datetime", "timedelta"): timedelta_seconds,
-    ("datetime", "date"): _date,
-    ("datetime", "timezone"): _timezone,
+    ("datetime", "date"): date_text,
+    ("datetime", "timezone"): timezone_args_text,
     ("re", "compile"): _pattern,
     **{
         (module, name): _path(name)
@@ -253,7 +190,7 @@ def send_record(
 ) -> Any:
     """A langgraph Send packet; "timeout" only when the payload carried one. `__type__` is
     the class as stored: `langgraph.constants.Send` in legacy data (which LangGraph no
-    longer revives from JSON, so it runs no such packet, FORMAT 2.6)."""
+    longer revives from JSON, so it runs no such packet, format.md §2.6)."""
     record = {TYPE_KEY: stored_as, "node": node, "arg": arg}
     if with_timeout:
         record["timeout"] = timeout
@@ -263,7 +200,7 @@ def send_record(
 def pos_args(module: str, name: str, args: Any) -> Any:
     """ext 1 `[module, name, [args...]]`: Send and known pairs, else TYPE_KEY + "args"."""
     if (module, name) in SEND_PAIRS and type(args) is list and len(args) in (2, 3):
-        # LangGraph special-cases Send so that a third element is timeout= (FORMAT 2.3).
+        # LangGraph special-cases Send so that a third element is timeout= (format.md §2.3).
         stored_as = f"{module}.{name}"  # one of SEND_PAIRS
         if len(args) == 3:
             return send_record(args[0], args[1], args[2], with_timeout=True, stored_as=stored_as)
@@ -277,41 +214,17 @@ def pos_args(module: str, name: str, args: Any) -> Any:
     return {TYPE_KEY: type_path(module, name), "args": args}
 
 
-def time_text(
-    hour: Any,
-    minute: Any,
-    second: Any,
-    microsecond: Any,
-    tz: tuple[str, Any] | None,
-) -> str:
-    """A `datetime.time` as ISO-8601. `tz` is ("offset", timedelta) for a datetime.timezone
-    or ("zone", key) for a ZoneInfo; a zone key is appended in brackets (RFC 9557 style),
-    because a time alone has no offset in a zone with daylight saving."""
-    naive = time(_int(hour), _int(minute), _int(second), _int(microsecond))
-    if tz is None:
-        return naive.isoformat()
-    kind, detail = tz
-    if kind == "offset":
-        return naive.replace(tzinfo=timezone(detail)).isoformat()
-    return f"{naive.isoformat()}[{_str(detail)}]"
-
-
 def kw_args(module: str, name: str, kwargs: Any) -> Any:
     """ext 2 `[module, name, {kwargs}]`: dataclasses, namedtuples, Interrupt, Command ..."""
     return object_record(type_path(module, name), kwargs)
 
 
-def datetime_text(arg: Any) -> str:
-    """ext 3 datetime.fromisoformat: the ISO string, validated and in isoformat() form."""
-    return datetime.fromisoformat(_str(arg)).isoformat()
-
-
-# (module, name, method) -> converter: the one pair LangGraph allows (FORMAT 2.5), plus the
+# (module, name, method) -> converter: the one pair LangGraph allows (format.md §2.5), plus the
 # two sibling parsers legacy JSON could name with the same method.
 METHODS: Final[dict[tuple[str, str, str], Callable[[Any], Any]]] = {
     ("datetime", "datetime", "fromisoformat"): datetime_text,
-    ("datetime", "date", "fromisoformat"): lambda arg: date.fromisoformat(_str(arg)).isoformat(),
-    ("datetime", "time", "fromisoformat"): lambda arg: time.fromisoformat(_str(arg)).isoformat(),
+    ("datetime", "date", "fromisoformat"): date_iso_text,
+    ("datetime", "time", "fromisoformat"): time_iso_text,
 }
 
 

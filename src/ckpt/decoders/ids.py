@@ -1,4 +1,4 @@
-"""Checkpoint ids are uuid6 (FORMAT 3.3): the time they encode, and the smallest id of a time."""
+"""Checkpoint ids are uuid6 (format.md §3.3): their time, and the smallest id of a time."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The legacy `json` tag and old SQLite metadata: JSON with LangChain lc:1 / lc:2 envelopes.
 
-FORMAT 2.6. Checkpoint 1.0.x wrote everything this way; later releases only for strings
+format.md §2.6. Checkpoint 1.0.x wrote everything this way; later releases only for strings
 msgpack could not hold. LangGraph today revives few envelopes and turns legacy datetimes
-into None (FORMAT 2.6 "surprise 1"); we decode every envelope ourselves, to the same
+into None (format.md §2.6 "surprise 1"); we decode every envelope ourselves, to the same
 representation as the msgpack decoder, and never import what an envelope names.
 """
 
@@ -26,9 +26,9 @@ from ckpt.decoders.ext import (
     pos_args,
     send_record,
     single_arg,
-    time_text,
     type_path,
 )
+from ckpt.decoders.times import time_text
 from ckpt.decoders.values import (
     MARK_KEY,
     TYPE_KEY,
@@ -43,7 +43,7 @@ _BYTES_TYPES: Final = frozenset({("builtins", "bytes"), ("builtins", "bytearray"
 
 
 def decode_json_text(text: str | bytes) -> Any:
-    """Parse legacy JSON (FORMAT 2.6, 3.2) into the same values `decode` returns."""
+    """Parse legacy JSON (format.md §2.6, 3.2) into the same values `decode` returns."""
     try:
         raw = json.loads(text)
     except RecursionError:
@@ -110,7 +110,7 @@ def _convert_dict(node: dict[str, Any]) -> Any:
     """One dict whose children are converted already."""
     lc = node.get("lc")
     if lc == 2 and node.get("type") == "delta_snapshot" and node.keys() == {"lc", "type", "value"}:
-        # LangGraph.js's DeltaChannel snapshot (its _DeltaSnapshot, FORMAT 11).
+        # LangGraph.js's DeltaChannel snapshot (its _DeltaSnapshot, format.md §11).
         return {MARK_KEY: "delta_snapshot", "value": node["value"]}
     ident = _envelope_id(node) if type(lc) is int else None
     if ident is not None:
@@ -119,7 +119,7 @@ def _convert_dict(node: dict[str, Any]) -> Any:
             path = ".".join(ident)
             if kind == "constructor" and path not in RESERVED_TYPE_PATHS:
                 # LangChain Serializable.to_json(): the id is the legacy LangChain path,
-                # e.g. langchain.schema.messages.HumanMessage (FORMAT 2.6).
+                # e.g. langchain.schema.messages.HumanMessage (format.md §2.6).
                 return object_record(path, node.get("kwargs", {}))
             if kind == "secret":
                 return {MARK_KEY: "secret", "id": ident}

@@ -34,7 +34,7 @@ _SCALAR_CODES: Final[dict[str, tuple[str, int, bool]]] = {
 
 
 def decode_ndarray(payload: Any) -> dict[str, Any]:
-    """`[dtype.str, shape, "C"|"F", buffer]` (FORMAT 2.3, code 6) -> an ndarray record.
+    """`[dtype.str, shape, "C"|"F", buffer]` (format.md §2.3, code 6) -> an ndarray record.
 
     Known numeric dtypes get "data" (nested lists like ndarray.tolist(), complex numbers as
     [re, im]); other dtypes (strings, datetimes, records ...) keep the buffer as "base64"

@@ -1,4 +1,4 @@
-"""`decode`: one serde pair (type tag, bytes) from any store -> JSON-ready values (FORMAT 9)."""
+"""`decode`: one serde pair (type tag, bytes) from any store -> JSON-ready values (format.md §9)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Final
 from ckpt.decoders.crypto import NO_KEY, WRONG_KEY, decrypt_aes, encrypted_record
 from ckpt.decoders.lcjson import decode_json_text
 from ckpt.decoders.msgpack import decode_msgpack
-from ckpt.decoders.pickles import pickle_record
+from ckpt.decoders.pickle_imports import pickle_record
 from ckpt.decoders.values import ABSENT, MARK_KEY, bytes_record
 from ckpt.errors import DecodeError
 
@@ -39,7 +39,7 @@ def decode(
 def _decode(tag: str | None, missing: bool, data: bytes, key: bytes | None, shallow: bool) -> Any:
     if tag is None:
         # langgraph <= 0.1 stored untyped blobs: JSON, or a pickle if the bytes start with
-        # \x80 and end with "." (JsonPlusSerializerCompat, FORMAT 4.1).
+        # \x80 and end with "." (JsonPlusSerializerCompat, format.md §4.1).
         if missing:
             return None
         if data[:1] == b"\x80" and data[-1:] == b".":

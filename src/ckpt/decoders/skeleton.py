@@ -14,7 +14,7 @@ from typing import Any
 import ormsgpack
 
 _PLAIN_SCALARS = (str, int, float, bool, type(None))
-# The fields of a checkpoint body in every version (FORMAT 3.1).
+# The fields of a checkpoint body in every version (format.md §3.1).
 BODY_KEYS = frozenset(
     {
         "v",

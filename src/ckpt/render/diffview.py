@@ -12,13 +12,12 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ckpt.analysis import is_message
+from ckpt.changes import IDENTITY_KEYS, STORAGE_KEYS, Change, Item, PathPart
 from ckpt.decoders import parse_version
-from ckpt.diff import IDENTITY_KEYS, STORAGE_KEYS, Change, Item, PathPart
-from ckpt.model import Checkpoint
-from ckpt.render.human import console, content_text, role_of
-from ckpt.render.plain import brief, cut, human_size, short_time
-from ckpt.render.records import updated_at
+from ckpt.messages import is_message
+from ckpt.records import CheckpointRecord
+from ckpt.render.human import content_text, role_of
+from ckpt.render.text import brief, cut, human_size, short_time
 
 # Sections in reading order: what the step did first, bookkeeping after.
 SECTION_ORDER = (
@@ -39,60 +38,69 @@ KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow"}
 KIND_MARK = {"added": "+", "removed": "-", "changed": "~"}
 
 
-def diff_view(a: Checkpoint, b: Checkpoint, changes: Sequence[Change], *, full: bool) -> None:
-    out = console()
-    out.print(_header(a, b))
+def diff_view(
+    a: CheckpointRecord, b: CheckpointRecord, changes: Sequence[Change], *, full: bool
+) -> RenderableType:
+    parts: list[RenderableType] = [_header(a, b)]
     relation = _relation(a, b)
     if relation:
-        out.print(Text(f"   {relation}", style="dim italic"))
+        parts.append(Text(f"   {relation}", style="dim italic"))
     shown = [c for c in changes if c.section not in IDENTITY_KEYS and c.section not in STORAGE_KEYS]
     if not shown:
-        out.print(Text("\nno differences", style="bold green"))
-        return
+        parts.append(Text("\nno differences", style="bold green"))
+        return Group(*parts)
     by_section: dict[str, list[Change]] = {}
     for change in shown:
         by_section.setdefault(change.section, []).append(change)
     order = [s for s in SECTION_ORDER if s in by_section]
     order += [s for s in by_section if s not in SECTION_ORDER]
     for section in order:
-        out.print()
-        out.print(_section_tree(section, by_section[section], full))
+        parts.append(Text(""))
+        parts.append(_section_tree(section, by_section[section], full))
     counts = {kind: sum(c.kind == kind for c in shown) for kind in KIND_STYLE}
     summary = Text(f"\n{len(shown)} change{'s' if len(shown) != 1 else ''}: ", style="bold")
     summary.append(", ".join(f"{n} {kind}" for kind, n in counts.items()))
-    out.print(summary)
+    parts.append(summary)
+    return Group(*parts)
 
 
-def _header(a: Checkpoint, b: Checkpoint) -> Text:
+def _meta(record: CheckpointRecord) -> dict[str, Any]:
+    metadata = record["metadata"]
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def _header(a: CheckpointRecord, b: CheckpointRecord) -> Text:
     text = Text()
-    for label, style, checkpoint in (("A", "bold red", a), ("B", "bold green", b)):
-        step = checkpoint.step
-        source = f" {checkpoint.source}" if checkpoint.source else ""
-        parts = [f"step {step if step is not None else '?'}{source}"]
-        parts.append(f"thread {checkpoint.thread_id}")
-        if checkpoint.checkpoint_ns:
-            parts.append(f"ns {checkpoint.checkpoint_ns}")
-        parts += [short_time(updated_at(checkpoint)), human_size(checkpoint.size)]
+    for label, style, record in (("A", "bold red", a), ("B", "bold green", b)):
+        step = _meta(record).get("step")
+        source = _meta(record).get("source")
+        source_text = f" {source}" if isinstance(source, str) else ""
+        parts = [f"step {step if step is not None else '?'}{source_text}"]
+        parts.append(f"thread {record['thread_id']}")
+        if record["checkpoint_ns"]:
+            parts.append(f"ns {record['checkpoint_ns']}")
+        parts += [short_time(record["ts"]), human_size(record["size"])]
         text.append(f"{label}  ", style=style)
-        text.append(checkpoint.checkpoint_id, style="yellow")
+        text.append(record["checkpoint_id"], style="yellow")
         text.append("  " + "  ".join(p for p in parts if p), style="dim")
         text.append("\n" if label == "A" else "")
     return text
 
 
-def _relation(a: Checkpoint, b: Checkpoint) -> str:
-    if a.key == b.key:
+def _relation(a: CheckpointRecord, b: CheckpointRecord) -> str:
+    same = (a["thread_id"], a["checkpoint_ns"]) == (b["thread_id"], b["checkpoint_ns"])
+    if same and a["checkpoint_id"] == b["checkpoint_id"]:
         return "the same checkpoint"
-    if a.thread_id == b.thread_id and a.checkpoint_ns == b.checkpoint_ns:
-        if b.parent_checkpoint_id == a.checkpoint_id:
+    if same:
+        if b["parent_checkpoint_id"] == a["checkpoint_id"]:
             return "B is A's child"
-        if a.parent_checkpoint_id == b.checkpoint_id:
+        if a["parent_checkpoint_id"] == b["checkpoint_id"]:
             return "B is A's parent"
-        if a.parent_checkpoint_id and a.parent_checkpoint_id == b.parent_checkpoint_id:
+        if a["parent_checkpoint_id"] and a["parent_checkpoint_id"] == b["parent_checkpoint_id"]:
             return "A and B are siblings (a fork)"
-    if a.thread_id == b.thread_id and b.metadata.get("parents", {}) == {
-        **a.metadata.get("parents", {}),
-        a.checkpoint_ns: a.checkpoint_id,
+    if a["thread_id"] == b["thread_id"] and _meta(b).get("parents", {}) == {
+        **_meta(a).get("parents", {}),
+        a["checkpoint_ns"]: a["checkpoint_id"],
     }:
         return "B is in a subgraph run from A"
     return ""

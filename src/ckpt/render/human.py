@@ -1,66 +1,48 @@
-"""Human views (tables, trees, conversations): the only module that imports Rich."""
+"""Human views (tables, trees, conversations) of ckpt's records: each view takes records
+(ckpt.records) and returns a Rich renderable; `Output.show` prints it. Nothing here
+computes status, `next` or tasks: the records carry them."""
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Iterable
 from typing import Any
 
 from rich import box
-from rich.console import Console, Group
+from rich.console import Group, RenderableType
 from rich.markup import escape
-from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ckpt.analysis import (
-    is_message,
-    task_labels,
-    why_next_unknown,
-)
+from ckpt.analysis import task_label
 from ckpt.decoders import TYPE_KEY, parse_version
-from ckpt.history import HistoryNode
-from ckpt.model import CONTROL_CHANNELS, INTERRUPT, NULL_TASK_ID, Checkpoint
-from ckpt.render.plain import brief, clean, cut, human_size, short_time
-from ckpt.render.records import dumps, updated_at
-from ckpt.selectors import short_id
-from ckpt.tasks import InterruptInfo, Task, is_internal
+from ckpt.messages import is_message
+from ckpt.model import CONTROL_CHANNELS, INTERRUPT, NULL_TASK_ID
+from ckpt.records import (
+    CheckpointRecord,
+    DeltaRecord,
+    HistoryNodeRecord,
+    InterruptRecord,
+    TaskRecord,
+    VersionMatrix,
+    WriteRecord,
+    dumps,
+)
+from ckpt.render.output import Output
+from ckpt.render.text import brief, cut, human_size, short_time
+from ckpt.selector import short_id
+from ckpt.tasks import is_internal
 
 ROLE_STYLE = {"human": "bold blue", "ai": "bold green", "tool": "bold magenta", "system": "bold"}
+_STATE_STYLE = {
+    "done": "green",
+    "failed": "bold red",
+    "interrupted": "bold yellow",
+    "to_run": "cyan",
+}
 
 
-class _Console(Console):
-    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
-        # Every piece of text that came from the store passes here: escape its control
-        # characters, keep the styles ckpt itself adds (render/plain.py `clean`).
-        return super()._render_buffer(
-            Segment(clean(text), style, None) if control is None else Segment(text, style, control)
-            for text, style, control in buffer
-        )
-
-    def on_broken_pipe(self) -> None:
-        # Rich would exit 1 by itself; hand the closed pipe to the CLI, which ends quietly
-        # with status 0 like `dump | head` does.
-        raise BrokenPipeError
-
-
-def console() -> Console:
-    """stdout: colour and boxes only on a terminal; Rich honours NO_COLOR itself."""
-    terminal = sys.stdout.isatty() or bool(os.environ.get("CKPT_FORCE_TTY"))
-    width = None if terminal else int(os.environ.get("COLUMNS") or 120)
-    return _Console(
-        force_terminal=terminal or None,
-        width=width,
-        highlight=False,
-        soft_wrap=False,
-        emoji=False,
-    )
-
-
-def _boxed() -> box.Box | None:
-    return box.SIMPLE_HEAD if console().is_terminal else None
+def _boxed(output: Output) -> box.Box | None:
+    return box.SIMPLE_HEAD if output.terminal else None
 
 
 # -- values ---------------------------------------------------------------------------------
@@ -120,7 +102,7 @@ def conversation(messages: list[Any], full: bool) -> Table:
     return table
 
 
-def value_view(value: Any, full: bool) -> Any:
+def value_view(value: Any, full: bool) -> RenderableType:
     if isinstance(value, list) and value and all(is_message(v) for v in value):
         return conversation(value, full)
     if is_message(value):
@@ -130,31 +112,75 @@ def value_view(value: Any, full: bool) -> Any:
     return Text(brief(value, full, 400))
 
 
-# -- threads ----------------------------------------------------------------------------------
+# -- tasks and their writes, from a checkpoint record ----------------------------------------
+
+
+def task_labels(record: CheckpointRecord) -> dict[str, str]:
+    """Each task id of the record's writes -> its label: the node, `node[i]` for the i-th
+    Send, else what its task path says (ckpt.analysis.task_label)."""
+    tasks = {t["id"]: t for t in record["tasks"] or [] if t["id"]}
+    labels: dict[str, str] = {}
+    for task in tasks.values():
+        index = task["send_index"]
+        labels[task["id"]] = f"{task['name']}[{index}]" if index is not None else task["name"]
+    for write in record["pending_writes"] or []:
+        if write["task_id"] not in labels:
+            labels[write["task_id"]] = task_label(
+                write["task_path"], write["task_id"], record["pending_sends"]
+            )
+    return labels
+
+
+def _written(record: CheckpointRecord, task_id: str) -> list[str]:
+    return [w["channel"] for w in record["pending_writes"] or [] if w["task_id"] == task_id]
+
+
+def _waiting(task: TaskRecord) -> list[InterruptRecord]:
+    return [] if task["finished"] else [i for i in task["interrupts"] if not i["answered"]]
 
 
 # -- history ----------------------------------------------------------------------------------
 
 
-def _node_label(checkpoint: Checkpoint, tasks: list[Task] | None) -> Text:
+def history_view(thread_id: str, chains: list[list[HistoryNodeRecord]]) -> Tree:
+    tree = Tree(Text(f"thread {thread_id}", style="bold"), guide_style="dim")
+    for chain in chains:
+        _add_chain(tree, chain)
+    return tree
+
+
+def _add_chain(parent: Tree, chain: list[HistoryNodeRecord]) -> None:
+    for node in chain:
+        branch = parent.add(_node_label(node["checkpoint"]))
+        for sub in node["subgraphs"]:
+            inner = branch.add(Text(f"subgraph {sub['checkpoint_ns']}", style="bold blue"))
+            _add_chain(inner, sub["chain"])
+        for fork in node["forks"]:
+            inner = branch.add(Text("fork", style="bold magenta"))
+            _add_chain(inner, fork)
+
+
+def _node_label(record: CheckpointRecord) -> Text:
     line = Text()
-    line.append(short_id(checkpoint.checkpoint_id), style="bold yellow")
-    step = checkpoint.step
+    line.append(short_id(record["checkpoint_id"]), style="bold yellow")
+    metadata = record["metadata"] if isinstance(record["metadata"], dict) else {}
+    step = metadata.get("step")
+    step = step if isinstance(step, int) and not isinstance(step, bool) else None
+    source = metadata.get("source")
     line.append(f"  step {step if step is not None else '?'}", style="bold")
-    if checkpoint.source:
-        line.append(f"  {checkpoint.source}", style="cyan")
-    elif step == -2 and not checkpoint.channel_versions:
+    if isinstance(source, str):
+        line.append(f"  {source}", style="cyan")
+    elif step == -2 and not record["channel_versions"]:
         # durability="exit" with DeltaChannels: a placeholder for the run's first writes.
         line.append("  exit-mode stub", style="cyan")
-    when = updated_at(checkpoint)
-    if when:
-        line.append(f"  {short_time(when)[11:]}", style="dim")
-    updated = _state_channels(checkpoint.updated_channels or [])
+    if record["ts"]:
+        line.append(f"  {short_time(record['ts'])[11:]}", style="dim")
+    updated = _state_channels(record["updated_channels"] or [])
     if updated:
         line.append("  updated: " + ", ".join(updated), style="green")
-    if checkpoint.unread_body is not None:
-        line.append("  " + brief(checkpoint.unread_body, limit=60), style="red")
-    writes = _writes_brief(checkpoint, tasks)
+    if "checkpoint" in record:
+        line.append("  " + brief(record["checkpoint"], limit=60), style="red")
+    writes = _writes_brief(record)
     if writes:
         line.append("  ran: ", style="dim")
         line.append_text(writes)
@@ -174,32 +200,33 @@ def _channel_list(channels: list[str]) -> str:
     return ", ".join(c if n == 1 else f"{c} ×{n}" for c, n in counts.items())
 
 
-def _writes_brief(checkpoint: Checkpoint, tasks: list[Task] | None) -> Text:
+def _writes_brief(record: CheckpointRecord) -> Text:
     """What ran after this checkpoint: each task that wrote, with how it ended."""
     text = Text()
-    writes = checkpoint.pending_writes or []
-    labels = task_labels(checkpoint, tasks)
+    writes = record["pending_writes"] or []
+    labels = task_labels(record)
     parts: list[Text] = []
-    known = {t.id for t in tasks or []}
-    for task in tasks or []:
-        if not task.channels:
+    known = {t["id"] for t in record["tasks"] or []}
+    for task in record["tasks"] or []:
+        channels = _written(record, task["id"])
+        if not channels:
             continue  # due, but nothing ran yet
-        parts.append(_task_brief(labels.get(task.id, task.name), task))
+        parts.append(_task_brief(labels.get(task["id"], task["name"]), task, channels))
     others: dict[str, list[str]] = {}  # writes of tasks not due here, by label
     for write in writes:
-        if write.task_id != NULL_TASK_ID and write.task_id not in known:
-            label = labels.get(write.task_id, write.task_id[:8])
-            others.setdefault(label, []).append(write.channel)
+        if write["task_id"] != NULL_TASK_ID and write["task_id"] not in known:
+            label = labels.get(write["task_id"], write["task_id"][:8])
+            others.setdefault(label, []).append(write["channel"])
     for label, channels in others.items():
         state = _state_channels([c for c in channels if c not in CONTROL_CHANNELS])
         if state or "__error__" not in channels:
             line = f"{label} → {_channel_list(sorted(set(state), key=state.index))}"
             parts.append(Text(line.rstrip(" →"), style="magenta"))
-    null_writes = [w for w in writes if w.task_id == NULL_TASK_ID]
+    null_writes = [w for w in writes if w["task_id"] == NULL_TASK_ID]
     if null_writes:
         # Writes of no task: an input Command (resume, update, goto) or update_state.
-        state = _state_channels([w.channel for w in null_writes])
-        resumes = [w.value for w in null_writes if w.channel == "__resume__"]
+        state = _state_channels([w["channel"] for w in null_writes])
+        resumes = [w["value"] for w in null_writes if w["channel"] == "__resume__"]
         if state:
             parts.append(Text("input → " + _channel_list(state), style="magenta"))
         if resumes:
@@ -211,59 +238,35 @@ def _writes_brief(checkpoint: Checkpoint, tasks: list[Task] | None) -> Text:
     return text
 
 
-def _task_brief(name: str, task: Task) -> Text:
-    if task.state == "failed":
-        return Text(f"✗ {name}: {brief(task.error, limit=60)}", style="bold red")
-    if task.pending_interrupts:
-        first = task.pending_interrupts[0]
-        return Text(f"⏸ {name}: {brief(first.value, limit=50)}", style="bold yellow")
-    channels = _state_channels([c for c in task.channels if c not in CONTROL_CHANNELS])
-    channels += ["Send"] * task.channels.count("__pregel_tasks")  # the packets it sent
+def _task_brief(name: str, task: TaskRecord, written: list[str]) -> Text:
+    if task["state"] == "failed":
+        return Text(f"✗ {name}: {brief(task['error'], limit=60)}", style="bold red")
+    waiting = _waiting(task)
+    if waiting:
+        return Text(f"⏸ {name}: {brief(waiting[0]['value'], limit=50)}", style="bold yellow")
+    channels = _state_channels([c for c in written if c not in CONTROL_CHANNELS])
+    channels += ["Send"] * written.count("__pregel_tasks")  # the packets it sent
     line = Text()
-    if task.interrupts:
+    if task["interrupts"]:
         line.append("⏸ ", style="yellow")
     line.append(name, style="magenta")
     if channels:
         line.append(f" → {_channel_list(channels)}", style="magenta")
-    if task.interrupts:
-        answers = [brief(i.answer, limit=40) for i in task.interrupts if i.has_answer]
+    if task["interrupts"]:
+        answers = [brief(i["answer"], limit=40) for i in task["interrupts"] if "answer" in i]
         line.append(
             " (answered" + (f": {', '.join(answers)}" if answers else "") + ")", style="yellow"
         )
-    if task.error is not None:
+    if task["error"] is not None:
         line.append(" (retried after error)", style="magenta")
     return line
-
-
-def _interrupt_value(interrupt: Any) -> Any:
-    if isinstance(interrupt, dict) and "value" in interrupt:
-        return interrupt["value"]
-    return interrupt
-
-
-def history_tree(thread_id: str, chains: list[list[HistoryNode]]) -> None:
-    tree = Tree(Text(f"thread {thread_id}", style="bold"), guide_style="dim")
-    for chain in chains:
-        _add_chain(tree, chain)
-    console().print(tree)
-
-
-def _add_chain(parent: Tree, chain: list[HistoryNode]) -> None:
-    for node in chain:
-        branch = parent.add(_node_label(node.checkpoint, node.tasks))
-        for ns, sub_chain in node.subgraphs:
-            sub = branch.add(Text(f"subgraph {ns}", style="bold blue"))
-            _add_chain(sub, sub_chain)
-        for fork in node.forks:
-            sub = branch.add(Text("fork", style="bold magenta"))
-            _add_chain(sub, fork)
 
 
 # -- versions ---------------------------------------------------------------------------------
 
 
-def versions_table(matrix: dict[str, Any]) -> None:
-    table = Table(box=_boxed(), header_style="bold", pad_edge=False)
+def versions_view(matrix: VersionMatrix, output: Output) -> RenderableType:
+    table = Table(box=_boxed(output), header_style="bold", pad_edge=False)
     table.add_column("CHANNEL", no_wrap=True)
     for column in matrix["checkpoints"]:
         step = column["step"]
@@ -284,99 +287,112 @@ def versions_table(matrix: dict[str, Any]) -> None:
     earlier = matrix.get("earlier_checkpoints", 0)
     if earlier:
         title += f"  (newest {len(matrix['checkpoints'])}; {earlier} earlier: --last N)"
-    console().print(Text(title, style="bold"))
-    console().print(table)
     shared = any(c and c.get("shared_blob") for r in matrix["channels"] for c in r["versions"])
     legend = "number = the new version, and the task whose write moved it; · = unchanged"
     if shared:
         legend += "; = = unchanged, and the checkpoint reuses the same stored blob"
-    console().print(Text(legend, style="dim"))
+    return Group(Text(title, style="bold"), table, Text(legend, style="dim"))
 
 
 # -- show ---------------------------------------------------------------------------------------
 
 
-def show_checkpoint(
-    checkpoint: Checkpoint,
+def checkpoint_view(
+    record: CheckpointRecord,
+    output: Output,
     *,
     values: bool,
     writes_only: bool,
     full: bool,
-    tasks: list[Task] | None = None,
     latest: bool = False,
-) -> None:
-    out = console()
+) -> RenderableType:
+    """`ckpt show`: the header, metadata, versions, Sends, pending writes and values."""
+    parts: list[RenderableType] = []
     header = Table(box=None, show_header=False, pad_edge=False)
     header.add_column(style="bold")
     header.add_column(overflow="fold")
-    header.add_row("thread", checkpoint.thread_id)
-    header.add_row("namespace", checkpoint.checkpoint_ns or "(root)")
-    header.add_row("checkpoint", checkpoint.checkpoint_id)
-    header.add_row("parent", checkpoint.parent_checkpoint_id or "(none)")
-    header.add_row("step", f"{checkpoint.step}  {checkpoint.source or ''}".strip())
-    header.add_row("time", updated_at(checkpoint) or "")
-    if checkpoint.v is not None:
-        header.add_row("format", f"v{checkpoint.v}, {human_size(checkpoint.size)}")
-    if checkpoint.unread_body is not None:
-        header.add_row("body", Text(brief(checkpoint.unread_body, full), style="red"))
-    unknown = why_next_unknown(checkpoint)
-    if unknown:
-        header.add_row("next", Text(f"(unknown: {unknown})", style="dim"))
+    metadata = record["metadata"] if isinstance(record["metadata"], dict) else {}
+    step, source = metadata.get("step"), metadata.get("source")
+    header.add_row("thread", record["thread_id"])
+    header.add_row("namespace", record["checkpoint_ns"] or "(root)")
+    header.add_row("checkpoint", record["checkpoint_id"])
+    header.add_row("parent", record["parent_checkpoint_id"] or "(none)")
+    header.add_row("step", f"{step}  {source if isinstance(source, str) else ''}".strip())
+    header.add_row("time", record["ts"] or "")
+    if record["v"] is not None:
+        header.add_row("format", f"v{record['v']}, {human_size(record['size'])}")
+    if "checkpoint" in record:
+        header.add_row("body", Text(brief(record["checkpoint"], full), style="red"))
+    if record["tasks"] is None:
+        header.add_row("next", Text(f"(unknown: {record.get('next_unknown')})", style="dim"))
     else:
-        header.add_row("next", _next_text(tasks or [], latest=latest))
-    if checkpoint.updated_channels is not None:
-        header.add_row("updated", ", ".join(checkpoint.updated_channels))
-    out.print(header)
+        header.add_row("next", _next_text(record["tasks"], latest=latest))
+    if record["updated_channels"] is not None:
+        header.add_row("updated", ", ".join(record["updated_channels"]))
+    parts.append(header)
     if not writes_only:
-        out.print(Text("\nmetadata", style="bold underline"))
-        out.print(_kv_table(checkpoint.metadata, full))
-        out.print(Text("\nchannel versions", style="bold underline"))
-        out.print(_versions_table(checkpoint))
-        if checkpoint.pending_sends:
-            out.print(Text("\npending sends", style="bold underline"))
-            for send in checkpoint.pending_sends:
-                out.print(Text(brief(send, full)))
-    out.print(Text("\npending writes", style="bold underline"))
-    out.print(_writes_view(checkpoint, tasks, full))
+        parts.append(Text("\nmetadata", style="bold underline"))
+        parts.append(_kv_table(metadata, full))
+        parts.append(Text("\nchannel versions", style="bold underline"))
+        parts.append(_versions_table(record, output))
+        if record["pending_sends"]:
+            parts.append(Text("\npending sends", style="bold underline"))
+            parts.extend(Text(brief(send, full)) for send in record["pending_sends"])
+    parts.append(Text("\npending writes", style="bold underline"))
+    parts.append(_writes_view(record, full))
     if values and not writes_only:
-        out.print(Text("\nchannel values", style="bold underline"))
-        if checkpoint.unread_body is not None:
-            out.print(Text(f"(unknown: {why_next_unknown(checkpoint)})", style="dim"))
-        elif checkpoint.channel_values is None:
-            out.print(Text("(this store keeps no channel values)", style="dim"))
-        elif not checkpoint.values and not checkpoint.deltas:
-            out.print(Text("(none)", style="dim"))
-        for name, value in (checkpoint.values or {}).items():
-            heading = Text(name, style="bold cyan")
-            if isinstance(value, dict) and value.get("__ckpt__") == "delta_snapshot":
-                heading.append("  (delta channel snapshot)", style="dim")
-                value = value.get("value")
-            out.print(heading)
-            out.print(value_view(value, full))
-        for name, delta in checkpoint.deltas.items():
-            out.print(_delta_heading(name, delta))
-            if delta.rebuilt:
-                out.print(value_view(delta.value, full))
-            else:
-                for write in delta.writes:
-                    line = Text(f"  + {short_id(write.checkpoint_id)} ", style="dim")
-                    line.append(brief(write.value, full))
-                    out.print(line)
+        parts.append(Text("\nchannel values", style="bold underline"))
+        parts.extend(_values_view(record, full))
+    return Group(*parts)
 
 
-def _delta_heading(name: str, delta: Any) -> Text:
+def _values_view(record: CheckpointRecord, full: bool) -> list[RenderableType]:
+    parts: list[RenderableType] = []
+    stored = record.get("channel_values")
+    deltas = record.get("delta_channels") or {}
+    if "checkpoint" in record:
+        parts.append(Text(f"(unknown: {record.get('next_unknown')})", style="dim"))
+    elif stored is None:
+        parts.append(Text("(this store keeps no channel values)", style="dim"))
+    elif not stored and not deltas:
+        parts.append(Text("(none)", style="dim"))
+    for name, value in (stored or {}).items():
+        heading = Text(name, style="bold cyan")
+        if isinstance(value, dict) and value.get("__ckpt__") == "delta_snapshot":
+            heading.append("  (delta channel snapshot)", style="dim")
+            value = value.get("value")
+        parts.append(heading)
+        parts.append(value_view(value, full))
+    for name, delta in deltas.items():
+        parts.append(_delta_heading(name, delta))
+        if "value" in delta:
+            parts.append(value_view(delta["value"], full))
+        else:
+            for write in delta["writes"]:
+                line = Text(f"  + {short_id(write['checkpoint_id'])} ", style="dim")
+                line.append(brief(write["value"], full))
+                parts.append(line)
+    return parts
+
+
+def _delta_heading(name: str, delta: DeltaRecord) -> Text:
     """Where a DeltaChannel's value comes from: the snapshot and the writes since."""
-    seed = short_id(delta.seed_checkpoint_id) if delta.seed_checkpoint_id else "empty"
-    count = len(delta.writes)
+    seed_id = delta["snapshot_checkpoint_id"]
+    seed = short_id(seed_id) if seed_id else "empty"
+    count = len(delta["writes"])
     writes = f"{count} write{'s' if count != 1 else ''}"
     heading = Text(name, style="bold cyan")
-    if not delta.complete:
+    if not delta["complete"]:
         heading.append(
             f"  (delta channel: the ancestors back to a snapshot are missing; {writes} found)",
             style="yellow",
         )
-    elif delta.rebuilt:
-        how = "LangGraph's message reducer" if delta.reducer == "messages" else "list concatenation"
+    elif "value" in delta:
+        how = (
+            "LangGraph's message reducer"
+            if delta["reducer"] == "messages"
+            else "list concatenation"
+        )
         heading.append(
             f"  (delta channel: rebuilt from the snapshot at {seed} + {writes}, by {how})",
             style="dim",
@@ -390,16 +406,19 @@ def _delta_heading(name: str, delta: Any) -> Text:
     return heading
 
 
-def _interrupt_line(interrupt: Any, info: InterruptInfo | None, full: bool) -> Text:
-    answered = info is not None and info.answered
+def _interrupt_line(interrupt: Any, info: InterruptRecord | None, full: bool) -> Text:
+    answered = info is not None and info["answered"]
     line = Text("    answered: " if answered else "    waiting on: ", style="yellow")
-    line.append(brief(_interrupt_value(interrupt), full), style="yellow")
-    if info is not None and info.has_answer:
-        line.append(f"  → {brief(info.answer, full)}", style="green")
-    if info is not None and info.id:
-        line.append(f"  id={info.id}", style="dim")
-    if info is not None and info.response_schema is not None:
-        line.append(f"\n      expects: {brief(info.response_schema, full)}", style="dim")
+    value = (
+        interrupt["value"] if isinstance(interrupt, dict) and "value" in interrupt else interrupt
+    )
+    line.append(brief(value, full), style="yellow")
+    if info is not None and "answer" in info:
+        line.append(f"  → {brief(info['answer'], full)}", style="green")
+    if info is not None and info["id"]:
+        line.append(f"  id={info['id']}", style="dim")
+    if info is not None and info["response_schema"] is not None:
+        line.append(f"\n      expects: {brief(info['response_schema'], full)}", style="dim")
     return line
 
 
@@ -412,15 +431,15 @@ def _kv_table(mapping: dict[str, Any], full: bool) -> Table:
     return table
 
 
-def _versions_table(checkpoint: Checkpoint) -> Table:
-    table = Table(box=_boxed(), header_style="bold", pad_edge=False)
+def _versions_table(record: CheckpointRecord, output: Output) -> Table:
+    table = Table(box=_boxed(output), header_style="bold", pad_edge=False)
     table.add_column("CHANNEL", no_wrap=True)
     table.add_column("VERSION", justify="right")
     table.add_column("SEEN BY", overflow="fold")
-    for channel, version in checkpoint.channel_versions.items():
+    for channel, version in record["channel_versions"].items():
         seen_by = [
             f"{node}@{parse_version(seen[channel])}"
-            for node, seen in checkpoint.versions_seen.items()
+            for node, seen in record["versions_seen"].items()
             if isinstance(seen, dict) and channel in seen
         ]
         counter = parse_version(version)
@@ -428,15 +447,7 @@ def _versions_table(checkpoint: Checkpoint) -> Table:
     return table
 
 
-_STATE_STYLE = {
-    "done": "green",
-    "failed": "bold red",
-    "interrupted": "bold yellow",
-    "to run": "cyan",
-}
-
-
-def _next_text(tasks: list[Task], *, latest: bool) -> Text:
+def _next_text(tasks: list[TaskRecord], *, latest: bool) -> Text:
     """The tasks due at the checkpoint with how each ended; on the latest checkpoint, also
     what is still to run (LangGraph's `get_state().next`)."""
     if not tasks:
@@ -445,55 +456,62 @@ def _next_text(tasks: list[Task], *, latest: bool) -> Text:
     for i, task in enumerate(tasks):
         if i:
             text.append(", ")
-        label = f"{task.name}[{task.send_index}]" if task.send_index is not None else task.name
-        text.append(label)
-        text.append(f" ({task.state})", style=_STATE_STYLE.get(task.state, "dim"))
+        index = task["send_index"]
+        text.append(f"{task['name']}[{index}]" if index is not None else task["name"])
+        state = task["state"]
+        text.append(f" ({state.replace('_', ' ')})", style=_STATE_STYLE.get(state, "dim"))
     if latest:
-        left = [t for t in tasks if not t.finished]
+        left = [t for t in tasks if not t["finished"]]
         text.append("\nstill to run: ", style="bold")
-        text.append(", ".join(t.name for t in left) if left else "nothing")
+        text.append(", ".join(t["name"] for t in left) if left else "nothing")
     return text
 
 
-def _writes_view(checkpoint: Checkpoint, tasks: list[Task] | None, full: bool) -> Any:
-    writes = checkpoint.pending_writes
-    labels = task_labels(checkpoint, tasks)
-    by_id = {t.id: t for t in tasks or []}
+def _writes_view(record: CheckpointRecord, full: bool) -> RenderableType:
+    writes = record["pending_writes"]
     if writes is None:
         return Text("(this store keeps no writes)", style="dim")
     if not writes:
         return Text("(none)", style="dim")
-    parts: list[Any] = []
+    labels = task_labels(record)
+    by_id = {t["id"]: t for t in record["tasks"] or []}
+    parts: list[RenderableType] = []
     current: str | None = None
     for write in writes:
-        if write.task_id != current:
-            current = write.task_id
-            if write.task_id == NULL_TASK_ID:
-                parts.append(Text("input / update_state (no task)", style="bold"))
-            else:
-                name = labels.get(write.task_id) or write.task_id[:8]
-                path = f"  {write.task_path}" if write.task_path else ""
-                heading = Text(f"task {name}", style="bold")
-                heading.append(f"  {write.task_id}{path}", style="dim")
-                parts.append(heading)
-        style = {"__error__": "bold red", "__interrupt__": "bold yellow"}.get(write.channel, "")
-        line = Text(f"  {write.channel}", style=style or "cyan")
-        line.append(f" [{write.idx}]", style="dim")
-        if write.channel == INTERRUPT and isinstance(write.value, list):
-            task = by_id.get(write.task_id)
-            infos = task.interrupts if task is not None else []
-            parts.append(line)
-            for i, interrupt in enumerate(write.value):
-                parts.append(_interrupt_line(interrupt, infos[i] if i < len(infos) else None, full))
-            continue
-        if is_message(write.value) or (
-            isinstance(write.value, list)
-            and write.value
-            and all(is_message(v) for v in write.value)
-        ):
-            parts.append(line)
-            parts.append(value_view(write.value, full))
-            continue
-        line.append(" " + brief(write.value, full), style=style)
-        parts.append(line)
+        if write["task_id"] != current:
+            current = write["task_id"]
+            parts.append(_task_heading(write, labels))
+        parts.extend(_write_lines(write, by_id.get(write["task_id"]), full))
     return Group(*parts)
+
+
+def _task_heading(write: WriteRecord, labels: dict[str, str]) -> Text:
+    if write["task_id"] == NULL_TASK_ID:
+        return Text("input / update_state (no task)", style="bold")
+    name = labels.get(write["task_id"]) or write["task_id"][:8]
+    path = f"  {write['task_path']}" if write["task_path"] else ""
+    heading = Text(f"task {name}", style="bold")
+    heading.append(f"  {write['task_id']}{path}", style="dim")
+    return heading
+
+
+def _write_lines(write: WriteRecord, task: TaskRecord | None, full: bool) -> list[RenderableType]:
+    channel, value = write["channel"], write["value"]
+    style = {"__error__": "bold red", "__interrupt__": "bold yellow"}.get(channel, "")
+    line = Text(f"  {channel}", style=style or "cyan")
+    line.append(f" [{write['idx']}]", style="dim")
+    if channel == INTERRUPT and isinstance(value, list):
+        infos = task["interrupts"] if task is not None else []
+        return [
+            line,
+            *(
+                _interrupt_line(interrupt, infos[i] if i < len(infos) else None, full)
+                for i, interrupt in enumerate(value)
+            ),
+        ]
+    if is_message(value) or (
+        isinstance(value, list) and value and all(is_message(v) for v in value)
+    ):
+        return [line, value_view(value, full)]
+    line.append(" " + brief(value, full), style=style)
+    return [line]

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import ClassVar
 
-from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, ThreadInfo
+from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, ThreadSummary
 
 
 class Store(ABC):
@@ -30,7 +30,7 @@ class Store(ABC):
 
     # -- listing ---------------------------------------------------------------------------
     @abstractmethod
-    def threads(self) -> Iterator[ThreadInfo]:
+    def threads(self) -> Iterator[ThreadSummary]:
         """Every thread, from aggregates plus its latest root checkpoint (no channel values)."""
 
     @abstractmethod
@@ -47,7 +47,7 @@ class Store(ABC):
     # -- finding ---------------------------------------------------------------------------
     @abstractmethod
     def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
-        """Keys whose checkpoint_id starts or ends with `fragment` (at most 50).
+        """Keys whose checkpoint_id starts or ends with `fragment` (at most FIND_LIMIT).
 
         Tables print the last 8 characters of an id (its random part) as the short id,
         and users paste prefixes of full ids: both must resolve.

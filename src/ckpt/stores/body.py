@@ -25,7 +25,7 @@ from ckpt.model import (
     PendingWrite,
 )
 
-# Body keys we lift into Checkpoint fields; anything else goes to `extra` (FORMAT 3.1).
+# Body keys we lift into Checkpoint fields; anything else goes to `extra` (format.md §3.1).
 _KNOWN_BODY_KEYS = BODY_KEYS
 
 
@@ -35,7 +35,7 @@ def decode_value(
     """Decode one stored value; untyped legacy rows are JSON, or a pickle we never load."""
     if tag is None and legacy_untyped:
         # langgraph 0.1.x stored untyped JSON, or a pickle when the bytes look like one
-        # (JsonPlusSerializerCompat, FORMAT 4.1).
+        # (JsonPlusSerializerCompat, format.md §4.1).
         data = payload or b""
         tag = "pickle" if data.startswith(b"\x80") and data.endswith(b".") else "json"
     if tag is None and not payload:
@@ -46,8 +46,8 @@ def decode_value(
         return undecodable_record(payload, str(exc), tag=tag)
 
 
-def decode_metadata(payload: bytes, *, location: str) -> dict[str, Any]:
-    """SQLite metadata is UTF-8 JSON (with lc envelopes in stores before 2.0.12, FORMAT 3.2)."""
+def decode_metadata(payload: bytes) -> dict[str, Any]:
+    """SQLite metadata is UTF-8 JSON (with lc envelopes in stores before 2.0.12, format.md §3.2)."""
     if not payload:
         return {}
     try:
@@ -58,7 +58,7 @@ def decode_metadata(payload: bytes, *, location: str) -> dict[str, Any]:
 
 
 def sort_writes(writes: Iterable[PendingWrite]) -> list[PendingWrite]:
-    """LangGraph's own order: writes_sort_key = (task_path, task_id, idx) (FORMAT 3.7)."""
+    """LangGraph's own order: writes_sort_key = (task_path, task_id, idx) (format.md §3.7)."""
     return sorted(writes, key=lambda w: (w.task_path, w.task_id, w.idx))
 
 
@@ -140,8 +140,8 @@ def checkpoint_from_dict(
     bodies, Postgres JSONB), with `channel_values` from the store when it keeps them apart.
 
     `keeps_order`: the body keeps LangGraph's channel order (SQLite). `js_if_int_versions`:
-    in this store plain integer versions mean LangGraph.js wrote it (FORMAT 3.4, 11).
-    `values_kept`: False for a store that keeps no channel values (FORMAT 7.2).
+    in this store plain integer versions mean LangGraph.js wrote it (format.md §3.4, 11).
+    `values_kept`: False for a store that keeps no channel values (format.md §7.2).
     """
     common: dict[str, Any] = {
         "thread_id": key.thread_id,

@@ -1,26 +1,15 @@
-"""Read PostgresSaver and ShallowPostgresSaver stores over a read-only connection (FORMAT 5, 6)."""
+"""Read PostgresSaver and ShallowPostgresSaver stores, read-only (format.md §5, 6)."""
 
 from __future__ import annotations
 
 import itertools
 import json
-import math
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from ckpt.decoders import decode_json_text
-from ckpt.errors import (
-    CkptError,
-    DecodeError,
-    MissingDependency,
-    NotACheckpointStore,
-    NotFound,
-    StoreUnreadable,
-)
+from ckpt.errors import DecodeError, NotACheckpointStore, NotFound, StoreUnreadable
 from ckpt.model import (
     TASKS,
     BlobRef,
@@ -28,22 +17,18 @@ from ckpt.model import (
     CheckpointKey,
     DumpQuery,
     PendingWrite,
-    ThreadInfo,
+    ThreadSummary,
 )
 from ckpt.stores.base import Store
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
+from ckpt.stores.pg_session import NEEDED, PgSession
+from ckpt.vocabulary import FIND_LIMIT
 
 if TYPE_CHECKING:
-    from psycopg import Connection
     from psycopg.sql import SQL, Composable, Composed
 
     Query = SQL | Composed
 
-DEFAULT_TIMEOUT = 5.0  # seconds; the CLI passes --timeout (same default)
-# A dump holds one read-only transaction open while the reader consumes it; a reader that
-# stalls longer than this (a pager left open) is cut off rather than pinning old row versions
-# and an AccessShareLock on a production server.
-IDLE_IN_TRANSACTION_MS = 60_000
 BATCH = 100  # checkpoints per set-based blobs/writes fetch while streaming a dump
 THREADS_PER_BATCH = 500  # latest checkpoints hydrated per round of `threads`
 KEYS_PER_QUERY = 5000  # blob or write keys sent in one statement (bounded statement time)
@@ -53,7 +38,6 @@ KEYS_PER_QUERY = 5000  # blob or write keys sent in one statement (bounded state
 # 65 MB RSS with 4 MB, 100 MB with 16 MB, 250 MB with whole batches; same speed.
 PAYLOAD_BYTES = 4 * 1024 * 1024
 TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
-NEEDED = "ckpt needs SELECT on checkpoints, checkpoint_blobs and checkpoint_writes"
 
 T = TypeVar("T")
 
@@ -99,7 +83,7 @@ WriteKey = tuple[str, str, str]
 
 class PostgresStore(Store):
     """A PostgresSaver database (current, or v1 rows from checkpoint-postgres 2.x) or a
-    ShallowPostgresSaver one, told apart by their columns (FORMAT 6, 8.16).
+    ShallowPostgresSaver one, told apart by their columns (format.md §6, 8.16).
 
     Every statement runs in a read-only transaction under a statement timeout, so a slow
     query can neither change nor hold up a production server. Aggregates and the latest
@@ -117,104 +101,27 @@ class PostgresStore(Store):
         schema: str | None = None,
         timeout: float | None = None,
     ) -> None:
-        self._pg = _import_psycopg()
-        self._secrets = _secrets_of(spec)
-        super().__init__(redact_url(spec), aes_key=aes_key)
+        session = PgSession(spec, timeout=timeout)
+        super().__init__(session.location, aes_key=aes_key)
+        self._session = session
+        self._pg = session.pg
+        self.conn = session.conn
         self.schema = schema
         self._cursor_ids = itertools.count(1)  # named cursors: several dumps may be open
-        self.timeout = timeout if timeout is not None and timeout > 0 else DEFAULT_TIMEOUT
-        self.conn = self._connect(spec)
         try:
-            self.location = self._effective_location(spec)
             self._detect_schema()
         except BaseException:
             self.conn.close()
             raise
 
-    # -- connecting ------------------------------------------------------------------------
-    def _connect(self, spec: str) -> Connection[Any]:
-        pg = self._pg
-        try:
-            params = pg.conninfo.conninfo_to_dict(spec)
-        except pg.Error as exc:
-            raise StoreUnreadable(
-                f"{self.location}: not a valid URL ({self._clean(exc)})"
-            ) from None
-        statement_ms = max(1, round(self.timeout * 1000))
-        # Read-only and time-limited from the first statement on, whatever the role's
-        # defaults; appended after any options the user gave, so ours win.
-        ours = (
-            f"-c default_transaction_read_only=on -c statement_timeout={statement_ms} "
-            f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
-        )
-        theirs = params.get("options") or os.environ.get("PGOPTIONS", "")
-        extra: dict[str, Any] = {"options": f"{theirs} {ours}".strip()}
-        if "connect_timeout" not in params and "PGCONNECT_TIMEOUT" not in os.environ:
-            extra["connect_timeout"] = max(2, math.ceil(self.timeout))
-        if "application_name" not in params and "PGAPPNAME" not in os.environ:
-            extra["application_name"] = "ckpt"
-        try:
-            conn: Connection[Any] = pg.connect(spec, autocommit=True, **extra)
-        except pg.Error as exc:
-            raise StoreUnreadable(f"{self.location}: cannot connect: {self._clean(exc)}") from None
-        # Only explicit transaction blocks (the dump's) use these; each other statement is
-        # its own transaction, read-only through default_transaction_read_only.
-        conn.read_only = True
-        conn.isolation_level = pg.IsolationLevel.REPEATABLE_READ
-        return conn
-
-    def _effective_location(self, spec: str) -> str:
-        """The URL as typed, without its password; for a bare `postgresql://` (PG* variables)
-        or a key=value DSN, the URL of what libpq connected to."""
-        if "://" in spec and urlsplit(spec).netloc:
-            return self.location
-        info = self.conn.info
-        host = info.host or ""
-        user = quote(info.user or "", safe="")
-        dbname = quote(info.dbname or "", safe="")
-        if ":" in host:  # IPv6
-            host = f"[{host}]"
-        elif "/" in host:  # a Unix socket folder
-            host = quote(host, safe="")
-        return f"postgresql://{user}@{host}:{info.port}/{dbname}"
-
-    def _clean(self, exc: BaseException) -> str:
-        """A psycopg error as one line, with any password in it blanked out."""
-        text = str(exc)
-        if text.startswith("connection failed: "):
-            text = text[len("connection failed: ") :]
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return " ".join(text.split()) or type(exc).__name__
-
-    def _translate(self, exc: BaseException) -> CkptError:
-        errors = self._pg.errors
-        text = self._clean(exc)
-        if isinstance(exc, errors.QueryCanceled):
-            return StoreUnreadable(
-                f"{self.location}: a query ran into the {self.timeout:g} s statement timeout "
-                f"({text}); allow more with --timeout"
-            )
-        if isinstance(exc, errors.InsufficientPrivilege):
-            return StoreUnreadable(f"{self.location}: {text} ({NEEDED})")
-        if isinstance(exc, errors.UndefinedTable | errors.UndefinedColumn):
-            return NotACheckpointStore(
-                f"{self.location}: not a LangGraph checkpoint store ({text})"
-            )
-        if isinstance(exc, errors.IdleInTransactionSessionTimeout):
-            return StoreUnreadable(
-                f"{self.location}: the server closed the read-only transaction after "
-                f"{IDLE_IN_TRANSACTION_MS // 1000} s without a read ({text})"
-            )
-        return StoreUnreadable(f"{self.location}: {text}")
-
+    # -- statements ------------------------------------------------------------------------
     def _rows(self, query: Query, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
             with self.conn.cursor(binary=True) as cur:
                 cur.execute(query, params)
                 return cur.fetchall()
         except self._pg.Error as exc:
-            raise self._translate(exc) from None
+            raise self._session.translate(exc) from None
 
     def _sql(self, template: str, **parts: Composable) -> Composed:
         """Compose a statement with the (schema-qualified) table names and id expressions."""
@@ -264,7 +171,7 @@ class PostgresStore(Store):
             self.shallow = False
         elif {"thread_id", "checkpoint_ns", "checkpoint"} <= set(columns):
             # ShallowPostgresSaver: same table names, one row per (thread, ns), the id only
-            # inside the JSONB and blobs keyed by channel alone (FORMAT 6).
+            # inside the JSONB and blobs keyed by channel alone (format.md §6).
             self.shallow = True
             self.notices.append(
                 "ShallowPostgresSaver store: it keeps only the latest checkpoint of each "
@@ -339,7 +246,7 @@ class PostgresStore(Store):
         )
 
     # -- listing ---------------------------------------------------------------------------
-    def threads(self) -> Iterator[ThreadInfo]:
+    def threads(self) -> Iterator[ThreadSummary]:
         # One statement for every thread's aggregates (a consistent snapshot), then the
         # latest root checkpoints hydrated a batch at a time. Grouping by (thread, ns) first
         # lets the server hash-aggregate narrow rows; one array_agg(DISTINCT ...) over the
@@ -380,7 +287,7 @@ class PostgresStore(Store):
                 )
             }
             for thread_id, count, namespaces, size, _, writes, writes_size, blobs_size in chunk:
-                yield ThreadInfo(
+                yield ThreadSummary(
                     thread_id=thread_id,
                     namespaces=sorted(namespaces or [""]),
                     checkpoints=int(count),
@@ -432,7 +339,7 @@ class PostgresStore(Store):
         if thread_id is not None:
             query += " AND c.thread_id = %s"
             params.append(thread_id)
-        rows = self._rows(self._sql(query + " LIMIT 50"), params)
+        rows = self._rows(self._sql(f"{query} LIMIT {FIND_LIMIT}"), params)
         return [CheckpointKey(*row) for row in sorted(rows)]
 
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
@@ -532,7 +439,7 @@ class PostgresStore(Store):
                 while batch := cur.fetchmany(BATCH):
                     yield from self._hydrate([_Row(*row) for row in batch], values=values)
         except pg.Error as exc:
-            raise self._translate(exc) from None
+            raise self._session.translate(exc) from None
 
     # -- assembling ------------------------------------------------------------------------
     def _hydrate(
@@ -592,7 +499,7 @@ class PostgresStore(Store):
             statement = select + self._sql("FROM {bl} b WHERE b.thread_id = %s")
             collect(self._rows(statement, (TASKS, thread_id)))
             return found
-        # A blob is shared by every checkpoint still at its version (FORMAT 5.2): ask once.
+        # A blob is shared by every checkpoint still at its version (format.md §5.2): ask once.
         keys = {key for row in rows for _, key in self._row_blob_keys(row)}
         for chunk in _batched(sorted(keys), KEYS_PER_QUERY):
             collect(self._rows(select + self._blob_join(), (TASKS, *self._key_columns(chunk))))
@@ -660,7 +567,7 @@ class PostgresStore(Store):
         self, rows: Sequence[_Row], *, thread_id: str | None
     ) -> dict[WriteKey, list[_RawWrite]] | None:
         """Pending writes of `rows`, plus the `__pregel_tasks` writes of the parents of v<4
-        rows: PostgresSaver rebuilds their pending Sends from those (FORMAT 5.3)."""
+        rows: PostgresSaver rebuilds their pending Sends from those (format.md §5.3)."""
         if not self.has_writes:
             return None
         select = self._sql(
@@ -701,7 +608,7 @@ class PostgresStore(Store):
 
     def _shallow_sends(self, rows: Sequence[_Row]) -> dict[tuple[str, str], list[_RawWrite]]:
         """ShallowPostgresSaver v<4 rows: the `__pregel_tasks` writes of the previous
-        checkpoint, the only other id whose writes it keeps (FORMAT 6). LangGraph's own
+        checkpoint, the only other id whose writes it keeps (format.md §6). LangGraph's own
         query takes every such write of the namespace, the current id's too; those are
         the next step's Sends, so they are left out here."""
         legacy = [r for r in rows if _is_legacy(r.body)]
@@ -776,7 +683,7 @@ class PostgresStore(Store):
             )
         body = dict(body)
         inline = body.pop("channel_values", None)
-        # FORMAT 5.3: the JSONB's inline primitives first, then blobs override them. Without
+        # format.md §5.3: the JSONB's inline primitives first, then blobs override them. Without
         # values, placeholders stand in: only which channels hold a value matters then.
         channel_values: dict[str, Any]
         if values:
@@ -795,11 +702,11 @@ class PostgresStore(Store):
                 size=blob.size,
             )
             if blob.type == "empty":
-                # A placeholder for "no value" (FORMAT 2.1): LangGraph drops it, keeping
+                # A placeholder for "no value" (format.md §2.1): LangGraph drops it, keeping
                 # any inline value (base.py:578-587).
                 continue
             # An inline `true` with a blob behind it is a DeltaChannel snapshot marker; the
-            # blob holds the value (FORMAT 3.8, 8.5).
+            # blob holds the value (format.md §3.8, 8.5).
             if channel == TASKS or channel.startswith("join:"):
                 # Needed for `next` even without values: the Sends, and barrier states.
                 channel_values[channel] = decode_value(blob.type, blob.payload, self.aes_key)
@@ -810,7 +717,7 @@ class PostgresStore(Store):
                 channel_values[channel] = None
         if _is_legacy(body) and not body.get("pending_sends"):
             # v<4 JSONB keeps `pending_sends: []`; the Sends are the parent's
-            # __pregel_tasks writes (FORMAT 3.1, 5.3; shallow: FORMAT 6).
+            # __pregel_tasks writes (format.md §3.1, 5.3; shallow: format.md §6).
             if self.shallow:
                 sends = self._sends(shallow_sends.get((row.thread_id, row.checkpoint_ns), []))
             elif row.parent_checkpoint_id and writes is not None:
@@ -835,7 +742,7 @@ class PostgresStore(Store):
         )
 
     def encrypted_sample(self) -> tuple[str, bytes] | None:
-        # The JSONB bodies and metadata stay plain (FORMAT 2.7): blobs and writes hold what
+        # The JSONB bodies and metadata stay plain (format.md §2.7): blobs and writes hold what
         # EncryptedSerializer encrypted.
         tables = [("{bl}", "blob")] if self.has_blobs else []
         if self.has_writes:
@@ -858,21 +765,9 @@ class PostgresStore(Store):
 # -- helpers -----------------------------------------------------------------------------
 
 
-def _import_psycopg() -> ModuleType:
-    try:
-        import psycopg
-        import psycopg.conninfo
-        import psycopg.sql
-    except ImportError:
-        raise MissingDependency(
-            "reading a Postgres store needs psycopg 3: pip install 'ckpt[postgres]'"
-        ) from None
-    return psycopg
-
-
 def _metadata(raw: Any) -> dict[str, Any]:
     """Metadata is JSONB, already a dict. Only legacy metadata (langgraph <= 0.4) has
-    `writes`, holding full values as LangChain envelopes (FORMAT 3.2): those are decoded
+    `writes`, holding full values as LangChain envelopes (format.md §3.2): those are decoded
     as for SQLite, so both stores show the same values."""
     if raw is None:
         return {}
@@ -900,7 +795,7 @@ def _is_legacy(body: Any) -> bool:
 
 def _version_text(version: Any) -> str | None:
     """A version as `jsonb_each_text` renders it, which is how PostgresSaver joins blobs
-    (FORMAT 3.4: strings today, plain ints from custom savers)."""
+    (format.md §3.4: strings today, plain ints from custom savers)."""
     if isinstance(version, str):
         return version
     if isinstance(version, int) and not isinstance(version, bool):
@@ -917,38 +812,3 @@ def _batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 def _columnar(keys: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
     """Tuples to one list per column, for `unnest(%s, %s, ...)`."""
     return [[key[i] for key in keys] for i in range(width)]
-
-
-def _secrets_of(spec: str) -> list[str]:
-    """Passwords that must never reach a message: the URL's (raw and decoded), PGPASSWORD."""
-    secrets: list[str] = []
-    try:
-        parts = urlsplit(spec)
-        if parts.password:
-            secrets += [parts.password, unquote(parts.password)]
-        secrets += [v for k, v in parse_qsl(parts.query) if k == "password" and v]
-    except ValueError:
-        pass
-    for word in spec.split():
-        if word.startswith("password="):
-            secrets.append(word[len("password=") :].strip("'"))
-    if env := os.environ.get("PGPASSWORD"):
-        secrets.append(env)
-    return sorted({s for s in secrets if s}, key=len, reverse=True)
-
-
-def redact_url(spec: str) -> str:
-    """The store spec as messages show it: no password, in the URL or its query string."""
-    if "://" not in spec:
-        words = [w for w in spec.split() if not w.startswith("password=")]
-        return " ".join(words)
-    try:
-        parts = urlsplit(spec)
-        netloc = parts.netloc
-        if "@" in netloc:
-            userinfo, _, hostport = netloc.rpartition("@")
-            netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
-        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "password"])
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return spec.split("://", 1)[0] + "://…"

@@ -1,4 +1,4 @@
-"""Read SqliteSaver stores of every era without changing a byte of them (FORMAT 4)."""
+"""Read SqliteSaver stores of every era without changing a byte of them (format.md §4)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ from ckpt.errors import (
     StoreNotFound,
     StoreUnreadable,
 )
-from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, PendingWrite, ThreadInfo
+from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, PendingWrite, ThreadSummary
 from ckpt.stores.base import Store
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
+from ckpt.vocabulary import FIND_LIMIT
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 T = TypeVar("T")
@@ -58,13 +59,13 @@ class SqliteStore(Store):
         )
         self.has_writes = "writes" in tables
         if "thread_ts" in columns:
-            # langgraph <= 0.1.x: no namespace, no type column, ids in thread_ts (FORMAT 4.1).
+            # langgraph <= 0.1.x: no namespace, no type column, ids in thread_ts (format.md §4.1).
             self.era = "0.1"
             self._cp_cols = (
                 "thread_id, '' AS checkpoint_ns, thread_ts AS checkpoint_id, "
                 "parent_ts AS parent_checkpoint_id, NULL AS type, checkpoint, metadata"
             )
-            self._id, self._ns, self._parent = "thread_ts", "''", "parent_ts"
+            self._id, self._ns = "thread_ts", "''"
             self._w_id, self._w_ns = "thread_ts", "''"
             self._w_cols = "task_id, '' AS task_path, idx, channel, NULL AS type, value"
         elif {"checkpoint_id", "checkpoint_ns", "checkpoint"} <= columns:
@@ -73,11 +74,7 @@ class SqliteStore(Store):
                 "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
                 "checkpoint, metadata"
             )
-            self._id, self._ns, self._parent = (
-                "checkpoint_id",
-                "checkpoint_ns",
-                "parent_checkpoint_id",
-            )
+            self._id, self._ns = "checkpoint_id", "checkpoint_ns"
             self._w_id, self._w_ns = "checkpoint_id", "checkpoint_ns"
             task_path = "task_path" if "task_path" in write_columns else "'' AS task_path"
             self._w_cols = f"task_id, {task_path}, idx, channel, type, value"
@@ -101,7 +98,7 @@ class SqliteStore(Store):
             raise _translate(exc, self.location) from None
 
     # -- listing ---------------------------------------------------------------------------
-    def threads(self) -> Iterator[ThreadInfo]:
+    def threads(self) -> Iterator[ThreadSummary]:
         # Aggregates in SQL; only each thread's latest root checkpoint is decoded (shallow).
         # Sizes need a scan of the table (length() reads only each row's header, never the
         # blob): it runs on a second connection while this one decodes, since sqlite3
@@ -145,7 +142,7 @@ class SqliteStore(Store):
         for (thread_id, count, namespaces), latest in decoded:
             writes_count = write_counts.get(thread_id, 0)
             writes_size = write_sizes.get(thread_id, 0)
-            yield ThreadInfo(
+            yield ThreadSummary(
                 thread_id=thread_id,
                 namespaces=sorted(_json_list(namespaces)) or [""],
                 checkpoints=count,
@@ -223,7 +220,7 @@ class SqliteStore(Store):
         if thread_id is not None:
             sql += " AND thread_id = ?"
             params.append(thread_id)
-        return [CheckpointKey(*row) for row in self._run(sql + " LIMIT 50", params)]
+        return [CheckpointKey(*row) for row in self._run(f"{sql} LIMIT {FIND_LIMIT}", params)]
 
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
         rows = self._run(
@@ -291,7 +288,7 @@ class SqliteStore(Store):
             parent_id,
             tag if self.era != "0.1" else None,
             body_bytes,
-            decode_metadata(meta_bytes, location=self.location),
+            decode_metadata(meta_bytes),
             writes=writes,
             values=values,
             aes_key=self.aes_key,
@@ -388,7 +385,7 @@ def _merge_writes(
 
 def _read_only_uri(path: Path) -> str:
     """The URI that opens without creating, locking out, migrating or leaving side files
-    (FORMAT 4.1, 8.15); checks first that the file is there and is SQLite."""
+    (format.md §4.1, 8.15); checks first that the file is there and is SQLite."""
     if not path.exists():
         raise StoreNotFound(f"{path}: no such file")
     if path.is_dir():

@@ -5,16 +5,16 @@ from __future__ import annotations
 from ckpt.errors import Ambiguous, BadOption, NotFound
 from ckpt.model import CheckpointKey
 from ckpt.stores.base import Store
+from ckpt.vocabulary import FIND_LIMIT
 
 SHORT_ID_LENGTH = 8
-FIND_LIMIT = 50  # Store.find returns at most this many
 
 
 def short_id(checkpoint_id: str) -> str:
     """The id as tables print it: its last 8 characters, the random part of a uuid6.
 
     The leading characters of a uuid6 are its timestamp, which checkpoints written in the
-    same half-minute share, so a prefix of 8 would rarely be unique (FORMAT 3.3).
+    same half-minute share, so a prefix of 8 would rarely be unique (format.md §3.3).
     """
     return checkpoint_id[-SHORT_ID_LENGTH:]
 
@@ -67,7 +67,7 @@ def _latest(store: Store, thread_id: str, checkpoint_ns: str) -> CheckpointKey:
 
 
 def ancestor(store: Store, key: CheckpointKey, generations: int) -> CheckpointKey:
-    """Follow parent ids (never id order, FORMAT 8.14) `generations` steps back."""
+    """Follow parent ids (never id order, format.md §8.14) `generations` steps back."""
     current = key
     for step in range(generations):
         parent = store.load(current, values=False).parent_checkpoint_id

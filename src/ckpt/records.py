@@ -1,10 +1,16 @@
-"""The JSON shapes ckpt prints (docs/json.md): plain dicts built from model records."""
+"""The records ckpt shows: one TypedDict per shape (docs/json.md), built here from the
+model and the analysis, and nowhere else.
+
+Every view takes these records: the JSON and NDJSON outputs print them as they are, the
+human views (ckpt.render) lay them out, and the Python API (`ckpt.open`) returns them.
+Status, `next`, tasks and interrupts are computed once, in ckpt.analysis, and carried by
+the records; no view derives them again.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from typing import Any, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from ckpt.analysis import (
     checkpoint_tasks,
@@ -14,13 +20,18 @@ from ckpt.analysis import (
     status_of,
     still_to_run,
     waiting_interrupts,
+    why_next_unknown,
+    write_outcomes,
 )
 from ckpt.decoders import uuid6_time
-from ckpt.model import Checkpoint, PendingWrite, ThreadInfo
+from ckpt.model import Checkpoint, PendingWrite, ThreadSummary
 from ckpt.tasks import InterruptInfo, Task
+from ckpt.vocabulary import Status
 
 
 class WriteRecord(TypedDict):
+    """A pending write: a task's output stored on the checkpoint it started from."""
+
     task_id: str
     task_path: str
     idx: int
@@ -30,13 +41,18 @@ class WriteRecord(TypedDict):
 
 
 class InterruptRecord(TypedDict):
+    """An `interrupt()`: the id `Command(resume={id: ...})` needs, and its answer."""
+
     id: str | None
     value: Any
     response_schema: Any
     answered: bool
+    answer: NotRequired[Any]  # only when the task's __resume__ write holds it
 
 
 class TaskRecord(TypedDict):
+    """A task due at a checkpoint (LangGraph's PregelTask) with what its writes say."""
+
     id: str
     name: str
     path: str
@@ -49,7 +65,27 @@ class TaskRecord(TypedDict):
     subgraph_ns: str | None
 
 
+class DeltaWriteRecord(TypedDict):
+    checkpoint_id: str
+    task_id: str
+    task_path: str
+    idx: int
+    value: Any
+
+
+class DeltaRecord(TypedDict):
+    """A DeltaChannel rebuilt from its snapshot and the writes since (ckpt.delta)."""
+
+    snapshot_checkpoint_id: str | None
+    writes: list[DeltaWriteRecord]
+    reducer: str | None
+    complete: bool
+    value: NotRequired[Any]  # only when ckpt could apply the reducer
+
+
 class ThreadRecord(TypedDict):
+    """One thread of `ckpt threads`: aggregates and its latest state (`get_state()`)."""
+
     thread_id: str
     namespaces: list[str]
     checkpoints: int
@@ -59,12 +95,101 @@ class ThreadRecord(TypedDict):
     step: int | None
     source: str | None
     updated_at: str | None
-    status: str
+    status: Status
     next: list[str] | None
     errors: list[Any]
     interrupts: list[InterruptRecord]
     size: int
     metadata: dict[str, Any]
+
+
+class CheckpointRecord(TypedDict):
+    """One checkpoint of `show`, `history`, `dump`: LangGraph's own key names, and what
+    `get_state(checkpoint_id)` says of it. Body fields ckpt does not model are added
+    under their own names (docs/json.md)."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    v: int | None
+    ts: str | None
+    metadata: dict[str, Any]
+    channel_versions: dict[str, Any]
+    versions_seen: dict[str, Any]
+    updated_channels: list[str] | None
+    next: list[str] | None
+    next_unknown: NotRequired[str]  # why `next` is null
+    tasks: list[TaskRecord] | None
+    interrupts: list[InterruptRecord]
+    pending_sends: list[Any]
+    pending_writes: list[WriteRecord] | None
+    size: int
+    channel_values: NotRequired[dict[str, Any] | None]  # with values only
+    delta_channels: NotRequired[dict[str, DeltaRecord]]  # with values, when there are some
+    checkpoint: NotRequired[Any]  # the body, when it could not be read
+
+
+class SubgraphRecord(TypedDict):
+    checkpoint_ns: str
+    chain: list[HistoryNodeRecord]
+
+
+class HistoryNodeRecord(TypedDict):
+    """One checkpoint in the history tree: its record, the forks that leave it, and the
+    subgraph runs its tasks made (ckpt.history)."""
+
+    checkpoint: CheckpointRecord
+    forks: list[list[HistoryNodeRecord]]
+    subgraphs: list[SubgraphRecord]
+
+
+class VersionColumn(TypedDict):
+    checkpoint_id: str
+    short_id: str
+    step: int | None
+    source: str | None
+
+
+class BlobRecord(TypedDict):
+    version: str
+    type: str | None
+    size: int
+
+
+class VersionCell(TypedDict):
+    version: Any
+    counter: int | None
+    moved: bool
+    by: list[str]  # the tasks whose writes moved it
+    blob: NotRequired[BlobRecord]
+    shared_blob: NotRequired[bool]
+
+
+class VersionRow(TypedDict):
+    channel: str
+    versions: list[VersionCell | None]
+
+
+class VersionMatrix(TypedDict):
+    """`ckpt versions`: which step moved each channel's version, and who moved it."""
+
+    earlier_checkpoints: int
+    thread_id: str | None
+    checkpoint_ns: str
+    checkpoints: list[VersionColumn]
+    channels: list[VersionRow]
+
+
+class PatchOperation(TypedDict):
+    """One RFC 6902 operation of `ckpt diff --json`."""
+
+    op: Literal["add", "remove", "replace"]
+    path: str
+    value: NotRequired[Any]
+
+
+# -- building them -------------------------------------------------------------------------------
 
 
 def write_record(write: PendingWrite) -> WriteRecord:
@@ -78,21 +203,16 @@ def write_record(write: PendingWrite) -> WriteRecord:
     }
 
 
-def updated_at(checkpoint: Checkpoint) -> str | None:
-    """When a checkpoint was written: its `ts`, else the time inside its uuid6 id."""
-    if checkpoint.ts:
-        return checkpoint.ts
-    when = uuid6_time(checkpoint.checkpoint_id)
-    return when.isoformat() if when else None
-
-
 def interrupt_record(info: InterruptInfo) -> InterruptRecord:
-    return {
+    record: InterruptRecord = {
         "id": info.id,
         "value": info.value,
         "response_schema": info.response_schema,
         "answered": info.answered,
     }
+    if info.has_answer:
+        record["answer"] = info.answer
+    return record
 
 
 def task_record(task: Task) -> TaskRecord:
@@ -108,14 +228,6 @@ def task_record(task: Task) -> TaskRecord:
         "input": task.send_arg if task.kind == "push" else None,
         "subgraph_ns": task.subgraph_ns,
     }
-
-
-class DeltaRecord(TypedDict, total=False):
-    snapshot_checkpoint_id: str | None
-    writes: list[dict[str, Any]]
-    reducer: str | None
-    complete: bool
-    value: Any
 
 
 def delta_record(delta: Any) -> DeltaRecord:
@@ -141,10 +253,24 @@ def delta_record(delta: Any) -> DeltaRecord:
     return record
 
 
-def thread_record(thread: ThreadInfo) -> ThreadRecord:
+def updated_at(checkpoint: Checkpoint) -> str | None:
+    """When a checkpoint was written: its `ts`, else the time inside its uuid6 id."""
+    if checkpoint.ts:
+        return checkpoint.ts
+    when = uuid6_time(checkpoint.checkpoint_id)
+    return when.isoformat() if when else None
+
+
+def thread_record(thread: ThreadSummary) -> ThreadRecord:
+    """A thread and its latest state: what `graph.get_state(config)` would say."""
     latest = thread.latest
     tasks = checkpoint_tasks(latest, namespaces=thread.namespaces) if latest else None
     status = status_of(latest, tasks)
+    if tasks is not None:
+        errors = [t.error for t in failed_tasks(tasks)]
+    else:
+        outcomes = write_outcomes(latest.pending_writes or []) if latest else []
+        errors = [t.error for t in outcomes if t.error is not None and not t.finished]
     return {
         "thread_id": thread.thread_id,
         "namespaces": thread.namespaces,
@@ -157,18 +283,11 @@ def thread_record(thread: ThreadInfo) -> ThreadRecord:
         "updated_at": updated_at(latest) if latest else None,
         "status": status,
         "next": still_to_run(tasks),
-        "errors": [t.error for t in failed_tasks(tasks)] if tasks is not None else _errors(latest),
+        "errors": errors,
         "interrupts": [interrupt_record(i) for i in waiting_interrupts(tasks)],
         "size": thread.size,
         "metadata": latest.metadata if latest else {},
     }
-
-
-def _errors(latest: Checkpoint | None) -> list[Any]:
-    from ckpt.analysis import write_outcomes
-
-    outcomes = write_outcomes(latest.pending_writes or []) if latest else []
-    return [t.error for t in outcomes if t.error is not None and not t.finished]
 
 
 def checkpoint_record(
@@ -177,11 +296,15 @@ def checkpoint_record(
     values: bool = True,
     tasks: list[Task] | None = None,
     namespaces: list[str] | None = None,
-) -> dict[str, Any]:
-    """A checkpoint under LangGraph's own key names; values only when loaded and asked for."""
+) -> CheckpointRecord:
+    """A checkpoint under LangGraph's own key names; values only when loaded and asked for.
+
+    `tasks` are its due tasks when the caller found them with more context (a whole
+    thread, ckpt.reader); otherwise they are found from the checkpoint alone.
+    """
     if tasks is None:
         tasks = checkpoint_tasks(checkpoint, namespaces=namespaces or ())
-    record: dict[str, Any] = {
+    record: CheckpointRecord = {
         "thread_id": checkpoint.thread_id,
         "checkpoint_ns": checkpoint.checkpoint_ns,
         "checkpoint_id": checkpoint.checkpoint_id,
@@ -203,16 +326,19 @@ def checkpoint_record(
         ),
         "size": checkpoint.size,
     }
+    if tasks is None:
+        record["next_unknown"] = why_next_unknown(checkpoint) or "unknown"
     if values:
         record["channel_values"] = checkpoint.values  # null: unreadable, or none kept
         if checkpoint.deltas:
             record["delta_channels"] = {
                 channel: delta_record(delta) for channel, delta in checkpoint.deltas.items()
             }
-    record.update(checkpoint.extra)
+    extra: dict[str, Any] = dict(checkpoint.extra)
     if checkpoint.unread_body is not None:
         # The undecodable or encrypted body stays visible under "checkpoint".
-        record["checkpoint"] = checkpoint.unread_body
+        extra["checkpoint"] = checkpoint.unread_body
+    record.update(extra)  # type: ignore[typeddict-item]
     return record
 
 
@@ -222,25 +348,3 @@ def dumps(value: Any, *, indent: int | None = None) -> str:
         return json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
     except ValueError:
         return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
-
-
-def json_array(records: Iterable[Any], *, pretty: bool = True) -> Iterator[str]:
-    """Lines of one JSON array, streamed record by record.
-
-    `pretty=False` puts each record on one line: still one array for jq, and about twice as
-    fast to write (an indented dump runs json's pure-Python encoder).
-    """
-    first = True
-    for record in records:
-        if pretty:
-            body = "\n".join("  " + line for line in dumps(record, indent=2).splitlines())
-        else:
-            body = dumps(record)
-        yield ("[\n" if first else ",\n") + body
-        first = False
-    yield "[]\n" if first else "\n]\n"
-
-
-def ndjson(records: Iterable[Any]) -> Iterator[str]:
-    for record in records:
-        yield dumps(record) + "\n"

@@ -1,4 +1,4 @@
-"""Channel versions of every era (FORMAT 3.4) as the integer counter LangGraph compares."""
+"""Channel versions of every era (format.md §3.4) as the integer counter LangGraph compares."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def parse_version(version: object) -> int | None:
 def compare_versions(a: object, b: object) -> int:
     """-1, 0 or 1 comparing two versions by their integer counter (parse_version).
 
-    Versions of one namespace share one counter per superstep (FORMAT 3.4), so equal
+    Versions of one namespace share one counter per superstep (format.md §3.4), so equal
     counters mean the same version. A version without a counter sorts before any with one;
     two without one compare by their text.
     """

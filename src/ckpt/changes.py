@@ -1,4 +1,4 @@
-"""Structural diff of two checkpoints: the changes in order, and the RFC 6902 patch they make."""
+"""Structural diff of two checkpoint records: the changes in order, and the RFC 6902 patch."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, Final, Literal
 
-from ckpt.analysis import is_message, task_label
+from ckpt.analysis import task_label
+from ckpt.messages import is_message
 from ckpt.model import Checkpoint
-from ckpt.tasks import Task
+from ckpt.records import CheckpointRecord, PatchOperation, checkpoint_record, dumps
 
 Kind = Literal["added", "removed", "changed"]
 
@@ -27,7 +28,11 @@ IDENTITY_KEYS: Final = (
 # Part of the patch (it turns A's record into B's), not of "the checkpoints differ".
 STORAGE_KEYS: Final = frozenset({"size"})
 
-_PATCH_OPS: Final = {"added": "add", "removed": "remove", "changed": "replace"}
+_PATCH_OPS: Final[dict[str, Literal["add", "remove", "replace"]]] = {
+    "added": "add",
+    "removed": "remove",
+    "changed": "replace",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,38 +74,26 @@ class Change:
         return head if isinstance(head, str) else ""
 
     @property
-    def op(self) -> str:
+    def op(self) -> Literal["add", "remove", "replace"]:
         return _PATCH_OPS[self.kind]
 
 
-def diff_checkpoints(
-    a: Checkpoint,
-    b: Checkpoint,
-    *,
-    tasks_a: list[Task] | None = None,
-    tasks_b: list[Task] | None = None,
-) -> list[Change]:
-    """Every difference between two checkpoints loaded with values.
+def diff_records(a: CheckpointRecord, b: CheckpointRecord) -> list[Change]:
+    """Every difference between two checkpoint records (`show --json --blobs`).
 
-    Both sides are compared in the shape `show --json --blobs` prints (render/records.py
-    owns that shape), after a JSON round trip: that is what makes the patch apply to the
-    printed JSON, and it compares 1, 1.0 and true as JSON does (as different values).
+    Both sides are compared after a JSON round trip: that is what makes the patch apply to
+    the printed JSON, and it compares 1, 1.0 and true as JSON does (as different values).
     """
-    return diff_values(as_json(checkpoint_view(a, tasks_a)), as_json(checkpoint_view(b, tasks_b)))
+    return diff_values(as_json(a), as_json(b))
 
 
-def checkpoint_view(checkpoint: Checkpoint, tasks: list[Task] | None = None) -> dict[str, Any]:
-    """The record `show --json --blobs` prints for this checkpoint (its due tasks as the
-    CLI's reader found them, when given)."""
-    from ckpt.render.records import checkpoint_record
-
-    return checkpoint_record(checkpoint, values=True, tasks=tasks)
+def diff_checkpoints(a: Checkpoint, b: Checkpoint) -> list[Change]:
+    """`diff_records` of two checkpoints loaded with values, each found alone."""
+    return diff_records(checkpoint_record(a), checkpoint_record(b))
 
 
 def as_json(value: Any) -> Any:
     """The value as it reads back from ckpt's JSON output (tuples become lists ...)."""
-    from ckpt.render.records import dumps
-
     return json.loads(dumps(value))
 
 
@@ -109,11 +102,11 @@ def differs(changes: Sequence[Change]) -> bool:
     return any(c.section not in STORAGE_KEYS for c in changes)
 
 
-def json_patch(changes: Sequence[Change]) -> list[dict[str, Any]]:
+def json_patch(changes: Sequence[Change]) -> list[PatchOperation]:
     """RFC 6902 operations that turn A's record into B's, applied in this order."""
-    operations: list[dict[str, Any]] = []
+    operations: list[PatchOperation] = []
     for change in changes:
-        operation: dict[str, Any] = {"op": change.op, "path": change.pointer}
+        operation: PatchOperation = {"op": change.op, "path": change.pointer}
         if change.kind != "removed":
             operation["value"] = change.new
         operations.append(operation)

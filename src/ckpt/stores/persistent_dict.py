@@ -17,25 +17,19 @@ from ckpt.model import (
     CheckpointKey,
     DumpQuery,
     PendingWrite,
-    ThreadInfo,
+    ThreadSummary,
 )
 from ckpt.stores import PICKLE_NAMES
 from ckpt.stores.base import Store
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
-from ckpt.stores.unpickler import (
-    PickleFile,
-    Refused,
-    StoredText,
-    latin1_bytes,
-    load_pickle,
-    refused_record,
-)
+from ckpt.stores.pickle_index import PickleFile, StoredText
+from ckpt.stores.unpickler import Refused, latin1_bytes, load_pickle, refused_record
+from ckpt.vocabulary import FIND_LIMIT
 
 # The `langgraph dev` runtime gives storage, writes and blobs one file each, numbered in
-# the order InMemorySaver creates them, inside `<project>/.langgraph_api/` (FORMAT 7.3).
+# the order InMemorySaver creates them, inside `<project>/.langgraph_api/` (format.md §7.3).
 DEV_FOLDER: Final = ".langgraph_api"
 STORAGE_NAME, WRITES_NAME, BLOBS_NAME = PICKLE_NAMES
-FIND_LIMIT: Final = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +45,7 @@ class _Layout:
 
 
 class PickleStore(Store):
-    """InMemorySaver dicts saved by PersistentDict (FORMAT 7): joined back into checkpoints.
+    """InMemorySaver dicts saved by PersistentDict (format.md §7): joined back into checkpoints.
 
     The storage dict holds checkpoint bodies without channel values, metadata and parent
     ids; the writes dict holds pending writes; the blobs dict holds every channel value by
@@ -73,7 +67,7 @@ class PickleStore(Store):
 
     # -- files -----------------------------------------------------------------------------
     def _load(self, path: Path, role: str) -> dict[Any, Any]:
-        """Unpickle one file (restricted, FORMAT 7.2) and check it holds the dict `role` says.
+        """Unpickle one file (restricted, format.md §7.2) and check it holds the dict `role` says.
 
         The blobs file is scanned instead: its values stay in the file (StoredText) and are
         read when a checkpoint needs them (see PickleFile).
@@ -120,7 +114,7 @@ class PickleStore(Store):
         return self._blobs_dict
 
     def _has_inline_values(self) -> bool:
-        """Bodies written by checkpoint 2.0.21 and older keep channel_values (FORMAT 7.2)."""
+        """Bodies written by checkpoint 2.0.21 and older keep channel_values (format.md §7.2)."""
         for namespaces in self._storage.values():
             for entries in namespaces.values():
                 for entry in entries.values():
@@ -163,7 +157,7 @@ class PickleStore(Store):
         self.notices.append(f"{missing} {verb} missing from {layout.location}{shown}")
 
     # -- listing ---------------------------------------------------------------------------
-    def threads(self) -> Iterator[ThreadInfo]:
+    def threads(self) -> Iterator[ThreadSummary]:
         # Aggregates come from the raw dicts; only each thread's latest root checkpoint is
         # decoded, shallowly.
         write_counts, write_sizes = self._write_aggregates()
@@ -177,7 +171,7 @@ class PickleStore(Store):
                 size += sum(_entry_size(entry) for entry in entries.values())
             # A thread with only subgraph checkpoints has no state of its own: no latest.
             latest = self.latest_key(thread_id) if "" in namespaces else None
-            yield ThreadInfo(
+            yield ThreadSummary(
                 thread_id=thread_id,
                 namespaces=sorted(namespaces),
                 checkpoints=count,
@@ -239,7 +233,7 @@ class PickleStore(Store):
 
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
         entries = self._storage.get(thread_id, {}).get(checkpoint_ns)
-        # Max id, as InMemorySaver.get_tuple picks it (FORMAT 3.3).
+        # Max id, as InMemorySaver.get_tuple picks it (format.md §3.3).
         return CheckpointKey(thread_id, checkpoint_ns, max(entries)) if entries else None
 
     # -- loading ---------------------------------------------------------------------------
@@ -273,7 +267,7 @@ class PickleStore(Store):
         raw_body, raw_metadata, parent_id = entry
         body = self._body(key, raw_body, values=values, tolerant=tolerant)
         channel_values, blob_refs = self._channel_values(key, body, values=values)
-        # Neither a blobs file nor inline values: the store keeps none (FORMAT 8.17).
+        # Neither a blobs file nor inline values: the store keeps none (format.md §8.17).
         kept = channel_values is not None or (isinstance(body, dict) and "channel_values" in body)
         return checkpoint_from_dict(
             key,
@@ -302,7 +296,7 @@ class PickleStore(Store):
             return undecodable_record(pair[1], str(exc), tag=pair[0])
 
     def _metadata(self, raw: Any) -> dict[str, Any]:
-        # Memory metadata is serde-typed msgpack, not JSON text as in SQLite (FORMAT 8.6).
+        # Memory metadata is serde-typed msgpack, not JSON text as in SQLite (format.md §8.6).
         pair = _pair(raw)
         if pair is None:
             return _not_a_pair(raw)
@@ -317,7 +311,7 @@ class PickleStore(Store):
         """Join the body's channel versions with the blobs dict, as InMemorySaver does.
 
         A channel is looked up by (thread, ns, channel, version); a missing key or an
-        `empty` blob means no value (cp/memory `_load_blobs`, FORMAT 7.1). Without
+        `empty` blob means no value (cp/memory `_load_blobs`, format.md §7.1). Without
         `values`, only presence is recorded, and only the `__pregel_tasks` value (the
         pending Sends, which `next` needs) is read from the file and decoded, shallowly.
         """
@@ -370,7 +364,7 @@ class PickleStore(Store):
 
     def _write(self, inner_key: Any, stored: Any) -> PendingWrite:
         # Key (task_id, idx); value (task_id, channel, (tag, bytes), task_path), without the
-        # task_path before checkpoint 2.0.x added it (cp/memory put_writes, FORMAT 7.1).
+        # task_path before checkpoint 2.0.x added it (cp/memory put_writes, format.md §7.1).
         if (
             not isinstance(inner_key, tuple)
             or len(inner_key) != 2
@@ -414,7 +408,7 @@ def _locate(path: Path) -> _Layout:
             if (path / DEV_FOLDER).is_dir():
                 folder = path / DEV_FOLDER  # a project folder that has run `langgraph dev`
     elif path.name in PICKLE_NAMES:
-        folder = path.parent  # one of the three files: open all three (FORMAT 7.3)
+        folder = path.parent  # one of the three files: open all three (format.md §7.3)
     else:
         return _Layout(path, path, None, None, single_file=True)
     storage, writes, blobs = (

@@ -90,7 +90,7 @@ def _apply_stack_effect(opcode: pickletools.OpcodeInfo, stack: list[Any], marks:
 
 
 def pickle_record(payload: bytes) -> dict[str, Any]:
-    """What `decode` returns for the `pickle` tag (FORMAT 2.1): the globals it would import,
+    """What `decode` returns for the `pickle` tag (format.md §2.1): the globals it would import,
     and its bytes, never the value."""
     return {
         MARK_KEY: "pickle",

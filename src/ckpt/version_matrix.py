@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ckpt.analysis import checkpoint_tasks, task_labels
 from ckpt.decoders import parse_version
 from ckpt.model import Checkpoint
-from ckpt.selectors import short_id
+from ckpt.records import VersionCell, VersionMatrix, VersionRow
+from ckpt.selector import short_id
 
 
-def version_matrix(checkpoints: list[Checkpoint], *, last: int | None = None) -> dict[str, Any]:
+def version_matrix(checkpoints: list[Checkpoint], *, last: int | None = None) -> VersionMatrix:
     """One row per channel, one column per checkpoint (id order = time order in one process).
 
     A version "moved" when it differs from the parent's (parent link, not the column to
-    the left). The writes that moved it hang off the parent (FORMAT 3.7 attachment rule).
+    the left). The writes that moved it hang off the parent (format.md §3.7 attachment rule).
     """
     by_id = {c.checkpoint_id: c for c in checkpoints}
     ordered = sorted(checkpoints, key=lambda c: c.checkpoint_id)
@@ -25,9 +24,9 @@ def version_matrix(checkpoints: list[Checkpoint], *, last: int | None = None) ->
         for name in cp.channel_versions:
             if name not in channels:
                 channels.append(name)
-    rows = []
+    rows: list[VersionRow] = []
     for name in channels:
-        cells: list[dict[str, Any] | None] = []
+        cells: list[VersionCell | None] = []
         for cp in ordered:
             version = cp.channel_versions.get(name)
             if version is None:
@@ -36,7 +35,7 @@ def version_matrix(checkpoints: list[Checkpoint], *, last: int | None = None) ->
             parent = by_id.get(cp.parent_checkpoint_id or "")
             before = parent.channel_versions.get(name) if parent else None
             moved = before != version
-            cell: dict[str, Any] = {
+            cell: VersionCell = {
                 "version": version,
                 "counter": parse_version(version),
                 "moved": moved,
@@ -80,7 +79,7 @@ def _writers(parent: Checkpoint, channel: str, child: Checkpoint) -> list[str]:
     if not names and child.source == "input":
         names.append("input")
     if not names and _bumped(child, channel):
-        # A version moved only to store a DeltaChannel snapshot (FORMAT 11): not a write.
+        # A version moved only to store a DeltaChannel snapshot (format.md §11): not a write.
         names.append("snapshot bump")
     return names
 

@@ -1,12 +1,14 @@
-"""Helpers for `ckpt show`: narrowing to channels, and the encrypted-without-key outcome."""
+"""The encryption policy: a wrong key is exit 6 everywhere, values hidden without a key are
+said once, and `--channel` narrowing (which must not hide what encryption hides)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from ckpt.decoders import decode, is_marked
 from ckpt.errors import EncryptedError, NotFound
-from ckpt.model import Checkpoint, ThreadInfo
+from ckpt.model import Checkpoint, ThreadSummary
 from ckpt.stores.base import Store
 
 
@@ -46,7 +48,7 @@ def hides_values(checkpoint: Checkpoint) -> bool:
     """Encrypted without (the right) key: the body, or a value or write, is a marked record.
 
     Only the top level is looked at: savers encrypt whole values, never parts of one
-    (FORMAT 2.7), so this stays cheap on every checkpoint of a dump.
+    (format.md §2.7), so this stays cheap on every checkpoint of a dump.
     """
     if body_encrypted(checkpoint):
         return True
@@ -75,17 +77,9 @@ def verify_key(store: Store) -> None:
         )
 
 
-def require_key_if_encrypted(checkpoint: Checkpoint, *, has_key: bool) -> None:
-    """After printing what is readable: fail with the encrypted exit code if values were hidden."""
-    if hides_values(checkpoint):
-        if has_key:
-            raise EncryptedError("some values did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY")
-        raise EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
-
-
-def encrypted_threads(threads: list[ThreadInfo], *, has_key: bool) -> list[str]:
+def encrypted_threads(threads: list[ThreadSummary], *, has_key: bool) -> list[str]:
     """A notice when newest checkpoints hold encrypted values; an error when a key was
-    wrong (every store keeps some parts in clear text, FORMAT 2.7: a wrong key shows only
+    wrong (every store keeps some parts in clear text, format.md §2.7: a wrong key shows only
     where an encrypted part is read)."""
     hidden = [t for t in threads if t.latest is not None and hides_values(t.latest)]
     if not hidden:
@@ -101,15 +95,56 @@ def encrypted_threads(threads: list[ThreadInfo], *, has_key: bool) -> list[str]:
 
 
 def require_key_for_bodies(checkpoints: list[Checkpoint], *, has_key: bool) -> None:
-    """After printing a thread: exit 6 when checkpoints stayed encrypted."""
-    hidden = sum(1 for c in checkpoints if hides_values(c))
+    """After printing a thread's versions: exit 6 when checkpoints stayed encrypted."""
+    _require_key(sum(1 for c in checkpoints if hides_values(c)), has_key=has_key, bodies=True)
+
+
+def _require_key(hidden: int, *, has_key: bool, bodies: bool) -> None:
+    """Exit 6 when `hidden` checkpoints stayed encrypted; `bodies`: their bodies too (so
+    versions are missing as well as values)."""
     if not hidden:
         return
     if has_key:
         raise EncryptedError(
             f"{hidden} checkpoint(s) did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
         )
-    raise EncryptedError(
-        f"{hidden} checkpoint(s) are encrypted: versions and values need --aes-key or "
-        "LANGGRAPH_AES_KEY"
+    if bodies:
+        raise EncryptedError(
+            f"{hidden} checkpoint(s) are encrypted: versions and values need --aes-key or "
+            "LANGGRAPH_AES_KEY"
+        )
+    raise EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
+
+
+def record_hides_values(record: Any) -> bool:
+    """A checkpoint record (ckpt.records) that shows an encrypted part: its body, a value,
+    a write or the Sends (top level only: savers encrypt whole values, format.md §2.7)."""
+    if is_marked(record.get("checkpoint"), "encrypted"):
+        return True
+    values = record.get("channel_values") or {}
+    writes = record.get("pending_writes") or []
+    sends = record.get("pending_sends") or []
+    return (
+        any(is_marked(v, "encrypted") for v in values.values())
+        or any(is_marked(w["value"], "encrypted") for w in writes)
+        or any(is_marked(s, "encrypted") for s in sends)
+        or ("next_unknown" in record and "encrypted" in record["next_unknown"])
+    )
+
+
+def require_key_for_record(record: Any, *, has_key: bool) -> None:
+    """After printing one checkpoint: exit 6 if values were hidden."""
+    if record_hides_values(record):
+        if has_key:
+            raise EncryptedError("some values did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY")
+        raise EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
+
+
+def require_key_for_records(records: list[Any], *, has_key: bool) -> None:
+    """After printing a thread or a dump: exit 6 when some of what they show stayed
+    encrypted."""
+    _require_key(
+        sum(1 for r in records if record_hides_values(r)),
+        has_key=has_key,
+        bodies=any(is_marked(r.get("checkpoint"), "encrypted") for r in records),
     )

@@ -1,0 +1,262 @@
+"""ckpt as a library: open a checkpoint store and get the records the CLI prints.
+
+    >>> import ckpt
+    >>> with ckpt.open("chat.sqlite") as store:               # doctest: +SKIP
+    ...     waiting = store.threads(status="interrupted")
+
+Every method returns the typed records of ckpt.records (the same dicts `--json` prints),
+raises only ckpt.errors exceptions, never prints and never writes to the store. The CLI
+is built on this module, so the two never disagree. See docs/api.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Literal
+
+from ckpt.errors import BadOption, EncryptedError, NotFound
+from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, ThreadSummary
+from ckpt.records import (
+    CheckpointRecord,
+    HistoryNodeRecord,
+    PatchOperation,
+    ThreadRecord,
+    VersionMatrix,
+    checkpoint_record,
+    thread_record,
+)
+from ckpt.stores.base import Store
+from ckpt.tasks import Task
+from ckpt.vocabulary import DEFAULT_TIMEOUT, Status
+
+ThreadSort = Literal["updated", "thread", "checkpoints", "size", "step", "status"]
+
+
+class CheckpointStore:
+    """A checkpoint store, read-only, as ckpt's records. Get one with `ckpt.open`."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    # -- what it is ------------------------------------------------------------------------
+    @property
+    def location(self) -> str:
+        """Where the store is (a path, or a Postgres URL without its password)."""
+        return self._store.location
+
+    @property
+    def kind(self) -> str:
+        """ "sqlite", "postgres" or "pickle"."""
+        return self._store.kind
+
+    @property
+    def notices(self) -> list[str]:
+        """What the CLI would say once on stderr (a layout without values, encrypted
+        threads without a key ...); read and cleared by the caller."""
+        return self._store.notices
+
+    @property
+    def refused(self) -> list[str]:
+        """Globals a pickle file named that the restricted unpickler refused (the values
+        are `refused` records); the CLI exits 9 when there are any."""
+        return self._store.refused
+
+    @property
+    def raw(self) -> Store:
+        """The underlying reader (ckpt.stores), for ckpt's own commands."""
+        return self._store
+
+    # -- records ---------------------------------------------------------------------------
+    def threads(
+        self,
+        *,
+        status: Status | None = None,
+        where: dict[str, str] | None = None,
+        sort: ThreadSort = "updated",
+        limit: int | None = None,
+    ) -> list[ThreadRecord]:
+        """Every thread (`ckpt threads --json`), filtered on its latest metadata and its
+        status, then sorted (`updated`: newest first) and cut to `limit`.
+
+        Raises EncryptedError when a key was given and does not decrypt the store.
+        """
+        from ckpt.encryption import encrypted_threads
+        from ckpt.threads import select_threads
+
+        summaries: list[ThreadSummary] = list(self._store.threads())
+        records = select_threads(
+            (thread_record(t) for t in summaries),
+            sort=sort,
+            limit=limit,
+            where=where,
+            status=status,
+        )
+        self._store.notices.extend(
+            encrypted_threads(summaries, has_key=self._store.aes_key is not None)
+        )
+        return records
+
+    def checkpoint(
+        self,
+        selector: str,
+        *,
+        ns: str | None = None,
+        values: bool = True,
+        channels: Sequence[str] = (),
+    ) -> CheckpointRecord:
+        """One checkpoint (`ckpt show SELECTOR --json --blobs`). `selector` is anything the
+        CLI takes: a checkpoint id, a unique prefix, a short id, THREAD (its latest
+        checkpoint) or THREAD~N (N parents back). `channels` keeps only those channels'
+        values and writes. Raises NotFound or Ambiguous."""
+        checkpoint, tasks = self._load(selector, ns=ns, values=values, channels=channels)
+        return checkpoint_record(checkpoint, values=values, tasks=tasks)
+
+    def history(self, thread_id: str, *, ns: str | None = None) -> list[CheckpointRecord]:
+        """Every checkpoint of a thread, all namespaces (or one), oldest id first, without
+        values (`ckpt history --json`)."""
+        from ckpt.history import thread_checkpoints, thread_tasks
+
+        checkpoints = thread_checkpoints(self._store, thread_id, ns)
+        tasks = thread_tasks(checkpoints)
+        return [
+            checkpoint_record(c, values=False, tasks=tasks[(c.checkpoint_ns, c.checkpoint_id)])
+            for c in checkpoints
+        ]
+
+    def history_tree(self, thread_id: str) -> list[list[HistoryNodeRecord]]:
+        """The thread as the tree `ckpt history` draws: chains of the root namespace, forks
+        where they leave, subgraph runs under the checkpoint whose task ran them."""
+        from ckpt.history import build_history, history_records, thread_checkpoints
+
+        return history_records(build_history(thread_checkpoints(self._store, thread_id)))
+
+    def versions(
+        self, thread_id: str, *, ns: str | None = None, last: int | None = None
+    ) -> VersionMatrix:
+        """Which step moved each channel's version, and whose write moved it
+        (`ckpt versions --json`); `last` keeps the newest N checkpoints."""
+        from ckpt.history import thread_checkpoints
+        from ckpt.version_matrix import version_matrix
+
+        return version_matrix(thread_checkpoints(self._store, thread_id, ns or ""), last=last)
+
+    def dump(
+        self,
+        *,
+        threads: Sequence[str] = (),
+        ns: str | None = None,
+        since_id: str | None = None,
+        until_id: str | None = None,
+        latest: bool = False,
+        values: bool = True,
+    ) -> Iterator[CheckpointRecord]:
+        """Stream checkpoints (`ckpt dump`) in (thread, namespace, id) order, one decoded
+        at a time: memory stays flat however large the store. Unknown `threads` raise
+        NotFound at once, before anything streams."""
+        for thread_id in threads:
+            if not thread_id.strip():
+                raise BadOption("empty thread id in --thread")
+            if not self._store.thread_exists(thread_id):
+                raise NotFound(f"no thread {thread_id!r} in {self._store.location}")
+        query = DumpQuery(
+            thread_ids=tuple(dict.fromkeys(threads)),
+            checkpoint_ns=ns,
+            since_id=since_id,
+            until_id=until_id,
+            latest_only=latest,
+        )
+        return self._dump(query, values=values)
+
+    def _dump(self, query: DumpQuery, *, values: bool) -> Iterator[CheckpointRecord]:
+        from ckpt.reader import CheckpointReader, annotate
+
+        reader = CheckpointReader(self._store)
+        for checkpoint in self._store.iter_checkpoints(query, values=values):
+            checkpoint, tasks = annotate(reader, checkpoint, values=values)
+            yield checkpoint_record(checkpoint, values=values, tasks=tasks)
+
+    def is_latest(self, record: CheckpointRecord) -> bool:
+        """Whether a record is its namespace's newest checkpoint (its `next` is then also
+        what the thread still has to run)."""
+        key = self._store.latest_key(record["thread_id"], record["checkpoint_ns"])
+        return key is not None and key.checkpoint_id == record["checkpoint_id"]
+
+    def resolve(self, selector: str, *, ns: str | None = None) -> CheckpointKey:
+        """The checkpoint a selector names (see `checkpoint`)."""
+        from ckpt.selector import resolve
+
+        return resolve(self._store, selector, checkpoint_ns=ns)
+
+    def _load(
+        self, selector: str, *, ns: str | None, values: bool, channels: Sequence[str] = ()
+    ) -> tuple[Checkpoint, list[Task] | None]:
+        from ckpt.encryption import pick_channels
+        from ckpt.reader import CheckpointReader, annotate
+
+        key = self.resolve(selector, ns=ns)
+        checkpoint = self._store.load(key, values=values)
+        checkpoint, tasks = annotate(CheckpointReader(self._store), checkpoint, values=values)
+        if channels:
+            checkpoint = pick_channels(checkpoint, list(channels))
+        return checkpoint, tasks
+
+    # -- lifetime ----------------------------------------------------------------------------
+    def close(self) -> None:
+        self._store.close()
+
+    def __enter__(self) -> CheckpointStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def open(  # noqa: A001 - the library's entry point, as sqlite3.connect or open()
+    spec: str | os.PathLike[str] | None = None,
+    *,
+    aes_key: str | bytes | None = None,
+    schema: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> CheckpointStore:
+    """Open a checkpoint store read-only: a SqliteSaver file, a `.langgraph_api` folder or
+    a PersistentDict file, a project folder holding one store, or a `postgresql://` URL.
+
+    `spec` None means `$CKPT_DB`, else the one store in the current folder. `aes_key` is
+    the EncryptedSerializer key (16, 24 or 32 bytes; default `$LANGGRAPH_AES_KEY`); a
+    wrong key raises EncryptedError. `schema` is the Postgres schema of the checkpoint
+    tables; `timeout` the Postgres statement timeout in seconds. Raises StoreNotFound,
+    StoreUnreadable, NotACheckpointStore, StoreCorrupt (ckpt.errors).
+    """
+    from ckpt.decoders import key_from_env_or_arg
+    from ckpt.encryption import verify_key
+    from ckpt.stores import discover, open_store
+
+    text = os.fspath(spec) if spec is not None else os.environ.get("CKPT_DB") or discover()
+    if isinstance(aes_key, bytes):
+        aes_key = aes_key.decode("utf-8")
+    try:
+        key = key_from_env_or_arg(aes_key)
+    except EncryptedError as exc:
+        raise BadOption(exc.message) from None
+    store = open_store(text, aes_key=key, schema=schema, timeout=timeout)
+    try:
+        verify_key(store)
+    except BaseException:
+        store.close()
+        raise
+    return CheckpointStore(store)
+
+
+def diff(a: CheckpointRecord, b: CheckpointRecord) -> list[PatchOperation]:
+    """The RFC 6902 JSON Patch that turns record `a` into record `b` (`ckpt diff --json`):
+    messages matched by id, writes by (task, idx); [] when they hold the same."""
+    from ckpt.changes import as_json, diff_values, json_patch
+
+    return json_patch(diff_values(as_json(a), as_json(b)))

@@ -1,0 +1,172 @@
+"""Where output goes and how it may look: the terminal decisions in one injectable place,
+and the one function that prints what the views return.
+
+Like httpie's `Environment`: whether stdout is a terminal, whether colour is allowed
+(`NO_COLOR`, no-color.org), the width, and `CKPT_FORCE_TTY` (the tests' and the snapshot
+files' way to render as on a terminal) are read once, into an `Output`, and every view
+asks it instead of looking at `sys.stdout` or the environment itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
+
+from ckpt.render.text import clean
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+DEFAULT_WIDTH = 120  # piped output, when COLUMNS does not say otherwise
+
+
+@dataclass
+class Output:
+    """The output side of one run: streams, and what the terminal allows."""
+
+    stdout: IO[str] = field(default_factory=lambda: sys.stdout)
+    stderr: IO[str] = field(default_factory=lambda: sys.stderr)
+    terminal: bool = False  # stdout is a terminal (or CKPT_FORCE_TTY makes it one)
+    colour: bool = False  # styles allowed on stdout: a terminal, and NO_COLOR unset
+    stderr_colour: bool = False
+    width: int | None = None  # COLUMNS; None: ask the terminal (DEFAULT_WIDTH when piped)
+
+    @classmethod
+    def from_environment(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        stdout: IO[str] | None = None,
+        stderr: IO[str] | None = None,
+    ) -> Output:
+        env = os.environ if environ is None else environ
+        out = stdout or sys.stdout
+        err = stderr or sys.stderr
+        terminal = _isatty(out) or bool(env.get("CKPT_FORCE_TTY"))
+        no_colour = "NO_COLOR" in env
+        columns = env.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else None
+        return cls(
+            stdout=out,
+            stderr=err,
+            terminal=terminal,
+            colour=terminal and not no_colour,
+            stderr_colour=_isatty(err) and not no_colour,
+            width=width,
+        )
+
+    def columns(self) -> int:
+        """The width views lay themselves out for."""
+        if self.width is not None:
+            return self.width
+        return shutil.get_terminal_size().columns if self.terminal else DEFAULT_WIDTH
+
+    def console(self) -> Console:
+        """A Rich console for stdout: styles only when allowed, boxes only on a terminal,
+        every piece of text from the store cleaned of control characters."""
+        return _console(self)
+
+    # -- talk on stderr -----------------------------------------------------------------------
+    def error(self, message: str) -> None:
+        """One line on stderr; never wrapped, never a traceback."""
+        text = clean_one_line(message)
+        if self.stderr_colour:
+            self.stderr.write(f"\x1b[1;31mckpt: error:\x1b[0m {text}\n")
+        else:
+            self.stderr.write(f"ckpt: error: {text}\n")
+        self.stderr.flush()
+
+    def notices(self, notices: list[str]) -> None:
+        """Things the user should know once (e.g. a layout without channel values)."""
+        while notices:
+            self.stderr.write(f"ckpt: note: {clean_one_line(notices.pop(0))}\n")
+
+    # -- data on stdout -----------------------------------------------------------------------
+    def lines(self, lines: Iterable[str]) -> None:
+        """Data lines as they come (JSON, NDJSON, the fast threads table)."""
+        write = self.stdout.write
+        for line in lines:
+            write(line)
+        self.stdout.flush()
+
+    def show(self, renderable: RenderableType) -> None:
+        """A view's renderable (a table, a tree, a group of them)."""
+        self.console().print(renderable)
+
+
+def clean_one_line(text: str) -> str:
+    from ckpt.render.text import clean_line
+
+    return clean_line(" ".join(text.split()))
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _console(output: Output) -> Console:
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class _Console(Console):
+        def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+            # Every piece of text that came from the store passes here: escape its control
+            # characters, keep the styles ckpt itself adds (render/text.py `clean`).
+            return super()._render_buffer(
+                Segment(clean(text), style, None)
+                if control is None
+                else Segment(text, style, control)
+                for text, style, control in buffer
+            )
+
+        def on_broken_pipe(self) -> None:
+            # Rich would exit 1 by itself; hand the closed pipe to the CLI, which ends quietly.
+            raise BrokenPipeError
+
+    kwargs: dict[str, Any] = {
+        "file": output.stdout,
+        "highlight": False,
+        "soft_wrap": False,
+        "emoji": False,
+        "no_color": not output.colour,
+        "width": output.width if output.width is not None or output.terminal else DEFAULT_WIDTH,
+    }
+    if output.terminal:
+        kwargs["force_terminal"] = True
+    else:
+        kwargs["force_terminal"] = False
+    if not output.colour:
+        kwargs["color_system"] = None
+    return _Console(**kwargs)
+
+
+def stream_json_array(records: Iterable[Any], *, pretty: bool = True) -> Iterator[str]:
+    """Lines of one JSON array, streamed record by record.
+
+    `pretty=False` puts each record on one line: still one array for jq, and about twice as
+    fast to write (an indented dump runs json's pure-Python encoder).
+    """
+    from ckpt.records import dumps
+
+    first = True
+    for record in records:
+        if pretty:
+            body = "\n".join("  " + line for line in dumps(record, indent=2).splitlines())
+        else:
+            body = dumps(record)
+        yield ("[\n" if first else ",\n") + body
+        first = False
+    yield "[]\n" if first else "\n]\n"
+
+
+def stream_ndjson(records: Iterable[Any]) -> Iterator[str]:
+    from ckpt.records import dumps
+
+    for record in records:
+        yield dumps(record) + "\n"

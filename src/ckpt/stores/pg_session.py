@@ -1,0 +1,166 @@
+"""The Postgres reader's connection: read-only, time-limited, its errors told without passwords."""
+
+from __future__ import annotations
+
+import math
+import os
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+
+from ckpt.errors import CkptError, MissingDependency, NotACheckpointStore, StoreUnreadable
+from ckpt.vocabulary import DEFAULT_TIMEOUT
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+# A dump holds one read-only transaction open while the reader consumes it; a reader that
+# stalls longer than this (a pager left open) is cut off rather than pinning old row versions
+# and an AccessShareLock on a production server.
+IDLE_IN_TRANSACTION_MS = 60_000
+NEEDED = "ckpt needs SELECT on checkpoints, checkpoint_blobs and checkpoint_writes"
+
+
+class PgSession:
+    """One psycopg connection, read-only and under a statement timeout from its first
+    statement on, and the store's location and errors as messages show them: no password.
+
+    `location` is the spec as typed without its password until the connection is made,
+    then what libpq connected to (see _effective_location).
+    """
+
+    def __init__(self, spec: str, *, timeout: float | None = None) -> None:
+        self.pg = _import_psycopg()
+        self.secrets = _secrets_of(spec)
+        self.location = redact_url(spec)
+        self.timeout = timeout if timeout is not None and timeout > 0 else DEFAULT_TIMEOUT
+        self.conn = self._connect(spec)
+        try:
+            self.location = self._effective_location(spec)
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _connect(self, spec: str) -> Connection[Any]:
+        pg = self.pg
+        try:
+            params = pg.conninfo.conninfo_to_dict(spec)
+        except pg.Error as exc:
+            raise StoreUnreadable(
+                f"{self.location}: not a valid URL ({self._clean(exc)})"
+            ) from None
+        statement_ms = max(1, round(self.timeout * 1000))
+        # Read-only and time-limited from the first statement on, whatever the role's
+        # defaults; appended after any options the user gave, so ours win.
+        ours = (
+            f"-c default_transaction_read_only=on -c statement_timeout={statement_ms} "
+            f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+        )
+        theirs = params.get("options") or os.environ.get("PGOPTIONS", "")
+        extra: dict[str, Any] = {"options": f"{theirs} {ours}".strip()}
+        if "connect_timeout" not in params and "PGCONNECT_TIMEOUT" not in os.environ:
+            extra["connect_timeout"] = max(2, math.ceil(self.timeout))
+        if "application_name" not in params and "PGAPPNAME" not in os.environ:
+            extra["application_name"] = "ckpt"
+        try:
+            conn: Connection[Any] = pg.connect(spec, autocommit=True, **extra)
+        except pg.Error as exc:
+            raise StoreUnreadable(f"{self.location}: cannot connect: {self._clean(exc)}") from None
+        # Only explicit transaction blocks (the dump's) use these; each other statement is
+        # its own transaction, read-only through default_transaction_read_only.
+        conn.read_only = True
+        conn.isolation_level = pg.IsolationLevel.REPEATABLE_READ
+        return conn
+
+    def _effective_location(self, spec: str) -> str:
+        """The URL as typed, without its password; for a bare `postgresql://` (PG* variables)
+        or a key=value DSN, the URL of what libpq connected to."""
+        if "://" in spec and urlsplit(spec).netloc:
+            return self.location
+        info = self.conn.info
+        host = info.host or ""
+        user = quote(info.user or "", safe="")
+        dbname = quote(info.dbname or "", safe="")
+        if ":" in host:  # IPv6
+            host = f"[{host}]"
+        elif "/" in host:  # a Unix socket folder
+            host = quote(host, safe="")
+        return f"postgresql://{user}@{host}:{info.port}/{dbname}"
+
+    def _clean(self, exc: BaseException) -> str:
+        """A psycopg error as one line, with any password in it blanked out."""
+        text = str(exc)
+        if text.startswith("connection failed: "):
+            text = text[len("connection failed: ") :]
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return " ".join(text.split()) or type(exc).__name__
+
+    def translate(self, exc: BaseException) -> CkptError:
+        """A psycopg error as the ckpt error to raise: no password, a hint where one helps."""
+        errors = self.pg.errors
+        text = self._clean(exc)
+        if isinstance(exc, errors.QueryCanceled):
+            return StoreUnreadable(
+                f"{self.location}: a query ran into the {self.timeout:g} s statement timeout "
+                f"({text}); allow more with --timeout"
+            )
+        if isinstance(exc, errors.InsufficientPrivilege):
+            return StoreUnreadable(f"{self.location}: {text} ({NEEDED})")
+        if isinstance(exc, errors.UndefinedTable | errors.UndefinedColumn):
+            return NotACheckpointStore(
+                f"{self.location}: not a LangGraph checkpoint store ({text})"
+            )
+        if isinstance(exc, errors.IdleInTransactionSessionTimeout):
+            return StoreUnreadable(
+                f"{self.location}: the server closed the read-only transaction after "
+                f"{IDLE_IN_TRANSACTION_MS // 1000} s without a read ({text})"
+            )
+        return StoreUnreadable(f"{self.location}: {text}")
+
+
+def _import_psycopg() -> ModuleType:
+    try:
+        import psycopg
+        import psycopg.conninfo
+        import psycopg.sql
+    except ImportError:
+        raise MissingDependency(
+            "reading a Postgres store needs psycopg 3: pip install 'ckpt[postgres]'"
+        ) from None
+    return psycopg
+
+
+def _secrets_of(spec: str) -> list[str]:
+    """Passwords that must never reach a message: the URL's (raw and decoded), PGPASSWORD."""
+    secrets: list[str] = []
+    try:
+        parts = urlsplit(spec)
+        if parts.password:
+            secrets += [parts.password, unquote(parts.password)]
+        secrets += [v for k, v in parse_qsl(parts.query) if k == "password" and v]
+    except ValueError:
+        pass
+    for word in spec.split():
+        if word.startswith("password="):
+            secrets.append(word[len("password=") :].strip("'"))
+    if env := os.environ.get("PGPASSWORD"):
+        secrets.append(env)
+    return sorted({s for s in secrets if s}, key=len, reverse=True)
+
+
+def redact_url(spec: str) -> str:
+    """The store spec as messages show it: no password, in the URL or its query string."""
+    if "://" not in spec:
+        words = [w for w in spec.split() if not w.startswith("password=")]
+        return " ".join(words)
+    try:
+        parts = urlsplit(spec)
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo, _, hostport = netloc.rpartition("@")
+            netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
+        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "password"])
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:
+        return spec.split("://", 1)[0] + "://…"

@@ -1,0 +1,12 @@
+"""Names and limits defined once: thread statuses, the Postgres statement timeout, and how
+many matches an ambiguous id lists. Imported by the CLI at start-up: keep it tiny."""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+Status = Literal["done", "interrupted", "error", "pending", "unknown"]
+# The order `threads --sort status` uses: what needs attention first.
+STATUSES: Final[tuple[Status, ...]] = ("error", "interrupted", "pending", "unknown", "done")
+DEFAULT_TIMEOUT: Final = 5.0  # seconds: the Postgres statement timeout
+FIND_LIMIT: Final = 50  # candidates a store returns for an id fragment

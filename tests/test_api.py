@@ -1,0 +1,119 @@
+"""The Python API (ckpt.open): docs/api.md's examples run here, and the API gives the same
+records as the CLI's JSON for every fixture store."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ckpt
+from ckpt.demo import write_demo_store
+from test_cli_sqlite import run
+
+DOCS = Path(__file__).parent.parent / "docs"
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("api")
+    write_demo_store(folder / "chat.sqlite")
+    return folder
+
+
+@pytest.fixture
+def in_demo_dir(demo_dir: Path) -> Iterator[Path]:
+    previous = Path.cwd()
+    os.chdir(demo_dir)
+    try:
+        yield demo_dir
+    finally:
+        os.chdir(previous)
+
+
+def test_the_examples_in_docs_api_md_run(in_demo_dir: Path) -> None:
+    result = doctest.testfile(
+        str(DOCS / "api.md"),
+        module_relative=False,
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
+        raise_on_error=False,
+        verbose=False,
+    )
+    assert result.attempted > 15
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed"
+
+
+def test_public_names() -> None:
+    for name in ckpt.__all__:
+        assert getattr(ckpt, name) is not None, name
+    with pytest.raises(AttributeError):
+        ckpt.nosuch  # noqa: B018
+    assert issubclass(ckpt.NotFound, ckpt.CkptError)
+
+
+STORES = ["sqlite_store", "encrypted_store", "dev_folder", "memory_pkl"]
+
+
+@pytest.mark.parametrize("fixture", STORES)
+def test_api_and_cli_give_the_same_records(
+    fixture: str, request: pytest.FixtureRequest, encryption_key: bytes
+) -> None:
+    path = str(request.getfixturevalue(fixture))
+    key = ["--aes-key", encryption_key.decode()] if fixture == "encrypted_store" else []
+    aes = encryption_key if fixture == "encrypted_store" else None
+    with ckpt.open(path, aes_key=aes) as store:
+        threads = store.threads(sort="thread")
+        assert threads == _cli_json("threads", path, "--sort", "thread", "--json", *key)
+        for thread in threads:
+            thread_id = thread["thread_id"]
+            cli_history = _cli_json("history", thread_id, "--db", path, "--json", *key)
+            assert store.history(thread_id) == cli_history, thread_id
+            if thread["checkpoint_id"] is None:
+                continue
+            if fixture != "memory_pkl":
+                cli_show = _cli_json("show", thread_id, "--db", path, "--json", "--blobs", *key)
+                assert _plain(store.checkpoint(thread_id)) == cli_show, thread_id
+        dumped = [json.loads(line) for line in _cli("dump", path, "--ndjson", *key).splitlines()]
+        assert [_plain(r) for r in store.dump()] == dumped
+
+
+def test_pg_store_api_matches_cli(pg_store: Any) -> None:
+    from fixtures.js_stores import node_dsn
+
+    url = node_dsn(pg_store.dsn)
+    with ckpt.open(url) as store:
+        assert store.kind == "postgres"
+        assert store.threads(sort="thread") == _cli_json(
+            "threads", url, "--sort", "thread", "--json"
+        )
+        record = store.checkpoint("fanout-1")
+        assert _plain(record) == _cli_json("show", "fanout-1", "--db", url, "--json", "--blobs")
+
+
+def test_errors_are_ckpts_own(tmp_path: Path) -> None:
+    with pytest.raises(ckpt.StoreNotFound):
+        ckpt.open(tmp_path / "missing.sqlite")
+    text = tmp_path / "text.db"
+    text.write_text("not a database")
+    with pytest.raises(ckpt.StoreUnreadable):
+        ckpt.open(text)
+    assert not (tmp_path / "missing.sqlite").exists()
+
+
+def _cli(*args: str) -> str:
+    result = run(*args)
+    assert result.exit_code in (0, 6), (args, result.stderr)
+    return str(result.stdout)
+
+
+def _cli_json(*args: str) -> Any:
+    return json.loads(_cli(*args))
+
+
+def _plain(record: Any) -> Any:
+    return json.loads(ckpt.records.dumps(record))  # type: ignore[attr-defined]

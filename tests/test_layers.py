@@ -1,0 +1,133 @@
+"""The package's layering and its security bans: what ruff's banned-api enforces, checked
+from the source too, and the three banned-api lists kept in step."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "src" / "ckpt"
+RUFF = Path(sys.executable).with_name("ruff")
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at any depth (lazy imports inside functions included)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def package_modules() -> dict[str, set[str]]:
+    return {
+        path.relative_to(PACKAGE).as_posix(): imported_modules(path)
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+
+
+def under(name: str, root: str) -> bool:
+    return name == root or name.startswith(root + ".")
+
+
+def test_rich_is_imported_only_by_the_renderers() -> None:
+    offenders = {
+        module: sorted(n for n in names if under(n, "rich"))
+        for module, names in package_modules().items()
+        if not module.startswith("render/")
+    }
+    assert {m: n for m, n in offenders.items() if n} == {}
+    # The renderers do import it: the check above looks at the right names.
+    assert any(under(n, "rich") for n in package_modules()["render/human.py"])
+
+
+def test_library_modules_never_import_the_renderers() -> None:
+    offenders = {
+        module: sorted(n for n in names if under(n, "ckpt.render"))
+        for module, names in package_modules().items()
+        if not module.startswith(("render/", "cli/"))
+    }
+    assert {m: n for m, n in offenders.items() if n} == {}
+    assert any(under(n, "ckpt.render") for n in package_modules()["cli/inspect.py"])
+
+
+def test_no_dynamic_imports_eval_or_private_click() -> None:
+    banned = ("importlib", "typer._click")
+    found = {
+        module: sorted(n for n in names if any(under(n, b) for b in banned))
+        for module, names in package_modules().items()
+    }
+    assert {m: n for m, n in found.items() if n} == {}
+    calls = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                if node.func.id in {"eval", "exec", "__import__", "compile"}:
+                    calls.append(f"{path.name}:{node.lineno} {node.func.id}")
+    assert calls == []
+
+
+def banned_api(config: dict[str, object]) -> dict[str, object]:
+    lint = config["lint"]
+    assert isinstance(lint, dict)
+    return dict(lint["flake8-tidy-imports"]["banned-api"])
+
+
+def test_nested_ruff_configs_repeat_the_bans() -> None:
+    main = banned_api(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"])
+    render = banned_api(tomllib.loads((PACKAGE / "render" / ".ruff.toml").read_text()))
+    cli = banned_api(tomllib.loads((PACKAGE / "cli" / ".ruff.toml").read_text()))
+    assert {"rich", "ckpt.render", "importlib", "pickle.Unpickler", "typer._click"} <= set(main)
+    assert render == {k: v for k, v in main.items() if k not in {"rich", "ckpt.render"}}
+    assert cli == {k: v for k, v in main.items() if k != "ckpt.render"}
+
+
+PROBE = """\
+import importlib
+import pickle
+from rich.text import Text
+from ckpt.render import human
+from typer import _click
+eval("1")
+exec("1")
+class Loader(pickle.Unpickler):
+    pass
+"""
+
+
+@pytest.mark.skipif(not RUFF.exists(), reason="ruff is in the dev extra")
+@pytest.mark.parametrize(
+    ("folder", "allowed"),
+    [("", set()), ("render", {"rich", "ckpt.render"}), ("cli", {"ckpt.render"})],
+)
+def test_ruff_refuses_a_probe(tmp_path: Path, folder: str, allowed: set[str]) -> None:
+    """The rules really fire where they should (a banned-api typo would pass silently): a
+    probe in a copy of the config tree, so the package folder is never written."""
+    import shutil
+
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    for nested in ("render", "cli"):
+        (tmp_path / "src" / "ckpt" / nested).mkdir(parents=True)
+        shutil.copy(PACKAGE / nested / ".ruff.toml", tmp_path / "src" / "ckpt" / nested)
+    probe = tmp_path / "src" / "ckpt" / folder / "probe.py"
+    probe.write_text(PROBE)
+    result = subprocess.run(
+        [str(RUFF), "check", "--no-cache", "--output-format=concise", str(probe)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    report = result.stdout
+    assert "S307" in report and "S102" in report, report
+    for name in ("importlib", "pickle.Unpickler", "typer._click", "rich", "ckpt.render"):
+        assert (f"`{name}` is banned" in report) == (name not in allowed), (name, report)
