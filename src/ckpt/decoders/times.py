@@ -1,6 +1,6 @@
 """datetime, date, time, timedelta, timezone and ZoneInfo arguments as ISO-8601 text or seconds.
 
-The converters that ext.py's tables (FORMAT 2.4) and the legacy JSON decoder use, and the
+The converters that ext.py's tables (format.md §2.4) and the legacy JSON decoder use, and the
 msgpack decoder's reading of a `datetime.time` (ext 2), whose tzinfo needs its raw layout.
 Each converter checks its arguments itself and raises one of ext.CONVERSION_ERRORS on a
 malformed or forged one; callers then show the generic object form.
@@ -160,7 +160,7 @@ def _raw_header(raw: Any, code: int, module: str, name: str) -> list[Any]:
 
 def _time_tzinfo(raw: Any) -> tuple[str, Any]:
     """A time's tzinfo, still packed: ext 1 datetime.timezone([ext 1 timedelta, name?]) or
-    ext 0 zoneinfo.ZoneInfo(key) (FORMAT 2.4 rows 15-17)."""
+    ext 0 zoneinfo.ZoneInfo(key) (format.md §2.4 rows 15-17)."""
     if isinstance(raw, _Raw) and raw.code == 0:
         return ("zone", _raw_header(raw, 0, "zoneinfo", "ZoneInfo")[2])
     args = _raw_header(raw, 1, "datetime", "timezone")[2]

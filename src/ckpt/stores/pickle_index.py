@@ -1,6 +1,6 @@
 """Index a protocol-2 PersistentDict file without unpickling it: bytes values stay in the file.
 
-Used for the `langgraph dev` blobs file (FORMAT 7.3). The scanner builds plain data only;
+Used for the `langgraph dev` blobs file (format.md §7.3). The scanner builds plain data only;
 any stream it does not handle is read by the restricted unpickler (ckpt.stores.unpickler).
 """
 
@@ -36,7 +36,7 @@ class PickleFile:
 
     `load()` reads a dict whose bytes values are StoredText slices, read later with
     `read()`. The `langgraph dev` blobs file holds every channel value of every checkpoint
-    (1.7 GB for 100,000 checkpoints of a growing chat, FORMAT 7.3); listing threads needs
+    (1.7 GB for 100,000 checkpoints of a growing chat, format.md §7.3); listing threads needs
     only each value's type tag and size, so unpickling it all, which turns every value into
     a string held in memory, would cost most of the time and memory of `ckpt threads`.
     """
@@ -56,7 +56,7 @@ class PickleFile:
         except Exception:  # the scanner only builds plain data, so any surprise
             pass  # means not the plain shape, and the restricted unpickler reads it or says why
         # The same open file, not the path again: the dev server replaces its files by
-        # renaming a new one over the old (FORMAT 7.2), and offsets must match what we read.
+        # renaming a new one over the old (format.md §7.2), and offsets must match what we read.
         with open(os.dup(self.fd), "rb") as handle:
             return load_pickle(handle, source=self.source, refused=refused)
 
