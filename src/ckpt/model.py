@@ -166,3 +166,59 @@ class DumpQuery:
     since_id: str | None = None  # inclusive lower bound on checkpoint_id
     until_id: str | None = None  # inclusive upper bound on checkpoint_id
     latest_only: bool = False
+
+
+# -- raw rows: what `stats` and `types` scan, the stored bytes with nothing decoded -----------
+
+
+@dataclass(frozen=True, slots=True)
+class RawCheckpoint:
+    """One checkpoint row as stored. `body` is the serialized checkpoint (SQLite: with its
+    channel values inline; Postgres: the JSONB as text, values in blobs), empty when the
+    scan was asked for sizes only. `size` counts the bytes as ThreadSummary.size does."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    type: str | None  # the body's serde tag; "jsonb" for Postgres; None for 0.1.x rows
+    body: bytes
+    metadata_type: str | None  # "json" (SQLite), "jsonb" (Postgres), a serde tag (pickle)
+    metadata: bytes
+    body_size: int
+    metadata_size: int
+    # Channel -> version, for stores whose values live apart (Postgres, pickle folder): which
+    # blob each channel's value is. None where the versions are inside `body` (SQLite).
+    channel_versions: dict[str, str] | None = None
+
+    @property
+    def size(self) -> int:
+        return self.body_size + self.metadata_size
+
+
+@dataclass(frozen=True, slots=True)
+class RawBlob:
+    """One stored channel value of a store that keeps values apart (Postgres, pickle folder)."""
+
+    thread_id: str
+    checkpoint_ns: str
+    channel: str
+    version: str | None  # None: the shallow Postgres schema, one blob per channel
+    type: str | None
+    data: bytes | None  # None when the scan was asked for sizes only
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class RawWrite:
+    """One pending-write row as stored."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    task_id: str
+    idx: int
+    channel: str
+    type: str | None
+    data: bytes | None  # None when the scan was asked for sizes only, or the row holds none
+    size: int

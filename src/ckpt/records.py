@@ -189,6 +189,9 @@ class PatchOperation(TypedDict):
     value: NotRequired[Any]
 
 
+# -- ckpt stats (docs/json.md "ckpt stats") ---------------------------------------------------
+
+
 # -- building them -------------------------------------------------------------------------------
 
 

@@ -7,7 +7,15 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import ClassVar
 
-from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, ThreadSummary
+from ckpt.model import (
+    Checkpoint,
+    CheckpointKey,
+    DumpQuery,
+    RawBlob,
+    RawCheckpoint,
+    RawWrite,
+    ThreadSummary,
+)
 
 
 class Store(ABC):
@@ -65,6 +73,20 @@ class Store(ABC):
     @abstractmethod
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
         """Stream checkpoints (thread, ns, id order) with flat memory, one decoded at a time."""
+
+    # -- raw scans (stats, types): stored bytes, nothing decoded, flat memory --------------
+    @abstractmethod
+    def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
+        """Every checkpoint row in (thread, ns, id) order; `data=False`: sizes only."""
+
+    def raw_blobs(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawBlob]:
+        """Every stored channel value in (thread, ns, channel, version) order, for stores
+        that keep values apart from the checkpoint (Postgres, the pickle folder)."""
+        return iter(())
+
+    @abstractmethod
+    def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
+        """Every pending-write row in (thread, ns, checkpoint id, task, idx) order."""
 
     def encrypted_sample(self) -> tuple[str, bytes] | None:
         """One encrypted value of the store (tag, bytes), to check a key against; None when

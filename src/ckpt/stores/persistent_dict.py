@@ -17,6 +17,9 @@ from ckpt.model import (
     CheckpointKey,
     DumpQuery,
     PendingWrite,
+    RawBlob,
+    RawCheckpoint,
+    RawWrite,
     ThreadSummary,
 )
 from ckpt.stores import PICKLE_NAMES
@@ -241,22 +244,22 @@ class PickleStore(Store):
         return self._load_one(key, values=values, tolerant=not values)
 
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
-        threads = query.thread_ids or tuple(sorted(self._storage))
-        for thread_id in sorted(set(threads)):
-            namespaces = self._storage.get(thread_id, {})
-            for ns in sorted(namespaces):
-                if query.checkpoint_ns is not None and ns != query.checkpoint_ns:
-                    continue
-                ids = sorted(namespaces[ns])
-                if query.latest_only:
-                    ids = ids[-1:]
-                for checkpoint_id in ids:
-                    if query.since_id is not None and checkpoint_id < query.since_id:
-                        continue
-                    if query.until_id is not None and checkpoint_id > query.until_id:
-                        continue
-                    key = CheckpointKey(thread_id, ns, checkpoint_id)
-                    yield self._load_one(key, values=values, tolerant=False)
+        if query.latest_only:
+            # The newest of each (thread, ns), then the id range (as SqliteStore filters).
+            newest = DumpQuery(thread_ids=query.thread_ids, checkpoint_ns=query.checkpoint_ns)
+            last: dict[tuple[str, str], str] = {}
+            for thread_id, ns, checkpoint_id, _ in self._entries(newest):
+                last[thread_id, ns] = checkpoint_id
+            keys = [
+                CheckpointKey(t, ns, i)
+                for (t, ns), i in last.items()
+                if (query.since_id is None or i >= query.since_id)
+                and (query.until_id is None or i <= query.until_id)
+            ]
+        else:
+            keys = [CheckpointKey(t, ns, i) for t, ns, i, _ in self._entries(query)]
+        for key in keys:
+            yield self._load_one(key, values=values, tolerant=False)
 
     def _load_one(self, key: CheckpointKey, *, values: bool, tolerant: bool) -> Checkpoint:
         entry = (
@@ -388,6 +391,98 @@ class PickleStore(Store):
             size=len(pair[1]) if pair else 0,
         )
 
+    # -- raw scans -------------------------------------------------------------------------
+    def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
+        for thread_id, ns, checkpoint_id, entry in self._entries(query):
+            raw_body, raw_metadata, parent_id = entry
+            body_pair = _pair(raw_body) if data else None
+            meta_pair = _pair(raw_metadata) if data else None
+            key = CheckpointKey(thread_id, ns, checkpoint_id)
+            body = self._body(key, raw_body, values=False, tolerant=True)
+            versions = body.get("channel_versions") if isinstance(body, dict) else None
+            yield RawCheckpoint(
+                thread_id=thread_id,
+                checkpoint_ns=ns,
+                checkpoint_id=checkpoint_id,
+                parent_checkpoint_id=parent_id if isinstance(parent_id, str) else None,
+                type=_tag(raw_body),
+                body=body_pair[1] if body_pair else b"",
+                metadata_type=_tag(raw_metadata),
+                metadata=meta_pair[1] if meta_pair else b"",
+                body_size=_pair_size(raw_body),
+                metadata_size=_pair_size(raw_metadata),
+                # None when the body keeps its values inline (checkpoint 2.0.21 and older).
+                channel_versions=(
+                    {str(c): str(v) for c, v in versions.items()}
+                    if _is_plain_dict(versions) and not self._inline_values
+                    else None
+                ),
+            )
+
+    def raw_blobs(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawBlob]:
+        blobs = self._blobs or {}
+        wanted = set(query.thread_ids)
+        keys = [
+            key
+            for key in blobs
+            if type(key) is tuple
+            and len(key) == 4
+            and (not wanted or key[0] in wanted)
+            and (query.checkpoint_ns is None or key[1] == query.checkpoint_ns)
+        ]
+        keys.sort(key=lambda k: tuple(str(part) for part in k))
+        for key in keys:
+            raw = blobs[key]
+            pair = _pair(raw, self._blobs_file) if data else None
+            yield RawBlob(
+                thread_id=str(key[0]),
+                checkpoint_ns=str(key[1]),
+                channel=str(key[2]),
+                version=str(key[3]),
+                type=_tag(raw),
+                data=pair[1] if pair else None,
+                size=_pair_size(raw),
+            )
+
+    def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
+        writes = self._writes or {}
+        for thread_id, ns, checkpoint_id, _ in self._entries(query):
+            task_writes = writes.get((thread_id, ns, checkpoint_id))
+            if not isinstance(task_writes, dict):
+                continue
+            for inner_key in sorted(task_writes, key=str):
+                stored = task_writes[inner_key]
+                if type(stored) is not tuple or len(stored) < 3:
+                    continue
+                pair = _pair(stored[2]) if data else None
+                idx = inner_key[1] if type(inner_key) is tuple and len(inner_key) == 2 else 0
+                yield RawWrite(
+                    thread_id=thread_id,
+                    checkpoint_ns=ns,
+                    checkpoint_id=checkpoint_id,
+                    task_id=str(stored[0]),
+                    idx=idx if isinstance(idx, int) else 0,
+                    channel=str(stored[1]),
+                    type=_tag(stored[2]),
+                    data=pair[1] if pair else None,
+                    size=_pair_size(stored[2]),
+                )
+
+    def _entries(self, query: DumpQuery) -> Iterator[tuple[str, str, str, Any]]:
+        """(thread, ns, id, storage entry) in (thread, ns, id) order, as `query` selects."""
+        threads = query.thread_ids or tuple(self._storage)
+        for thread_id in sorted(set(threads)):
+            namespaces = self._storage.get(thread_id, {})
+            for ns in sorted(namespaces):
+                if query.checkpoint_ns is not None and ns != query.checkpoint_ns:
+                    continue
+                for checkpoint_id in sorted(namespaces[ns]):
+                    if query.since_id is not None and checkpoint_id < query.since_id:
+                        continue
+                    if query.until_id is not None and checkpoint_id > query.until_id:
+                        continue
+                    yield thread_id, ns, checkpoint_id, namespaces[ns][checkpoint_id]
+
     def close(self) -> None:
         self._writes_dict = None
         self._blobs_dict = None
@@ -507,6 +602,13 @@ def _pair(raw: Any, blobs_file: PickleFile | None = None) -> tuple[str, bytes] |
             return raw[0], blobs_file.read(payload)
     except (ValueError, OSError):
         return None
+    return None
+
+
+def _tag(raw: Any) -> str | None:
+    """The serde tag of a stored (tag, bytes) pair, without reading its bytes."""
+    if type(raw) is tuple and len(raw) == 2 and isinstance(raw[0], str):
+        return raw[0]
     return None
 
 

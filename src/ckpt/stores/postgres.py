@@ -17,6 +17,9 @@ from ckpt.model import (
     CheckpointKey,
     DumpQuery,
     PendingWrite,
+    RawBlob,
+    RawCheckpoint,
+    RawWrite,
     ThreadSummary,
 )
 from ckpt.stores.base import Store
@@ -438,6 +441,123 @@ class PostgresStore(Store):
                 cur.execute(statement, params)
                 while batch := cur.fetchmany(BATCH):
                     yield from self._hydrate([_Row(*row) for row in batch], values=values)
+        except pg.Error as exc:
+            raise self._session.translate(exc) from None
+
+    # -- raw scans -------------------------------------------------------------------------
+    def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
+        where, params = self._raw_filter(query, "c", ids=True)
+        body = "c.checkpoint::text, c.metadata::text" if data else "NULL::text, NULL::text"
+        statement = self._sql(
+            "SELECT c.thread_id, c.checkpoint_ns, {id}, {parent}, "
+            + body
+            + ", pg_column_size(c.checkpoint), pg_column_size(c.metadata), "
+            "c.checkpoint->'channel_versions' FROM {cp} c"
+            + where
+            + " ORDER BY c.thread_id, c.checkpoint_ns, {id}"
+        )
+        for row in self._stream_rows(statement, params):
+            thread_id, ns, checkpoint_id, parent, text, metadata, body_n, meta_n, versions = row
+            yield RawCheckpoint(
+                thread_id=thread_id,
+                checkpoint_ns=ns,
+                checkpoint_id=checkpoint_id,
+                parent_checkpoint_id=parent,
+                type="jsonb",
+                body=text.encode() if text is not None else b"",
+                metadata_type="jsonb",
+                metadata=metadata.encode() if metadata is not None else b"",
+                body_size=int(body_n or 0),
+                metadata_size=int(meta_n or 0),
+                channel_versions={
+                    str(channel): text_version
+                    for channel, version in (versions.items() if isinstance(versions, dict) else ())
+                    if (text_version := _version_text(version)) is not None
+                },
+            )
+
+    def raw_blobs(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawBlob]:
+        if not self.has_blobs:
+            return
+        where, params = self._raw_filter(query, "b", ids=False)
+        version = "b.version" if self._blob_versions else "NULL::text"
+        statement = self._sql(
+            f"SELECT b.thread_id, b.checkpoint_ns, b.channel, {version}, b.type, "
+            + ("b.blob" if data else "NULL::bytea")
+            + ", octet_length(b.blob) FROM {bl} b"
+            + where
+            + f" ORDER BY b.thread_id, b.checkpoint_ns, b.channel, {version}"
+        )
+        for thread_id, ns, channel, blob_version, kind, blob, size in self._stream_rows(
+            statement, params
+        ):
+            yield RawBlob(
+                thread_id=thread_id,
+                checkpoint_ns=ns,
+                channel=channel,
+                version=blob_version,
+                type=kind,
+                data=bytes(blob) if blob is not None else None,
+                size=int(size or 0),
+            )
+
+    def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
+        if not self.has_writes:
+            return
+        where, params = self._raw_filter(query, "w", ids=True)
+        statement = self._sql(
+            "SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, "
+            "w.type, "
+            + ("w.blob" if data else "NULL::bytea")
+            + ", octet_length(w.blob) FROM {wr} w"
+            + where
+            + " ORDER BY w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx"
+        )
+        for row in self._stream_rows(statement, params):
+            thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size = row
+            yield RawWrite(
+                thread_id=thread_id,
+                checkpoint_ns=ns,
+                checkpoint_id=checkpoint_id,
+                task_id=task_id,
+                idx=int(idx),
+                channel=channel,
+                type=kind,
+                data=bytes(blob) if blob is not None else None,
+                size=int(size or 0),
+            )
+
+    def _raw_filter(self, query: DumpQuery, alias: str, *, ids: bool) -> tuple[str, list[Any]]:
+        """A WHERE clause for a raw scan of the table `alias` names; blobs have no ids."""
+        where: list[str] = []
+        params: list[Any] = []
+        if query.thread_ids:
+            where.append(f"{alias}.thread_id = ANY(%s)")
+            params.append(list(query.thread_ids))
+        if query.checkpoint_ns is not None:
+            where.append(f"{alias}.checkpoint_ns = %s")
+            params.append(query.checkpoint_ns)
+        column = "{id}" if alias == "c" else f"{alias}.checkpoint_id"
+        if ids and query.since_id is not None:
+            where.append(f"{column} >= %s")
+            params.append(query.since_id)
+        if ids and query.until_id is not None:
+            where.append(f"{column} <= %s")
+            params.append(query.until_id)
+        return (f" WHERE {' AND '.join(where)}" if where else ""), params
+
+    def _stream_rows(self, statement: Composed, params: list[Any]) -> Iterator[tuple[Any, ...]]:
+        """Rows through a server-side cursor in one read-only transaction (flat memory)."""
+        pg = self._pg
+        try:
+            with (
+                self.conn.transaction(),
+                self.conn.cursor(name=f"ckpt_scan_{next(self._cursor_ids)}", binary=True) as cur,
+            ):
+                cur.itersize = BATCH
+                cur.execute(statement, params)
+                while batch := cur.fetchmany(BATCH):
+                    yield from batch
         except pg.Error as exc:
             raise self._session.translate(exc) from None
 

@@ -19,7 +19,15 @@ from ckpt.errors import (
     StoreNotFound,
     StoreUnreadable,
 )
-from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, PendingWrite, ThreadSummary
+from ckpt.model import (
+    Checkpoint,
+    CheckpointKey,
+    DumpQuery,
+    PendingWrite,
+    RawCheckpoint,
+    RawWrite,
+    ThreadSummary,
+)
 from ckpt.stores.base import Store
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
 from ckpt.vocabulary import FIND_LIMIT
@@ -161,8 +169,8 @@ class SqliteStore(Store):
             checkpoints = {
                 thread_id: size or 0
                 for thread_id, size in conn.execute(
-                    "SELECT thread_id, sum(coalesce(length(checkpoint), 0) "
-                    "+ coalesce(length(metadata), 0)) FROM checkpoints GROUP BY thread_id"
+                    f"SELECT thread_id, sum(coalesce({_bytes('checkpoint')}, 0) "
+                    f"+ coalesce({_bytes('metadata')}, 0)) FROM checkpoints GROUP BY thread_id"
                 )
             }
             writes: dict[str, int] = {}
@@ -170,7 +178,7 @@ class SqliteStore(Store):
                 writes = {
                     thread_id: size or 0
                     for thread_id, size in conn.execute(
-                        "SELECT thread_id, sum(coalesce(length(value), 0)) "
+                        f"SELECT thread_id, sum(coalesce({_bytes('value')}, 0)) "
                         "FROM writes GROUP BY thread_id"
                     )
                 }
@@ -346,6 +354,63 @@ class SqliteStore(Store):
             params.append(query.until_id)
         return where, params
 
+    # -- raw scans -------------------------------------------------------------------------
+    def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
+        where, params = self._dump_filter(query, self._id, self._ns)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        tag = "type" if self.era != "0.1" else "NULL"
+        # length() reads a blob's size from its record header, never the blob itself.
+        columns = (
+            f"checkpoint, metadata, {_bytes('checkpoint')}, {_bytes('metadata')}"
+            if data
+            else f"NULL, NULL, {_bytes('checkpoint')}, {_bytes('metadata')}"
+        )
+        sql = (
+            f"SELECT thread_id, {self._ns}, {self._id}, "
+            f"{'parent_ts' if self.era == '0.1' else 'parent_checkpoint_id'}, {tag}, {columns} "
+            f"FROM checkpoints{clause} ORDER BY thread_id, {self._ns}, {self._id}"
+        )
+        for row in self._stream(sql, params):
+            thread_id, ns, checkpoint_id, parent, kind, body, metadata, body_len, meta_len = row
+            yield RawCheckpoint(
+                thread_id=thread_id,
+                checkpoint_ns=ns,
+                checkpoint_id=checkpoint_id,
+                parent_checkpoint_id=parent,
+                type=kind,
+                body=bytes(body) if body is not None else b"",
+                metadata_type="json",
+                metadata=bytes(metadata) if metadata is not None else b"",
+                body_size=body_len or 0,
+                metadata_size=meta_len or 0,
+            )
+
+    def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
+        if not self.has_writes:
+            return
+        where, params = self._dump_filter(query, self._w_id, self._w_ns)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        tag = "type" if self.era != "0.1" else "NULL"
+        value = "value" if data else "NULL"
+        sql = (
+            f"SELECT thread_id, {self._w_ns}, {self._w_id}, task_id, idx, channel, {tag}, "
+            f"{value}, {_bytes('value')} FROM writes{clause} "
+            f"ORDER BY thread_id, {self._w_ns}, {self._w_id}, task_id, idx"
+        )
+        for row in self._stream(sql, params):
+            thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size = row
+            yield RawWrite(
+                thread_id=thread_id,
+                checkpoint_ns=ns,
+                checkpoint_id=checkpoint_id,
+                task_id=task_id,
+                idx=idx,
+                channel=channel,
+                type=kind,
+                data=bytes(blob) if blob is not None else None,
+                size=size or 0,
+            )
+
     def encrypted_sample(self) -> tuple[str, bytes] | None:
         if self.era == "0.1":
             return None
@@ -360,6 +425,16 @@ class SqliteStore(Store):
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _bytes(column: str) -> str:
+    """SQL for the stored bytes of a column. length() of a BLOB reads only the record
+    header; of TEXT it counts characters, so TEXT (which LangGraph never writes, but a
+    hand-made row may hold) is measured as its UTF-8 bytes."""
+    return (
+        f"CASE WHEN typeof({column}) = 'text' THEN length(CAST({column} AS BLOB)) "
+        f"ELSE length({column}) END"
+    )
 
 
 def _json_list(text: str | None) -> list[str]:
