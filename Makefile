@@ -13,7 +13,7 @@ LATEST := .venv-latest
 # e.g. make pytest PYTEST_ARGS='-m "not postgres"' (the tests that need no PostgreSQL server)
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck pytest test-latest lock bench bench-decode fuzz docs clean
+.PHONY: demo test lint typecheck pytest test-latest lock bench bench-decode bench-stats fuzz docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,11 @@ bench: $(STAMP)
 # ratios, so they are a benchmark, not a unit test.
 bench-decode: $(STAMP)
 	$(BIN)/python bench/decode.py
+
+# `ckpt stats` against LangGraph's loads_typed on a 248 MB store (bench/stats.py STORE for
+# another, e.g. one from bench/make_store.py --turns 25).
+bench-stats: $(STAMP)
+	$(BIN)/python bench/stats.py
 
 fuzz: $(STAMP)
 	$(BIN)/python bench/fuzz.py

@@ -12,9 +12,9 @@ is built on this module, so the two never disagree. See docs/api.md.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ckpt.errors import BadOption, EncryptedError, NotFound
 from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, ThreadSummary
@@ -22,7 +22,9 @@ from ckpt.records import (
     CheckpointRecord,
     HistoryNodeRecord,
     PatchOperation,
+    StatsRecord,
     ThreadRecord,
+    TypesRecord,
     VersionMatrix,
     checkpoint_record,
     thread_record,
@@ -30,6 +32,9 @@ from ckpt.records import (
 from ckpt.stores.base import Store
 from ckpt.tasks import Task
 from ckpt.vocabulary import DEFAULT_TIMEOUT, Status
+
+if TYPE_CHECKING:
+    from ckpt.census import RawRow
 
 ThreadSort = Literal["updated", "thread", "checkpoints", "size", "step", "status"]
 
@@ -155,13 +160,8 @@ class CheckpointStore:
         """Stream checkpoints (`ckpt dump`) in (thread, namespace, id) order, one decoded
         at a time: memory stays flat however large the store. Unknown `threads` raise
         NotFound at once, before anything streams."""
-        for thread_id in threads:
-            if not thread_id.strip():
-                raise BadOption("empty thread id in --thread")
-            if not self._store.thread_exists(thread_id):
-                raise NotFound(f"no thread {thread_id!r} in {self._store.location}")
         query = DumpQuery(
-            thread_ids=tuple(dict.fromkeys(threads)),
+            thread_ids=self._known_threads(threads),
             checkpoint_ns=ns,
             since_id=since_id,
             until_id=until_id,
@@ -176,6 +176,57 @@ class CheckpointStore:
         for checkpoint in self._store.iter_checkpoints(query, values=values):
             checkpoint, tasks = annotate(reader, checkpoint, values=values)
             yield checkpoint_record(checkpoint, values=values, tasks=tasks)
+
+    def stats(
+        self,
+        *,
+        threads: Sequence[str] = (),
+        ns: str | None = None,
+        top: int = 10,
+        keep: int = 10,
+        progress: Callable[[int], None] | None = None,
+    ) -> StatsRecord:
+        """Where the store's bytes go (`ckpt stats --json`): totals, the largest threads,
+        channels, subgraphs, write channels and checkpoints (`top` of each; 0 keeps all),
+        how the largest threads grow, what pruning to the latest or the last `keep`
+        checkpoints would free, and health. `threads` and `ns` narrow it; `progress(n)`
+        hears of every n rows read. Unknown `threads` raise NotFound."""
+        from ckpt.stats import store_stats
+
+        selected = self._known_threads(threads)
+        summaries = self.threads()
+        return store_stats(
+            self._store,
+            DumpQuery(thread_ids=selected, checkpoint_ns=ns),
+            top=top,
+            keep=keep,
+            threads=[t for t in summaries if not selected or t["thread_id"] in selected],
+            progress=progress,
+        )
+
+    def types(
+        self,
+        *,
+        threads: Sequence[str] = (),
+        progress: Callable[[Iterator[RawRow]], Iterator[RawRow]] | None = None,
+    ) -> TypesRecord:
+        """Every (module, class) pair the stored values name (`ckpt types --json`), marked
+        against LangGraph's strict-mode safe list, with the allowlist to paste, the serde
+        tags and the checkpoint versions present. Nothing named is imported. `progress`
+        wraps the stream of raw rows. Unknown `threads` raise NotFound."""
+        from ckpt.census import census
+
+        return census(
+            self._store, DumpQuery(thread_ids=self._known_threads(threads)), progress=progress
+        )
+
+    def _known_threads(self, threads: Sequence[str]) -> tuple[str, ...]:
+        for thread_id in threads:
+            if not thread_id.strip():
+                raise BadOption("empty thread id in --thread")
+            if not self._store.thread_exists(thread_id):
+                raise NotFound(f"no thread {thread_id!r} in {self._store.location}")
+        return tuple(dict.fromkeys(threads))
 
     def is_latest(self, record: CheckpointRecord) -> bool:
         """Whether a record is its namespace's newest checkpoint (its `next` is then also

@@ -157,6 +157,23 @@ class ThreadSummary:
     latest: Checkpoint | None  # latest root checkpoint, loaded without channel values
 
 
+@dataclass(slots=True)
+class ThreadBytes:
+    """Rows and stored bytes of one thread, as every size ckpt shows counts them: checkpoint
+    bodies with metadata, separately stored channel values (blobs), pending writes."""
+
+    checkpoints: int = 0
+    checkpoint_bytes: int = 0
+    blobs: int = 0
+    blob_bytes: int = 0
+    writes: int = 0
+    write_bytes: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.checkpoint_bytes + self.blob_bytes + self.write_bytes
+
+
 @dataclass(frozen=True, slots=True)
 class DumpQuery:
     """Which checkpoints `dump` streams. Ids compare as strings (uuid6 sorts by time)."""
@@ -222,3 +239,31 @@ class RawWrite:
     type: str | None
     data: bytes | None  # None when the scan was asked for sizes only, or the row holds none
     size: int
+
+
+@dataclass(slots=True)
+class StoreHealth:
+    """Rows that point at rows which are gone, found by the store's own queries (`stats`)."""
+
+    orphan_writes: int = 0  # write rows whose checkpoint does not exist
+    orphan_write_threads: int = 0
+    orphan_write_examples: list[CheckpointKey] = field(default_factory=list)
+    missing_parents: int = 0  # checkpoints whose parent id names no checkpoint
+    missing_parent_threads: int = 0
+    # Of those, the oldest checkpoint of its namespace: the mark a prune leaves behind.
+    missing_parent_oldest: int = 0
+    missing_parent_examples: list[CheckpointKey] = field(default_factory=list)
+    orphan_blobs: int | None = None  # blobs no checkpoint's versions name; None: no blobs
+    orphan_blob_bytes: int | None = None
+    namespaces: list[tuple[str, str]] = field(default_factory=list)  # every (thread, ns)
+
+
+@dataclass(slots=True)
+class WriteTotals:
+    """Pending writes aggregated for `stats`: by channel, by namespace, and how many of them
+    hang on the checkpoints a prune would keep."""
+
+    by_channel: dict[str, tuple[int, int]] = field(default_factory=dict)  # (writes, bytes)
+    by_namespace: dict[str, int] = field(default_factory=dict)  # checkpoint_ns -> bytes
+    on_latest: tuple[int, int] = (0, 0)  # on the newest checkpoint of their namespace
+    on_last: tuple[int, int] = (0, 0)  # on one of the newest `keep`

@@ -192,6 +192,329 @@ class PatchOperation(TypedDict):
 # -- ckpt stats (docs/json.md "ckpt stats") ---------------------------------------------------
 
 
+class UnmeasuredBodies(TypedDict):
+    """Checkpoint bodies whose inline values could not be measured (encrypted without the
+    key, a pickle, damaged): counted whole as body bytes."""
+
+    checkpoints: int
+    bytes: int
+    encrypted: int
+
+
+class StatsTotals(TypedDict):
+    threads: int
+    checkpoints: int
+    blobs: int
+    writes: int
+    bytes: int  # checkpoint_bytes + blob_bytes + write_bytes: what `threads` sizes add up to
+    checkpoint_bytes: int  # checkpoint rows: body_bytes + inline_value_bytes + metadata_bytes
+    body_bytes: int
+    inline_value_bytes: int
+    metadata_bytes: int
+    blob_bytes: int
+    write_bytes: int
+    value_bytes: int  # channel values wherever they live: inline_value_bytes + blob_bytes
+    unmeasured_bodies: UnmeasuredBodies
+
+
+class ThreadBytesRecord(TypedDict):
+    thread_id: str
+    checkpoints: int
+    writes: int
+    bytes: int
+    share: float
+    repeated_bytes: int
+    repeated_share: float
+
+
+class NamespaceBytesRecord(TypedDict):
+    namespace: str  # subgraph path without task ids: "" root, "researcher|writer"
+    namespaces: int  # distinct (thread, namespace) runs of it
+    checkpoints: int
+    bytes: int
+    share: float
+
+
+class ChannelBytesRecord(TypedDict):
+    channel: str
+    bytes: int
+    share: float
+    stored: int  # values stored: one per checkpoint inline, one per version as blobs
+    threads: int
+    repeated_bytes: int  # bytes that repeat the value stored before (same version, or
+    repeated_share: float  # the leading elements of a list)
+
+
+class WriteChannelRecord(TypedDict):
+    channel: str
+    writes: int
+    bytes: int
+    share: float
+
+
+class LargestCheckpointRecord(TypedDict):
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    step: int | None
+    bytes: int  # the row, plus the blobs it names where values live apart
+
+
+class GrowthPoint(TypedDict):
+    checkpoint_id: str
+    step: int | None
+    bytes: int
+
+
+class GrowthRecord(TypedDict):
+    thread_id: str
+    checkpoints: int  # of the root namespace, the ones charted
+    first_bytes: int
+    last_bytes: int
+    bytes: int
+    repeated_bytes: int
+    repeated_share: float
+    channel: str | None  # the channel with the most repeated bytes
+    channel_repeated_share: float
+    shape: Literal["growing", "flat"]
+    statement: str | None
+    points: list[GrowthPoint]
+    sampled: bool
+
+
+class PruneEstimate(TypedDict):
+    keep: int
+    checkpoints: int
+    writes: int
+    blobs: int
+    bytes: int
+    share: float
+    strategy: Literal["keep_latest", "keep_last"]
+
+
+class PruneEstimates(TypedDict):
+    keep_latest: PruneEstimate
+    keep_last: PruneEstimate
+
+
+class KeyRecord(TypedDict):
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+
+
+class OrphanRecord(TypedDict):
+    count: int
+    threads: int
+    examples: list[KeyRecord]
+
+
+class MissingParentsRecord(OrphanRecord):
+    oldest: int  # the oldest checkpoint of its namespace: what a prune leaves behind
+    note: str | None
+
+
+class OrphanBlobsRecord(TypedDict):
+    count: int
+    bytes: int
+
+
+class OrphanNamespaceRecord(TypedDict):
+    thread_id: str
+    checkpoint_ns: str
+
+
+class UnresolvedRecord(TypedDict):
+    thread_id: str
+    status: Status
+    detail: Any  # the first error, or the value the first interrupt waits with
+
+
+class DeltaHealthRecord(TypedDict):
+    thread_id: str
+    channel: str
+    snapshot_checkpoint_id: str | None  # the nearest ancestor holding its snapshot
+    writes_to_replay: int
+    updates_since_snapshot: int | None  # from counters_since_delta_snapshot
+    complete: bool  # False: the walk back met a missing ancestor
+
+
+class HealthRecord(TypedDict):
+    orphan_writes: OrphanRecord
+    missing_parents: MissingParentsRecord
+    orphan_namespaces: list[OrphanNamespaceRecord]
+    orphan_blobs: OrphanBlobsRecord | None  # None: the store keeps no blobs
+    unresolved: list[UnresolvedRecord]
+    delta_channels: list[DeltaHealthRecord]
+
+
+class StatsRecord(TypedDict):
+    """`ckpt stats --json` (docs/json.md, docs/stats.schema.json)."""
+
+    store: dict[str, Any]
+    selection: dict[str, Any]
+    storage: dict[str, Any]
+    totals: StatsTotals
+    threads: list[ThreadBytesRecord]
+    namespaces: list[NamespaceBytesRecord]
+    channels: list[ChannelBytesRecord]
+    write_channels: list[WriteChannelRecord]
+    largest_checkpoints: list[LargestCheckpointRecord]
+    growth: list[GrowthRecord]
+    prune: PruneEstimates
+    health: HealthRecord
+
+
+# -- ckpt types (docs/json.md "ckpt types") ---------------------------------------------------
+
+TypeStatus = Literal["safe", "allowlist", "blocked", "ungated", "langchain"]
+
+
+class TypesStoreRecord(TypedDict):
+    """Which store was scanned, and its schema era (format.md §4.1, 5.1, 6, 7)."""
+
+    location: str
+    kind: str
+    era: str
+    era_note: str
+
+
+class TypesScannedRecord(TypedDict):
+    """How much was read: rows of each part, and the serde values among them."""
+
+    threads: int
+    checkpoints: int
+    blobs: int
+    writes: int
+    values: int
+    undecodable: int
+
+
+class TypeExampleRecord(TypedDict):
+    """Where one occurrence of a type is stored."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str | None  # None: a blob no checkpoint refers to
+    part: Literal["checkpoint", "blob", "write", "metadata"]
+    channel: str | None
+    version: NotRequired[str | None]  # blobs only
+
+
+class TypeUseRecord(TypedDict):
+    """One (module, class) pair the stored values name, and how LangGraph treats it."""
+
+    module: str
+    name: str
+    method: str | None  # ext 3 payloads only: the method LangGraph would call
+    serde: Literal["msgpack", "json"]
+    ext: list[int]  # msgpack ext codes it is stored with; [] under the json tag
+    lc: int | None  # json tag: the envelope's lc (1 or 2)
+    status: TypeStatus
+    becomes: str | None  # what strict mode gives instead when it does not rebuild it
+    count: int
+    threads: int
+    channels: list[str]
+    writes: list[str]
+    elsewhere: list[str]
+    example: TypeExampleRecord
+
+
+class PickleGlobalRecord(TypedDict):
+    """A global a `pickle`-tagged value would import when LangGraph unpickles it."""
+
+    name: str  # "module.name" as pickletools reads it
+    count: int
+    threads: int
+    channels: list[str]
+    writes: list[str]
+    elsewhere: list[str]
+    example: TypeExampleRecord
+
+
+class PickleRecord(TypedDict):
+    values: int
+    globals: list[PickleGlobalRecord]
+
+
+class TagCountRecord(TypedDict):
+    """Stored values of one serde tag in one part of the store, plain and encrypted."""
+
+    tag: str | None  # the inner tag ("msgpack" for "msgpack+aes"); None: untyped 0.1 rows
+    part: Literal["checkpoints", "blobs", "writes", "metadata"]
+    plain: int
+    encrypted: int
+    ciphers: list[str]
+
+
+class VersionCountRecord(TypedDict):
+    v: int | None  # None: the body was not read (encrypted, undecodable)
+    checkpoints: int
+
+
+class ExtCodeRecord(TypedDict):
+    code: int
+    count: int
+    malformed: int  # payloads not of the layout the code promises
+
+
+class DegradeRecord(TypedDict):
+    """Values strict mode would not rebuild: what comes back instead, and how often."""
+
+    module: str
+    name: str
+    method: str | None
+    serde: Literal["msgpack", "json"]
+    count: int
+    becomes: str
+    fixed_by_allowlist: bool
+
+
+class AllowlistRecord(TypedDict):
+    """What to give LangGraph so that strict mode rebuilds every stored class it may."""
+
+    msgpack: list[list[str]]  # [module, name] pairs for allowed_msgpack_modules
+    json: list[list[str]]  # lc:2 ids for allowed_json_modules
+    pickle_fallback: bool  # pickle-tagged values need JsonPlusSerializer(pickle_fallback=True)
+    python: str
+    langgraph_json: dict[str, Any]
+
+
+class TypesEncryptionRecord(TypedDict):
+    encrypted: int  # values stored with a cipher tag (<inner>+aes)
+    key: bool  # a key was given
+    decrypted: int
+    hidden: int  # encrypted values whose types stay unknown (no key, wrong key, other cipher)
+    note: str | None
+
+
+class UndecodableRecord(TypedDict):
+    part: Literal["checkpoint", "blob", "write", "metadata"]
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str | None
+    channel: str | None
+    tag: str | None
+    error: str
+
+
+class TypesRecord(TypedDict):
+    """`ckpt types --json`: the type census of a store (docs/json.md "ckpt types")."""
+
+    store: TypesStoreRecord
+    safe_list: str  # the LangGraph release whose SAFE_MSGPACK_TYPES the statuses follow
+    scanned: TypesScannedRecord
+    checkpoint_versions: list[VersionCountRecord]
+    tags: list[TagCountRecord]
+    ext_codes: list[ExtCodeRecord]
+    types: list[TypeUseRecord]
+    pickle: PickleRecord
+    would_degrade: list[DegradeRecord]
+    allowlist: AllowlistRecord
+    encryption: TypesEncryptionRecord
+    undecodable: list[UndecodableRecord]  # the first few; scanned.undecodable counts all
+
+
 # -- building them -------------------------------------------------------------------------------
 
 

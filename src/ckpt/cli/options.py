@@ -137,6 +137,11 @@ NsOpt = Annotated[
     ),
 ]
 FullOpt = Annotated[bool, typer.Option("--full", help="Show long values whole instead of cut.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar on stderr.")]
+ThreadsOpt = Annotated[
+    list[str] | None,
+    typer.Option("--thread", "-t", metavar="THREAD", help="Only this thread (repeatable)."),
+]
 
 
 class ThreadSort(StrEnum):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
@@ -40,10 +40,28 @@ def counting(
         meter.stop()
 
 
+@contextmanager
+def advancing(
+    *, enabled: bool, label: str, unit: str, total: int | None = None, delay: float = DELAY
+) -> Iterator[Callable[[int], None]]:
+    """Yield `advance(n)` for work that is counted rather than iterated (`ckpt stats`
+    scans several tables): a stderr bar, with a total when one is known."""
+    if not enabled:
+        yield lambda n: None
+        return
+    meter = _Meter(label, unit, delay, total)
+    try:
+        yield meter.advance
+    finally:
+        meter.stop()
+
+
 class _Meter:
-    def __init__(self, label: str, unit: str, delay: float) -> None:
+    def __init__(self, label: str, unit: str, delay: float, total: int | None = None) -> None:
         self.label = label
         self.unit = unit
+        self.total = total
+        self.checked = 0
         self.started = time.monotonic()
         self.deadline = self.started + delay
         self.count = 0
@@ -56,6 +74,12 @@ class _Meter:
             if self.count % CHECK_EVERY == 0:
                 self._tick()
             yield item
+
+    def advance(self, n: int) -> None:
+        self.count += n
+        if self.count - self.checked >= CHECK_EVERY:
+            self.checked = self.count
+            self._tick()
 
     def _tick(self) -> None:
         now = time.monotonic()
@@ -84,7 +108,7 @@ class _Meter:
             redirect_stderr=False,
             transient=False,
         )
-        self.task = self.progress.add_task(self.label, total=None)
+        self.task = self.progress.add_task(self.label, total=self.total)
         self.progress.start()
 
     def stop(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from types import TracebackType
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ckpt.model import (
     Checkpoint,
@@ -14,7 +14,10 @@ from ckpt.model import (
     RawBlob,
     RawCheckpoint,
     RawWrite,
+    StoreHealth,
+    ThreadBytes,
     ThreadSummary,
+    WriteTotals,
 )
 
 
@@ -74,6 +77,45 @@ class Store(ABC):
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
         """Stream checkpoints (thread, ns, id order) with flat memory, one decoded at a time."""
 
+    @abstractmethod
+    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        """Rows and bytes per thread, aggregated by the store (SQL where there is SQL).
+        `threads` and `stats` both count with this, so their sizes always agree."""
+
+    @abstractmethod
+    def storage(self) -> dict[str, Any]:
+        """What the store takes on disk, as the backend reports it (file and free pages,
+        table, index and TOAST sizes, pickle files): docs/json.md, "ckpt stats"."""
+
+    @abstractmethod
+    def health(self, query: DumpQuery) -> StoreHealth:
+        """Rows that point at rows which are gone (only `query.thread_ids` is honoured)."""
+
+    def write_totals(self, query: DumpQuery, keep: int) -> WriteTotals:
+        """Pending writes by channel and namespace, and those on each namespace's newest
+        checkpoint and newest `keep` (for the prune estimate). SQL stores aggregate it in
+        the database; this default counts from the raw scans."""
+        ranked: dict[tuple[str, str], list[str]] = {}
+        for row in self.raw_checkpoints(query, data=False):
+            ranked.setdefault((row.thread_id, row.checkpoint_ns), []).append(row.checkpoint_id)
+        totals = WriteTotals()
+        latest = [0, 0]
+        last = [0, 0]
+        for write in self.raw_writes(query, data=False):
+            n, size = totals.by_channel.get(write.channel, (0, 0))
+            totals.by_channel[write.channel] = (n + 1, size + write.size)
+            ns = write.checkpoint_ns
+            totals.by_namespace[ns] = totals.by_namespace.get(ns, 0) + write.size
+            ids = ranked.get((write.thread_id, ns), [])
+            if ids and write.checkpoint_id == ids[-1]:
+                latest[0] += 1
+                latest[1] += write.size
+            if write.checkpoint_id in ids[-keep:]:
+                last[0] += 1
+                last[1] += write.size
+        totals.on_latest, totals.on_last = (latest[0], latest[1]), (last[0], last[1])
+        return totals
+
     # -- raw scans (stats, types): stored bytes, nothing decoded, flat memory --------------
     @abstractmethod
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
@@ -87,6 +129,11 @@ class Store(ABC):
     @abstractmethod
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         """Every pending-write row in (thread, ns, checkpoint id, task, idx) order."""
+
+    def fork(self) -> Store | None:
+        """Another reader of the same store, for work on another thread (its queries then
+        overlap the caller's decoding); None when the backend cannot have two."""
+        return None
 
     def encrypted_sample(self) -> tuple[str, bytes] | None:
         """One encrypted value of the store (tag, bytes), to check a key against; None when

@@ -20,6 +20,8 @@ from ckpt.model import (
     RawBlob,
     RawCheckpoint,
     RawWrite,
+    StoreHealth,
+    ThreadBytes,
     ThreadSummary,
 )
 from ckpt.stores import PICKLE_NAMES
@@ -163,46 +165,47 @@ class PickleStore(Store):
     def threads(self) -> Iterator[ThreadSummary]:
         # Aggregates come from the raw dicts; only each thread's latest root checkpoint is
         # decoded, shallowly.
-        write_counts, write_sizes = self._write_aggregates()
-        blob_sizes = self._blob_aggregates()
+        sizes = self.sizes(DumpQuery())
         for thread_id in sorted(self._storage):
             namespaces = self._storage[thread_id]
-            count = 0
-            size = 0
-            for entries in namespaces.values():
-                count += len(entries)
-                size += sum(_entry_size(entry) for entry in entries.values())
+            sized = sizes.get(thread_id, ThreadBytes())
             # A thread with only subgraph checkpoints has no state of its own: no latest.
             latest = self.latest_key(thread_id) if "" in namespaces else None
             yield ThreadSummary(
                 thread_id=thread_id,
                 namespaces=sorted(namespaces),
-                checkpoints=count,
-                writes=write_counts.get(thread_id, 0),
-                size=size + write_sizes.get(thread_id, 0) + blob_sizes.get(thread_id, 0),
+                checkpoints=sized.checkpoints,
+                writes=sized.writes,
+                size=sized.total,
                 latest=self._load_one(latest, values=False, tolerant=True) if latest else None,
             )
 
-    def _write_aggregates(self) -> tuple[dict[str, int], dict[str, int]]:
-        counts: dict[str, int] = {}
-        sizes: dict[str, int] = {}
+    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        """From the dicts' index alone: a blob's size is its span in the file (PickleFile)."""
+        found: dict[str, ThreadBytes] = {}
+        for thread_id, _, _, entry in self._entries(query):
+            sized = found.setdefault(thread_id, ThreadBytes())
+            sized.checkpoints += 1
+            sized.checkpoint_bytes += _entry_size(entry)
+        # Every writes entry counts, as a SQL count would, whether or not its checkpoint
+        # is still there.
         for key, task_writes in (self._writes or {}).items():
-            if type(key) is not tuple or not key or not isinstance(task_writes, dict):
+            if type(key) is not tuple or len(key) != 3 or not isinstance(task_writes, dict):
                 continue  # not a writes entry; loading that checkpoint's writes says so
-            thread_id = key[0]
-            counts[thread_id] = counts.get(thread_id, 0) + len(task_writes)
-            sizes[thread_id] = sizes.get(thread_id, 0) + sum(
-                _write_size(w) for w in task_writes.values()
-            )
-        return counts, sizes
-
-    def _blob_aggregates(self) -> dict[str, int]:
-        sizes: dict[str, int] = {}
-        get = sizes.get
+            if not _selected(query, key[0], key[1], key[2]):
+                continue
+            sized = found.setdefault(key[0], ThreadBytes())
+            sized.writes += len(task_writes)
+            sized.write_bytes += sum(_write_size(w) for w in task_writes.values())
         for key, pair in (self._blobs or {}).items():
-            if type(key) is tuple and key:
-                sizes[key[0]] = get(key[0], 0) + _pair_size(pair)
-        return sizes
+            if type(key) is not tuple or len(key) != 4:
+                continue
+            if not _selected(query, key[0], key[1], None):
+                continue
+            sized = found.setdefault(key[0], ThreadBytes())
+            sized.blobs += 1
+            sized.blob_bytes += _pair_size(pair)
+        return found
 
     def thread_exists(self, thread_id: str) -> bool:
         return thread_id in self._storage
@@ -391,6 +394,82 @@ class PickleStore(Store):
             size=len(pair[1]) if pair else 0,
         )
 
+    def storage(self) -> dict[str, Any]:
+        layout = self.layout
+        files = []
+        for role, path in (
+            ("storage", layout.storage),
+            ("writes", layout.writes),
+            ("blobs", layout.blobs),
+        ):
+            if path is None:
+                continue
+            try:
+                size = path.stat().st_size
+            except OSError as exc:
+                raise StoreUnreadable(f"{path}: cannot read ({exc.strerror})") from None
+            files.append({"file": str(path), "role": role, "bytes": size})
+        return {"files": files, "total_bytes": sum(f["bytes"] for f in files)}
+
+    def health(self, query: DumpQuery) -> StoreHealth:
+        health = StoreHealth()
+        selected = DumpQuery(thread_ids=query.thread_ids)
+        parents_missing: list[CheckpointKey] = []
+        threads_missing: set[str] = set()
+        used: set[tuple[Any, ...]] = set()
+        oldest: dict[tuple[str, str], str] = {}
+        for thread_id, ns, checkpoint_id, entry in self._entries(selected):
+            ids = self._storage[thread_id][ns]
+            oldest.setdefault((thread_id, ns), checkpoint_id)  # entries come oldest first
+            parent = entry[2]
+            if isinstance(parent, str) and parent not in ids:
+                parents_missing.append(CheckpointKey(thread_id, ns, checkpoint_id))
+                threads_missing.add(thread_id)
+                if checkpoint_id == oldest[thread_id, ns]:
+                    health.missing_parent_oldest += 1
+            if self._blobs is not None and not self._inline_values:
+                key = CheckpointKey(thread_id, ns, checkpoint_id)
+                body = self._body(key, entry[0], values=False, tolerant=True)
+                versions = body.get("channel_versions") if isinstance(body, dict) else None
+                if _is_plain_dict(versions):
+                    used.update((thread_id, ns, c, v) for c, v in versions.items())
+        health.missing_parents = len(parents_missing)
+        health.missing_parent_threads = len(threads_missing)
+        health.missing_parent_examples = parents_missing[:5]
+        orphans: list[CheckpointKey] = []
+        for key in self._writes or {}:
+            if type(key) is not tuple or len(key) != 3 or not _selected(selected, *key):
+                continue
+            thread_id, ns, checkpoint_id = key
+            if checkpoint_id not in self._storage.get(thread_id, {}).get(ns, {}):
+                orphans.append(CheckpointKey(str(thread_id), str(ns), str(checkpoint_id)))
+        orphans.sort(key=lambda k: (k.thread_id, k.checkpoint_ns, k.checkpoint_id))
+        health.orphan_writes = sum(
+            len(self._writes[(k.thread_id, k.checkpoint_ns, k.checkpoint_id)])
+            for k in orphans
+            if self._writes is not None
+        )
+        health.orphan_write_threads = len({k.thread_id for k in orphans})
+        health.orphan_write_examples = orphans[:5]
+        if self._blobs is not None and not self._inline_values:
+            unused = [
+                pair
+                for key, pair in self._blobs.items()
+                if type(key) is tuple
+                and len(key) == 4
+                and _selected(selected, key[0], key[1], None)
+                and key not in used
+            ]
+            health.orphan_blobs = len(unused)
+            health.orphan_blob_bytes = sum(_pair_size(pair) for pair in unused)
+        health.namespaces = [
+            (thread_id, ns)
+            for thread_id in sorted(self._storage)
+            if not query.thread_ids or thread_id in query.thread_ids
+            for ns in sorted(self._storage[thread_id])
+        ]
+        return health
+
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
         for thread_id, ns, checkpoint_id, entry in self._entries(query):
@@ -421,14 +500,10 @@ class PickleStore(Store):
 
     def raw_blobs(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawBlob]:
         blobs = self._blobs or {}
-        wanted = set(query.thread_ids)
         keys = [
             key
             for key in blobs
-            if type(key) is tuple
-            and len(key) == 4
-            and (not wanted or key[0] in wanted)
-            and (query.checkpoint_ns is None or key[1] == query.checkpoint_ns)
+            if type(key) is tuple and len(key) == 4 and _selected(query, key[0], key[1], None)
         ]
         keys.sort(key=lambda k: tuple(str(part) for part in k))
         for key in keys:
@@ -603,6 +678,20 @@ def _pair(raw: Any, blobs_file: PickleFile | None = None) -> tuple[str, bytes] |
     except (ValueError, OSError):
         return None
     return None
+
+
+def _selected(query: DumpQuery, thread_id: Any, ns: Any, checkpoint_id: Any) -> bool:
+    """Whether a dict key's thread, namespace and (for rows with one) id are in `query`."""
+    if query.thread_ids and thread_id not in query.thread_ids:
+        return False
+    if query.checkpoint_ns is not None and ns != query.checkpoint_ns:
+        return False
+    if checkpoint_id is not None and isinstance(checkpoint_id, str):
+        if query.since_id is not None and checkpoint_id < query.since_id:
+            return False
+        if query.until_id is not None and checkpoint_id > query.until_id:
+            return False
+    return True
 
 
 def _tag(raw: Any) -> str | None:

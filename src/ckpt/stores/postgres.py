@@ -6,7 +6,7 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from ckpt.decoders import decode_json_text
 from ckpt.errors import DecodeError, NotACheckpointStore, NotFound, StoreUnreadable
@@ -20,7 +20,10 @@ from ckpt.model import (
     RawBlob,
     RawCheckpoint,
     RawWrite,
+    StoreHealth,
+    ThreadBytes,
     ThreadSummary,
+    WriteTotals,
 )
 from ckpt.stores.base import Store
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
@@ -82,6 +85,13 @@ class _RawWrite(NamedTuple):
 
 
 WriteKey = tuple[str, str, str]
+
+
+# How every size ckpt shows counts a row (`threads`, `stats`, the dump's `size`): a
+# checkpoint as stored (JSONB, possibly compressed), a blob or a write as its bytes.
+CHECKPOINT_BYTES: Final = "pg_column_size(c.checkpoint) + pg_column_size(c.metadata)"
+BLOB_BYTES: Final = "octet_length(b.blob)"
+WRITE_BYTES: Final = "octet_length(w.blob)"
 
 
 class PostgresStore(Store):
@@ -146,22 +156,24 @@ class PostgresStore(Store):
             sql.SQL("SELECT 1 FROM pg_namespace WHERE nspname = %s"), (schema,)
         ):
             raise NotACheckpointStore(f"{self.location}: no schema {schema!r}")
+        rows = self._rows(
+            sql.SQL(
+                "SELECT t.name, r.oid::oid, has_table_privilege(r.oid, 'SELECT'), "
+                "(SELECT jsonb_object_agg(a.attname, format_type(a.atttypid, a.atttypmod)) "
+                " FROM pg_attribute a WHERE a.attrelid = r.oid "
+                " AND a.attnum > 0 AND NOT a.attisdropped) "
+                "FROM unnest(%s::text[]) AS t(name) "
+                "CROSS JOIN LATERAL (SELECT to_regclass(CASE WHEN %s::text IS NULL "
+                "THEN quote_ident(t.name) ELSE format('%%I.%%I', %s::text, t.name) END) "
+                "AS oid) AS r"
+            ),
+            (list(TABLES), schema, schema),
+        )
         found = {
             name: (oid is not None, bool(readable), columns or {})
-            for name, oid, readable, columns in self._rows(
-                sql.SQL(
-                    "SELECT t.name, r.oid::oid, has_table_privilege(r.oid, 'SELECT'), "
-                    "(SELECT jsonb_object_agg(a.attname, format_type(a.atttypid, a.atttypmod)) "
-                    " FROM pg_attribute a WHERE a.attrelid = r.oid "
-                    " AND a.attnum > 0 AND NOT a.attisdropped) "
-                    "FROM unnest(%s::text[]) AS t(name) "
-                    "CROSS JOIN LATERAL (SELECT to_regclass(CASE WHEN %s::text IS NULL "
-                    "THEN quote_ident(t.name) ELSE format('%%I.%%I', %s::text, t.name) END) "
-                    "AS oid) AS r"
-                ),
-                (list(TABLES), schema, schema),
-            )
+            for name, oid, readable, columns in rows
         }
+        self._oids = {name: oid for name, oid, _, _ in rows if oid is not None}
         if not found["checkpoints"][0]:
             raise NotACheckpointStore(self._no_tables_message())
         for name, (exists, readable, _) in found.items():
@@ -239,11 +251,11 @@ class PostgresStore(Store):
         if values:
             return self._sql(
                 "c.thread_id, c.checkpoint_ns, {id}, {parent}, c.checkpoint, c.metadata, "
-                "pg_column_size(c.checkpoint) + pg_column_size(c.metadata), NULL::text[]"
+                f"{CHECKPOINT_BYTES}, NULL::text[]"
             )
         return self._sql(
             "c.thread_id, c.checkpoint_ns, {id}, {parent}, c.checkpoint - 'channel_values', "
-            "c.metadata, pg_column_size(c.checkpoint) + pg_column_size(c.metadata), "
+            f"c.metadata, {CHECKPOINT_BYTES}, "
             "CASE WHEN jsonb_typeof(c.checkpoint->'channel_values') = 'object' "
             "THEN ARRAY(SELECT jsonb_object_keys(c.checkpoint->'channel_values')) END"
         )
@@ -255,13 +267,13 @@ class PostgresStore(Store):
         # lets the server hash-aggregate narrow rows; one array_agg(DISTINCT ...) over the
         # table would sort every row with its JSONB instead (5x slower, spills to disk).
         writes_cte = (
-            "SELECT thread_id, count(*) AS n, sum(octet_length(blob)) AS size FROM {wr} "
-            "GROUP BY thread_id"
+            f"SELECT w.thread_id, count(*) AS n, sum({WRITE_BYTES}) AS size FROM {{wr}} w "
+            "GROUP BY w.thread_id"
             if self.has_writes
             else "SELECT NULL::text AS thread_id, 0::bigint AS n, 0::bigint AS size WHERE false"
         )
         blobs_cte = (
-            "SELECT thread_id, sum(octet_length(blob)) AS size FROM {bl} GROUP BY thread_id"
+            f"SELECT b.thread_id, sum({BLOB_BYTES}) AS size FROM {{bl}} b GROUP BY b.thread_id"
             if self.has_blobs
             else "SELECT NULL::text AS thread_id, 0::bigint AS size WHERE false"
         )
@@ -271,7 +283,7 @@ class PostgresStore(Store):
                 "array_agg(checkpoint_ns ORDER BY checkpoint_ns) AS namespaces, "
                 "sum(size) AS size, max(latest) FILTER (WHERE checkpoint_ns = '') AS latest_root "
                 "FROM (SELECT c.thread_id, c.checkpoint_ns, count(*) AS n, "
-                "sum(pg_column_size(c.checkpoint) + pg_column_size(c.metadata)) AS size, "
+                f"sum({CHECKPOINT_BYTES}) AS size, "
                 "max({id}) AS latest FROM {cp} c GROUP BY 1, 2) AS per_ns GROUP BY thread_id), "
                 f"w AS ({writes_cte}), b AS ({blobs_cte}) "
                 "SELECT cp.thread_id, cp.n, cp.namespaces, cp.size, cp.latest_root, "
@@ -444,6 +456,207 @@ class PostgresStore(Store):
         except pg.Error as exc:
             raise self._session.translate(exc) from None
 
+    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        found: dict[str, ThreadBytes] = {}
+        where, params = self._raw_filter(query, "c", ids=True)
+        for thread_id, count, size in self._rows(
+            self._sql(
+                f"SELECT c.thread_id, count(*), sum({CHECKPOINT_BYTES}) FROM {{cp}} c{where} "
+                "GROUP BY c.thread_id"
+            ),
+            params,
+        ):
+            found[thread_id] = ThreadBytes(checkpoints=int(count), checkpoint_bytes=int(size or 0))
+        if self.has_blobs:
+            where, params = self._raw_filter(query, "b", ids=False)
+            for thread_id, count, size in self._rows(
+                self._sql(
+                    f"SELECT b.thread_id, count(*), sum({BLOB_BYTES}) FROM {{bl}} b{where} "
+                    "GROUP BY b.thread_id"
+                ),
+                params,
+            ):
+                sized = found.setdefault(thread_id, ThreadBytes())
+                sized.blobs, sized.blob_bytes = int(count), int(size or 0)
+        if self.has_writes:
+            where, params = self._raw_filter(query, "w", ids=True)
+            for thread_id, count, size in self._rows(
+                self._sql(
+                    f"SELECT w.thread_id, count(*), sum({WRITE_BYTES}) FROM {{wr}} w{where} "
+                    "GROUP BY w.thread_id"
+                ),
+                params,
+            ):
+                sized = found.setdefault(thread_id, ThreadBytes())
+                sized.writes, sized.write_bytes = int(count), int(size or 0)
+        return found
+
+    def storage(self) -> dict[str, Any]:
+        rows = self._rows(
+            self._pg.sql.SQL(
+                "SELECT c.relname, pg_total_relation_size(c.oid), pg_relation_size(c.oid), "
+                "pg_indexes_size(c.oid), "
+                "coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0), "
+                "c.reltuples::bigint, s.n_live_tup, s.n_dead_tup "
+                "FROM pg_class c LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid "
+                "WHERE c.oid = ANY(%s::oid[]) ORDER BY c.relname"
+            ),
+            (list(self._oids.values()),),
+        )
+        tables = [
+            {
+                "table": name,
+                "total_bytes": int(total),
+                "table_bytes": int(table),
+                "index_bytes": int(indexes),
+                "toast_bytes": int(toast),
+                # From the planner's statistics (reltuples, pg_stat): estimates, -1 or
+                # null before the table was first analyzed.
+                "rows_estimate": int(estimate) if estimate is not None else None,
+                "live_rows": int(live) if live is not None else None,
+                "dead_rows": int(dead) if dead is not None else None,
+            }
+            for name, total, table, indexes, toast, estimate, live, dead in rows
+        ]
+        return {"tables": tables, "total_bytes": sum(t["total_bytes"] for t in tables)}
+
+    def write_totals(self, query: DumpQuery, keep: int) -> WriteTotals:
+        totals = WriteTotals()
+        if not self.has_writes:
+            return totals
+        where, params = self._raw_filter(query, "w", ids=True)
+        for channel, n, total in self._rows(
+            self._sql(
+                f"SELECT w.channel, count(*), sum({WRITE_BYTES}) FROM {{wr}} w{where} GROUP BY 1"
+            ),
+            params,
+        ):
+            totals.by_channel[channel] = (int(n), int(total or 0))
+        for ns, total in self._rows(
+            self._sql(
+                f"SELECT w.checkpoint_ns, sum({WRITE_BYTES}) FROM {{wr}} w{where} GROUP BY 1"
+            ),
+            params,
+        ):
+            totals.by_namespace[ns] = int(total or 0)
+        cp_where, cp_params = self._raw_filter(query, "c", ids=True)
+        id_match = "(r.id = w.checkpoint_id)"
+        ((on_latest, latest_bytes, on_last, last_bytes),) = self._rows(
+            self._sql(
+                "WITH r AS (SELECT c.thread_id, c.checkpoint_ns, {id} AS id, row_number() OVER "
+                "(PARTITION BY c.thread_id, c.checkpoint_ns ORDER BY {id} DESC) AS n "
+                f"FROM {{cp}} c{cp_where}) "
+                f"SELECT count(*) FILTER (WHERE r.n = 1), coalesce(sum({WRITE_BYTES}) FILTER "
+                f"(WHERE r.n = 1), 0), count(*), coalesce(sum({WRITE_BYTES}), 0) "
+                "FROM {wr} w JOIN r ON w.thread_id = r.thread_id "
+                f"AND w.checkpoint_ns = r.checkpoint_ns AND {id_match} WHERE r.n <= %s"
+            ),
+            [*cp_params, keep],
+        )
+        totals.on_latest = (int(on_latest), int(latest_bytes))
+        totals.on_last = (int(on_last), int(last_bytes))
+        return totals
+
+    def health(self, query: DumpQuery) -> StoreHealth:
+        health = StoreHealth()
+        params: list[Any] = [list(query.thread_ids)] if query.thread_ids else []
+        only = " AND {alias}.thread_id = ANY(%s)" if query.thread_ids else ""
+        if not self.shallow:  # the shallow schema keeps no parent ids
+            missing = (
+                "FROM {cp} c WHERE c.parent_checkpoint_id IS NOT NULL"
+                + only.format(alias="c")
+                + " AND NOT EXISTS (SELECT 1 FROM {cp} p WHERE p.thread_id = c.thread_id "
+                "AND p.checkpoint_ns = c.checkpoint_ns "
+                "AND p.checkpoint_id = c.parent_checkpoint_id)"
+            )
+            ((count, threads, oldest),) = self._rows(
+                self._sql(
+                    "SELECT count(*), count(DISTINCT c.thread_id), count(*) FILTER (WHERE "
+                    "c.checkpoint_id = (SELECT min(m.checkpoint_id) FROM {cp} m "
+                    "WHERE m.thread_id = c.thread_id AND m.checkpoint_ns = c.checkpoint_ns)) "
+                    + missing
+                ),
+                params,
+            )
+            health.missing_parents, health.missing_parent_threads = int(count), int(threads)
+            health.missing_parent_oldest = int(oldest)
+            health.missing_parent_examples = [
+                CheckpointKey(*row)
+                for row in self._rows(
+                    self._sql(
+                        "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id "
+                        + missing
+                        + " ORDER BY 1, 2, 3 LIMIT 5"
+                    ),
+                    params,
+                )
+            ]
+        if self.has_writes:
+            id_match = "" if self.shallow else " AND c.checkpoint_id = w.checkpoint_id"
+            if self.shallow:  # one row per (thread, ns): a write matches its id in the JSONB
+                id_match = " AND c.checkpoint->>'id' = w.checkpoint_id"
+            orphans = (
+                "FROM {wr} w WHERE NOT EXISTS (SELECT 1 FROM {cp} c "
+                "WHERE c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns"
+                + id_match
+                + ")"
+                + only.format(alias="w")
+            )
+            ((count, threads),) = self._rows(
+                self._sql("SELECT count(*), count(DISTINCT w.thread_id) " + orphans), params
+            )
+            health.orphan_writes, health.orphan_write_threads = int(count), int(threads)
+            health.orphan_write_examples = [
+                CheckpointKey(*row)
+                for row in self._rows(
+                    self._sql(
+                        "SELECT DISTINCT w.thread_id, w.checkpoint_ns, w.checkpoint_id "
+                        + orphans
+                        + " ORDER BY 1, 2, 3 LIMIT 5"
+                    ),
+                    params,
+                )
+            ]
+        if self.has_blobs:
+            # A blob is used when some checkpoint of its namespace names its version (as
+            # PostgresSaver joins them); a hash anti-join, not a lookup per blob.
+            if self._blob_versions:
+                refs = (
+                    "SELECT DISTINCT c.thread_id, c.checkpoint_ns, v.key AS channel, "
+                    "v.value AS version FROM {cp} c CROSS JOIN LATERAL "
+                    "jsonb_each_text(c.checkpoint->'channel_versions') v"
+                )
+                match = " AND r.version = b.version"
+            else:
+                refs = (
+                    "SELECT DISTINCT c.thread_id, c.checkpoint_ns, v AS channel FROM {cp} c "
+                    "CROSS JOIN LATERAL jsonb_object_keys(c.checkpoint->'channel_versions') v"
+                )
+                match = ""
+            ((count, size),) = self._rows(
+                self._sql(
+                    f"WITH r AS ({refs}) SELECT count(*), coalesce(sum({BLOB_BYTES}), 0) "
+                    "FROM {bl} b WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.thread_id = "
+                    "b.thread_id AND r.checkpoint_ns = b.checkpoint_ns AND r.channel = b.channel"
+                    + match
+                    + ")"
+                    + only.format(alias="b")
+                ),
+                params,
+            )
+            health.orphan_blobs, health.orphan_blob_bytes = int(count), int(size)
+        health.namespaces = [
+            (thread_id, ns)
+            for thread_id, ns in self._rows(
+                self._sql(
+                    "SELECT DISTINCT c.thread_id, c.checkpoint_ns FROM {cp} c WHERE true"
+                    + only.format(alias="c")
+                ),
+                params,
+            )
+        ]
+        return health
+
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
         where, params = self._raw_filter(query, "c", ids=True)
@@ -484,7 +697,7 @@ class PostgresStore(Store):
         statement = self._sql(
             f"SELECT b.thread_id, b.checkpoint_ns, b.channel, {version}, b.type, "
             + ("b.blob" if data else "NULL::bytea")
-            + ", octet_length(b.blob) FROM {bl} b"
+            + f", {BLOB_BYTES} FROM {{bl}} b"
             + where
             + f" ORDER BY b.thread_id, b.checkpoint_ns, b.channel, {version}"
         )
@@ -509,7 +722,7 @@ class PostgresStore(Store):
             "SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, "
             "w.type, "
             + ("w.blob" if data else "NULL::bytea")
-            + ", octet_length(w.blob) FROM {wr} w"
+            + f", {WRITE_BYTES} FROM {{wr}} w"
             + where
             + " ORDER BY w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx"
         )
@@ -604,7 +817,7 @@ class PostgresStore(Store):
         version = sql.SQL("b.version" if self._blob_versions else "NULL::text")
         select = self._sql(
             "SELECT b.thread_id, b.checkpoint_ns, b.channel, {version}, b.type, "
-            "coalesce(octet_length(b.blob), 0), "
+            f"coalesce({BLOB_BYTES}, 0), "
             "CASE WHEN b.channel = %s OR b.channel LIKE 'join:%%' THEN b.blob END ",
             version=version,
         )
@@ -692,7 +905,7 @@ class PostgresStore(Store):
             return None
         select = self._sql(
             "SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, {task_path}, "
-            "w.idx, w.channel, w.type, w.blob, octet_length(w.blob) ",
+            f"w.idx, w.channel, w.type, w.blob, {WRITE_BYTES} ",
             task_path=self._task_path,
         )
         found: dict[WriteKey, list[_RawWrite]] = {}
@@ -737,7 +950,7 @@ class PostgresStore(Store):
         result = self._rows(
             self._sql(
                 "SELECT w.thread_id, w.checkpoint_ns, w.task_id, {task_path}, w.idx, w.channel, "
-                "w.type, w.blob, octet_length(w.blob) "
+                f"w.type, w.blob, {WRITE_BYTES} "
                 "FROM unnest(%s::text[], %s::text[], %s::text[]) "
                 "AS k(thread_id, checkpoint_ns, checkpoint_id) JOIN {wr} w "
                 "ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns "

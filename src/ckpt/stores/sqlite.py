@@ -26,7 +26,10 @@ from ckpt.model import (
     PendingWrite,
     RawCheckpoint,
     RawWrite,
+    StoreHealth,
+    ThreadBytes,
     ThreadSummary,
+    WriteTotals,
 )
 from ckpt.stores.base import Store
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
@@ -146,45 +149,56 @@ class SqliteStore(Store):
                 latest = self._checkpoint(row, writes, values=False, tolerant=True)
             decoded.append(((thread_id, count, namespaces), latest))
         write_counts = self._write_counts()
-        thread_sizes, write_sizes = sizes.result()
+        thread_sizes = sizes.result()
         for (thread_id, count, namespaces), latest in decoded:
-            writes_count = write_counts.get(thread_id, 0)
-            writes_size = write_sizes.get(thread_id, 0)
+            sized = thread_sizes.get(thread_id)
             yield ThreadSummary(
                 thread_id=thread_id,
                 namespaces=sorted(_json_list(namespaces)) or [""],
                 checkpoints=count,
-                writes=writes_count,
-                size=thread_sizes.get(thread_id, 0) + writes_size,
+                writes=write_counts.get(thread_id, 0),
+                size=sized.total if sized is not None else 0,
                 latest=latest,
             )
 
-    def _sizes(self) -> tuple[dict[str, int], dict[str, int]]:
-        """Bytes of checkpoints (body and metadata) and of writes per thread.
-
-        Runs on its own connection, in the background: it must read every row's header.
-        """
+    def _sizes(self) -> dict[str, ThreadBytes]:
+        """`sizes` of every thread on a connection of its own: `threads` runs it in the
+        background while it decodes, since sqlite3 releases the GIL while it works."""
         conn = _open(self._uri)
         try:
-            checkpoints = {
-                thread_id: size or 0
-                for thread_id, size in conn.execute(
-                    f"SELECT thread_id, sum(coalesce({_bytes('checkpoint')}, 0) "
-                    f"+ coalesce({_bytes('metadata')}, 0)) FROM checkpoints GROUP BY thread_id"
-                )
-            }
-            writes: dict[str, int] = {}
-            if self.has_writes:
-                writes = {
-                    thread_id: size or 0
-                    for thread_id, size in conn.execute(
-                        f"SELECT thread_id, sum(coalesce({_bytes('value')}, 0)) "
-                        "FROM writes GROUP BY thread_id"
-                    )
-                }
-            return checkpoints, writes
+            return self._size_rows(conn, DumpQuery())
         finally:
             conn.close()
+
+    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        return self._size_rows(self.conn, query)
+
+    def _size_rows(self, conn: sqlite3.Connection, query: DumpQuery) -> dict[str, ThreadBytes]:
+        # Reads every row's header (never its blob): length() takes the size from there.
+        where, params = self._dump_filter(query, self._id, self._ns)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        found: dict[str, ThreadBytes] = {}
+        try:
+            for thread_id, count, size in conn.execute(
+                f"SELECT thread_id, count(*), sum(coalesce({_bytes('checkpoint')}, 0) "
+                f"+ coalesce({_bytes('metadata')}, 0)) FROM checkpoints{clause} "
+                "GROUP BY thread_id",
+                params,
+            ):
+                found[thread_id] = ThreadBytes(checkpoints=count, checkpoint_bytes=size or 0)
+            if self.has_writes:
+                where, params = self._dump_filter(query, self._w_id, self._w_ns)
+                clause = f" WHERE {' AND '.join(where)}" if where else ""
+                for thread_id, count, size in conn.execute(
+                    f"SELECT thread_id, count(*), sum(coalesce({_bytes('value')}, 0)) "
+                    f"FROM writes{clause} GROUP BY thread_id",
+                    params,
+                ):
+                    sized = found.setdefault(thread_id, ThreadBytes())
+                    sized.writes, sized.write_bytes = count, size or 0
+        except sqlite3.Error as exc:
+            raise _translate(exc, self.location) from None
+        return found
 
     def _write_counts(self) -> dict[str, int]:
         """Write rows per thread, from the primary-key index alone."""
@@ -354,6 +368,125 @@ class SqliteStore(Store):
             params.append(query.until_id)
         return where, params
 
+    def storage(self) -> dict[str, Any]:
+        page_size = self._run("PRAGMA page_size")[0][0]
+        pages = self._run("PRAGMA page_count")[0][0]
+        free = self._run("PRAGMA freelist_count")[0][0]
+        wal = Path(f"{self.path}-wal")
+        try:
+            file_bytes = self.path.stat().st_size
+            wal_bytes = wal.stat().st_size if wal.exists() else 0
+        except OSError as exc:
+            raise StoreUnreadable(f"{self.location}: cannot read ({exc.strerror})") from None
+        return {
+            "file_bytes": file_bytes,
+            "page_size": page_size,
+            "pages": pages,
+            "free_pages": free,
+            # What VACUUM would give back: pages on the freelist (it may also repack
+            # half-empty pages, which no header counts).
+            "free_bytes": free * page_size,
+            "wal_bytes": wal_bytes,
+        }
+
+    def write_totals(self, query: DumpQuery, keep: int) -> WriteTotals:
+        totals = WriteTotals()
+        if not self.has_writes:
+            return totals
+        where, params = self._dump_filter(query, self._w_id, self._w_ns)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        size = _bytes("value")
+        for channel, n, total in self._run(
+            f"SELECT channel, count(*), sum({size}) FROM writes{clause} GROUP BY channel", params
+        ):
+            totals.by_channel[channel] = (n, total or 0)
+        for ns, total in self._run(
+            f"SELECT {self._w_ns}, sum({size}) FROM writes{clause} GROUP BY 1", params
+        ):
+            totals.by_namespace[ns] = total or 0
+        cp_where, cp_params = self._dump_filter(query, self._id, self._ns)
+        cp_clause = f" WHERE {' AND '.join(cp_where)}" if cp_where else ""
+        same_ns = "" if self.era == "0.1" else f" AND w.{self._w_ns} = r.ns"
+        ((on_latest, latest_bytes, on_last, last_bytes),) = self._run(
+            f"WITH r AS (SELECT thread_id, {self._ns} AS ns, {self._id} AS id, "
+            f"row_number() OVER (PARTITION BY thread_id, {self._ns} ORDER BY {self._id} DESC) "
+            f"AS n FROM checkpoints{cp_clause}) "
+            f"SELECT coalesce(sum(r.n = 1), 0), coalesce(sum(CASE WHEN r.n = 1 THEN "
+            f"{_bytes('w.value')} END), 0), count(*), "
+            f"coalesce(sum({_bytes('w.value')}), 0) "
+            f"FROM writes w JOIN r ON w.thread_id = r.thread_id{same_ns} "
+            f"AND w.{self._w_id} = r.id WHERE r.n <= ?",
+            [*cp_params, keep],
+        )
+        totals.on_latest, totals.on_last = (on_latest, latest_bytes), (on_last, last_bytes)
+        return totals
+
+    def health(self, query: DumpQuery) -> StoreHealth:
+        health = StoreHealth()
+        ns, cid = self._ns, self._id
+        params: list[Any] = list(query.thread_ids)
+        marks = ", ".join("?" for _ in params)
+        threads = f" AND c.thread_id IN ({marks})" if params else ""
+        parent = "parent_ts" if self.era == "0.1" else "parent_checkpoint_id"
+
+        # 0.1.x rows have no namespace column: every checkpoint is in the root.
+        def same_ns(left: str, right: str) -> str:
+            return "" if self.era == "0.1" else f" AND {left} = {right}"
+
+        missing = (
+            f"FROM checkpoints c WHERE c.{parent} IS NOT NULL{threads} AND NOT EXISTS "
+            f"(SELECT 1 FROM checkpoints p WHERE p.thread_id = c.thread_id"
+            f"{same_ns(f'p.{ns}', f'c.{ns}')} AND p.{cid} = c.{parent})"
+        )
+        oldest = (
+            f"c.{cid} = (SELECT min(m.{cid}) FROM checkpoints m WHERE m.thread_id = c.thread_id"
+            f"{same_ns(f'm.{ns}', f'c.{ns}')})"
+        )
+        ((count, thread_count, at_oldest),) = self._run(
+            f"SELECT count(*), count(DISTINCT c.thread_id), coalesce(sum({oldest}), 0) {missing}",
+            params,
+        )
+        health.missing_parents, health.missing_parent_threads = count, thread_count
+        health.missing_parent_oldest = at_oldest
+        health.missing_parent_examples = [
+            CheckpointKey(*row)
+            for row in self._run(
+                f"SELECT c.thread_id, {'c.' + ns if self.era != '0.1' else ns}, c.{cid} "
+                f"{missing} ORDER BY 1, 2, 3 LIMIT 5",
+                params,
+            )
+        ]
+        if self.has_writes:
+            w_ns, w_id = self._w_ns, self._w_id
+            threads_w = threads.replace("c.thread_id", "w.thread_id")
+            orphans = (
+                f"FROM writes w WHERE NOT EXISTS (SELECT 1 FROM checkpoints c "
+                f"WHERE c.thread_id = w.thread_id{same_ns(f'c.{ns}', f'w.{w_ns}')} "
+                f"AND c.{cid} = w.{w_id}){threads_w}"
+            )
+            ((count, thread_count),) = self._run(
+                f"SELECT count(*), count(DISTINCT w.thread_id) {orphans}", params
+            )
+            health.orphan_writes, health.orphan_write_threads = count, thread_count
+            w_ns_col = f"w.{w_ns}" if self.era != "0.1" else "''"
+            health.orphan_write_examples = [
+                CheckpointKey(*row)
+                for row in self._run(
+                    f"SELECT DISTINCT w.thread_id, {w_ns_col}, w.{w_id} {orphans} "
+                    "ORDER BY 1, 2, 3 LIMIT 5",
+                    params,
+                )
+            ]
+        ns_col = f"c.{ns}" if self.era != "0.1" else "''"
+        health.namespaces = [
+            (thread_id, namespace)
+            for thread_id, namespace in self._run(
+                f"SELECT DISTINCT c.thread_id, {ns_col} FROM checkpoints c WHERE 1{threads}",
+                params,
+            )
+        ]
+        return health
+
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
         where, params = self._dump_filter(query, self._id, self._ns)
@@ -410,6 +543,10 @@ class SqliteStore(Store):
                 data=bytes(blob) if blob is not None else None,
                 size=size or 0,
             )
+
+    def fork(self) -> SqliteStore:
+        # Its own read-only connection: sqlite3 releases the GIL while a query runs.
+        return SqliteStore(self.path, aes_key=self.aes_key)
 
     def encrypted_sample(self) -> tuple[str, bytes] | None:
         if self.era == "0.1":

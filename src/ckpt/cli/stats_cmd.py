@@ -1,0 +1,80 @@
+"""`ckpt stats`: where the bytes of a store go, how its threads grow, and its health."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ckpt.cli.common import opened, state
+from ckpt.cli.options import (
+    JsonOpt,
+    QuietOpt,
+    StoreArg,
+    StoreOptions,
+    ThreadsOpt,
+    store_options,
+)
+
+
+@store_options
+def stats(
+    ctx: typer.Context,
+    store: StoreArg = None,
+    thread: ThreadsOpt = None,
+    ns: Annotated[
+        str | None,
+        typer.Option(
+            "--ns",
+            metavar="NS",
+            help="Only this checkpoint namespace ('' is the root; default: all).",
+            show_default=False,
+        ),
+    ] = None,
+    top: Annotated[
+        int,
+        typer.Option("--top", metavar="N", min=0, help="Rows per list (0: all of them)."),
+    ] = 10,
+    keep: Annotated[
+        int,
+        typer.Option("--keep", metavar="N", min=1, help="The N of the keep-last-N prune estimate."),
+    ] = 10,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+    *,
+    store_options: StoreOptions,
+) -> None:
+    """Where the bytes go: by thread, channel, subgraph and write; growth; prune; health.
+
+    Reads every row once without decoding values (a progress bar shows on stderr for long
+    scans). Exits 6 after printing when encrypted bodies could not be split by channel.
+    Example: ckpt stats chat.sqlite --json | jq '.channels[0]'
+    """
+    from ckpt.errors import EncryptedError
+    from ckpt.records import dumps
+    from ckpt.render.progress import advancing
+    from ckpt.render.stats_view import stats_view
+    from ckpt.stats import rows_to_read
+
+    output = state(ctx).output
+    with opened(ctx, store_options, store) as checkpoints:
+        show_progress = not quiet and output.stderr.isatty()
+        total = rows_to_read(checkpoints.raw) if show_progress else None
+        with advancing(enabled=show_progress, label="reading", unit="rows", total=total) as tick:
+            record = checkpoints.stats(
+                threads=thread or (), ns=ns, top=top, keep=keep, progress=tick
+            )
+        if json_out:
+            output.lines([dumps(record, indent=2) + "\n"])
+        else:
+            output.show(stats_view(record, output))
+        hidden = record["totals"]["unmeasured_bodies"]["encrypted"]
+        if hidden:  # printed what it could, like show and dump: then exit 6
+            raise EncryptedError(
+                f"{hidden} encrypted checkpoint bodies are counted whole: their split by "
+                "channel needs --aes-key or LANGGRAPH_AES_KEY"
+            )
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(stats)

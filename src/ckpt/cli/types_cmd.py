@@ -1,0 +1,78 @@
+"""`types`: which classes a store's values name, checked against LangGraph's strict mode,
+with the allowlist to paste (the work is ckpt.census; the view is ckpt.render.types_view)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import typer
+
+from ckpt.cli.common import opened, state
+from ckpt.cli.options import (
+    JsonOpt,
+    QuietOpt,
+    StoreArg,
+    StoreOptions,
+    ThreadsOpt,
+    store_options,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from ckpt.census import RawRow
+
+
+@store_options
+def types(
+    ctx: typer.Context,
+    store: StoreArg = None,
+    thread: ThreadsOpt = None,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+    *,
+    store_options: StoreOptions,
+) -> None:
+    """List every (module, class) pair the stored values name, for LangGraph's strict mode.
+
+    Each class is marked safe (LangGraph's built-in list), allowlist (strict mode gives
+    back a plain dict or value unless allowed), blocked (a method call no allowlist
+    unblocks), ungated or langchain; then the allowed_msgpack_modules list and the
+    langgraph.json snippet to paste. Nothing named is imported. Exits 6 after printing
+    when encrypted values hide their classes (no key, or a wrong one).
+
+    Example: ckpt types chat.sqlite --json | jq -r '.allowlist.python'
+    """
+    from ckpt.errors import EncryptedError
+    from ckpt.records import dumps
+    from ckpt.render.progress import counting
+    from ckpt.render.types_view import types_view
+
+    run = state(ctx)
+    show_progress = not quiet and run.output.stderr.isatty()
+
+    def progress(rows: Iterator[RawRow]) -> Iterator[RawRow]:
+        with counting(rows, enabled=show_progress, label="reading", unit="rows") as counted:
+            yield from counted
+
+    with opened(ctx, store_options, store) as checkpoints:
+        record = checkpoints.types(threads=thread or (), progress=progress)
+        if json_out:
+            run.output.lines([dumps(record, indent=2) + "\n"])
+        else:
+            run.output.show(types_view(record, run.output))
+        encryption = record["encryption"]
+        if encryption["hidden"]:
+            if encryption["key"]:
+                raise EncryptedError(
+                    f"{encryption['hidden']} value(s) did not decrypt: wrong --aes-key / "
+                    "LANGGRAPH_AES_KEY; their classes are not listed"
+                )
+            raise EncryptedError(
+                f"{encryption['hidden']} encrypted value(s): the classes inside need "
+                "--aes-key or LANGGRAPH_AES_KEY"
+            )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("types")(types)

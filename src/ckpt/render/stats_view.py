@@ -1,0 +1,356 @@
+"""`ckpt stats` for people: where the bytes go, how the biggest threads grow, what a prune
+would give back and what looks wrong. Takes a StatsRecord (ckpt.records), returns a Rich
+renderable; every figure comes from the record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ckpt.records import GrowthRecord, HealthRecord, StatsRecord
+from ckpt.render.human import _boxed
+from ckpt.render.output import Output
+from ckpt.render.text import brief, human_size
+
+BARS = "▁▂▃▄▅▆▇█"
+CHART_WIDTH = 60
+
+
+def stats_view(record: StatsRecord, output: Output) -> RenderableType:
+    parts: list[RenderableType] = [_summary(record)]
+    totals = record["totals"]
+    if not totals["checkpoints"] and not totals["writes"]:
+        parts.append(Text("no checkpoints selected", style="dim"))
+        return Group(*parts)
+    parts += _sections(record, output)
+    return Group(*parts)
+
+
+def _summary(record: StatsRecord) -> RenderableType:
+    totals = record["totals"]
+    storage = record["storage"]
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    store = record["store"]
+    table.add_row("store", f"{store['location']} ({store['kind']})")
+    if "file_bytes" in storage:  # SQLite
+        table.add_row(
+            "file",
+            f"{human_size(storage['file_bytes'])}: {storage['pages']:,} pages of "
+            f"{human_size(storage['page_size'])}, {storage['free_pages']:,} free "
+            f"({human_size(storage['free_bytes'])} VACUUM would give back)"
+            + (f"; WAL {human_size(storage['wal_bytes'])}" if storage["wal_bytes"] else ""),
+        )
+    for info in storage.get("tables", []):  # Postgres
+        table.add_row(
+            "table",
+            f"{info['table']}: {human_size(info['total_bytes'])} "
+            f"(heap {human_size(info['table_bytes'])}, indexes "
+            f"{human_size(info['index_bytes'])}, TOAST {human_size(info['toast_bytes'])})",
+        )
+    for file_info in storage.get("files", []):  # pickle folder
+        table.add_row("file", f"{file_info['file']}: {human_size(file_info['bytes'])}")
+    selection = record["selection"]
+    if selection["thread_ids"] or selection["checkpoint_ns"] is not None:
+        chosen = ", ".join(selection["thread_ids"]) or "all threads"
+        if selection["checkpoint_ns"] is not None:
+            chosen += f", namespace {selection['checkpoint_ns'] or '(root)'}"
+        table.add_row("selected", chosen)
+    table.add_row(
+        "rows",
+        f"{_n(totals['threads'], 'thread')} · {_n(totals['checkpoints'], 'checkpoint')} · "
+        + (f"{_n(totals['blobs'], 'blob')} · " if totals["blobs"] else "")
+        + f"{_n(totals['writes'], 'write')} · {human_size(totals['bytes'])}",
+    )
+    parts = [
+        f"values {human_size(totals['value_bytes'])}"
+        + (" (inline)" if totals["inline_value_bytes"] else ""),
+        f"bodies {human_size(totals['body_bytes'])}",
+        f"metadata {human_size(totals['metadata_bytes'])}",
+        f"writes {human_size(totals['write_bytes'])}",
+    ]
+    table.add_row("bytes", " · ".join(parts))
+    unmeasured = totals["unmeasured_bodies"]
+    if unmeasured["checkpoints"]:
+        why = (
+            "encrypted: pass --aes-key to split them by channel"
+            if unmeasured["encrypted"] == unmeasured["checkpoints"]
+            else "encrypted or not readable as msgpack/JSON"
+        )
+        table.add_row(
+            "",
+            Text(
+                f"{unmeasured['checkpoints']:,} bodies ({human_size(unmeasured['bytes'])}) "
+                f"counted whole: {why}",
+                style="yellow",
+            ),
+        )
+    return table
+
+
+def _sections(record: StatsRecord, output: Output) -> list[RenderableType]:
+    total = record["totals"]["bytes"]
+    parts: list[RenderableType] = []
+    boxed = _boxed(output)
+
+    def section(title: str, columns: list[tuple[str, str]], rows: list[list[Any]]) -> None:
+        if not rows:
+            return
+        table = Table(box=boxed, header_style="bold", pad_edge=False, title_justify="left")
+        for name, justify in columns:
+            table.add_column(name, justify=justify, no_wrap=justify == "left")  # type: ignore[arg-type]
+        for row in rows:
+            table.add_row(*row)
+        parts.append(Text(""))
+        parts.append(Text(title, style="bold"))
+        parts.append(table)
+
+    def pct(share: float) -> str:
+        return f"{100 * share:.1f}%"
+
+    section(
+        "Threads, largest first",
+        [
+            ("THREAD", "left"),
+            ("CKPTS", "right"),
+            ("WRITES", "right"),
+            ("SIZE", "right"),
+            ("SHARE", "right"),
+            ("REPEATED", "right"),
+        ],  # fmt: skip
+        [
+            [
+                t["thread_id"],
+                f"{t['checkpoints']:,}",
+                f"{t['writes']:,}",
+                human_size(t["bytes"]),
+                pct(t["share"]),
+                pct(t["repeated_share"]),
+            ]  # fmt: skip
+            for t in record["threads"]
+        ],
+    )
+    section(
+        "Channel values by channel",
+        [
+            ("CHANNEL", "left"),
+            ("SIZE", "right"),
+            ("SHARE", "right"),
+            ("STORED", "right"),
+            ("THREADS", "right"),
+            ("REPEATED", "right"),
+        ],  # fmt: skip
+        [
+            [
+                c["channel"],
+                human_size(c["bytes"]),
+                pct(c["share"]),
+                f"{c['stored']:,}",
+                f"{c['threads']:,}",
+                pct(c["repeated_share"]),
+            ]  # fmt: skip
+            for c in record["channels"]
+        ],
+    )
+    if len(record["namespaces"]) > 1:
+        section(
+            "By subgraph (namespace without task ids)",
+            [
+                ("NAMESPACE", "left"),
+                ("RUNS", "right"),
+                ("CKPTS", "right"),
+                ("SIZE", "right"),
+                ("SHARE", "right"),
+            ],  # fmt: skip
+            [
+                [
+                    n["namespace"] or "(root)",
+                    f"{n['namespaces']:,}",
+                    f"{n['checkpoints']:,}",
+                    human_size(n["bytes"]),
+                    pct(n["share"]),
+                ]  # fmt: skip
+                for n in record["namespaces"]
+            ],
+        )
+    section(
+        "Pending writes by channel",
+        [("CHANNEL", "left"), ("WRITES", "right"), ("SIZE", "right"), ("SHARE", "right")],
+        [
+            [w["channel"], f"{w['writes']:,}", human_size(w["bytes"]), pct(w["share"])]
+            for w in record["write_channels"]
+        ],
+    )
+    section(
+        "Largest checkpoints (ckpt show ID)",
+        [
+            ("THREAD", "left"),
+            ("NAMESPACE", "left"),
+            ("CHECKPOINT", "left"),
+            ("STEP", "right"),
+            ("SIZE", "right"),
+        ],  # fmt: skip
+        [
+            [
+                c["thread_id"],
+                c["checkpoint_ns"] or "(root)",
+                c["checkpoint_id"],
+                "" if c["step"] is None else str(c["step"]),
+                human_size(c["bytes"]),
+            ]  # fmt: skip
+            for c in record["largest_checkpoints"]
+        ],
+    )
+    for growth in record["growth"]:
+        parts += _growth(growth)
+    parts += _prune(record, total)
+    parts += _health(record["health"])
+    return parts
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def sparkline(values: list[int], width: int = CHART_WIDTH) -> str:
+    """Values as one line of block characters, resampled to at most `width`."""
+    if not values:
+        return ""
+    if len(values) > width:
+        stride = len(values) / width
+        values = [max(values[int(i * stride) : int((i + 1) * stride)] or [0]) for i in range(width)]
+    top = max(values) or 1
+    return "".join(BARS[min(len(BARS) - 1, (v * (len(BARS) - 1)) // top)] for v in values)
+
+
+def _growth(growth: GrowthRecord) -> list[RenderableType]:
+    sizes = [p["bytes"] for p in growth["points"]]
+    if len(sizes) < 2:
+        return []
+    line = Text()
+    line.append(sparkline(sizes), style="cyan")
+    line.append(
+        f"  {human_size(growth['first_bytes'])} → {human_size(growth['last_bytes'])} "
+        f"per checkpoint over {growth['checkpoints']:,} checkpoints"
+        + (" (sampled)" if growth["sampled"] else "")
+    )
+    parts: list[RenderableType] = [
+        Text(""),
+        Text(f"Growth of {growth['thread_id']}: checkpoint size by step", style="bold"),
+        line,
+    ]
+    if growth["shape"] == "growing":
+        parts.append(
+            Text(
+                "checkpoints keep getting bigger: the thread grows with the square of its steps",
+                style="yellow",
+            )
+        )
+    if growth["statement"]:
+        parts.append(Text(growth["statement"], style="yellow"))
+    elif growth["repeated_bytes"]:
+        parts.append(
+            Text(
+                f"{100 * growth['repeated_share']:.0f}% of this thread's bytes repeat values "
+                "stored before them",
+                style="dim",
+            )
+        )
+    return parts
+
+
+def _prune(record: StatsRecord, total: int) -> list[RenderableType]:
+    lines: list[RenderableType] = [
+        Text(""),
+        Text("What a prune would give back (estimate)", style="bold"),
+    ]
+    for estimate in (record["prune"]["keep_latest"], record["prune"]["keep_last"]):
+        name = "keep latest" if estimate["keep"] == 1 else f"keep last {estimate['keep']}"
+        line = Text(f"{name:<14}", style="bold")
+        line.append(
+            f"frees {human_size(estimate['bytes'])} ({100 * estimate['share']:.1f}%): "
+            f"{estimate['checkpoints']:,} checkpoints, {estimate['writes']:,} writes"
+            + (f", {estimate['blobs']:,} blobs" if estimate["blobs"] else "")
+        )
+        lines.append(line)
+    lines.append(
+        Text(
+            "of each thread and namespace; row sizes, before VACUUM. A real prune also keeps "
+            "what resuming needs (the parent of an interrupted step, delta snapshots).",
+            style="dim",
+        )
+    )
+    return lines
+
+
+def _health(health: HealthRecord) -> list[RenderableType]:
+    lines: list[RenderableType] = [Text(""), Text("Health", style="bold")]
+
+    def good(text: str) -> None:
+        lines.append(Text(f"✓ {text}", style="green"))
+
+    def bad(text: str, style: str = "yellow") -> None:
+        lines.append(Text(f"! {text}", style=style))
+
+    orphans = health["orphan_writes"]
+    if orphans["count"]:
+        example = orphans["examples"][0]
+        bad(
+            f"{orphans['count']:,} writes in {orphans['threads']:,} threads belong to no "
+            f"checkpoint (e.g. {example['thread_id']} {example['checkpoint_id']})"
+        )
+    else:
+        good("every pending write belongs to a checkpoint")
+    missing = health["missing_parents"]
+    if missing["count"]:
+        style = "dim" if missing["oldest"] == missing["count"] else "yellow"
+        bad(
+            f"{missing['count']:,} checkpoints in {missing['threads']:,} threads name a parent "
+            f"that is gone: {missing['note']}",
+            style,
+        )
+    else:
+        good("every parent link leads to a checkpoint")
+    if health["orphan_namespaces"]:
+        first = health["orphan_namespaces"][0]
+        bad(
+            f"{len(health['orphan_namespaces']):,} subgraph namespaces have no parent "
+            f"namespace left (e.g. {first['thread_id']} {first['checkpoint_ns']})"
+        )
+    blobs = health["orphan_blobs"]
+    if blobs is not None:
+        if blobs["count"]:
+            bad(
+                f"{blobs['count']:,} blobs ({human_size(blobs['bytes'])}) are named by no "
+                "checkpoint"
+            )
+        else:
+            good("every blob is named by a checkpoint")
+    errors = [u for u in health["unresolved"] if u["status"] == "error"]
+    waiting = [u for u in health["unresolved"] if u["status"] == "interrupted"]
+    for group, words, style in (
+        (errors, ("thread failed", "threads failed"), "red"),
+        (waiting, ("thread waits on an interrupt", "threads wait on an interrupt"), "yellow"),
+    ):
+        if group:
+            shown = ", ".join(
+                f"{u['thread_id']}" + (f" ({brief(u['detail'], limit=50)})" if u["detail"] else "")
+                for u in group[:3]
+            )
+            more = f" and {len(group) - 3} more" if len(group) > 3 else ""
+            bad(f"{len(group):,} {words[len(group) != 1]}: {shown}{more}", style)
+    for delta in health["delta_channels"]:
+        snapshot = delta["snapshot_checkpoint_id"] or "(none: replays from empty)"
+        lines.append(
+            Text(
+                f"· delta channel {delta['channel']} of {delta['thread_id']}: snapshot at "
+                f"{snapshot}, {delta['writes_to_replay']:,} writes to replay"
+                + ("" if delta["complete"] else " (an ancestor is missing)"),
+                style="cyan" if delta["complete"] else "yellow",
+            )
+        )
+    return lines

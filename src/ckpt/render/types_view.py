@@ -1,0 +1,240 @@
+"""The human view of `ckpt types`: the classes a store names, its serde tags, and the
+allowlist to paste. Takes the TypesRecord (ckpt.records) and returns a Rich renderable;
+nothing is computed here."""
+
+from __future__ import annotations
+
+import json
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ckpt.census import status_words
+from ckpt.records import TypesRecord, TypeUseRecord
+from ckpt.render.output import Output
+from ckpt.selector import short_id
+
+_STATUS_STYLE = {
+    "blocked": "bold red",
+    "allowlist": "bold yellow",
+    "langchain": "yellow",
+    "ungated": "cyan",
+    "safe": "green",
+}
+_WHERE_SHOWN = 3  # channel names listed per type before "+N"
+
+
+def _boxed(output: Output) -> box.Box | None:
+    return box.SIMPLE_HEAD if output.terminal else None
+
+
+def types_view(record: TypesRecord, output: Output) -> RenderableType:
+    parts: list[RenderableType] = [_header(record), Text()]
+    parts += [_tags_table(record, output), Text()]
+    if record["types"]:
+        parts += [_types_table(record, output), _legend(record), Text()]
+    else:
+        parts += [Text("No class is named by the values read."), Text()]
+    if record["pickle"]["values"]:
+        parts += [_pickle_table(record, output), Text()]
+    degrade = record["would_degrade"]
+    if degrade:
+        parts += [Text("Would degrade under strict mode", style="bold")]
+        for item in degrade:
+            path = f"{item['module']}.{item['name']}" if item["module"] else item["name"]
+            if item["method"]:
+                path += f".{item['method']}()"
+            fix = "" if item["fixed_by_allowlist"] else "  (blocked whatever the allowlist)"
+            parts.append(Text(f"  {item['count']:>8,}  {path} -> {item['becomes']}{fix}"))
+        parts.append(Text())
+    parts += _allowlist(record)
+    notes = _notes(record)
+    if notes:
+        parts += [Text(), *notes]
+    return Group(*parts)
+
+
+def _header(record: TypesRecord) -> Text:
+    store, scanned = record["store"], record["scanned"]
+    text = Text()
+    text.append(f"{store['location']}", style="bold")
+    text.append(f"  {store['kind']}, era {store['era']}")
+    if store["era_note"]:
+        text.append(f" ({store['era_note']})", style="dim")
+    text.append("\n")
+    text.append(
+        f"{scanned['threads']:,} threads, {scanned['checkpoints']:,} checkpoints, "
+        f"{scanned['blobs']:,} blobs, {scanned['writes']:,} writes: "
+        f"{scanned['values']:,} serialized values read"
+    )
+    versions = ", ".join(
+        f"v{v['v']}: {v['checkpoints']:,}"
+        if v["v"] is not None
+        else f"unread: {v['checkpoints']:,}"
+        for v in record["checkpoint_versions"]
+    )
+    if versions:
+        text.append(f"\ncheckpoint format versions: {versions}")
+    text.append(f"\nstatuses follow LangGraph's safe list of {record['safe_list']}", style="dim")
+    return text
+
+
+def _tags_table(record: TypesRecord, output: Output) -> Table:
+    table = Table(box=_boxed(output), header_style="bold", pad_edge=False, title_justify="left")
+    table.title = "Serde tags"
+    for column in ("TAG", "PART", "PLAIN", "ENCRYPTED"):
+        table.add_column(column, justify="right" if column in ("PLAIN", "ENCRYPTED") else "left")
+    for tag in record["tags"]:
+        name = tag["tag"] if tag["tag"] is not None else "(untyped)"
+        encrypted = f"{tag['encrypted']:,}"
+        if tag["ciphers"]:
+            encrypted += " +" + "+".join(tag["ciphers"])
+        table.add_row(name, tag["part"], f"{tag['plain']:,}", encrypted)
+    return table
+
+
+def _types_table(record: TypesRecord, output: Output) -> Table:
+    table = Table(box=_boxed(output), header_style="bold", pad_edge=False, title_justify="left")
+    table.title = "Classes named by stored values"
+    for column in ("CLASS", "STATUS", "STORED AS", "COUNT", "THREADS", "WHERE", "EXAMPLE"):
+        table.add_column(column, justify="right" if column in ("COUNT", "THREADS") else "left")
+    for item in record["types"]:
+        table.add_row(
+            _class_name(item),
+            Text(item["status"], style=_STATUS_STYLE.get(item["status"], "")),
+            _stored_as(item),
+            f"{item['count']:,}",
+            f"{item['threads']:,}",
+            _where(item["channels"], item["writes"], item["elsewhere"]),
+            _example(item),
+        )
+    return table
+
+
+def _class_name(item: TypeUseRecord) -> str:
+    path = f"{item['module']}.{item['name']}" if item["module"] else item["name"]
+    return f"{path}.{item['method']}()" if item["method"] else path
+
+
+def _stored_as(item: TypeUseRecord) -> str:
+    if item["serde"] == "json":
+        return f"json lc:{item['lc']}"
+    return "ext " + ",".join(str(code) for code in item["ext"])
+
+
+def _where(channels: list[str], writes: list[str], elsewhere: list[str]) -> str:
+    names = [*channels, *(f"write:{w}" for w in writes if w not in channels), *elsewhere]
+    shown = ", ".join(names[:_WHERE_SHOWN])
+    return shown + (f" +{len(names) - _WHERE_SHOWN}" if len(names) > _WHERE_SHOWN else "")
+
+
+def _example(item: TypeUseRecord) -> str:
+    example = item["example"]
+    where = example["thread_id"]
+    if example["checkpoint_id"]:
+        where += f" {short_id(example['checkpoint_id'])}"
+    return where
+
+
+def _legend(record: TypesRecord) -> Text:
+    words = status_words()
+    shown = dict.fromkeys(t["status"] for t in record["types"])
+    text = Text()
+    for status in shown:
+        text.append(f"  {status}", style=_STATUS_STYLE.get(status, ""))
+        text.append(f": {words[status]}\n", style="dim")
+    text.rstrip()
+    return text
+
+
+def _pickle_table(record: TypesRecord, output: Output) -> Table:
+    table = Table(box=_boxed(output), header_style="bold", pad_edge=False, title_justify="left")
+    table.title = (
+        f"Pickled values ({record['pickle']['values']:,}): they load only with "
+        "pickle_fallback=True, and loading runs these imports"
+    )
+    for column in ("GLOBAL", "COUNT", "THREADS", "WHERE"):
+        table.add_column(column, justify="right" if column in ("COUNT", "THREADS") else "left")
+    for item in record["pickle"]["globals"]:
+        table.add_row(
+            item["name"],
+            f"{item['count']:,}",
+            f"{item['threads']:,}",
+            _where(item["channels"], item["writes"], item["elsewhere"]),
+        )
+    return table
+
+
+def _allowlist(record: TypesRecord) -> list[RenderableType]:
+    allowlist = record["allowlist"]
+    lines: list[RenderableType] = [
+        Text("Allowlist for JsonPlusSerializer(...) / saver.with_allowlist(...)", style="bold"),
+        Text(allowlist["python"]),
+        Text(),
+        Text('langgraph.json ("checkpointer" > "serde")', style="bold"),
+        Text(_json_snippet(allowlist["langgraph_json"])),
+    ]
+    hidden = record["encryption"]["hidden"]
+    if hidden:
+        lines.insert(
+            0,
+            Text(
+                f"incomplete: {hidden:,} encrypted value(s) were not read (see the note below)",
+                style="bold yellow",
+            ),
+        )
+    return lines
+
+
+def _json_snippet(value: object, indent: str = "") -> str:
+    """JSON as people write langgraph.json: nested objects indented, each [module, name]
+    pair on one line."""
+    if isinstance(value, dict) and value:
+        inner = indent + "  "
+        items = [
+            f"{inner}{json.dumps(key)}: {_json_snippet(item, inner)}" for key, item in value.items()
+        ]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list) and value and all(isinstance(item, list) for item in value):
+        inner = indent + "  "
+        rows = [f"{inner}{json.dumps(item, ensure_ascii=False)}" for item in value]
+        return "[\n" + ",\n".join(rows) + f"\n{indent}]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _notes(record: TypesRecord) -> list[RenderableType]:
+    notes: list[RenderableType] = []
+    encryption = record["encryption"]
+    if encryption["note"]:
+        notes.append(Text(f"note: {encryption['note']}", style="yellow"))
+    undecodable = record["scanned"]["undecodable"]
+    if undecodable:
+        first = record["undecodable"][0]
+        notes.append(
+            Text(
+                f"note: {undecodable:,} value(s) did not decode (first: {first['part']} of "
+                f"thread {first['thread_id']}: {first['error']}); their classes are not counted",
+                style="yellow",
+            )
+        )
+    lost = [e for e in record["ext_codes"] if e["code"] > 7]
+    for entry in lost:
+        notes.append(
+            Text(
+                f"note: {entry['count']:,} ext value(s) of unknown code {entry['code']}: "
+                "LangGraph loads them as None",
+                style="yellow",
+            )
+        )
+    malformed = sum(e["malformed"] for e in record["ext_codes"])
+    if malformed:
+        notes.append(
+            Text(
+                f"note: {malformed:,} ext payload(s) are not of their code's layout: LangGraph "
+                "gives their raw data or None",
+                style="yellow",
+            )
+        )
+    return notes
