@@ -19,6 +19,8 @@ class ExitCode(IntEnum):
     AMBIGUOUS = 8  # an id prefix matches several checkpoints
     REFUSED = 9  # a pickle names a global outside the allowlist: refused, nothing ran
     MISSING_DEPENDENCY = 10  # an optional extra (e.g. ckpt[postgres]) is not installed
+    BUSY = 11  # prune/vacuum --apply: another connection holds the store; the thread rolled back
+    UNSAFE = 12  # prune/vacuum: the change would not be safe (refused); nothing changed
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -98,3 +100,17 @@ class MissingDependency(CkptError):
     """An optional dependency is needed for this store."""
 
     exit_code = ExitCode.MISSING_DEPENDENCY
+
+
+class StoreBusy(CkptError):
+    """`prune`/`vacuum --apply`: the store stayed locked by another connection past the
+    timeout; the thread being changed was rolled back (earlier threads stay pruned)."""
+
+    exit_code = ExitCode.BUSY
+
+
+class Unsafe(CkptError):
+    """`prune`/`vacuum`: a change ckpt will not make because it could lose data (a
+    `langgraph dev` folder a server rewrites, a thread whose plan needs the key)."""
+
+    exit_code = ExitCode.UNSAFE

@@ -515,6 +515,52 @@ class TypesRecord(TypedDict):
     undecodable: list[UndecodableRecord]  # the first few; scanned.undecodable counts all
 
 
+# -- ckpt prune and ckpt vacuum (docs/json.md "ckpt prune") ------------------------------------
+
+
+class KeptRecord(TypedDict):
+    checkpoint_id: str
+    reasons: list[str]
+
+
+class NamespacePlanRecord(TypedDict):
+    checkpoint_ns: str
+    checkpoints: int  # deleted
+    checkpoint_bytes: int
+    writes: int
+    write_bytes: int
+    blobs: int
+    blob_bytes: int
+    bytes: int
+    kept: list[KeptRecord]
+    parents_cleared: list[str]  # kept checkpoints whose parent goes: parent set to null
+    whole: bool  # the namespace goes entirely
+    why: str | None
+
+
+class ThreadPlanRecord(TypedDict):
+    thread_id: str
+    refused: str | None  # why this thread is left alone
+    applied: bool  # its transaction committed
+    checkpoints: int
+    writes: int
+    blobs: int
+    bytes: int
+    namespaces: list[NamespacePlanRecord]
+
+
+class PruneRecord(TypedDict):
+    """`ckpt prune --json`: the plan (dry run) or what was done (--apply)."""
+
+    store: dict[str, Any]
+    strategy: str
+    keep: int
+    applied: bool
+    backup: str | None
+    threads: list[ThreadPlanRecord]
+    totals: dict[str, int]
+
+
 # -- building them -------------------------------------------------------------------------------
 
 

@@ -55,6 +55,7 @@ class BodyLayout:
 
     values: dict[str, ValueLayout]
     versions: dict[Any, Any]  # channel -> version as stored (compared, never shown)
+    v: int | None = None  # the checkpoint format version (format.md §3.1)
 
 
 def plaintext(tag: str | None, data: bytes, aes_key: bytes | None) -> tuple[str | None, bytes]:
@@ -161,7 +162,10 @@ def _fast_msgpack_body(data: bytes) -> BodyLayout | None:
     if total != len(data):
         return None
     versions = body.get("channel_versions")
-    return BodyLayout(values, versions if type(versions) is dict else {})
+    v = body.get("v")
+    return BodyLayout(
+        values, versions if type(versions) is dict else {}, v if type(v) is int else None
+    )
 
 
 _FIXEXT: Final = frozenset({1, 2, 4, 8, 16})
@@ -331,6 +335,7 @@ def _msgpack_body(data: bytes) -> BodyLayout:
     _, count, i = shape
     values: dict[str, ValueLayout] = {}
     versions: dict[Any, Any] = {}
+    version: int | None = None
     for _ in range(count):
         key, i = _key(data, i)
         if key == "channel_values":
@@ -348,19 +353,21 @@ def _msgpack_body(data: bytes) -> BodyLayout:
                     else ValueLayout(end - i, ext=ext_code(data, i))
                 )
                 i = end
-        elif key == "channel_versions":
+        elif key in ("channel_versions", "v"):
             end = skip(data, i)
             found = ormsgpack.unpackb(
                 data[i:end], ext_hook=lambda code, _: None, option=ormsgpack.OPT_NON_STR_KEYS
             )
-            if isinstance(found, dict):
+            if key == "v":
+                version = found if type(found) is int else None
+            elif isinstance(found, dict):
                 versions = found
             i = end
         else:
             i = skip(data, i)
     if i != len(data):
         raise SpanError("bytes after the checkpoint body")
-    return BodyLayout(values, versions)
+    return BodyLayout(values, versions, version)
 
 
 def _listed(size: int, data: bytes, spans: list[tuple[int, int]]) -> ValueLayout:
@@ -433,7 +440,10 @@ def _json_body(data: bytes) -> BodyLayout:
 
     values: dict[str, ValueLayout] = {}
     versions: dict[Any, Any] = {}
+    version: int | None = None
     for key, start, _, value in _json_object(text, _skip_ws(text, 0)):
+        if key == "v" and type(value) is int:
+            version = value
         if key == "channel_values" and isinstance(value, dict):
             for channel, begin, end, inner in _json_object(text, start):
                 if isinstance(inner, list):
@@ -447,4 +457,4 @@ def _json_body(data: bytes) -> BodyLayout:
                     values[channel] = ValueLayout(size(begin, end))
         elif key == "channel_versions" and isinstance(value, dict):
             versions = value
-    return BodyLayout(values, versions)
+    return BodyLayout(values, versions, version)

@@ -152,18 +152,20 @@ def _root(
 
     Exit codes: 0 ok, 1 diff found differences, 2 usage, 3 no store, 4 unreadable store,
     5 corrupt, 6 encrypted without key, 7 not found, 8 ambiguous id, 9 refused pickle global,
-    10 missing optional dependency. See docs/cli.md.
+    10 missing optional dependency, 11 store locked (prune, vacuum), 12 refused as unsafe.
+    See docs/cli.md.
     """
 
 
 def _register() -> None:
     # Command modules import only typer at import time; the library loads when a command runs.
-    from ckpt.cli import compare, demo, inspect, stats_cmd, types_cmd
+    from ckpt.cli import compare, demo, inspect, maintain, stats_cmd, types_cmd
 
     inspect.register(app)
     compare.register(app)
     stats_cmd.register(app)
     types_cmd.register(app)
+    maintain.register(app)
     demo.register(app)
 
 

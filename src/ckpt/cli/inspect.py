@@ -63,7 +63,7 @@ def threads(
     from ckpt.render.output import stream_json_array, stream_ndjson
     from ckpt.render.plain import threads_table
 
-    filters = dict(_parse_where(w) for w in where or [])
+    filters = dict(parse_where(w) for w in where or [])
     as_lines = wants_ndjson(ctx, json_out, ndjson_out)  # option errors before opening the store
     output = state(ctx).output
     with opened(ctx, store_options, store) as checkpoints:
@@ -85,7 +85,7 @@ def threads(
             output.notices([f"{what} in {checkpoints.location}"])
 
 
-def _parse_where(text: str) -> tuple[str, str]:
+def parse_where(text: str) -> tuple[str, str]:
     key, eq, value = text.partition("=")
     if not eq or not key:
         raise typer.BadParameter(f"expected KEY=VALUE, got {text!r}", param_hint="--where")

@@ -29,7 +29,9 @@ class PgSession:
     then what libpq connected to (see _effective_location).
     """
 
-    def __init__(self, spec: str, *, timeout: float | None = None) -> None:
+    def __init__(self, spec: str, *, timeout: float | None = None, writable: bool = False) -> None:
+        # `writable`: for `ckpt prune --apply` and `vacuum --apply` only (ckpt.writers).
+        self.writable = writable
         self.pg = _import_psycopg()
         self.secrets = _secrets_of(spec)
         self.location = redact_url(spec)
@@ -53,7 +55,8 @@ class PgSession:
         # Read-only and time-limited from the first statement on, whatever the role's
         # defaults; appended after any options the user gave, so ours win.
         ours = (
-            f"-c default_transaction_read_only=on -c statement_timeout={statement_ms} "
+            ("" if self.writable else "-c default_transaction_read_only=on ")
+            + f"-c statement_timeout={statement_ms} "
             f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
         )
         theirs = params.get("options") or os.environ.get("PGOPTIONS", "")
@@ -68,7 +71,7 @@ class PgSession:
             raise StoreUnreadable(f"{self.location}: cannot connect: {self._clean(exc)}") from None
         # Only explicit transaction blocks (the dump's) use these; each other statement is
         # its own transaction, read-only through default_transaction_read_only.
-        conn.read_only = True
+        conn.read_only = not self.writable
         conn.isolation_level = pg.IsolationLevel.REPEATABLE_READ
         return conn
 

@@ -1,0 +1,186 @@
+"""`prune` and `vacuum`: the only commands that change a store, and only with --apply.
+
+Without --apply they print the plan and change nothing; with it they change one thread
+per transaction and print what they did (ckpt.maintenance, ckpt.writers).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ckpt.cli.common import opened, state
+from ckpt.cli.inspect import parse_where
+from ckpt.cli.options import (
+    JsonOpt,
+    StoreArg,
+    StoreOptions,
+    ThreadsOpt,
+    ThreadStatus,
+    store_options,
+)
+
+if TYPE_CHECKING:
+    from ckpt.prune import ThreadPlan
+
+ApplyOpt = Annotated[
+    bool, typer.Option("--apply", help="Make the change (without it: print the plan only).")
+]
+
+
+@store_options
+def prune(
+    ctx: typer.Context,
+    store: StoreArg = None,
+    thread: ThreadsOpt = None,
+    older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--older-than",
+            metavar="AGE",
+            help="Threads whose latest checkpoint is older than AGE (30d, 12h, 2w).",
+            show_default=False,
+        ),
+    ] = None,
+    status: Annotated[
+        ThreadStatus | None,
+        typer.Option("--status", help="Threads with this status.", show_default=False),
+    ] = None,
+    where: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--where",
+            "-w",
+            metavar="KEY=VALUE",
+            help="Threads whose latest metadata has KEY=VALUE (repeatable).",
+        ),
+    ] = None,
+    every: Annotated[
+        bool, typer.Option("--all", help="Every thread (needed when nothing else selects).")
+    ] = False,
+    keep_latest: Annotated[
+        bool,
+        typer.Option(
+            "--keep-latest", help="Keep each namespace's latest checkpoint (the default)."
+        ),
+    ] = False,
+    keep_last: Annotated[
+        int | None,
+        typer.Option(
+            "--keep-last", metavar="N", min=1, help="Keep each namespace's last N checkpoints."
+        ),
+    ] = None,
+    delete: Annotated[
+        bool, typer.Option("--delete", help="Delete the whole threads (as delete_thread does).")
+    ] = False,
+    apply: ApplyOpt = False,
+    backup: Annotated[
+        Path | None,
+        typer.Option(
+            "--backup",
+            metavar="FILE",
+            help="SQLite: copy the store to FILE (online backup) before pruning.",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+    *,
+    store_options: StoreOptions,
+) -> None:
+    """Delete old checkpoints safely: keep what resuming each thread needs.
+
+    Prints the plan and changes nothing unless --apply. Each thread is pruned in its own
+    transaction (all or nothing); what stays and why is listed. Delta snapshots and the
+    chain to them, the parent a pre-v4 checkpoint reads its Sends from, persistent
+    subgraph heads stay; subgraph calls of deleted checkpoints go. Exit 11: the store was
+    locked (that thread rolled back); 12: refused as unsafe (nothing changed).
+    Example: ckpt prune chat.sqlite --older-than 30d --keep-latest --apply
+    """
+    from ckpt import maintenance
+    from ckpt.errors import BadOption
+    from ckpt.records import dumps
+    from ckpt.render.maintain_view import plan_line, prune_view
+
+    chosen = [name for name, on in (("--keep-latest", keep_latest), ("--keep-last", keep_last),
+              ("--delete", delete)) if on]  # fmt: skip
+    if len(chosen) > 1:
+        raise BadOption(f"{' and '.join(chosen)}: choose one strategy")
+    strategy = "delete" if delete else "keep_last" if keep_last else "keep_latest"
+    selection = maintenance.Selection(
+        threads=tuple(dict.fromkeys(thread or ())),
+        older_than=maintenance.parse_age(older_than) if older_than else None,
+        status=status.value if status else None,  # type: ignore[arg-type]
+        where=tuple(parse_where(w) for w in where or ()),
+        everything=every,
+    )
+    output = state(ctx).output
+    with opened(ctx, store_options, store) as checkpoints:
+        spec = store or store_options.db or checkpoints.location
+
+        def said(plan: ThreadPlan) -> None:  # progress on stderr, a line per thread
+            if apply and not json_out and output.stderr.isatty():
+                output.stderr.write(plan_line(plan) + "\n")
+
+        record = maintenance.prune(
+            checkpoints,
+            spec,
+            selection,
+            strategy=strategy,  # type: ignore[arg-type]
+            keep=keep_last or 1,
+            apply=apply,
+            backup=backup,
+            timeout=store_options.timeout,
+            on_thread=said,
+        )
+        if json_out:
+            output.lines([dumps(record, indent=2) + "\n"])
+        else:
+            output.show(prune_view(record, output))
+
+
+@store_options
+def vacuum(
+    ctx: typer.Context,
+    store: StoreArg = None,
+    apply: ApplyOpt = False,
+    into: Annotated[
+        Path | None,
+        typer.Option(
+            "--into",
+            metavar="FILE",
+            help="SQLite: write the compacted copy to FILE (VACUUM INTO), the store untouched.",
+            show_default=False,
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+    *,
+    store_options: StoreOptions,
+) -> None:
+    """Give the space of deleted rows back: report what VACUUM would free; --apply runs it.
+
+    SQLite: free pages, the disk room VACUUM needs, and with --apply a VACUUM (refused
+    while another connection holds the store) then a WAL truncate, or VACUUM INTO FILE.
+    Postgres: dead rows and bloat of the checkpoint tables and the VACUUM (ANALYZE)
+    statement, run with --apply (no lock that blocks the application).
+    """
+    from ckpt import maintenance
+    from ckpt.records import dumps
+    from ckpt.render.maintain_view import vacuum_view
+
+    output = state(ctx).output
+    with opened(ctx, store_options, store) as checkpoints:
+        spec = store or store_options.db or checkpoints.location
+        record = maintenance.vacuum(
+            checkpoints, spec, apply=apply, into=into, timeout=store_options.timeout
+        )
+        if json_out:
+            output.lines([dumps(record, indent=2) + "\n"])
+        else:
+            output.show(vacuum_view(record))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(prune)
+    app.command()(vacuum)

@@ -1,0 +1,250 @@
+"""What `ckpt prune` deletes and what it keeps, planned from a thread's bookkeeping alone.
+
+The rules are LangGraph's own `keep_latest` (PostgresSaver 3.2.0, `_keep_latest`), made
+to work where LangGraph refuses, and for a last-N variant:
+
+* Each namespace keeps its newest checkpoint (or newest N) and the writes on it.
+* A checkpoint older than format v4 reads the Sends it still has to run from its
+  parent's `__pregel_tasks` writes: that parent stays too.
+* A DeltaChannel value is rebuilt from the nearest ancestor holding its snapshot plus
+  every write on the way (format.md §3.8; the 4.2 fix reads the seed's own writes): the
+  ancestors back to and including that one stay, with their writes. LangGraph refuses to
+  prune such threads; ckpt keeps the chain instead.
+* A subgraph *call* (a namespace with a task id, `node:<id>`) belongs to the root
+  checkpoint it started from: when that root checkpoint is deleted, the call's whole
+  namespace goes. A persistent subgraph (`checkpointer=True`, no task id) keeps its head.
+* A kept checkpoint whose parent is deleted gets `parent_checkpoint_id` NULL, as
+  LangGraph leaves it; writes go only with the checkpoints deleted (a run may commit a
+  superstep's writes before its checkpoint), and a blob goes when no kept checkpoint of
+  its namespace names its version.
+
+The plan is data: the writers (ckpt.writers) read the rows inside the transaction that
+deletes them and carry it out there, so what is deleted is what was planned on that
+snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from ckpt.model import TASKS
+
+Strategy = Literal["keep_latest", "keep_last", "delete"]
+# The JS runtime marks DeltaChannel threads in metadata but keeps no snapshot markers
+# ckpt can read (format.md §11): their chains cannot be told, so they are not pruned.
+JS_DELTA_MARK: Final = "delta_writes_versioned"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRow:
+    """One checkpoint as the planner needs it. `values` are the channels holding a value
+    in this checkpoint (None: unknown, the body is encrypted without the key)."""
+
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_id: str | None
+    v: int | None
+    root_id: str | None  # metadata.parents[""]: the root checkpoint a subgraph call ran from
+    delta_channels: frozenset[str]  # channels counters_since_delta_snapshot names
+    values: frozenset[str] | None
+    versions: dict[str, str]  # channel -> version, where blobs are kept apart
+    size: int
+    js_delta: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRow:
+    checkpoint_ns: str
+    checkpoint_id: str
+    channel: str
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class BlobRow:
+    checkpoint_ns: str
+    channel: str
+    version: str | None
+    size: int
+
+
+@dataclass(slots=True)
+class ThreadRows:
+    thread_id: str
+    checkpoints: list[CheckpointRow]
+    writes: list[WriteRow]
+    blobs: list[BlobRow] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class NamespacePlan:
+    checkpoint_ns: str
+    kept: dict[str, list[str]] = field(default_factory=dict)  # id -> why it stays
+    deleted: list[str] = field(default_factory=list)
+    deleted_bytes: int = 0
+    writes: int = 0
+    write_bytes: int = 0
+    blobs: list[tuple[str, str | None]] = field(default_factory=list)  # (channel, version)
+    blob_bytes: int = 0
+    parents_cleared: list[str] = field(default_factory=list)
+    whole: bool = False  # the namespace goes entirely
+    why: str | None = None  # why it goes entirely
+
+
+@dataclass(slots=True)
+class ThreadPlan:
+    thread_id: str
+    strategy: Strategy
+    namespaces: list[NamespacePlan] = field(default_factory=list)
+    refused: str | None = None  # why this thread is left alone
+
+    @property
+    def changes(self) -> bool:
+        return self.refused is None and any(
+            n.deleted or n.blobs or n.writes or n.parents_cleared or n.whole
+            for n in self.namespaces
+        )
+
+    def total(self, attribute: str) -> int:
+        return sum(getattr(n, attribute) for n in self.namespaces)
+
+
+def plan_thread(rows: ThreadRows, strategy: Strategy, keep: int = 1) -> ThreadPlan:
+    """The plan for one thread. `keep` is the N of keep_last (keep_latest keeps 1)."""
+    plan = ThreadPlan(rows.thread_id, strategy)
+    by_ns: dict[str, list[CheckpointRow]] = {}
+    for row in sorted(rows.checkpoints, key=lambda r: (r.checkpoint_ns, r.checkpoint_id)):
+        by_ns.setdefault(row.checkpoint_ns, []).append(row)
+    if strategy == "delete":
+        for ns in sorted(by_ns.keys() | {w.checkpoint_ns for w in rows.writes}):
+            plan.namespaces.append(_whole(ns, by_ns.get(ns, []), rows, "the thread is deleted"))
+        return plan
+    if any(r.js_delta for r in rows.checkpoints):
+        plan.refused = (
+            "a LangGraph.js DeltaChannel thread: its snapshots cannot be told apart, so the "
+            "chain a resume replays is unknown"
+        )
+        return plan
+    count = 1 if strategy == "keep_latest" else max(keep, 1)
+    writes_at = {(w.checkpoint_ns, w.checkpoint_id, w.channel) for w in rows.writes}
+    kept: dict[str, dict[str, list[str]]] = {}
+    for ns, chain in by_ns.items():
+        found = _kept(ns, chain, count, writes_at)
+        if isinstance(found, str):
+            plan.refused = found
+            return plan
+        kept[ns] = found
+    root_kept = set(kept.get("", {}))
+    root_ids = {r.checkpoint_id for r in by_ns.get("", [])}
+    for ns, chain in sorted(by_ns.items()):
+        head = chain[-1]
+        if (
+            ":" in ns
+            and head.root_id is not None
+            and head.root_id in root_ids
+            and head.root_id not in root_kept
+        ):
+            plan.namespaces.append(
+                _whole(ns, chain, rows, "a subgraph call from a deleted root checkpoint")
+            )
+            continue
+        plan.namespaces.append(_namespace(ns, chain, kept[ns], rows))
+    # Writes and blobs of namespaces with no checkpoint left are not ours to judge: a run
+    # may be committing them. They stay.
+    return plan
+
+
+def _kept(
+    ns: str,
+    chain: list[CheckpointRow],
+    count: int,
+    writes_at: set[tuple[str, str, str]],
+) -> dict[str, list[str]] | str:
+    """The checkpoints of one namespace that stay, each with its reasons; or why the
+    thread cannot be planned."""
+    by_id = {r.checkpoint_id: r for r in chain}
+    kept: dict[str, list[str]] = {}
+
+    def keep(checkpoint_id: str, why: str) -> None:
+        reasons = kept.setdefault(checkpoint_id, [])
+        if why not in reasons:
+            reasons.append(why)
+
+    newest = chain[-count:]
+    for row in newest:
+        keep(row.checkpoint_id, "latest" if row is chain[-1] else f"one of the last {count}")
+    for row in newest:
+        parent = by_id.get(row.parent_id) if row.parent_id else None
+        if (
+            parent is not None
+            and (row.v is None or row.v < 4)
+            and (ns, parent.checkpoint_id, TASKS) in writes_at
+        ):
+            keep(parent.checkpoint_id, "its child (checkpoint v<4) reads the Sends to run here")
+        if not row.delta_channels:
+            continue
+        if row.values is None:
+            return (
+                "a DeltaChannel thread whose checkpoints are encrypted: finding the snapshots "
+                "a resume replays from needs --aes-key or LANGGRAPH_AES_KEY"
+            )
+        for channel in sorted(row.delta_channels - row.values):
+            ancestor = by_id.get(row.parent_id) if row.parent_id else None
+            seen = {row.checkpoint_id}
+            while ancestor is not None and ancestor.checkpoint_id not in seen:
+                seen.add(ancestor.checkpoint_id)
+                if ancestor.values is None:
+                    return (
+                        "a DeltaChannel chain through an encrypted checkpoint: needs "
+                        "--aes-key or LANGGRAPH_AES_KEY"
+                    )
+                if channel in ancestor.values:
+                    keep(ancestor.checkpoint_id, f"delta snapshot of {channel}")
+                    break
+                keep(ancestor.checkpoint_id, f"delta chain of {channel}")
+                ancestor = by_id.get(ancestor.parent_id) if ancestor.parent_id else None
+    return kept
+
+
+def _namespace(
+    ns: str, chain: list[CheckpointRow], kept: dict[str, list[str]], rows: ThreadRows
+) -> NamespacePlan:
+    plan = NamespacePlan(ns, kept=kept)
+    deleted = {r.checkpoint_id for r in chain if r.checkpoint_id not in kept}
+    plan.deleted = sorted(deleted)
+    plan.deleted_bytes = sum(r.size for r in chain if r.checkpoint_id in deleted)
+    for write in rows.writes:
+        if write.checkpoint_ns == ns and write.checkpoint_id in deleted:
+            plan.writes += 1
+            plan.write_bytes += write.size
+    plan.parents_cleared = sorted(
+        r.checkpoint_id
+        for r in chain
+        if r.checkpoint_id in kept and r.parent_id is not None and r.parent_id in deleted
+    )
+    freed = {(c, v) for r in chain if r.checkpoint_id in deleted for c, v in r.versions.items()}
+    used = {(c, v) for r in chain if r.checkpoint_id in kept for c, v in r.versions.items()}
+    for blob in rows.blobs:
+        key = (blob.channel, blob.version)
+        if blob.checkpoint_ns == ns and key in freed and key not in used:
+            plan.blobs.append(key)
+            plan.blob_bytes += blob.size
+    return plan
+
+
+def _whole(ns: str, chain: Iterable[CheckpointRow], rows: ThreadRows, why: str) -> NamespacePlan:
+    chain = list(chain)
+    plan = NamespacePlan(ns, whole=True, why=why)
+    plan.deleted = [r.checkpoint_id for r in chain]
+    plan.deleted_bytes = sum(r.size for r in chain)
+    for write in rows.writes:
+        if write.checkpoint_ns == ns:
+            plan.writes += 1
+            plan.write_bytes += write.size
+    for blob in rows.blobs:
+        if blob.checkpoint_ns == ns:
+            plan.blobs.append((blob.channel, blob.version))
+            plan.blob_bytes += blob.size
+    return plan

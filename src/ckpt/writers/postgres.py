@@ -1,0 +1,226 @@
+"""`ckpt prune --apply` and `ckpt vacuum --apply` on a PostgresSaver database.
+
+One thread per REPEATABLE READ transaction on a connection of its own, under the same
+statement timeout as every read: the thread's rows are read and planned inside the
+transaction that deletes them, so a run saving meanwhile is neither seen nor deleted.
+A lost connection or any error rolls the thread back. The statements look rows up by
+primary key (`= ANY(...)`), never by joining two sets of a thread's rows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ckpt.errors import StoreBusy, Unsafe
+from ckpt.prune import (
+    BlobRow,
+    CheckpointRow,
+    NamespacePlan,
+    Strategy,
+    ThreadPlan,
+    ThreadRows,
+    WriteRow,
+    plan_thread,
+)
+from ckpt.stores.pg_session import PgSession
+from ckpt.writers.rows import metadata_facts
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+    from ckpt.stores.postgres import PostgresStore
+
+
+def thread_rows(reader: PostgresStore, conn: Connection[Any], thread_id: str) -> ThreadRows:
+    """The thread's bookkeeping, read on `conn` (inside the caller's transaction), with
+    the reader's table names. A channel holds a value when it is inline in the JSONB or
+    its blob at that version is not `empty` (a DeltaChannel snapshot is both)."""
+    shallow = reader.shallow
+    version = "b.version" if reader._blob_versions else "NULL::text"
+    blobbed = (
+        "ARRAY(SELECT v.key FROM jsonb_each_text(coalesce(c.checkpoint->'channel_versions', "
+        "'{{}}'::jsonb)) v WHERE EXISTS (SELECT 1 FROM {bl} b WHERE b.thread_id = c.thread_id "
+        "AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = v.key"
+        + (" AND b.version = v.value" if reader._blob_versions else "")
+        + " AND b.type <> 'empty'))"
+        if reader.has_blobs
+        else "ARRAY[]::text[]"
+    )
+    statement = reader._sql(
+        "SELECT c.checkpoint_ns, {id}, {parent}, "
+        "CASE WHEN jsonb_typeof(c.checkpoint->'v') = 'number' THEN (c.checkpoint->>'v')::int "
+        "END, c.metadata, "
+        "ARRAY(SELECT jsonb_object_keys(CASE WHEN jsonb_typeof(c.checkpoint->'channel_values') "
+        "= 'object' THEN c.checkpoint->'channel_values' ELSE '{{}}'::jsonb END)), "
+        + blobbed
+        + ", c.checkpoint->'channel_versions', "
+        "pg_column_size(c.checkpoint) + pg_column_size(c.metadata) "
+        "FROM {cp} c WHERE c.thread_id = %s"
+    )
+    checkpoints = []
+    with conn.cursor() as cur:
+        for ns, cid, parent, v, metadata, inline, stored, versions, size in cur.execute(
+            statement, (thread_id,)
+        ):
+            root, delta, js_delta = metadata_facts(metadata)
+            checkpoints.append(
+                CheckpointRow(
+                    checkpoint_ns=ns,
+                    checkpoint_id=cid,
+                    parent_id=parent,
+                    v=v,
+                    root_id=root,
+                    delta_channels=delta,
+                    values=frozenset(inline or ()) | frozenset(stored or ()),
+                    versions=(
+                        {str(k): str(val) for k, val in versions.items()}
+                        if isinstance(versions, dict) and not shallow
+                        else {}
+                    ),
+                    size=int(size or 0),
+                    js_delta=js_delta,
+                )
+            )
+        writes = (
+            [
+                WriteRow(ns, cid, channel, int(size or 0))
+                for ns, cid, channel, size in cur.execute(
+                    reader._sql(
+                        "SELECT w.checkpoint_ns, w.checkpoint_id, w.channel, octet_length(w.blob) "
+                        "FROM {wr} w WHERE w.thread_id = %s"
+                    ),
+                    (thread_id,),
+                )
+            ]
+            if reader.has_writes
+            else []
+        )
+        blobs = (
+            [
+                BlobRow(ns, channel, blob_version, int(size or 0))
+                for ns, channel, blob_version, size in cur.execute(
+                    reader._sql(
+                        f"SELECT b.checkpoint_ns, b.channel, {version}, octet_length(b.blob) "
+                        "FROM {bl} b WHERE b.thread_id = %s"
+                    ),
+                    (thread_id,),
+                )
+            ]
+            if reader.has_blobs
+            else []
+        )
+    return ThreadRows(thread_id, checkpoints, writes, blobs)
+
+
+class PostgresWriter:
+    """A writable connection beside the read-only reader whose schema detection it uses."""
+
+    def __init__(self, reader: PostgresStore, spec: str, *, timeout: float | None) -> None:
+        self.reader = reader
+        self.session = PgSession(spec, timeout=timeout, writable=True)
+        self.conn = self.session.conn
+
+    def prune(self, thread_id: str, strategy: Strategy, keep: int) -> ThreadPlan:
+        pg = self.session.pg
+        try:
+            with self.conn.transaction():  # REPEATABLE READ (the session's level)
+                plan = plan_thread(thread_rows(self.reader, self.conn, thread_id), strategy, keep)
+                if plan.changes:
+                    for namespace in plan.namespaces:
+                        self._apply(thread_id, namespace)
+        except pg.errors.LockNotAvailable as exc:
+            raise StoreBusy(
+                f"{self.session.location}: {exc}; thread {thread_id!r} rolled back"
+            ) from None
+        except pg.errors.SerializationFailure:
+            raise StoreBusy(
+                f"{self.session.location}: thread {thread_id!r} changed while it was pruned; "
+                "rolled back (run prune again)"
+            ) from None
+        except pg.Error as exc:
+            raise self.session.translate(exc) from None
+        return plan
+
+    def _apply(self, thread_id: str, plan: NamespacePlan) -> None:
+        sql, reader, ns = self.reader._sql, self.reader, plan.checkpoint_ns
+        with self.conn.cursor() as cur:
+            if plan.whole:
+                cur.execute(
+                    sql("DELETE FROM {cp} c WHERE c.thread_id = %s AND c.checkpoint_ns = %s"),
+                    (thread_id, ns),
+                )
+                if reader.has_writes:
+                    cur.execute(
+                        sql("DELETE FROM {wr} w WHERE w.thread_id = %s AND w.checkpoint_ns = %s"),
+                        (thread_id, ns),
+                    )
+                if reader.has_blobs:
+                    cur.execute(
+                        sql("DELETE FROM {bl} b WHERE b.thread_id = %s AND b.checkpoint_ns = %s"),
+                        (thread_id, ns),
+                    )
+                return
+            if plan.deleted:
+                if reader.has_writes:
+                    cur.execute(
+                        sql(
+                            "DELETE FROM {wr} w WHERE w.thread_id = %s AND w.checkpoint_ns = %s "
+                            "AND w.checkpoint_id = ANY(%s)"
+                        ),
+                        (thread_id, ns, plan.deleted),
+                    )
+                cur.execute(
+                    sql(
+                        "DELETE FROM {cp} c WHERE c.thread_id = %s AND c.checkpoint_ns = %s "
+                        "AND {id} = ANY(%s)"
+                    ),
+                    (thread_id, ns, plan.deleted),
+                )
+            if plan.parents_cleared and not reader.shallow:
+                cur.execute(
+                    sql(
+                        "UPDATE {cp} c SET parent_checkpoint_id = NULL WHERE c.thread_id = %s "
+                        "AND c.checkpoint_ns = %s AND c.checkpoint_id = ANY(%s)"
+                    ),
+                    (thread_id, ns, plan.parents_cleared),
+                )
+            by_channel: dict[str, list[str]] = {}
+            for channel, version in plan.blobs:
+                if version is not None:
+                    by_channel.setdefault(channel, []).append(version)
+            for channel, versions in sorted(by_channel.items()):
+                cur.execute(
+                    sql(
+                        "DELETE FROM {bl} b WHERE b.thread_id = %s AND b.checkpoint_ns = %s "
+                        "AND b.channel = %s AND b.version = ANY(%s)"
+                    ),
+                    (thread_id, ns, channel, versions),
+                )
+
+    # -- vacuum -----------------------------------------------------------------------------
+    def vacuum(self) -> None:
+        """VACUUM (ANALYZE) the three tables: no lock that blocks readers or writers (not
+        FULL), and outside any transaction, as Postgres requires."""
+        pg = self.session.pg
+        present = {
+            "checkpoints": True,
+            "checkpoint_blobs": self.reader.has_blobs,
+            "checkpoint_writes": self.reader.has_writes,
+        }
+        tables = [self.reader._tables[name] for name, there in present.items() if there]
+        statement = pg.sql.SQL("VACUUM (ANALYZE) {}").format(pg.sql.SQL(", ").join(tables))
+        try:
+            self.conn.execute(statement)
+        except pg.Error as exc:
+            raise self.session.translate(exc) from None
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def refuse_shallow_keep(reader: PostgresStore, strategy: Strategy) -> None:
+    if reader.shallow and strategy != "delete":
+        raise Unsafe(
+            f"{reader.location}: a ShallowPostgresSaver store keeps only the latest checkpoint "
+            "of each namespace already: there is nothing to prune but whole threads (--delete)"
+        )

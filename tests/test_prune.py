@@ -1,0 +1,370 @@
+"""`ckpt prune` and `ckpt vacuum`: dry runs change nothing, --apply keeps what resuming
+needs, and LangGraph itself proves it: every pruned thread reports the same state and
+carries on exactly as the unpruned one does (SQLite and Postgres)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from fixtures.agent_stores import build_postgres, build_sqlite
+from fixtures.agents import GRAPH_FACTORIES, AgentManifest
+from fixtures.oracle import quiet_serde_log
+from fixtures.state_oracle import snapshot_record
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
+from typer.testing import CliRunner
+
+from ckpt.cli import app
+from test_postgres import url_of
+
+runner = CliRunner()
+
+
+def ckpt(*args: str) -> Any:
+    return runner.invoke(app, list(args))
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def counts(path: Path) -> tuple[int, int]:
+    with closing(sqlite3.connect(path)) as conn:
+        (cps,) = conn.execute("SELECT count(*) FROM checkpoints").fetchone()
+        (writes,) = conn.execute("SELECT count(*) FROM writes").fetchone()
+    return cps, writes
+
+
+@pytest.fixture(scope="module")
+def agents(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, AgentManifest]:
+    path = tmp_path_factory.mktemp("prune") / "agents.sqlite"
+    return path, build_sqlite(path)
+
+
+# -- what LangGraph says about a thread, and what it does next ---------------------------------
+
+
+def live_state(saver: BaseCheckpointSaver[Any], graph: Any, thread_id: str) -> dict[str, Any]:
+    config = {"configurable": {"thread_id": thread_id}}
+    snapshot = graph.get_state(config, subgraphs=True)
+    record = snapshot_record("live", snapshot, saver.get_tuple(config), graph.output_channels)
+    for key in ("checkpoint_id", "parent_checkpoint_id", "created_at", "metadata"):
+        record.pop(key)  # a prune keeps the latest checkpoint but drops its parent link
+    return record
+
+
+def carry_on(graph: Any, thread_id: str, status: str) -> Any:
+    """What continuing the thread does: resume an interrupt, retry a failure, or run on."""
+    config = {"configurable": {"thread_id": thread_id}}
+    step: Any = Command(resume="approved") if status == "interrupted" else None
+    try:
+        graph.invoke(step, config)
+        outcome: Any = "ok"
+    except Exception as exc:  # the unpruned thread must fail the same way
+        outcome = type(exc).__name__
+    return outcome, json.dumps(graph.get_state(config).values, default=repr, sort_keys=True)
+
+
+def compare_with_langgraph(
+    original: BaseCheckpointSaver[Any], pruned: BaseCheckpointSaver[Any], manifest: AgentManifest
+) -> int:
+    """LangGraph's view of every thread, then what carrying on gives; returns threads."""
+    checked = 0
+    with quiet_serde_log():
+        for thread_id, graph_name in sorted(manifest["threads"].items()):
+            before = GRAPH_FACTORIES[graph_name](original)
+            after = GRAPH_FACTORIES[graph_name](pruned)
+            assert live_state(pruned, after, thread_id) == live_state(
+                original, before, thread_id
+            ), thread_id
+            status = manifest["status"].get(thread_id, "done")
+            assert carry_on(after, thread_id, status) == carry_on(before, thread_id, status), (
+                thread_id
+            )
+            checked += 1
+    return checked
+
+
+# -- SQLite -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", [["--keep-latest"], ["--keep-last", "2"]])
+def test_pruned_sqlite_threads_resume_as_before(
+    agents: tuple[Path, AgentManifest], tmp_path: Path, strategy: list[str]
+) -> None:
+    source, manifest = agents
+    original, pruned = tmp_path / "original.sqlite", tmp_path / "pruned.sqlite"
+    shutil.copy(source, original)
+    shutil.copy(source, pruned)
+    before = counts(pruned)
+    dry = ckpt("prune", str(pruned), "--all", *strategy, "--json")
+    assert dry.exit_code == 0, dry.output
+    assert digest(pruned) == digest(original)  # a dry run changes nothing
+    plan = json.loads(dry.stdout)
+    assert not plan["applied"] and plan["totals"]["checkpoints"] > 0
+    done = ckpt("prune", str(pruned), "--all", *strategy, "--apply", "--json")
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout)
+    assert result["applied"] and result["totals"] == plan["totals"]
+    after = counts(pruned)
+    assert after[0] == before[0] - plan["totals"]["checkpoints"]
+    assert after[1] == before[1] - plan["totals"]["writes"]
+    reasons = {
+        r for t in plan["threads"] for n in t["namespaces"] for k in n["kept"] for r in k["reasons"]
+    }
+    assert any(r.startswith("delta snapshot of") for r in reasons), reasons
+    with (
+        closing(sqlite3.connect(original, check_same_thread=False)) as a,
+        closing(sqlite3.connect(pruned, check_same_thread=False)) as b,
+    ):
+        assert compare_with_langgraph(SqliteSaver(a), SqliteSaver(b), manifest) == len(
+            manifest["threads"]
+        )
+
+
+def test_delete_removes_whole_threads(agents: tuple[Path, AgentManifest], tmp_path: Path) -> None:
+    source, manifest = agents
+    store = tmp_path / "store.sqlite"
+    shutil.copy(source, store)
+    thread = sorted(manifest["threads"])[0]
+    result = ckpt("prune", str(store), "--thread", thread, "--delete", "--apply")
+    assert result.exit_code == 0, result.output
+    with closing(sqlite3.connect(store)) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM checkpoints WHERE thread_id = ?", (thread,)
+        ).fetchone() == (0,)
+        assert conn.execute(
+            "SELECT count(*) FROM writes WHERE thread_id = ?", (thread,)
+        ).fetchone() == (0,)
+        assert (
+            conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()[0]
+            == len(manifest["threads"]) - 1
+        )
+
+
+def test_selection_is_required_and_honoured(
+    agents: tuple[Path, AgentManifest], tmp_path: Path
+) -> None:
+    source, manifest = agents
+    store = tmp_path / "store.sqlite"
+    shutil.copy(source, store)
+    nothing = ckpt("prune", str(store))
+    assert nothing.exit_code == 2 and "--all" in nothing.output
+    failed = [t for t, s in manifest["status"].items() if s == "failed"]
+    plan = json.loads(ckpt("prune", str(store), "--status", "error", "--json").stdout)
+    assert sorted(t["thread_id"] for t in plan["threads"]) == sorted(failed)
+    recent = json.loads(ckpt("prune", str(store), "--older-than", "30d", "--json").stdout)
+    assert recent["threads"] == []  # every thread was written minutes ago
+    both = ckpt("prune", str(store), "--all", "--delete", "--keep-last", "2")
+    assert both.exit_code == 2 and "choose one" in both.output
+    unknown = ckpt("prune", str(store), "--thread", "nosuch")
+    assert unknown.exit_code == 7
+    assert ckpt("prune", str(store), "--older-than", "soon").exit_code == 2
+
+
+def test_a_locked_store_is_refused_and_left_whole(
+    agents: tuple[Path, AgentManifest], tmp_path: Path
+) -> None:
+    source, _ = agents
+    store = tmp_path / "store.sqlite"
+    shutil.copy(source, store)
+    holder = sqlite3.connect(store, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # an application in the middle of a write
+    try:
+        before = counts_under_lock(store)
+        result = ckpt("prune", str(store), "--all", "--apply", "--timeout", "0.3")
+        assert result.exit_code == 11, result.output
+        assert "another connection holds the write lock" in result.output
+        assert len(result.output.strip().splitlines()) == 1
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert counts(store) == before
+
+
+def counts_under_lock(path: Path) -> tuple[int, int]:
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        return (
+            conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0],
+            conn.execute("SELECT count(*) FROM writes").fetchone()[0],
+        )
+
+
+def test_backup_then_prune(agents: tuple[Path, AgentManifest], tmp_path: Path) -> None:
+    source, _ = agents
+    store, backup = tmp_path / "store.sqlite", tmp_path / "backup.sqlite"
+    shutil.copy(source, store)
+    before = counts(store)
+    result = ckpt("prune", str(store), "--all", "--apply", "--backup", str(backup))
+    assert result.exit_code == 0, result.output
+    assert counts(backup) == before and counts(store)[0] < before[0]
+    again = ckpt("prune", str(store), "--all", "--apply", "--backup", str(backup))
+    assert again.exit_code == 12 and "exists" in again.output  # never overwrites
+
+
+def test_vacuum_reports_then_shrinks(agents: tuple[Path, AgentManifest], tmp_path: Path) -> None:
+    source, _ = agents
+    store = tmp_path / "store.sqlite"
+    shutil.copy(source, store)
+    assert ckpt("prune", str(store), "--all", "--apply").exit_code == 0
+    report = json.loads(ckpt("vacuum", str(store), "--json").stdout)
+    assert not report["applied"] and report["free_pages"] > 0
+    size = store.stat().st_size
+    copy = tmp_path / "compact.sqlite"
+    into = ckpt("vacuum", str(store), "--into", str(copy), "--apply")
+    assert into.exit_code == 0, into.output
+    assert copy.stat().st_size < size and store.stat().st_size == size
+    # A live application: its connection keeps the WAL (with a frame in it) and it is
+    # in the middle of a read.
+    reader = sqlite3.connect(store, isolation_level=None)
+    reader.execute("DELETE FROM writes WHERE rowid = (SELECT max(rowid) FROM writes)")
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM checkpoints").fetchone()
+    try:
+        busy = ckpt("vacuum", str(store), "--apply", "--timeout", "0.3")
+        assert busy.exit_code == 11, busy.output
+    finally:
+        reader.execute("ROLLBACK")
+        reader.close()
+    done = json.loads(ckpt("vacuum", str(store), "--apply", "--json").stdout)
+    assert done["after"]["file_bytes"] < done["before"]["file_bytes"]
+    assert done["after"]["free_pages"] == 0
+    cps, writes = counts(copy)
+    assert counts(store) == (cps, writes - 1)  # the one write the application deleted
+
+
+def test_a_dev_folder_is_refused(dev_folder: Path) -> None:
+    result = ckpt("prune", str(dev_folder), "--all")
+    assert result.exit_code == 12 and "rewrites these files" in result.output
+    assert ckpt("vacuum", str(dev_folder)).exit_code == 12
+
+
+def test_encrypted_stores_prune_without_the_key(
+    encrypted_store: Path, encryption_key: bytes, tmp_path: Path
+) -> None:
+    """Without the key the plan needs no values (a DeltaChannel chain would: see the
+    planner test below): the latest checkpoints and their writes read the same after."""
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    store = tmp_path / "encrypted.sqlite"
+    shutil.copy(encrypted_store, store)
+    result = ckpt("prune", str(store), "--all", "--apply", "--json")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout)
+    assert record["totals"]["checkpoints"] > 0 and record["totals"]["refused"] == 0
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=encryption_key)
+    with (
+        closing(sqlite3.connect(store, check_same_thread=False)) as a,
+        closing(sqlite3.connect(encrypted_store, check_same_thread=False)) as b,
+    ):
+        pruned, whole = SqliteSaver(a, serde=serde), SqliteSaver(b, serde=serde)
+        threads = [t for (t,) in b.execute("SELECT DISTINCT thread_id FROM checkpoints")]
+        for thread_id in threads:
+            config = {"configurable": {"thread_id": thread_id}}
+            kept, original = pruned.get_tuple(config), whole.get_tuple(config)
+            assert kept is not None and original is not None, thread_id
+            # repr: the values hold numpy arrays and tuple keys, same order on both sides
+            assert repr(kept.checkpoint["channel_values"]) == repr(
+                original.checkpoint["channel_values"]
+            )
+            assert repr(kept.pending_writes) == repr(original.pending_writes)
+
+
+# -- Postgres ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pg_agents(pg_new_database: Callable[[], str]) -> tuple[str, AgentManifest]:
+    dsn = pg_new_database()
+    return dsn, build_postgres(dsn)
+
+
+def clone_database(admin: str, source: str, tmp_name: str) -> Iterator[str]:
+    source_name = psycopg.conninfo.conninfo_to_dict(source)["dbname"]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{tmp_name}" TEMPLATE "{source_name}"')
+    try:
+        yield psycopg.conninfo.make_conninfo(source, dbname=tmp_name)
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{tmp_name}" WITH (FORCE)')
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("strategy", [["--keep-latest"], ["--keep-last", "2"]])
+def test_pruned_postgres_threads_resume_as_before(
+    pg_agents: tuple[str, AgentManifest], pg_admin: str, strategy: list[str]
+) -> None:
+    source, manifest = pg_agents
+    name = f"ckpt_prune_{strategy[0].strip('-').replace('-', '_')}"
+    for original in clone_database(pg_admin, source, name + "_a"):
+        for pruned in clone_database(pg_admin, source, name + "_b"):
+            url = url_of(pruned)
+            plan = json.loads(ckpt("prune", url, "--all", *strategy, "--json").stdout)
+            assert plan["totals"]["checkpoints"] > 0 and plan["totals"]["blobs"] > 0
+            done = ckpt("prune", url, "--all", *strategy, "--apply", "--json")
+            assert done.exit_code == 0, done.output
+            assert json.loads(done.stdout)["totals"] == plan["totals"]
+            with psycopg.connect(pruned) as conn:
+                (orphans,) = conn.execute(
+                    "SELECT count(*) FROM checkpoint_writes w WHERE NOT EXISTS (SELECT 1 FROM "
+                    "checkpoints c WHERE c.thread_id = w.thread_id AND c.checkpoint_ns = "
+                    "w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id)"
+                ).fetchone()
+            assert orphans == 0
+            stats = json.loads(ckpt("stats", url, "--json").stdout)
+            assert stats["health"]["orphan_blobs"]["count"] == 0
+            with (
+                PostgresSaver.from_conn_string(original) as a,
+                PostgresSaver.from_conn_string(pruned) as b,
+            ):
+                assert compare_with_langgraph(a, b, manifest) == len(manifest["threads"])
+            vacuum = json.loads(ckpt("vacuum", url, "--apply", "--json").stdout)
+            assert vacuum["applied"] and "VACUUM (ANALYZE)" in vacuum["statement"]
+
+
+def test_the_planner_keeps_delta_chains_and_refuses_what_it_cannot_see() -> None:
+    from ckpt.prune import CheckpointRow, ThreadRows, WriteRow, plan_thread
+
+    def row(cid: str, parent: str | None, values: set[str] | None, delta: bool = True) -> Any:
+        return CheckpointRow(
+            checkpoint_ns="",
+            checkpoint_id=cid,
+            parent_id=parent,
+            v=4,
+            root_id=None,
+            delta_channels=frozenset({"log"}) if delta else frozenset(),
+            values=frozenset(values) if values is not None else None,
+            versions={},
+            size=10,
+        )
+
+    chain = [
+        row("1", None, {"log"}, delta=False),
+        row("2", "1", {"log"}),  # the snapshot
+        row("3", "2", set()),
+        row("4", "3", set()),
+    ]
+    writes = [WriteRow("", "2", "log", 5), WriteRow("", "3", "log", 5), WriteRow("", "1", "x", 5)]
+    plan = plan_thread(ThreadRows("t", chain, writes), "keep_latest")
+    (ns,) = plan.namespaces
+    assert ns.kept == {
+        "4": ["latest"],
+        "3": ["delta chain of log"],
+        "2": ["delta snapshot of log"],
+    }
+    assert ns.deleted == ["1"] and ns.writes == 1 and ns.parents_cleared == ["2"]
+    hidden = [row("1", None, None), row("2", "1", None)]
+    refused = plan_thread(ThreadRows("t", hidden, []), "keep_latest")
+    assert refused.refused is not None and "--aes-key" in refused.refused
