@@ -173,8 +173,9 @@ def _kept(
             reasons.append(why)
 
     newest = chain[-count:]
+    head = "latest" if not ns else "subgraph head"
     for row in newest:
-        keep(row.checkpoint_id, "latest" if row is chain[-1] else f"one of the last {count}")
+        keep(row.checkpoint_id, head if row is chain[-1] else f"one of the last {count}")
     for row in newest:
         parent = by_id.get(row.parent_id) if row.parent_id else None
         if (
