@@ -16,10 +16,11 @@ from ckpt.cli.options import (
     JsonOpt,
     NdjsonOpt,
     NsOpt,
+    StatusOpt,
     StoreArg,
     StoreOptions,
     ThreadSort,
-    ThreadStatus,
+    WhereOpt,
     store_options,
 )
 
@@ -38,19 +39,8 @@ def threads(
         int | None,
         typer.Option("--limit", "-n", metavar="N", min=1, help="Show at most N threads."),
     ] = None,
-    where: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--where",
-            "-w",
-            metavar="KEY=VALUE",
-            help="Keep threads whose latest metadata has KEY=VALUE (repeatable).",
-        ),
-    ] = None,
-    status: Annotated[
-        ThreadStatus | None,
-        typer.Option("--status", help="Keep threads with this status.", show_default=False),
-    ] = None,
+    where: WhereOpt = None,
+    status: StatusOpt = None,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
     *,

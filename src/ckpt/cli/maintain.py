@@ -15,10 +15,11 @@ from ckpt.cli.common import opened, state
 from ckpt.cli.inspect import parse_where
 from ckpt.cli.options import (
     JsonOpt,
+    StatusOpt,
     StoreArg,
     StoreOptions,
     ThreadsOpt,
-    ThreadStatus,
+    WhereOpt,
     store_options,
 )
 
@@ -44,19 +45,8 @@ def prune(
             show_default=False,
         ),
     ] = None,
-    status: Annotated[
-        ThreadStatus | None,
-        typer.Option("--status", help="Threads with this status.", show_default=False),
-    ] = None,
-    where: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--where",
-            "-w",
-            metavar="KEY=VALUE",
-            help="Threads whose latest metadata has KEY=VALUE (repeatable).",
-        ),
-    ] = None,
+    status: StatusOpt = None,
+    where: WhereOpt = None,
     every: Annotated[
         bool, typer.Option("--all", help="Every thread (needed when nothing else selects).")
     ] = False,

@@ -155,3 +155,16 @@ class ThreadSort(StrEnum):
 
 # The --status choices: the status vocabulary of ckpt.vocabulary, in its order.
 ThreadStatus = StrEnum("ThreadStatus", {status: status for status in STATUSES})  # type: ignore[misc]
+WhereOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--where",
+        "-w",
+        metavar="KEY=VALUE",
+        help="Only threads whose latest metadata has KEY=VALUE (repeatable).",
+    ),
+]
+StatusOpt = Annotated[
+    ThreadStatus | None,
+    typer.Option("--status", help="Only threads with this status.", show_default=False),
+]
