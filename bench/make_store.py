@@ -191,6 +191,33 @@ def make_sqlite(path: Path, threads: int, turns: int, seeds: int) -> None:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+def interleave(source: Path, target: Path) -> None:
+    """Copy a store with its rows in checkpoint-id order across threads: the copies of a
+    seed share their ids' time, so each thread's n-th checkpoint sits beside the others',
+    as when many threads run at once. The primary-key index is the same; the table's pages
+    are in write order, which is what a cold read of one thread pays for."""
+    if target.exists():
+        raise SystemExit(f"{target} exists; remove it first")
+    started = time.perf_counter()
+    with closing(sqlite3.connect(target)) as conn:
+        conn.execute("ATTACH DATABASE ? AS src", (str(source),))
+        for (sql,) in conn.execute(
+            "SELECT sql FROM src.sqlite_master WHERE type = 'table' AND sql IS NOT NULL"
+        ).fetchall():
+            conn.execute(sql)
+        with conn:
+            conn.execute(
+                "INSERT INTO checkpoints SELECT * FROM src.checkpoints "
+                "ORDER BY checkpoint_id, thread_id"
+            )
+            conn.execute(
+                "INSERT INTO writes SELECT * FROM src.writes ORDER BY checkpoint_id, thread_id"
+            )
+        conn.execute("DETACH DATABASE src")
+        conn.execute("PRAGMA journal_mode=WAL")
+    _say(f"wrote the rows of {source.name} in live-write order", started)
+
+
 def _new_id(checkpoint_id: str, i: int) -> str:
     """A distinct id of the same length and time: real stores never repeat an id."""
     return checkpoint_id[:-4] + f"{i:04x}"
@@ -379,6 +406,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--checkpoints", type=int, default=100_000, help="for --dev-folder")
     parser.add_argument(
+        "--mixed",
+        action="store_true",
+        help="SQLite: write the rows in the order a live application does (the threads' "
+        "checkpoints interleaved), not thread by thread",
+    )
+    parser.add_argument(
         "--seed-threads",
         type=int,
         default=20,
@@ -394,7 +427,13 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     started = time.perf_counter()
     if args.out is not None:
-        make_sqlite(args.out, args.threads, args.turns or 25, args.seed_threads)
+        if args.mixed:
+            staged = args.out.with_name(args.out.name + ".staged")
+            make_sqlite(staged, args.threads, args.turns or 25, args.seed_threads)
+            interleave(staged, args.out)
+            staged.unlink()
+        else:
+            make_sqlite(args.out, args.threads, args.turns or 25, args.seed_threads)
         _say(f"{args.out}: {_size(args.out) / 1e6:,.1f} MB", None)
     elif args.postgres is not None:
         make_postgres(args.postgres, args.threads, args.turns or 20, args.seed_threads)

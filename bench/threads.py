@@ -1,0 +1,123 @@
+"""`ckpt threads` at size: warm and cold, against the bare GROUP BY floor and LangGraph.
+
+    python bench/threads.py [STORE ...] [--pairs N] [--cold] [--langgraph]
+
+Each STORE (default bench/out/b250.sqlite, made if missing) is timed side by side with
+the floor, a bare `SELECT thread_id, count(*), max(checkpoint_id) ... GROUP BY thread_id`
+in its own process: pairs of runs (A B A B ...), medians. `--cold` drops the page cache
+before every run (root only: /proc/sys/vm/drop_caches). For each run the table gives the
+wall time, the peak RSS and the bytes read from disk (/proc/self/io of a wrapper process,
+which counts its waited-for child). `--langgraph` adds `SqliteSaver.list(None)`.
+
+    python bench/make_store.py bench/out/b2g.sqlite --threads 1000 --turns 20          # 2.2 GB
+    python bench/make_store.py bench/out/b2g-mixed.sqlite --threads 1000 --turns 20 --mixed
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CKPT = str(Path(sys.executable).with_name("ckpt"))
+DEFAULT_STORE = HERE / "out" / "b250.sqlite"
+
+# Runs one command and reports what it cost: a fresh wrapper per run, so RSS and the
+# bytes read are that command's alone.
+WRAPPER = """
+import json, resource, subprocess, sys, time
+def read_bytes():
+    with open("/proc/self/io") as io:
+        return next(int(l.split()[1]) for l in io if l.startswith("read_bytes"))
+before = read_bytes()
+start = time.perf_counter()
+done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+wall = time.perf_counter() - start
+if done.returncode:
+    sys.exit(done.stderr.decode()[-400:])
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"wall": wall, "rss_mb": rss / 1024, "read_mb": (read_bytes() - before) / 1e6}))
+"""
+
+FLOOR = """
+import sqlite3, sys
+conn = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+rows = conn.execute(
+    "SELECT thread_id, count(*), max(checkpoint_id) FROM checkpoints GROUP BY thread_id"
+).fetchall()
+print(len(rows))
+"""
+
+LANGGRAPH = """
+import sqlite3, sys
+from langgraph.checkpoint.sqlite import SqliteSaver
+conn = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True, check_same_thread=False)
+print(len({t.config["configurable"]["thread_id"] for t in SqliteSaver(conn).list(None)}))
+"""
+
+
+def drop_caches() -> bool:
+    try:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError:
+        return False
+    return True
+
+
+def run(argv: list[str], *, cold: bool) -> dict[str, float]:
+    if cold and not drop_caches():
+        raise SystemExit("--cold needs root (writes /proc/sys/vm/drop_caches)")
+    proc = subprocess.run(
+        [sys.executable, "-c", WRAPPER, *argv], capture_output=True, text=True, check=False
+    )
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr[-400:]}")
+    result: dict[str, float] = json.loads(proc.stdout)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("stores", nargs="*", type=Path, default=[DEFAULT_STORE])
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--cold", action="store_true")
+    parser.add_argument("--langgraph", action="store_true")
+    options = parser.parse_args()
+    for store in options.stores:
+        if not store.exists():
+            store.parent.mkdir(parents=True, exist_ok=True)
+            subprocess.run(
+                [sys.executable, str(HERE / "make_store.py"), str(store), "--threads", "1000"]
+                + ["--turns", "6"],
+                check=True,
+            )
+        sides = {
+            "ckpt threads --json": [CKPT, "threads", str(store), "--json"],
+            "GROUP BY floor": [sys.executable, "-c", FLOOR, str(store)],
+        }
+        if options.langgraph:
+            sides["SqliteSaver.list(None)"] = [sys.executable, "-c", LANGGRAPH, str(store)]
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
+        for i in range(options.pairs):
+            for name, argv in sides.items():
+                if name.startswith("SqliteSaver") and i >= 1:
+                    continue  # minutes per run on big stores: once is enough
+                runs[name].append(run(argv, cold=options.cold))
+        mode = "cold" if options.cold else "warm"
+        print(f"{store.name}: {store.stat().st_size / 1e6:,.0f} MB, {mode}, medians")
+        for name, samples in runs.items():
+            wall = statistics.median(s["wall"] for s in samples)
+            rss = max(s["rss_mb"] for s in samples)
+            read = statistics.median(s["read_mb"] for s in samples)
+            print(f"  {name:26} {wall:7.2f} s  peak {rss:6.0f} MB  read {read:8.1f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
