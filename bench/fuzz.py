@@ -47,7 +47,7 @@ def corpus() -> list[tuple[str | None, bytes]]:
     """Real blobs: every row of the sample stores, plus rich values LangGraph serializes."""
     blobs: list[tuple[str | None, bytes]] = []
     for store in sorted((ROOT / "tests" / "data").glob("*.db")):
-        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as connection:
+        with sqlite3.connect(f"file:{store}?mode=ro&immutable=1", uri=True) as connection:
             tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
             columns = {row[1] for row in connection.execute("PRAGMA table_info(checkpoints)")}
             if "type" in columns:

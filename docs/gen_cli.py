@@ -28,8 +28,10 @@ A store is a SqliteSaver file (every era since langgraph 0.1), a `langgraph dev`
 `.langgraph_api/` folder or one of its `.pckl` files, a PersistentDict pickle file, or
 a `postgresql://` URL (needs `pip install 'ckpt[postgres]'`; libpq `PG*` variables
 fill in what the URL leaves out). Stores are only ever read: SQLite is opened
-read-only (immutable when no writer is attached, so no `-wal`/`-shm` files appear),
-Postgres sessions are `default_transaction_read_only` with a statement timeout.
+read-only, through SQLite's own locking, so reads are right while an application writes
+(a WAL file with no `-shm` gets an empty `-wal` and a `-shm` beside it: see
+docs/security.md); Postgres sessions are `default_transaction_read_only` with a
+statement timeout.
 
 ## Selectors
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -82,9 +83,15 @@ def oracles(fixture_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 @pytest.fixture(scope="session")
-def samples() -> Path:
-    """tests/data: legacy and reference stores copied from the format research samples."""
-    return DATA_DIR
+def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of tests/data (legacy and reference stores copied from the format research
+    samples), made once per session. Reading a WAL store with no -shm beside it makes
+    SQLite create -wal and -shm files (docs/security.md), which must never appear in
+    tests/data itself."""
+    copy = tmp_path_factory.mktemp("samples")
+    for path in DATA_DIR.iterdir():
+        shutil.copy2(path, copy / path.name)
+    return copy
 
 
 # --------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ the records; no view derives them again.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Literal, NotRequired, TypedDict
 
 from ckpt.analysis import (
@@ -24,6 +25,7 @@ from ckpt.analysis import (
     write_outcomes,
 )
 from ckpt.decoders import uuid6_time
+from ckpt.escapes import escape_json_text
 from ckpt.model import Checkpoint, PendingWrite, ThreadSummary
 from ckpt.tasks import InterruptInfo, Task
 from ckpt.vocabulary import Status
@@ -715,8 +717,46 @@ def checkpoint_record(
 
 
 def dumps(value: Any, *, indent: int | None = None) -> str:
-    """Strict JSON (no NaN), non-ASCII kept as is."""
+    """Strict JSON for any value (docs/json.md, "Strict JSON"): never NaN or Infinity
+    (they become float records), valid UTF-8 whatever the strings hold, and nothing a
+    terminal would act on: non-ASCII text is kept, but controls, bidi and invisible
+    characters and lone surrogates are written as \\u escapes (ckpt.escapes)."""
     try:
-        return json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
-    except ValueError:
-        return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+        text = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
+    except (ValueError, TypeError):
+        text = json.dumps(
+            json_ready(value), ensure_ascii=False, indent=indent, allow_nan=False, default=str
+        )
+    return escape_json_text(text)
+
+
+def json_ready(value: Any) -> Any:
+    """A copy of a value that json.dumps takes strictly: non-finite floats as float
+    records, bytes as bytes records, tuples as lists, non-string keys as their JSON text
+    (iterative: any depth)."""
+    from ckpt.decoders.values import bytes_record, float_record
+
+    out: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, out, 0)]
+    while stack:
+        item, parent, slot = stack.pop()
+        if type(item) is float and not math.isfinite(item):
+            item = float_record(item)
+        elif isinstance(item, bytes | bytearray | memoryview):
+            item = bytes_record(item)
+        if isinstance(item, dict):
+            copy: dict[str, Any] = {}
+            parent[slot] = copy
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    plain = key is None or isinstance(key, bool | int)
+                    key = json.dumps(key) if plain else str(key)
+                copy[key] = None
+                stack.append((child, copy, key))
+        elif isinstance(item, list | tuple):
+            items: list[Any] = [None] * len(item)
+            parent[slot] = items
+            stack.extend((child, items, i) for i, child in enumerate(item))
+        else:
+            parent[slot] = item
+    return out[0]

@@ -9,30 +9,21 @@ import unicodedata
 from typing import Any
 
 from ckpt.decoders import MARK_KEY
+from ckpt.escapes import for_terminal
 from ckpt.records import dumps
 
 CUT = 160  # characters of a value shown in tables unless --full
 
 
-# Control characters from the data (an ESC in a thread id or a message) must not reach the
-# terminal: they could recolour, clear or retitle it, or write the clipboard (OSC 52).
-_CONTROL = {
-    c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)
-}
-# Invisible characters that reorder or hide text (bidi overrides, zero-width) too.
-_INVISIBLE = (*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0xFEFF)
-_CONTROL.update({c: f"\\u{c:04x}" for c in _INVISIBLE})
-_CONTROL_LINE = {**_CONTROL, 0x09: "\\t", 0x0A: "\\n"}
-
-
 def clean(text: str) -> str:
-    """Text with control characters shown as escapes; newlines and tabs kept."""
-    return text.translate(_CONTROL)
+    """Text from the store made safe for a terminal, newlines and tabs kept (one escaping
+    function for every view and message: ckpt.escapes.for_terminal)."""
+    return for_terminal(text, keep_layout=True)
 
 
 def clean_line(text: str) -> str:
-    """One line of text with every control character, newline included, as an escape."""
-    return text.translate(_CONTROL_LINE)
+    """One line of text with every unsafe character, newline included, as an escape."""
+    return for_terminal(text)
 
 
 def cut(text: str, full: bool, limit: int = CUT) -> str:

@@ -57,6 +57,12 @@ def _is_dev_folder(path: Path) -> bool:
 def _looks_like_pickle(path: Path) -> bool:
     if path.suffix in {".pckl", ".pkl", ".pickle"}:
         return True
+    from ckpt.stores.sqlite import in_use
+
+    if in_use(path):
+        # Open as a SQLite store already (`diff --db2` of the same file): reading it here
+        # would drop that connection's locks (ckpt.stores.sqlite._HELD).
+        return False
     try:
         with path.open("rb") as handle:
             return handle.read(1) == b"\x80"
@@ -89,11 +95,6 @@ def discover(folder: Path | None = None) -> str:
 
 
 def _has_checkpoints_table(path: Path) -> bool:
-    from ckpt.errors import CkptError
-    from ckpt.stores.sqlite import SqliteStore
+    from ckpt.stores.sqlite import has_checkpoints_table
 
-    try:
-        SqliteStore(path).close()
-    except CkptError:
-        return False
-    return True
+    return has_checkpoints_table(path)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
@@ -48,9 +51,49 @@ class SqliteStore(Store):
     def __init__(self, path: str | os.PathLike[str], *, aes_key: bytes | None = None) -> None:
         super().__init__(str(path), aes_key=aes_key)
         self.path = Path(path)
-        self._uri = _read_only_uri(self.path)
-        self.conn = _open(self._uri)
-        self._detect_schema()
+        self._link = _connect(self.path)
+        self.conn = self._link.conn
+        self._reading = 0  # methods inside the open read transaction (`_snapshot`)
+        try:
+            self._detect_schema()
+        except BaseException:
+            self._link.close()
+            raise
+
+    @property
+    def open_mode(self) -> str:
+        """How the file was opened: "ro", "readonly_shm" or "immutable" (`_connect`)."""
+        return self._link.mode
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction around the statements of a method, so that they all see
+        the same commit while an application writes. Re-entrant; a generator holds it
+        while it streams, and ends it when it is exhausted or closed."""
+        began = self._reading == 0 and not self.conn.in_transaction
+        if began:
+            try:
+                self.conn.execute("BEGIN")
+            except sqlite3.Error as exc:
+                raise self._error(exc) from None
+        self._reading += 1
+        try:
+            yield
+        finally:
+            self._reading -= 1
+            if began:
+                try:
+                    self.conn.execute("COMMIT")  # ends a read: nothing is written
+                except sqlite3.Error:
+                    pass
+
+    def _error(self, exc: sqlite3.Error) -> CkptError:
+        if self._link.changed():
+            return StoreUnreadable(
+                f"{self.location}: the file changed while it was read (a writer attached to "
+                "a store in a folder ckpt cannot create side files in); try again"
+            )
+        return _translate(exc, self.location)
 
     # -- schema ----------------------------------------------------------------------------
     def _detect_schema(self) -> None:
@@ -96,20 +139,22 @@ class SqliteStore(Store):
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
-            return self.conn.execute(sql, params).fetchall()
+            return list(_rows(self.conn, sql, params))
         except sqlite3.Error as exc:
-            raise _translate(exc, self.location) from None
+            raise self._error(exc) from None
 
     def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
         try:
-            cursor = self.conn.execute(sql, params)
-            while rows := cursor.fetchmany(BATCH):
-                yield from rows
+            yield from _rows(self.conn, sql, params)
         except sqlite3.Error as exc:
-            raise _translate(exc, self.location) from None
+            raise self._error(exc) from None
 
     # -- listing ---------------------------------------------------------------------------
     def threads(self) -> Iterator[ThreadSummary]:
+        with self._snapshot():
+            yield from self._threads()
+
+    def _threads(self) -> Iterator[ThreadSummary]:
         # Aggregates in SQL; only each thread's latest root checkpoint is decoded (shallow).
         # Sizes need a scan of the table (length() reads only each row's header, never the
         # blob): it runs on a second connection while this one decodes, since sqlite3
@@ -150,6 +195,14 @@ class SqliteStore(Store):
             decoded.append(((thread_id, count, namespaces), latest))
         write_counts = self._write_counts()
         thread_sizes = sizes.result()
+        if any(
+            (sized := thread_sizes.get(thread_id)) is None
+            or (sized.checkpoints, sized.writes) != (count, write_counts.get(thread_id, 0))
+            for (thread_id, count, _), _ in decoded
+        ) or len(thread_sizes) != len(decoded):
+            # The other connection saw another commit of a store being written: measure
+            # again in this one's snapshot, so that sizes and counts agree.
+            thread_sizes = self._size_rows(self.conn, DumpQuery())
         for (thread_id, count, namespaces), latest in decoded:
             sized = thread_sizes.get(thread_id)
             yield ThreadSummary(
@@ -164,14 +217,15 @@ class SqliteStore(Store):
     def _sizes(self) -> dict[str, ThreadBytes]:
         """`sizes` of every thread on a connection of its own: `threads` runs it in the
         background while it decodes, since sqlite3 releases the GIL while it works."""
-        conn = _open(self._uri)
+        link = _connect(self.path)
         try:
-            return self._size_rows(conn, DumpQuery())
+            return self._size_rows(link.conn, DumpQuery())
         finally:
-            conn.close()
+            link.close()
 
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
-        return self._size_rows(self.conn, query)
+        with self._snapshot():
+            return self._size_rows(self.conn, query)
 
     def _size_rows(self, conn: sqlite3.Connection, query: DumpQuery) -> dict[str, ThreadBytes]:
         # Reads every row's header (never its blob): length() takes the size from there.
@@ -179,7 +233,8 @@ class SqliteStore(Store):
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         found: dict[str, ThreadBytes] = {}
         try:
-            for thread_id, count, size in conn.execute(
+            for thread_id, count, size in _rows(
+                conn,
                 f"SELECT thread_id, count(*), sum(coalesce({_bytes('checkpoint')}, 0) "
                 f"+ coalesce({_bytes('metadata')}, 0)) FROM checkpoints{clause} "
                 "GROUP BY thread_id",
@@ -189,7 +244,8 @@ class SqliteStore(Store):
             if self.has_writes:
                 where, params = self._dump_filter(query, self._w_id, self._w_ns)
                 clause = f" WHERE {' AND '.join(where)}" if where else ""
-                for thread_id, count, size in conn.execute(
+                for thread_id, count, size in _rows(
+                    conn,
                     f"SELECT thread_id, count(*), sum(coalesce({_bytes('value')}, 0)) "
                     f"FROM writes{clause} GROUP BY thread_id",
                     params,
@@ -218,6 +274,10 @@ class SqliteStore(Store):
         return sorted(str(row[0]) for row in rows)
 
     def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
+        with self._snapshot():
+            return self._thread_checkpoints(thread_id, values=values)
+
+    def _thread_checkpoints(self, thread_id: str, *, values: bool) -> list[Checkpoint]:
         rows = self._run(
             f"SELECT {self._cp_cols} FROM checkpoints WHERE thread_id = ? "
             f"ORDER BY {self._id}, {self._ns}",
@@ -254,7 +314,8 @@ class SqliteStore(Store):
 
     # -- loading ---------------------------------------------------------------------------
     def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
-        return self._load_one(key, values=values)
+        with self._snapshot():
+            return self._load_one(key, values=values)
 
     def _load_one(self, key: CheckpointKey, *, values: bool) -> Checkpoint:
         rows = self._run(
@@ -322,6 +383,10 @@ class SqliteStore(Store):
         )
 
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        with self._snapshot():
+            yield from self._iter_checkpoints(query, values=values)
+
+    def _iter_checkpoints(self, query: DumpQuery, *, values: bool) -> Iterator[Checkpoint]:
         where, params = self._dump_filter(query, self._id, self._ns)
         if query.latest_only:
             same_ns = (
@@ -390,6 +455,10 @@ class SqliteStore(Store):
         }
 
     def write_totals(self, query: DumpQuery, keep: int) -> WriteTotals:
+        with self._snapshot():
+            return self._write_totals(query, keep)
+
+    def _write_totals(self, query: DumpQuery, keep: int) -> WriteTotals:
         totals = WriteTotals()
         if not self.has_writes:
             return totals
@@ -422,6 +491,10 @@ class SqliteStore(Store):
         return totals
 
     def health(self, query: DumpQuery) -> StoreHealth:
+        with self._snapshot():
+            return self._health(query)
+
+    def _health(self, query: DumpQuery) -> StoreHealth:
         health = StoreHealth()
         ns, cid = self._ns, self._id
         params: list[Any] = list(query.thread_ids)
@@ -561,7 +634,73 @@ class SqliteStore(Store):
         return None
 
     def close(self) -> None:
-        self.conn.close()
+        self._link.close()
+
+
+def _lenient_text(data: bytes) -> str:
+    """TEXT that is not UTF-8 (SQLite stores whatever bytes it is given): each bad byte as
+    a lone surrogate U+DC80-U+DCFF (Python's surrogateescape), so that nothing is lost;
+    the JSON output writes them as \\udcXX escapes, the views as visible escapes."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _bindable(params: Sequence[Any]) -> list[Any]:
+    """Parameters sqlite3 can bind: text with lone surrogates (an id read with
+    _lenient_text) goes as its bytes, which match no TEXT value (a lookup by a damaged
+    id finds nothing instead of failing)."""
+    return [
+        p.encode("utf-8", "surrogateescape")
+        if isinstance(p, str) and not p.isascii() and _SURROGATE.search(p)
+        else p
+        for p in params
+    ]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
+    """The rows of one statement, streamed a batch at a time. sqlite3 refuses a whole
+    statement at the first TEXT value that is not UTF-8; then the connection switches to
+    _lenient_text and the statement runs again, skipping the rows already given (same
+    order, and the same snapshot inside a read transaction)."""
+    given = 0
+    while True:
+        try:
+            cursor = conn.execute(sql, _bindable(params))
+            skip = given
+            while batch := cursor.fetchmany(BATCH):
+                if skip >= len(batch):
+                    skip -= len(batch)
+                    continue
+                rows = batch[skip:]
+                skip = 0
+                given += len(rows)
+                yield from rows
+            return
+        except sqlite3.OperationalError as exc:
+            if "Could not decode to UTF-8" not in str(exc) or conn.text_factory is _lenient_text:
+                raise
+            conn.text_factory = _lenient_text
+
+
+def has_checkpoints_table(path: Path) -> bool:
+    """Whether a file is a SQLite store with a `checkpoints` table (discovery): read so
+    that no side file appears beside the files of a folder it merely looks at."""
+    try:
+        link = _connect(path, probe=True)
+    except CkptError:
+        return False
+    try:
+        return bool(
+            link.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'"
+            ).fetchone()
+        )
+    except sqlite3.Error:
+        return False
+    finally:
+        link.close()
 
 
 def _bytes(column: str) -> str:
@@ -595,13 +734,116 @@ def _merge_writes(
         yield row, found
 
 
-def _read_only_uri(path: Path) -> str:
-    """The URI that opens without creating, locking out, migrating or leaving side files
-    (format.md §4.1, 8.15); checks first that the file is there and is SQLite."""
+@dataclass(frozen=True, slots=True)
+class _Stamp:
+    """What the store file looked like when an immutable read began (see `_connect`)."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+
+class _Connection:
+    """A read-only connection and how it was opened (docs/security.md, "Stores are never
+    changed"): which files SQLite may touch depends on the mode."""
+
+    __slots__ = ("conn", "mode", "stamp", "path", "_held")
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        mode: str,
+        path: Path,
+        stamp: _Stamp | None,
+        held: tuple[int, int] | None,
+    ) -> None:
+        self.conn, self.mode, self.path, self.stamp = conn, mode, path, stamp
+        self._held = held
+
+    def changed(self) -> bool:
+        """An immutable read (a read-only folder) whose file changed under it, or that a
+        writer attached to: its error is not the store's damage."""
+        if self.stamp is None:
+            return False
+        return _stamp(self.path) != self.stamp or Path(f"{self.path}-wal").exists()
+
+    def close(self) -> None:
+        self.conn.close()
+        if self._held is not None:
+            _release(self._held)
+            self._held = None
+
+
+def _stamp(path: Path) -> _Stamp | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _Stamp(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _size(path: Path) -> int | None:
+    """The size of a side file, None when it is not there (it may go at any moment)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
+# The files this process has open through SQLite: (device, inode) -> [header, connections].
+# POSIX drops every fcntl lock a process holds on a file as soon as it closes *any*
+# descriptor of that file, and SQLite's locks are what stop a writer from checkpointing
+# into the file (and deleting its -wal) while ckpt reads it. So while a connection is
+# open, ckpt never opens the file again: a second reader (`threads`' sizes, `fork`,
+# `--db2` naming the same file) reuses the header read the first time.
+_HELD: dict[tuple[int, int], list[Any]] = {}
+_HELD_LOCK = threading.Lock()
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def in_use(path: Path) -> bool:
+    """Whether this process has the file open as a SQLite store right now: then nothing
+    may open it outside SQLite (see _HELD)."""
+    identity = _identity(path)
+    with _HELD_LOCK:
+        return identity is not None and identity in _HELD
+
+
+def _hold(identity: tuple[int, int], header: bytes) -> None:
+    with _HELD_LOCK:
+        entry = _HELD.setdefault(identity, [header, 0])
+        entry[1] += 1
+
+
+def _release(identity: tuple[int, int]) -> None:
+    with _HELD_LOCK:
+        entry = _HELD.get(identity)
+        if entry is not None:
+            entry[1] -= 1
+            if entry[1] <= 0:
+                del _HELD[identity]
+
+
+def _check_file(path: Path) -> tuple[bytes, tuple[int, int] | None]:
+    """The first 100 bytes of the file, after checking that it is there and is SQLite,
+    and the file's identity (None when it could not be told)."""
     if not path.exists():
         raise StoreNotFound(f"{path}: no such file")
     if path.is_dir():
         raise StoreUnreadable(f"{path}: is a folder, not a SQLite file or a .langgraph_api folder")
+    identity = _identity(path)
+    with _HELD_LOCK:
+        held = _HELD.get(identity) if identity is not None else None
+        if held is not None:
+            return held[0], identity
     try:
         with path.open("rb") as handle:
             header = handle.read(100)
@@ -611,26 +853,85 @@ def _read_only_uri(path: Path) -> str:
         raise NotACheckpointStore(f"{path}: empty file, not a checkpoint store")
     if not header.startswith(SQLITE_MAGIC):
         raise StoreUnreadable(f"{path}: not a SQLite database")
+    return header, identity
+
+
+# SQLite's answers when a mode cannot be used here (a side file is missing, or cannot be
+# created or opened): the next mode is tried.
+_TRY_NEXT = frozenset(
+    {"SQLITE_CANTOPEN", "SQLITE_READONLY_DIRECTORY", "SQLITE_READONLY_CANTINIT",
+     "SQLITE_READONLY_RECOVERY", "SQLITE_READONLY_CANTLOCK", "SQLITE_READONLY"}
+)  # fmt: skip
+
+
+def _connect(path: Path, *, probe: bool = False) -> _Connection:
+    """Open the store read-only, in the first of these modes that works (docs/security.md):
+
+    * not a WAL file (rollback journal, old stores): `mode=ro`. No side file is made.
+    * WAL, a `-shm` beside it: `mode=ro&readonly_shm=1`. SQLite maps the wal-index
+      read-only: a writer attached keeps it current; with none, SQLite builds the index
+      in its own memory from the -wal. The -shm is never written (no read marks, no
+      recovery), the -wal never either; a missing -wal is created empty.
+    * WAL, no `-shm`: `mode=ro`, SQLite's normal locking. It creates `-shm` (and an
+      empty `-wal`), which stay: a read-only connection cannot remove them. This is
+      the price of a correct read. `immutable=1` would make no file, but it tells SQLite
+      the file cannot change, and a writer that attaches a moment later checkpoints its
+      WAL into the file while ckpt reads it: torn pages, "database disk image is
+      malformed" on a healthy store (issue 15).
+    * none of those (a read-only folder, where SQLite can create no side file, so no
+      WAL-mode writer can attach either): `immutable=1`, unless a non-empty -wal holds
+      commits that only the -shm protocol could read.
+
+    `probe=True` (discovery, which only asks whether a file holds a `checkpoints` table)
+    reads a WAL file with no -wal as immutable: it must not leave files beside every
+    *.db of the folder, and a torn read there only makes a candidate look unreadable.
+    """
+    header, identity = _check_file(path)
     wal_mode = len(header) > 19 and header[18] == 2
-    wal_file, shm_file = Path(f"{path}-wal"), Path(f"{path}-shm")
-    # A WAL-mode file with no -wal beside it (or an empty one and no -shm: nothing to
-    # recover, no connection attached) is not open in any writer: read it as immutable,
-    # which creates no side files. Otherwise a live application may be writing, or left
-    # committed pages in the -wal: read through SQLite's normal read-only locking, which
-    # sees them (and needs the -shm index, so SQLite may create one).
-    idle_wal = wal_file.exists() and wal_file.stat().st_size == 0 and not shm_file.exists()
-    immutable = wal_mode and (not wal_file.exists() or idle_wal)
-    return f"file:{quote(str(path.resolve()))}?mode=ro" + ("&immutable=1" if immutable else "")
-
-
-def _open(uri: str) -> sqlite3.Connection:
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
-        conn.execute("PRAGMA query_only = 1")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except sqlite3.Error as exc:
-        raise _translate(exc, uri.split("?")[0].removeprefix("file:")) from None
-    return conn
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    base = f"file:{quote(str(path.resolve()))}?mode=ro"
+    modes: list[str] = []
+    if not wal_mode:
+        modes.append("ro")
+    else:
+        if probe and _size(wal) is None:
+            modes.append("immutable")
+        if _size(shm) is not None:
+            modes.append("readonly_shm")
+        modes.append("ro")
+        if not _size(wal):
+            modes.append("immutable")
+    error: sqlite3.Error | None = None
+    for mode in dict.fromkeys(modes):
+        stamp = _stamp(path) if mode == "immutable" else None
+        uri = (
+            base + {"ro": "", "readonly_shm": "&readonly_shm=1", "immutable": "&immutable=1"}[mode]
+        )
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
+        except sqlite3.Error as exc:
+            error = error or exc
+            continue
+        try:
+            conn.execute("PRAGMA query_only = 1")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.Error as exc:
+            conn.close()
+            if getattr(exc, "sqlite_errorname", "") in _TRY_NEXT:
+                error = error or exc
+                continue
+            raise _translate(exc, str(path)) from None
+        if identity is not None:
+            _hold(identity, header)
+        return _Connection(conn, mode, path, stamp, identity)
+    assert error is not None
+    if wal_mode and _size(wal) and _size(shm) is None:
+        raise StoreUnreadable(
+            f"{path}: its -wal holds commits that SQLite can only read by creating a -shm "
+            "beside it, and it cannot here (read-only folder?); copy the store and its "
+            "-wal to a writable folder"
+        )
+    raise _translate(error, str(path)) from None
 
 
 class _Background(Generic[T]):

@@ -1,0 +1,49 @@
+"""What a read may do to the files of a store (docs/security.md, "Stores are never changed"),
+as a check the tests share: hash every file of the store's folder before and after."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+
+def folder_hashes(folder: Path) -> dict[str, str]:
+    """name -> sha256 of every file in a folder (a `.langgraph_api` folder included)."""
+    found: dict[str, str] = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            found[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+EMPTY = hashlib.sha256(b"").hexdigest()
+
+
+def wal_mode(path: Path) -> bool:
+    """The file's header says WAL (format bytes 18 and 19 are 2)."""
+    try:
+        header = path.read_bytes()[:20]
+    except OSError:
+        return False
+    return header.startswith(b"SQLite format 3\x00") and len(header) == 20 and header[18] == 2
+
+
+def unexpected_changes(folder: Path, before: dict[str, str]) -> list[str]:
+    """What a read did that docs/security.md does not allow, as readable lines (empty: none).
+
+    Every file that was there is byte-identical. New files may only be the two SQLite
+    creates for a WAL-mode database: a `-shm` when none was there, and an empty `-wal`.
+    """
+    after = folder_hashes(folder)
+    problems = [f"{name} changed" for name in before if after.get(name) != before[name]]
+    for name in sorted(set(after) - set(before)):
+        if name.endswith("-shm"):
+            db = name.removesuffix("-shm")
+            if db in before and wal_mode(folder / db):
+                continue
+        if name.endswith("-wal") and after[name] == EMPTY:
+            db = name.removesuffix("-wal")
+            if db in before and wal_mode(folder / db):
+                continue
+        problems.append(f"{name} appeared")
+    return problems

@@ -1,0 +1,206 @@
+"""Text from the store on a terminal and in JSON (issue 15, items 2 and 4): one escaping
+function for every view and message, strict UTF-8 JSON for any string, as properties over
+all code points and any text."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import sqlite3
+import string
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from ckpt.cli import app
+from ckpt.escapes import UNSAFE_RANGES, escape_json_text, for_terminal, is_unsafe
+from ckpt.records import dumps
+
+runner = CliRunner()
+CKPT = str(Path(sys.executable).parent / "ckpt")
+UNSAFE_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
+PRINTABLE_ASCII = set(string.printable) - set("\t\n\r\x0b\x0c")
+# ckpt's own colours on a terminal (Rich and the threads table): SGR sequences only.
+OWN_STYLES = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def in_table(code: int) -> bool:
+    return any(first <= code <= last for first, last in UNSAFE_RANGES)
+
+
+def unsafe_left(text: str, *, layout: bool = True) -> list[str]:
+    """The unsafe characters in `text` (newlines and tabs allowed when `layout`)."""
+    return sorted(
+        {f"U+{ord(c):04X}" for c in text if is_unsafe(c) and not (layout and c in "\n\t")}
+    )
+
+
+def test_every_code_point() -> None:
+    """Escaped exactly when it is a control, format, separator or surrogate code point
+    (or in the tag block), and then as printable ASCII only. The table follows Unicode
+    15.1; code points this Python's older Unicode leaves unassigned may be in it."""
+    wrong = []
+    for code in range(0x110000):
+        char = chr(code)
+        shown = for_terminal(char)
+        category = unicodedata.category(char)
+        unsafe = category in UNSAFE_CATEGORIES
+        tabled = in_table(code)
+        if (unsafe and not tabled) or (tabled and not unsafe and category != "Cn"):
+            wrong.append(f"U+{code:04X} ({category})")
+        elif (shown != char) != tabled:
+            wrong.append(f"U+{code:04X} shown as {shown!r}")
+        elif tabled and not set(shown) <= PRINTABLE_ASCII:
+            wrong.append(f"U+{code:04X} as {shown!r}")
+    assert wrong == [], f"{len(wrong)} code points, e.g. {wrong[:10]}"
+
+
+def test_the_table_matches_this_pythons_unicode() -> None:
+    # A newer Unicode may add format characters: regenerate UNSAFE_RANGES from it then.
+    assert unicodedata.unidata_version >= "14.0.0"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF)))
+def test_terminal_text_never_holds_an_unsafe_character(text: str) -> None:
+    assert unsafe_left(for_terminal(text), layout=False) == []
+    kept = for_terminal(text, keep_layout=True)
+    assert unsafe_left(kept) == []
+    assert kept.count("\n") == text.count("\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats()
+        | st.text(alphabet=st.characters(codec=None, max_codepoint=0x10FFFF)),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(max_size=5), children, max_size=4)
+        ),
+        max_leaves=20,
+    ),
+    st.sampled_from([None, 2]),
+)
+def test_json_is_strict_utf8_and_safe_for_any_value(value: Any, indent: int | None) -> None:
+    text = dumps(value, indent=indent)
+    text.encode("utf-8")  # valid UTF-8: no raw surrogate
+    assert unsafe_left(text) == []
+
+    def refuse(name: str) -> Any:
+        raise ValueError(name)
+
+    back = json.loads(text, parse_constant=refuse)
+    assert back == _expected(value)
+
+
+def _expected(value: Any) -> Any:
+    """What dumps writes for a value: non-finite floats as float records."""
+    if isinstance(value, float) and not math.isfinite(value):
+        name = "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+        return {"__ckpt__": "float", "value": name}
+    if isinstance(value, list):
+        return [_expected(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _expected(v) for k, v in value.items()}
+    return value
+
+
+def test_json_escapes_keep_indentation_and_astral_characters() -> None:
+    text = escape_json_text(json.dumps({"a": "\U000e0041\u202e"}, ensure_ascii=False, indent=2))
+    assert text == '{\n  "a": "\\udb40\\udc41\\u202e"\n}'
+    assert json.loads(text) == {"a": "\U000e0041\u202e"}
+
+
+# -- the CLI: every view and message --------------------------------------------------------
+
+HOSTILE = "t\x1b]52;c;eA==\x07\x9b2J\u061c\u2028\u2029\U000e0041\u2066\u2069\u200b\ufeff\u202e"
+
+
+@pytest.fixture(scope="module")
+def hostile_store(sqlite_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """chat.sqlite with thread rich-1 renamed to HOSTILE, and a metadata value holding
+    it, infinity and a lone surrogate (JSON escapes in the stored text)."""
+    store = tmp_path_factory.mktemp("hostile") / "hostile.sqlite"
+    shutil.copy(sqlite_store, store)
+    with sqlite3.connect(store) as conn:
+        for table in ("checkpoints", "writes"):
+            conn.execute(f"UPDATE {table} SET thread_id = ? WHERE thread_id = 'rich-1'", (HOSTILE,))
+        conn.execute(
+            "UPDATE checkpoints SET metadata = CAST(json_set(CAST(metadata AS TEXT), "
+            "'$.odd', json(?)) AS BLOB) WHERE thread_id = ?",
+            (json.dumps([HOSTILE, "\ud800"])[:-1] + ", 1e999]", HOSTILE),
+        )
+    return store
+
+
+def views(store: Path) -> list[list[str]]:
+    db = ["--db", str(store)]
+    return [
+        ["threads", str(store)],
+        ["threads", str(store), "--json"],
+        ["threads", str(store), "--ndjson"],
+        ["history", HOSTILE, *db],
+        ["history", HOSTILE, "--json", *db],
+        ["show", HOSTILE, "--blobs", "--full", *db],
+        ["show", HOSTILE, "--json", *db],
+        ["versions", HOSTILE, *db],
+        ["diff", HOSTILE, *db],
+        ["diff", HOSTILE, "support-1", *db],
+        ["diff", HOSTILE, "--json", *db],
+        ["dump", str(store), "--quiet"],
+        ["dump", str(store), "--json", "--quiet"],
+        ["stats", str(store), "--quiet"],
+        ["stats", str(store), "--json", "--quiet"],
+        ["types", str(store), "--quiet"],
+        ["show", f"{HOSTILE}x", *db],  # an error message naming it
+    ]
+
+
+@pytest.mark.parametrize("tty", [False, True])
+def test_no_view_lets_an_unsafe_character_through(hostile_store: Path, tty: bool) -> None:
+    env = {"COLUMNS": "100", **({"CKPT_FORCE_TTY": "1"} if tty else {})}
+    for args in views(hostile_store):
+        result = runner.invoke(app, args, env=env)
+        assert result.exit_code in (0, 1, 7), (args, result.stderr)
+        out = OWN_STYLES.sub("", result.stdout)
+        assert unsafe_left(out) == [], args
+        assert unsafe_left(result.stderr) == [], args
+        out.encode("utf-8")
+        if "--json" in args or "--ndjson" in args or args[0] == "dump":
+            # dump writes NDJSON into a pipe and one array on a terminal.
+            whole = "--json" in args or (args[0] == "dump" and tty)
+            lines = [out] if whole else out.splitlines()
+            for line in lines:
+                json.loads(line, parse_constant=lambda name: pytest.fail(name))
+
+
+def test_json_keeps_the_text_exactly(hostile_store: Path) -> None:
+    result = runner.invoke(app, ["show", HOSTILE, "--json", "--db", str(hostile_store)])
+    record = json.loads(result.stdout)
+    assert record["thread_id"] == HOSTILE
+    assert record["metadata"]["odd"] == [
+        HOSTILE,
+        "\ud800",
+        {"__ckpt__": "float", "value": "Infinity"},
+    ]
+
+
+def test_file_names_found_by_discovery_are_escaped(sqlite_store: Path, tmp_path: Path) -> None:
+    for name in ("a\x1b[31mred.db", "b\u202egnp.sqlite"):
+        shutil.copy(sqlite_store, tmp_path / name)
+    result = subprocess.run([CKPT, "threads"], cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 3 and "several stores" in result.stderr
+    assert unsafe_left(result.stderr) == [] and "\\x1b[31m" in result.stderr
