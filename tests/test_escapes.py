@@ -204,3 +204,13 @@ def test_file_names_found_by_discovery_are_escaped(sqlite_store: Path, tmp_path:
     result = subprocess.run([CKPT, "threads"], cwd=tmp_path, capture_output=True, text=True)
     assert result.returncode == 3 and "several stores" in result.stderr
     assert unsafe_left(result.stderr) == [] and "\\x1b[31m" in result.stderr
+
+
+def test_every_error_message_is_one_safe_line() -> None:
+    """A parser's complaint can quote the bytes it choked on (a damaged pickle's newline,
+    an ESC in an id): the message ckpt prints is still one line with nothing raw in it."""
+    from ckpt.errors import StoreCorrupt
+
+    exc = StoreCorrupt("x.pckl: truncated or corrupt pickle (bad 'Rq\x0fh\th\n\x1b[2J')")
+    assert exc.message == "x.pckl: truncated or corrupt pickle (bad 'Rq\\x0fh\\th\\n\\x1b[2J')"
+    assert str(exc) == exc.message

@@ -30,6 +30,11 @@ class CkptError(Exception):
     exit_code: ExitCode = ExitCode.UNREADABLE
 
     def __init__(self, message: str) -> None:
+        # One line, safe for a terminal, whatever the store put in it (an id, a file name,
+        # a parser's complaint quoting the bytes it choked on): ckpt.escapes.
+        from ckpt.escapes import for_terminal
+
+        message = for_terminal(message)
         super().__init__(message)
         self.message = message
 
