@@ -7,6 +7,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -663,8 +664,15 @@ def _rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> Ite
     """The rows of one statement, streamed a batch at a time. sqlite3 refuses a whole
     statement at the first TEXT value that is not UTF-8; then the connection switches to
     _lenient_text and the statement runs again, skipping the rows already given (same
-    order, and the same snapshot inside a read transaction)."""
+    order, and the same snapshot inside a read transaction).
+
+    A read that begins while a writer rewrites the wal-index header can be told to recover
+    it (SQLITE_READONLY_RECOVERY: a read-only connection cannot) or that it is not ready
+    (READONLY_CANTINIT): the writer is done within milliseconds, so the statement
+    starts again, for up to `_START_PATIENCE` seconds. Once a row is read the snapshot
+    is held and those errors cannot come."""
     given = 0
+    waited = 0.0
     while True:
         try:
             cursor = conn.execute(sql, _bindable(params))
@@ -679,9 +687,20 @@ def _rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> Ite
                 yield from rows
             return
         except sqlite3.OperationalError as exc:
+            transient = getattr(exc, "sqlite_errorname", "") in _TRANSIENT_START
+            if transient and given == 0 and waited < _START_PATIENCE:
+                pause = min(0.005 * 2 ** int(waited / 0.005).bit_length(), 0.1)
+                time.sleep(pause)
+                waited += pause
+                continue
             if "Could not decode to UTF-8" not in str(exc) or conn.text_factory is _lenient_text:
                 raise
             conn.text_factory = _lenient_text
+
+
+# What a read that starts mid-way through a writer's commit may be told (see _rows).
+_TRANSIENT_START = frozenset({"SQLITE_READONLY_RECOVERY", "SQLITE_READONLY_CANTINIT"})
+_START_PATIENCE = 5.0  # seconds, as the connections' busy timeout
 
 
 def has_checkpoints_table(path: Path) -> bool:
