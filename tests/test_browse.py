@@ -686,6 +686,32 @@ def test_help_imports_no_textual() -> None:
     assert imported and not [m for m in imported if m.split(".")[0] in ("textual", "rich")]
 
 
+def test_other_commands_import_no_textual(sqlite_store: Path) -> None:
+    """Textual is the browser's alone: the other commands (and browse's --help) start
+    without it, whether or not it is installed."""
+    store = str(sqlite_store)
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['ckpt', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('ckpt', run_name='__main__')\n"
+        "except SystemExit as exit:\n    code = exit.code\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'textual')\n"
+        "print('EXIT', code, 'TEXTUAL', loaded, file=sys.stderr)"
+    )
+    for argv in (
+        ["threads", store],
+        ["show", "support-1", "--db", store, "--blobs"],
+        ["history", "fork-1", "--db", store],
+        ["diff", "support-1~1", "support-1", "--db", store],
+        ["browse", "--help"],
+    ):
+        result = subprocess.run(
+            [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False
+        )
+        assert "TEXTUAL []" in result.stderr, (argv, result.stderr)
+        assert result.stderr.split("EXIT ")[1].split()[0] in ("0", "1"), (argv, result.stderr)
+
+
 def test_a_pipe_is_refused_and_store_errors_come_first(sqlite_store: Path, tmp_path: Path) -> None:
     piped = runner.invoke(cli, ["browse", str(sqlite_store)])
     assert piped.exit_code == ExitCode.USAGE
