@@ -139,6 +139,7 @@ class BrowseApp(App[None]):
     }
     #threads-pane {
         height: 2fr;
+        min-height: 11;  /* the filter, a header and three threads, two lines of detail */
     }
     #history-pane {
         height: 3fr;
@@ -155,9 +156,12 @@ class BrowseApp(App[None]):
     #filter:focus {
         background: $boost;
     }
+    #threads {
+        min-height: 4;
+    }
     #thread-detail {
         height: auto;
-        max-height: 5;
+        max-height: 4;
         padding: 0 1;
         border-top: solid $panel-lighten-2;
     }
