@@ -87,7 +87,8 @@ async def browsing(
     aes_key: bytes | None = None,
 ) -> AsyncIterator[Pilot[Any]]:
     opened = ckpt.open(store, aes_key=aes_key)
-    session = Session(opened, StoreSpec(str(store), Path(store).name), thread_id=thread)
+    spec = StoreSpec.of(str(store), opened.location)
+    session = Session(opened, spec, thread_id=thread)
     app = BrowseApp(session, thread_id=thread, debounce=0)
     try:
         async with app.run_test(size=size) as pilot:
@@ -571,7 +572,8 @@ def test_help_and_the_command_palette(sqlite_store: Path) -> None:
             assert f"## {title}" in app.screen.query_one("#widget-help").source  # type: ignore[attr-defined]
         await press(pilot, "escape", "question_mark")
         assert not app.screen.query("HelpPanel")
-        await press(pilot, "ctrl+p", *"copy the ckpt show")
+        await press(pilot, "ctrl+p")
+        await pilot.press(*"copy the ckpt show")  # typed in one go: the palette searches
         await pilot.pause(0.3)
         await press(pilot, "enter")
         await settle(pilot)
@@ -581,6 +583,38 @@ def test_help_and_the_command_palette(sqlite_store: Path) -> None:
 
 
 # -- other stores -----------------------------------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_a_postgres_store(pg_store: Any) -> None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    params = conninfo_to_dict(pg_store.dsn)
+    url = (  # with a password (the server trusts 127.0.0.1): no copied line may show it
+        f"postgresql://{params['user']}:s3cret@{params['host']}:{params.get('port', 5432)}"
+        f"/{params['dbname']}"
+    )
+    with ckpt.open(url) as store:
+        failed = store.threads(status="error")[0]
+        record = store.checkpoint(failed["thread_id"])
+    copied: list[str] = []
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await press(pilot, "e")
+        assert current_thread(pilot) == failed["thread_id"]
+        assert shown_record(pilot) == record  # the same record as `ckpt show --json --blobs`
+        await press(pilot, "t", "C")
+        text = flat(view_text(pilot))
+        for task in record["tasks"] or []:
+            if task["error"] is not None:
+                assert flat(json.dumps(task["input"])) in text and "failed" in text
+        copied.append(browser(pilot).clipboard)
+
+    drive(url, scenario)
+    assert "s3cret" not in copied[0] and "--db postgresql://" in copied[0]
+    result = runner.invoke(cli, [*shlex.split(copied[0])[1:], "--json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["checkpoint_id"] == record["checkpoint_id"]
 
 
 def test_a_dev_folder(dev_folder: Path, manifest: dict[str, Any]) -> None:

@@ -51,6 +51,18 @@ class StoreSpec:
     shown: str  # for titles: the file or folder name, or the URL without its password
     schema: str | None = None
 
+    @classmethod
+    def of(cls, given: str, location: str, schema: str | None = None) -> StoreSpec:
+        """The store as the user named it (`given`), opened at `location`. A URL is
+        named by its location, without its password (libpq finds it again in PGPASSWORD
+        or ~/.pgpass): command lines, the clipboard and the screen never show it. A file
+        or folder keeps the path as given, and shows its name."""
+        if "://" in given:
+            return cls(location, location, schema)
+        from pathlib import Path
+
+        return cls(given, Path(given).name or given, schema)
+
     def options(self) -> list[str]:
         words = ["--db", self.location]
         if self.schema:

@@ -42,24 +42,10 @@ def browse(
     if not spec:
         raise StoreNotFound("no store given")
     with opened(ctx, store_options, spec) as checkpoints:
-        shown = _shown(spec, checkpoints.location)
-        code = run(
-            checkpoints,
-            StoreSpec(spec, shown, store_options.schema),
-            thread_id=thread,
-        )
+        spec_of = StoreSpec.of(spec, checkpoints.location, store_options.schema)
+        code = run(checkpoints, spec_of, thread_id=thread)
     if code:
         raise typer.Exit(code)
-
-
-def _shown(spec: str, location: str) -> str:
-    """A title for the store: a file's or folder's name; a URL as the store prints it
-    (never with its password)."""
-    if "://" in spec:
-        return location
-    from pathlib import Path
-
-    return Path(spec).name or spec
 
 
 def register(app: typer.Typer) -> None:
