@@ -529,6 +529,10 @@ def test_export_writes_the_record_and_never_overwrites(
         assert type(screen).__name__ == "ExportScreen"
         field = screen.query_one("#export-path")
         assert getattr(field, "value", "").startswith("fanout-1-")
+        await press(pilot, "f1")  # help on this screen too (? would be typed in the path)
+        assert "## Export" in screen.query_one("#widget-help").source  # type: ignore[attr-defined]
+        await press(pilot, "f1")
+        assert not screen.query("HelpPanel")
         field.value = str(target)  # type: ignore[attr-defined]
         await press(pilot, "enter")
         assert json.loads(target.read_text()) == json.loads(dumps(record))

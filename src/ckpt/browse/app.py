@@ -79,7 +79,8 @@ values and the pending writes. The file must not exist yet: ckpt never overwrite
 
 - **Enter** writes the file, **Escape** cancels.
 """
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    # A modal screen hides the app's bindings: its own help key (? is typed in the path).
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("f1", "app.help", "Help")]
     DEFAULT_CSS = """
     ExportScreen {
         align: center middle;
