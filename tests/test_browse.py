@@ -954,10 +954,9 @@ def test_in_a_real_terminal(sqlite_store: Path, manifest: dict[str, Any], tmp_pa
         screen("/", *chat, until=f"Threads 1/{len(threads)}")
         screen(until=f"History {chat}")  # its history has come: keys pressed before it
         # arrives act on the history it replaces
-        for key in ("Enter", "2"):  # to the list, then to the history
-            screen(key, until="")
-        screen("Home", until="╭─ " + short_title(oldest))  # the pane shows the oldest
-        screen("Enter", until="")  # to the checkpoint pane
+        # To the list, to the history, its oldest checkpoint, to the checkpoint pane: in
+        # one read, as a paste would come, every key acts in the order it was typed.
+        screen("Enter", "2", "Home", "Enter", until="╭─ " + short_title(oldest))
         screen("?", until="The highlighted checkpoint")  # the help of the focused pane
         screen("q", until="")
         deadline = time.monotonic() + 10

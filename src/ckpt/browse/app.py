@@ -176,29 +176,38 @@ class BrowseApp(App[None]):
         height: 1fr;
     }
     """
+    # Every key acts as it is read (priority), in the order typed: a terminal hands a paste
+    # or quick typing over in one read, and a key left to bubble would be resolved against
+    # the focus of later keys (Enter after ↑ would move the focus before ↑ moved the
+    # cursor). In a text field, or on a screen over the panes, the key is the field's
+    # (`key` skips). F1 is not a priority binding: it shows the help from a text field too.
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark,f1", "help", "Help"),
-        # Keys that move the focus act as they are read (priority), so that the keys typed
-        # after them reach the pane they open; in a text field they are typed (SkipAction).
-        Binding("slash", "filter", "Filter", priority=True),
-        Binding("1", "focus_pane('threads')", "Threads", show=False, priority=True),
-        Binding("2", "focus_pane('history')", "History", show=False, priority=True),
-        Binding("3", "focus_pane('view')", "Checkpoint", show=False, priority=True),
-        Binding("o", "mode('overview')", "Checkpoint", show=False),
-        Binding("t", "mode('tasks')", "Tasks", show=False),
-        Binding("v", "mode('values')", "Values", show=False),
-        Binding("d", "mode('diff')", "Diff"),
-        Binding("j", "toggle_json", "JSON"),
-        Binding("f", "toggle_full", "Full values", show=False),
-        Binding("m", "mark", "Mark"),
-        Binding("c", "copy('selector')", "Copy id"),
-        Binding("C", "copy('show')", "Copy show command", show=False),
-        Binding("D", "copy('diff')", "Copy diff command", show=False),
-        Binding("x", "export", "Export"),
-        Binding("p", "pager", "Pager"),
-        Binding("r", "reload", "Reload", show=False),
-        Binding("z", "zoom", "Zoom", show=False),
+        *(
+            Binding(key, f"key({action!r})", description, show=show, priority=True)
+            for key, action, description, show in (
+                ("q", "quit", "Quit", True),
+                ("question_mark", "help", "Help", True),
+                ("slash", "filter", "Filter", True),
+                ("1", "focus_pane('threads')", "Threads", False),
+                ("2", "focus_pane('history')", "History", False),
+                ("3", "focus_pane('view')", "Checkpoint", False),
+                ("o", "mode('overview')", "Checkpoint", False),
+                ("t", "mode('tasks')", "Tasks", False),
+                ("v", "mode('values')", "Values", False),
+                ("d", "mode('diff')", "Diff", True),
+                ("j", "toggle_json", "JSON", True),
+                ("f", "toggle_full", "Full values", False),
+                ("m", "mark", "Mark", True),
+                ("c", "copy('selector')", "Copy id", True),
+                ("C", "copy('show')", "Copy show command", False),
+                ("D", "copy('diff')", "Copy diff command", False),
+                ("x", "export", "Export", True),
+                ("p", "pager", "Pager", True),
+                ("r", "reload", "Reload", False),
+                ("z", "zoom", "Zoom", False),
+            )
+        ),
+        Binding("f1", "help", "Help", show=False),
     ]
 
     def __init__(
@@ -556,14 +565,16 @@ class BrowseApp(App[None]):
         """A text field has the keys, or a screen over the panes does (export, palette)."""
         return isinstance(self.focused, Input) or self.screen is not self.screen_stack[0]
 
-    def action_focus_pane(self, pane: str) -> None:
+    async def action_key(self, action: str) -> None:
+        """A key's action, unless a text field or another screen has the keys."""
         if self._typing():
             raise SkipAction()
+        await self.run_action(action)
+
+    def action_focus_pane(self, pane: str) -> None:
         self._focus(self.query_one(f"#{pane}"))
 
     def action_filter(self) -> None:
-        if self._typing():
-            raise SkipAction()
         self._focus(self.query_one("#filter", Input))
 
     def action_sort(self) -> None:

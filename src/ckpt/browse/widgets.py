@@ -80,17 +80,16 @@ class RowList(ScrollView, can_focus=True):
         color: $text-muted;
     }
     """
+    # Priority, as the app's keys (app.py BINDINGS): every key acts as it is read.
     BINDINGS = [
-        Binding("up", "move(-1)", "Up", show=False),
-        Binding("down", "move(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "edge(0)", "First", show=False),
-        Binding("end", "edge(1)", "Last", show=False),
-        Binding("left", "pan(-8)", "Scroll left", show=False),
-        Binding("right", "pan(8)", "Scroll right", show=False),
-        # A priority binding acts as the key is read, so the keys typed after Enter go to
-        # the pane it opens (a message would arrive after them).
+        Binding("up", "move(-1)", "Up", show=False, priority=True),
+        Binding("down", "move(1)", "Down", show=False, priority=True),
+        Binding("pageup", "page(-1)", "Page up", show=False, priority=True),
+        Binding("pagedown", "page(1)", "Page down", show=False, priority=True),
+        Binding("home", "edge(0)", "First", show=False, priority=True),
+        Binding("end", "edge(1)", "Last", show=False, priority=True),
+        Binding("left", "pan(-8)", "Scroll left", show=False, priority=True),
+        Binding("right", "pan(8)", "Scroll right", show=False, priority=True),
         Binding("enter", "choose", "Open", show=False, priority=True),
     ]
     header_lines = 0
@@ -270,11 +269,13 @@ and when it was last written. The highlighted thread's history opens below.
 - **Enter** moves to the history.
 """
     BINDINGS = [
-        Binding("s", "app.sort", "Sort"),
-        Binding("e", "app.jump('error', 1)", "Next error"),
-        Binding("E", "app.jump('error', -1)", "Previous error", show=False),
-        Binding("i", "app.jump('interrupted', 1)", "Next interrupt"),
-        Binding("I", "app.jump('interrupted', -1)", "Previous interrupt", show=False),
+        Binding("s", "app.sort", "Sort", priority=True),
+        Binding("e", "app.jump('error', 1)", "Next error", priority=True),
+        Binding("E", "app.jump('error', -1)", "Previous error", show=False, priority=True),
+        Binding("i", "app.jump('interrupted', 1)", "Next interrupt", priority=True),
+        Binding(
+            "I", "app.jump('interrupted', -1)", "Previous interrupt", show=False, priority=True
+        ),
     ]
     header_lines = 1
 
@@ -316,10 +317,12 @@ The cursor starts on the thread's newest checkpoint.
 - **←** / **→** scroll long lines. **Enter** moves to the checkpoint.
 """
     BINDINGS = [
-        Binding("e", "app.jump('failed', 1)", "Next error"),
-        Binding("E", "app.jump('failed', -1)", "Previous error", show=False),
-        Binding("i", "app.jump('interrupted', 1)", "Next interrupt"),
-        Binding("I", "app.jump('interrupted', -1)", "Previous interrupt", show=False),
+        Binding("e", "app.jump('failed', 1)", "Next error", priority=True),
+        Binding("E", "app.jump('failed', -1)", "Previous error", show=False, priority=True),
+        Binding("i", "app.jump('interrupted', 1)", "Next interrupt", priority=True),
+        Binding(
+            "I", "app.jump('interrupted', -1)", "Previous interrupt", show=False, priority=True
+        ),
     ]
 
     def __init__(self, *, id: str | None = None, then: str | None = None) -> None:  # noqa: A002
