@@ -37,7 +37,7 @@ from ckpt.browse.session import (
 )
 from ckpt.browse.widgets import FilterInput, HistoryRows, LinesView, ThreadRows
 from ckpt.cli import app as cli
-from ckpt.errors import ExitCode
+from ckpt.errors import ExitCode, NotFound
 from ckpt.records import dumps
 from store_files import folder_hashes, unexpected_changes
 
@@ -172,6 +172,22 @@ def test_opens_at_the_newest_checkpoint_of_the_latest_thread(sqlite_store: Path)
         assert browser(pilot).focused is browser(pilot).query_one(ThreadRows)
 
     drive(sqlite_store, scenario)
+
+
+def test_opens_at_the_thread_asked_for(sqlite_store: Path, manifest: dict[str, Any]) -> None:
+    async def scenario(pilot: Pilot[Any]) -> None:
+        assert current_thread(pilot) == manifest["fork"]
+        assert shown_record(pilot)["checkpoint_id"] == manifest["fork_latest"]
+
+    drive(sqlite_store, scenario, thread=manifest["fork"])
+
+    async def unknown(pilot: Pilot[Any]) -> None:
+        app = browser(pilot)
+        assert not app.is_running  # the app ends; `run` raises what every command says
+        assert isinstance(app.failure, NotFound)
+        assert app.failure.message == f"no thread 'nosuch-1' in {sqlite_store}"
+
+    drive(sqlite_store, unknown, thread="nosuch-1")
 
 
 def test_jumps_to_errors_and_interrupts(sqlite_store: Path, manifest: dict[str, Any]) -> None:

@@ -38,6 +38,8 @@ def run(store: CheckpointStore, spec: StoreSpec, *, thread_id: str | None = None
 
         app = BrowseApp(session, thread_id=thread_id)
         app.run()
+        if app.failure is not None:
+            raise app.failure
         return app.return_code or 0
     finally:
         session.close()

@@ -52,7 +52,7 @@ from ckpt.browse.widgets import (
     json_lines,
     lay_out,
 )
-from ckpt.errors import CkptError
+from ckpt.errors import CkptError, NotFound
 from ckpt.records import CheckpointRecord, dumps
 from ckpt.render import browse_view as views
 from ckpt.render.plain import STATUS_STYLE
@@ -217,6 +217,7 @@ class BrowseApp(App[None]):
         self.session = session
         self.debounce = debounce
         self.wanted_thread = thread_id
+        self.failure: CkptError | None = None  # what `run` raises once the app has ended
         self.threads = ThreadList([])
         self.history: History | None = None
         self.loaded: Loaded | None = None  # the checkpoint the view shows
@@ -316,7 +317,13 @@ class BrowseApp(App[None]):
             self.query_one("#thread-detail", Static).update(views.notice(exc.message, "red"))
             return
         self._done(pane)
-        current = rows.current["thread_id"] if rows.current else self.wanted_thread
+        wanted = self.wanted_thread
+        if not reload and wanted is not None and all(r["thread_id"] != wanted for r in records):
+            # As every command says it: one line and exit 7, once the screen is gone.
+            self.failure = NotFound(f"no thread {wanted!r} in {self.session.store.location}")
+            self.exit()
+            return
+        current = rows.current["thread_id"] if rows.current else wanted
         threads = ThreadList(records, sort=self.threads.sort)
         threads.set_filter(self.threads.text)
         self.threads = threads
