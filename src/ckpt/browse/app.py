@@ -31,7 +31,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Input, Label, Static, Tab, Tabs
-from textual.worker import Worker
+from textual.worker import WorkType
 
 from ckpt.browse.model import History, Key, ThreadList, key_of
 from ckpt.browse.session import (
@@ -267,9 +267,9 @@ class BrowseApp(App[None]):
     ) -> None:
         """Run `work` on a worker. A function, not its coroutine: an exclusive worker that a
         newer one cancels before it starts then leaves no coroutine never awaited."""
-        # The annotation picks WorkType's coroutine branch (mypy infers Never without it).
-        started: Worker[None] = self.run_worker(work, group=group, exclusive=exclusive)
-        assert started.group == group
+        # Named, WorkType's coroutine branch is the one mypy picks (else it infers Never).
+        coroutine_function: WorkType[None] = work
+        self.run_worker(coroutine_function, group=group, exclusive=exclusive)
 
     def _focus(self, widget: Widget) -> None:
         """Focus at once, not after the messages already queued (Widget.focus waits): the
