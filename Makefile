@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS := test,postgres,demo,dev
+EXTRAS := test,postgres,demo,dev,tui
 # The versions the tests run against (CI installs exactly these). `make lock` rewrites it
 # on purpose; `make test-latest` runs the suite on the newest releases to see drift first.
 CONSTRAINTS := requirements/ci-constraints.txt
@@ -13,7 +13,7 @@ LATEST := .venv-latest
 # e.g. make pytest PYTEST_ARGS='-m "not postgres"' (the tests that need no PostgreSQL server)
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck pytest test-latest lock bench bench-decode bench-stats fuzz docs clean
+.PHONY: demo test lint typecheck pytest test-latest lock bench bench-decode bench-stats bench-browse fuzz docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,10 @@ bench-decode: $(STAMP)
 # another, e.g. one from bench/make_store.py --turns 25).
 bench-stats: $(STAMP)
 	$(BIN)/python bench/stats.py
+
+# `ckpt browse` in tmux: launch to threads table and to the first checkpoint (goal < 1 s).
+bench-browse: $(STAMP)
+	$(BIN)/python bench/browse.py
 
 fuzz: $(STAMP)
 	$(BIN)/python bench/fuzz.py

@@ -76,7 +76,8 @@ WHEN = {
     ExitCode.AMBIGUOUS: "an id prefix matches several checkpoints (they are listed)",
     ExitCode.REFUSED: "a pickle file (PersistentDict, `langgraph dev`) names a global outside "
     "the allowlist; nothing was run. A `pickle`-tagged value inside a store is only listed",
-    ExitCode.MISSING_DEPENDENCY: "an optional extra is needed (`ckpt[postgres]`, `ckpt[demo]`)",
+    ExitCode.MISSING_DEPENDENCY: "an optional extra is needed (`ckpt[postgres]`, `ckpt[demo]`, "
+    "`ckpt[tui]`)",
     ExitCode.BUSY: "`prune`/`vacuum --apply`: another connection held the store past "
     "`--timeout`; the thread being pruned was rolled back (threads before it stay pruned)",
     ExitCode.UNSAFE: "`prune`/`vacuum`: refused as unsafe (a `langgraph dev` folder a server "

@@ -40,13 +40,14 @@ def test_cli_reference_is_up_to_date() -> None:
 
 
 def test_python_dash_m_and_lazy_startup() -> None:
-    # `ckpt --help` must not import the decoders, stores or Rich renderers (start-up time).
+    # `ckpt --help` must not import the decoders, stores, Rich renderers or the browser's
+    # Textual (start-up time).
     code = (
         "import sys, runpy; sys.argv = ['ckpt', '--help']\n"
         "try:\n    runpy.run_module('ckpt', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
         "heavy = [m for m in ('ckpt.decoders', 'ckpt.stores.sqlite', 'ckpt.render.human', "
-        "'sqlite3', 'ormsgpack') if m in sys.modules]\n"
+        "'sqlite3', 'ormsgpack', 'ckpt.browse', 'textual') if m in sys.modules]\n"
         "print('HEAVY', heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -40,21 +40,36 @@ def under(name: str, root: str) -> bool:
 
 
 def test_rich_is_imported_only_by_the_renderers() -> None:
+    # ckpt.browse draws with Textual, which is Rich: its strips and segments are Rich's.
     offenders = {
         module: sorted(n for n in names if under(n, "rich"))
         for module, names in package_modules().items()
-        if not module.startswith("render/")
+        if not module.startswith(("render/", "browse/"))
     }
     assert {m: n for m, n in offenders.items() if n} == {}
     # The renderers do import it: the check above looks at the right names.
     assert any(under(n, "rich") for n in package_modules()["render/human.py"])
 
 
+def test_textual_is_imported_only_by_the_browser() -> None:
+    modules = package_modules()
+    offenders = {
+        module: sorted(n for n in names if under(n, "textual"))
+        for module, names in modules.items()
+        if not module.startswith("browse/")
+    }
+    assert {m: n for m, n in offenders.items() if n} == {}
+    assert any(under(n, "textual") for n in modules["browse/app.py"])
+    # ...and the browser only from its command, which imports it when it runs.
+    users = sorted(m for m, names in modules.items() if any(under(n, "ckpt.browse") for n in names))
+    assert [m for m in users if not m.startswith("browse/")] == ["cli/browse_cmd.py"]
+
+
 def test_library_modules_never_import_the_renderers() -> None:
     offenders = {
         module: sorted(n for n in names if under(n, "ckpt.render"))
         for module, names in package_modules().items()
-        if not module.startswith(("render/", "cli/"))
+        if not module.startswith(("render/", "cli/", "browse/"))
     }
     assert {m: n for m, n in offenders.items() if n} == {}
     assert any(under(n, "ckpt.render") for n in package_modules()["cli/inspect.py"])
@@ -86,15 +101,18 @@ def test_nested_ruff_configs_repeat_the_bans() -> None:
     main = banned_api(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"])
     render = banned_api(tomllib.loads((PACKAGE / "render" / ".ruff.toml").read_text()))
     cli = banned_api(tomllib.loads((PACKAGE / "cli" / ".ruff.toml").read_text()))
-    assert {"rich", "ckpt.render", "importlib", "pickle.Unpickler", "typer._click"} <= set(main)
+    browse = banned_api(tomllib.loads((PACKAGE / "browse" / ".ruff.toml").read_text()))
+    assert {"rich", "ckpt.render", "textual", "importlib", "pickle.Unpickler"} <= set(main)
     assert render == {k: v for k, v in main.items() if k not in {"rich", "ckpt.render"}}
     assert cli == {k: v for k, v in main.items() if k != "ckpt.render"}
+    assert browse == {k: v for k, v in main.items() if k not in {"rich", "ckpt.render", "textual"}}
 
 
 PROBE = """\
 import importlib
 import pickle
 from rich.text import Text
+from textual.app import App
 from ckpt.render import human
 from typer import _click
 eval("1")
@@ -107,7 +125,12 @@ class Loader(pickle.Unpickler):
 @pytest.mark.skipif(not RUFF.exists(), reason="ruff is in the dev extra")
 @pytest.mark.parametrize(
     ("folder", "allowed"),
-    [("", set()), ("render", {"rich", "ckpt.render"}), ("cli", {"ckpt.render"})],
+    [
+        ("", set()),
+        ("render", {"rich", "ckpt.render"}),
+        ("cli", {"ckpt.render"}),
+        ("browse", {"rich", "ckpt.render", "textual"}),
+    ],
 )
 def test_ruff_refuses_a_probe(tmp_path: Path, folder: str, allowed: set[str]) -> None:
     """The rules really fire where they should (a banned-api typo would pass silently): a
@@ -115,7 +138,7 @@ def test_ruff_refuses_a_probe(tmp_path: Path, folder: str, allowed: set[str]) ->
     import shutil
 
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    for nested in ("render", "cli"):
+    for nested in ("render", "cli", "browse"):
         (tmp_path / "src" / "ckpt" / nested).mkdir(parents=True)
         shutil.copy(PACKAGE / nested / ".ruff.toml", tmp_path / "src" / "ckpt" / nested)
     probe = tmp_path / "src" / "ckpt" / folder / "probe.py"
@@ -129,5 +152,5 @@ def test_ruff_refuses_a_probe(tmp_path: Path, folder: str, allowed: set[str]) ->
     )
     report = result.stdout
     assert "S307" in report and "S102" in report, report
-    for name in ("importlib", "pickle.Unpickler", "typer._click", "rich", "ckpt.render"):
+    for name in ("importlib", "pickle.Unpickler", "typer._click", "rich", "ckpt.render", "textual"):
         assert (f"`{name}` is banned" in report) == (name not in allowed), (name, report)

@@ -159,13 +159,14 @@ def _root(
 
 def _register() -> None:
     # Command modules import only typer at import time; the library loads when a command runs.
-    from ckpt.cli import compare, demo, inspect, maintain, stats_cmd, types_cmd
+    from ckpt.cli import browse_cmd, compare, demo, inspect, maintain, stats_cmd, types_cmd
 
     inspect.register(app)
     compare.register(app)
     stats_cmd.register(app)
     types_cmd.register(app)
     maintain.register(app)
+    browse_cmd.register(app)
     demo.register(app)
 
 

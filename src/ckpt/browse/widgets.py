@@ -1,0 +1,445 @@
+"""The browser's panes: lists and views that draw only the lines on screen (Textual's line
+API), so that 10,000 checkpoints or a 3 MB checkpoint cost what one screenful costs."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console, RenderableType
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Input
+
+from ckpt.browse.model import History, Key, ThreadList, key_of
+from ckpt.records import CheckpointRecord, ThreadRecord, dumps
+from ckpt.render.browse_view import history_heading, history_row, thread_header, thread_row
+from ckpt.render.text import clean
+
+
+def lay_out(renderable: RenderableType, width: int) -> list[Strip]:
+    """A renderable as lines of `width` cells (any thread: the console is its own). Text
+    from the store has its control characters escaped on the way, as the CLI's console
+    does (render/output.py), so that no byte of a store reaches the terminal as a command."""
+    console = Console(
+        width=width,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+        highlight=False,
+        markup=False,
+        emoji=False,
+        legacy_windows=False,
+    )
+    options = console.options.update(width=width, highlight=False)
+    return [
+        Strip([Segment(clean(text), style) for text, style, control in line if not control])
+        for line in console.render_lines(renderable, options, pad=False)
+    ]
+
+
+def json_lines(value: Any, limit: int | None) -> list[Strip]:
+    """A value as indented JSON (what `--json` prints), one line per line, never wrapped:
+    what the view shows can be copied back as JSON. Cut after `limit` characters."""
+    text = dumps(value, indent=2)
+    cut = limit is not None and len(text) > limit
+    lines = [Strip([Segment(clean(line))]) for line in (text[:limit] if cut else text).split("\n")]
+    if cut:
+        more = f"… {len(text) - (limit or 0):,} more characters: p pages all of it, x exports it"
+        lines.append(Strip([Segment(more, Style(bold=True, color="yellow"))]))
+    return lines
+
+
+class RowList(ScrollView, can_focus=True):
+    """Rows made one at a time as they scroll into view, and a cursor."""
+
+    COMPONENT_CLASSES = {"row-list--cursor", "row-list--header"}
+    DEFAULT_CSS = """
+    RowList {
+        overflow-x: hidden;
+        background: $surface;
+    }
+    RowList > .row-list--cursor {
+        background: $panel-lighten-2;
+    }
+    RowList:focus > .row-list--cursor {
+        background: $accent 45%;
+        text-style: bold;
+    }
+    RowList > .row-list--header {
+        text-style: bold;
+        color: $text-muted;
+    }
+    """
+    # Priority, as the app's keys (app.py BINDINGS): every key acts as it is read.
+    BINDINGS = [
+        Binding("up", "move(-1)", "Up", show=False, priority=True),
+        Binding("down", "move(1)", "Down", show=False, priority=True),
+        Binding("pageup", "page(-1)", "Page up", show=False, priority=True),
+        Binding("pagedown", "page(1)", "Page down", show=False, priority=True),
+        Binding("home", "edge(0)", "First", show=False, priority=True),
+        Binding("end", "edge(1)", "Last", show=False, priority=True),
+        Binding("left", "pan(-8)", "Scroll left", show=False, priority=True),
+        Binding("right", "pan(8)", "Scroll right", show=False, priority=True),
+        Binding("enter", "choose", "Open", show=False, priority=True),
+    ]
+    header_lines = 0
+    KEPT_ROWS = 256  # rows kept drawn: a few screens, however long the list
+
+    class Highlighted(Message):
+        """The cursor moved to a row."""
+
+        def __init__(self, rows: RowList, index: int) -> None:
+            super().__init__()
+            self.rows = rows
+            self.index = index
+
+        @property
+        def control(self) -> RowList:
+            return self.rows
+
+    class Chosen(Message):
+        """Enter (or a double click) on a row."""
+
+        def __init__(self, rows: RowList, index: int) -> None:
+            super().__init__()
+            self.rows = rows
+            self.index = index
+
+        @property
+        def control(self) -> RowList:
+            return self.rows
+
+    def __init__(self, *, id: str | None = None, then: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id)
+        self.then = then  # the widget Enter moves to (a query)
+        self.count = 0
+        self.cursor = -1
+        self._pan = 0
+        self._strips: LRUCache[int, Strip] = LRUCache(self.KEPT_ROWS)
+        self._layout_width = 0
+
+    # -- what a subclass draws ---------------------------------------------------------------
+    def row(self, index: int, width: int) -> Text:
+        raise NotImplementedError
+
+    def header(self, width: int) -> Text:
+        return Text()
+
+    def selectable(self, index: int) -> bool:
+        return True
+
+    # -- state -------------------------------------------------------------------------------
+    def reset(self, count: int, cursor: int | None = None, *, announce: bool = True) -> None:
+        """New rows: forget the drawn ones, put the cursor on `cursor` (else the first)."""
+        self.count = count
+        self.cursor = -1
+        self._pan = 0
+        self._strips.clear()
+        self.virtual_size = Size(self.size.width, count + self.header_lines)
+        self.scroll_to(y=0, animate=False)
+        if count:
+            self.move_to(cursor if cursor is not None else 0, announce=announce)
+            # The new height counts once the layout has seen it: scroll then as well.
+            self.call_after_refresh(self._scroll_to_cursor)
+        self.refresh()
+
+    def redraw(self) -> None:
+        """Draw every row again (their content changed, not their number)."""
+        self._strips.clear()
+        self.refresh()
+
+    def move_to(self, index: int, *, announce: bool = True, direction: int = 1) -> None:
+        if not self.count:
+            return
+        index = min(max(index, 0), self.count - 1)
+        index = self._selectable_near(index, direction)
+        previous, self.cursor = self.cursor, index
+        self._strips.discard(previous)
+        self._strips.discard(index)
+        self._scroll_to_cursor()
+        self.refresh()
+        if announce and index != previous:
+            self.post_message(self.Highlighted(self, index))
+
+    def _selectable_near(self, index: int, direction: int) -> int:
+        for step in (direction, -direction):
+            probe = index
+            while 0 <= probe < self.count:
+                if self.selectable(probe):
+                    return probe
+                probe += step
+        return index
+
+    def _scroll_to_cursor(self) -> None:
+        visible = max(self.size.height - self.header_lines, 1)
+        top = round(self.scroll_y)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False)
+        elif self.cursor >= top + visible:
+            self.scroll_to(y=self.cursor - visible + 1, animate=False)
+
+    # -- keys and mouse ----------------------------------------------------------------------
+    def action_move(self, step: int) -> None:
+        self.move_to(self.cursor + step, direction=1 if step > 0 else -1)
+
+    def action_page(self, pages: int) -> None:
+        visible = max(self.size.height - self.header_lines - 1, 1)
+        self.move_to(self.cursor + pages * visible, direction=1 if pages > 0 else -1)
+
+    def action_edge(self, end: int) -> None:
+        self.move_to(self.count - 1 if end else 0, direction=-1 if end else 1)
+
+    def action_pan(self, cells: int) -> None:
+        self._pan = max(self._pan + cells, 0)
+        self.refresh()
+
+    def action_choose(self) -> None:
+        if self.cursor >= 0:
+            self._choose(self.cursor)
+
+    def _choose(self, index: int) -> None:
+        self.post_message(self.Chosen(self, index))
+        if self.then is not None:
+            self.screen.set_focus(self.screen.query_one(self.then))  # at once, as above
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < self.header_lines:
+            return
+        index = round(self.scroll_y) + offset.y - self.header_lines
+        if 0 <= index < self.count:
+            self.move_to(index)
+            if event.chain > 1:
+                self._choose(index)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.virtual_size = Size(event.size.width, self.count + self.header_lines)
+        self._strips.clear()
+        self._scroll_to_cursor()
+
+    # -- drawing -------------------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        if y < self.header_lines:
+            style = base + self.get_component_rich_style("row-list--header")
+            strip = Strip(self.header(width).render(self.app.console))
+            return strip.crop_extend(self._pan, self._pan + width, style).apply_style(style)
+        index = round(self.scroll_y) + y - self.header_lines
+        if not 0 <= index < self.count:
+            return Strip.blank(width, base)
+        cached = self._strips.get(index)
+        if cached is None:
+            text = self.row(index, width)
+            text.no_wrap = True
+            cached = Strip(text.render(self.app.console))
+            self._strips.set(index, cached)
+        strip = cached
+        style = base
+        if index == self.cursor:
+            style = base + self.get_component_rich_style("row-list--cursor")
+        return strip.crop_extend(self._pan, self._pan + width, style).apply_style(style)
+
+
+class ThreadRows(RowList):
+    """The threads pane."""
+
+    HELP = """
+## Threads
+
+Every thread of the store, as `ckpt threads` lists it: status, step, size, checkpoints
+and when it was last written. The highlighted thread's history opens below.
+
+- **/** filter: words match thread ids and metadata values; a status (`error`,
+  `interrupted` ...) keeps that status; `KEY=VALUE` matches the latest metadata
+  (`--where`). **Escape** in the filter clears it.
+- **s** changes the order (updated, thread, status, step, checkpoints, size).
+- **e** / **E** jump to the next / previous thread that failed, **i** / **I** to one
+  waiting on an interrupt.
+- **Enter** moves to the history.
+"""
+    BINDINGS = [
+        Binding("s", "app.sort", "Sort", priority=True),
+        Binding("e", "app.jump('error', 1)", "Next error", priority=True),
+        Binding("E", "app.jump('error', -1)", "Previous error", show=False, priority=True),
+        Binding("i", "app.jump('interrupted', 1)", "Next interrupt", priority=True),
+        Binding(
+            "I", "app.jump('interrupted', -1)", "Previous interrupt", show=False, priority=True
+        ),
+    ]
+    header_lines = 1
+
+    def __init__(self, *, id: str | None = None, then: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id, then=then)
+        self.threads = ThreadList([])
+
+    def show(self, threads: ThreadList, thread_id: str | None, *, announce: bool = True) -> None:
+        self.threads = threads
+        self.reset(len(threads.shown), threads.index_of(thread_id), announce=announce)
+
+    @property
+    def current(self) -> ThreadRecord | None:
+        shown = self.threads.shown
+        return shown[self.cursor] if 0 <= self.cursor < len(shown) else None
+
+    def header(self, width: int) -> Text:
+        return thread_header(width, self.threads.id_width)
+
+    def row(self, index: int, width: int) -> Text:
+        return thread_row(self.threads.shown[index], width, self.threads.id_width)
+
+
+class HistoryRows(RowList):
+    """The history pane."""
+
+    HELP = """
+## History
+
+The thread's checkpoints as `ckpt history` draws them: oldest first, forks and subgraph
+runs as branches under the checkpoint they leave. **✗** marks a checkpoint whose task
+failed (dim: it was retried), **⏸** one with an interrupt (dim: answered), **◆** the
+checkpoint marked for diff.
+The cursor starts on the thread's newest checkpoint.
+
+- **e** / **E** next / previous task error, **i** / **I** next / previous interrupt.
+- **m** marks the checkpoint: the diff then compares it with the one highlighted (for
+  example two fork branches); **m** on it again removes the mark.
+- **←** / **→** scroll long lines. **Enter** moves to the checkpoint.
+"""
+    BINDINGS = [
+        Binding("e", "app.jump('failed', 1)", "Next error", priority=True),
+        Binding("E", "app.jump('failed', -1)", "Previous error", show=False, priority=True),
+        Binding("i", "app.jump('interrupted', 1)", "Next interrupt", priority=True),
+        Binding(
+            "I", "app.jump('interrupted', -1)", "Previous interrupt", show=False, priority=True
+        ),
+    ]
+
+    def __init__(self, *, id: str | None = None, then: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id, then=then)
+        self.history: History | None = None
+        self.marked: Key | None = None  # the checkpoint marked for diff
+
+    def show(self, history: History | None, cursor: int | None) -> None:
+        self.history = history
+        self.reset(len(history.lines) if history else 0, cursor)
+
+    def selectable(self, index: int) -> bool:
+        return self.history is not None and self.history.lines[index].record is not None
+
+    @property
+    def current(self) -> CheckpointRecord | None:
+        """The checkpoint under the cursor (None on a fork or subgraph heading)."""
+        lines = self.history.lines if self.history is not None else []
+        return lines[self.cursor].record if 0 <= self.cursor < len(lines) else None
+
+    def row(self, index: int, width: int) -> Text:
+        assert self.history is not None
+        line = self.history.lines[index]
+        if line.record is None:
+            return history_heading(line.prefix, line.kind, line.checkpoint_ns)
+        return history_row(line.prefix, line.record, marked=key_of(line.record) == self.marked)
+
+
+class FilterInput(Input):
+    """The threads pane's filter."""
+
+    HELP = """
+## Filter
+
+The threads pane keeps the threads every word matches, as you type:
+
+- a word: a piece of the thread id or of a value in the latest metadata;
+- a status: `error`, `interrupted`, `pending`, `unknown`, `done` (as `--status`);
+- `KEY=VALUE`: the latest metadata has KEY with that value (as `--where`).
+
+**Enter** or **↓** goes back to the list, **Escape** clears the filter.
+"""
+    BINDINGS = [
+        # Priority: they act as the key is read, so the keys typed next go to the list.
+        Binding("escape", "clear", "Clear", priority=True),
+        Binding("enter", "done", "To the list", show=False, priority=True),
+        Binding("down", "done", "To the list", show=False, priority=True),
+    ]
+
+    def __init__(self, *, list_id: str, placeholder: str, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(placeholder=placeholder, id=id)
+        self.list_id = list_id
+
+    def action_clear(self) -> None:
+        self.value = ""
+        self.action_done()
+
+    def action_done(self) -> None:
+        self.screen.set_focus(self.screen.query_one(f"#{self.list_id}"))
+
+
+class LinesView(ScrollView, can_focus=True):
+    """Lines laid out elsewhere (a worker thread), drawn only where visible."""
+
+    HELP = """
+## Checkpoint
+
+The highlighted checkpoint, in one of four views (the tabs):
+
+- **o** the checkpoint as `ckpt show` prints it: ids, step, `next` (each due task and how
+  it ended), metadata, channel versions, pending Sends and writes;
+- **t** its tasks, each with its input, error, interrupts (their ids and answers), the
+  subgraph it ran and its writes;
+- **v** the channel values, messages as a conversation;
+- **d** the diff with its parent, or with the checkpoint marked with **m**.
+
+**j** shows the view's records as JSON, **f** long values whole. **c** copies the
+selector, **C** the `ckpt show` command, **D** the `ckpt diff` command; **x** exports
+the checkpoint's JSON to a file, **p** opens the view in `$PAGER`.
+"""
+
+    DEFAULT_CSS = """
+    LinesView {
+        background: $surface;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id)
+        self.lines: Sequence[Strip] = []
+        self._width = 0
+
+    def show(self, lines: Sequence[Strip], *, keep_scroll: bool = False) -> None:
+        self.lines = lines
+        width = max((line.cell_length for line in lines), default=0)
+        self.virtual_size = Size(width, len(lines))
+        if not keep_scroll:
+            self.scroll_to(0, 0, animate=False)
+        self.refresh()
+
+    class Resized(Message):
+        """The view's width changed: its lines must be laid out again."""
+
+    def on_resize(self, event: events.Resize) -> None:
+        if event.size.width != self._width:
+            self._width = event.size.width
+            self.post_message(self.Resized())
+
+    def text(self) -> str:
+        """What the view shows, as plain text."""
+        return "\n".join(line.text.rstrip() for line in self.lines)
+
+    def render_line(self, y: int) -> Strip:
+        index = round(self.scroll_y) + y
+        width = self.size.width
+        base = self.rich_style
+        if not 0 <= index < len(self.lines):
+            return Strip.blank(width, base)
+        x = round(self.scroll_x)
+        return self.lines[index].crop_extend(x, x + width, base).apply_style(base)
