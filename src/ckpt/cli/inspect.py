@@ -86,6 +86,18 @@ def parse_where(text: str) -> tuple[str, str]:
 def history(
     ctx: typer.Context,
     thread: Annotated[str, typer.Argument(metavar="THREAD", help="Thread id.")],
+    last: Annotated[
+        int | None,
+        typer.Option(
+            "--last",
+            "--limit",
+            "-n",
+            metavar="N",
+            min=1,
+            help="Only the newest N checkpoints of the trunk (with their branches).",
+            show_default=False,
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
     *,
@@ -98,6 +110,7 @@ def history(
     from ckpt.encryption import require_key_for_records
     from ckpt.render import human
     from ckpt.render.output import stream_json_array, stream_ndjson
+    from ckpt.render.plain import tree_lines
 
     output = state(ctx).output
     as_lines = wants_ndjson(ctx, json_out, ndjson_out)
@@ -107,7 +120,7 @@ def history(
             output.lines(stream_ndjson(records) if as_lines else stream_json_array(records))
         else:
             tree = checkpoints.history_tree(thread)
-            output.show(human.history_view(thread, tree))
+            output.lines(tree_lines(human.history_view(thread, tree, last=last), output))
             records = [node["checkpoint"] for chain in tree for node in _walk(chain)]
         require_key_for_records(records, has_key=checkpoints.raw.aes_key is not None)
 
@@ -139,7 +152,8 @@ def versions(
             "--last",
             metavar="N",
             min=1,
-            help="Only the newest N checkpoints (the table shows the newest 12 unless given).",
+            help="Only the newest N checkpoints (the table shows as many as fit the terminal, 12 "
+            "when piped; --json: all unless given).",
             show_default=False,
         ),
     ] = None,
@@ -159,7 +173,8 @@ def versions(
 
     output = state(ctx).output
     with opened(ctx, store_options) as checkpoints:
-        columns = last if last is not None or json_out else TABLE_COLUMNS
+        fit = None if json_out else human.versions_capacity(output, TABLE_COLUMNS)
+        columns = last or fit
         thread_cps = thread_checkpoints(checkpoints.raw, thread, ns or "")
         matrix = version_matrix(thread_cps, last=columns)
         if json_out:

@@ -4,6 +4,7 @@ computes status, `next` or tasks: the records carry them."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from rich import box
@@ -11,7 +12,6 @@ from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
-from rich.tree import Tree
 
 from ckpt.analysis import task_label
 from ckpt.decoders import TYPE_KEY, parse_version
@@ -28,7 +28,8 @@ from ckpt.records import (
     dumps,
 )
 from ckpt.render.output import Output
-from ckpt.render.text import brief, cut, human_size, short_time
+from ckpt.render.plain import Runs, TreeNode
+from ckpt.render.text import brief, cell_width, cut, human_size, short_time
 from ckpt.selector import short_id
 from ckpt.tasks import is_internal
 
@@ -142,25 +143,158 @@ def _waiting(task: TaskRecord) -> list[InterruptRecord]:
 # -- history ----------------------------------------------------------------------------------
 
 
-def history_view(thread_id: str, chains: list[list[HistoryNodeRecord]]) -> Tree:
-    tree = Tree(Text(f"thread {thread_id}", style="bold"), guide_style="dim")
-    for chain in chains:
-        _add_chain(tree, chain)
+def history_view(
+    thread_id: str, chains: list[list[HistoryNodeRecord]], *, last: int | None = None
+) -> TreeNode:
+    """The tree of `ckpt history` (drawn by render.plain.tree_lines): the trunk leads to the
+    thread's latest checkpoint, each branch says what started it, and odd lineage (cycles,
+    dangling parents) carries a note. `last` keeps the newest N checkpoints of each root
+    chain."""
+    title = Text(f"thread {thread_id}", style="bold")
+    title.append("  (times UTC)", style="dim")
+    tree = TreeNode(_runs(title))
+    records = {
+        node["checkpoint"]["checkpoint_id"]: node["checkpoint"]
+        for chain in chains
+        for node in _nodes(chain)
+    }
+    drawer = _HistoryDrawer(records)
+    for i, chain in enumerate(chains):
+        parent = tree
+        if len(chains) > 1:
+            first = chain[0]["checkpoint"]
+            why = (
+                "the thread's first checkpoint"
+                if first["parent_checkpoint_id"] is None and not chain[0].get("note")
+                else "no parent drawn above it"
+            )
+            parent = tree.add(
+                [
+                    (
+                        f"chain {i + 1} of {len(chains)}: from {short_id(first['checkpoint_id'])} "
+                        f"({why})",
+                        "bold magenta",
+                    )
+                ]
+            )
+        if last is not None and len(chain) > last:
+            left = len(chain) - last
+            parent.add(
+                [
+                    (
+                        f"… {left} earlier checkpoint{'s' if left != 1 else ''} "
+                        f"(--last {len(chain)} shows them)",
+                        "dim",
+                    )
+                ]
+            )
+            chain = chain[left:]
+        drawer.add_chain(parent, chain)
     return tree
 
 
-def _add_chain(parent: Tree, chain: list[HistoryNodeRecord]) -> None:
-    for node in chain:
-        branch = parent.add(_node_label(node["checkpoint"]))
-        for sub in node["subgraphs"]:
-            inner = branch.add(Text(f"subgraph {sub['checkpoint_ns']}", style="bold blue"))
-            _add_chain(inner, sub["chain"])
+def _runs(text: Text) -> Runs:
+    """A Rich Text as styled runs for the hand-drawn tree."""
+    plain = text.plain
+    spans = text.spans
+    base = str(text.style) if text.style else ""
+    if not spans:
+        return [(plain, base)]
+    cuts = sorted({0, len(plain), *(s.start for s in spans), *(s.end for s in spans)})
+    runs: Runs = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        if a >= b:
+            continue
+        styles = [base, *(str(s.style) for s in spans if s.start <= a and s.end >= b)]
+        runs.append((plain[a:b], " ".join(x for x in styles if x)))
+    return runs
+
+
+def _nodes(chain: list[HistoryNodeRecord]) -> list[HistoryNodeRecord]:
+    found: list[HistoryNodeRecord] = []
+    stack = list(chain)
+    while stack:
+        node = stack.pop()
+        found.append(node)
         for fork in node["forks"]:
-            inner = branch.add(Text("fork", style="bold magenta"))
-            _add_chain(inner, fork)
+            stack.extend(fork)
+        for sub in node["subgraphs"]:
+            stack.extend(sub["chain"])
+    return found
 
 
-def _node_label(record: CheckpointRecord) -> Text:
+class _HistoryDrawer:
+    """Adds chains to a tree in drawing order, so each time line can say its date when it
+    differs from today's or from the line above."""
+
+    def __init__(self, records: dict[str, CheckpointRecord]) -> None:
+        self.records = records
+        self.today = datetime.now(UTC).date().isoformat()
+        self.last_date = self.today
+
+    def add_chain(self, parent: TreeNode, chain: list[HistoryNodeRecord]) -> None:
+        # A work list rather than recursion: forks of forks nest as deep as the store says.
+        todo = [(parent, chain)]
+        while todo:
+            into, nodes = todo.pop(0)
+            for i, node in enumerate(nodes):
+                branch = into.add(_runs(self.label(node)))
+                for sub in node["subgraphs"]:
+                    inner = branch.add([(f"subgraph {sub['checkpoint_ns']}", "bold blue")])
+                    todo.append((inner, sub["chain"]))
+                after = nodes[i + 1]["checkpoint"] if i + 1 < len(nodes) else None
+                for fork in node["forks"]:
+                    label = _fork_label(node["checkpoint"], fork[0]["checkpoint"], after)
+                    todo.append((branch.add(_runs(label)), fork))
+
+    def label(self, node: HistoryNodeRecord) -> Text:
+        record = node["checkpoint"]
+        when = short_time(record["ts"])
+        if when:
+            date, when = when[:10], when[11:]
+            if date != self.last_date:
+                when = f"{date} {when}"
+            self.last_date = date
+        parent = self.records.get(record["parent_checkpoint_id"] or "")
+        line = _node_label(record, when, parent)
+        if node.get("note"):
+            line.append(f"  ⚠ {node['note']}", style="bold red")
+        return line
+
+
+def _fork_label(
+    at: CheckpointRecord, first: CheckpointRecord, trunk_next: CheckpointRecord | None
+) -> Text:
+    """What started a branch: an update_state (and what it wrote), a copy of a checkpoint,
+    or a run from `at` (the earlier run when it is older than the trunk's, else a replay)."""
+    metadata = first["metadata"] if isinstance(first["metadata"], dict) else {}
+    source = metadata.get("source")
+    text = Text("branch: ", style="bold magenta")
+    if source == "update":
+        moved = _moved(first, at)
+        text.append("update_state" + (f" → {', '.join(moved)}" if moved else ""), style="magenta")
+    elif source == "fork":
+        text.append(f"a copy of {short_id(at['checkpoint_id'])} (fork)", style="magenta")
+    elif trunk_next is not None and first["checkpoint_id"] < trunk_next["checkpoint_id"]:
+        text.append(
+            f"the earlier run from {short_id(at['checkpoint_id'])} (left when the thread "
+            "went on from here)",
+            style="magenta",
+        )
+    else:
+        text.append(f"a replay from {short_id(at['checkpoint_id'])}", style="magenta")
+    return text
+
+
+def _moved(record: CheckpointRecord, parent: CheckpointRecord | None) -> list[str]:
+    """The state channels whose version differs from the parent's: what an update wrote."""
+    before = parent["channel_versions"] if parent is not None else {}
+    return _state_channels([c for c, v in record["channel_versions"].items() if before.get(c) != v])
+
+
+def _node_label(
+    record: CheckpointRecord, when: str, parent: CheckpointRecord | None = None
+) -> Text:
     line = Text()
     line.append(short_id(record["checkpoint_id"]), style="bold yellow")
     metadata = record["metadata"] if isinstance(record["metadata"], dict) else {}
@@ -173,9 +307,11 @@ def _node_label(record: CheckpointRecord) -> Text:
     elif step == -2 and not record["channel_versions"]:
         # durability="exit" with DeltaChannels: a placeholder for the run's first writes.
         line.append("  exit-mode stub", style="cyan")
-    if record["ts"]:
-        line.append(f"  {short_time(record['ts'])[11:]}", style="dim")
+    if when:
+        line.append(f"  {when}", style="dim")
     updated = _state_channels(record["updated_channels"] or [])
+    if source == "update" and record["updated_channels"] is None and parent is not None:
+        updated = _moved(record, parent)  # an update_state: what it wrote
     if updated:
         line.append("  updated: " + ", ".join(updated), style="green")
     if "checkpoint" in record:
@@ -265,32 +401,67 @@ def _task_brief(name: str, task: TaskRecord, written: list[str]) -> Text:
 # -- versions ---------------------------------------------------------------------------------
 
 
+VERSION_CELL = 14  # widest a versions cell grows ("12 update_state"); longer task names are cut
+_MIN_CELL = 8  # a short id
+
+
+def versions_capacity(output: Output, default: int) -> int:
+    """How many checkpoint columns could fit the width (the view shows as many as do)."""
+    return max(1, (output.columns() - 12) // (_MIN_CELL + 1)) if output.wraps else default
+
+
+def _cell_text(cell: Any) -> tuple[str, str]:
+    if cell is None:
+        return "·", "dim"
+    if cell["moved"]:
+        label = str(cell["counter"] if cell["counter"] is not None else cell["version"])
+        by = ",".join(cell["by"])
+        return label + (f" {by}" if by else ""), "bold green"
+    return ("=" if cell.get("shared_blob") else "·"), "dim"
+
+
 def versions_view(matrix: VersionMatrix, output: Output) -> RenderableType:
-    table = Table(box=_boxed(output), header_style="bold", pad_edge=False)
+    """Channels down, checkpoints across (oldest left); on a terminal as many of the newest
+    checkpoints as fit the width, with a count of those left out."""
+    columns = matrix["checkpoints"]
+    cells = [[_cell_text(c) for c in row["versions"]] for row in matrix["channels"]]
+    widths = [
+        min(
+            VERSION_CELL,
+            max([_MIN_CELL, len(str(col["step"])), *(cell_width(r[i][0]) for r in cells)]),
+        )
+        for i, col in enumerate(columns)
+    ]
+    first = 0
+    if output.wraps:
+        room = output.columns() - max([7, *(cell_width(r["channel"]) for r in matrix["channels"])])
+        first = len(columns)
+        while first > 0 and room - (widths[first - 1] + 1) >= 0:
+            room -= widths[first - 1] + 1
+            first -= 1
+        first = min(first, len(columns) - 1)
+    table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 0, 0, 1))
     table.add_column("CHANNEL", no_wrap=True)
-    for column in matrix["checkpoints"]:
+    for column, width in zip(columns[first:], widths[first:], strict=True):
         step = column["step"]
-        table.add_column(f"{'?' if step is None else step}\n{column['short_id']}", justify="center")
-    for row in matrix["channels"]:
-        cells: list[Text] = []
-        for cell in row["versions"]:
-            if cell is None:
-                cells.append(Text("·", style="dim"))
-            elif cell["moved"]:
-                label = str(cell["counter"] if cell["counter"] is not None else cell["version"])
-                by = ",".join(cell["by"])
-                cells.append(Text(f"{label}" + (f" {by}" if by else ""), style="bold green"))
-            else:
-                cells.append(Text("=" if cell.get("shared_blob") else "·", style="dim"))
-        table.add_row(row["channel"], *cells)
+        table.add_column(
+            f"{'?' if step is None else step}\n{column['short_id']}",
+            justify="center",
+            no_wrap=True,
+            overflow="ellipsis",
+            max_width=width,
+        )
+    for row, row_cells in zip(matrix["channels"], cells, strict=True):
+        table.add_row(row["channel"], *(Text(t, style=st) for t, st in row_cells[first:]))
     title = f"thread {matrix['thread_id']}  namespace {matrix['checkpoint_ns'] or '(root)'}"
-    earlier = matrix.get("earlier_checkpoints", 0)
+    earlier = matrix.get("earlier_checkpoints", 0) + first
     if earlier:
-        title += f"  (newest {len(matrix['checkpoints'])}; {earlier} earlier: --last N)"
+        shown = len(columns) - first
+        title += f"  (newest {shown} of {shown + earlier}; {earlier} left out)"
     shared = any(c and c.get("shared_blob") for r in matrix["channels"] for c in r["versions"])
     legend = "number = the new version, and the task whose write moved it; · = unchanged"
     if shared:
-        legend += "; = = unchanged, and the checkpoint reuses the same stored blob"
+        legend += "; '=' = unchanged, and the checkpoint reuses the same stored blob"
     return Group(Text(title, style="bold"), table, Text(legend, style="dim"))
 
 
