@@ -9,7 +9,7 @@ from ckpt.analysis import checkpoint_tasks
 from ckpt.errors import BadOption, NotFound
 from ckpt.model import Checkpoint
 from ckpt.records import HistoryNodeRecord, checkpoint_record
-from ckpt.selector import short_id
+from ckpt.selector import did_you_mean, short_id
 from ckpt.stores.base import Store
 from ckpt.tasks import Shape, Task, shape_of
 
@@ -234,5 +234,6 @@ def thread_checkpoints(
         checkpoints = [c for c in checkpoints if c.checkpoint_ns == checkpoint_ns]
     if not checkpoints:
         where = f" in namespace {checkpoint_ns!r}" if checkpoint_ns else ""
-        raise NotFound(f"no thread {thread_id!r}{where} in {store.location}")
+        hint = did_you_mean(store, thread_id) if not checkpoint_ns else ""
+        raise NotFound(f"no thread {thread_id!r}{where} in {store.location}{hint}")
     return checkpoints

@@ -250,7 +250,15 @@ def _bound(checkpoints: CheckpointStore, text: str, option: str) -> str:
         if when.tzinfo is None:
             when = when.replace(tzinfo=dt.UTC)
         return uuid6_lower_bound(when)
-    return checkpoints.resolve(text).checkpoint_id
+    from ckpt.errors import NotFound
+
+    try:
+        return checkpoints.resolve(text).checkpoint_id
+    except NotFound as exc:
+        raise NotFound(
+            f"{option} {text!r} is neither an ISO time (e.g. 2026-11-30T09:00:00Z) nor a "
+            f"checkpoint or thread ({exc})"
+        ) from None
 
 
 def register(app: typer.Typer) -> None:

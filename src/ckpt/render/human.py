@@ -376,7 +376,8 @@ def _writes_brief(record: CheckpointRecord) -> Text:
 
 def _task_brief(name: str, task: TaskRecord, written: list[str]) -> Text:
     if task["state"] == "failed":
-        return Text(f"✗ {name}: {brief(task['error'], limit=60)}", style="bold red")
+        given = f"({brief(task['input'], limit=40)})" if task["input"] is not None else ""
+        return Text(f"✗ {name}{given}: {brief(task['error'], limit=60)}", style="bold red")
     waiting = _waiting(task)
     if waiting:
         return Text(f"⏸ {name}: {brief(waiting[0]['value'], limit=50)}", style="bold yellow")
@@ -652,8 +653,38 @@ def _writes_view(record: CheckpointRecord, full: bool) -> RenderableType:
         if write["task_id"] != current:
             current = write["task_id"]
             parts.append(_task_heading(write, labels))
+            parts.extend(_task_context(record, by_id.get(current), full))
         parts.extend(_write_lines(write, by_id.get(write["task_id"]), full))
     return Group(*parts)
+
+
+def _task_context(
+    record: CheckpointRecord, task: TaskRecord | None, full: bool
+) -> list[RenderableType]:
+    """Under a task's heading: what it was given when it failed (a Send's argument), that
+    no traceback exists, and where its subgraph's checkpoints are."""
+    if task is None:
+        return []
+    lines: list[RenderableType] = []
+    if task["state"] == "failed":
+        given = (
+            f"input {brief(task['input'], full)}  (the Send's argument)"
+            if task["input"] is not None
+            else "input: the state at this checkpoint (ckpt show --blobs)"
+        )
+        lines.append(Text(f"  {given}", style="red"))
+        lines.append(
+            Text("  (LangGraph stores the error's repr only: there is no traceback)", style="dim")
+        )
+    if task["subgraph_ns"]:
+        lines.append(
+            Text(f"  subgraph checkpoints: {_subgraph_selector(record, task)}", style="blue")
+        )
+    return lines
+
+
+def _subgraph_selector(record: CheckpointRecord, task: TaskRecord) -> str:
+    return f"ckpt show {record['thread_id']} --ns '{task['subgraph_ns']}'"
 
 
 def _task_heading(write: WriteRecord, labels: dict[str, str]) -> Text:

@@ -47,6 +47,11 @@ class Store(ABC):
     @abstractmethod
     def thread_exists(self, thread_id: str) -> bool: ...
 
+    def thread_ids(self) -> list[str]:
+        """Every thread id, for the suggestions of an error (`did you mean`); stores with a
+        query that reads only an index override it."""
+        return [t.thread_id for t in self.threads()]
+
     @abstractmethod
     def namespaces(self, thread_id: str) -> list[str]:
         """The thread's checkpoint namespaces, sorted ('' is the root)."""

@@ -267,6 +267,10 @@ class SqliteStore(Store):
             self._run("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,))
         )
 
+    def thread_ids(self) -> list[str]:
+        rows = self._run("SELECT DISTINCT thread_id FROM checkpoints")
+        return [row[0] for row in rows if isinstance(row[0], str)]
+
     def namespaces(self, thread_id: str) -> list[str]:
         rows = self._run(
             f"SELECT DISTINCT {self._ns} FROM checkpoints WHERE thread_id = ?", (thread_id,)
