@@ -136,8 +136,10 @@ SNAPSHOT_VIEWS: dict[str, list[list[str]]] = {
         ["show", "approval-2", "--db", "{store}"],
         ["show", "subgraph-1~1", "--db", "{store}"],
         ["show", "support-1", "--blobs", "--db", "{store}"],
+        ["show", "support-2", "--blobs", "--last", "3", "--db", "{store}"],
         ["versions", "support-1", "--db", "{store}"],
         ["diff", "fork-1", "--db", "{store}"],
+        ["diff", "fanout-1~1", "fanout-1", "--db", "{store}"],
         ["diff", "support-1", "--db", "{store}"],
     ],
 }

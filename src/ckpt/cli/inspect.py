@@ -208,6 +208,17 @@ def show(
         ),
     ] = None,
     ns: NsOpt = None,
+    last: Annotated[
+        int | None,
+        typer.Option(
+            "--last",
+            "-n",
+            metavar="N",
+            min=1,
+            help="Only the newest N messages of each message channel (with --blobs).",
+            show_default=False,
+        ),
+    ] = None,
     full: FullOpt = False,
     json_out: JsonOpt = False,
     *,
@@ -239,6 +250,7 @@ def show(
                 writes_only=writes,
                 full=full,
                 latest=checkpoints.is_latest(record),
+                last=last,
             )
             output.show(view)
         require_key_for_record(record, has_key=checkpoints.raw.aes_key is not None)

@@ -73,14 +73,22 @@ def content_text(content: Any) -> str:
     return dumps(content)
 
 
-def conversation(messages: list[Any], full: bool) -> Table:
-    """A list of LangChain messages as a chat: role, content, tool calls with arguments."""
-    table = Table(box=None, show_header=False, padding=(0, 1), expand=False)
+def conversation(
+    messages: list[Any], full: bool, last: int | None = None, *, numbered: bool = True
+) -> RenderableType:
+    """A list of LangChain messages as a chat: numbered (#1 the oldest, as `--last` and the
+    `[human-2]` labels of diff count), role, content, tool calls with arguments. `last`
+    keeps the newest N, saying how many came before."""
+    table = Table(box=None, show_header=False, padding=(0, 1), expand=False, pad_edge=False)
+    if numbered:
+        table.add_column("n", no_wrap=True, justify="right", style="dim")
     table.add_column("role", no_wrap=True)
     table.add_column("content", overflow="fold")
-    for message in messages:
+    skipped = max(0, len(messages) - last) if last is not None else 0
+    for number, message in enumerate(messages[skipped:], start=skipped + 1):
         if not is_message(message):
-            table.add_row(Text("value", style="dim"), escape(brief(message, full)))
+            cells: list[RenderableType] = [Text("value", style="dim"), escape(brief(message, full))]
+            table.add_row(*([f"#{number}"] if numbered else []), *cells)
             continue
         role = role_of(message)
         label = Text(role, style=ROLE_STYLE.get(role, "bold"))
@@ -99,18 +107,37 @@ def conversation(messages: list[Any], full: bool) -> Table:
             body.append(f"\n  for {message.get('tool_call_id')}", style="dim")
         if message.get("status") == "error":
             body.stylize("red")
-        table.add_row(label, body)
+        table.add_row(*([f"#{number}"] if numbered else []), label, body)
+    if skipped:
+        earlier = Text(
+            f"… {skipped} earlier message{'s' if skipped != 1 else ''} (#1–#{skipped}) not "
+            "shown: --last N",
+            style="dim",
+        )
+        return Group(earlier, table)
     return table
 
 
-def value_view(value: Any, full: bool) -> RenderableType:
+def value_view(value: Any, full: bool, last: int | None = None) -> RenderableType:
+    """A channel value: messages as a conversation, else the value, long ones cut to a
+    summary of what they are (--full shows them whole)."""
     if isinstance(value, list) and value and all(is_message(v) for v in value):
-        return conversation(value, full)
+        return conversation(value, full, last)
     if is_message(value):
-        return conversation([value], full)
+        return conversation([value], full, numbered=False)
     if full and not isinstance(value, str):
         return Text(dumps(value, indent=2))
-    return Text(brief(value, full, 400))
+    text = brief(value, full, 400)
+    if not full and text.endswith(" chars)"):
+        what = (
+            f"a list of {len(value)} items"
+            if isinstance(value, list)
+            else f"an object of {len(value)} keys"
+            if isinstance(value, dict)
+            else "a string"
+        )
+        text = text[: text.rindex("… (")] + f"… ({what}, {text[text.rindex('(') + 1 : -1]}; --full)"
+    return Text(text)
 
 
 # -- tasks and their writes, from a checkpoint record ----------------------------------------
@@ -477,6 +504,7 @@ def checkpoint_view(
     writes_only: bool,
     full: bool,
     latest: bool = False,
+    last: int | None = None,
 ) -> RenderableType:
     """`ckpt show`: the header, metadata, versions, Sends, pending writes and values."""
     parts: list[RenderableType] = []
@@ -514,11 +542,13 @@ def checkpoint_view(
     parts.append(_writes_view(record, full))
     if values and not writes_only:
         parts.append(Text("\nchannel values", style="bold underline"))
-        parts.extend(_values_view(record, full))
+        parts.extend(_values_view(record, full, last))
     return Group(*parts)
 
 
-def _values_view(record: CheckpointRecord, full: bool) -> list[RenderableType]:
+def _values_view(
+    record: CheckpointRecord, full: bool, last: int | None = None
+) -> list[RenderableType]:
     parts: list[RenderableType] = []
     stored = record.get("channel_values")
     deltas = record.get("delta_channels") or {}
@@ -534,11 +564,11 @@ def _values_view(record: CheckpointRecord, full: bool) -> list[RenderableType]:
             heading.append("  (delta channel snapshot)", style="dim")
             value = value.get("value")
         parts.append(heading)
-        parts.append(value_view(value, full))
+        parts.append(value_view(value, full, last))
     for name, delta in deltas.items():
         parts.append(_delta_heading(name, delta))
         if "value" in delta:
-            parts.append(value_view(delta["value"], full))
+            parts.append(value_view(delta["value"], full, last))
         else:
             for write in delta["writes"]:
                 line = Text(f"  + {short_id(write['checkpoint_id'])} ", style="dim")
