@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ckpt.cli import app
+from ckpt.errors import ExitCode
 
 runner = CliRunner()
 ROOT_IDS = "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_ns = '' ORDER BY checkpoint_id"
@@ -115,3 +116,97 @@ def test_a_wide_fork_and_a_long_chain_draw_in_bounded_time(
     assert code == 0 and len(re.findall(r"[├└]── ([0-9a-f]{8})  step", out)) < 10 + (
         count if wide else 0
     )
+
+
+# -- what the views tell a user who is debugging ---------------------------------------------
+
+
+def test_errors_that_lead_somewhere(sqlite_store: Path) -> None:
+    db = ("--db", str(sqlite_store))
+    code, _, err = run("history", "suport-1", *db)
+    assert code == ExitCode.NOT_FOUND and "did you mean 'support-1'?" in err
+    code, _, err = run("show", "nosuch", *db)
+    assert code == ExitCode.NOT_FOUND and str(sqlite_store) in err
+    code, _, err = run("dump", str(sqlite_store), "--since", "yesterday")
+    assert code == ExitCode.NOT_FOUND and "neither an ISO time" in err
+    code, _, err = run("show", "1f", *db)  # every id of the store starts so
+    assert code == ExitCode.AMBIGUOUS and err.count("(thread ") == 5 and "and more" in err
+    assert err.count("\n") == 1
+
+
+def test_ns_takes_a_subgraph_node_name(sqlite_store: Path) -> None:
+    db = ("--db", str(sqlite_store))
+    code, out, err = run("show", "subgraph-2", "--ns", "research", *db, "--json")
+    assert code == 0, err
+    assert json.loads(out)["checkpoint_ns"].startswith("research:")
+    code, _, err = run("show", "subgraph-2", "--ns", "nosuch", *db)
+    assert code == ExitCode.NOT_FOUND and "'research:" in err  # the namespaces there are
+    # The parent's show names the task whose subgraph ran, with the selector to open it.
+    code, out, _ = run("show", "subgraph-2", *db)
+    selector = re.search(r"subgraph checkpoints: (ckpt show .*)", out)
+    assert selector is not None
+    again = selector.group(1).split()[2:]
+    code, out, err = run("show", *(a.strip("'") for a in again), *db, "--json")
+    assert code == 0, err
+    assert json.loads(out)["checkpoint_ns"].startswith("research:")
+
+
+def test_a_failed_task_is_shown_with_its_input(sqlite_store: Path) -> None:
+    code, out, _ = run("show", "fanout-1", "--db", str(sqlite_store))
+    failed = out[out.index("task worker[1]") :].splitlines()
+    assert failed[1].strip().startswith('input {"item": "invoice-2"}')
+    assert "no traceback" in failed[2]
+    code, out, _ = run("history", "fanout-1", "--db", str(sqlite_store))
+    assert '✗ worker[1]({"item": "invoice-2"}): ValueError' in " ".join(out.split())
+
+
+def test_piped_output_is_not_wrapped_and_has_no_trailing_spaces(sqlite_store: Path) -> None:
+    for args in (["show", "support-1", "--blobs"], ["history", "fanout-1"], ["diff", "fork-1"]):
+        result = runner.invoke(app, [*args, "--db", str(sqlite_store)], env={"COLUMNS": ""})
+        lines = result.stdout.splitlines()
+        assert lines and all(line == line.rstrip() for line in lines), args
+    history = runner.invoke(
+        app, ["history", "fanout-1", "--db", str(sqlite_store)], env={"COLUMNS": ""}
+    )
+    failed = next(line for line in history.stdout.splitlines() if "✗" in line)
+    assert failed.endswith("worker[2] → results")  # one line, however long
+
+
+def test_history_says_what_each_update_wrote(sqlite_store: Path) -> None:
+    code, out, _ = run("history", "fork-1", "--db", str(sqlite_store))
+    assert "wrote notes=[…, edit-A]" in out and "wrote notes=[…, edit-B]" in out
+    assert "branch: the earlier run" in out and "branch: update_state" in out
+
+
+def test_show_numbers_messages_and_keeps_the_last(sqlite_store: Path) -> None:
+    code, out, _ = run("show", "support-1", "--blobs", "--last", "2", "--db", str(sqlite_store))
+    assert code == 0
+    numbers = re.findall(r"^#(\d+) ", out, re.MULTILINE)
+    assert len(numbers) == 2 and int(numbers[0]) + 1 == int(numbers[1])
+    assert f"#1–#{int(numbers[0]) - 1}) not shown" in out
+
+
+def test_versions_fit_80_columns_and_say_how_many_are_left_out(sqlite_store: Path) -> None:
+    code, out, _ = run("versions", "support-1", "--db", str(sqlite_store), width=80)
+    assert code == 0 and all(len(line) <= 80 for line in out.splitlines())
+    shown, total, left = map(int, re.search(r"newest (\d+) of (\d+); (\d+) left out", out).groups())  # type: ignore[union-attr]
+    assert shown + left == total == 15 and shown >= 5
+
+
+def test_demo_prints_a_next_command_that_runs(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    ckpt = Path(sys.executable).parent / "ckpt"
+    result = subprocess.run(
+        [str(ckpt), "demo", str(tmp_path / "d.sqlite")],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},  # ckpt is not on it
+        timeout=120,
+    )
+    hint = result.stderr.splitlines()[-1]
+    assert hint.startswith("next: ") and not hint.startswith("next: ckpt ")
+    command = hint.removeprefix("next: ").split()
+    again = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "support-1" in again.stdout

@@ -25,7 +25,7 @@ from ckpt.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from ckpt.records import HistoryNodeRecord
+    from ckpt.records import CheckpointRecord, HistoryNodeRecord
 
 
 @store_options
@@ -120,9 +120,28 @@ def history(
             output.lines(stream_ndjson(records) if as_lines else stream_json_array(records))
         else:
             tree = checkpoints.history_tree(thread)
-            output.lines(tree_lines(human.history_view(thread, tree, last=last), output))
             records = [node["checkpoint"] for chain in tree for node in _walk(chain)]
+            # What each update_state wrote, so that two edits of one checkpoint differ on
+            # screen: the values of the (few) update checkpoints only.
+            updates = [r for r in records if _source(r) == "update"][-UPDATE_VALUES:]
+            written = {
+                r["checkpoint_id"]: checkpoints.checkpoint(
+                    r["checkpoint_id"], ns=r["checkpoint_ns"], values=True
+                ).get("channel_values")
+                or {}
+                for r in updates
+            }
+            view = human.history_view(thread, tree, last=last, written=written)
+            output.lines(tree_lines(view, output))
         require_key_for_records(records, has_key=checkpoints.raw.aes_key is not None)
+
+
+UPDATE_VALUES = 20  # update_state checkpoints whose values history loads (the newest)
+
+
+def _source(record: CheckpointRecord) -> object:
+    metadata = record["metadata"]
+    return metadata.get("source") if isinstance(metadata, dict) else None
 
 
 def _walk(chain: list[HistoryNodeRecord]) -> list[HistoryNodeRecord]:

@@ -171,12 +171,17 @@ def _waiting(task: TaskRecord) -> list[InterruptRecord]:
 
 
 def history_view(
-    thread_id: str, chains: list[list[HistoryNodeRecord]], *, last: int | None = None
+    thread_id: str,
+    chains: list[list[HistoryNodeRecord]],
+    *,
+    last: int | None = None,
+    written: dict[str, dict[str, Any]] | None = None,
 ) -> TreeNode:
     """The tree of `ckpt history` (drawn by render.plain.tree_lines): the trunk leads to the
     thread's latest checkpoint, each branch says what started it, and odd lineage (cycles,
     dangling parents) carries a note. `last` keeps the newest N checkpoints of each root
-    chain."""
+    chain. `written` holds the channel values of update_state checkpoints, by id: their
+    rows and branches say what the update wrote."""
     title = Text(f"thread {thread_id}", style="bold")
     title.append("  (times UTC)", style="dim")
     tree = TreeNode(_runs(title))
@@ -185,7 +190,7 @@ def history_view(
         for chain in chains
         for node in _nodes(chain)
     }
-    drawer = _HistoryDrawer(records)
+    drawer = _HistoryDrawer(records, written or {})
     for i, chain in enumerate(chains):
         parent = tree
         if len(chains) > 1:
@@ -254,8 +259,11 @@ class _HistoryDrawer:
     """Adds chains to a tree in drawing order, so each time line can say its date when it
     differs from today's or from the line above."""
 
-    def __init__(self, records: dict[str, CheckpointRecord]) -> None:
+    def __init__(
+        self, records: dict[str, CheckpointRecord], written: dict[str, dict[str, Any]]
+    ) -> None:
         self.records = records
+        self.written = written
         self.today = datetime.now(UTC).date().isoformat()
         self.last_date = self.today
 
@@ -271,7 +279,9 @@ class _HistoryDrawer:
                     todo.append((inner, sub["chain"]))
                 after = nodes[i + 1]["checkpoint"] if i + 1 < len(nodes) else None
                 for fork in node["forks"]:
-                    label = _fork_label(node["checkpoint"], fork[0]["checkpoint"], after)
+                    first = fork[0]["checkpoint"]
+                    wrote = self.update_text(first, node["checkpoint"])
+                    label = _fork_label(node["checkpoint"], first, after, wrote)
                     todo.append((branch.add(_runs(label)), fork))
 
     def label(self, node: HistoryNodeRecord) -> Text:
@@ -283,29 +293,57 @@ class _HistoryDrawer:
                 when = f"{date} {when}"
             self.last_date = date
         parent = self.records.get(record["parent_checkpoint_id"] or "")
-        line = _node_label(record, when, parent)
+        line = _node_label(record, when, parent, wrote=self.update_text(record, parent))
         if node.get("note"):
             line.append(f"  ⚠ {node['note']}", style="bold red")
         return line
 
+    def update_text(self, record: CheckpointRecord, parent: CheckpointRecord | None) -> Text:
+        """`  notes=[…, "edit-B"]`: what an update_state wrote, from its values."""
+        values = self.written.get(record["checkpoint_id"])
+        if not values:
+            return Text()
+        parts = []
+        for channel in _moved(record, parent):
+            if channel in values:
+                value = values[channel]
+                if isinstance(value, list) and len(value) > 1:
+                    shown = f"[…, {brief(value[-1], limit=40)}]"  # the end: what an edit adds
+                    if is_message(value[-1]):
+                        last = value[-1]
+                        said = cut(content_text(last.get("content")), False, 40)
+                        shown = f"[…, {role_of(last)}: {said}]"
+                else:
+                    shown = brief(value, limit=40)
+                parts.append(f"{channel}={shown}")
+        return Text(f"  wrote {'; '.join(parts)}", style="magenta") if parts else Text()
+
 
 def _fork_label(
-    at: CheckpointRecord, first: CheckpointRecord, trunk_next: CheckpointRecord | None
+    at: CheckpointRecord,
+    first: CheckpointRecord,
+    trunk_next: CheckpointRecord | None,
+    wrote: Text | None = None,
 ) -> Text:
     """What started a branch: an update_state (and what it wrote), a copy of a checkpoint,
     or a run from `at` (the earlier run when it is older than the trunk's, else a replay)."""
     metadata = first["metadata"] if isinstance(first["metadata"], dict) else {}
     source = metadata.get("source")
     text = Text("branch: ", style="bold magenta")
-    if source == "update":
+    if source == "update" and wrote:
+        text.append("update_state", style="magenta")
+        text.append_text(wrote)
+    elif source == "update":
         moved = _moved(first, at)
         text.append("update_state" + (f" → {', '.join(moved)}" if moved else ""), style="magenta")
     elif source == "fork":
         text.append(f"a copy of {short_id(at['checkpoint_id'])} (fork)", style="magenta")
     elif trunk_next is not None and first["checkpoint_id"] < trunk_next["checkpoint_id"]:
+        then = trunk_next["metadata"] if isinstance(trunk_next["metadata"], dict) else {}
+        how = f" ({then['source']})" if isinstance(then.get("source"), str) else ""
         text.append(
-            f"the earlier run from {short_id(at['checkpoint_id'])} (left when the thread "
-            "went on from here)",
+            f"the earlier run, left when {short_id(trunk_next['checkpoint_id'])}{how} went on "
+            f"from {short_id(at['checkpoint_id'])}",
             style="magenta",
         )
     else:
@@ -320,7 +358,11 @@ def _moved(record: CheckpointRecord, parent: CheckpointRecord | None) -> list[st
 
 
 def _node_label(
-    record: CheckpointRecord, when: str, parent: CheckpointRecord | None = None
+    record: CheckpointRecord,
+    when: str,
+    parent: CheckpointRecord | None = None,
+    *,
+    wrote: Text | None = None,
 ) -> Text:
     line = Text()
     line.append(short_id(record["checkpoint_id"]), style="bold yellow")
@@ -339,7 +381,9 @@ def _node_label(
     updated = _state_channels(record["updated_channels"] or [])
     if source == "update" and record["updated_channels"] is None and parent is not None:
         updated = _moved(record, parent)  # an update_state: what it wrote
-    if updated:
+    if wrote:
+        line.append_text(wrote)  # an update_state, with the values it wrote
+    elif updated:
         line.append("  updated: " + ", ".join(updated), style="green")
     if "checkpoint" in record:
         line.append("  " + brief(record["checkpoint"], limit=60), style="red")
