@@ -16,7 +16,7 @@ from ckpt.changes import IDENTITY_KEYS, STORAGE_KEYS, Change, Item, PathPart
 from ckpt.decoders import parse_version
 from ckpt.messages import is_message
 from ckpt.records import CheckpointRecord, TaskRecord
-from ckpt.render.human import content_text, role_of
+from ckpt.render.human import content_text, role_of, task_labels
 from ckpt.render.text import brief, cut, human_size, short_time
 from ckpt.tasks import is_internal
 
@@ -75,11 +75,13 @@ def diff_view(
     tasks = _task_changes(a, b)
     if tasks:
         by_section["tasks"] = tasks
+    labels = {**task_labels(a), **task_labels(b)}  # as show names each task
     order = [s for s in SECTION_ORDER if s in by_section]
     order += [s for s in by_section if s not in SECTION_ORDER]
     for section in order:
         parts.append(Text(""))
-        parts.append(_section_tree(section, _internal_last(by_section[section]), full))
+        tree = _section_tree(section, _internal_last(by_section[section]), full, labels)
+        parts.append(tree)
         if section == "channel_values" and applied:
             parts.append(_applied(applied))
     if applied and "channel_values" not in by_section:
@@ -155,15 +157,23 @@ def _meta(record: CheckpointRecord) -> dict[str, Any]:
 
 def _header(a: CheckpointRecord, b: CheckpointRecord) -> Text:
     text = Text()
+    one_thread = (a["thread_id"], a["checkpoint_ns"]) == (b["thread_id"], b["checkpoint_ns"])
+    if one_thread:
+        text.append(f"thread {a['thread_id']}", style="bold")
+        if a["checkpoint_ns"]:
+            text.append(f"  ns {a['checkpoint_ns']}", style="bold")
+        text.append("\n")
     for label, style, record in (("A", "bold red", a), ("B", "bold green", b)):
         step = _meta(record).get("step")
         source = _meta(record).get("source")
         source_text = f" {source}" if isinstance(source, str) else ""
         parts = [f"step {step if step is not None else '?'}{source_text}"]
-        parts.append(f"thread {record['thread_id']}")
-        if record["checkpoint_ns"]:
-            parts.append(f"ns {record['checkpoint_ns']}")
-        parts += [short_time(record["ts"]), human_size(record["size"])]
+        if not one_thread:
+            parts.append(f"thread {record['thread_id']}")
+            if record["checkpoint_ns"]:
+                parts.append(f"ns {record['checkpoint_ns']}")
+        when = short_time(record["ts"])
+        parts += [f"{when} UTC" if when else "", human_size(record["size"])]
         text.append(f"{label}  ", style=style)
         text.append(record["checkpoint_id"], style="yellow")
         text.append("  " + "  ".join(p for p in parts if p), style="dim")
@@ -193,7 +203,9 @@ def _relation(a: CheckpointRecord, b: CheckpointRecord) -> str:
 # -- the tree ---------------------------------------------------------------------------------
 
 
-def _section_tree(section: str, changes: list[Change], full: bool) -> Tree:
+def _section_tree(
+    section: str, changes: list[Change], full: bool, labels: dict[str, str] | None = None
+) -> Tree:
     root = Tree(Text(section, style="bold underline"), guide_style="dim")
     nodes: dict[tuple[PathPart, ...], Tree] = {}
     for change in changes:
@@ -206,7 +218,7 @@ def _section_tree(section: str, changes: list[Change], full: bool) -> Tree:
                 style = "dim" if depth == 1 and _internal(prefix[-1]) else "bold"
                 node = nodes[prefix] = parent.add(Text(_part(prefix[-1]), style=style))
             parent = node
-        _leaf(parent, change, section, full)
+        _leaf(parent, change, section, full, labels or {})
     return root
 
 
@@ -216,7 +228,7 @@ def _part(part: PathPart) -> str:
     return part or '""'  # the root namespace in metadata.parents
 
 
-def _leaf(parent: Tree, change: Change, section: str, full: bool) -> None:
+def _leaf(parent: Tree, change: Change, section: str, full: bool, labels: dict[str, str]) -> None:
     style = KIND_STYLE[change.kind]
     label = Text()
     label.append(f"{KIND_MARK[change.kind]} ", style=f"bold {style}")
@@ -225,6 +237,14 @@ def _leaf(parent: Tree, change: Change, section: str, full: bool) -> None:
     name = _part(last) if len(change.path) > 1 else section
     if isinstance(last, Item) and is_message(value if change.kind != "changed" else change.new):
         name = f"#{last.index + 1}"  # as `ckpt show --blobs` numbers messages
+    if (
+        section in ("pending_writes", PROBLEMS)
+        and isinstance(value, dict)
+        and value.get("task_id") in labels
+    ):
+        idx = value.get("idx")
+        more = f" #{idx}" if isinstance(idx, int) and idx > 0 else ""
+        name = f"[{labels[value['task_id']]} → {value.get('channel')}{more}]"
     quiet = len(change.path) > 1 and _internal(change.path[1])
     label.append(name, style="dim" if quiet else "bold")
     if section == "updated_channels" and len(change.path) == 2:
