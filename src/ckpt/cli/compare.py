@@ -216,7 +216,13 @@ def dump(
                 yield record
 
         show_progress = not quiet and not run.output.terminal and run.output.stderr.isatty()
-        with counting(records(), enabled=show_progress, label="dumping") as counted:
+
+        def total() -> int | None:
+            return checkpoints.dump_total(
+                threads=thread or (), ns=ns, since_id=since_id, until_id=until_id, latest=latest
+            )
+
+        with counting(records(), enabled=show_progress, label="dumping", total=total) as counted:
             if as_lines:
                 run.output.lines(stream_ndjson(counted))
             else:
