@@ -94,7 +94,8 @@ def history(
             "-n",
             metavar="N",
             min=1,
-            help="Only the newest N checkpoints of the trunk (with their branches).",
+            help="Only the newest N checkpoints: of the trunk, with its branches, in the tree; "
+            "of the thread with --json.",
             show_default=False,
         ),
     ] = None,
@@ -117,6 +118,8 @@ def history(
     with opened(ctx, store_options) as checkpoints:
         if json_out or ndjson_out:
             records = checkpoints.history(thread)
+            if last is not None:
+                records = records[-last:]  # oldest id first: the newest N
             output.lines(stream_ndjson(records) if as_lines else stream_json_array(records))
         else:
             tree = checkpoints.history_tree(thread)
