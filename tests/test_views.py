@@ -210,3 +210,35 @@ def test_demo_prints_a_next_command_that_runs(tmp_path: Path) -> None:
     command = hint.removeprefix("next: ").split()
     again = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0 and "support-1" in again.stdout
+
+
+def test_local_and_utc_times_are_labelled_the_same_way_in_every_view(
+    samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time as clock
+
+    db = ("--db", str(samples / "sqlite_checkpoints.db"))
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # +05:30 all year, no daylight saving
+    clock.tzset()
+    try:
+        views = {
+            "threads": ["threads", db[1]],
+            "history": ["history", "thread-1", *db],
+            "show": ["show", "thread-1", *db],
+            "diff": ["diff", "thread-1", *db],
+        }
+        for name, args in views.items():
+            _, utc, _ = run(*args)
+            _, local, _ = run(*args, "--local")
+            assert "04:01:43" in utc and "UTC" in utc, name  # the stored time, labelled
+            assert "09:31:43" in local and "IST" in local, name
+            assert not re.search(r"(?<!T)04:01:43(?!\.)", local), name  # only as stored, in show
+            assert run(*args, "--utc")[1] == utc, name
+        # JSON keeps the stored times whatever the flag.
+        assert (
+            run("history", "thread-1", *db, "--json", "--local")[1]
+            == run("history", "thread-1", *db, "--json")[1]
+        )
+    finally:
+        monkeypatch.undo()
+        clock.tzset()

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ckpt.cli.common import opened, state, wants_ndjson
-from ckpt.cli.options import FullOpt, NsOpt, StoreArg, StoreOptions, store_options
+from ckpt.cli.options import FullOpt, LocalOpt, NsOpt, StoreArg, StoreOptions, store_options
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -46,6 +46,7 @@ def diff(
     ] = None,
     ns: NsOpt = None,
     full: FullOpt = False,
+    local: LocalOpt = False,
     json_out: Annotated[
         bool,
         typer.Option(
@@ -83,7 +84,7 @@ def diff(
         if json_out:
             run.output.lines([dumps(json_patch(changes), indent=2) + "\n"])
         else:
-            run.output.show(diffview.diff_view(left, right, changes, full=full))
+            run.output.show(diffview.diff_view(left, right, changes, full=full, local=local))
         require_key_for_record(left, has_key=store_a.raw.aes_key is not None)
         require_key_for_record(right, has_key=store_b.raw.aes_key is not None)
     if differs(changes):

@@ -14,6 +14,7 @@ from ckpt.cli.common import opened, state, wants_ndjson
 from ckpt.cli.options import (
     FullOpt,
     JsonOpt,
+    LocalOpt,
     NdjsonOpt,
     NsOpt,
     StatusOpt,
@@ -41,6 +42,7 @@ def threads(
     ] = None,
     where: WhereOpt = None,
     status: StatusOpt = None,
+    local: LocalOpt = False,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
     *,
@@ -56,6 +58,7 @@ def threads(
     filters = dict(parse_where(w) for w in where or [])
     as_lines = wants_ndjson(ctx, json_out, ndjson_out)  # option errors before opening the store
     output = state(ctx).output
+    output.local_time = local
     with opened(ctx, store_options, store) as checkpoints:
         records = checkpoints.threads(
             sort=sort.value,
@@ -99,6 +102,7 @@ def history(
             show_default=False,
         ),
     ] = None,
+    local: LocalOpt = False,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
     *,
@@ -114,6 +118,7 @@ def history(
     from ckpt.render.plain import tree_lines
 
     output = state(ctx).output
+    output.local_time = local
     as_lines = wants_ndjson(ctx, json_out, ndjson_out)
     with opened(ctx, store_options) as checkpoints:
         if json_out or ndjson_out:
@@ -134,7 +139,7 @@ def history(
                 or {}
                 for r in updates
             }
-            view = human.history_view(thread, tree, last=last, written=written)
+            view = human.history_view(thread, tree, last=last, written=written, local=local)
             output.lines(tree_lines(view, output))
         require_key_for_records(records, has_key=checkpoints.raw.aes_key is not None)
 
@@ -242,6 +247,7 @@ def show(
         ),
     ] = None,
     full: FullOpt = False,
+    local: LocalOpt = False,
     json_out: JsonOpt = False,
     *,
     store_options: StoreOptions,
@@ -256,6 +262,7 @@ def show(
 
     with_values = blobs or bool(channel)
     output = state(ctx).output
+    output.local_time = local
     with opened(ctx, store_options) as checkpoints:
         record = checkpoints.checkpoint(selector, ns=ns, values=with_values, channels=channel or ())
         if json_out:

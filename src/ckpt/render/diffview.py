@@ -17,7 +17,7 @@ from ckpt.decoders import parse_version
 from ckpt.messages import is_message
 from ckpt.records import CheckpointRecord, TaskRecord
 from ckpt.render.human import content_text, role_of, task_labels
-from ckpt.render.text import brief, cut, human_size, short_time
+from ckpt.render.text import brief, cut, human_size, short_time, zone_label
 from ckpt.tasks import is_internal
 
 # Sections in reading order: errors and interrupts, then what the step did, bookkeeping
@@ -44,9 +44,14 @@ KIND_MARK = {"added": "+", "removed": "-", "changed": "~"}
 
 
 def diff_view(
-    a: CheckpointRecord, b: CheckpointRecord, changes: Sequence[Change], *, full: bool
+    a: CheckpointRecord,
+    b: CheckpointRecord,
+    changes: Sequence[Change],
+    *,
+    full: bool,
+    local: bool = False,
 ) -> RenderableType:
-    parts: list[RenderableType] = [_header(a, b)]
+    parts: list[RenderableType] = [_header(a, b, local)]
     relation = _relation(a, b)
     if relation:
         parts.append(Text(f"   {relation}", style="dim italic"))
@@ -155,7 +160,7 @@ def _meta(record: CheckpointRecord) -> dict[str, Any]:
     return metadata if isinstance(metadata, dict) else {}
 
 
-def _header(a: CheckpointRecord, b: CheckpointRecord) -> Text:
+def _header(a: CheckpointRecord, b: CheckpointRecord, local: bool = False) -> Text:
     text = Text()
     one_thread = (a["thread_id"], a["checkpoint_ns"]) == (b["thread_id"], b["checkpoint_ns"])
     if one_thread:
@@ -172,8 +177,8 @@ def _header(a: CheckpointRecord, b: CheckpointRecord) -> Text:
             parts.append(f"thread {record['thread_id']}")
             if record["checkpoint_ns"]:
                 parts.append(f"ns {record['checkpoint_ns']}")
-        when = short_time(record["ts"])
-        parts += [f"{when} UTC" if when else "", human_size(record["size"])]
+        when = short_time(record["ts"], local)
+        parts += [f"{when} {zone_label(local)}" if when else "", human_size(record["size"])]
         text.append(f"{label}  ", style=style)
         text.append(record["checkpoint_id"], style="yellow")
         text.append("  " + "  ".join(p for p in parts if p), style="dim")

@@ -4,7 +4,6 @@ computes status, `next` or tasks: the records carry them."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from rich import box
@@ -29,7 +28,15 @@ from ckpt.records import (
 )
 from ckpt.render.output import Output
 from ckpt.render.plain import Runs, TreeNode
-from ckpt.render.text import brief, cell_width, cut, human_size, short_time
+from ckpt.render.text import (
+    brief,
+    cell_width,
+    cut,
+    human_size,
+    short_time,
+    today,
+    zone_label,
+)
 from ckpt.selector import short_id
 from ckpt.tasks import is_internal
 
@@ -176,6 +183,7 @@ def history_view(
     *,
     last: int | None = None,
     written: dict[str, dict[str, Any]] | None = None,
+    local: bool = False,
 ) -> TreeNode:
     """The tree of `ckpt history` (drawn by render.plain.tree_lines): the trunk leads to the
     thread's latest checkpoint, each branch says what started it, and odd lineage (cycles,
@@ -183,14 +191,14 @@ def history_view(
     chain. `written` holds the channel values of update_state checkpoints, by id: their
     rows and branches say what the update wrote."""
     title = Text(f"thread {thread_id}", style="bold")
-    title.append("  (times UTC)", style="dim")
+    title.append(f"  (times {zone_label(local)})", style="dim")
     tree = TreeNode(_runs(title))
     records = {
         node["checkpoint"]["checkpoint_id"]: node["checkpoint"]
         for chain in chains
         for node in _nodes(chain)
     }
-    drawer = _HistoryDrawer(records, written or {})
+    drawer = _HistoryDrawer(records, written or {}, local)
     for i, chain in enumerate(chains):
         parent = tree
         if len(chains) > 1:
@@ -260,12 +268,15 @@ class _HistoryDrawer:
     differs from today's or from the line above."""
 
     def __init__(
-        self, records: dict[str, CheckpointRecord], written: dict[str, dict[str, Any]]
+        self,
+        records: dict[str, CheckpointRecord],
+        written: dict[str, dict[str, Any]],
+        local: bool = False,
     ) -> None:
         self.records = records
         self.written = written
-        self.today = datetime.now(UTC).date().isoformat()
-        self.last_date = self.today
+        self.local = local
+        self.last_date = today(local)
 
     def add_chain(self, parent: TreeNode, chain: list[HistoryNodeRecord]) -> None:
         # A work list rather than recursion: forks of forks nest as deep as the store says.
@@ -286,7 +297,7 @@ class _HistoryDrawer:
 
     def label(self, node: HistoryNodeRecord) -> Text:
         record = node["checkpoint"]
-        when = short_time(record["ts"])
+        when = short_time(record["ts"], self.local)
         if when:
             date, when = when[:10], when[11:]
             if date != self.last_date:
@@ -562,7 +573,13 @@ def checkpoint_view(
     header.add_row("checkpoint", record["checkpoint_id"])
     header.add_row("parent", record["parent_checkpoint_id"] or "(none)")
     header.add_row("step", f"{step}  {source if isinstance(source, str) else ''}".strip())
-    header.add_row("time", record["ts"] or "")
+    if record["ts"]:
+        local = output.local_time
+        when = Text(f"{short_time(record['ts'], local)} {zone_label(local)}")
+        when.append(f"  (stored {record['ts']})", style="dim")
+        header.add_row("time", when)
+    else:
+        header.add_row("time", "")
     if record["v"] is not None:
         header.add_row("format", f"v{record['v']}, {human_size(record['size'])}")
     if "checkpoint" in record:

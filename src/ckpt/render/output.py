@@ -36,6 +36,7 @@ class Output:
     colour: bool = False  # styles allowed on stdout: a terminal, and NO_COLOR unset
     stderr_colour: bool = False
     width: int | None = None  # COLUMNS; None: ask the terminal (DEFAULT_WIDTH when piped)
+    local_time: bool = False  # --local: human views show times in the local zone, not UTC
 
     @classmethod
     def from_environment(

@@ -6,11 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from ckpt.records import ThreadRecord
 from ckpt.render.output import Output, strip_trailing
-from ckpt.render.text import brief, cell_width, clean_line, cut, human_size, short_time
+from ckpt.render.text import (
+    brief,
+    cell_width,
+    clean_line,
+    cut,
+    human_size,
+    short_time,
+    today,
+    zone_label,
+)
 
 STATUS_STYLE = {
     "done": "green",
@@ -40,7 +48,8 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
     statuses: list[str] = []
     details: list[tuple[str, str]] = []  # (what a cut must keep, the rest)
     fitted = output.wraps
-    today = datetime.now(UTC).date().isoformat()
+    local = output.local_time
+    now = today(local)
     for record in records:
         keep, detail = "", ", ".join(record["next"] or [])
         if record["status"] == "error" and record["errors"]:
@@ -56,8 +65,8 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
             detail = f"no root checkpoint; only subgraph namespaces ({len(subgraphs)})"
         statuses.append(record["status"])
         details.append((clean_line(keep), clean_line(detail)))
-        updated = short_time(record["updated_at"])
-        if fitted and updated.startswith(today):
+        updated = short_time(record["updated_at"], local)
+        if fitted and updated.startswith(now):
             updated = updated[11:]
         rows.append(
             [
@@ -77,7 +86,7 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
     shown = list(range(len(headers)))
     if fitted:
         shown = [i for i in shown if not _says_nothing(headers[i], [r[i] for r in rows])]
-    headers[headers.index("UPDATED")] = "UPDATED (UTC)"
+    headers[headers.index("UPDATED")] = f"UPDATED ({zone_label(local)})"
     full_widths = [
         max([cell_width(h), *(cell_width(r[i]) for r in rows)]) for i, h in enumerate(headers)
     ]
