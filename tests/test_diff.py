@@ -120,7 +120,8 @@ def test_appended_message_is_one_addition(sqlite_store: Path) -> None:
     result = run("diff", "support-1", "--db", str(sqlite_store))  # one argument: vs its parent
     assert result.exit_code == ExitCode.DIFFERENT, result.stderr
     assert result.stderr == ""
-    assert f"+ [{new_message['id']}]" in result.stdout
+    # Numbered as `show --blobs` numbers them, not by a 36-character id.
+    assert f"+ #{len(parent.channel_values['messages']) + 1}  ai:" in result.stdout  # type: ignore[index]
     assert "B is A's child" in result.stdout
     assert "\x1b[" not in result.stdout
 
@@ -350,7 +351,7 @@ def test_encrypted_without_key(encrypted_store: Path, encryption_key: bytes) -> 
     assert "--aes-key" in locked.stderr
     opened = run("diff", "support-1", *db, "--aes-key", encryption_key.decode())
     assert opened.exit_code == ExitCode.DIFFERENT, opened.stderr
-    assert "+ [" in opened.stdout
+    assert "+ #13  ai:" in opened.stdout  # the decrypted message, numbered as show numbers it
 
 
 def test_full_shows_long_values_whole(sqlite_store: Path) -> None:

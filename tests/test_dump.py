@@ -305,3 +305,25 @@ def test_quiet_and_piped_stderr_stays_empty(sqlite_store: Path) -> None:
         result = run("dump", str(sqlite_store), *extra)
         assert result.exit_code == 0
         assert result.stderr == ""
+
+
+def test_progress_counts_against_a_total(capsys: pytest.CaptureFixture[str]) -> None:
+    items = [{"n": i} for i in range(100)]
+    asked: list[bool] = []
+
+    def total() -> int:
+        asked.append(True)
+        return len(items)
+
+    with counting(iter(items), enabled=True, label="dumping", delay=0.0, total=total) as counted:
+        assert [next(counted) for _ in range(64)] == items[:64]  # a pipe closed half-way
+    assert asked == [True]  # once, when the bar appears
+    assert "dumping 64 of 100 checkpoints" in capsys.readouterr().err
+
+
+def test_dump_total_counts_what_dump_streams(sqlite_store: Path) -> None:
+    import ckpt.api
+
+    with ckpt.api.open(str(sqlite_store)) as store:
+        for filters in ({}, {"threads": ["support-1"]}, {"latest": True}, {"ns": ""}):
+            assert store.dump_total(**filters) == len(list(store.dump(values=False, **filters)))  # type: ignore[arg-type]

@@ -801,7 +801,10 @@ def _assert_one_line_failure(result: Any, *needles: str) -> None:
 
 def test_server_down(pg_store: PgStore) -> None:
     url = url_of(pg_store.dsn, password=PASSWORD, host="127.0.0.1", port="1")
-    _assert_one_line_failure(run("threads", url), "Connection refused", "127.0.0.1:1")
+    # libpq's two lines joined as sentences: "... Connection refused; Is the server ..."
+    _assert_one_line_failure(
+        run("threads", url), "Connection refused; Is the server", "127.0.0.1:1"
+    )
 
 
 def test_unknown_role_with_a_password(pg_store: PgStore) -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from typer.testing import CliRunner
 
 from ckpt.cli import app
 from ckpt.errors import ExitCode
+from ckpt.render.text import cell_width
 
 DOCS = Path(__file__).parent.parent / "docs"
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -93,32 +96,145 @@ def test_a_value_nested_too_deep_to_print_is_one_line(samples: Path, tmp_path: P
         assert result.stderr.startswith("ckpt: error:") and result.stderr.count("\n") == 1
 
 
-# -- snapshots of the human views, on a checked-in store whose ids and times never change ------
+# -- snapshots of the human views -----------------------------------------------------------
+#
+# Each store's views at 80 and 120 columns, rendered as on a terminal without colour
+# (CKPT_FORCE_TTY, NO_COLOR), one file per store and width. The checked-in samples keep
+# their ids and times; the fixture store is written fresh each session, so its ids, task
+# ids and times are masked with stand-ins of the same width (the layout stays what it is).
 
-VIEWS = {
-    "threads": ["threads", "{store}"],
-    "history": ["history", "{thread}", "--db", "{store}"],
-    "show": ["show", "{thread}", "--db", "{store}"],
-    "show_blobs": ["show", "{thread}", "--blobs", "--db", "{store}"],
-    "show_parent_writes": ["show", "{thread}~1", "--writes", "--db", "{store}"],
-    "versions": ["versions", "{thread}", "--db", "{store}"],
-    "diff": ["diff", "{thread}", "--db", "{store}"],
+SNAPSHOT_VIEWS: dict[str, list[list[str]]] = {
+    "sample": [
+        ["threads", "{store}"],
+        ["history", "thread-1", "--db", "{store}"],
+        ["history", "thread-1", "--last", "3", "--db", "{store}"],
+        ["show", "thread-1", "--db", "{store}"],
+        ["show", "thread-1", "--blobs", "--db", "{store}"],
+        ["show", "thread-1~1", "--writes", "--db", "{store}"],
+        ["versions", "thread-1", "--db", "{store}"],
+        ["diff", "thread-1", "--db", "{store}"],
+    ],
+    "delta": [
+        ["history", "d1", "--db", "{store}"],
+        ["show", "d1", "--blobs", "--db", "{store}"],
+        ["versions", "d1", "--db", "{store}"],
+        ["diff", "d1", "--db", "{store}"],
+    ],
+    "legacy": [
+        ["threads", "{store}"],
+        ["history", "thread-1", "--db", "{store}"],
+        ["show", "thread-1~3", "--db", "{store}"],
+    ],
+    "lineage": [["history", "thread-1", "--db", "{store}"]],
+    "demo": [
+        ["threads", "{store}"],
+        ["history", "fork-1", "--db", "{store}"],
+        ["history", "fanout-1", "--db", "{store}"],
+        ["history", "approval-1", "--db", "{store}"],
+        ["history", "subgraph-2", "--db", "{store}"],
+        ["show", "fanout-1", "--db", "{store}"],
+        ["show", "approval-2", "--db", "{store}"],
+        ["show", "subgraph-1~1", "--db", "{store}"],
+        ["show", "support-1", "--blobs", "--db", "{store}"],
+        ["show", "support-2", "--blobs", "--last", "3", "--db", "{store}"],
+        ["versions", "support-1", "--db", "{store}"],
+        ["diff", "fork-1", "--db", "{store}"],
+        ["diff", "fanout-1~1", "fanout-1", "--db", "{store}"],
+        ["diff", "support-1", "--db", "{store}"],
+    ],
 }
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
-@pytest.mark.parametrize("view", sorted(VIEWS))
-def test_human_view_snapshot(samples: Path, view: str) -> None:
-    store = str(samples / "sqlite_checkpoints.db")
-    thread = json.loads(run("threads", store, "--json").stdout)[0]["thread_id"]
-    args = [a.format(store=store, thread=thread) for a in VIEWS[view]]
-    result = run(*args)
-    assert result.exit_code in (0, 1), result.stderr  # diff exits 1 when they differ
-    text = result.stdout.replace(store, "<store>")
-    snapshot = SNAPSHOTS / f"{view}.txt"
+def _lineage_store(samples: Path, tmp_path: Path) -> Path:
+    """thread-1 with a parent cycle and a dangling parent (issue 15, item 6)."""
+    store = tmp_path / "lineage.db"
+    shutil.copy(samples / "sqlite_checkpoints.db", store)
+    with sqlite3.connect(store) as conn:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_ns = '' "
+                "ORDER BY checkpoint_id"
+            )
+        ]
+        update = "UPDATE checkpoints SET parent_checkpoint_id = ? WHERE checkpoint_id = ?"
+        conn.execute(update, (ids[5], ids[2]))  # 2 -> 1 becomes 2 -> 5 -> 4 -> 3 -> 2
+        conn.execute(update, ("1f1ec72c-ffff-6000-8000-00000000dead", ids[6]))
+    conn.close()
+    return store
+
+
+def _masker(store: str) -> Callable[[str], str]:
+    """Stand-ins for a fresh store's ids and times: each checkpoint id becomes a fixed id
+    in creation order (its short form the stand-in's last 8 characters), other uuids and
+    32-hex ids become x's, clock times hh:mm:ss, sizes #.# KB."""
+    ids = sorted(
+        {
+            c["checkpoint_id"]
+            for t in json.loads(run("threads", store, "--json").stdout)
+            for c in json.loads(run("history", t["thread_id"], "--db", store, "--json").stdout)
+        }
+    )
+    fake = {cid: f"1f000000-0000-6000-8000-{i:012d}" for i, cid in enumerate(ids)}
+    short = {cid[-8:]: f[-8:] for cid, f in fake.items()}
+
+    def mask(text: str) -> str:
+        text = re.sub(
+            _UUID, lambda m: fake.get(m.group(), "x" * 8 + "-xxxx-xxxx-xxxx-" + "x" * 12), text
+        )
+        text = re.sub(r"\b[0-9a-f]{32}\b", "x" * 32, text)
+        text = re.sub(r"\b[0-9a-f]{8}\b", lambda m: short.get(m.group(), m.group()), text)
+        text = re.sub(
+            r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d",
+            lambda m: "YYYY-MM-DD" + m.group()[10] + "hh:mm:ss",
+            text,
+        )
+        text = re.sub(r"\b\d\d:\d\d:\d\d\b", "hh:mm:ss", text)
+        text = re.sub(r"(hh:mm:ss)\.\d{6}", r"\1.ffffff", text)
+        # Sizes and the random part of channel versions change from run to run.
+        text = re.sub(
+            r"\b\d+(?:\.\d)? (?:B|KB|MB)\b", lambda m: re.sub(r"\d", "#", m.group()), text
+        )
+        return re.sub(r"(\.0\.)\d{6,}", r"\1<random>", text)
+
+    return mask
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("name", sorted(SNAPSHOT_VIEWS))
+def test_human_view_snapshot(
+    samples: Path, sqlite_store: Path, tmp_path: Path, name: str, width: int
+) -> None:
+    store = {
+        "sample": samples / "sqlite_checkpoints.db",
+        "delta": samples / "sqlite_delta.db",
+        "legacy": samples / "legacy_lg0.3.20_cp2.0.21_sqlite.db",
+        "lineage": _lineage_store(samples, tmp_path),
+        "demo": sqlite_store,
+    }[name]
+    mask = _masker(str(store)) if name == "demo" else (lambda text: text)
+    env = {"COLUMNS": str(width), "CKPT_FORCE_TTY": "1", "NO_COLOR": "1"}
+    text = ""
+    for view in SNAPSHOT_VIEWS[name]:
+        args = [a.format(store=store) for a in view]
+        result = runner.invoke(app, args, env=env)
+        assert result.exit_code in (0, 1), (args, result.stderr)  # diff exits 1: they differ
+        assert "\x1b[" not in result.stdout, args  # NO_COLOR: no bold, dim or underline either
+        for line in result.stdout.splitlines():
+            assert line == line.rstrip(), (args, line)
+            assert cell_width(line) <= width, (args, line)
+        shown = " ".join("<store>" if a == str(store) else a for a in args)
+        text += f"$ ckpt {shown}\n{mask(result.stdout.replace(str(store), '<store>'))}\n"
+    snapshot = SNAPSHOTS / f"{name}-{width}.txt"
     if UPDATE or not snapshot.exists():
-        snapshot.parent.mkdir(exist_ok=True)
         snapshot.write_text(text)
         if not UPDATE:
             pytest.fail(f"wrote the missing snapshot {snapshot.name}; check it and commit it")
-    assert text == snapshot.read_text(), f"run CKPT_UPDATE_SNAPSHOTS=1 pytest to accept ({view})"
-    assert "\x1b[" not in text
+    assert text == snapshot.read_text(), f"run CKPT_UPDATE_SNAPSHOTS=1 pytest to accept ({name})"
+
+
+def test_every_snapshot_file_is_made_by_a_test() -> None:
+    expected = {f"{name}-{width}.txt" for name in SNAPSHOT_VIEWS for width in (80, 120)}
+    # tests/snapshots/browse holds the browser's SVGs (tests/test_browse.py checks those).
+    assert {p.name for p in SNAPSHOTS.iterdir() if p.is_file()} == expected

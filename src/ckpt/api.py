@@ -169,6 +169,26 @@ class CheckpointStore:
         )
         return self._dump(query, values=values)
 
+    def dump_total(
+        self,
+        *,
+        threads: Sequence[str] = (),
+        ns: str | None = None,
+        since_id: str | None = None,
+        until_id: str | None = None,
+        latest: bool = False,
+    ) -> int | None:
+        """How many records `dump` with the same filters streams, when the store can count
+        them cheaply (SQLite); None otherwise."""
+        query = DumpQuery(
+            thread_ids=tuple(threads),
+            checkpoint_ns=ns,
+            since_id=since_id,
+            until_id=until_id,
+            latest_only=latest,
+        )
+        return self._store.count_checkpoints(query)
+
     def _dump(self, query: DumpQuery, *, values: bool) -> Iterator[CheckpointRecord]:
         from ckpt.reader import CheckpointReader, annotate
 

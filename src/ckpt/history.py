@@ -9,6 +9,7 @@ from ckpt.analysis import checkpoint_tasks
 from ckpt.errors import BadOption, NotFound
 from ckpt.model import Checkpoint
 from ckpt.records import HistoryNodeRecord, checkpoint_record
+from ckpt.selector import did_you_mean, short_id
 from ckpt.stores.base import Store
 from ckpt.tasks import Shape, Task, shape_of
 
@@ -21,6 +22,10 @@ class HistoryNode:
     forks: list[list[HistoryNode]] = field(default_factory=list)
     subgraphs: list[tuple[str, list[HistoryNode]]] = field(default_factory=list)
     tasks: list[Task] | None = None  # the tasks due at the checkpoint, with their outcomes
+    note: str | None = None  # odd lineage: a cycle, a dangling or own parent (`_lineage`)
+
+
+_Fork = tuple[HistoryNode, Checkpoint]  # a node, and a child of it that starts a branch
 
 
 def graph_key(checkpoint_ns: str) -> str:
@@ -78,12 +83,53 @@ def build_history(checkpoints: Iterable[Checkpoint]) -> list[list[HistoryNode]]:
     return roots
 
 
-def _chains(checkpoints: list[Checkpoint]) -> list[list[HistoryNode]]:
+def _lineage(checkpoints: list[Checkpoint]) -> tuple[dict[str, str | None], dict[str, str]]:
+    """Each checkpoint's parent as the tree draws it, and a note for the odd ones.
+
+    Stores from incidents hold lineage no saver writes: a checkpoint that is its own
+    parent, a parent that is not in the store, a cycle of parents (A -> B -> A), a parent
+    newer than its child. Each checkpoint is drawn exactly once: a dangling or own parent
+    makes a root, and a cycle is cut above its oldest checkpoint; the note says so.
+    """
     ids = {cp.checkpoint_id for cp in checkpoints}
+    parent: dict[str, str | None] = {}
+    notes: dict[str, str] = {}
+    for cp in checkpoints:
+        own, up = cp.checkpoint_id, cp.parent_checkpoint_id
+        if up is None or up not in ids or up == own:
+            parent[own] = None
+            if up == own:
+                notes[own] = "its own parent (drawn as a root)"
+            elif up is not None:
+                notes[own] = f"parent {up} is not in this store (drawn as a root)"
+        else:
+            parent[own] = up
+            if up > own:
+                notes[own] = f"parent {up} is newer than this checkpoint"
+    state: dict[str, int] = {}  # 1: on the path being walked, 2: known to reach a root
+    for start in parent:
+        path: list[str] = []
+        current: str | None = start
+        while current is not None and current not in state:
+            state[current] = 1
+            path.append(current)
+            current = parent[current]
+        if current is not None and state[current] == 1:
+            cycle = path[path.index(current) :]
+            cut = min(cycle)
+            parent[cut] = None
+            ring = " → ".join(short_id(c) for c in [*cycle, cycle[0]])
+            notes[cut] = f"parent cycle {ring} (cut here, drawn as a root)"
+        for done in path:
+            state[done] = 2
+    return parent, notes
+
+
+def _chains(checkpoints: list[Checkpoint]) -> list[list[HistoryNode]]:
+    parent_of, notes = _lineage(checkpoints)
     children: dict[str | None, list[Checkpoint]] = {}
     for cp in checkpoints:
-        parent = cp.parent_checkpoint_id if cp.parent_checkpoint_id in ids else None
-        children.setdefault(parent, []).append(cp)
+        children.setdefault(parent_of[cp.checkpoint_id], []).append(cp)
     newest: dict[str, str] = {}
 
     def newest_below(cp: Checkpoint) -> str:
@@ -103,23 +149,34 @@ def _chains(checkpoints: list[Checkpoint]) -> list[list[HistoryNode]]:
                 stack.extend((k, False) for k in kids if k.checkpoint_id not in newest)
         return newest[cp.checkpoint_id]
 
-    def chain_from(start: Checkpoint) -> list[HistoryNode]:
-        chain: list[HistoryNode] = []
-        pending: list[tuple[HistoryNode, list[Checkpoint]]] = []
+    def chain_from(
+        start: Checkpoint, into: list[HistoryNode]
+    ) -> list[tuple[HistoryNode, Checkpoint]]:
+        """Fill `into` with the trunk from `start` (at each fork the child whose subtree
+        holds the newest checkpoint); return the other children, each a fork to draw."""
+        forks: list[_Fork] = []
         current: Checkpoint | None = start
         while current is not None:
-            node = HistoryNode(current)
-            chain.append(node)
+            node = HistoryNode(current, note=notes.get(current.checkpoint_id))
+            into.append(node)
             kids = sorted(children.get(current.checkpoint_id, []), key=newest_below)
             current = kids.pop() if kids else None
-            if kids:
-                pending.append((node, kids))
-        for node, others in pending:
-            node.forks = [chain_from(kid) for kid in sorted(others, key=lambda c: c.checkpoint_id)]
-        return chain
+            forks.extend((node, kid) for kid in sorted(kids, key=lambda c: c.checkpoint_id))
+        return forks
 
     roots = sorted(children.get(None, []), key=lambda c: c.checkpoint_id)
-    return [chain_from(root) for root in roots]
+    chains: list[list[HistoryNode]] = []
+    todo: list[_Fork] = []
+    for root in roots:
+        chains.append([])
+        todo.extend(chain_from(root, chains[-1]))
+    while todo:  # a work list, not recursion: forks of forks nest as deep as the store says
+        node, kid = todo.pop()
+        node.forks.append([])
+        todo.extend(chain_from(kid, node.forks[-1]))
+    for node in _walk(chains):
+        node.forks.sort(key=lambda fork: fork[0].checkpoint.checkpoint_id)
+    return chains
 
 
 def _walk(chains: list[list[HistoryNode]]) -> Iterable[HistoryNode]:
@@ -155,6 +212,7 @@ def history_records(chains: list[list[HistoryNode]]) -> list[list[HistoryNodeRec
     def node_record(node: HistoryNode) -> HistoryNodeRecord:
         return {
             "checkpoint": checkpoint_record(node.checkpoint, values=False, tasks=node.tasks),
+            "note": node.note,
             "forks": [[node_record(n) for n in fork] for fork in node.forks],
             "subgraphs": [
                 {"checkpoint_ns": ns, "chain": [node_record(n) for n in chain]}
@@ -176,5 +234,6 @@ def thread_checkpoints(
         checkpoints = [c for c in checkpoints if c.checkpoint_ns == checkpoint_ns]
     if not checkpoints:
         where = f" in namespace {checkpoint_ns!r}" if checkpoint_ns else ""
-        raise NotFound(f"no thread {thread_id!r}{where} in {store.location}")
+        hint = did_you_mean(store, thread_id) if not checkpoint_ns else ""
+        raise NotFound(f"no thread {thread_id!r}{where} in {store.location}{hint}")
     return checkpoints

@@ -142,6 +142,7 @@ class HistoryNodeRecord(TypedDict):
     subgraph runs its tasks made (ckpt.history)."""
 
     checkpoint: CheckpointRecord
+    note: str | None  # odd lineage drawn as such: a parent cycle, a dangling or own parent
     forks: list[list[HistoryNodeRecord]]
     subgraphs: list[SubgraphRecord]
 

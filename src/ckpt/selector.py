@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ckpt.errors import Ambiguous, BadOption, NotFound
+from ckpt.errors import Ambiguous, BadOption, CkptError, NotFound
 from ckpt.model import CheckpointKey
 from ckpt.stores.base import Store
 from ckpt.vocabulary import FIND_LIMIT
@@ -17,6 +17,21 @@ def short_id(checkpoint_id: str) -> str:
     same half-minute share, so a prefix of 8 would rarely be unique (format.md §3.3).
     """
     return checkpoint_id[-SHORT_ID_LENGTH:]
+
+
+SHOWN = 5  # candidates an ambiguous selector's message names
+
+
+def did_you_mean(store: Store, thread_id: str) -> str:
+    """`; did you mean 'support-1'?` for a misspelt thread id, or nothing."""
+    import difflib
+
+    try:
+        ids = store.thread_ids()
+    except CkptError:  # a suggestion must never hide the error it adds to
+        return ""
+    close = difflib.get_close_matches(thread_id, ids, n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def resolve(store: Store, selector: str, *, checkpoint_ns: str | None = None) -> CheckpointKey:
@@ -36,7 +51,10 @@ def resolve(store: Store, selector: str, *, checkpoint_ns: str | None = None) ->
     if exact:
         keys = exact
     if not keys:
-        raise NotFound(f"no thread or checkpoint matches {selector!r}")
+        raise NotFound(
+            f"no thread or checkpoint matches {selector!r} in {store.location}"
+            + did_you_mean(store, selector)
+        )
     if len({k.checkpoint_id for k in keys}) > 1 or len(keys) > 1:
         candidates = [
             f"{k.checkpoint_id} (thread {k.thread_id}"
@@ -47,8 +65,12 @@ def resolve(store: Store, selector: str, *, checkpoint_ns: str | None = None) ->
         count = f"{len(keys)} or more" if len(keys) >= FIND_LIMIT else str(len(keys))
         raise Ambiguous(
             f"{selector!r} matches {count} checkpoints: "
-            + "; ".join(candidates[:10])
-            + ("; ..." if len(candidates) > 10 else ""),
+            + "; ".join(candidates[:SHOWN])
+            + (
+                ("; and more" if len(keys) >= FIND_LIMIT else f"; and {len(keys) - SHOWN} more")
+                if len(candidates) > SHOWN
+                else ""
+            ),
             candidates,
         )
     return keys[0]
@@ -56,11 +78,28 @@ def resolve(store: Store, selector: str, *, checkpoint_ns: str | None = None) ->
 
 def _latest(store: Store, thread_id: str, checkpoint_ns: str) -> CheckpointKey:
     key = store.latest_key(thread_id, checkpoint_ns)
+    if key is None and checkpoint_ns:
+        # `--ns research` for `research:<task id>`: the node's name, when one run has it.
+        runs = [
+            ns
+            for ns in store.namespaces(thread_id)
+            if ns and "|".join(p.split(":", 1)[0] for p in ns.split("|")) == checkpoint_ns
+        ]
+        if len(runs) == 1:
+            key = store.latest_key(thread_id, runs[0])
+        elif runs:
+            shown = ", ".join(repr(ns) for ns in runs[:SHOWN])
+            more = f" and {len(runs) - SHOWN} more" if len(runs) > SHOWN else ""
+            raise Ambiguous(
+                f"{checkpoint_ns!r} names {len(runs)} subgraph runs of thread {thread_id!r}: "
+                f"{shown}{more} (pick one with --ns)",
+                runs,
+            )
     if key is None:
         where = f"namespace {checkpoint_ns!r}" if checkpoint_ns else "the root namespace"
         others = [ns for ns in store.namespaces(thread_id) if ns != checkpoint_ns]
-        shown = ", ".join(repr(ns or "") for ns in others[:5])
-        more = f" and {len(others) - 5} more" if len(others) > 5 else ""
+        shown = ", ".join(repr(ns or "") for ns in others[:SHOWN])
+        more = f" and {len(others) - SHOWN} more" if len(others) > SHOWN else ""
         hint = f"; its namespaces: {shown}{more} (pick one with --ns)" if others else ""
         raise NotFound(f"thread {thread_id!r} has no checkpoint in {where}{hint}")
     return key

@@ -3,6 +3,7 @@ choosing the output."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -53,7 +54,11 @@ def opened(
     from ckpt.stores import discover
 
     output = state(ctx).output
-    spec = store or options.db or discover()
+    spec = store or options.db
+    if not spec:
+        spec = discover()
+        # Say which file was picked: the user named none (git says which repository, too).
+        output.notices([f"reading {os.path.relpath(spec)} (the one store in this folder)"])
     if not spec:
         raise StoreNotFound("no store given")
     opened_store = ckpt.api.open(

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ckpt.cli.common import opened, state, wants_ndjson
-from ckpt.cli.options import FullOpt, NsOpt, StoreArg, StoreOptions, store_options
+from ckpt.cli.options import FullOpt, LocalOpt, NsOpt, StoreArg, StoreOptions, store_options
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -46,6 +46,7 @@ def diff(
     ] = None,
     ns: NsOpt = None,
     full: FullOpt = False,
+    local: LocalOpt = False,
     json_out: Annotated[
         bool,
         typer.Option(
@@ -83,7 +84,7 @@ def diff(
         if json_out:
             run.output.lines([dumps(json_patch(changes), indent=2) + "\n"])
         else:
-            run.output.show(diffview.diff_view(left, right, changes, full=full))
+            run.output.show(diffview.diff_view(left, right, changes, full=full, local=local))
         require_key_for_record(left, has_key=store_a.raw.aes_key is not None)
         require_key_for_record(right, has_key=store_b.raw.aes_key is not None)
     if differs(changes):
@@ -216,7 +217,13 @@ def dump(
                 yield record
 
         show_progress = not quiet and not run.output.terminal and run.output.stderr.isatty()
-        with counting(records(), enabled=show_progress, label="dumping") as counted:
+
+        def total() -> int | None:
+            return checkpoints.dump_total(
+                threads=thread or (), ns=ns, since_id=since_id, until_id=until_id, latest=latest
+            )
+
+        with counting(records(), enabled=show_progress, label="dumping", total=total) as counted:
             if as_lines:
                 run.output.lines(stream_ndjson(counted))
             else:
@@ -250,7 +257,15 @@ def _bound(checkpoints: CheckpointStore, text: str, option: str) -> str:
         if when.tzinfo is None:
             when = when.replace(tzinfo=dt.UTC)
         return uuid6_lower_bound(when)
-    return checkpoints.resolve(text).checkpoint_id
+    from ckpt.errors import NotFound
+
+    try:
+        return checkpoints.resolve(text).checkpoint_id
+    except NotFound as exc:
+        raise NotFound(
+            f"{option} {text!r} is neither an ISO time (e.g. 2026-11-30T09:00:00Z) nor a "
+            f"checkpoint or thread ({exc})"
+        ) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -75,8 +75,24 @@ def demo(
     except (OSError, sqlite3.Error) as exc:
         raise CkptError(f"cannot write {path}: {exc}") from None
     typer.echo(f"wrote {path} with {len(threads)} threads: {', '.join(threads)}", err=True)
-    typer.echo(f"next: ckpt threads {path}", err=True)
+    typer.echo(f"next: {_this_command()} threads {path}", err=True)
+
+
+def _this_command() -> str:
+    """How the user can run ckpt again: `ckpt` when that is on PATH and is this one, else
+    the path this one was started by (`.venv/bin/ckpt` after `make demo`)."""
+    import os
+    import shutil
+    import sys
+
+    started = sys.argv[0]
+    on_path = shutil.which("ckpt")
+    if on_path and os.path.exists(started) and os.path.samefile(on_path, started):
+        return "ckpt"
+    if os.sep in started and os.path.exists(started):
+        return os.path.relpath(started)
+    return f"{os.path.relpath(sys.executable)} -m ckpt"
 
 
 def register(app: typer.Typer) -> None:
-    app.command()(demo)
+    app.command(short_help="Write a demo store of real LangGraph runs to try ckpt on.")(demo)

@@ -14,6 +14,7 @@ from ckpt.cli.common import opened, state, wants_ndjson
 from ckpt.cli.options import (
     FullOpt,
     JsonOpt,
+    LocalOpt,
     NdjsonOpt,
     NsOpt,
     StatusOpt,
@@ -25,7 +26,7 @@ from ckpt.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from ckpt.records import HistoryNodeRecord
+    from ckpt.records import CheckpointRecord, HistoryNodeRecord
 
 
 @store_options
@@ -41,6 +42,7 @@ def threads(
     ] = None,
     where: WhereOpt = None,
     status: StatusOpt = None,
+    local: LocalOpt = False,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
     *,
@@ -56,6 +58,7 @@ def threads(
     filters = dict(parse_where(w) for w in where or [])
     as_lines = wants_ndjson(ctx, json_out, ndjson_out)  # option errors before opening the store
     output = state(ctx).output
+    output.local_time = local
     with opened(ctx, store_options, store) as checkpoints:
         records = checkpoints.threads(
             sort=sort.value,
@@ -86,6 +89,20 @@ def parse_where(text: str) -> tuple[str, str]:
 def history(
     ctx: typer.Context,
     thread: Annotated[str, typer.Argument(metavar="THREAD", help="Thread id.")],
+    last: Annotated[
+        int | None,
+        typer.Option(
+            "--last",
+            "--limit",
+            "-n",
+            metavar="N",
+            min=1,
+            help="Only the newest N checkpoints: of the trunk, with its branches, in the tree; "
+            "of the thread with --json.",
+            show_default=False,
+        ),
+    ] = None,
+    local: LocalOpt = False,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
     *,
@@ -98,18 +115,41 @@ def history(
     from ckpt.encryption import require_key_for_records
     from ckpt.render import human
     from ckpt.render.output import stream_json_array, stream_ndjson
+    from ckpt.render.plain import tree_lines
 
     output = state(ctx).output
+    output.local_time = local
     as_lines = wants_ndjson(ctx, json_out, ndjson_out)
     with opened(ctx, store_options) as checkpoints:
         if json_out or ndjson_out:
             records = checkpoints.history(thread)
+            if last is not None:
+                records = records[-last:]  # oldest id first: the newest N
             output.lines(stream_ndjson(records) if as_lines else stream_json_array(records))
         else:
             tree = checkpoints.history_tree(thread)
-            output.show(human.history_view(thread, tree))
             records = [node["checkpoint"] for chain in tree for node in _walk(chain)]
+            # What each update_state wrote, so that two edits of one checkpoint differ on
+            # screen: the values of the (few) update checkpoints only.
+            updates = [r for r in records if _source(r) == "update"][-UPDATE_VALUES:]
+            written = {
+                r["checkpoint_id"]: checkpoints.checkpoint(
+                    r["checkpoint_id"], ns=r["checkpoint_ns"], values=True
+                ).get("channel_values")
+                or {}
+                for r in updates
+            }
+            view = human.history_view(thread, tree, last=last, written=written, local=local)
+            output.lines(tree_lines(view, output))
         require_key_for_records(records, has_key=checkpoints.raw.aes_key is not None)
+
+
+UPDATE_VALUES = 20  # update_state checkpoints whose values history loads (the newest)
+
+
+def _source(record: CheckpointRecord) -> object:
+    metadata = record["metadata"]
+    return metadata.get("source") if isinstance(metadata, dict) else None
 
 
 def _walk(chain: list[HistoryNodeRecord]) -> list[HistoryNodeRecord]:
@@ -139,7 +179,8 @@ def versions(
             "--last",
             metavar="N",
             min=1,
-            help="Only the newest N checkpoints (the table shows the newest 12 unless given).",
+            help="Only the newest N checkpoints (the table shows as many as fit the terminal, 12 "
+            "when piped; --json: all unless given).",
             show_default=False,
         ),
     ] = None,
@@ -159,7 +200,8 @@ def versions(
 
     output = state(ctx).output
     with opened(ctx, store_options) as checkpoints:
-        columns = last if last is not None or json_out else TABLE_COLUMNS
+        fit = None if json_out else human.versions_capacity(output, TABLE_COLUMNS)
+        columns = last or fit
         thread_cps = thread_checkpoints(checkpoints.raw, thread, ns or "")
         matrix = version_matrix(thread_cps, last=columns)
         if json_out:
@@ -193,7 +235,19 @@ def show(
         ),
     ] = None,
     ns: NsOpt = None,
+    last: Annotated[
+        int | None,
+        typer.Option(
+            "--last",
+            "-n",
+            metavar="N",
+            min=1,
+            help="Only the newest N messages of each message channel (with --blobs).",
+            show_default=False,
+        ),
+    ] = None,
     full: FullOpt = False,
+    local: LocalOpt = False,
     json_out: JsonOpt = False,
     *,
     store_options: StoreOptions,
@@ -208,6 +262,7 @@ def show(
 
     with_values = blobs or bool(channel)
     output = state(ctx).output
+    output.local_time = local
     with opened(ctx, store_options) as checkpoints:
         record = checkpoints.checkpoint(selector, ns=ns, values=with_values, channels=channel or ())
         if json_out:
@@ -224,6 +279,7 @@ def show(
                 writes_only=writes,
                 full=full,
                 latest=checkpoints.is_latest(record),
+                last=last,
             )
             output.show(view)
         require_key_for_record(record, has_key=checkpoints.raw.aes_key is not None)

@@ -136,6 +136,13 @@ NsOpt = Annotated[
         show_default=False,
     ),
 ]
+LocalOpt = Annotated[
+    bool,
+    typer.Option(
+        "--local/--utc",
+        help="Times in the local zone, or in UTC (the default; JSON keeps the stored times).",
+    ),
+]
 FullOpt = Annotated[bool, typer.Option("--full", help="Show long values whole instead of cut.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar on stderr.")]
 ThreadsOpt = Annotated[

@@ -166,7 +166,7 @@ def history_row(prefix: str, record: CheckpointRecord, *, marked: bool) -> Text:
     text = Text(mark, style=style)
     text.append(" ")
     text.append(prefix, style="dim")
-    text.append_text(_history_label(record))
+    text.append_text(_history_label(record, short_time(record["ts"])[11:]))
     return text
 
 

@@ -15,21 +15,26 @@ from rich.tree import Tree
 from ckpt.changes import IDENTITY_KEYS, STORAGE_KEYS, Change, Item, PathPart
 from ckpt.decoders import parse_version
 from ckpt.messages import is_message
-from ckpt.records import CheckpointRecord
-from ckpt.render.human import content_text, role_of
-from ckpt.render.text import brief, cut, human_size, short_time
+from ckpt.records import CheckpointRecord, TaskRecord
+from ckpt.render.human import content_text, role_of, task_labels
+from ckpt.render.text import brief, cut, human_size, short_time, zone_label
+from ckpt.tasks import is_internal
 
-# Sections in reading order: what the step did first, bookkeeping after.
+# Sections in reading order: errors and interrupts, then what the step did, bookkeeping
+# after.
+PROBLEMS = "errors and interrupts"
 SECTION_ORDER = (
-    "v",
+    PROBLEMS,
     "metadata",
     "next",
-    "updated_channels",
+    "tasks",
     "channel_values",
+    "pending_writes",
+    "updated_channels",
+    "pending_sends",
     "channel_versions",
     "versions_seen",
-    "pending_sends",
-    "pending_writes",
+    "v",
 )
 VERSION_SECTIONS = frozenset({"channel_versions", "versions_seen"})
 INLINE = 48  # old and new both shorter than this: one line "old → new"
@@ -39,9 +44,14 @@ KIND_MARK = {"added": "+", "removed": "-", "changed": "~"}
 
 
 def diff_view(
-    a: CheckpointRecord, b: CheckpointRecord, changes: Sequence[Change], *, full: bool
+    a: CheckpointRecord,
+    b: CheckpointRecord,
+    changes: Sequence[Change],
+    *,
+    full: bool,
+    local: bool = False,
 ) -> RenderableType:
-    parts: list[RenderableType] = [_header(a, b)]
+    parts: list[RenderableType] = [_header(a, b, local)]
     relation = _relation(a, b)
     if relation:
         parts.append(Text(f"   {relation}", style="dim italic"))
@@ -50,18 +60,99 @@ def diff_view(
         parts.append(Text("\nno differences", style="bold green"))
         return Group(*parts)
     by_section: dict[str, list[Change]] = {}
+    applied: list[str] = []  # A's writes that B's values now hold: said once, in values
+    child = relation == "B is A's child"
     for change in shown:
-        by_section.setdefault(change.section, []).append(change)
+        section = change.section
+        if section == "pending_writes" and len(change.path) == 2:
+            key = getattr(change.path[1], "key", None) or ""
+            if key.endswith(("→ __error__", "→ __interrupt__")):
+                section = PROBLEMS
+            elif child and change.kind == "removed":
+                applied.append(key)
+                continue
+        if section in ("updated_channels", "tasks"):
+            continue  # a set, and tasks by id: below
+        by_section.setdefault(section, []).append(change)
+    moved = _updated_set(a, b)
+    if moved:
+        by_section["updated_channels"] = moved
+    tasks = _task_changes(a, b)
+    if tasks:
+        by_section["tasks"] = tasks
+    labels = {**task_labels(a), **task_labels(b)}  # as show names each task
     order = [s for s in SECTION_ORDER if s in by_section]
     order += [s for s in by_section if s not in SECTION_ORDER]
     for section in order:
         parts.append(Text(""))
-        parts.append(_section_tree(section, by_section[section], full))
-    counts = {kind: sum(c.kind == kind for c in shown) for kind in KIND_STYLE}
-    summary = Text(f"\n{len(shown)} change{'s' if len(shown) != 1 else ''}: ", style="bold")
+        tree = _section_tree(section, _internal_last(by_section[section]), full, labels)
+        parts.append(tree)
+        if section == "channel_values" and applied:
+            parts.append(_applied(applied))
+    if applied and "channel_values" not in by_section:
+        parts.append(Text(""))
+        parts.append(_applied(applied))
+    listed = [c for changes_ in by_section.values() for c in changes_]
+    counts = {kind: sum(c.kind == kind for c in listed) for kind in KIND_STYLE}
+    summary = Text(f"\n{len(listed)} change{'s' if len(listed) != 1 else ''}: ", style="bold")
     summary.append(", ".join(f"{n} {kind}" for kind, n in counts.items()))
+    if applied:
+        summary.append(f"; {len(applied)} pending write{'s' if len(applied) != 1 else ''} applied")
     parts.append(summary)
     return Group(*parts)
+
+
+def _applied(keys: list[str]) -> Text:
+    counts: dict[str, int] = {}
+    for key in keys:
+        counts[key] = counts.get(key, 0) + 1
+    listed = "; ".join(k if n == 1 else f"{k} ×{n}" for k, n in counts.items())
+    return Text(f"(A's pending writes, now in B's values: {listed})", style="dim")
+
+
+def _updated_set(a: CheckpointRecord, b: CheckpointRecord) -> list[Change]:
+    """updated_channels as the set it is: the channels only A's step, or only B's, moved."""
+    old, new = a["updated_channels"], b["updated_channels"]
+    if old == new:
+        return []
+    if old is None or new is None:
+        return [Change("changed", ("updated_channels",), "/updated_channels", old, new)]
+    return [
+        *(Change("removed", ("updated_channels", c), "", c) for c in old if c not in new),
+        *(Change("added", ("updated_channels", c), "", None, c) for c in new if c not in old),
+    ]
+
+
+def _task_changes(a: CheckpointRecord, b: CheckpointRecord) -> list[Change]:
+    """The tasks due at A and at B matched by task id, each told by its label and state."""
+
+    def label(task: TaskRecord) -> str:
+        index = task.get("send_index")
+        return f"{task['name']}[{index}]" if index is not None else str(task["name"])
+
+    old = {t["id"]: t for t in a["tasks"] or []}
+    new = {t["id"]: t for t in b["tasks"] or []}
+    changes: list[Change] = []
+    for task_id, task in old.items():
+        if task_id not in new:
+            changes.append(Change("removed", ("tasks", label(task)), "", task["state"]))
+    for task_id, task in new.items():
+        before = old.get(task_id)
+        if before is None:
+            changes.append(Change("added", ("tasks", label(task)), "", None, task["state"]))
+        elif before["state"] != task["state"]:
+            path = ("tasks", label(task))
+            changes.append(Change("changed", path, "", before["state"], task["state"]))
+    return changes
+
+
+def _internal_last(changes: list[Change]) -> list[Change]:
+    """LangGraph's own channels (branch:to:*, __pregel_tasks ...) after the graph's state."""
+    return sorted(changes, key=lambda c: len(c.path) > 1 and _internal(c.path[1]))
+
+
+def _internal(part: PathPart) -> bool:
+    return isinstance(part, str) and is_internal(part)
 
 
 def _meta(record: CheckpointRecord) -> dict[str, Any]:
@@ -69,17 +160,25 @@ def _meta(record: CheckpointRecord) -> dict[str, Any]:
     return metadata if isinstance(metadata, dict) else {}
 
 
-def _header(a: CheckpointRecord, b: CheckpointRecord) -> Text:
+def _header(a: CheckpointRecord, b: CheckpointRecord, local: bool = False) -> Text:
     text = Text()
+    one_thread = (a["thread_id"], a["checkpoint_ns"]) == (b["thread_id"], b["checkpoint_ns"])
+    if one_thread:
+        text.append(f"thread {a['thread_id']}", style="bold")
+        if a["checkpoint_ns"]:
+            text.append(f"  ns {a['checkpoint_ns']}", style="bold")
+        text.append("\n")
     for label, style, record in (("A", "bold red", a), ("B", "bold green", b)):
         step = _meta(record).get("step")
         source = _meta(record).get("source")
         source_text = f" {source}" if isinstance(source, str) else ""
         parts = [f"step {step if step is not None else '?'}{source_text}"]
-        parts.append(f"thread {record['thread_id']}")
-        if record["checkpoint_ns"]:
-            parts.append(f"ns {record['checkpoint_ns']}")
-        parts += [short_time(record["ts"]), human_size(record["size"])]
+        if not one_thread:
+            parts.append(f"thread {record['thread_id']}")
+            if record["checkpoint_ns"]:
+                parts.append(f"ns {record['checkpoint_ns']}")
+        when = short_time(record["ts"], local)
+        parts += [f"{when} {zone_label(local)}" if when else "", human_size(record["size"])]
         text.append(f"{label}  ", style=style)
         text.append(record["checkpoint_id"], style="yellow")
         text.append("  " + "  ".join(p for p in parts if p), style="dim")
@@ -109,7 +208,9 @@ def _relation(a: CheckpointRecord, b: CheckpointRecord) -> str:
 # -- the tree ---------------------------------------------------------------------------------
 
 
-def _section_tree(section: str, changes: list[Change], full: bool) -> Tree:
+def _section_tree(
+    section: str, changes: list[Change], full: bool, labels: dict[str, str] | None = None
+) -> Tree:
     root = Tree(Text(section, style="bold underline"), guide_style="dim")
     nodes: dict[tuple[PathPart, ...], Tree] = {}
     for change in changes:
@@ -119,9 +220,10 @@ def _section_tree(section: str, changes: list[Change], full: bool) -> Tree:
             prefix = path[: depth + 1]
             node = nodes.get(prefix)
             if node is None:
-                node = nodes[prefix] = parent.add(Text(_part(prefix[-1]), style="bold"))
+                style = "dim" if depth == 1 and _internal(prefix[-1]) else "bold"
+                node = nodes[prefix] = parent.add(Text(_part(prefix[-1]), style=style))
             parent = node
-        _leaf(parent, change, section, full)
+        _leaf(parent, change, section, full, labels or {})
     return root
 
 
@@ -131,15 +233,37 @@ def _part(part: PathPart) -> str:
     return part or '""'  # the root namespace in metadata.parents
 
 
-def _leaf(parent: Tree, change: Change, section: str, full: bool) -> None:
+def _leaf(parent: Tree, change: Change, section: str, full: bool, labels: dict[str, str]) -> None:
     style = KIND_STYLE[change.kind]
     label = Text()
     label.append(f"{KIND_MARK[change.kind]} ", style=f"bold {style}")
-    label.append(_part(change.path[-1]) if len(change.path) > 1 else section, style="bold")
+    value = change.new if change.kind == "added" else change.old
+    last = change.path[-1]
+    name = _part(last) if len(change.path) > 1 else section
+    if isinstance(last, Item) and is_message(value if change.kind != "changed" else change.new):
+        name = f"#{last.index + 1}"  # as `ckpt show --blobs` numbers messages
+    if (
+        section in ("pending_writes", PROBLEMS)
+        and isinstance(value, dict)
+        and value.get("task_id") in labels
+    ):
+        idx = value.get("idx")
+        more = f" #{idx}" if isinstance(idx, int) and idx > 0 else ""
+        name = f"[{labels[value['task_id']]} → {value.get('channel')}{more}]"
+    quiet = len(change.path) > 1 and _internal(change.path[1])
+    label.append(name, style="dim" if quiet else "bold")
+    if section == "updated_channels" and len(change.path) == 2:
+        parent.add(label)
+        return
     if change.kind != "changed":
-        value = change.new if change.kind == "added" else change.old
-        if section == "pending_writes" and len(change.path) == 2 and isinstance(value, dict):
+        if (
+            section in ("pending_writes", PROBLEMS)
+            and len(change.path) == 2
+            and isinstance(value, dict)
+        ):
             value = value.get("value")  # the label already says which task wrote which channel
+        if section in VERSION_SECTIONS:
+            value = _versions_brief(value)
         label.append("  ")
         label.append_text(_value_text(value, full, style))
         parent.add(label)
@@ -169,6 +293,14 @@ def _brief(value: Any, full: bool) -> str:
     if isinstance(value, str):
         return cut(repr(value) if not value.strip() or "\n" in value else value, full)
     return brief(value, full)
+
+
+def _versions_brief(value: Any) -> Any:
+    """An added or removed version (or a node's versions_seen) by its counters, as `show`."""
+    if isinstance(value, dict):
+        return {k: _versions_brief(v) for k, v in value.items()}
+    counter = parse_version(value)
+    return value if counter is None else counter
 
 
 def _version(version: Any, other: Any) -> str:

@@ -11,7 +11,6 @@ from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
-from rich.tree import Tree
 
 from ckpt.analysis import task_label
 from ckpt.decoders import TYPE_KEY, parse_version
@@ -28,7 +27,16 @@ from ckpt.records import (
     dumps,
 )
 from ckpt.render.output import Output
-from ckpt.render.text import brief, cut, human_size, short_time
+from ckpt.render.plain import Runs, TreeNode
+from ckpt.render.text import (
+    brief,
+    cell_width,
+    cut,
+    human_size,
+    short_time,
+    today,
+    zone_label,
+)
 from ckpt.selector import short_id
 from ckpt.tasks import is_internal
 
@@ -72,14 +80,22 @@ def content_text(content: Any) -> str:
     return dumps(content)
 
 
-def conversation(messages: list[Any], full: bool) -> Table:
-    """A list of LangChain messages as a chat: role, content, tool calls with arguments."""
-    table = Table(box=None, show_header=False, padding=(0, 1), expand=False)
+def conversation(
+    messages: list[Any], full: bool, last: int | None = None, *, numbered: bool = True
+) -> RenderableType:
+    """A list of LangChain messages as a chat: numbered (#1 the oldest, as `--last` and the
+    `[human-2]` labels of diff count), role, content, tool calls with arguments. `last`
+    keeps the newest N, saying how many came before."""
+    table = Table(box=None, show_header=False, padding=(0, 1), expand=False, pad_edge=False)
+    if numbered:
+        table.add_column("n", no_wrap=True, justify="right", style="dim")
     table.add_column("role", no_wrap=True)
     table.add_column("content", overflow="fold")
-    for message in messages:
+    skipped = max(0, len(messages) - last) if last is not None else 0
+    for number, message in enumerate(messages[skipped:], start=skipped + 1):
         if not is_message(message):
-            table.add_row(Text("value", style="dim"), escape(brief(message, full)))
+            cells: list[RenderableType] = [Text("value", style="dim"), escape(brief(message, full))]
+            table.add_row(*([f"#{number}"] if numbered else []), *cells)
             continue
         role = role_of(message)
         label = Text(role, style=ROLE_STYLE.get(role, "bold"))
@@ -98,18 +114,37 @@ def conversation(messages: list[Any], full: bool) -> Table:
             body.append(f"\n  for {message.get('tool_call_id')}", style="dim")
         if message.get("status") == "error":
             body.stylize("red")
-        table.add_row(label, body)
+        table.add_row(*([f"#{number}"] if numbered else []), label, body)
+    if skipped:
+        earlier = Text(
+            f"… {skipped} earlier message{'s' if skipped != 1 else ''} (#1–#{skipped}) not "
+            "shown: --last N",
+            style="dim",
+        )
+        return Group(earlier, table)
     return table
 
 
-def value_view(value: Any, full: bool) -> RenderableType:
+def value_view(value: Any, full: bool, last: int | None = None) -> RenderableType:
+    """A channel value: messages as a conversation, else the value, long ones cut to a
+    summary of what they are (--full shows them whole)."""
     if isinstance(value, list) and value and all(is_message(v) for v in value):
-        return conversation(value, full)
+        return conversation(value, full, last)
     if is_message(value):
-        return conversation([value], full)
+        return conversation([value], full, numbered=False)
     if full and not isinstance(value, str):
         return Text(dumps(value, indent=2))
-    return Text(brief(value, full, 400))
+    text = brief(value, full, 400)
+    if not full and text.endswith(" chars)"):
+        what = (
+            f"a list of {len(value)} items"
+            if isinstance(value, list)
+            else f"an object of {len(value)} keys"
+            if isinstance(value, dict)
+            else "a string"
+        )
+        text = text[: text.rindex("… (")] + f"… ({what}, {text[text.rindex('(') + 1 : -1]}; --full)"
+    return Text(text)
 
 
 # -- tasks and their writes, from a checkpoint record ----------------------------------------
@@ -142,25 +177,204 @@ def _waiting(task: TaskRecord) -> list[InterruptRecord]:
 # -- history ----------------------------------------------------------------------------------
 
 
-def history_view(thread_id: str, chains: list[list[HistoryNodeRecord]]) -> Tree:
-    tree = Tree(Text(f"thread {thread_id}", style="bold"), guide_style="dim")
-    for chain in chains:
-        _add_chain(tree, chain)
+def history_view(
+    thread_id: str,
+    chains: list[list[HistoryNodeRecord]],
+    *,
+    last: int | None = None,
+    written: dict[str, dict[str, Any]] | None = None,
+    local: bool = False,
+) -> TreeNode:
+    """The tree of `ckpt history` (drawn by render.plain.tree_lines): the trunk leads to the
+    thread's latest checkpoint, each branch says what started it, and odd lineage (cycles,
+    dangling parents) carries a note. `last` keeps the newest N checkpoints of each root
+    chain. `written` holds the channel values of update_state checkpoints, by id: their
+    rows and branches say what the update wrote."""
+    title = Text(f"thread {thread_id}", style="bold")
+    title.append(f"  (times {zone_label(local)})", style="dim")
+    tree = TreeNode(_runs(title))
+    records = {
+        node["checkpoint"]["checkpoint_id"]: node["checkpoint"]
+        for chain in chains
+        for node in _nodes(chain)
+    }
+    drawer = _HistoryDrawer(records, written or {}, local)
+    for i, chain in enumerate(chains):
+        parent = tree
+        if len(chains) > 1:
+            first = chain[0]["checkpoint"]
+            why = (
+                "the thread's first checkpoint"
+                if first["parent_checkpoint_id"] is None and not chain[0].get("note")
+                else "no parent drawn above it"
+            )
+            parent = tree.add(
+                [
+                    (
+                        f"chain {i + 1} of {len(chains)}: from {short_id(first['checkpoint_id'])} "
+                        f"({why})",
+                        "bold magenta",
+                    )
+                ]
+            )
+        if last is not None and len(chain) > last:
+            left = len(chain) - last
+            parent.add(
+                [
+                    (
+                        f"… {left} earlier checkpoint{'s' if left != 1 else ''} "
+                        f"(--last {len(chain)} shows them)",
+                        "dim",
+                    )
+                ]
+            )
+            chain = chain[left:]
+        drawer.add_chain(parent, chain)
     return tree
 
 
-def _add_chain(parent: Tree, chain: list[HistoryNodeRecord]) -> None:
-    for node in chain:
-        branch = parent.add(_node_label(node["checkpoint"]))
-        for sub in node["subgraphs"]:
-            inner = branch.add(Text(f"subgraph {sub['checkpoint_ns']}", style="bold blue"))
-            _add_chain(inner, sub["chain"])
+def _runs(text: Text) -> Runs:
+    """A Rich Text as styled runs for the hand-drawn tree."""
+    plain = text.plain
+    spans = text.spans
+    base = str(text.style) if text.style else ""
+    if not spans:
+        return [(plain, base)]
+    cuts = sorted({0, len(plain), *(s.start for s in spans), *(s.end for s in spans)})
+    runs: Runs = []
+    for a, b in zip(cuts, cuts[1:], strict=False):
+        if a >= b:
+            continue
+        styles = [base, *(str(s.style) for s in spans if s.start <= a and s.end >= b)]
+        runs.append((plain[a:b], " ".join(x for x in styles if x)))
+    return runs
+
+
+def _nodes(chain: list[HistoryNodeRecord]) -> list[HistoryNodeRecord]:
+    found: list[HistoryNodeRecord] = []
+    stack = list(chain)
+    while stack:
+        node = stack.pop()
+        found.append(node)
         for fork in node["forks"]:
-            inner = branch.add(Text("fork", style="bold magenta"))
-            _add_chain(inner, fork)
+            stack.extend(fork)
+        for sub in node["subgraphs"]:
+            stack.extend(sub["chain"])
+    return found
 
 
-def _node_label(record: CheckpointRecord) -> Text:
+class _HistoryDrawer:
+    """Adds chains to a tree in drawing order, so each time line can say its date when it
+    differs from today's or from the line above."""
+
+    def __init__(
+        self,
+        records: dict[str, CheckpointRecord],
+        written: dict[str, dict[str, Any]],
+        local: bool = False,
+    ) -> None:
+        self.records = records
+        self.written = written
+        self.local = local
+        self.last_date = today(local)
+
+    def add_chain(self, parent: TreeNode, chain: list[HistoryNodeRecord]) -> None:
+        # A work list rather than recursion: forks of forks nest as deep as the store says.
+        todo = [(parent, chain)]
+        while todo:
+            into, nodes = todo.pop(0)
+            for i, node in enumerate(nodes):
+                branch = into.add(_runs(self.label(node)))
+                for sub in node["subgraphs"]:
+                    inner = branch.add([(f"subgraph {sub['checkpoint_ns']}", "bold blue")])
+                    todo.append((inner, sub["chain"]))
+                after = nodes[i + 1]["checkpoint"] if i + 1 < len(nodes) else None
+                for fork in node["forks"]:
+                    first = fork[0]["checkpoint"]
+                    wrote = self.update_text(first, node["checkpoint"])
+                    label = _fork_label(node["checkpoint"], first, after, wrote)
+                    todo.append((branch.add(_runs(label)), fork))
+
+    def label(self, node: HistoryNodeRecord) -> Text:
+        record = node["checkpoint"]
+        when = short_time(record["ts"], self.local)
+        if when:
+            date, when = when[:10], when[11:]
+            if date != self.last_date:
+                when = f"{date} {when}"
+            self.last_date = date
+        parent = self.records.get(record["parent_checkpoint_id"] or "")
+        line = _node_label(record, when, parent, wrote=self.update_text(record, parent))
+        if node.get("note"):
+            line.append(f"  ⚠ {node['note']}", style="bold red")
+        return line
+
+    def update_text(self, record: CheckpointRecord, parent: CheckpointRecord | None) -> Text:
+        """`  notes=[…, "edit-B"]`: what an update_state wrote, from its values."""
+        values = self.written.get(record["checkpoint_id"])
+        if not values:
+            return Text()
+        parts = []
+        for channel in _moved(record, parent):
+            if channel in values:
+                value = values[channel]
+                if isinstance(value, list) and len(value) > 1:
+                    shown = f"[…, {brief(value[-1], limit=40)}]"  # the end: what an edit adds
+                    if is_message(value[-1]):
+                        last = value[-1]
+                        said = cut(content_text(last.get("content")), False, 40)
+                        shown = f"[…, {role_of(last)}: {said}]"
+                else:
+                    shown = brief(value, limit=40)
+                parts.append(f"{channel}={shown}")
+        return Text(f"  wrote {'; '.join(parts)}", style="magenta") if parts else Text()
+
+
+def _fork_label(
+    at: CheckpointRecord,
+    first: CheckpointRecord,
+    trunk_next: CheckpointRecord | None,
+    wrote: Text | None = None,
+) -> Text:
+    """What started a branch: an update_state (and what it wrote), a copy of a checkpoint,
+    or a run from `at` (the earlier run when it is older than the trunk's, else a replay)."""
+    metadata = first["metadata"] if isinstance(first["metadata"], dict) else {}
+    source = metadata.get("source")
+    text = Text("branch: ", style="bold magenta")
+    if source == "update" and wrote:
+        text.append("update_state", style="magenta")
+        text.append_text(wrote)
+    elif source == "update":
+        moved = _moved(first, at)
+        text.append("update_state" + (f" → {', '.join(moved)}" if moved else ""), style="magenta")
+    elif source == "fork":
+        text.append(f"a copy of {short_id(at['checkpoint_id'])} (fork)", style="magenta")
+    elif trunk_next is not None and first["checkpoint_id"] < trunk_next["checkpoint_id"]:
+        then = trunk_next["metadata"] if isinstance(trunk_next["metadata"], dict) else {}
+        how = f" ({then['source']})" if isinstance(then.get("source"), str) else ""
+        text.append(
+            f"the earlier run, left when {short_id(trunk_next['checkpoint_id'])}{how} went on "
+            f"from {short_id(at['checkpoint_id'])}",
+            style="magenta",
+        )
+    else:
+        text.append(f"a replay from {short_id(at['checkpoint_id'])}", style="magenta")
+    return text
+
+
+def _moved(record: CheckpointRecord, parent: CheckpointRecord | None) -> list[str]:
+    """The state channels whose version differs from the parent's: what an update wrote."""
+    before = parent["channel_versions"] if parent is not None else {}
+    return _state_channels([c for c, v in record["channel_versions"].items() if before.get(c) != v])
+
+
+def _node_label(
+    record: CheckpointRecord,
+    when: str,
+    parent: CheckpointRecord | None = None,
+    *,
+    wrote: Text | None = None,
+) -> Text:
     line = Text()
     line.append(short_id(record["checkpoint_id"]), style="bold yellow")
     metadata = record["metadata"] if isinstance(record["metadata"], dict) else {}
@@ -173,10 +387,14 @@ def _node_label(record: CheckpointRecord) -> Text:
     elif step == -2 and not record["channel_versions"]:
         # durability="exit" with DeltaChannels: a placeholder for the run's first writes.
         line.append("  exit-mode stub", style="cyan")
-    if record["ts"]:
-        line.append(f"  {short_time(record['ts'])[11:]}", style="dim")
+    if when:
+        line.append(f"  {when}", style="dim")
     updated = _state_channels(record["updated_channels"] or [])
-    if updated:
+    if source == "update" and record["updated_channels"] is None and parent is not None:
+        updated = _moved(record, parent)  # an update_state: what it wrote
+    if wrote:
+        line.append_text(wrote)  # an update_state, with the values it wrote
+    elif updated:
         line.append("  updated: " + ", ".join(updated), style="green")
     if "checkpoint" in record:
         line.append("  " + brief(record["checkpoint"], limit=60), style="red")
@@ -240,7 +458,8 @@ def _writes_brief(record: CheckpointRecord) -> Text:
 
 def _task_brief(name: str, task: TaskRecord, written: list[str]) -> Text:
     if task["state"] == "failed":
-        return Text(f"✗ {name}: {brief(task['error'], limit=60)}", style="bold red")
+        given = f"({brief(task['input'], limit=40)})" if task["input"] is not None else ""
+        return Text(f"✗ {name}{given}: {brief(task['error'], limit=60)}", style="bold red")
     waiting = _waiting(task)
     if waiting:
         return Text(f"⏸ {name}: {brief(waiting[0]['value'], limit=50)}", style="bold yellow")
@@ -265,32 +484,67 @@ def _task_brief(name: str, task: TaskRecord, written: list[str]) -> Text:
 # -- versions ---------------------------------------------------------------------------------
 
 
+VERSION_CELL = 14  # widest a versions cell grows ("12 update_state"); longer task names are cut
+_MIN_CELL = 8  # a short id
+
+
+def versions_capacity(output: Output, default: int) -> int:
+    """How many checkpoint columns could fit the width (the view shows as many as do)."""
+    return max(1, (output.columns() - 12) // (_MIN_CELL + 1)) if output.wraps else default
+
+
+def _cell_text(cell: Any) -> tuple[str, str]:
+    if cell is None:
+        return "·", "dim"
+    if cell["moved"]:
+        label = str(cell["counter"] if cell["counter"] is not None else cell["version"])
+        by = ",".join(cell["by"])
+        return label + (f" {by}" if by else ""), "bold green"
+    return ("=" if cell.get("shared_blob") else "·"), "dim"
+
+
 def versions_view(matrix: VersionMatrix, output: Output) -> RenderableType:
-    table = Table(box=_boxed(output), header_style="bold", pad_edge=False)
+    """Channels down, checkpoints across (oldest left); on a terminal as many of the newest
+    checkpoints as fit the width, with a count of those left out."""
+    columns = matrix["checkpoints"]
+    cells = [[_cell_text(c) for c in row["versions"]] for row in matrix["channels"]]
+    widths = [
+        min(
+            VERSION_CELL,
+            max([_MIN_CELL, len(str(col["step"])), *(cell_width(r[i][0]) for r in cells)]),
+        )
+        for i, col in enumerate(columns)
+    ]
+    first = 0
+    if output.wraps:
+        room = output.columns() - max([7, *(cell_width(r["channel"]) for r in matrix["channels"])])
+        first = len(columns)
+        while first > 0 and room - (widths[first - 1] + 1) >= 0:
+            room -= widths[first - 1] + 1
+            first -= 1
+        first = min(first, len(columns) - 1)
+    table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 0, 0, 1))
     table.add_column("CHANNEL", no_wrap=True)
-    for column in matrix["checkpoints"]:
+    for column, width in zip(columns[first:], widths[first:], strict=True):
         step = column["step"]
-        table.add_column(f"{'?' if step is None else step}\n{column['short_id']}", justify="center")
-    for row in matrix["channels"]:
-        cells: list[Text] = []
-        for cell in row["versions"]:
-            if cell is None:
-                cells.append(Text("·", style="dim"))
-            elif cell["moved"]:
-                label = str(cell["counter"] if cell["counter"] is not None else cell["version"])
-                by = ",".join(cell["by"])
-                cells.append(Text(f"{label}" + (f" {by}" if by else ""), style="bold green"))
-            else:
-                cells.append(Text("=" if cell.get("shared_blob") else "·", style="dim"))
-        table.add_row(row["channel"], *cells)
+        table.add_column(
+            f"{'?' if step is None else step}\n{column['short_id']}",
+            justify="center",
+            no_wrap=True,
+            overflow="ellipsis",
+            max_width=width,
+        )
+    for row, row_cells in zip(matrix["channels"], cells, strict=True):
+        table.add_row(row["channel"], *(Text(t, style=st) for t, st in row_cells[first:]))
     title = f"thread {matrix['thread_id']}  namespace {matrix['checkpoint_ns'] or '(root)'}"
-    earlier = matrix.get("earlier_checkpoints", 0)
+    earlier = matrix.get("earlier_checkpoints", 0) + first
     if earlier:
-        title += f"  (newest {len(matrix['checkpoints'])}; {earlier} earlier: --last N)"
+        shown = len(columns) - first
+        title += f"  (newest {shown} of {shown + earlier}; {earlier} left out)"
     shared = any(c and c.get("shared_blob") for r in matrix["channels"] for c in r["versions"])
     legend = "number = the new version, and the task whose write moved it; · = unchanged"
     if shared:
-        legend += "; = = unchanged, and the checkpoint reuses the same stored blob"
+        legend += "; '=' = unchanged, and the checkpoint reuses the same stored blob"
     return Group(Text(title, style="bold"), table, Text(legend, style="dim"))
 
 
@@ -305,6 +559,7 @@ def checkpoint_view(
     writes_only: bool,
     full: bool,
     latest: bool = False,
+    last: int | None = None,
 ) -> RenderableType:
     """`ckpt show`: the header, metadata, versions, Sends, pending writes and values."""
     parts: list[RenderableType] = []
@@ -318,7 +573,13 @@ def checkpoint_view(
     header.add_row("checkpoint", record["checkpoint_id"])
     header.add_row("parent", record["parent_checkpoint_id"] or "(none)")
     header.add_row("step", f"{step}  {source if isinstance(source, str) else ''}".strip())
-    header.add_row("time", record["ts"] or "")
+    if record["ts"]:
+        local = output.local_time
+        when = Text(f"{short_time(record['ts'], local)} {zone_label(local)}")
+        when.append(f"  (stored {record['ts']})", style="dim")
+        header.add_row("time", when)
+    else:
+        header.add_row("time", "")
     if record["v"] is not None:
         header.add_row("format", f"v{record['v']}, {human_size(record['size'])}")
     if "checkpoint" in record:
@@ -342,11 +603,13 @@ def checkpoint_view(
     parts.append(_writes_view(record, full))
     if values and not writes_only:
         parts.append(Text("\nchannel values", style="bold underline"))
-        parts.extend(_values_view(record, full))
+        parts.extend(_values_view(record, full, last))
     return Group(*parts)
 
 
-def _values_view(record: CheckpointRecord, full: bool) -> list[RenderableType]:
+def _values_view(
+    record: CheckpointRecord, full: bool, last: int | None = None
+) -> list[RenderableType]:
     parts: list[RenderableType] = []
     stored = record.get("channel_values")
     deltas = record.get("delta_channels") or {}
@@ -362,11 +625,11 @@ def _values_view(record: CheckpointRecord, full: bool) -> list[RenderableType]:
             heading.append("  (delta channel snapshot)", style="dim")
             value = value.get("value")
         parts.append(heading)
-        parts.append(value_view(value, full))
+        parts.append(value_view(value, full, last))
     for name, delta in deltas.items():
         parts.append(_delta_heading(name, delta))
         if "value" in delta:
-            parts.append(value_view(delta["value"], full))
+            parts.append(value_view(delta["value"], full, last))
         else:
             for write in delta["writes"]:
                 line = Text(f"  + {short_id(write['checkpoint_id'])} ", style="dim")
@@ -481,8 +744,38 @@ def _writes_view(record: CheckpointRecord, full: bool) -> RenderableType:
         if write["task_id"] != current:
             current = write["task_id"]
             parts.append(_task_heading(write, labels))
+            parts.extend(_task_context(record, by_id.get(current), full))
         parts.extend(_write_lines(write, by_id.get(write["task_id"]), full))
     return Group(*parts)
+
+
+def _task_context(
+    record: CheckpointRecord, task: TaskRecord | None, full: bool
+) -> list[RenderableType]:
+    """Under a task's heading: what it was given when it failed (a Send's argument), that
+    no traceback exists, and where its subgraph's checkpoints are."""
+    if task is None:
+        return []
+    lines: list[RenderableType] = []
+    if task["state"] == "failed":
+        given = (
+            f"input {brief(task['input'], full)}  (the Send's argument)"
+            if task["input"] is not None
+            else "input: the state at this checkpoint (ckpt show --blobs)"
+        )
+        lines.append(Text(f"  {given}", style="red"))
+        lines.append(
+            Text("  (LangGraph stores the error's repr only: there is no traceback)", style="dim")
+        )
+    if task["subgraph_ns"]:
+        lines.append(
+            Text(f"  subgraph checkpoints: {_subgraph_selector(record, task)}", style="blue")
+        )
+    return lines
+
+
+def _subgraph_selector(record: CheckpointRecord, task: TaskRecord) -> str:
+    return f"ckpt show {record['thread_id']} --ns '{task['subgraph_ns']}'"
 
 
 def _task_heading(write: WriteRecord, labels: dict[str, str]) -> Text:

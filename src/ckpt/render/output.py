@@ -10,6 +10,7 @@ asks it instead of looking at `sys.stdout` or the environment itself.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -21,7 +22,8 @@ from ckpt.render.text import clean
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-DEFAULT_WIDTH = 120  # piped output, when COLUMNS does not say otherwise
+DEFAULT_WIDTH = 120  # a terminal that does not say its width
+UNWRAPPED = 100_000  # piped output without COLUMNS: lines are never wrapped (jq, grep, less -S)
 
 
 @dataclass
@@ -34,6 +36,7 @@ class Output:
     colour: bool = False  # styles allowed on stdout: a terminal, and NO_COLOR unset
     stderr_colour: bool = False
     width: int | None = None  # COLUMNS; None: ask the terminal (DEFAULT_WIDTH when piped)
+    local_time: bool = False  # --local: human views show times in the local zone, not UTC
 
     @classmethod
     def from_environment(
@@ -59,10 +62,18 @@ class Output:
         )
 
     def columns(self) -> int:
-        """The width views lay themselves out for."""
+        """The width views lay themselves out for: COLUMNS, else the terminal's; into a
+        pipe or a file without COLUMNS, no limit (`UNWRAPPED`), the same for every view."""
         if self.width is not None:
             return self.width
-        return shutil.get_terminal_size().columns if self.terminal else DEFAULT_WIDTH
+        if self.terminal:
+            return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
+        return UNWRAPPED
+
+    @property
+    def wraps(self) -> bool:
+        """Whether views fit themselves to a width (a terminal, or COLUMNS given)."""
+        return self.terminal or self.width is not None
 
     def console(self) -> Console:
         """A Rich console for stdout: styles only when allowed, boxes only on a terminal,
@@ -93,8 +104,23 @@ class Output:
         self.stdout.flush()
 
     def show(self, renderable: RenderableType) -> None:
-        """A view's renderable (a table, a tree, a group of them)."""
-        self.console().print(renderable)
+        """A view's renderable (a table, a tree, a group of them), without the trailing
+        spaces a layout engine pads its cells with."""
+        console = self.console()
+        with console.capture() as captured:
+            console.print(renderable)
+        self.stdout.write(strip_trailing(captured.get()))
+        self.stdout.flush()
+
+
+_TRAILING = re.compile(r"(?:[ \t]|\x1b\[[0-9;]*m)+$", re.MULTILINE)
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def strip_trailing(text: str) -> str:
+    """Each line without trailing blanks; the style codes among them are kept, so a style
+    still ends where it ended."""
+    return _TRAILING.sub(lambda m: "".join(_SGR.findall(m.group())), text)
 
 
 def clean_one_line(text: str) -> str:
@@ -135,7 +161,7 @@ def _console(output: Output) -> Console:
         "soft_wrap": False,
         "emoji": False,
         "no_color": not output.colour,
-        "width": output.width if output.width is not None or output.terminal else DEFAULT_WIDTH,
+        "width": output.columns(),
     }
     if output.terminal:
         kwargs["force_terminal"] = True

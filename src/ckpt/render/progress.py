@@ -24,16 +24,19 @@ def counting(
     label: str,
     unit: str = "checkpoints",
     delay: float = DELAY,
+    total: Callable[[], int | None] | None = None,
 ) -> Iterator[Iterator[T]]:
     """Yield `items` back unchanged, counting them on a stderr bar when `enabled`.
 
     The bar is stopped however the stream ends (a closed pipe included), and it never
-    touches stdout: the data goes there.
+    touches stdout: the data goes there. `total` is asked once, when the bar appears (a
+    count query a short dump never pays for); with it the bar shows N of M and an ETA.
     """
     if not enabled:
         yield iter(items)
         return
     meter = _Meter(label, unit, delay)
+    meter.count_total = total
     try:
         yield meter.wrap(items)
     finally:
@@ -67,6 +70,7 @@ class _Meter:
         self.count = 0
         self.progress: Progress | None = None
         self.task: TaskID | None = None
+        self.count_total: Callable[[], int | None] | None = None
 
     def wrap(self, items: Iterable[T]) -> Iterator[T]:
         for item in items:
@@ -89,20 +93,30 @@ class _Meter:
             self._start()
         assert self.progress is not None and self.task is not None
         rate = self.count / max(now - self.started, 1e-9)
+        of = f" of {self.total:,}" if self.total else ""
         self.progress.update(
             self.task,
             completed=self.count,
-            description=f"{self.label} {self.count:,} {self.unit} ({rate:,.0f}/s)",
+            description=f"{self.label} {self.count:,}{of} {self.unit} ({rate:,.0f}/s)",
         )
 
     def _start(self) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
+        if self.total is None and self.count_total is not None:
+            self.total = self.count_total()
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             TimeElapsedColumn(),
+            *([TextColumn("eta"), TimeRemainingColumn()] if self.total else []),
             console=Console(stderr=True),
             redirect_stdout=False,  # stdout carries the data; never proxy it
             redirect_stderr=False,
@@ -115,11 +129,12 @@ class _Meter:
         if self.progress is None or self.task is None:
             return
         elapsed = time.monotonic() - self.started
+        of = f" of {self.total:,}" if self.total and self.total != self.count else ""
         self.progress.update(
             self.task,
             completed=self.count,
             total=self.count,
-            description=f"{self.label} {self.count:,} {self.unit} in {elapsed:.1f}s",
+            description=f"{self.label} {self.count:,}{of} {self.unit} in {elapsed:.1f}s",
         )
         self.progress.stop()
         self.progress = None

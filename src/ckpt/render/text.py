@@ -6,6 +6,7 @@ Kept free of Rich so that `ckpt threads` and every JSON path start quickly.
 from __future__ import annotations
 
 import unicodedata
+from datetime import UTC, datetime
 from typing import Any
 
 from ckpt.decoders import MARK_KEY
@@ -53,8 +54,28 @@ def human_size(size: int) -> str:
     return f"{size} B"
 
 
-def short_time(iso: str | None) -> str:
-    return iso.replace("T", " ")[:19] if iso else ""
+def short_time(iso: str | None, local: bool = False) -> str:
+    """`2026-11-30 04:01:43`: a stored time in UTC (LangGraph writes UTC), or in the local
+    zone with `local` (`--local`); a time that does not parse is shown as it is."""
+    if not iso:
+        return ""
+    try:
+        when = datetime.fromisoformat(iso)
+    except ValueError:
+        return iso.replace("T", " ")[:19]
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    when = when.astimezone() if local else when.astimezone(UTC)
+    return when.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def zone_label(local: bool = False) -> str:
+    """The zone the views' times are in: UTC, or the local zone's name (`--local`)."""
+    return (datetime.now().astimezone().tzname() or "local") if local else "UTC"
+
+
+def today(local: bool = False) -> str:
+    return (datetime.now().astimezone() if local else datetime.now(UTC)).date().isoformat()
 
 
 def cell_width(text: str) -> int:

@@ -47,6 +47,16 @@ class Store(ABC):
     @abstractmethod
     def thread_exists(self, thread_id: str) -> bool: ...
 
+    def count_checkpoints(self, query: DumpQuery) -> int | None:
+        """How many checkpoints `iter_checkpoints(query)` yields, when a cheap query can
+        say (the total of dump's progress bar); None when it cannot."""
+        return None
+
+    def thread_ids(self) -> list[str]:
+        """Every thread id, for the suggestions of an error (`did you mean`); stores with a
+        query that reads only an index override it."""
+        return [t.thread_id for t in self.threads()]
+
     @abstractmethod
     def namespaces(self, thread_id: str) -> list[str]:
         """The thread's checkpoint namespaces, sorted ('' is the root)."""

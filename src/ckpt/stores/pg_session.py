@@ -97,7 +97,10 @@ class PgSession:
             text = text[len("connection failed: ") :]
         for secret in self.secrets:
             text = text.replace(secret, "***")
-        return " ".join(text.split()) or type(exc).__name__
+        # libpq says one thing a line ("... failed: Connection refused\n\tIs the server
+        # running ..."): joined with "; " so the line still reads as sentences.
+        lines = [" ".join(line.split()) for line in text.splitlines()]
+        return "; ".join(line for line in lines if line) or type(exc).__name__
 
     def translate(self, exc: BaseException) -> CkptError:
         """A psycopg error as the ckpt error to raise: no password, a hint where one helps."""

@@ -318,6 +318,10 @@ class PostgresStore(Store):
             )
         )
 
+    def thread_ids(self) -> list[str]:
+        rows = self._rows(self._sql("SELECT DISTINCT c.thread_id FROM {cp} c"), ())
+        return [row[0] for row in rows if isinstance(row[0], str)]
+
     def namespaces(self, thread_id: str) -> list[str]:
         rows = self._rows(
             self._sql("SELECT DISTINCT c.checkpoint_ns FROM {cp} c WHERE c.thread_id = %s"),

@@ -268,6 +268,10 @@ class SqliteStore(Store):
             self._run("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,))
         )
 
+    def thread_ids(self) -> list[str]:
+        rows = self._run("SELECT DISTINCT thread_id FROM checkpoints")
+        return [row[0] for row in rows if isinstance(row[0], str)]
+
     def namespaces(self, thread_id: str) -> list[str]:
         rows = self._run(
             f"SELECT DISTINCT {self._ns} FROM checkpoints WHERE thread_id = ?", (thread_id,)
@@ -414,6 +418,18 @@ class SqliteStore(Store):
         )
         for row in self._stream(sql, params):
             yield (row[0], row[1], row[2]), row[3:]
+
+    def count_checkpoints(self, query: DumpQuery) -> int | None:
+        # From the primary-key index; inside a dump's own read transaction it counts the
+        # snapshot the dump streams.
+        where, params = self._dump_filter(query, self._id, self._ns)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        sql = f"SELECT count(*) FROM checkpoints{clause}"
+        if query.latest_only:
+            pairs = f"SELECT DISTINCT thread_id, {self._ns} FROM checkpoints{clause}"
+            sql = f"SELECT count(*) FROM ({pairs})"
+        rows = self._run(sql, params)
+        return int(rows[0][0]) if rows else None
 
     def _dump_filter(
         self, query: DumpQuery, id_col: str, ns_col: str

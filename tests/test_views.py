@@ -1,0 +1,244 @@
+"""The human views on odd and large stores: every checkpoint drawn once, in bounded time."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ckpt.cli import app
+from ckpt.errors import ExitCode
+
+runner = CliRunner()
+ROOT_IDS = "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_ns = '' ORDER BY checkpoint_id"
+SET_PARENT = "UPDATE checkpoints SET parent_checkpoint_id = ? WHERE checkpoint_id = ?"
+
+
+def run(*args: str, width: int = 120) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args), env={"COLUMNS": str(width)})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def edited(
+    samples: Path, tmp_path: Path, name: str, sql: list[tuple[str, tuple[str, ...]]]
+) -> Path:
+    store = tmp_path / f"{name}.db"
+    shutil.copy(samples / "sqlite_checkpoints.db", store)
+    with sqlite3.connect(store) as conn:
+        ids = [r[0] for r in conn.execute(ROOT_IDS)]
+        for statement, picks in sql:
+            conn.execute(statement, tuple(ids[int(p)] if p.isdigit() else p for p in picks))
+    conn.close()
+    return store
+
+
+LINEAGE = {
+    # name: (edits, the note the tree must carry)
+    "cycle": ([(SET_PARENT, ("7", "0"))], "parent cycle"),  # 0 -> 7 -> ... -> 1 -> 0
+    "short-cycle": ([(SET_PARENT, ("4", "3"))], "parent cycle"),  # 3 -> 4 -> 3
+    "self": (
+        [
+            (
+                "UPDATE checkpoints SET parent_checkpoint_id = checkpoint_id "
+                "WHERE checkpoint_id = ?",
+                ("3",),
+            )
+        ],
+        "its own parent",
+    ),
+    "dangling": (
+        [(SET_PARENT, ("1f1ec72c-ffff-6000-8000-00000000dead", "4"))],
+        "not in this store",
+    ),
+    "newer": (  # 5 -> 6 -> 7 made a chain of its own, then 1's parent is 6
+        [
+            ("UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE checkpoint_id = ?", ("5",)),
+            (SET_PARENT, ("6", "1")),
+        ],
+        "newer than this checkpoint",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINEAGE))
+def test_odd_lineage_draws_every_checkpoint_once(samples: Path, tmp_path: Path, name: str) -> None:
+    edits, note = LINEAGE[name]
+    store = edited(samples, tmp_path, name, edits)
+    code, out, err = run("history", "thread-1", "--db", str(store), "--json")
+    assert code == 0, err
+    ids = [c["checkpoint_id"][-8:] for c in json.loads(out)]
+    code, out, err = run("history", "thread-1", "--db", str(store))
+    assert code == 0 and err == "", err
+    drawn = re.findall(r"[├└]── ([0-9a-f]{8})  step", out)
+    assert sorted(drawn) == sorted(ids)  # each exactly once
+    assert note in " ".join(out.split())
+
+
+def _grown(samples: Path, tmp_path: Path, count: int, *, wide: bool) -> Path:
+    """thread-1 with `count` more checkpoints: all children of one (a fork `count` wide),
+    or each the child of the one before (a chain `count` long)."""
+    store = tmp_path / "grown.db"
+    shutil.copy(samples / "sqlite_checkpoints.db", store)
+    with sqlite3.connect(store) as conn:
+        ids = [r[0] for r in conn.execute(ROOT_IDS)]
+        row = conn.execute(
+            "SELECT * FROM checkpoints WHERE checkpoint_id = ?", (ids[-1],)
+        ).fetchone()
+        rows, parent = [], ids[-2]
+        for i in range(count):
+            new = f"1f1ec72d-0000-6000-8000-{i:012x}"  # after every id of the sample
+            rows.append((row[0], row[1], new, parent, row[4], row[5], row[6]))
+            parent = parent if wide else new
+        conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    conn.close()
+    return store
+
+
+@pytest.mark.parametrize(("count", "wide"), [(20_000, True), (10_000, False)])
+def test_a_wide_fork_and_a_long_chain_draw_in_bounded_time(
+    samples: Path, tmp_path: Path, count: int, wide: bool
+) -> None:
+    store = _grown(samples, tmp_path, count, wide=wide)
+    started = time.monotonic()
+    code, out, err = run("history", "thread-1", "--db", str(store), width=80)
+    elapsed = time.monotonic() - started
+    assert code == 0 and err == "", err
+    drawn = re.findall(r"[├└]── ([0-9a-f]{8})  step", out)
+    assert len(drawn) == len(set(drawn)) == 11 + count  # the subgraph's 3 too
+    assert elapsed < 30, elapsed  # Rich's Tree took 19 s for the 20,000-wide fork
+    code, out, _ = run("history", "thread-1", "--last", "5", "--db", str(store))
+    assert code == 0 and len(re.findall(r"[├└]── ([0-9a-f]{8})  step", out)) < 10 + (
+        count if wide else 0
+    )
+
+
+# -- what the views tell a user who is debugging ---------------------------------------------
+
+
+def test_errors_that_lead_somewhere(sqlite_store: Path) -> None:
+    db = ("--db", str(sqlite_store))
+    code, _, err = run("history", "suport-1", *db)
+    assert code == ExitCode.NOT_FOUND and "did you mean 'support-1'?" in err
+    code, _, err = run("show", "nosuch", *db)
+    assert code == ExitCode.NOT_FOUND and str(sqlite_store) in err
+    code, _, err = run("dump", str(sqlite_store), "--since", "yesterday")
+    assert code == ExitCode.NOT_FOUND and "neither an ISO time" in err
+    code, _, err = run("show", "1f", *db)  # every id of the store starts so
+    assert code == ExitCode.AMBIGUOUS and err.count("(thread ") == 5 and "and more" in err
+    assert err.count("\n") == 1
+
+
+def test_ns_takes_a_subgraph_node_name(sqlite_store: Path) -> None:
+    db = ("--db", str(sqlite_store))
+    code, out, err = run("show", "subgraph-2", "--ns", "research", *db, "--json")
+    assert code == 0, err
+    assert json.loads(out)["checkpoint_ns"].startswith("research:")
+    code, _, err = run("show", "subgraph-2", "--ns", "nosuch", *db)
+    assert code == ExitCode.NOT_FOUND and "'research:" in err  # the namespaces there are
+    # The parent's show names the task whose subgraph ran, with the selector to open it.
+    code, out, _ = run("show", "subgraph-2", *db)
+    selector = re.search(r"subgraph checkpoints: (ckpt show .*)", out)
+    assert selector is not None
+    again = selector.group(1).split()[2:]
+    code, out, err = run("show", *(a.strip("'") for a in again), *db, "--json")
+    assert code == 0, err
+    assert json.loads(out)["checkpoint_ns"].startswith("research:")
+
+
+def test_a_failed_task_is_shown_with_its_input(sqlite_store: Path) -> None:
+    code, out, _ = run("show", "fanout-1", "--db", str(sqlite_store))
+    failed = out[out.index("task worker[1]") :].splitlines()
+    assert failed[1].strip().startswith('input {"item": "invoice-2"}')
+    assert "no traceback" in failed[2]
+    code, out, _ = run("history", "fanout-1", "--db", str(sqlite_store))
+    assert '✗ worker[1]({"item": "invoice-2"}): ValueError' in " ".join(out.split())
+
+
+def test_piped_output_is_not_wrapped_and_has_no_trailing_spaces(sqlite_store: Path) -> None:
+    for args in (["show", "support-1", "--blobs"], ["history", "fanout-1"], ["diff", "fork-1"]):
+        result = runner.invoke(app, [*args, "--db", str(sqlite_store)], env={"COLUMNS": ""})
+        lines = result.stdout.splitlines()
+        assert lines and all(line == line.rstrip() for line in lines), args
+    history = runner.invoke(
+        app, ["history", "fanout-1", "--db", str(sqlite_store)], env={"COLUMNS": ""}
+    )
+    failed = next(line for line in history.stdout.splitlines() if "✗" in line)
+    assert failed.endswith("worker[2] → results")  # one line, however long
+
+
+def test_history_says_what_each_update_wrote(sqlite_store: Path) -> None:
+    code, out, _ = run("history", "fork-1", "--db", str(sqlite_store))
+    assert "wrote notes=[…, edit-A]" in out and "wrote notes=[…, edit-B]" in out
+    assert "branch: the earlier run" in out and "branch: update_state" in out
+
+
+def test_show_numbers_messages_and_keeps_the_last(sqlite_store: Path) -> None:
+    code, out, _ = run("show", "support-1", "--blobs", "--last", "2", "--db", str(sqlite_store))
+    assert code == 0
+    numbers = re.findall(r"^#(\d+) ", out, re.MULTILINE)
+    assert len(numbers) == 2 and int(numbers[0]) + 1 == int(numbers[1])
+    assert f"#1–#{int(numbers[0]) - 1}) not shown" in out
+
+
+def test_versions_fit_80_columns_and_say_how_many_are_left_out(sqlite_store: Path) -> None:
+    code, out, _ = run("versions", "support-1", "--db", str(sqlite_store), width=80)
+    assert code == 0 and all(len(line) <= 80 for line in out.splitlines())
+    shown, total, left = map(int, re.search(r"newest (\d+) of (\d+); (\d+) left out", out).groups())  # type: ignore[union-attr]
+    assert shown + left == total == 15 and shown >= 5
+
+
+def test_demo_prints_a_next_command_that_runs(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    ckpt = Path(sys.executable).parent / "ckpt"
+    result = subprocess.run(
+        [str(ckpt), "demo", str(tmp_path / "d.sqlite")],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},  # ckpt is not on it
+        timeout=120,
+    )
+    hint = result.stderr.splitlines()[-1]
+    assert hint.startswith("next: ") and not hint.startswith("next: ckpt ")
+    command = hint.removeprefix("next: ").split()
+    again = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "support-1" in again.stdout
+
+
+def test_local_and_utc_times_are_labelled_the_same_way_in_every_view(
+    samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time as clock
+
+    db = ("--db", str(samples / "sqlite_checkpoints.db"))
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # +05:30 all year, no daylight saving
+    clock.tzset()
+    try:
+        views = {
+            "threads": ["threads", db[1]],
+            "history": ["history", "thread-1", *db],
+            "show": ["show", "thread-1", *db],
+            "diff": ["diff", "thread-1", *db],
+        }
+        for name, args in views.items():
+            _, utc, _ = run(*args)
+            _, local, _ = run(*args, "--local")
+            assert "04:01:43" in utc and "UTC" in utc, name  # the stored time, labelled
+            assert "09:31:43" in local and "IST" in local, name
+            assert not re.search(r"(?<!T)04:01:43(?!\.)", local), name  # only as stored, in show
+            assert run(*args, "--utc")[1] == utc, name
+        # JSON keeps the stored times whatever the flag.
+        assert (
+            run("history", "thread-1", *db, "--json", "--local")[1]
+            == run("history", "thread-1", *db, "--json")[1]
+        )
+    finally:
+        monkeypatch.undo()
+        clock.tzset()
