@@ -97,6 +97,7 @@ def test_a_value_nested_too_deep_to_print_is_one_line(samples: Path, tmp_path: P
 
 VIEWS = {
     "threads": ["threads", "{store}"],
+    "threads_size": ["threads", "{store}", "--size"],
     "history": ["history", "{thread}", "--db", "{store}"],
     "show": ["show", "{thread}", "--db", "{store}"],
     "show_blobs": ["show", "{thread}", "--blobs", "--db", "{store}"],

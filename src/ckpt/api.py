@@ -81,27 +81,62 @@ class CheckpointStore:
         where: dict[str, str] | None = None,
         sort: ThreadSort = "updated",
         limit: int | None = None,
+        sizes: bool = False,
     ) -> list[ThreadRecord]:
         """Every thread (`ckpt threads --json`), filtered on its latest metadata and its
-        status, then sorted (`updated`: newest first) and cut to `limit`.
+        status, then sorted (`updated`: newest first) and cut to `limit`. `size` is None
+        unless `sizes` (or `sort="size"`): measuring reads every row of the store.
 
         Raises EncryptedError when a key was given and does not decrypt the store.
         """
-        from ckpt.encryption import encrypted_threads
-        from ckpt.threads import select_threads
+        return list(
+            self.iter_threads(status=status, where=where, sort=sort, limit=limit, sizes=sizes)
+        )
 
-        summaries: list[ThreadSummary] = list(self._store.threads())
-        records = select_threads(
-            (thread_record(t) for t in summaries),
+    def iter_threads(
+        self,
+        *,
+        status: Status | None = None,
+        where: dict[str, str] | None = None,
+        sort: ThreadSort = "updated",
+        limit: int | None = None,
+        sizes: bool = False,
+    ) -> Iterator[ThreadRecord]:
+        """`threads`, streamed: where the store can give the rows in the order asked
+        (SQLite: `thread`, `updated`), memory stays flat and reading stops after `limit`
+        rows; otherwise the records are collected and sorted first. The encrypted-threads
+        notice is added once the stream ends."""
+        from ckpt.encryption import encrypted_threads, encrypted_threads_notice, hides_thread
+        from ckpt.threads import matches, select_threads
+
+        measure = sizes or sort == "size"
+        has_key = self._store.aes_key is not None
+        if sort in self._store.thread_orders:
+            hidden = seen = shown = 0
+            for summary in self._store.threads(sizes=measure, order=sort):
+                seen += 1
+                if hides_thread(summary):
+                    hidden += 1
+                    if has_key:  # a wrong key: say so before anything is shown
+                        encrypted_threads_notice(hidden, seen, has_key=True)
+                record = thread_record(summary)
+                if not matches(record, where=where, status=status):
+                    continue
+                yield record
+                shown += 1
+                if limit and shown >= limit:
+                    break
+            self._store.notices.extend(encrypted_threads_notice(hidden, seen, has_key=has_key))
+            return
+        everything: list[ThreadSummary] = list(self._store.threads(sizes=measure))
+        yield from select_threads(
+            (thread_record(t) for t in everything),
             sort=sort,
             limit=limit,
             where=where,
             status=status,
         )
-        self._store.notices.extend(
-            encrypted_threads(summaries, has_key=self._store.aes_key is not None)
-        )
-        return records
+        self._store.notices.extend(encrypted_threads(everything, has_key=has_key))
 
     def checkpoint(
         self,

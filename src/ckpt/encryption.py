@@ -81,15 +81,25 @@ def encrypted_threads(threads: list[ThreadSummary], *, has_key: bool) -> list[st
     """A notice when newest checkpoints hold encrypted values; an error when a key was
     wrong (every store keeps some parts in clear text, format.md §2.7: a wrong key shows only
     where an encrypted part is read)."""
-    hidden = [t for t in threads if t.latest is not None and hides_values(t.latest)]
+    hidden = sum(1 for t in threads if hides_thread(t))
+    return encrypted_threads_notice(hidden, len(threads), has_key=has_key)
+
+
+def hides_thread(thread: ThreadSummary) -> bool:
+    """Whether a thread's newest checkpoint stayed encrypted."""
+    return thread.latest is not None and hides_values(thread.latest)
+
+
+def encrypted_threads_notice(hidden: int, total: int, *, has_key: bool) -> list[str]:
+    """`encrypted_threads` from counts (a streamed listing keeps no list of threads)."""
     if not hidden:
         return []
     if has_key:
         raise EncryptedError(
-            f"{len(hidden)} thread(s) did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
+            f"{hidden} thread(s) did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
         )
     return [
-        f"{len(hidden)} of {len(threads)} threads hold encrypted values: status and next "
+        f"{hidden} of {total} threads hold encrypted values: status and next "
         "shown as unknown where they need --aes-key or LANGGRAPH_AES_KEY"
     ]
 

@@ -153,7 +153,9 @@ class ThreadSummary:
     namespaces: list[str]
     checkpoints: int
     writes: int  # write rows of the whole thread
-    size: int  # bytes on disk: checkpoints, metadata, blobs and writes
+    # Bytes on disk (checkpoints, metadata, blobs and writes); None when not measured
+    # (`threads(sizes=False)`, the default: measuring reads every row).
+    size: int | None
     latest: Checkpoint | None  # latest root checkpoint, loaded without channel values
 
 

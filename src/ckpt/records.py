@@ -101,7 +101,7 @@ class ThreadRecord(TypedDict):
     next: list[str] | None
     errors: list[Any]
     interrupts: list[InterruptRecord]
-    size: int
+    size: int | None  # None unless measured (`threads --size`)
     metadata: dict[str, Any]
 
 

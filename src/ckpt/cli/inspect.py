@@ -41,12 +41,19 @@ def threads(
     ] = None,
     where: WhereOpt = None,
     status: StatusOpt = None,
+    size: Annotated[
+        bool,
+        typer.Option(
+            "--size",
+            help="Also measure each thread's bytes (reads every row; `ckpt stats` says more).",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
     *,
     store_options: StoreOptions,
 ) -> None:
-    """List every thread: checkpoints, namespaces, latest step, status, size.
+    """List every thread: checkpoints, namespaces, latest step, status (size with --size).
 
     Example: ckpt threads db.sqlite --status error --json | jq '.[].errors'
     """
@@ -57,18 +64,19 @@ def threads(
     as_lines = wants_ndjson(ctx, json_out, ndjson_out)  # option errors before opening the store
     output = state(ctx).output
     with opened(ctx, store_options, store) as checkpoints:
-        records = checkpoints.threads(
+        records = checkpoints.iter_threads(
             sort=sort.value,
             limit=limit,
             where=filters,
             status=status.value if status else None,  # type: ignore[arg-type]
+            sizes=size,
         )
         if as_lines:
             output.lines(stream_ndjson(records))
         elif json_out:
             output.lines(stream_json_array(records))
-        elif records:
-            output.lines(threads_table(records, output))
+        elif table := list(threads_table(records, output)):
+            output.lines(table)
         else:
             # Nothing on stdout: an empty listing; the explanation is talk, for stderr.
             what = "no threads match" if filters or status else "no threads"

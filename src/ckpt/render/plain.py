@@ -29,6 +29,7 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
     statuses: list[str] = []
     details: list[str] = []
     keeps: list[int] = []  # characters at the start of each detail that a cut must keep
+    measured = False
     for record in records:
         keep = 0
         detail = ", ".join(record["next"] or [])
@@ -57,11 +58,16 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
                 str(record["pending_writes"]),
                 str(len([n for n in record["namespaces"] if n])),
                 short_time(record["updated_at"]),
-                human_size(record["size"]),
+                "" if record["size"] is None else human_size(record["size"]),
             ]
         )
+        measured = measured or record["size"] is not None
     if not rows:
         return
+    if not measured:  # sizes are shown only when measured (`--size`)
+        headers.pop()
+        for row in rows:
+            row.pop()
     widths = [
         max([cell_width(h), *(cell_width(r[i]) for r in rows)]) for i, h in enumerate(headers)
     ]

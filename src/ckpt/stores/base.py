@@ -40,9 +40,16 @@ class Store(ABC):
         self.refused: list[str] = []  # globals a pickle named, shown as refused values
 
     # -- listing ---------------------------------------------------------------------------
+    # The `order`s `threads` can stream in (besides any order the caller sorts itself).
+    thread_orders: ClassVar[frozenset[str]] = frozenset()
+
     @abstractmethod
-    def threads(self) -> Iterator[ThreadSummary]:
-        """Every thread, from aggregates plus its latest root checkpoint (no channel values)."""
+    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
+        """Every thread, from aggregates plus its latest root checkpoint (no channel values),
+        streamed. `sizes=True` measures each thread's bytes (a scan of every row; None
+        otherwise). `order` is "thread" (by id) or, when in `thread_orders`, "updated"
+        (newest latest root checkpoint id first, then thread id descending); other
+        stores yield thread order and the caller sorts."""
 
     @abstractmethod
     def thread_exists(self, thread_id: str) -> bool: ...

@@ -162,13 +162,13 @@ class PickleStore(Store):
         self.notices.append(f"{missing} {verb} missing from {layout.location}{shown}")
 
     # -- listing ---------------------------------------------------------------------------
-    def threads(self) -> Iterator[ThreadSummary]:
+    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         # Aggregates come from the raw dicts; only each thread's latest root checkpoint is
         # decoded, shallowly.
-        sizes = self.sizes(DumpQuery())
+        counted = self.sizes(DumpQuery())  # the index's spans: no value is read
         for thread_id in sorted(self._storage):
             namespaces = self._storage[thread_id]
-            sized = sizes.get(thread_id, ThreadBytes())
+            sized = counted.get(thread_id, ThreadBytes())
             # A thread with only subgraph checkpoints has no state of its own: no latest.
             latest = self.latest_key(thread_id) if "" in namespaces else None
             yield ThreadSummary(
@@ -176,7 +176,7 @@ class PickleStore(Store):
                 namespaces=sorted(namespaces),
                 checkpoints=sized.checkpoints,
                 writes=sized.writes,
-                size=sized.total,
+                size=sized.total if sizes else None,
                 latest=self._load_one(latest, values=False, tolerant=True) if latest else None,
             )
 

@@ -261,29 +261,32 @@ class PostgresStore(Store):
         )
 
     # -- listing ---------------------------------------------------------------------------
-    def threads(self) -> Iterator[ThreadSummary]:
+    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         # One statement for every thread's aggregates (a consistent snapshot), then the
         # latest root checkpoints hydrated a batch at a time. Grouping by (thread, ns) first
         # lets the server hash-aggregate narrow rows; one array_agg(DISTINCT ...) over the
         # table would sort every row with its JSONB instead (5x slower, spills to disk).
+        # Sizes (`sizes=True`) read every row's columns (pg_column_size, octet_length, the
+        # blobs table): without them the statement reads the primary-key columns only.
         writes_cte = (
-            f"SELECT w.thread_id, count(*) AS n, sum({WRITE_BYTES}) AS size FROM {{wr}} w "
-            "GROUP BY w.thread_id"
+            f"SELECT w.thread_id, count(*) AS n, {f'sum({WRITE_BYTES})' if sizes else '0'} "
+            "AS size FROM {wr} w GROUP BY w.thread_id"
             if self.has_writes
             else "SELECT NULL::text AS thread_id, 0::bigint AS n, 0::bigint AS size WHERE false"
         )
         blobs_cte = (
             f"SELECT b.thread_id, sum({BLOB_BYTES}) AS size FROM {{bl}} b GROUP BY b.thread_id"
-            if self.has_blobs
+            if self.has_blobs and sizes
             else "SELECT NULL::text AS thread_id, 0::bigint AS size WHERE false"
         )
+        checkpoint_bytes = f"sum({CHECKPOINT_BYTES})" if sizes else "0"
         aggregates = self._rows(
             self._sql(
                 "WITH cp AS (SELECT thread_id, sum(n) AS n, "
                 "array_agg(checkpoint_ns ORDER BY checkpoint_ns) AS namespaces, "
                 "sum(size) AS size, max(latest) FILTER (WHERE checkpoint_ns = '') AS latest_root "
                 "FROM (SELECT c.thread_id, c.checkpoint_ns, count(*) AS n, "
-                f"sum({CHECKPOINT_BYTES}) AS size, "
+                f"{checkpoint_bytes} AS size, "
                 "max({id}) AS latest FROM {cp} c GROUP BY 1, 2) AS per_ns GROUP BY thread_id), "
                 f"w AS ({writes_cte}), b AS ({blobs_cte}) "
                 "SELECT cp.thread_id, cp.n, cp.namespaces, cp.size, cp.latest_root, "
@@ -307,7 +310,11 @@ class PostgresStore(Store):
                     namespaces=sorted(namespaces or [""]),
                     checkpoints=int(count),
                     writes=int(writes),
-                    size=int(size or 0) + int(writes_size or 0) + int(blobs_size or 0),
+                    size=(
+                        int(size or 0) + int(writes_size or 0) + int(blobs_size or 0)
+                        if sizes
+                        else None
+                    ),
                     latest=latest.get(thread_id),
                 )
 

@@ -7,11 +7,11 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from ckpt.errors import (
@@ -41,12 +41,14 @@ from ckpt.vocabulary import FIND_LIMIT
 SQLITE_MAGIC = b"SQLite format 3\x00"
 T = TypeVar("T")
 BATCH = 200  # rows fetched per round trip when streaming
+THREADS_PER_BATCH = 200  # latest checkpoints fetched per statement by `threads`
 
 
 class SqliteStore(Store):
     """A SqliteSaver file: current, 2.x (no task_path), 1.x (`json` tag) or 0.1.x (thread_ts)."""
 
     kind = "sqlite"
+    thread_orders = frozenset({"thread", "updated"})
 
     def __init__(self, path: str | os.PathLike[str], *, aes_key: bytes | None = None) -> None:
         super().__init__(str(path), aes_key=aes_key)
@@ -150,78 +152,82 @@ class SqliteStore(Store):
             raise self._error(exc) from None
 
     # -- listing ---------------------------------------------------------------------------
-    def threads(self) -> Iterator[ThreadSummary]:
+    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         with self._snapshot():
-            yield from self._threads()
+            yield from self._threads(sizes=sizes, order=order)
 
-    def _threads(self) -> Iterator[ThreadSummary]:
-        # Aggregates in SQL; only each thread's latest root checkpoint is decoded (shallow).
-        # Sizes need a scan of the table (length() reads only each row's header, never the
-        # blob): it runs on a second connection while this one decodes, since sqlite3
-        # releases the GIL while it works.
-        sizes = _Background(self._sizes, self.location)
+    def _threads(self, *, sizes: bool, order: str) -> Iterator[ThreadSummary]:
+        # The thread, its counts, namespaces and latest root id come from the primary-key
+        # indexes alone (one statement: SQL sorts these narrow rows when asked for the
+        # newest first). The latest root checkpoints and their writes are then fetched a
+        # batch of threads at a time through the primary key, so memory stays flat and a
+        # caller that stops early (`--limit`) reads no more bodies. Sizes (`sizes=True`)
+        # need a scan of every row; `ckpt stats` is where they belong.
         ns, cid = self._ns, self._id
-        # Counts, namespaces and latest ids come from the primary-key index alone.
-        aggregates = self._run(
+        thread_bytes = self._size_rows(self.conn, DumpQuery()) if sizes else None
+        write_counts = (
+            "LEFT JOIN (SELECT thread_id, count(*) AS n FROM writes GROUP BY thread_id) w "
+            "ON w.thread_id = a.thread_id"
+            if self.has_writes
+            else ""
+        )
+        order_by = "a.latest_root DESC, a.thread_id DESC" if order == "updated" else "a.thread_id"
+        aggregates = self._stream(
             # json_group_array, not group_concat: a namespace holds any character a node
             # name may, commas included.
-            f"SELECT thread_id, count(*), json_group_array(DISTINCT {ns}) "
-            f"FROM checkpoints GROUP BY thread_id ORDER BY thread_id"
+            f"SELECT a.thread_id, a.n, a.namespaces, a.latest_root, "
+            f"{'coalesce(w.n, 0)' if self.has_writes else '0'} FROM ("
+            f"SELECT thread_id, count(*) AS n, json_group_array(DISTINCT {ns}) AS namespaces, "
+            f"max(CASE WHEN {ns} = '' THEN {cid} END) AS latest_root "
+            f"FROM checkpoints GROUP BY thread_id) a {write_counts} ORDER BY {order_by}"
         )
-        latest_root = (
-            f"SELECT thread_id, max({cid}) FROM checkpoints WHERE {ns} = '' GROUP BY thread_id"
-        )
+        for chunk in _batched(aggregates, THREADS_PER_BATCH):
+            keys = [(row[0], row[3]) for row in chunk if row[3] is not None]
+            rows, writes = self._latest_rows(keys)
+            for thread_id, count, namespaces, _, write_count in chunk:
+                row = rows.get(thread_id)
+                # A thread with only subgraph checkpoints has no state of its own.
+                latest = None
+                if row is not None:
+                    latest = self._checkpoint(
+                        row, sort_writes(writes.get(thread_id, [])), values=False, tolerant=True
+                    )
+                sized = thread_bytes.get(thread_id) if thread_bytes is not None else None
+                yield ThreadSummary(
+                    thread_id=thread_id,
+                    namespaces=sorted(_json_list(namespaces)) or [""],
+                    checkpoints=count,
+                    writes=write_count,
+                    size=None if thread_bytes is None else (sized.total if sized else 0),
+                    latest=latest,
+                )
+
+    def _latest_rows(
+        self, keys: list[tuple[str, str]]
+    ) -> tuple[dict[str, Any], dict[str, list[PendingWrite]]]:
+        """The root checkpoint rows (thread, id) name and their writes: a join on a VALUES
+        list, which SQLite serves by primary-key searches (a row-value IN would scan)."""
+        if not keys:
+            return {}, {}
+        values = ", ".join("(?, ?)" for _ in keys)
+        params = [part for key in keys for part in key]
         rows = {
             row[0]: row
             for row in self._run(
-                f"SELECT {self._cp_cols} FROM checkpoints "
-                f"WHERE {ns} = '' AND (thread_id, {cid}) IN ({latest_root})"
+                f"SELECT {self._cp_cols} FROM (VALUES {values}) k CROSS JOIN checkpoints "
+                f"ON thread_id = k.column1 AND {self._ns} = '' AND {self._id} = k.column2",
+                params,
             )
         }
-        latest_writes: dict[str, list[PendingWrite]] = {}
+        writes: dict[str, list[PendingWrite]] = {}
         if self.has_writes:
             for row in self._run(
-                f"SELECT thread_id, {self._w_cols} FROM writes "
-                f"WHERE {self._w_ns} = '' AND (thread_id, {self._w_id}) IN ({latest_root})"
+                f"SELECT thread_id, {self._w_cols} FROM (VALUES {values}) k CROSS JOIN writes "
+                f"ON thread_id = k.column1 AND {self._w_ns} = '' AND {self._w_id} = k.column2",
+                params,
             ):
-                latest_writes.setdefault(row[0], []).append(self._write(row[1:]))
-        decoded: list[tuple[Any, Checkpoint | None]] = []
-        for thread_id, count, namespaces in aggregates:
-            row = rows.get(thread_id)
-            latest = None  # a thread with only subgraph checkpoints has no state of its own
-            if row is not None:
-                writes = sort_writes(latest_writes.get(thread_id, []))
-                latest = self._checkpoint(row, writes, values=False, tolerant=True)
-            decoded.append(((thread_id, count, namespaces), latest))
-        write_counts = self._write_counts()
-        thread_sizes = sizes.result()
-        if any(
-            (sized := thread_sizes.get(thread_id)) is None
-            or (sized.checkpoints, sized.writes) != (count, write_counts.get(thread_id, 0))
-            for (thread_id, count, _), _ in decoded
-        ) or len(thread_sizes) != len(decoded):
-            # The other connection saw another commit of a store being written: measure
-            # again in this one's snapshot, so that sizes and counts agree.
-            thread_sizes = self._size_rows(self.conn, DumpQuery())
-        for (thread_id, count, namespaces), latest in decoded:
-            sized = thread_sizes.get(thread_id)
-            yield ThreadSummary(
-                thread_id=thread_id,
-                namespaces=sorted(_json_list(namespaces)) or [""],
-                checkpoints=count,
-                writes=write_counts.get(thread_id, 0),
-                size=sized.total if sized is not None else 0,
-                latest=latest,
-            )
-
-    def _sizes(self) -> dict[str, ThreadBytes]:
-        """`sizes` of every thread on a connection of its own: `threads` runs it in the
-        background while it decodes, since sqlite3 releases the GIL while it works."""
-        link = _connect(self.path)
-        try:
-            return self._size_rows(link.conn, DumpQuery())
-        finally:
-            link.close()
+                writes.setdefault(row[0], []).append(self._write(row[1:]))
+        return rows, writes
 
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         with self._snapshot():
@@ -255,12 +261,6 @@ class SqliteStore(Store):
         except sqlite3.Error as exc:
             raise _translate(exc, self.location) from None
         return found
-
-    def _write_counts(self) -> dict[str, int]:
-        """Write rows per thread, from the primary-key index alone."""
-        if not self.has_writes:
-            return {}
-        return dict(self._run("SELECT thread_id, count(*) FROM writes GROUP BY thread_id"))
 
     def thread_exists(self, thread_id: str) -> bool:
         return bool(
@@ -934,33 +934,6 @@ def _connect(path: Path, *, probe: bool = False) -> _Connection:
     raise _translate(error, str(path)) from None
 
 
-class _Background(Generic[T]):
-    """Run a function on a thread now; `result()` joins it and re-raises its error."""
-
-    def __init__(self, work: Callable[[], T], location: str) -> None:
-        self._work = work
-        self._location = location
-        self._value: T | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._work()
-        except BaseException as exc:  # handed to the caller in result()
-            self._error = exc
-
-    def result(self) -> T:
-        self._thread.join()
-        if self._error is not None:
-            if isinstance(self._error, sqlite3.Error):
-                raise _translate(self._error, self._location) from None
-            raise self._error
-        assert self._value is not None
-        return self._value
-
-
 def _translate(exc: sqlite3.Error, location: str) -> CkptError:
     name = getattr(exc, "sqlite_errorname", "")
     text = str(exc)
@@ -978,3 +951,14 @@ def _translate(exc: sqlite3.Error, location: str) -> CkptError:
     if isinstance(exc, sqlite3.OperationalError) and "no such" in text:
         return NotACheckpointStore(f"{location}: not a LangGraph checkpoint store ({text})")
     return StoreUnreadable(f"{location}: {text}")
+
+
+def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
