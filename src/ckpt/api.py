@@ -153,24 +153,32 @@ class CheckpointStore:
         checkpoint, tasks = self._load(selector, ns=ns, values=values, channels=channels)
         return checkpoint_record(checkpoint, values=values, tasks=tasks)
 
-    def history(self, thread_id: str, *, ns: str | None = None) -> list[CheckpointRecord]:
+    def history(
+        self, thread_id: str, *, ns: str | None = None, last: int | None = None
+    ) -> list[CheckpointRecord]:
         """Every checkpoint of a thread, all namespaces (or one), oldest id first, without
-        values (`ckpt history --json`)."""
+        values (`ckpt history --json`); `last`: only the newest `last` (`--last N`), the
+        others never read."""
         from ckpt.history import thread_checkpoints, thread_tasks
 
-        checkpoints = thread_checkpoints(self._store, thread_id, ns)
+        checkpoints = thread_checkpoints(self._store, thread_id, ns, last=last)
         tasks = thread_tasks(checkpoints)
         return [
             checkpoint_record(c, values=False, tasks=tasks[(c.checkpoint_ns, c.checkpoint_id)])
             for c in checkpoints
         ]
 
-    def history_tree(self, thread_id: str) -> list[list[HistoryNodeRecord]]:
+    def history_tree(
+        self, thread_id: str, *, last: int | None = None
+    ) -> list[list[HistoryNodeRecord]]:
         """The thread as the tree `ckpt history` draws: chains of the root namespace, forks
-        where they leave, subgraph runs under the checkpoint whose task ran them."""
+        where they leave, subgraph runs under the checkpoint whose task ran them. `last`:
+        the tree of the newest `last` checkpoints (a chain starts where its parent is
+        older than those)."""
         from ckpt.history import build_history, history_records, thread_checkpoints
 
-        return history_records(build_history(thread_checkpoints(self._store, thread_id)))
+        checkpoints = thread_checkpoints(self._store, thread_id, last=last)
+        return history_records(build_history(checkpoints))
 
     def versions(
         self, thread_id: str, *, ns: str | None = None, last: int | None = None

@@ -166,14 +166,22 @@ def history_records(chains: list[list[HistoryNode]]) -> list[list[HistoryNodeRec
 
 
 def thread_checkpoints(
-    store: Store, thread_id: str, checkpoint_ns: str | None = None
+    store: Store, thread_id: str, checkpoint_ns: str | None = None, *, last: int | None = None
 ) -> list[Checkpoint]:
-    """A thread's checkpoints without values (one namespace, or all); unknown is an error."""
+    """A thread's checkpoints without values (one namespace, or all); unknown is an error.
+    `last`: only the newest `last` (by id), read alone where the store can."""
     if not thread_id.strip():
         raise BadOption("empty thread id")
-    checkpoints = store.checkpoints(thread_id, values=False)
-    if checkpoint_ns is not None:
-        checkpoints = [c for c in checkpoints if c.checkpoint_ns == checkpoint_ns]
+    if checkpoint_ns is None:
+        checkpoints = store.checkpoints(thread_id, values=False, last=last)
+    else:
+        checkpoints = [
+            c
+            for c in store.checkpoints(thread_id, values=False)
+            if c.checkpoint_ns == checkpoint_ns
+        ]
+        if last is not None:
+            checkpoints = checkpoints[-last:]
     if not checkpoints:
         where = f" in namespace {checkpoint_ns!r}" if checkpoint_ns else ""
         raise NotFound(f"no thread {thread_id!r}{where} in {store.location}")

@@ -94,6 +94,16 @@ def parse_where(text: str) -> tuple[str, str]:
 def history(
     ctx: typer.Context,
     thread: Annotated[str, typer.Argument(metavar="THREAD", help="Thread id.")],
+    last: Annotated[
+        int | None,
+        typer.Option(
+            "--last",
+            metavar="N",
+            min=1,
+            help="Only the newest N checkpoints (by id; the older ones are not read).",
+            show_default=False,
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
     *,
@@ -111,10 +121,10 @@ def history(
     as_lines = wants_ndjson(ctx, json_out, ndjson_out)
     with opened(ctx, store_options) as checkpoints:
         if json_out or ndjson_out:
-            records = checkpoints.history(thread)
+            records = checkpoints.history(thread, last=last)
             output.lines(stream_ndjson(records) if as_lines else stream_json_array(records))
         else:
-            tree = checkpoints.history_tree(thread)
+            tree = checkpoints.history_tree(thread, last=last)
             output.show(human.history_view(thread, tree))
             records = [node["checkpoint"] for chain in tree for node in _walk(chain)]
         require_key_for_records(records, has_key=checkpoints.raw.aes_key is not None)

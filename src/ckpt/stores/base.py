@@ -59,8 +59,11 @@ class Store(ABC):
         """The thread's checkpoint namespaces, sorted ('' is the root)."""
 
     @abstractmethod
-    def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
-        """All checkpoints of a thread in every namespace, with pending writes, oldest id first."""
+    def checkpoints(
+        self, thread_id: str, *, values: bool = False, last: int | None = None
+    ) -> list[Checkpoint]:
+        """All checkpoints of a thread in every namespace, with pending writes, oldest id
+        first (by id, then namespace); `last`: only the newest `last` of that order."""
 
     # -- finding ---------------------------------------------------------------------------
     @abstractmethod
@@ -70,6 +73,11 @@ class Store(ABC):
         Tables print the last 8 characters of an id (its random part) as the short id,
         and users paste prefixes of full ids: both must resolve.
         """
+
+    def find_exact(self, checkpoint_id: str) -> list[CheckpointKey]:
+        """Keys whose checkpoint_id is exactly `checkpoint_id` (a full id pasted): stores
+        whose key index starts with the thread probe it per (thread, namespace)."""
+        return [k for k in self.find(checkpoint_id) if k.checkpoint_id == checkpoint_id]
 
     @abstractmethod
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:

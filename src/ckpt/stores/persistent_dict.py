@@ -213,13 +213,17 @@ class PickleStore(Store):
     def namespaces(self, thread_id: str) -> list[str]:
         return sorted(self._storage.get(thread_id, {}))
 
-    def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
+    def checkpoints(
+        self, thread_id: str, *, values: bool = False, last: int | None = None
+    ) -> list[Checkpoint]:
         keys = [
             CheckpointKey(thread_id, ns, checkpoint_id)
             for ns, entries in self._storage.get(thread_id, {}).items()
             for checkpoint_id in entries
         ]
         keys.sort(key=lambda k: (k.checkpoint_id, k.checkpoint_ns))
+        if last is not None:
+            keys = keys[-last:] if last > 0 else []
         return [self._load_one(key, values=values, tolerant=True) for key in keys]
 
     # -- finding ---------------------------------------------------------------------------

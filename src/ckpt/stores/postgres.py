@@ -332,7 +332,9 @@ class PostgresStore(Store):
         )
         return sorted(str(row[0]) for row in rows)
 
-    def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
+    def checkpoints(
+        self, thread_id: str, *, values: bool = False, last: int | None = None
+    ) -> list[Checkpoint]:
         # Three statements whatever the thread's length: its rows, its blobs, its writes.
         rows = [
             _Row(*row)
@@ -345,6 +347,8 @@ class PostgresStore(Store):
             )
         ]
         rows.sort(key=lambda r: (r.checkpoint_id, r.checkpoint_ns))
+        if last is not None:
+            rows = rows[-last:] if last > 0 else []
         return list(self._hydrate(rows, values=values, thread_id=thread_id))
 
     # -- finding ---------------------------------------------------------------------------

@@ -42,6 +42,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 T = TypeVar("T")
 BATCH = 200  # rows fetched per round trip when streaming
 THREADS_PER_BATCH = 200  # latest checkpoints fetched per statement by `threads`
+PROBE_STEPS = 10000  # steps (about 2 per namespace) `find_exact` walks before it scans
 
 
 class SqliteStore(Store):
@@ -273,17 +274,41 @@ class SqliteStore(Store):
         )
         return sorted(str(row[0]) for row in rows)
 
-    def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
+    def checkpoints(
+        self, thread_id: str, *, values: bool = False, last: int | None = None
+    ) -> list[Checkpoint]:
         with self._snapshot():
-            return self._thread_checkpoints(thread_id, values=values)
+            return self._thread_checkpoints(thread_id, values=values, last=last)
 
-    def _thread_checkpoints(self, thread_id: str, *, values: bool) -> list[Checkpoint]:
+    def _thread_checkpoints(
+        self, thread_id: str, *, values: bool, last: int | None = None
+    ) -> list[Checkpoint]:
+        ns, cid = self._ns, self._id
+        if last is None:
+            keys = f"SELECT {ns} AS kn, {cid} AS ki FROM checkpoints WHERE thread_id = ?"
+        else:
+            # The newest `last` keys from the thread's part of the key index; then only
+            # their rows and their writes are read, by primary key.
+            keys = (
+                f"SELECT {ns} AS kn, {cid} AS ki FROM checkpoints WHERE thread_id = ? "
+                f"ORDER BY {cid} DESC, {ns} DESC LIMIT {max(int(last), 0)}"
+            )
         rows = self._run(
-            f"SELECT {self._cp_cols} FROM checkpoints WHERE thread_id = ? "
-            f"ORDER BY {self._id}, {self._ns}",
-            (thread_id,),
+            f"SELECT {self._cp_cols} FROM ({keys}) k CROSS JOIN checkpoints "
+            f"ON thread_id = ? AND {ns} = k.kn AND {cid} = k.ki ORDER BY {cid}, {ns}",
+            (thread_id, thread_id),
         )
-        writes = self._writes_by_checkpoint(thread_id)
+        writes: dict[tuple[str, str], list[PendingWrite]] = {}
+        if self.has_writes and rows:
+            grouped: dict[tuple[str, str], list[PendingWrite]] = {}
+            for row in self._run(
+                f"SELECT {self._w_ns}, {self._w_id}, {self._w_cols} FROM ({keys}) k "
+                f"CROSS JOIN writes ON thread_id = ? AND {self._w_ns} = k.kn "
+                f"AND {self._w_id} = k.ki",
+                (thread_id, thread_id),
+            ):
+                grouped.setdefault((row[0], row[1]), []).append(self._write(row[2:]))
+            writes = {k: sort_writes(v) for k, v in grouped.items()}
         return [
             self._checkpoint(row, writes.get((row[1], row[2]), []), values=values, tolerant=True)
             for row in rows
@@ -303,6 +328,55 @@ class SqliteStore(Store):
             sql += " AND thread_id = ?"
             params.append(thread_id)
         return [CheckpointKey(*row) for row in self._run(f"{sql} LIMIT {FIND_LIMIT}", params)]
+
+    def find_exact(self, checkpoint_id: str) -> list[CheckpointKey]:
+        # The primary key is (thread_id, checkpoint_ns, checkpoint_id): no index serves the
+        # id alone, and SQLite skips through a key's leading columns only with ANALYZE
+        # statistics, which a read-only reader cannot write. So the statement does that
+        # skip-scan itself: a recursive walk from one (thread, namespace) to the next (an
+        # index search each), and a primary-key search for the id in every one. That
+        # reads a few pages per namespace instead of the whole key index: far less on
+        # long threads, but no less once namespaces are many and short, so after
+        # PROBE_STEPS steps it gives up and `find` scans the key index instead.
+        ns, cid = self._ns, self._id
+        if self.era == "0.1":  # one namespace: (thread_id, thread_ts) is the key
+            step = (
+                "SELECT (SELECT thread_id FROM checkpoints WHERE thread_id > p.t "
+                "ORDER BY thread_id LIMIT 1), '', "
+            )
+            start = "SELECT min(thread_id), '', 0 FROM checkpoints"
+        else:
+            # (t, NULL) enters a thread; (t, n) moves to its next namespace, or to the
+            # next thread when n was its last.
+            first_ns = (
+                "(SELECT checkpoint_ns FROM checkpoints WHERE thread_id = p.t "
+                "ORDER BY checkpoint_ns LIMIT 1)"
+            )
+            next_ns = (
+                "(SELECT checkpoint_ns FROM checkpoints WHERE thread_id = p.t "
+                "AND checkpoint_ns > p.n ORDER BY checkpoint_ns LIMIT 1)"
+            )
+            next_thread = (
+                "(SELECT thread_id FROM checkpoints WHERE thread_id > p.t "
+                "ORDER BY thread_id LIMIT 1)"
+            )
+            step = (
+                f"SELECT CASE WHEN p.n IS NULL OR {next_ns} IS NOT NULL THEN p.t "
+                f"ELSE {next_thread} END, "
+                f"CASE WHEN p.n IS NULL THEN {first_ns} ELSE {next_ns} END, "
+            )
+            start = "SELECT min(thread_id), NULL, 0 FROM checkpoints"
+        rows = self._run(
+            f"WITH RECURSIVE p(t, n, k) AS ({start} UNION ALL {step}p.k + 1 FROM p "
+            f"WHERE p.t IS NOT NULL AND p.k < {PROBE_STEPS}) "
+            f"SELECT c.thread_id, c.{ns}, c.{cid} FROM p LEFT JOIN checkpoints c "
+            f"ON c.thread_id = p.t AND c.{ns} = p.n AND c.{cid} = ? "
+            f"WHERE c.thread_id IS NOT NULL OR (p.k = {PROBE_STEPS} AND p.t IS NOT NULL)",
+            (checkpoint_id,),
+        )
+        if any(row[0] is None for row in rows):  # too many namespaces to walk
+            return super().find_exact(checkpoint_id)
+        return [CheckpointKey(*row) for row in rows]
 
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
         rows = self._run(
@@ -335,17 +409,6 @@ class SqliteStore(Store):
             (key.thread_id, key.checkpoint_ns, key.checkpoint_id),
         )
         return sort_writes(self._write(row) for row in rows)
-
-    def _writes_by_checkpoint(self, thread_id: str) -> dict[tuple[str, str], list[PendingWrite]]:
-        if not self.has_writes:
-            return {}
-        grouped: dict[tuple[str, str], list[PendingWrite]] = {}
-        for row in self._run(
-            f"SELECT {self._w_ns}, {self._w_id}, {self._w_cols} FROM writes WHERE thread_id = ?",
-            (thread_id,),
-        ):
-            grouped.setdefault((row[0], row[1]), []).append(self._write(row[2:]))
-        return {k: sort_writes(v) for k, v in grouped.items()}
 
     def _write(self, row: Sequence[Any]) -> PendingWrite:
         task_id, task_path, idx, channel, tag, value = row
