@@ -372,7 +372,7 @@ def test_single_file_shows_what_it_has(memory_pkl: Path, oracles: dict[str, Any]
 
 
 def test_single_file_through_the_cli(memory_pkl: Path, manifest: dict[str, Any]) -> None:
-    result = run("threads", str(memory_pkl), "--json")
+    result = run("threads", str(memory_pkl), "--size", "--json")
     assert result.exit_code == 0, result.stderr
     assert len(notes(result)) == 1 and "no channel values" in notes(result)[0]
     assert result.stderr.count("\n") == 1

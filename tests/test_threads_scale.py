@@ -97,7 +97,7 @@ def test_threads_reads_rows_by_key_only_and_no_sizes(many_threads: Path) -> None
             records = store.threads(sort="thread")
         plan = plans(store, sql)
     assert len(records) == THREADS + 1
-    assert all(r["size"] is None for r in records)
+    assert all(r["size"] is None and r["writes"] is None for r in records)
     # The one scan is of the key index (the GROUP BY floor); every row is read by key.
     scans = table_scans(plan)
     assert scans and all("COVERING INDEX" in p for p in scans), plan
@@ -107,9 +107,14 @@ def test_threads_reads_rows_by_key_only_and_no_sizes(many_threads: Path) -> None
 
 def test_threads_size_measures_and_is_shown_only_when_asked(many_threads: Path) -> None:
     with ckpt.open(many_threads) as store:
-        sized = {r["thread_id"]: r["size"] for r in store.threads(sizes=True)}
+        measured = store.threads(sizes=True)
         stats = store.stats(top=0)
+    sized = {r["thread_id"]: r["size"] for r in measured}
     assert sized == {t["thread_id"]: t["bytes"] for t in stats["threads"]}
+    with sqlite3.connect(f"file:{many_threads}?mode=ro", uri=True) as conn:
+        writes = dict(conn.execute("SELECT thread_id, count(*) FROM writes GROUP BY thread_id"))
+    conn.close()
+    assert {r["thread_id"]: r["writes"] for r in measured} == writes
     assert all(isinstance(v, int) and v > 3000 for v in sized.values())
 
 

@@ -168,6 +168,18 @@ class CheckpointStore:
             for c in checkpoints
         ]
 
+    def iter_history(
+        self, thread_id: str, *, ns: str | None = None, last: int | None = None
+    ) -> Iterator[CheckpointRecord]:
+        """`history`, streamed: a whole thread (no `ns`, no `last`) is read twice, a batch
+        at a time (once to learn each graph's shape, once for the records), so memory
+        stays flat however long it is; with `ns` or `last` it is `history`."""
+        from ckpt.history import stream_history
+
+        if ns is not None or last is not None:
+            return iter(self.history(thread_id, ns=ns, last=last))
+        return stream_history(self._store, thread_id)
+
     def history_tree(
         self, thread_id: str, *, last: int | None = None
     ) -> list[list[HistoryNodeRecord]]:

@@ -3,6 +3,7 @@ said once, and `--channel` narrowing (which must not hide what encryption hides)
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -148,6 +149,15 @@ def require_key_for_record(record: Any, *, has_key: bool) -> None:
         if has_key:
             raise EncryptedError("some values did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY")
         raise EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
+
+
+def watch_hidden(records: Iterable[Any], hidden: list[Any]) -> Iterator[Any]:
+    """Pass records through, keeping in `hidden` those `require_key_for_records` counts
+    (a streamed listing keeps no list of everything)."""
+    for record in records:
+        if record_hides_values(record) or is_marked(record.get("checkpoint"), "encrypted"):
+            hidden.append(record)
+        yield record
 
 
 def require_key_for_records(records: list[Any], *, has_key: bool) -> None:

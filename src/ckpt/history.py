@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ckpt.analysis import checkpoint_tasks
 from ckpt.errors import BadOption, NotFound
 from ckpt.model import Checkpoint
-from ckpt.records import HistoryNodeRecord, checkpoint_record
+from ckpt.records import CheckpointRecord, HistoryNodeRecord, checkpoint_record
 from ckpt.stores.base import Store
-from ckpt.tasks import Shape, Task, shape_of
+from ckpt.tasks import Shape, ShapeLearner, Task, shape_of
 
 
 @dataclass(slots=True)
@@ -186,3 +186,22 @@ def thread_checkpoints(
         where = f" in namespace {checkpoint_ns!r}" if checkpoint_ns else ""
         raise NotFound(f"no thread {thread_id!r}{where} in {store.location}")
     return checkpoints
+
+
+def stream_history(store: Store, thread_id: str) -> Iterator[CheckpointRecord]:
+    """`history --json` of a whole thread with flat memory: one pass learns each graph's
+    shape (what `thread_tasks` learns from the list), a second streams the records."""
+    if not thread_id.strip():
+        raise BadOption("empty thread id")
+    learners: dict[str, ShapeLearner] = {}
+    for checkpoint in store.iter_thread(thread_id):
+        learners.setdefault(graph_key(checkpoint.checkpoint_ns), ShapeLearner()).add(checkpoint)
+    if not learners:
+        raise NotFound(f"no thread {thread_id!r} in {store.location}")
+    shapes = {key: learner.shape() for key, learner in learners.items()}
+    namespaces = store.namespaces(thread_id)
+    for checkpoint in store.iter_thread(thread_id):
+        key = graph_key(checkpoint.checkpoint_ns)
+        shape = shapes.get(key) or shape_of([checkpoint])  # written between the passes
+        tasks = checkpoint_tasks(checkpoint, shape=shape, namespaces=namespaces)
+        yield checkpoint_record(checkpoint, values=False, tasks=tasks)

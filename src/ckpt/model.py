@@ -152,7 +152,7 @@ class ThreadSummary:
     thread_id: str
     namespaces: list[str]
     checkpoints: int
-    writes: int  # write rows of the whole thread
+    writes: int | None  # write rows of the whole thread; None when not measured (sizes)
     # Bytes on disk (checkpoints, metadata, blobs and writes); None when not measured
     # (`threads(sizes=False)`, the default: measuring reads every row).
     size: int | None

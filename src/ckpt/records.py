@@ -92,7 +92,7 @@ class ThreadRecord(TypedDict):
     namespaces: list[str]
     checkpoints: int
     pending_writes: int
-    writes: int
+    writes: int | None  # None unless measured (`threads --size`)
     checkpoint_id: str | None
     step: int | None
     source: str | None

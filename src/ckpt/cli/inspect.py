@@ -6,7 +6,7 @@ a view; the views never compute anything themselves.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -45,7 +45,7 @@ def threads(
         bool,
         typer.Option(
             "--size",
-            help="Also measure each thread's bytes (reads every row; `ckpt stats` says more).",
+            help="Also measure each thread's bytes and write rows (reads every row).",
         ),
     ] = False,
     json_out: JsonOpt = False,
@@ -113,7 +113,7 @@ def history(
 
     Example: ckpt history support-1 --db chat.sqlite
     """
-    from ckpt.encryption import require_key_for_records
+    from ckpt.encryption import require_key_for_records, watch_hidden
     from ckpt.render import human
     from ckpt.render.output import stream_json_array, stream_ndjson
 
@@ -121,8 +121,9 @@ def history(
     as_lines = wants_ndjson(ctx, json_out, ndjson_out)
     with opened(ctx, store_options) as checkpoints:
         if json_out or ndjson_out:
-            records = checkpoints.history(thread, last=last)
-            output.lines(stream_ndjson(records) if as_lines else stream_json_array(records))
+            records: list[Any] = []  # only those that stayed encrypted; the rest stream
+            stream = watch_hidden(checkpoints.iter_history(thread, last=last), records)
+            output.lines(stream_ndjson(stream) if as_lines else stream_json_array(stream))
         else:
             tree = checkpoints.history_tree(thread, last=last)
             output.show(human.history_view(thread, tree))

@@ -65,6 +65,11 @@ class Store(ABC):
         """All checkpoints of a thread in every namespace, with pending writes, oldest id
         first (by id, then namespace); `last`: only the newest `last` of that order."""
 
+    def iter_thread(self, thread_id: str) -> Iterator[Checkpoint]:
+        """`checkpoints(thread_id)` streamed, same order, no values: stores that can read a
+        batch at a time keep memory flat however long the thread."""
+        return iter(self.checkpoints(thread_id, values=False))
+
     # -- finding ---------------------------------------------------------------------------
     @abstractmethod
     def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:

@@ -175,7 +175,7 @@ class PickleStore(Store):
                 thread_id=thread_id,
                 namespaces=sorted(namespaces),
                 checkpoints=sized.checkpoints,
-                writes=sized.writes,
+                writes=sized.writes if sizes else None,
                 size=sized.total if sizes else None,
                 latest=self._load_one(latest, values=False, tolerant=True) if latest else None,
             )

@@ -266,12 +266,13 @@ class PostgresStore(Store):
         # latest root checkpoints hydrated a batch at a time. Grouping by (thread, ns) first
         # lets the server hash-aggregate narrow rows; one array_agg(DISTINCT ...) over the
         # table would sort every row with its JSONB instead (5x slower, spills to disk).
-        # Sizes (`sizes=True`) read every row's columns (pg_column_size, octet_length, the
-        # blobs table): without them the statement reads the primary-key columns only.
+        # Sizes and write rows (`sizes=True`) read every row's columns (pg_column_size,
+        # octet_length, the blobs and writes tables): without them the statement reads the
+        # checkpoints' primary-key columns only.
         writes_cte = (
             f"SELECT w.thread_id, count(*) AS n, {f'sum({WRITE_BYTES})' if sizes else '0'} "
             "AS size FROM {wr} w GROUP BY w.thread_id"
-            if self.has_writes
+            if self.has_writes and sizes
             else "SELECT NULL::text AS thread_id, 0::bigint AS n, 0::bigint AS size WHERE false"
         )
         blobs_cte = (
@@ -309,7 +310,7 @@ class PostgresStore(Store):
                     thread_id=thread_id,
                     namespaces=sorted(namespaces or [""]),
                     checkpoints=int(count),
-                    writes=int(writes),
+                    writes=int(writes) if sizes else None,
                     size=(
                         int(size or 0) + int(writes_size or 0) + int(blobs_size or 0)
                         if sizes

@@ -162,30 +162,24 @@ class SqliteStore(Store):
         # indexes alone (one statement: SQL sorts these narrow rows when asked for the
         # newest first). The latest root checkpoints and their writes are then fetched a
         # batch of threads at a time through the primary key, so memory stays flat and a
-        # caller that stops early (`--limit`) reads no more bodies. Sizes (`sizes=True`)
-        # need a scan of every row; `ckpt stats` is where they belong.
+        # caller that stops early (`--limit`) reads no more bodies. Sizes and the thread's
+        # write rows (`sizes=True`) need a scan of every row, and of the writes' key index
+        # (larger than the checkpoints'); `ckpt stats` is where they belong.
         ns, cid = self._ns, self._id
         thread_bytes = self._size_rows(self.conn, DumpQuery()) if sizes else None
-        write_counts = (
-            "LEFT JOIN (SELECT thread_id, count(*) AS n FROM writes GROUP BY thread_id) w "
-            "ON w.thread_id = a.thread_id"
-            if self.has_writes
-            else ""
-        )
         order_by = "a.latest_root DESC, a.thread_id DESC" if order == "updated" else "a.thread_id"
         aggregates = self._stream(
             # json_group_array, not group_concat: a namespace holds any character a node
             # name may, commas included.
-            f"SELECT a.thread_id, a.n, a.namespaces, a.latest_root, "
-            f"{'coalesce(w.n, 0)' if self.has_writes else '0'} FROM ("
+            f"SELECT a.thread_id, a.n, a.namespaces, a.latest_root FROM ("
             f"SELECT thread_id, count(*) AS n, json_group_array(DISTINCT {ns}) AS namespaces, "
             f"max(CASE WHEN {ns} = '' THEN {cid} END) AS latest_root "
-            f"FROM checkpoints GROUP BY thread_id) a {write_counts} ORDER BY {order_by}"
+            f"FROM checkpoints GROUP BY thread_id) a ORDER BY {order_by}"
         )
         for chunk in _batched(aggregates, THREADS_PER_BATCH):
             keys = [(row[0], row[3]) for row in chunk if row[3] is not None]
             rows, writes = self._latest_rows(keys)
-            for thread_id, count, namespaces, _, write_count in chunk:
+            for thread_id, count, namespaces, _ in chunk:
                 row = rows.get(thread_id)
                 # A thread with only subgraph checkpoints has no state of its own.
                 latest = None
@@ -198,7 +192,7 @@ class SqliteStore(Store):
                     thread_id=thread_id,
                     namespaces=sorted(_json_list(namespaces)) or [""],
                     checkpoints=count,
-                    writes=write_count,
+                    writes=None if thread_bytes is None else (sized.writes if sized else 0),
                     size=None if thread_bytes is None else (sized.total if sized else 0),
                     latest=latest,
                 )
@@ -313,6 +307,42 @@ class SqliteStore(Store):
             self._checkpoint(row, writes.get((row[1], row[2]), []), values=values, tolerant=True)
             for row in rows
         ]
+
+    def iter_thread(self, thread_id: str) -> Iterator[Checkpoint]:
+        with self._snapshot():
+            # The thread's keys (small) in (id, namespace) order, then its rows and their
+            # writes a batch at a time, by primary key.
+            ns, cid = self._ns, self._id
+            keys = self._run(
+                f"SELECT {ns}, {cid} FROM checkpoints WHERE thread_id = ? ORDER BY {cid}, {ns}",
+                (thread_id,),
+            )
+            for chunk in _batched(keys, THREADS_PER_BATCH):
+                values = ", ".join("(?, ?)" for _ in chunk)
+                params = [*(part for key in chunk for part in key), thread_id]
+                rows = {
+                    (row[1], row[2]): row
+                    for row in self._run(
+                        f"SELECT {self._cp_cols} FROM (VALUES {values}) k CROSS JOIN "
+                        f"checkpoints ON thread_id = ? AND {ns} = k.column1 "
+                        f"AND {cid} = k.column2",
+                        params,
+                    )
+                }
+                grouped: dict[tuple[str, str], list[PendingWrite]] = {}
+                if self.has_writes:
+                    for row in self._run(
+                        f"SELECT {self._w_ns}, {self._w_id}, {self._w_cols} FROM "
+                        f"(VALUES {values}) k CROSS JOIN writes ON thread_id = ? "
+                        f"AND {self._w_ns} = k.column1 AND {self._w_id} = k.column2",
+                        params,
+                    ):
+                        grouped.setdefault((row[0], row[1]), []).append(self._write(row[2:]))
+                for key in chunk:
+                    row = rows.get((key[0], key[1]))
+                    if row is not None:
+                        writes = sort_writes(grouped.get((key[0], key[1]), []))
+                        yield self._checkpoint(row, writes, values=False, tolerant=True)
 
     # -- finding ---------------------------------------------------------------------------
     def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
