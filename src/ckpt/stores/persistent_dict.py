@@ -165,10 +165,15 @@ class PickleStore(Store):
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         # Aggregates come from the raw dicts; only each thread's latest root checkpoint is
         # decoded, shallowly.
-        counted = self.sizes(DumpQuery())  # the index's spans: no value is read
+        # Sizes and write totals (`sizes=True`) come from the dicts' index (spans, no value
+        # read), but building it scans the blobs file: without them it is never opened
+        # unless a latest checkpoint needs its blob references.
+        counted = self.sizes(DumpQuery()) if sizes else {}
         for thread_id in sorted(self._storage):
             namespaces = self._storage[thread_id]
-            sized = counted.get(thread_id, ThreadBytes())
+            sized = counted.get(thread_id) or ThreadBytes(
+                checkpoints=sum(len(entries) for entries in namespaces.values())
+            )
             # A thread with only subgraph checkpoints has no state of its own: no latest.
             latest = self.latest_key(thread_id) if "" in namespaces else None
             yield ThreadSummary(
