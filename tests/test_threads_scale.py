@@ -155,6 +155,21 @@ def test_show_by_full_id_searches_the_key(many_threads: Path) -> None:
     assert any("(thread_id=? AND checkpoint_ns=? AND checkpoint_id=?)" in p for p in plan)
 
 
+@pytest.mark.parametrize("name", ["legacy_lg0.1.19_sqlite.db", "legacy_lg0.2.16_cp1.0.9_sqlite.db"])
+def test_full_id_probe_on_old_layouts(samples: Path, name: str) -> None:
+    # 0.1.x keys on (thread_id, thread_ts) with no namespace column.
+    with ckpt.open(samples / name) as store:
+        keys = [
+            CheckpointKey(r["thread_id"], r["checkpoint_ns"], r["checkpoint_id"])
+            for t in store.threads(sort="thread")
+            for r in store.history(t["thread_id"])
+        ]
+        assert keys
+        for key in keys:
+            assert key in store.raw.find_exact(key.checkpoint_id)
+            assert store.checkpoint(key.checkpoint_id, values=False)["thread_id"] == key.thread_id
+
+
 def test_full_id_probe_agrees_with_the_scan(sqlite_store: Path) -> None:
     # The fixture store has subgraph namespaces, forks and many threads.
     with ckpt.open(sqlite_store) as store:

@@ -368,7 +368,8 @@ class SqliteStore(Store):
         # reads a few pages per namespace instead of the whole key index: far less on
         # long threads, but no less once namespaces are many and short, so after
         # PROBE_STEPS steps it gives up and `find` scans the key index instead.
-        ns, cid = self._ns, self._id
+        cid = self._id
+        c_ns = "''" if self.era == "0.1" else f"c.{self._ns}"  # 0.1: a literal ''
         if self.era == "0.1":  # one namespace: (thread_id, thread_ts) is the key
             step = (
                 "SELECT (SELECT thread_id FROM checkpoints WHERE thread_id > p.t "
@@ -399,8 +400,8 @@ class SqliteStore(Store):
         rows = self._run(
             f"WITH RECURSIVE p(t, n, k) AS ({start} UNION ALL {step}p.k + 1 FROM p "
             f"WHERE p.t IS NOT NULL AND p.k < {PROBE_STEPS}) "
-            f"SELECT c.thread_id, c.{ns}, c.{cid} FROM p LEFT JOIN checkpoints c "
-            f"ON c.thread_id = p.t AND c.{ns} = p.n AND c.{cid} = ? "
+            f"SELECT c.thread_id, {c_ns}, c.{cid} FROM p LEFT JOIN checkpoints c "
+            f"ON c.thread_id = p.t AND {c_ns} = p.n AND c.{cid} = ? "
             f"WHERE c.thread_id IS NOT NULL OR (p.k = {PROBE_STEPS} AND p.t IS NOT NULL)",
             (checkpoint_id,),
         )
