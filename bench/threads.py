@@ -1,13 +1,16 @@
 """`ckpt threads` at size: warm and cold, against the bare GROUP BY floor and LangGraph.
 
-    python bench/threads.py [STORE ...] [--pairs N] [--cold] [--langgraph]
+    python bench/threads.py [STORE ...] [--pairs N] [--cold] [--langgraph] [--size]
 
 Each STORE (default bench/out/b250.sqlite, made if missing) is timed side by side with
 the floor, a bare `SELECT thread_id, count(*), max(checkpoint_id) ... GROUP BY thread_id`
 in its own process: pairs of runs (A B A B ...), medians. `--cold` drops the page cache
 before every run (root only: /proc/sys/vm/drop_caches). For each run the table gives the
 wall time, the peak RSS and the bytes read from disk (/proc/self/io of a wrapper process,
-which counts its waited-for child). `--langgraph` adds `SqliteSaver.list(None)`.
+which counts its waited-for child). `--langgraph` adds `SqliteSaver.list(None)`, `--size`
+adds `ckpt threads --size` (the per-thread size scan). Beside the file size it prints what
+the listing needs to read at least: the two key indexes (dbstat) plus every latest root
+checkpoint and its writes.
 
     python bench/make_store.py bench/out/b2g.sqlite --threads 1000 --turns 20          # 2.2 GB
     python bench/make_store.py bench/out/b2g-mixed.sqlite --threads 1000 --turns 20 --mixed
@@ -61,6 +64,37 @@ print(len({t.config["configurable"]["thread_id"] for t in SqliteSaver(conn).list
 """
 
 
+NEEDED = """
+SELECT (SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'sqlite_autoindex_%'),
+       (SELECT sum(length(c.checkpoint) + length(c.metadata)) FROM checkpoints c
+        JOIN (SELECT thread_id, max(checkpoint_id) AS id FROM checkpoints
+              WHERE checkpoint_ns = '' GROUP BY thread_id) l
+        ON c.thread_id = l.thread_id AND c.checkpoint_ns = '' AND c.checkpoint_id = l.id),
+       (SELECT sum(length(w.value)) FROM writes w
+        JOIN (SELECT thread_id, max(checkpoint_id) AS id FROM checkpoints
+              WHERE checkpoint_ns = '' GROUP BY thread_id) l
+        ON w.thread_id = l.thread_id AND w.checkpoint_ns = '' AND w.checkpoint_id = l.id)
+"""
+
+
+def needed_mb(store: Path) -> str:
+    """What the listing must read: key indexes, latest root checkpoints, their writes."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        index, latest, writes = conn.execute(NEEDED).fetchone()
+    except sqlite3.Error as exc:  # no dbstat in this build
+        return f"needed: unknown ({exc})"
+    finally:
+        conn.close()
+    return (
+        f"needed {((index or 0) + (latest or 0) + (writes or 0)) / 1e6:,.1f} MB "
+        f"(key indexes {(index or 0) / 1e6:,.1f}, latest checkpoints {(latest or 0) / 1e6:,.1f}, "
+        f"their writes {(writes or 0) / 1e6:,.1f})"
+    )
+
+
 def drop_caches() -> bool:
     try:
         os.sync()
@@ -88,6 +122,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--cold", action="store_true")
     parser.add_argument("--langgraph", action="store_true")
+    parser.add_argument("--size", action="store_true")
     options = parser.parse_args()
     for store in options.stores:
         if not store.exists():
@@ -101,6 +136,8 @@ def main() -> int:
             "ckpt threads --json": [CKPT, "threads", str(store), "--json"],
             "GROUP BY floor": [sys.executable, "-c", FLOOR, str(store)],
         }
+        if options.size:
+            sides["ckpt threads --size --json"] = [CKPT, "threads", str(store), "--size", "--json"]
         if options.langgraph:
             sides["SqliteSaver.list(None)"] = [sys.executable, "-c", LANGGRAPH, str(store)]
         runs: dict[str, list[dict[str, float]]] = {name: [] for name in sides}
@@ -111,6 +148,7 @@ def main() -> int:
                 runs[name].append(run(argv, cold=options.cold))
         mode = "cold" if options.cold else "warm"
         print(f"{store.name}: {store.stat().st_size / 1e6:,.0f} MB, {mode}, medians")
+        print(f"  {needed_mb(store)}")
         for name, samples in runs.items():
             wall = statistics.median(s["wall"] for s in samples)
             rss = max(s["rss_mb"] for s in samples)

@@ -383,7 +383,7 @@ def test_dump_pending_writes(store: ConformanceStore) -> None:
 
 
 def test_threads(store: ConformanceStore) -> None:
-    result = ckpt(store, "threads", *store.args, "--json")
+    result = ckpt(store, "threads", *store.args, "--size", "--json")
     assert result.returncode == 0 and crash_of(result) is None, described(result)
     records = {r["thread_id"]: r for r in json.loads(result.stdout)}
     by_thread: dict[str, list[dict[str, Any]]] = defaultdict(list)

@@ -191,7 +191,7 @@ def test_dev_folder_reads_like_the_same_run_in_sqlite(dev_folder: Path, sqlite_s
 
 
 def test_threads_json(dev_folder: Path, manifest: dict[str, Any], oracles: dict[str, Any]) -> None:
-    threads = run_json("threads", str(dev_folder))
+    threads = run_json("threads", str(dev_folder), "--size")
     assert sorted(t["thread_id"] for t in threads) == sorted(manifest["threads"])
     counts = Counter(c["thread_id"] for c in oracles["dev_folder"]["checkpoints"])
     by_id = {t["thread_id"]: t for t in threads}
@@ -372,7 +372,7 @@ def test_single_file_shows_what_it_has(memory_pkl: Path, oracles: dict[str, Any]
 
 
 def test_single_file_through_the_cli(memory_pkl: Path, manifest: dict[str, Any]) -> None:
-    result = run("threads", str(memory_pkl), "--json")
+    result = run("threads", str(memory_pkl), "--size", "--json")
     assert result.exit_code == 0, result.stderr
     assert len(notes(result)) == 1 and "no channel values" in notes(result)[0]
     assert result.stderr.count("\n") == 1

@@ -285,7 +285,7 @@ def test_history_and_listing_agree_with_load(
     store: PostgresStore, pg_tuples: list[CheckpointTuple]
 ) -> None:
     by_thread = Counter(key_of(t).thread_id for t in pg_tuples)
-    threads = list(store.threads())
+    threads = list(store.threads(sizes=True))
     assert [t.thread_id for t in threads] == sorted(by_thread)
     for thread in threads:
         assert thread.checkpoints == by_thread[thread.thread_id]

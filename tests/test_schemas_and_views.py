@@ -106,6 +106,7 @@ def test_a_value_nested_too_deep_to_print_is_one_line(samples: Path, tmp_path: P
 SNAPSHOT_VIEWS: dict[str, list[list[str]]] = {
     "sample": [
         ["threads", "{store}"],
+        ["threads", "{store}", "--size"],
         ["history", "thread-1", "--db", "{store}"],
         ["history", "thread-1", "--last", "3", "--db", "{store}"],
         ["show", "thread-1", "--db", "{store}"],

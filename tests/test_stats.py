@@ -90,7 +90,7 @@ def check_parts(record: dict[str, Any]) -> None:
 
 
 def threads_sizes(*args: str) -> dict[str, int]:
-    result = runner.invoke(app, ["threads", *args, "--json"])
+    result = runner.invoke(app, ["threads", *args, "--size", "--json"])
     assert result.exit_code == 0, result.output
     return {t["thread_id"]: t["size"] for t in json.loads(result.stdout)}
 

@@ -81,27 +81,62 @@ class CheckpointStore:
         where: dict[str, str] | None = None,
         sort: ThreadSort = "updated",
         limit: int | None = None,
+        sizes: bool = False,
     ) -> list[ThreadRecord]:
         """Every thread (`ckpt threads --json`), filtered on its latest metadata and its
-        status, then sorted (`updated`: newest first) and cut to `limit`.
+        status, then sorted (`updated`: newest first) and cut to `limit`. `size` is None
+        unless `sizes` (or `sort="size"`): measuring reads every row of the store.
 
         Raises EncryptedError when a key was given and does not decrypt the store.
         """
-        from ckpt.encryption import encrypted_threads
-        from ckpt.threads import select_threads
+        return list(
+            self.iter_threads(status=status, where=where, sort=sort, limit=limit, sizes=sizes)
+        )
 
-        summaries: list[ThreadSummary] = list(self._store.threads())
-        records = select_threads(
-            (thread_record(t) for t in summaries),
+    def iter_threads(
+        self,
+        *,
+        status: Status | None = None,
+        where: dict[str, str] | None = None,
+        sort: ThreadSort = "updated",
+        limit: int | None = None,
+        sizes: bool = False,
+    ) -> Iterator[ThreadRecord]:
+        """`threads`, streamed: where the store can give the rows in the order asked
+        (SQLite: `thread`, `updated`), memory stays flat and reading stops after `limit`
+        rows; otherwise the records are collected and sorted first. The encrypted-threads
+        notice is added once the stream ends."""
+        from ckpt.encryption import encrypted_threads, encrypted_threads_notice, hides_thread
+        from ckpt.threads import matches, select_threads
+
+        measure = sizes or sort == "size"
+        has_key = self._store.aes_key is not None
+        if sort in self._store.thread_orders:
+            hidden = seen = shown = 0
+            for summary in self._store.threads(sizes=measure, order=sort):
+                seen += 1
+                if hides_thread(summary):
+                    hidden += 1
+                    if has_key:  # a wrong key: say so before anything is shown
+                        encrypted_threads_notice(hidden, seen, has_key=True)
+                record = thread_record(summary)
+                if not matches(record, where=where, status=status):
+                    continue
+                yield record
+                shown += 1
+                if limit and shown >= limit:
+                    break
+            self._store.notices.extend(encrypted_threads_notice(hidden, seen, has_key=has_key))
+            return
+        everything: list[ThreadSummary] = list(self._store.threads(sizes=measure))
+        yield from select_threads(
+            (thread_record(t) for t in everything),
             sort=sort,
             limit=limit,
             where=where,
             status=status,
         )
-        self._store.notices.extend(
-            encrypted_threads(summaries, has_key=self._store.aes_key is not None)
-        )
-        return records
+        self._store.notices.extend(encrypted_threads(everything, has_key=has_key))
 
     def checkpoint(
         self,
@@ -118,24 +153,44 @@ class CheckpointStore:
         checkpoint, tasks = self._load(selector, ns=ns, values=values, channels=channels)
         return checkpoint_record(checkpoint, values=values, tasks=tasks)
 
-    def history(self, thread_id: str, *, ns: str | None = None) -> list[CheckpointRecord]:
+    def history(
+        self, thread_id: str, *, ns: str | None = None, last: int | None = None
+    ) -> list[CheckpointRecord]:
         """Every checkpoint of a thread, all namespaces (or one), oldest id first, without
-        values (`ckpt history --json`)."""
+        values (`ckpt history --json`); `last`: only the newest `last` (`--last N`), the
+        others never read."""
         from ckpt.history import thread_checkpoints, thread_tasks
 
-        checkpoints = thread_checkpoints(self._store, thread_id, ns)
+        checkpoints = thread_checkpoints(self._store, thread_id, ns, last=last)
         tasks = thread_tasks(checkpoints)
         return [
             checkpoint_record(c, values=False, tasks=tasks[(c.checkpoint_ns, c.checkpoint_id)])
             for c in checkpoints
         ]
 
-    def history_tree(self, thread_id: str) -> list[list[HistoryNodeRecord]]:
+    def iter_history(
+        self, thread_id: str, *, ns: str | None = None, last: int | None = None
+    ) -> Iterator[CheckpointRecord]:
+        """`history`, streamed: a whole thread (no `ns`, no `last`) is read twice, a batch
+        at a time (once to learn each graph's shape, once for the records), so memory
+        stays flat however long it is; with `ns` or `last` it is `history`."""
+        from ckpt.history import stream_history
+
+        if ns is not None or last is not None:
+            return iter(self.history(thread_id, ns=ns, last=last))
+        return stream_history(self._store, thread_id)
+
+    def history_tree(
+        self, thread_id: str, *, last: int | None = None
+    ) -> list[list[HistoryNodeRecord]]:
         """The thread as the tree `ckpt history` draws: chains of the root namespace, forks
-        where they leave, subgraph runs under the checkpoint whose task ran them."""
+        where they leave, subgraph runs under the checkpoint whose task ran them. `last`:
+        the tree of the newest `last` checkpoints (a chain starts where its parent is
+        older than those)."""
         from ckpt.history import build_history, history_records, thread_checkpoints
 
-        return history_records(build_history(thread_checkpoints(self._store, thread_id)))
+        checkpoints = thread_checkpoints(self._store, thread_id, last=last)
+        return history_records(build_history(checkpoints, window=last is not None))
 
     def versions(
         self, thread_id: str, *, ns: str | None = None, last: int | None = None

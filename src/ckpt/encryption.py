@@ -3,6 +3,7 @@ said once, and `--channel` narrowing (which must not hide what encryption hides)
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -81,15 +82,25 @@ def encrypted_threads(threads: list[ThreadSummary], *, has_key: bool) -> list[st
     """A notice when newest checkpoints hold encrypted values; an error when a key was
     wrong (every store keeps some parts in clear text, format.md §2.7: a wrong key shows only
     where an encrypted part is read)."""
-    hidden = [t for t in threads if t.latest is not None and hides_values(t.latest)]
+    hidden = sum(1 for t in threads if hides_thread(t))
+    return encrypted_threads_notice(hidden, len(threads), has_key=has_key)
+
+
+def hides_thread(thread: ThreadSummary) -> bool:
+    """Whether a thread's newest checkpoint stayed encrypted."""
+    return thread.latest is not None and hides_values(thread.latest)
+
+
+def encrypted_threads_notice(hidden: int, total: int, *, has_key: bool) -> list[str]:
+    """`encrypted_threads` from counts (a streamed listing keeps no list of threads)."""
     if not hidden:
         return []
     if has_key:
         raise EncryptedError(
-            f"{len(hidden)} thread(s) did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
+            f"{hidden} thread(s) did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
         )
     return [
-        f"{len(hidden)} of {len(threads)} threads hold encrypted values: status and next "
+        f"{hidden} of {total} threads hold encrypted values: status and next "
         "shown as unknown where they need --aes-key or LANGGRAPH_AES_KEY"
     ]
 
@@ -138,6 +149,15 @@ def require_key_for_record(record: Any, *, has_key: bool) -> None:
         if has_key:
             raise EncryptedError("some values did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY")
         raise EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
+
+
+def watch_hidden(records: Iterable[Any], hidden: list[Any]) -> Iterator[Any]:
+    """Pass records through, keeping in `hidden` those `require_key_for_records` counts
+    (a streamed listing keeps no list of everything)."""
+    for record in records:
+        if record_hides_values(record) or is_marked(record.get("checkpoint"), "encrypted"):
+            hidden.append(record)
+        yield record
 
 
 def require_key_for_records(records: list[Any], *, has_key: bool) -> None:

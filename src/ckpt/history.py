@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ckpt.analysis import checkpoint_tasks
 from ckpt.errors import BadOption, NotFound
 from ckpt.model import Checkpoint
-from ckpt.records import HistoryNodeRecord, checkpoint_record
+from ckpt.records import CheckpointRecord, HistoryNodeRecord, checkpoint_record
 from ckpt.selector import did_you_mean, short_id
 from ckpt.stores.base import Store
-from ckpt.tasks import Shape, Task, shape_of
+from ckpt.tasks import Shape, ShapeLearner, Task, shape_of
 
 
 @dataclass(slots=True)
@@ -54,8 +54,12 @@ def thread_tasks(checkpoints: list[Checkpoint]) -> dict[tuple[str, str], list[Ta
     }
 
 
-def build_history(checkpoints: Iterable[Checkpoint]) -> list[list[HistoryNode]]:
+def build_history(
+    checkpoints: Iterable[Checkpoint], *, window: bool = False
+) -> list[list[HistoryNode]]:
     """Chains of the root namespace, oldest first, with forks and subgraphs attached.
+    `window`: the checkpoints are only the thread's newest (`--last`), so a parent older
+    than all of them was merely not read, and is no odd lineage.
 
     At a fork the chain goes on through the child whose subtree holds the newest
     checkpoint (where the thread is now); the other children start fork branches.
@@ -66,7 +70,7 @@ def build_history(checkpoints: Iterable[Checkpoint]) -> list[list[HistoryNode]]:
     by_ns: dict[str, list[Checkpoint]] = {}
     for checkpoint in checkpoints:
         by_ns.setdefault(checkpoint.checkpoint_ns, []).append(checkpoint)
-    chains_by_ns = {ns: _chains(cps) for ns, cps in by_ns.items()}
+    chains_by_ns = {ns: _chains(cps, window) for ns, cps in by_ns.items()}
     nodes_by_id: dict[tuple[str, str], HistoryNode] = {}
     for ns, chains in chains_by_ns.items():
         for node in _walk(chains):
@@ -83,7 +87,9 @@ def build_history(checkpoints: Iterable[Checkpoint]) -> list[list[HistoryNode]]:
     return roots
 
 
-def _lineage(checkpoints: list[Checkpoint]) -> tuple[dict[str, str | None], dict[str, str]]:
+def _lineage(
+    checkpoints: list[Checkpoint], window: bool = False
+) -> tuple[dict[str, str | None], dict[str, str]]:
     """Each checkpoint's parent as the tree draws it, and a note for the odd ones.
 
     Stores from incidents hold lineage no saver writes: a checkpoint that is its own
@@ -92,6 +98,7 @@ def _lineage(checkpoints: list[Checkpoint]) -> tuple[dict[str, str | None], dict
     makes a root, and a cycle is cut above its oldest checkpoint; the note says so.
     """
     ids = {cp.checkpoint_id for cp in checkpoints}
+    oldest = min(ids, default="")
     parent: dict[str, str | None] = {}
     notes: dict[str, str] = {}
     for cp in checkpoints:
@@ -100,7 +107,7 @@ def _lineage(checkpoints: list[Checkpoint]) -> tuple[dict[str, str | None], dict
             parent[own] = None
             if up == own:
                 notes[own] = "its own parent (drawn as a root)"
-            elif up is not None:
+            elif up is not None and not (window and up < oldest):
                 notes[own] = f"parent {up} is not in this store (drawn as a root)"
         else:
             parent[own] = up
@@ -125,8 +132,8 @@ def _lineage(checkpoints: list[Checkpoint]) -> tuple[dict[str, str | None], dict
     return parent, notes
 
 
-def _chains(checkpoints: list[Checkpoint]) -> list[list[HistoryNode]]:
-    parent_of, notes = _lineage(checkpoints)
+def _chains(checkpoints: list[Checkpoint], window: bool = False) -> list[list[HistoryNode]]:
+    parent_of, notes = _lineage(checkpoints, window)
     children: dict[str | None, list[Checkpoint]] = {}
     for cp in checkpoints:
         children.setdefault(parent_of[cp.checkpoint_id], []).append(cp)
@@ -224,16 +231,43 @@ def history_records(chains: list[list[HistoryNode]]) -> list[list[HistoryNodeRec
 
 
 def thread_checkpoints(
-    store: Store, thread_id: str, checkpoint_ns: str | None = None
+    store: Store, thread_id: str, checkpoint_ns: str | None = None, *, last: int | None = None
 ) -> list[Checkpoint]:
-    """A thread's checkpoints without values (one namespace, or all); unknown is an error."""
+    """A thread's checkpoints without values (one namespace, or all); unknown is an error.
+    `last`: only the newest `last` (by id), read alone where the store can."""
     if not thread_id.strip():
         raise BadOption("empty thread id")
-    checkpoints = store.checkpoints(thread_id, values=False)
-    if checkpoint_ns is not None:
-        checkpoints = [c for c in checkpoints if c.checkpoint_ns == checkpoint_ns]
+    if checkpoint_ns is None:
+        checkpoints = store.checkpoints(thread_id, values=False, last=last)
+    else:
+        checkpoints = [
+            c
+            for c in store.checkpoints(thread_id, values=False)
+            if c.checkpoint_ns == checkpoint_ns
+        ]
+        if last is not None:
+            checkpoints = checkpoints[-last:]
     if not checkpoints:
         where = f" in namespace {checkpoint_ns!r}" if checkpoint_ns else ""
         hint = did_you_mean(store, thread_id) if not checkpoint_ns else ""
         raise NotFound(f"no thread {thread_id!r}{where} in {store.location}{hint}")
     return checkpoints
+
+
+def stream_history(store: Store, thread_id: str) -> Iterator[CheckpointRecord]:
+    """`history --json` of a whole thread with flat memory: one pass learns each graph's
+    shape (what `thread_tasks` learns from the list), a second streams the records."""
+    if not thread_id.strip():
+        raise BadOption("empty thread id")
+    learners: dict[str, ShapeLearner] = {}
+    for checkpoint in store.iter_thread(thread_id):
+        learners.setdefault(graph_key(checkpoint.checkpoint_ns), ShapeLearner()).add(checkpoint)
+    if not learners:
+        raise NotFound(f"no thread {thread_id!r} in {store.location}")
+    shapes = {key: learner.shape() for key, learner in learners.items()}
+    namespaces = store.namespaces(thread_id)
+    for checkpoint in store.iter_thread(thread_id):
+        key = graph_key(checkpoint.checkpoint_ns)
+        shape = shapes.get(key) or shape_of([checkpoint])  # written between the passes
+        tasks = checkpoint_tasks(checkpoint, shape=shape, namespaces=namespaces)
+        yield checkpoint_record(checkpoint, values=False, tasks=tasks)

@@ -152,8 +152,10 @@ class ThreadSummary:
     thread_id: str
     namespaces: list[str]
     checkpoints: int
-    writes: int  # write rows of the whole thread
-    size: int  # bytes on disk: checkpoints, metadata, blobs and writes
+    writes: int | None  # write rows of the whole thread; None when not measured (sizes)
+    # Bytes on disk (checkpoints, metadata, blobs and writes); None when not measured
+    # (`threads(sizes=False)`, the default: measuring reads every row).
+    size: int | None
     latest: Checkpoint | None  # latest root checkpoint, loaded without channel values
 
 

@@ -92,7 +92,7 @@ class ThreadRecord(TypedDict):
     namespaces: list[str]
     checkpoints: int
     pending_writes: int
-    writes: int
+    writes: int | None  # None unless measured (`threads --size`)
     checkpoint_id: str | None
     step: int | None
     source: str | None
@@ -101,7 +101,7 @@ class ThreadRecord(TypedDict):
     next: list[str] | None
     errors: list[Any]
     interrupts: list[InterruptRecord]
-    size: int
+    size: int | None  # None unless measured (`threads --size`)
     metadata: dict[str, Any]
 
 

@@ -8,6 +8,7 @@ from ckpt.stores.base import Store
 from ckpt.vocabulary import FIND_LIMIT
 
 SHORT_ID_LENGTH = 8
+FULL_ID_LENGTH = 32  # a uuid6 without dashes; LangGraph writes 36 (0.1 thread_ts too)
 
 
 def short_id(checkpoint_id: str) -> str:
@@ -44,7 +45,10 @@ def resolve(store: Store, selector: str, *, checkpoint_ns: str | None = None) ->
     thread, tilde, back = selector.rpartition("~")
     if tilde and thread and back.isdigit() and store.thread_exists(thread):
         return ancestor(store, _latest(store, thread, ns), int(back))
-    keys = store.find(selector)
+    # A full id (what `threads --json`, `stats` and `history --json` print) is probed
+    # through the key index; a prefix or a short id is matched by `find`.
+    keys = store.find_exact(selector) if len(selector) >= FULL_ID_LENGTH else []
+    keys = keys or store.find(selector)
     if checkpoint_ns is not None:
         keys = [k for k in keys if k.checkpoint_ns == checkpoint_ns]
     exact = [k for k in keys if k.checkpoint_id == selector]

@@ -162,45 +162,62 @@ def is_internal(channel: str) -> bool:
 
 def shape_of(checkpoints: Iterable[Checkpoint]) -> Shape:
     """The trigger channels of each node, learned from one or more checkpoints of a graph."""
-    triggers: dict[str, set[str]] = {}
-    start_node: str | None = None
-    ran: set[str] = set()  # nodes whose writes name them
-    ran_from_input: set[str] = set()  # ...on an input checkpoint: the node `__start__` wakes
-
-    def add(node: str, channel: str) -> None:
-        triggers.setdefault(node, set()).add(channel)
-
+    learner = ShapeLearner()
     for checkpoint in checkpoints:
+        learner.add(checkpoint)
+    return learner.shape()
+
+
+class ShapeLearner:
+    """`shape_of`, one checkpoint at a time (a streamed thread keeps no list of them)."""
+
+    __slots__ = ("_triggers", "_start_node", "_ran", "_ran_from_input")
+
+    def __init__(self) -> None:
+        self._triggers: dict[str, set[str]] = {}
+        self._start_node: str | None = None
+        self._ran: set[str] = set()  # nodes whose writes name them
+        self._ran_from_input: set[str] = set()  # ...on an input checkpoint: `__start__`'s
+
+    def _add(self, node: str, channel: str) -> None:
+        self._triggers.setdefault(node, set()).add(channel)
+
+    def add(self, checkpoint: Checkpoint) -> None:
         channels = [*checkpoint.channel_versions, *(checkpoint.value_channels or ())]
         for channel in channels:
             node = trigger_node(channel)
             if node is not None:
-                add(node, channel)
+                self._add(node, channel)
         for node, seen in checkpoint.versions_seen.items():
             if node in NOT_NODES or not isinstance(seen, dict):
                 continue
-            triggers.setdefault(node, set())  # a node, even one only Sends ran ({})
+            self._triggers.setdefault(node, set())  # a node, even one only Sends ran ({})
             for channel in seen:
                 if isinstance(channel, str):
-                    add(node, channel)
-                    if channel == START and start_node is None:
-                        start_node = node
+                    self._add(node, channel)
+                    if channel == START and self._start_node is None:
+                        self._start_node = node
         step = checkpoint.metadata.get("step")
         for write in checkpoint.pending_writes or []:
             name = pull_node(write.task_path)
             if name is None or write.task_id.startswith("ffffffff-"):
                 continue
-            ran.add(name)
+            self._ran.add(name)
             if step == -1 and START in checkpoint.channel_versions:
-                ran_from_input.add(name)
-    if start_node is None:
-        # No checkpoint records who consumed `__start__`: the task that ran from an input
-        # checkpoint did (a functional-API entrypoint has its own name).
-        start_node = next(iter(ran_from_input)) if len(ran_from_input) == 1 else START
-    for name in ran:
-        triggers.setdefault(name, set())
-    triggers.setdefault(start_node, set()).add(START)
-    return Shape({n: tuple(sorted(t)) for n, t in triggers.items()}, start_node)
+                self._ran_from_input.add(name)
+
+    def shape(self) -> Shape:
+        triggers = {node: set(channels) for node, channels in self._triggers.items()}
+        start_node = self._start_node
+        if start_node is None:
+            # No checkpoint records who consumed `__start__`: the task that ran from an
+            # input checkpoint did (a functional-API entrypoint has its own name).
+            ran_from_input = self._ran_from_input
+            start_node = next(iter(ran_from_input)) if len(ran_from_input) == 1 else START
+        for name in self._ran:
+            triggers.setdefault(name, set())
+        triggers.setdefault(start_node, set()).add(START)
+        return Shape({n: tuple(sorted(t)) for n, t in triggers.items()}, start_node)
 
 
 # -- task paths -----------------------------------------------------------------------------

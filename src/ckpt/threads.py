@@ -20,23 +20,29 @@ def select_threads(
     status: str | None = None,
 ) -> list[ThreadRecord]:
     """Filter on latest metadata (values compared as text) and status, sort, then cut."""
-    kept = [
-        r
-        for r in records
-        if (status is None or r["status"] == status)
-        and all(_matches(r["metadata"].get(k), v) for k, v in (where or {}).items())
-    ]
+    kept = [r for r in records if matches(r, where=where, status=status)]
     keys: dict[str, Any] = {
-        "updated": lambda r: (r["updated_at"] or "", r["thread_id"]),
+        # The latest root checkpoint's id: a uuid6 holds the time it was written (the
+        # order SQLite streams from its key index, so every store sorts alike).
+        "updated": lambda r: (r["checkpoint_id"] or "", r["thread_id"]),
         "thread": lambda r: r["thread_id"],
         "checkpoints": lambda r: (r["checkpoints"], r["thread_id"]),
-        "size": lambda r: (r["size"], r["thread_id"]),
+        "size": lambda r: (r["size"] or 0, r["thread_id"]),
         "step": lambda r: (r["step"] if r["step"] is not None else -10, r["thread_id"]),
         "status": lambda r: (_STATUS_ORDER.get(r["status"], 9), r["thread_id"]),
     }
     reverse = sort in {"updated", "checkpoints", "size", "step"}
     kept.sort(key=keys[sort], reverse=reverse)
     return kept[:limit] if limit else kept
+
+
+def matches(
+    record: ThreadRecord, *, where: dict[str, str] | None = None, status: str | None = None
+) -> bool:
+    """Whether a thread passes `--status` and every `--where KEY=VALUE`."""
+    return (status is None or record["status"] == status) and all(
+        _matches(record["metadata"].get(k), v) for k, v in (where or {}).items()
+    )
 
 
 def _matches(actual: Any, wanted: str) -> bool:

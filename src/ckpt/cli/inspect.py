@@ -6,7 +6,7 @@ a view; the views never compute anything themselves.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -42,13 +42,20 @@ def threads(
     ] = None,
     where: WhereOpt = None,
     status: StatusOpt = None,
+    size: Annotated[
+        bool,
+        typer.Option(
+            "--size",
+            help="Also measure each thread's bytes and write rows (reads every row).",
+        ),
+    ] = False,
     local: LocalOpt = False,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
     *,
     store_options: StoreOptions,
 ) -> None:
-    """List every thread: checkpoints, namespaces, latest step, status, size.
+    """List every thread: checkpoints, namespaces, latest step, status (size with --size).
 
     Example: ckpt threads db.sqlite --status error --json | jq '.[].errors'
     """
@@ -60,18 +67,19 @@ def threads(
     output = state(ctx).output
     output.local_time = local
     with opened(ctx, store_options, store) as checkpoints:
-        records = checkpoints.threads(
+        records = checkpoints.iter_threads(
             sort=sort.value,
             limit=limit,
             where=filters,
             status=status.value if status else None,  # type: ignore[arg-type]
+            sizes=size,
         )
         if as_lines:
             output.lines(stream_ndjson(records))
         elif json_out:
             output.lines(stream_json_array(records))
-        elif records:
-            output.lines(threads_table(records, output))
+        elif table := list(threads_table(records, output)):
+            output.lines(table)
         else:
             # Nothing on stdout: an empty listing; the explanation is talk, for stderr.
             what = "no threads match" if filters or status else "no threads"
@@ -97,8 +105,8 @@ def history(
             "-n",
             metavar="N",
             min=1,
-            help="Only the newest N checkpoints: of the trunk, with its branches, in the tree; "
-            "of the thread with --json.",
+            help="Only the newest N checkpoints of the thread (by id; the older ones are "
+            "not read).",
             show_default=False,
         ),
     ] = None,
@@ -112,7 +120,7 @@ def history(
 
     Example: ckpt history support-1 --db chat.sqlite
     """
-    from ckpt.encryption import require_key_for_records
+    from ckpt.encryption import require_key_for_records, watch_hidden
     from ckpt.render import human
     from ckpt.render.output import stream_json_array, stream_ndjson
     from ckpt.render.plain import tree_lines
@@ -122,12 +130,11 @@ def history(
     as_lines = wants_ndjson(ctx, json_out, ndjson_out)
     with opened(ctx, store_options) as checkpoints:
         if json_out or ndjson_out:
-            records = checkpoints.history(thread)
-            if last is not None:
-                records = records[-last:]  # oldest id first: the newest N
-            output.lines(stream_ndjson(records) if as_lines else stream_json_array(records))
+            records: list[Any] = []  # only those that stayed encrypted; the rest stream
+            stream = watch_hidden(checkpoints.iter_history(thread, last=last), records)
+            output.lines(stream_ndjson(stream) if as_lines else stream_json_array(stream))
         else:
-            tree = checkpoints.history_tree(thread)
+            tree = checkpoints.history_tree(thread, last=last)
             records = [node["checkpoint"] for chain in tree for node in _walk(chain)]
             # What each update_state wrote, so that two edits of one checkpoint differ on
             # screen: the values of the (few) update checkpoints only.
@@ -139,7 +146,15 @@ def history(
                 or {}
                 for r in updates
             }
-            view = human.history_view(thread, tree, last=last, written=written, local=local)
+            earlier = 0
+            if last is not None and len(records) >= last:
+                # Only the newest N were read: say how many older ones there are, when the
+                # store can count them from its key index.
+                total = checkpoints.dump_total(threads=[thread])
+                earlier = max(total - len(records), 0) if total is not None else 0
+            view = human.history_view(
+                thread, tree, last=last, earlier=earlier, written=written, local=local
+            )
             output.lines(tree_lines(view, output))
         require_key_for_records(records, has_key=checkpoints.raw.aes_key is not None)
 

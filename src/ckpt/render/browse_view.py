@@ -96,7 +96,7 @@ def thread_row(record: ThreadRecord, width: int, id_width: int) -> Text:
     cells = [
         (status, style),
         ("" if record["step"] is None else str(record["step"]), ""),
-        (human_size(record["size"]), "dim"),
+        ("" if record["size"] is None else human_size(record["size"]), "dim"),
         (str(record["checkpoints"]), "dim"),
         (short_time(record["updated_at"])[:16], "dim"),
     ]

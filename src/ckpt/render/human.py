@@ -182,14 +182,16 @@ def history_view(
     chains: list[list[HistoryNodeRecord]],
     *,
     last: int | None = None,
+    earlier: int = 0,
     written: dict[str, dict[str, Any]] | None = None,
     local: bool = False,
 ) -> TreeNode:
     """The tree of `ckpt history` (drawn by render.plain.tree_lines): the trunk leads to the
     thread's latest checkpoint, each branch says what started it, and odd lineage (cycles,
     dangling parents) carries a note. `last` keeps the newest N checkpoints of each root
-    chain. `written` holds the channel values of update_state checkpoints, by id: their
-    rows and branches say what the update wrote."""
+    chain; `earlier` says how many older checkpoints were not read at all. `written`
+    holds the channel values of update_state checkpoints, by id: their rows and branches
+    say what the update wrote."""
     title = Text(f"thread {thread_id}", style="bold")
     title.append(f"  (times {zone_label(local)})", style="dim")
     tree = TreeNode(_runs(title))
@@ -217,18 +219,20 @@ def history_view(
                     )
                 ]
             )
-        if last is not None and len(chain) > last:
-            left = len(chain) - last
+        total = len(chain) + (earlier if i == 0 else 0)
+        left = total - last if last is not None and total > last else 0
+        if left:
             parent.add(
                 [
                     (
                         f"… {left} earlier checkpoint{'s' if left != 1 else ''} "
-                        f"(--last {len(chain)} shows them)",
+                        f"(--last {total} shows them)",
                         "dim",
                     )
                 ]
             )
-            chain = chain[left:]
+            if last is not None:
+                chain = chain[-last:]
         drawer.add_chain(parent, chain)
     return tree
 

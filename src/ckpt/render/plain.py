@@ -50,6 +50,7 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
     fitted = output.wraps
     local = output.local_time
     now = today(local)
+    measured = False  # sizes are shown only when measured (`--size`)
     for record in records:
         keep, detail = "", ", ".join(record["next"] or [])
         if record["status"] == "error" and record["errors"]:
@@ -78,12 +79,13 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
                 str(record["pending_writes"]),
                 str(len([n for n in record["namespaces"] if n])),
                 updated,
-                human_size(record["size"]),
+                "" if record["size"] is None else human_size(record["size"]),
             ]
         )
+        measured = measured or record["size"] is not None
     if not rows:
         return
-    shown = list(range(len(headers)))
+    shown = [i for i in range(len(headers)) if measured or headers[i] != "SIZE"]
     if fitted:
         shown = [i for i in shown if not _says_nothing(headers[i], [r[i] for r in rows])]
     headers[headers.index("UPDATED")] = f"UPDATED ({zone_label(local)})"
@@ -95,6 +97,8 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
         widest = max(cell_width(k) + cell_width(r) for k, r in details)
         want = min(DETAIL_ROOM, max(widest, len("NEXT / DETAIL")))
         for header in DROP_ORDER:
+            if header == "SIZE" and measured:
+                continue  # asked for (--size)
             if output.columns() - sum(full_widths[i] + 2 for i in shown) >= want:
                 break
             shown = [i for i in shown if headers[i] != header]

@@ -40,9 +40,16 @@ class Store(ABC):
         self.refused: list[str] = []  # globals a pickle named, shown as refused values
 
     # -- listing ---------------------------------------------------------------------------
+    # The `order`s `threads` can stream in (besides any order the caller sorts itself).
+    thread_orders: ClassVar[frozenset[str]] = frozenset()
+
     @abstractmethod
-    def threads(self) -> Iterator[ThreadSummary]:
-        """Every thread, from aggregates plus its latest root checkpoint (no channel values)."""
+    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
+        """Every thread, from aggregates plus its latest root checkpoint (no channel values),
+        streamed. `sizes=True` measures each thread's bytes (a scan of every row; None
+        otherwise). `order` is "thread" (by id) or, when in `thread_orders`, "updated"
+        (newest latest root checkpoint id first, then thread id descending); other
+        stores yield thread order and the caller sorts."""
 
     @abstractmethod
     def thread_exists(self, thread_id: str) -> bool: ...
@@ -62,8 +69,16 @@ class Store(ABC):
         """The thread's checkpoint namespaces, sorted ('' is the root)."""
 
     @abstractmethod
-    def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
-        """All checkpoints of a thread in every namespace, with pending writes, oldest id first."""
+    def checkpoints(
+        self, thread_id: str, *, values: bool = False, last: int | None = None
+    ) -> list[Checkpoint]:
+        """All checkpoints of a thread in every namespace, with pending writes, oldest id
+        first (by id, then namespace); `last`: only the newest `last` of that order."""
+
+    def iter_thread(self, thread_id: str) -> Iterator[Checkpoint]:
+        """`checkpoints(thread_id)` streamed, same order, no values: stores that can read a
+        batch at a time keep memory flat however long the thread."""
+        return iter(self.checkpoints(thread_id, values=False))
 
     # -- finding ---------------------------------------------------------------------------
     @abstractmethod
@@ -73,6 +88,11 @@ class Store(ABC):
         Tables print the last 8 characters of an id (its random part) as the short id,
         and users paste prefixes of full ids: both must resolve.
         """
+
+    def find_exact(self, checkpoint_id: str) -> list[CheckpointKey]:
+        """Keys whose checkpoint_id is exactly `checkpoint_id` (a full id pasted): stores
+        whose key index starts with the thread probe it per (thread, namespace)."""
+        return [k for k in self.find(checkpoint_id) if k.checkpoint_id == checkpoint_id]
 
     @abstractmethod
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:

@@ -162,21 +162,26 @@ class PickleStore(Store):
         self.notices.append(f"{missing} {verb} missing from {layout.location}{shown}")
 
     # -- listing ---------------------------------------------------------------------------
-    def threads(self) -> Iterator[ThreadSummary]:
+    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         # Aggregates come from the raw dicts; only each thread's latest root checkpoint is
         # decoded, shallowly.
-        sizes = self.sizes(DumpQuery())
+        # Sizes and write totals (`sizes=True`) come from the dicts' index (spans, no value
+        # read), but building it scans the blobs file: without them it is never opened
+        # unless a latest checkpoint needs its blob references.
+        counted = self.sizes(DumpQuery()) if sizes else {}
         for thread_id in sorted(self._storage):
             namespaces = self._storage[thread_id]
-            sized = sizes.get(thread_id, ThreadBytes())
+            sized = counted.get(thread_id) or ThreadBytes(
+                checkpoints=sum(len(entries) for entries in namespaces.values())
+            )
             # A thread with only subgraph checkpoints has no state of its own: no latest.
             latest = self.latest_key(thread_id) if "" in namespaces else None
             yield ThreadSummary(
                 thread_id=thread_id,
                 namespaces=sorted(namespaces),
                 checkpoints=sized.checkpoints,
-                writes=sized.writes,
-                size=sized.total,
+                writes=sized.writes if sizes else None,
+                size=sized.total if sizes else None,
                 latest=self._load_one(latest, values=False, tolerant=True) if latest else None,
             )
 
@@ -213,13 +218,17 @@ class PickleStore(Store):
     def namespaces(self, thread_id: str) -> list[str]:
         return sorted(self._storage.get(thread_id, {}))
 
-    def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
+    def checkpoints(
+        self, thread_id: str, *, values: bool = False, last: int | None = None
+    ) -> list[Checkpoint]:
         keys = [
             CheckpointKey(thread_id, ns, checkpoint_id)
             for ns, entries in self._storage.get(thread_id, {}).items()
             for checkpoint_id in entries
         ]
         keys.sort(key=lambda k: (k.checkpoint_id, k.checkpoint_ns))
+        if last is not None:
+            keys = keys[-last:] if last > 0 else []
         return [self._load_one(key, values=values, tolerant=True) for key in keys]
 
     # -- finding ---------------------------------------------------------------------------

@@ -261,29 +261,33 @@ class PostgresStore(Store):
         )
 
     # -- listing ---------------------------------------------------------------------------
-    def threads(self) -> Iterator[ThreadSummary]:
+    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         # One statement for every thread's aggregates (a consistent snapshot), then the
         # latest root checkpoints hydrated a batch at a time. Grouping by (thread, ns) first
         # lets the server hash-aggregate narrow rows; one array_agg(DISTINCT ...) over the
         # table would sort every row with its JSONB instead (5x slower, spills to disk).
+        # Sizes and write rows (`sizes=True`) read every row's columns (pg_column_size,
+        # octet_length, the blobs and writes tables): without them the statement reads the
+        # checkpoints' primary-key columns only.
         writes_cte = (
-            f"SELECT w.thread_id, count(*) AS n, sum({WRITE_BYTES}) AS size FROM {{wr}} w "
-            "GROUP BY w.thread_id"
-            if self.has_writes
+            f"SELECT w.thread_id, count(*) AS n, {f'sum({WRITE_BYTES})' if sizes else '0'} "
+            "AS size FROM {wr} w GROUP BY w.thread_id"
+            if self.has_writes and sizes
             else "SELECT NULL::text AS thread_id, 0::bigint AS n, 0::bigint AS size WHERE false"
         )
         blobs_cte = (
             f"SELECT b.thread_id, sum({BLOB_BYTES}) AS size FROM {{bl}} b GROUP BY b.thread_id"
-            if self.has_blobs
+            if self.has_blobs and sizes
             else "SELECT NULL::text AS thread_id, 0::bigint AS size WHERE false"
         )
+        checkpoint_bytes = f"sum({CHECKPOINT_BYTES})" if sizes else "0"
         aggregates = self._rows(
             self._sql(
                 "WITH cp AS (SELECT thread_id, sum(n) AS n, "
                 "array_agg(checkpoint_ns ORDER BY checkpoint_ns) AS namespaces, "
                 "sum(size) AS size, max(latest) FILTER (WHERE checkpoint_ns = '') AS latest_root "
                 "FROM (SELECT c.thread_id, c.checkpoint_ns, count(*) AS n, "
-                f"sum({CHECKPOINT_BYTES}) AS size, "
+                f"{checkpoint_bytes} AS size, "
                 "max({id}) AS latest FROM {cp} c GROUP BY 1, 2) AS per_ns GROUP BY thread_id), "
                 f"w AS ({writes_cte}), b AS ({blobs_cte}) "
                 "SELECT cp.thread_id, cp.n, cp.namespaces, cp.size, cp.latest_root, "
@@ -306,8 +310,12 @@ class PostgresStore(Store):
                     thread_id=thread_id,
                     namespaces=sorted(namespaces or [""]),
                     checkpoints=int(count),
-                    writes=int(writes),
-                    size=int(size or 0) + int(writes_size or 0) + int(blobs_size or 0),
+                    writes=int(writes) if sizes else None,
+                    size=(
+                        int(size or 0) + int(writes_size or 0) + int(blobs_size or 0)
+                        if sizes
+                        else None
+                    ),
                     latest=latest.get(thread_id),
                 )
 
@@ -329,7 +337,9 @@ class PostgresStore(Store):
         )
         return sorted(str(row[0]) for row in rows)
 
-    def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
+    def checkpoints(
+        self, thread_id: str, *, values: bool = False, last: int | None = None
+    ) -> list[Checkpoint]:
         # Three statements whatever the thread's length: its rows, its blobs, its writes.
         rows = [
             _Row(*row)
@@ -342,6 +352,8 @@ class PostgresStore(Store):
             )
         ]
         rows.sort(key=lambda r: (r.checkpoint_id, r.checkpoint_ns))
+        if last is not None:
+            rows = rows[-last:] if last > 0 else []
         return list(self._hydrate(rows, values=values, thread_id=thread_id))
 
     # -- finding ---------------------------------------------------------------------------

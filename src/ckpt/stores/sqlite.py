@@ -8,11 +8,11 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from ckpt.errors import (
@@ -42,12 +42,15 @@ from ckpt.vocabulary import FIND_LIMIT
 SQLITE_MAGIC = b"SQLite format 3\x00"
 T = TypeVar("T")
 BATCH = 200  # rows fetched per round trip when streaming
+THREADS_PER_BATCH = 200  # latest checkpoints fetched per statement by `threads`
+PROBE_STEPS = 10000  # steps (about 2 per namespace) `find_exact` walks before it scans
 
 
 class SqliteStore(Store):
     """A SqliteSaver file: current, 2.x (no task_path), 1.x (`json` tag) or 0.1.x (thread_ts)."""
 
     kind = "sqlite"
+    thread_orders = frozenset({"thread", "updated"})
 
     def __init__(self, path: str | os.PathLike[str], *, aes_key: bytes | None = None) -> None:
         super().__init__(str(path), aes_key=aes_key)
@@ -151,78 +154,76 @@ class SqliteStore(Store):
             raise self._error(exc) from None
 
     # -- listing ---------------------------------------------------------------------------
-    def threads(self) -> Iterator[ThreadSummary]:
+    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         with self._snapshot():
-            yield from self._threads()
+            yield from self._threads(sizes=sizes, order=order)
 
-    def _threads(self) -> Iterator[ThreadSummary]:
-        # Aggregates in SQL; only each thread's latest root checkpoint is decoded (shallow).
-        # Sizes need a scan of the table (length() reads only each row's header, never the
-        # blob): it runs on a second connection while this one decodes, since sqlite3
-        # releases the GIL while it works.
-        sizes = _Background(self._sizes, self.location)
+    def _threads(self, *, sizes: bool, order: str) -> Iterator[ThreadSummary]:
+        # The thread, its counts, namespaces and latest root id come from the primary-key
+        # indexes alone (one statement: SQL sorts these narrow rows when asked for the
+        # newest first). The latest root checkpoints and their writes are then fetched a
+        # batch of threads at a time through the primary key, so memory stays flat and a
+        # caller that stops early (`--limit`) reads no more bodies. Sizes and the thread's
+        # write rows (`sizes=True`) need a scan of every row, and of the writes' key index
+        # (larger than the checkpoints'); `ckpt stats` is where they belong.
         ns, cid = self._ns, self._id
-        # Counts, namespaces and latest ids come from the primary-key index alone.
-        aggregates = self._run(
+        thread_bytes = self._size_rows(self.conn, DumpQuery()) if sizes else None
+        order_by = "a.latest_root DESC, a.thread_id DESC" if order == "updated" else "a.thread_id"
+        aggregates = self._stream(
             # json_group_array, not group_concat: a namespace holds any character a node
             # name may, commas included.
-            f"SELECT thread_id, count(*), json_group_array(DISTINCT {ns}) "
-            f"FROM checkpoints GROUP BY thread_id ORDER BY thread_id"
+            f"SELECT a.thread_id, a.n, a.namespaces, a.latest_root FROM ("
+            f"SELECT thread_id, count(*) AS n, json_group_array(DISTINCT {ns}) AS namespaces, "
+            f"max(CASE WHEN {ns} = '' THEN {cid} END) AS latest_root "
+            f"FROM checkpoints GROUP BY thread_id) a ORDER BY {order_by}"
         )
-        latest_root = (
-            f"SELECT thread_id, max({cid}) FROM checkpoints WHERE {ns} = '' GROUP BY thread_id"
-        )
+        for chunk in _batched(aggregates, THREADS_PER_BATCH):
+            keys = [(row[0], row[3]) for row in chunk if row[3] is not None]
+            rows, writes = self._latest_rows(keys)
+            for thread_id, count, namespaces, _ in chunk:
+                row = rows.get(thread_id)
+                # A thread with only subgraph checkpoints has no state of its own.
+                latest = None
+                if row is not None:
+                    latest = self._checkpoint(
+                        row, sort_writes(writes.get(thread_id, [])), values=False, tolerant=True
+                    )
+                sized = thread_bytes.get(thread_id) if thread_bytes is not None else None
+                yield ThreadSummary(
+                    thread_id=thread_id,
+                    namespaces=sorted(_json_list(namespaces)) or [""],
+                    checkpoints=count,
+                    writes=None if thread_bytes is None else (sized.writes if sized else 0),
+                    size=None if thread_bytes is None else (sized.total if sized else 0),
+                    latest=latest,
+                )
+
+    def _latest_rows(
+        self, keys: list[tuple[str, str]]
+    ) -> tuple[dict[str, Any], dict[str, list[PendingWrite]]]:
+        """The root checkpoint rows (thread, id) name and their writes: a join on a VALUES
+        list, which SQLite serves by primary-key searches (a row-value IN would scan)."""
+        if not keys:
+            return {}, {}
+        values = ", ".join("(?, ?)" for _ in keys)
+        params = [part for key in keys for part in key]
         rows = {
             row[0]: row
             for row in self._run(
-                f"SELECT {self._cp_cols} FROM checkpoints "
-                f"WHERE {ns} = '' AND (thread_id, {cid}) IN ({latest_root})"
+                f"SELECT {self._cp_cols} FROM (VALUES {values}) k CROSS JOIN checkpoints "
+                f"ON thread_id = k.column1 AND {self._ns} = '' AND {self._id} = k.column2",
+                params,
             )
         }
-        latest_writes: dict[str, list[PendingWrite]] = {}
+        writes: dict[str, list[PendingWrite]] = {}
         if self.has_writes:
             for row in self._run(
-                f"SELECT thread_id, {self._w_cols} FROM writes "
-                f"WHERE {self._w_ns} = '' AND (thread_id, {self._w_id}) IN ({latest_root})"
+                f"SELECT thread_id, {self._w_cols} FROM (VALUES {values}) k CROSS JOIN writes "
+                f"ON thread_id = k.column1 AND {self._w_ns} = '' AND {self._w_id} = k.column2",
+                params,
             ):
-                latest_writes.setdefault(row[0], []).append(self._write(row[1:]))
-        decoded: list[tuple[Any, Checkpoint | None]] = []
-        for thread_id, count, namespaces in aggregates:
-            row = rows.get(thread_id)
-            latest = None  # a thread with only subgraph checkpoints has no state of its own
-            if row is not None:
-                writes = sort_writes(latest_writes.get(thread_id, []))
-                latest = self._checkpoint(row, writes, values=False, tolerant=True)
-            decoded.append(((thread_id, count, namespaces), latest))
-        write_counts = self._write_counts()
-        thread_sizes = sizes.result()
-        if any(
-            (sized := thread_sizes.get(thread_id)) is None
-            or (sized.checkpoints, sized.writes) != (count, write_counts.get(thread_id, 0))
-            for (thread_id, count, _), _ in decoded
-        ) or len(thread_sizes) != len(decoded):
-            # The other connection saw another commit of a store being written: measure
-            # again in this one's snapshot, so that sizes and counts agree.
-            thread_sizes = self._size_rows(self.conn, DumpQuery())
-        for (thread_id, count, namespaces), latest in decoded:
-            sized = thread_sizes.get(thread_id)
-            yield ThreadSummary(
-                thread_id=thread_id,
-                namespaces=sorted(_json_list(namespaces)) or [""],
-                checkpoints=count,
-                writes=write_counts.get(thread_id, 0),
-                size=sized.total if sized is not None else 0,
-                latest=latest,
-            )
-
-    def _sizes(self) -> dict[str, ThreadBytes]:
-        """`sizes` of every thread on a connection of its own: `threads` runs it in the
-        background while it decodes, since sqlite3 releases the GIL while it works."""
-        link = _connect(self.path)
-        try:
-            return self._size_rows(link.conn, DumpQuery())
-        finally:
-            link.close()
+                writes.setdefault(row[0], []).append(self._write(row[1:]))
+        return rows, writes
 
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         with self._snapshot():
@@ -257,12 +258,6 @@ class SqliteStore(Store):
             raise _translate(exc, self.location) from None
         return found
 
-    def _write_counts(self) -> dict[str, int]:
-        """Write rows per thread, from the primary-key index alone."""
-        if not self.has_writes:
-            return {}
-        return dict(self._run("SELECT thread_id, count(*) FROM writes GROUP BY thread_id"))
-
     def thread_exists(self, thread_id: str) -> bool:
         return bool(
             self._run("SELECT 1 FROM checkpoints WHERE thread_id = ? LIMIT 1", (thread_id,))
@@ -278,21 +273,81 @@ class SqliteStore(Store):
         )
         return sorted(str(row[0]) for row in rows)
 
-    def checkpoints(self, thread_id: str, *, values: bool = False) -> list[Checkpoint]:
+    def checkpoints(
+        self, thread_id: str, *, values: bool = False, last: int | None = None
+    ) -> list[Checkpoint]:
         with self._snapshot():
-            return self._thread_checkpoints(thread_id, values=values)
+            return self._thread_checkpoints(thread_id, values=values, last=last)
 
-    def _thread_checkpoints(self, thread_id: str, *, values: bool) -> list[Checkpoint]:
+    def _thread_checkpoints(
+        self, thread_id: str, *, values: bool, last: int | None = None
+    ) -> list[Checkpoint]:
+        ns, cid = self._ns, self._id
+        if last is None:
+            keys = f"SELECT {ns} AS kn, {cid} AS ki FROM checkpoints WHERE thread_id = ?"
+        else:
+            # The newest `last` keys from the thread's part of the key index; then only
+            # their rows and their writes are read, by primary key.
+            keys = (
+                f"SELECT {ns} AS kn, {cid} AS ki FROM checkpoints WHERE thread_id = ? "
+                f"ORDER BY {cid} DESC, {ns} DESC LIMIT {max(int(last), 0)}"
+            )
         rows = self._run(
-            f"SELECT {self._cp_cols} FROM checkpoints WHERE thread_id = ? "
-            f"ORDER BY {self._id}, {self._ns}",
-            (thread_id,),
+            f"SELECT {self._cp_cols} FROM ({keys}) k CROSS JOIN checkpoints "
+            f"ON thread_id = ? AND {ns} = k.kn AND {cid} = k.ki ORDER BY {cid}, {ns}",
+            (thread_id, thread_id),
         )
-        writes = self._writes_by_checkpoint(thread_id)
+        writes: dict[tuple[str, str], list[PendingWrite]] = {}
+        if self.has_writes and rows:
+            grouped: dict[tuple[str, str], list[PendingWrite]] = {}
+            for row in self._run(
+                f"SELECT {self._w_ns}, {self._w_id}, {self._w_cols} FROM ({keys}) k "
+                f"CROSS JOIN writes ON thread_id = ? AND {self._w_ns} = k.kn "
+                f"AND {self._w_id} = k.ki",
+                (thread_id, thread_id),
+            ):
+                grouped.setdefault((row[0], row[1]), []).append(self._write(row[2:]))
+            writes = {k: sort_writes(v) for k, v in grouped.items()}
         return [
             self._checkpoint(row, writes.get((row[1], row[2]), []), values=values, tolerant=True)
             for row in rows
         ]
+
+    def iter_thread(self, thread_id: str) -> Iterator[Checkpoint]:
+        with self._snapshot():
+            # The thread's keys (small) in (id, namespace) order, then its rows and their
+            # writes a batch at a time, by primary key.
+            ns, cid = self._ns, self._id
+            keys = self._run(
+                f"SELECT {ns}, {cid} FROM checkpoints WHERE thread_id = ? ORDER BY {cid}, {ns}",
+                (thread_id,),
+            )
+            for chunk in _batched(keys, THREADS_PER_BATCH):
+                values = ", ".join("(?, ?)" for _ in chunk)
+                params = [*(part for key in chunk for part in key), thread_id]
+                rows = {
+                    (row[1], row[2]): row
+                    for row in self._run(
+                        f"SELECT {self._cp_cols} FROM (VALUES {values}) k CROSS JOIN "
+                        f"checkpoints ON thread_id = ? AND {ns} = k.column1 "
+                        f"AND {cid} = k.column2",
+                        params,
+                    )
+                }
+                grouped: dict[tuple[str, str], list[PendingWrite]] = {}
+                if self.has_writes:
+                    for row in self._run(
+                        f"SELECT {self._w_ns}, {self._w_id}, {self._w_cols} FROM "
+                        f"(VALUES {values}) k CROSS JOIN writes ON thread_id = ? "
+                        f"AND {self._w_ns} = k.column1 AND {self._w_id} = k.column2",
+                        params,
+                    ):
+                        grouped.setdefault((row[0], row[1]), []).append(self._write(row[2:]))
+                for key in chunk:
+                    row = rows.get((key[0], key[1]))
+                    if row is not None:
+                        writes = sort_writes(grouped.get((key[0], key[1]), []))
+                        yield self._checkpoint(row, writes, values=False, tolerant=True)
 
     # -- finding ---------------------------------------------------------------------------
     def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
@@ -308,6 +363,56 @@ class SqliteStore(Store):
             sql += " AND thread_id = ?"
             params.append(thread_id)
         return [CheckpointKey(*row) for row in self._run(f"{sql} LIMIT {FIND_LIMIT}", params)]
+
+    def find_exact(self, checkpoint_id: str) -> list[CheckpointKey]:
+        # The primary key is (thread_id, checkpoint_ns, checkpoint_id): no index serves the
+        # id alone, and SQLite skips through a key's leading columns only with ANALYZE
+        # statistics, which a read-only reader cannot write. So the statement does that
+        # skip-scan itself: a recursive walk from one (thread, namespace) to the next (an
+        # index search each), and a primary-key search for the id in every one. That
+        # reads a few pages per namespace instead of the whole key index: far less on
+        # long threads, but no less once namespaces are many and short, so after
+        # PROBE_STEPS steps it gives up and `find` scans the key index instead.
+        cid = self._id
+        c_ns = "''" if self.era == "0.1" else f"c.{self._ns}"  # 0.1: a literal ''
+        if self.era == "0.1":  # one namespace: (thread_id, thread_ts) is the key
+            step = (
+                "SELECT (SELECT thread_id FROM checkpoints WHERE thread_id > p.t "
+                "ORDER BY thread_id LIMIT 1), '', "
+            )
+            start = "SELECT min(thread_id), '', 0 FROM checkpoints"
+        else:
+            # (t, NULL) enters a thread; (t, n) moves to its next namespace, or to the
+            # next thread when n was its last.
+            first_ns = (
+                "(SELECT checkpoint_ns FROM checkpoints WHERE thread_id = p.t "
+                "ORDER BY checkpoint_ns LIMIT 1)"
+            )
+            next_ns = (
+                "(SELECT checkpoint_ns FROM checkpoints WHERE thread_id = p.t "
+                "AND checkpoint_ns > p.n ORDER BY checkpoint_ns LIMIT 1)"
+            )
+            next_thread = (
+                "(SELECT thread_id FROM checkpoints WHERE thread_id > p.t "
+                "ORDER BY thread_id LIMIT 1)"
+            )
+            step = (
+                f"SELECT CASE WHEN p.n IS NULL OR {next_ns} IS NOT NULL THEN p.t "
+                f"ELSE {next_thread} END, "
+                f"CASE WHEN p.n IS NULL THEN {first_ns} ELSE {next_ns} END, "
+            )
+            start = "SELECT min(thread_id), NULL, 0 FROM checkpoints"
+        rows = self._run(
+            f"WITH RECURSIVE p(t, n, k) AS ({start} UNION ALL {step}p.k + 1 FROM p "
+            f"WHERE p.t IS NOT NULL AND p.k < {PROBE_STEPS}) "
+            f"SELECT c.thread_id, {c_ns}, c.{cid} FROM p LEFT JOIN checkpoints c "
+            f"ON c.thread_id = p.t AND {c_ns} = p.n AND c.{cid} = ? "
+            f"WHERE c.thread_id IS NOT NULL OR (p.k = {PROBE_STEPS} AND p.t IS NOT NULL)",
+            (checkpoint_id,),
+        )
+        if any(row[0] is None for row in rows):  # too many namespaces to walk
+            return super().find_exact(checkpoint_id)
+        return [CheckpointKey(*row) for row in rows]
 
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
         rows = self._run(
@@ -340,17 +445,6 @@ class SqliteStore(Store):
             (key.thread_id, key.checkpoint_ns, key.checkpoint_id),
         )
         return sort_writes(self._write(row) for row in rows)
-
-    def _writes_by_checkpoint(self, thread_id: str) -> dict[tuple[str, str], list[PendingWrite]]:
-        if not self.has_writes:
-            return {}
-        grouped: dict[tuple[str, str], list[PendingWrite]] = {}
-        for row in self._run(
-            f"SELECT {self._w_ns}, {self._w_id}, {self._w_cols} FROM writes WHERE thread_id = ?",
-            (thread_id,),
-        ):
-            grouped.setdefault((row[0], row[1]), []).append(self._write(row[2:]))
-        return {k: sort_writes(v) for k, v in grouped.items()}
 
     def _write(self, row: Sequence[Any]) -> PendingWrite:
         task_id, task_path, idx, channel, tag, value = row
@@ -969,33 +1063,6 @@ def _connect(path: Path, *, probe: bool = False) -> _Connection:
     raise _translate(error, str(path)) from None
 
 
-class _Background(Generic[T]):
-    """Run a function on a thread now; `result()` joins it and re-raises its error."""
-
-    def __init__(self, work: Callable[[], T], location: str) -> None:
-        self._work = work
-        self._location = location
-        self._value: T | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._work()
-        except BaseException as exc:  # handed to the caller in result()
-            self._error = exc
-
-    def result(self) -> T:
-        self._thread.join()
-        if self._error is not None:
-            if isinstance(self._error, sqlite3.Error):
-                raise _translate(self._error, self._location) from None
-            raise self._error
-        assert self._value is not None
-        return self._value
-
-
 def _translate(exc: sqlite3.Error, location: str) -> CkptError:
     name = getattr(exc, "sqlite_errorname", "")
     text = str(exc)
@@ -1013,3 +1080,14 @@ def _translate(exc: sqlite3.Error, location: str) -> CkptError:
     if isinstance(exc, sqlite3.OperationalError) and "no such" in text:
         return NotACheckpointStore(f"{location}: not a LangGraph checkpoint store ({text})")
     return StoreUnreadable(f"{location}: {text}")
+
+
+def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -1,0 +1,203 @@
+"""`threads`, `show ID` and `history --last` read only what they show (issue 14).
+
+What SQLite does is observed, not assumed: every statement a command runs is caught with
+`set_trace_callback` and its plan asked of SQLite (EXPLAIN QUERY PLAN), so a size scan, a
+scan of the checkpoint rows or a key-index scan shows up as such. The stores are written
+by LangGraph's own SqliteSaver.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph import END, START, StateGraph
+
+import ckpt
+from ckpt.api import CheckpointStore
+from ckpt.model import CheckpointKey
+from ckpt.stores.sqlite import THREADS_PER_BATCH, SqliteStore
+
+THREADS = THREADS_PER_BATCH + 50  # more than one batch of latest checkpoints
+LONG = 400  # checkpoints of the long thread (about 3 per run)
+
+
+class _State(TypedDict):
+    n: Annotated[int, operator.add]
+    note: str
+
+
+def _step(state: _State) -> dict[str, Any]:
+    return {"n": 1, "note": "x" * 3000}  # bodies over a page: overflow chains
+
+
+@pytest.fixture(scope="module")
+def many_threads(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """THREADS short threads and one long one, all through a real graph."""
+    path = tmp_path_factory.mktemp("scale") / "many.sqlite"
+    graph = StateGraph(_State)
+    graph.add_node("step", _step)
+    graph.add_edge(START, "step")
+    graph.add_edge("step", END)
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        app = graph.compile(checkpointer=SqliteSaver(conn))
+        for i in range(THREADS):
+            app.invoke({"n": 1, "note": ""}, {"configurable": {"thread_id": f"t-{i:04d}"}})
+        long_thread = {"configurable": {"thread_id": "long"}}
+        while (
+            conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = 'long'").fetchone()[0]
+            < LONG
+        ):
+            app.invoke({"n": 1, "note": ""}, long_thread)
+    conn.close()
+    return path
+
+
+@contextmanager
+def statements(store: CheckpointStore) -> Iterator[list[str]]:
+    """The SQL the store runs inside the block."""
+    raw = store.raw
+    assert isinstance(raw, SqliteStore)
+    seen: list[str] = []
+    raw.conn.set_trace_callback(seen.append)
+    try:
+        yield seen
+    finally:
+        raw.conn.set_trace_callback(None)
+
+
+def plans(store: CheckpointStore, sql: list[str]) -> list[str]:
+    """SQLite's plan of each SELECT (the traced text has its parameters expanded)."""
+    raw = store.raw
+    assert isinstance(raw, SqliteStore)
+    found = []
+    for text in sql:
+        if not text.lstrip().upper().startswith(("SELECT", "WITH")):
+            continue
+        found.extend(row[3] for row in raw.conn.execute(f"EXPLAIN QUERY PLAN {text}"))
+    return found
+
+
+def table_scans(plan: list[str]) -> list[str]:
+    """Steps that read checkpoint or write rows other than by key: a table scan, or a
+    scan of a whole key index."""
+    return [p for p in plan if re.match(r"SCAN (checkpoints|writes|c|w)\b", p)]
+
+
+def test_threads_reads_rows_by_key_only_and_no_sizes(many_threads: Path) -> None:
+    with ckpt.open(many_threads) as store:
+        with statements(store) as sql:
+            records = store.threads(sort="thread")
+        plan = plans(store, sql)
+    assert len(records) == THREADS + 1
+    assert all(r["size"] is None and r["writes"] is None for r in records)
+    # The one scan is of the key index (the GROUP BY floor); every row is read by key.
+    scans = table_scans(plan)
+    assert scans and all("COVERING INDEX" in p for p in scans), plan
+    assert not any("length(" in s for s in sql), sql
+    assert any("USING INDEX sqlite_autoindex_checkpoints_1 (thread_id=? AND" in p for p in plan)
+
+
+def test_threads_size_measures_and_is_shown_only_when_asked(many_threads: Path) -> None:
+    with ckpt.open(many_threads) as store:
+        measured = store.threads(sizes=True)
+        stats = store.stats(top=0)
+    sized = {r["thread_id"]: r["size"] for r in measured}
+    assert sized == {t["thread_id"]: t["bytes"] for t in stats["threads"]}
+    with sqlite3.connect(f"file:{many_threads}?mode=ro", uri=True) as conn:
+        writes = dict(conn.execute("SELECT thread_id, count(*) FROM writes GROUP BY thread_id"))
+    conn.close()
+    assert {r["thread_id"]: r["writes"] for r in measured} == writes
+    assert all(isinstance(v, int) and v > 3000 for v in sized.values())
+
+
+def test_limit_stops_reading(many_threads: Path) -> None:
+    with ckpt.open(many_threads) as store:
+        full = store.threads()
+        with statements(store) as sql:
+            first = store.threads(limit=3)
+    assert first == full[:3]
+    bodies = [s for s in sql if "CROSS JOIN checkpoints" in s]
+    assert len(bodies) == 1, sql  # one batch of latest checkpoints, not all of them
+    with ckpt.open(many_threads) as store, statements(store) as sql:
+        store.threads()
+    assert len([s for s in sql if "CROSS JOIN checkpoints" in s]) > 1
+
+
+def test_updated_order_is_the_latest_ids_order(many_threads: Path) -> None:
+    with ckpt.open(many_threads) as store:
+        records = store.threads()
+        by_thread = store.threads(sort="thread", status="done")
+    keys = [(r["checkpoint_id"] or "", r["thread_id"]) for r in records]
+    assert keys == sorted(keys, reverse=True)
+    assert [r["thread_id"] for r in by_thread] == sorted(r["thread_id"] for r in records)
+
+
+def test_show_by_full_id_searches_the_key(many_threads: Path) -> None:
+    with ckpt.open(many_threads) as store:
+        history = store.history("t-0123")
+        wanted = history[1]["checkpoint_id"]
+        with statements(store) as sql:
+            record = store.checkpoint(wanted, values=False)
+        plan = plans(store, [s for s in sql if "RECURSIVE" in s])
+        # A short id still resolves (the key-index scan, as before).
+        short = store.checkpoint(wanted[-8:], values=False)
+    assert record["thread_id"] == "t-0123" and record["checkpoint_id"] == wanted
+    assert short["checkpoint_id"] == wanted
+    assert not table_scans(plan), plan
+    assert any("(thread_id=? AND checkpoint_ns=? AND checkpoint_id=?)" in p for p in plan)
+
+
+@pytest.mark.parametrize("name", ["legacy_lg0.1.19_sqlite.db", "legacy_lg0.2.16_cp1.0.9_sqlite.db"])
+def test_full_id_probe_on_old_layouts(samples: Path, name: str) -> None:
+    # 0.1.x keys on (thread_id, thread_ts) with no namespace column.
+    with ckpt.open(samples / name) as store:
+        keys = [
+            CheckpointKey(r["thread_id"], r["checkpoint_ns"], r["checkpoint_id"])
+            for t in store.threads(sort="thread")
+            for r in store.history(t["thread_id"])
+        ]
+        assert keys
+        for key in keys:
+            assert key in store.raw.find_exact(key.checkpoint_id)
+            assert store.checkpoint(key.checkpoint_id, values=False)["thread_id"] == key.thread_id
+
+
+def test_full_id_probe_agrees_with_the_scan(sqlite_store: Path) -> None:
+    # The fixture store has subgraph namespaces, forks and many threads.
+    with ckpt.open(sqlite_store) as store:
+        raw = store.raw
+        keys = [
+            (r["thread_id"], r["checkpoint_ns"], r["checkpoint_id"])
+            for t in store.threads(sort="thread")
+            for r in store.history(t["thread_id"])
+        ]
+        assert any(ns for _, ns, _ in keys)
+        for thread_id, ns, checkpoint_id in keys:
+            exact = raw.find_exact(checkpoint_id)
+            scanned = [k for k in raw.find(checkpoint_id) if k.checkpoint_id == checkpoint_id]
+            assert sorted(exact) == sorted(scanned)
+            assert CheckpointKey(thread_id, ns, checkpoint_id) in exact
+        assert raw.find_exact("1" * 36) == []
+
+
+def test_history_last_reads_only_the_newest(many_threads: Path) -> None:
+    with ckpt.open(many_threads) as store:
+        full = store.history("long")
+        assert len(full) >= LONG
+        with statements(store) as sql:
+            last = store.history("long", last=50)
+        tree = store.history_tree("long", last=5)
+    assert last == full[-50:]
+    assert [n["checkpoint"]["checkpoint_id"] for n in tree[0]] == [
+        r["checkpoint_id"] for r in full[-5:]
+    ]
+    rows = [s for s in sql if "CROSS JOIN checkpoints" in s]
+    assert len(rows) == 1 and "LIMIT 50" in rows[0], sql
