@@ -237,7 +237,8 @@ def test_filter_by_typing(sqlite_store: Path, manifest: dict[str, Any]) -> None:
 def test_sort_is_the_cli_sort(sqlite_store: Path) -> None:
     with ckpt.open(sqlite_store) as store:
         by = {
-            sort: [t["thread_id"] for t in store.threads(sort=sort)] for sort in ("thread", "size")
+            sort: [t["thread_id"] for t in store.threads(sort=sort)]
+            for sort in ("thread", "checkpoints")
         }
 
     async def scenario(pilot: Pilot[Any]) -> None:
@@ -245,17 +246,19 @@ def test_sort_is_the_cli_sort(sqlite_store: Path) -> None:
         await press(pilot, "s")
         assert shown_threads(pilot) == by["thread"]
         assert current_thread(pilot) == keep  # the cursor stays on its thread
-        await press(pilot, "s", "s", "s", "s")
-        assert browser(pilot).threads.sort == "size"
-        assert shown_threads(pilot) == by["size"]
+        await press(pilot, "s", "s", "s")  # status, step, checkpoints
+        assert browser(pilot).threads.sort == "checkpoints"
+        assert shown_threads(pilot) == by["checkpoints"]
+        await press(pilot, "s")  # no sizes were measured: no sort by size
+        assert browser(pilot).threads.sort == "updated"
 
     drive(sqlite_store, scenario)
 
 
 def test_thread_list_filters_on_records() -> None:
     records: Any = [
-        {"thread_id": "a-1", "status": "done", "metadata": {"user": "x"}, "updated_at": "1"},
-        {"thread_id": "b-2", "status": "error", "metadata": {"user": "y"}, "updated_at": "2"},
+        {"thread_id": "a-1", "status": "done", "metadata": {"user": "x"}, "checkpoint_id": "1"},
+        {"thread_id": "b-2", "status": "error", "metadata": {"user": "y"}, "checkpoint_id": "2"},
     ]
     threads = ThreadList(records)
     assert [r["thread_id"] for r in threads.shown] == ["b-2", "a-1"]

@@ -51,7 +51,15 @@ class ThreadList:
         self._apply()
 
     def cycle_sort(self) -> str:
-        self.sort = THREAD_SORTS[(THREAD_SORTS.index(self.sort) + 1) % len(THREAD_SORTS)]
+        # By size only when sizes were measured (`ckpt threads` measures them on --size).
+        sorts = [
+            s
+            for s in THREAD_SORTS
+            if s != "size" or any(r["size"] is not None for r in self.records)
+        ]
+        self.sort = (
+            sorts[(sorts.index(self.sort) + 1) % len(sorts)] if self.sort in sorts else sorts[0]
+        )
         self._apply()
         return self.sort
 
