@@ -57,8 +57,6 @@ KNOWN_GAPS: Final = (
     ("msgpack:fixext-8m", "types", "peak memory"),
     ("/ten-mb-id/", "types", "peak memory"),  # 480 MB: the census holds many copies
     ("/ten-mb-id/", "stats", "peak memory"),
-    ("/ten-mb-id/", "show", "timed out"),
-    ("/ten-mb-id/", "show", "took"),
 )
 
 COMMANDS: dict[str, list[str]] = {
