@@ -74,13 +74,33 @@ SQLITE_COLUMNS: Final = {
 }
 
 
+# Text values longer than any real id (a 10 MB thread id in a damaged store): each row
+# would hold its own copy; rows share one instead (a few at a time), so that a scan over
+# many rows of one such thread stays bounded in memory.
+_LONG: Final = 4096
+_SHARED: dict[str, str] = {}
+
+
+def _shared(value: str) -> str:
+    if len(_SHARED) > 8:
+        _SHARED.clear()
+    return _SHARED.setdefault(value, value)
+
+
 def _fixed(
     row: Sequence[Any], names: Sequence[str], columns: dict[str, tuple[tuple[type, ...], Any]]
 ) -> tuple[Any, ...]:
     fixed: list[Any] | None = None
     for index, value in enumerate(row):
         rule = columns.get(names[index])
-        if rule is None or type(value) in rule[0]:
+        if rule is None:
+            continue
+        if type(value) is str and len(value) > _LONG:
+            if fixed is None:
+                fixed = list(row)
+            fixed[index] = _shared(value)
+            continue
+        if type(value) in rule[0]:
             continue
         if fixed is None:
             fixed = list(row)
