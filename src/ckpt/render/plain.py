@@ -4,7 +4,6 @@ half a second for 1,000 rows (Rich's Tree: 18 s for a 20,000-wide fork)."""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -60,6 +59,8 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
     sources: set[str] = set()  # up to two: SOURCE says nothing when one value fills it
     nonzero = {"PENDING": False, "NS": False}
     at = {h: i for i, h in enumerate(headers)}
+    import tempfile  # here: `threads --json` has no use for it
+
     # Cells never hold a newline or NUL (clean_line escapes them): a row is one line,
     # its cells NUL-separated, status and detail first.
     spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8")
