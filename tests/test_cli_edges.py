@@ -274,3 +274,28 @@ def test_the_closed_pipe_status_belongs_to_one_run(
         monkeypatch.undo()
         assert ClosedPipe.writes > before, args  # the run really met the closed pipe
     assert codes == [ExitCode.DIFFERENT, 0, ExitCode.DIFFERENT]
+
+
+def test_a_run_builds_only_its_command() -> None:
+    """`ckpt CMD` gives Typer CMD alone to build; help, usage errors and misspellings
+    still see every command."""
+    code = (
+        "import sys, typer.main; from ckpt import cli; built = []; "
+        "get = typer.main.get_command_from_info; "
+        "typer.main.get_command_from_info = lambda *a, **kw: built.append(1) or get(*a, **kw); "
+        "sys.argv[0] = 'ckpt'; "
+        "import atexit; atexit.register(lambda: print('BUILT', len(built), file=sys.stderr)); "
+        "cli.main()"
+    )
+
+    def built(*args: str) -> tuple[int, str]:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args], capture_output=True, text=True, check=False
+        )
+        return int(done.stderr.rsplit("BUILT", 1)[1]), done.stderr + done.stdout
+
+    assert built("versions", "--help")[0] == 1
+    count, _ = built("--help")
+    assert count == len(app.registered_commands) > 5
+    count, text = built("thread", "x")
+    assert count > 5 and "Did you mean 'threads'" in text

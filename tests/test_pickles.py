@@ -689,6 +689,24 @@ def test_scanning_any_blobs_dict_matches_unpickling(
         assert loaded == expected
 
 
+def test_scanning_memo_numbered_out_of_order(tmp_path: Path) -> None:
+    """The scanner's memo is a list (puts numbered 0, 1, 2... as pickle writes them): any
+    other numbering is read by the restricted unpickler instead, with the same result."""
+    # 'k' put as 1 and 'v' as 0, fetched back by 0 then 1: {'k': 'v', 'v': 'k'} (read in
+    # order of appearance instead, {'k': 'v'}).
+    data = b"\x80\x02}(X\x01\x00\x00\x00kq\x01X\x01\x00\x00\x00vq\x00h\x00h\x01u."
+    path = tmp_path / BLOBS
+    path.write_bytes(data)
+    with path.open("rb") as handle:
+        expected = load_pickle(handle, source=str(path))
+    assert expected == {"k": "v", "v": "k"}
+    scanned = PickleFile(str(path), source=str(path))
+    try:
+        assert scanned.load() == expected
+    finally:
+        scanned.close()
+
+
 @functools.cache
 def dev_files(folder: Path) -> dict[str, bytes]:
     return {name: (folder / name).read_bytes() for name in DEV_FILES}

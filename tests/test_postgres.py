@@ -459,6 +459,48 @@ def test_queries_are_set_based(store: PostgresStore, monkeypatch: pytest.MonkeyP
     assert len(statements) > len(dumped) // 2
 
 
+def test_full_id_probe_walks_the_primary_key(
+    store: PostgresStore,
+    pg_store: PgStore,
+    pg_tuples: list[CheckpointTuple],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A full id is found by a walk of the key (one index search per namespace), with the
+    same answer as the scan of `find`, subgraph namespaces included."""
+    keys = [key_of(t) for t in pg_tuples]
+    assert any(k.checkpoint_ns for k in keys)
+    statements: list[Any] = []
+    original = PostgresStore._rows
+
+    def recording(self: PostgresStore, query: Any, params: Any = ()) -> Any:
+        statements.append((query, params))
+        return original(self, query, params)
+
+    monkeypatch.setattr(PostgresStore, "_rows", recording)
+    for key in keys[:: max(1, len(keys) // 25)]:
+        assert store.find_exact(key.checkpoint_id) == sorted(
+            k for k in keys if k.checkpoint_id == key.checkpoint_id
+        )
+    assert store.find_exact(str(uuid.uuid4())) == []
+    probes = [(q, p) for q, p in statements if "WITH RECURSIVE" in q.as_string(store.conn)]
+    assert probes and not [q for q, _ in statements if "LIKE" in q.as_string(store.conn)]
+    # The plan, with sequential scans priced out: none is left, so the walk and the probe
+    # are index searches on the primary key whatever the table's size.
+    query, params = probes[-1]
+    with psycopg.connect(pg_store.dsn) as conn:
+        conn.execute("SET enable_seqscan = off")
+        plan = json.dumps(
+            conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + query, params).fetchone()
+        )
+    assert "Seq Scan" not in plan and "checkpoints_pkey" in plan, plan
+    # Past PROBE_STEPS namespaces it falls back to the scan, with the same answer.
+    monkeypatch.setattr("ckpt.stores.postgres.PROBE_STEPS", 2)
+    statements.clear()
+    key = keys[-1]
+    assert key in store.find_exact(key.checkpoint_id)
+    assert any("LIKE" in q.as_string(store.conn) for q, _ in statements)
+
+
 def test_dump_query_filters(store: PostgresStore, pg_tuples: list[CheckpointTuple]) -> None:
     keys = sorted(
         (key_of(t) for t in pg_tuples if key_of(t).thread_id == "support-2"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import operator
 import re
 import sqlite3
+import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -201,3 +202,27 @@ def test_history_last_reads_only_the_newest(many_threads: Path) -> None:
     ]
     rows = [s for s in sql if "CROSS JOIN checkpoints" in s]
     assert len(rows) == 1 and "LIMIT 50" in rows[0], sql
+
+
+def test_threads_table_memory_is_flat(many_threads: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The human table keeps no row in memory: rows spool (here to a file, past a small
+    buffer) and the second pass lays them out as they are read back."""
+    from ckpt.render import plain
+    from ckpt.render.output import Output
+
+    with ckpt.open(many_threads) as store:
+        records = store.threads(sort="thread")
+    output = Output(width=100)
+    in_memory = list(plain.threads_table(records, output))
+    monkeypatch.setattr(plain, "SPOOL_BYTES", 4096)
+    assert list(plain.threads_table(records, output)) == in_memory  # the same, via a file
+    assert len(in_memory) == len(records) + 1
+    repeat = 40  # about 10,000 rows: holding them would take megabytes
+    tracemalloc.start()
+    try:
+        rows = sum(1 for _ in plain.threads_table(records * repeat, output))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rows == len(records) * repeat + 1
+    assert peak < 1_000_000, peak

@@ -174,4 +174,20 @@ _register()
 
 
 def main() -> None:
+    _only_the_invoked_command(sys.argv[1:])
     app(prog_name="ckpt")
+
+
+def _only_the_invoked_command(args: list[str]) -> None:
+    """`ckpt CMD ...` builds CMD alone: Typer turns every registered command into a Click
+    command (signatures, parameters, help) on each start, and a run needs only one.
+    Anything else (`ckpt`, `ckpt --help`, a misspelt command) sees them all."""
+    if not args:
+        return
+    chosen = [
+        command
+        for command in app.registered_commands
+        if args[0] == (command.name or getattr(command.callback, "__name__", "").replace("_", "-"))
+    ]
+    if len(chosen) == 1:
+        app.registered_commands = chosen

@@ -6,6 +6,7 @@ a view; the views never compute anything themselves.
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -78,8 +79,8 @@ def threads(
             output.lines(stream_ndjson(records))
         elif json_out:
             output.lines(stream_json_array(records))
-        elif table := list(threads_table(records, output)):
-            output.lines(table)
+        elif (header := next(table := threads_table(records, output), None)) is not None:
+            output.lines(itertools.chain([header], table))
         else:
             # Nothing on stdout: an empty listing; the explanation is talk, for stderr.
             what = "no threads match" if filters or status else "no threads"

@@ -29,6 +29,7 @@ STATUS_STYLE = {
 }
 DETAIL_ROOM = 60  # columns of detail worth dropping a column for
 DROP_ORDER = ("SIZE", "PENDING", "NS", "SOURCE")  # least telling first
+SPOOL_BYTES = 4 << 20  # rows of the threads table kept in memory before a temporary file
 _ANSI = {"green": "32", "yellow": "33", "bold red": "1;31", "cyan": "36", "dim": "2", "bold": "1"}
 
 
@@ -39,38 +40,50 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
     nothing on this store (SOURCE the same on every row, NS and PENDING all zero) are left
     out, times drop the date when it is today's, and the detail gets the rest of the line.
     Thread ids and interrupt ids are never cut: they are what the user pastes.
+
+    Two passes in flat memory: the first measures the columns and spools each row, as one
+    line of its cells, to a temporary buffer (in memory up to a few MB, then a file); the
+    second lays the rows out. No record is kept.
     """
     # PENDING: the writes on the latest checkpoint (`pending_writes` in the JSON); the
     # thread's total of write rows is `writes` in the JSON.
     headers = ["THREAD", "STATUS", "STEP", "SOURCE", "CKPTS", "PENDING", "NS", "UPDATED", "SIZE"]
     right = {"STEP", "CKPTS", "PENDING", "NS", "SIZE"}
-    rows: list[list[str]] = []
-    statuses: list[str] = []
-    details: list[tuple[str, str]] = []  # (what a cut must keep, the rest)
     fitted = output.wraps
     local = output.local_time
     now = today(local)
     measured = False  # sizes are shown only when measured (`--size`)
-    for record in records:
-        keep, detail = "", ", ".join(record["next"] or [])
-        if record["status"] == "error" and record["errors"]:
-            detail = brief(record["errors"][0], limit=200)
-        elif record["status"] == "interrupted" and record["interrupts"]:
-            first = record["interrupts"][0]
-            # The id first: it is what Command(resume={id: ...}) needs, and a cut
-            # would make it useless.
-            keep = f"waiting {first['id']}: " if first["id"] else "waiting: "
-            detail = brief(first["value"], limit=200)
-        elif record["checkpoint_id"] is None:
-            subgraphs = [n for n in record["namespaces"] if n]
-            detail = f"no root checkpoint; only subgraph namespaces ({len(subgraphs)})"
-        statuses.append(record["status"])
-        details.append((clean_line(keep), clean_line(detail)))
-        updated = short_time(record["updated_at"], local)
-        if fitted and updated.startswith(now):
-            updated = updated[11:]
-        rows.append(
-            [
+    widths = [0] * len(headers)
+    widest = 0  # of the details
+    count = 0
+    sources: set[str] = set()  # up to two: SOURCE says nothing when one value fills it
+    nonzero = {"PENDING": False, "NS": False}
+    at = {h: i for i, h in enumerate(headers)}
+    import tempfile  # here: `threads --json` has no use for it
+
+    # Cells never hold a newline or NUL (clean_line escapes them): a row is one line,
+    # its cells NUL-separated, status and detail first.
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8")
+    batch: list[str] = []
+    with spool:
+        for record in records:
+            keep, detail = "", ", ".join(record["next"] or [])
+            if record["status"] == "error" and record["errors"]:
+                detail = brief(record["errors"][0], limit=200)
+            elif record["status"] == "interrupted" and record["interrupts"]:
+                first = record["interrupts"][0]
+                # The id first: it is what Command(resume={id: ...}) needs, and a cut
+                # would make it useless.
+                keep = f"waiting {first['id']}: " if first["id"] else "waiting: "
+                detail = brief(first["value"], limit=200)
+            elif record["checkpoint_id"] is None:
+                subgraphs = [n for n in record["namespaces"] if n]
+                detail = f"no root checkpoint; only subgraph namespaces ({len(subgraphs)})"
+            keep, detail = clean_line(keep), clean_line(detail)
+            updated = short_time(record["updated_at"], local)
+            if fitted and updated.startswith(now):
+                updated = updated[11:]
+            cells = [
                 clean_line(record["thread_id"]),
                 record["status"],
                 "" if record["step"] is None else str(record["step"]),
@@ -81,64 +94,66 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
                 updated,
                 "" if record["size"] is None else human_size(record["size"]),
             ]
-        )
-        measured = measured or record["size"] is not None
-    if not rows:
-        return
-    shown = [i for i in range(len(headers)) if measured or headers[i] != "SIZE"]
-    if fitted:
-        shown = [i for i in shown if not _says_nothing(headers[i], [r[i] for r in rows])]
-    headers[headers.index("UPDATED")] = f"UPDATED ({zone_label(local)})"
-    full_widths = [
-        max([cell_width(h), *(cell_width(r[i]) for r in rows)]) for i, h in enumerate(headers)
-    ]
-    if fitted:
-        # Still too narrow for a useful detail: the least telling columns go first.
-        widest = max(cell_width(k) + cell_width(r) for k, r in details)
-        want = min(DETAIL_ROOM, max(widest, len("NEXT / DETAIL")))
-        for header in DROP_ORDER:
-            if header == "SIZE" and measured:
-                continue  # asked for (--size)
-            if output.columns() - sum(full_widths[i] + 2 for i in shown) >= want:
-                break
-            shown = [i for i in shown if headers[i] != header]
-    headers = [headers[i] for i in shown]
-    rows = [[r[i] for i in shown] for r in rows]
-    widths = [full_widths[i] for i in shown]
-    colour = output.colour
-    used = sum(widths) + 2 * len(widths)
-    # On a terminal (or with COLUMNS set) the detail is cut to the width; into a pipe or a
-    # file, lines stay whole.
-    room = max(output.columns() - used, 16) if fitted else 10**9
+            measured = measured or record["size"] is not None
+            count += 1
+            for i, cell in enumerate(cells):
+                widths[i] = max(widths[i], cell_width(cell))
+            widest = max(widest, cell_width(keep) + cell_width(detail))
+            if len(sources) < 2:
+                sources.add(cells[at["SOURCE"]])
+            for header in nonzero:
+                nonzero[header] = nonzero[header] or cells[at[header]] != "0"
+            batch.append("\0".join([record["status"], keep, detail, *cells]) + "\n")
+            if len(batch) == 1024:
+                spool.write("".join(batch))
+                batch.clear()
+        spool.write("".join(batch))
+        if not count:
+            return
+        says_nothing = {"SOURCE": count > 1 and len(sources) == 1}
+        says_nothing |= {h: not seen for h, seen in nonzero.items()}
+        shown = [i for i in range(len(headers)) if measured or headers[i] != "SIZE"]
+        if fitted:
+            shown = [i for i in shown if not says_nothing.get(headers[i], False)]
+        headers[at["UPDATED"]] = f"UPDATED ({zone_label(local)})"
+        full_widths = [max(cell_width(h), w) for h, w in zip(headers, widths, strict=True)]
+        if fitted:
+            # Still too narrow for a useful detail: the least telling columns go first.
+            want = min(DETAIL_ROOM, max(widest, len("NEXT / DETAIL")))
+            for header in DROP_ORDER:
+                if header == "SIZE" and measured:
+                    continue  # asked for (--size)
+                if output.columns() - sum(full_widths[i] + 2 for i in shown) >= want:
+                    break
+                shown = [i for i in shown if headers[i] != header]
+        headers = [headers[i] for i in shown]
+        widths = [full_widths[i] for i in shown]
+        colour = output.colour
+        used = sum(widths) + 2 * len(widths)
+        # On a terminal (or with COLUMNS set) the detail is cut to the width; into a pipe or
+        # a file, lines stay whole.
+        room = max(output.columns() - used, 16) if fitted else 10**9
 
-    def paint(text: str, style: str) -> str:
-        return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if colour and style in _ANSI else text
+        def paint(text: str, style: str) -> str:
+            return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if colour and style in _ANSI else text
 
-    def line(cells: list[str], detail: tuple[str, str], status_style: str) -> str:
-        padded = [
-            c.rjust(w) if h in right else c + " " * (w - cell_width(c))
-            for c, w, h in zip(cells, widths, headers, strict=True)
-        ]
-        padded[1] = paint(padded[1], status_style)
-        keep, rest = detail
-        if keep and cell_width(keep) + 12 > room:
-            keep = "waiting: "  # no room for the whole id: `ckpt show THREAD` has it
-        text = keep + cut(rest, False, max(room - cell_width(keep), 12))
-        return ("  ".join(padded) + "  " + text).rstrip() + "\n"
+        def line(cells: list[str], detail: tuple[str, str], status_style: str) -> str:
+            padded = [
+                c.rjust(w) if h in right else c + " " * (w - cell_width(c))
+                for c, w, h in zip(cells, widths, headers, strict=True)
+            ]
+            padded[1] = paint(padded[1], status_style)
+            keep, rest = detail
+            if keep and cell_width(keep) + 12 > room:
+                keep = "waiting: "  # no room for the whole id: `ckpt show THREAD` has it
+            text = keep + cut(rest, False, max(room - cell_width(keep), 12))
+            return ("  ".join(padded) + "  " + text).rstrip() + "\n"
 
-    yield paint(line(headers, ("", "NEXT / DETAIL"), "").rstrip("\n"), "bold") + "\n"
-    for row, status, parts in zip(rows, statuses, details, strict=True):
-        yield line(row, parts, STATUS_STYLE.get(status, ""))
-
-
-def _says_nothing(header: str, cells: list[str]) -> bool:
-    """A column not worth its width on this store: SOURCE the same on every row (of
-    several), NS or PENDING zero on every row."""
-    if header == "SOURCE":
-        return len(cells) > 1 and len(set(cells)) == 1
-    if header in ("NS", "PENDING"):
-        return all(c == "0" for c in cells)
-    return False
+        yield paint(line(headers, ("", "NEXT / DETAIL"), "").rstrip("\n"), "bold") + "\n"
+        spool.seek(0)
+        for row in spool:
+            status, keep, detail, *cells = row[:-1].split("\0")
+            yield line([cells[i] for i in shown], (keep, detail), STATUS_STYLE.get(status, ""))
 
 
 # -- trees ----------------------------------------------------------------------------------------

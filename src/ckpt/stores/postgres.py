@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 BATCH = 100  # checkpoints per set-based blobs/writes fetch while streaming a dump
 THREADS_PER_BATCH = 500  # latest checkpoints hydrated per round of `threads`
+PROBE_STEPS = 10000  # (thread, namespace) pairs `find_exact` walks before `find` scans
 KEYS_PER_QUERY = 5000  # blob or write keys sent in one statement (bounded statement time)
 # Blob payload bytes fetched (and held) at once. A batch whose values are larger is split,
 # so memory stays flat and each statement short even when every checkpoint carries a long
@@ -264,8 +265,8 @@ class PostgresStore(Store):
 
     # -- listing ---------------------------------------------------------------------------
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
-        # One statement for every thread's aggregates (a consistent snapshot), then the
-        # latest root checkpoints hydrated a batch at a time. Grouping by (thread, ns) first
+        # One statement for every thread's aggregates and its latest root checkpoint (a
+        # consistent snapshot), read a batch at a time. Grouping by (thread, ns) first
         # lets the server hash-aggregate narrow rows; one array_agg(DISTINCT ...) over the
         # table would sort every row with its JSONB instead (5x slower, spills to disk).
         # Sizes and write rows (`sizes=True`) read every row's columns (pg_column_size,
@@ -283,43 +284,55 @@ class PostgresStore(Store):
             else "SELECT NULL::text AS thread_id, 0::bigint AS size WHERE false"
         )
         checkpoint_bytes = f"sum({CHECKPOINT_BYTES})" if sizes else "0"
-        aggregates = self._rows(
-            self._sql(
-                "WITH cp AS (SELECT thread_id, sum(n) AS n, "
-                "array_agg(checkpoint_ns ORDER BY checkpoint_ns) AS namespaces, "
-                "sum(size) AS size, max(latest) FILTER (WHERE checkpoint_ns = '') AS latest_root "
-                "FROM (SELECT c.thread_id, c.checkpoint_ns, count(*) AS n, "
-                f"{checkpoint_bytes} AS size, "
-                "max({id}) AS latest FROM {cp} c GROUP BY 1, 2) AS per_ns GROUP BY thread_id), "
-                f"w AS ({writes_cte}), b AS ({blobs_cte}) "
-                "SELECT cp.thread_id, cp.n, cp.namespaces, cp.size, cp.latest_root, "
-                "coalesce(w.n, 0), coalesce(w.size, 0), coalesce(b.size, 0) "
-                "FROM cp LEFT JOIN w USING (thread_id) LEFT JOIN b USING (thread_id) "
-                "ORDER BY cp.thread_id"
-            )
+        # The latest root row joins the aggregates by primary key (one index search per
+        # thread, not a batched lookup after them); rows come through a server-side cursor
+        # THREADS_PER_BATCH at a time, each batch's blobs and writes in set-based queries.
+        statement = self._sql(
+            "WITH cp AS (SELECT thread_id, sum(n) AS n, "
+            "array_agg(checkpoint_ns ORDER BY checkpoint_ns) AS namespaces, "
+            "sum(size) AS size, max(latest) FILTER (WHERE checkpoint_ns = '') AS latest_root "
+            "FROM (SELECT c.thread_id, c.checkpoint_ns, count(*) AS n, "
+            f"{checkpoint_bytes} AS size, "
+            "max({id}) AS latest FROM {cp} c GROUP BY 1, 2) AS per_ns GROUP BY thread_id), "
+            f"w AS ({writes_cte}), b AS ({blobs_cte}) "
+            "SELECT cp.thread_id, cp.n, cp.namespaces, cp.size, cp.latest_root, "
+            "coalesce(w.n, 0), coalesce(w.size, 0), coalesce(b.size, 0), {cols} "
+            "FROM cp LEFT JOIN w USING (thread_id) LEFT JOIN b USING (thread_id) "
+            "LEFT JOIN {cp} c ON c.thread_id = cp.thread_id AND c.checkpoint_ns = '' "
+            "AND {id} = cp.latest_root "
+            "ORDER BY cp.thread_id",
+            cols=self._columns(values=False),
         )
-        for chunk in _batched(aggregates, THREADS_PER_BATCH):
-            # A thread with only subgraph checkpoints has no state of its own: no latest.
-            keys = {row[0]: CheckpointKey(row[0], "", row[4]) for row in chunk if row[4]}
-            latest = {
-                c.thread_id: c
-                for c in self._hydrate(
-                    self._rows_by_key(list(keys.values()), values=False), values=False
-                )
-            }
-            for thread_id, count, namespaces, size, _, writes, writes_size, blobs_size in chunk:
-                yield ThreadSummary(
-                    thread_id=thread_id,
-                    namespaces=sorted(namespaces or [""]),
-                    checkpoints=int(count),
-                    writes=int(writes) if sizes else None,
-                    size=(
-                        int(size or 0) + int(writes_size or 0) + int(blobs_size or 0)
-                        if sizes
-                        else None
-                    ),
-                    latest=latest.get(thread_id),
-                )
+        pg = self._pg
+        try:
+            with (
+                self.conn.transaction(),
+                self.conn.cursor(name=f"ckpt_threads_{next(self._cursor_ids)}", binary=True) as cur,
+            ):
+                cur.itersize = THREADS_PER_BATCH
+                cur.execute(statement)
+                while chunk := cur.fetchmany(THREADS_PER_BATCH):
+                    yield from self._thread_summaries(chunk, sizes=sizes)
+        except pg.Error as exc:
+            raise self._session.translate(exc) from None
+
+    def _thread_summaries(
+        self, chunk: list[tuple[Any, ...]], *, sizes: bool
+    ) -> Iterator[ThreadSummary]:
+        # A thread with only subgraph checkpoints has no state of its own: no latest.
+        rows = [_Row(*row[8:]) for row in chunk if row[4] and row[8] is not None]
+        latest = {c.thread_id: c for c in self._hydrate(rows, values=False)}
+        for thread_id, count, namespaces, size, _, writes, writes_size, blobs_size, *_ in chunk:
+            yield ThreadSummary(
+                thread_id=thread_id,
+                namespaces=sorted(namespaces or [""]),
+                checkpoints=int(count),
+                writes=int(writes) if sizes else None,
+                size=(
+                    int(size or 0) + int(writes_size or 0) + int(blobs_size or 0) if sizes else None
+                ),
+                latest=latest.get(thread_id),
+            )
 
     def thread_exists(self, thread_id: str) -> bool:
         return bool(
@@ -374,6 +387,53 @@ class PostgresStore(Store):
             params.append(thread_id)
         rows = self._rows(self._sql(f"{query} LIMIT {FIND_LIMIT}"), params)
         return [CheckpointKey(*row) for row in sorted(rows)]
+
+    def find_exact(self, checkpoint_id: str) -> list[CheckpointKey]:
+        # No index leads with checkpoint_id and PostgreSQL before 18 has no skip scan, so
+        # the statement skips through the primary key itself: a recursive walk from one
+        # (thread, namespace) to the next (one index search each, by row comparison), and
+        # a primary-key search for the id in every one. That reads a few pages per
+        # namespace instead of the whole key index; after PROBE_STEPS namespaces it gives
+        # up, and `find` scans the key index. Shallow stores keep the id in the JSONB and
+        # a table without that key would be read in full per step: both use `find`.
+        if self.shallow or not self._has_key_index():
+            return super().find_exact(checkpoint_id)
+        rows = self._rows(
+            self._sql(
+                "WITH RECURSIVE p(t, n, k) AS ("
+                "(SELECT c.thread_id, c.checkpoint_ns, 1 FROM {cp} c "
+                "ORDER BY c.thread_id, c.checkpoint_ns LIMIT 1) "
+                "UNION ALL SELECT q.thread_id, q.checkpoint_ns, p.k + 1 FROM p "
+                "CROSS JOIN LATERAL (SELECT c.thread_id, c.checkpoint_ns FROM {cp} c "
+                "WHERE (c.thread_id, c.checkpoint_ns) > (p.t, p.n) "
+                "ORDER BY c.thread_id, c.checkpoint_ns LIMIT 1) AS q "
+                f"WHERE p.k < {PROBE_STEPS}) "
+                "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id FROM p "
+                "LEFT JOIN {cp} c ON c.thread_id = p.t AND c.checkpoint_ns = p.n "
+                "AND c.checkpoint_id = %s "
+                f"WHERE c.thread_id IS NOT NULL OR p.k = {PROBE_STEPS}"
+            ),
+            (checkpoint_id,),
+        )
+        if any(row[0] is None for row in rows):  # too many namespaces to walk
+            return super().find_exact(checkpoint_id)
+        return [CheckpointKey(*row) for row in sorted(rows)]
+
+    def _has_key_index(self) -> bool:
+        """A valid btree index whose keys start (thread_id, checkpoint_ns, checkpoint_id):
+        PostgresSaver's primary key."""
+        rows = self._rows(
+            self._pg.sql.SQL(
+                "SELECT 1 FROM pg_index i JOIN pg_class r ON r.oid = i.indexrelid "
+                "JOIN pg_am a ON a.oid = r.relam WHERE i.indrelid = %s AND i.indisvalid "
+                "AND a.amname = 'btree' AND i.indnkeyatts >= 3 AND ARRAY(SELECT attname "
+                "FROM pg_attribute WHERE attrelid = i.indrelid AND attnum = ANY "
+                "((i.indkey::int2[])[0:2]) ORDER BY array_position(i.indkey::int2[], "
+                "attnum)) = ARRAY['thread_id', 'checkpoint_ns', 'checkpoint_id']::name[]"
+            ),
+            (self._oids["checkpoints"],),
+        )
+        return bool(rows)
 
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
         # As PostgresSaver.get_tuple picks it: ORDER BY checkpoint_id DESC LIMIT 1.
