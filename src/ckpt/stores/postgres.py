@@ -408,16 +408,19 @@ class PostgresStore(Store):
                 "WHERE (c.thread_id, c.checkpoint_ns) > (p.t, p.n) "
                 "ORDER BY c.thread_id, c.checkpoint_ns LIMIT 1) AS q "
                 f"WHERE p.k < {PROBE_STEPS}) "
-                "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id FROM p "
+                # gave_up: the walk ended at PROBE_STEPS (its own column: the row factory
+                # reads a NULL thread_id as "", columns.py).
+                "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, "
+                "c.thread_id IS NULL AS gave_up FROM p "
                 "LEFT JOIN {cp} c ON c.thread_id = p.t AND c.checkpoint_ns = p.n "
                 "AND c.checkpoint_id = %s "
                 f"WHERE c.thread_id IS NOT NULL OR p.k = {PROBE_STEPS}"
             ),
             (checkpoint_id,),
         )
-        if any(row[0] is None for row in rows):  # too many namespaces to walk
+        if any(row[3] for row in rows):  # too many namespaces to walk
             return super().find_exact(checkpoint_id)
-        return [CheckpointKey(*row) for row in sorted(rows)]
+        return [CheckpointKey(*row[:3]) for row in sorted(rows)]
 
     def _has_key_index(self) -> bool:
         """A valid btree index whose keys start (thread_id, checkpoint_ns, checkpoint_id):
