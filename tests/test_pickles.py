@@ -192,6 +192,10 @@ def test_dev_folder_reads_like_the_same_run_in_sqlite(dev_folder: Path, sqlite_s
 
 def test_threads_json(dev_folder: Path, manifest: dict[str, Any], oracles: dict[str, Any]) -> None:
     threads = run_json("threads", str(dev_folder), "--size")
+    failed = run_json("show", manifest["fanout_error"], "--db", str(dev_folder))["tasks"]
+    assert {t["thread_id"]: t["failed_tasks"] for t in threads}[manifest["fanout_error"]] == [
+        t for t in failed if t["state"] == "failed"
+    ]
     assert sorted(t["thread_id"] for t in threads) == sorted(manifest["threads"])
     counts = Counter(c["thread_id"] for c in oracles["dev_folder"]["checkpoints"])
     by_id = {t["thread_id"]: t for t in threads}

@@ -14,6 +14,7 @@ from ckpt.render.text import (
     cell_width,
     clean_line,
     cut,
+    failure,
     human_size,
     short_time,
     today,
@@ -47,13 +48,19 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
     rows: list[list[str]] = []
     statuses: list[str] = []
     details: list[tuple[str, str]] = []  # (what a cut must keep, the rest)
+    shorter: list[str] = []  # the detail to show when the whole does not fit ("": cut it)
     fitted = output.wraps
     local = output.local_time
     now = today(local)
     measured = False  # sizes are shown only when measured (`--size`)
     for record in records:
-        keep, detail = "", ", ".join(record["next"] or [])
-        if record["status"] == "error" and record["errors"]:
+        keep, detail, short = "", ", ".join(record["next"] or []), ""
+        if record["status"] == "error" and record["failed_tasks"]:
+            failed = record["failed_tasks"]
+            detail, short = failure(failed[0], limit=200), failure(failed[0], 200, False)
+            if len(failed) > 1:
+                detail += f"  (+{len(failed) - 1} more failed)"
+        elif record["status"] == "error" and record["errors"]:
             detail = brief(record["errors"][0], limit=200)
         elif record["status"] == "interrupted" and record["interrupts"]:
             first = record["interrupts"][0]
@@ -66,6 +73,7 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
             detail = f"no root checkpoint; only subgraph namespaces ({len(subgraphs)})"
         statuses.append(record["status"])
         details.append((clean_line(keep), clean_line(detail)))
+        shorter.append(short)
         updated = short_time(record["updated_at"], local)
         if fitted and updated.startswith(now):
             updated = updated[11:]
@@ -114,21 +122,23 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
     def paint(text: str, style: str) -> str:
         return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if colour and style in _ANSI else text
 
-    def line(cells: list[str], detail: tuple[str, str], status_style: str) -> str:
+    def line(cells: list[str], detail: tuple[str, str], status_style: str, short: str = "") -> str:
         padded = [
             c.rjust(w) if h in right else c + " " * (w - cell_width(c))
             for c, w, h in zip(cells, widths, headers, strict=True)
         ]
         padded[1] = paint(padded[1], status_style)
         keep, rest = detail
+        if short and cell_width(keep + rest) > room:
+            rest = short  # a failed task's error before its input
         if keep and cell_width(keep) + 12 > room:
             keep = "waiting: "  # no room for the whole id: `ckpt show THREAD` has it
         text = keep + cut(rest, False, max(room - cell_width(keep), 12))
         return ("  ".join(padded) + "  " + text).rstrip() + "\n"
 
     yield paint(line(headers, ("", "NEXT / DETAIL"), "").rstrip("\n"), "bold") + "\n"
-    for row, status, parts in zip(rows, statuses, details, strict=True):
-        yield line(row, parts, STATUS_STYLE.get(status, ""))
+    for row, status, parts, short in zip(rows, statuses, details, shorter, strict=True):
+        yield line(row, parts, STATUS_STYLE.get(status, ""), short)
 
 
 def _says_nothing(header: str, cells: list[str]) -> bool:
