@@ -321,9 +321,39 @@ def test_progress_counts_against_a_total(capsys: pytest.CaptureFixture[str]) -> 
     assert "dumping 64 of 100 checkpoints" in capsys.readouterr().err
 
 
-def test_dump_total_counts_what_dump_streams(sqlite_store: Path) -> None:
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sqlite",
+        "legacy_lg0.1.19_sqlite.db",
+        "dev_folder",
+        "memory_persistentdict.pkl",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("postgres_shallow", marks=pytest.mark.postgres),
+    ],
+)
+def test_dump_total_counts_what_dump_streams(
+    name: str, store_of: Callable[[str], tuple[str, tuple[str, ...]]]
+) -> None:
+    """Every store kind gives dump's bar a total: what the same dump streams."""
     import ckpt.api
 
-    with ckpt.api.open(str(sqlite_store)) as store:
-        for filters in ({}, {"threads": ["support-1"]}, {"latest": True}, {"ns": ""}):
-            assert store.dump_total(**filters) == len(list(store.dump(values=False, **filters)))  # type: ignore[arg-type]
+    with ckpt.api.open(store_of(name)[0]) as store:
+        ids = sorted(r["checkpoint_id"] for r in store.dump(values=False))
+        thread = next(iter(store.dump(values=False)))["thread_id"]
+        middle = ids[len(ids) // 2]
+        for filters in (
+            {},
+            {"threads": [thread]},
+            {"latest": True},
+            {"ns": ""},
+            {"since_id": middle},
+            {"until_id": middle, "latest": True},
+        ):
+            expected = len(list(store.dump(values=False, **filters)))  # type: ignore[arg-type]
+            assert store.dump_total(**filters) == expected, filters  # type: ignore[arg-type]
+        # Asked while the dump streams (as the bar does), in the dump's own transaction.
+        stream = store.dump(values=False)
+        next(stream)
+        assert store.dump_total() == len(ids)
+        assert 1 + sum(1 for _ in stream) == len(ids)

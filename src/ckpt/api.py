@@ -234,7 +234,8 @@ class CheckpointStore:
         latest: bool = False,
     ) -> int | None:
         """How many records `dump` with the same filters streams, when the store can count
-        them cheaply (SQLite); None otherwise."""
+        them cheaply (a count over the key index; pickle files: their loaded index); None
+        when the store cannot say (a Postgres count that ran out of time)."""
         query = DumpQuery(
             thread_ids=tuple(threads),
             checkpoint_ns=ns,

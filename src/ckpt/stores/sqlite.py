@@ -520,8 +520,19 @@ class SqliteStore(Store):
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         sql = f"SELECT count(*) FROM checkpoints{clause}"
         if query.latest_only:
-            pairs = f"SELECT DISTINCT thread_id, {self._ns} FROM checkpoints{clause}"
-            sql = f"SELECT count(*) FROM ({pairs})"
+            # The newest of each (thread, ns), then the id range: as the dump filters.
+            keys = DumpQuery(thread_ids=query.thread_ids, checkpoint_ns=query.checkpoint_ns)
+            where, params = self._dump_filter(keys, self._id, self._ns)
+            clause = f" WHERE {' AND '.join(where)}" if where else ""
+            ranges, bounds = self._dump_filter(
+                DumpQuery(since_id=query.since_id, until_id=query.until_id), "m", ""
+            )
+            newest = (
+                f"SELECT max({self._id}) AS m FROM checkpoints{clause} "
+                f"GROUP BY thread_id, {self._ns}"
+            )
+            outer = f" WHERE {' AND '.join(ranges)}" if ranges else ""
+            sql, params = f"SELECT count(*) FROM ({newest}){outer}", [*params, *bounds]
         rows = self._run(sql, params)
         return int(rows[0][0]) if rows else None
 
