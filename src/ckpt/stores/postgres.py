@@ -391,6 +391,9 @@ class PostgresStore(Store):
             raise NotFound(f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}")
         return next(self._hydrate(rows, values=values))
 
+    def load_many(self, keys: Sequence[CheckpointKey], *, values: bool = True) -> list[Checkpoint]:
+        return list(self._hydrate(self._rows_by_key(list(keys), values=values), values=values))
+
     def _rows_by_key(self, keys: list[CheckpointKey], *, values: bool) -> list[_Row]:
         """Checkpoint rows by primary key, in the order of `keys` (missing ones left out)."""
         found: dict[CheckpointKey, _Row] = {}
