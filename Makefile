@@ -85,8 +85,11 @@ bench-stats: $(STAMP)
 bench-browse: $(STAMP)
 	$(BIN)/python bench/browse.py
 
+# The decoder fuzzer, then every read command on generated hostile stores (a failing
+# case's name goes into tests/hostile_corpus.txt, which make test runs).
 fuzz: $(STAMP)
 	$(BIN)/python bench/fuzz.py
+	$(BIN)/python bench/fuzz_stores.py $(FUZZ_ARGS)
 
 docs: $(STAMP)
 	$(BIN)/python docs/gen_cli.py

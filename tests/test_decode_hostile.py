@@ -311,3 +311,56 @@ def test_non_string_keys_at_every_level_take_linear_time() -> None:
         assert entries[1] == 2
         value = entries["a"]
     assert value == 1
+
+
+# -- resource caps (docs/security.md, "Resource bounds") ------------------------------------
+
+
+def test_tiny_ext_values_past_the_expansion_budget_are_too_large() -> None:
+    from ckpt.decoders.msgpack import MIN_EXTS
+    from ckpt.errors import TooLarge
+
+    item = pack(ormsgpack.Ext(0, b"\x00"))
+    started = time.perf_counter()
+    with pytest.raises(TooLarge, match="too large"):
+        decode("msgpack", b"\xdd" + (2_000_000).to_bytes(4, "big") + item * 2_000_000)
+    assert time.perf_counter() - started < 5
+    # Just under the budget the same shape still decodes, one record per ext value.
+    fitting = MIN_EXTS
+    value = decode("msgpack", b"\xdd" + fitting.to_bytes(4, "big") + item * fitting)
+    assert len(value) == fitting
+
+
+def test_messages_are_far_inside_the_expansion_budget() -> None:
+    message = ormsgpack.Ext(
+        5, pack(["langchain_core.messages.ai", "AIMessage", {"content": "ok", "id": "m"}])
+    )
+    payload = pack({"messages": [message] * 50_000})
+    assert len(decode("msgpack", payload)["messages"]) == 50_000
+
+
+def test_pickle_bombs_are_refused_before_unpickling() -> None:
+    import io
+
+    from ckpt.errors import StoreCorrupt
+    from ckpt.stores.unpickler import load_pickle
+    from hostile import PICKLES
+
+    for name in ("hash-bomb", "memo-bomb"):
+        started = time.perf_counter()
+        with pytest.raises(StoreCorrupt, match="too large"):
+            load_pickle(io.BytesIO(PICKLES[name]), source=name)
+        assert time.perf_counter() - started < 1, name
+    # Shared references that stay small still load.
+    small = b"\x80\x04]\x94K\x01a" + b"](h\x00h\x00e\x94" + b"."
+    assert load_pickle(io.BytesIO(small), source="small") == [[1], [1]]
+
+
+def test_lists_too_long_to_align_are_one_change() -> None:
+    from ckpt.changes import ALIGN_LIMIT, diff_values
+
+    size = int(ALIGN_LIMIT**0.5) + 10
+    started = time.perf_counter()
+    changes = diff_values({"x": list(range(size))}, {"x": [-n for n in range(1, size + 1)]})
+    assert time.perf_counter() - started < 5
+    assert [(c.kind, c.pointer) for c in changes] == [("changed", "/x")]

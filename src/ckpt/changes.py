@@ -28,6 +28,10 @@ IDENTITY_KEYS: Final = (
 # Part of the patch (it turns A's record into B's), not of "the checkpoints differ".
 STORAGE_KEYS: Final = frozenset({"size"})
 
+# Lists whose differing middles hold more pairs of elements than this are not aligned
+# element by element (see _diff_list).
+ALIGN_LIMIT: Final = 4_000_000
+
 _PATCH_OPS: Final[dict[str, Literal["add", "remove", "replace"]]] = {
     "added": "add",
     "removed": "remove",
@@ -194,6 +198,11 @@ def _diff_list(
         end_a -= 1
         end_b -= 1
     mid_a, mid_b = a[start:end_a], b[start:end_b]
+    if len(mid_a) * len(mid_b) > ALIGN_LIMIT:
+        # difflib's alignment is quadratic: past the limit the list reads as one change
+        # (the values compared, not aligned), in bounded time (docs/security.md).
+        out.append(Change("changed", path, pointer, old=a, new=b))
+        return
     keys_a, keys_b = _item_keys(mid_a, names[0]), _item_keys(mid_b, names[1])
     keyed = keys_a is not None and keys_b is not None
     if keys_a is None or keys_b is None:

@@ -73,6 +73,11 @@ class DecodeError(CkptError):
     exit_code = ExitCode.CORRUPT
 
 
+class TooLarge(DecodeError):
+    """A value that would take more than ckpt's resource caps to decode (expansion, work):
+    marked as too large instead of decoded at any cost (docs/security.md)."""
+
+
 class EncryptedError(CkptError):
     """Values are encrypted and no key, or a wrong key, was given."""
 

@@ -48,7 +48,7 @@ from ckpt.decoders.ext import (
 from ckpt.decoders.ndarray import decode_ndarray
 from ckpt.decoders.times import is_time, packed_time_text
 from ckpt.decoders.values import MARK_KEY, TYPE_KEY, ext_record, make_json_ready
-from ckpt.errors import DecodeError
+from ckpt.errors import DecodeError, TooLarge
 
 SKIPPED_IN_SHALLOW: Final = frozenset({4, 5, 6})  # messages/pydantic and numpy: the bulk
 
@@ -92,6 +92,7 @@ class MsgpackDecoder:
         "record",
         "replay",
         "failure",
+        "exts_left",
     )
 
     def __init__(self, *, shallow: bool = False) -> None:
@@ -109,11 +110,13 @@ class MsgpackDecoder:
         self.record: list[tuple[int, bytes, Any]] | None = None
         self.replay: deque[tuple[int, bytes, Any]] | None = None
         self.failure: BaseException | None = None  # what made the hook abort everything
+        self.exts_left = 0  # ext values this decode may still build (set by decode)
 
     def decode(self, payload: bytes) -> Any:
         # A document of n bytes nests at most n levels deep (each level needs a header byte).
         self.used = min(len(payload), ORMSGPACK_MAX_DEPTH)
         self.verified = len(payload) <= STACK_BUDGET
+        self.exts_left = ext_budget(len(payload))
         return self._unpack(payload)
 
     def _unpack(self, data: bytes, *, walk: bool = True) -> Any:
@@ -166,6 +169,11 @@ class MsgpackDecoder:
             else:
                 if replay:
                     replay.clear()  # out of step (cannot happen): decode afresh from here on
+                self.exts_left -= 1
+                if self.exts_left < 0:
+                    raise self._abort(
+                        TooLarge("too large to decode: more ext values than its size allows")
+                    )
                 value = self._ext(code, data)
                 if self.record is not None:
                     self.record.append((code, data, value))
@@ -266,6 +274,18 @@ class MsgpackDecoder:
             return packed_time_text(payload[2], data)
         except CONVERSION_ERRORS:
             return kw_args("datetime", "time", payload[2])
+
+
+def ext_budget(size: int) -> int:
+    """How many ext values a payload of `size` bytes may decode into: each becomes a dict
+    of a few hundred bytes, so a payload of tiny ext values (3 bytes each) would expand
+    a hundredfold. Real values spend far more than EXT_BYTES per ext (a message is
+    over 100 bytes); past the budget the value is marked too large (docs/security.md)."""
+    return MIN_EXTS + size // EXT_BYTES
+
+
+MIN_EXTS: Final = 10_000
+EXT_BYTES: Final = 64
 
 
 def decode_msgpack(payload: bytes, *, shallow: bool = False) -> Any:

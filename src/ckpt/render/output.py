@@ -118,28 +118,29 @@ _SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 def strip_trailing(text: str) -> str:
     """Each line without trailing blanks; the style codes among them are kept, so a style
-    still ends where it ended. Read from each line's end: a line of 10,000 guide columns
-    (a fork nested thousands deep) costs its tail, not a regex try at every blank."""
-    if " " not in text and "\t" not in text:
-        return text
-    return "\n".join(map(_strip_line, text.split("\n")))
+    still ends where it ended. Linear in the text: a cell padded with millions of spaces
+    (a huge id in a column) costs one pass, not one per space as a regex would."""
+    return "\n".join(_strip_line(line) for line in text.split("\n"))
 
 
 def _strip_line(line: str) -> str:
-    end = i = len(line)
-    codes: list[str] = []
-    while i:
-        char = line[i - 1]
-        if char in " \t":
-            i -= 1
-        elif char == "m" and (k := line.rfind("\x1b[", 0, i)) >= 0 and _SGR.fullmatch(line, k, i):
-            codes.append(line[k:i])
-            i = k
-        else:
-            break
-    if i == end:
+    end = len(line)
+    kept: list[str] = []
+    while end:
+        last = line[end - 1]
+        if last in " \t":
+            end = len(line[:end].rstrip(" \t"))
+            continue
+        if last == "m":
+            start = line.rfind("\x1b[", 0, end)
+            if start >= 0 and _SGR.fullmatch(line, start, end):
+                kept.append(line[start:end])
+                end = start
+                continue
+        break
+    if end == len(line):
         return line
-    return line[:i] + "".join(reversed(codes))
+    return line[:end] + "".join(reversed(kept))
 
 
 def clean_one_line(text: str) -> str:

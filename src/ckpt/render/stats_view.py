@@ -13,7 +13,7 @@ from rich.text import Text
 from ckpt.records import GrowthRecord, HealthRecord, StatsRecord
 from ckpt.render.human import _boxed
 from ckpt.render.output import Output
-from ckpt.render.text import brief, human_size
+from ckpt.render.text import brief, clean_line, human_size
 
 BARS = "▁▂▃▄▅▆▇█"
 CHART_WIDTH = 60
@@ -124,7 +124,7 @@ def _sections(record: StatsRecord, output: Output) -> list[RenderableType]:
         ],  # fmt: skip
         [
             [
-                t["thread_id"],
+                clean_line(t["thread_id"]),
                 f"{t['checkpoints']:,}",
                 f"{t['writes']:,}",
                 human_size(t["bytes"]),
@@ -196,7 +196,7 @@ def _sections(record: StatsRecord, output: Output) -> list[RenderableType]:
         ],  # fmt: skip
         [
             [
-                c["thread_id"],
+                clean_line(c["thread_id"]),
                 c["checkpoint_ns"] or "(root)",
                 c["checkpoint_id"],
                 "" if c["step"] is None else str(c["step"]),
@@ -240,7 +240,7 @@ def _growth(growth: GrowthRecord) -> list[RenderableType]:
     )
     parts: list[RenderableType] = [
         Text(""),
-        Text(f"Growth of {growth['thread_id']}: checkpoint size by step", style="bold"),
+        Text(f"Growth of {clean_line(growth['thread_id'])}: checkpoint size by step", style="bold"),
         line,
     ]
     if growth["shape"] == "growing":
@@ -301,7 +301,7 @@ def _health(health: HealthRecord) -> list[RenderableType]:
         example = orphans["examples"][0]
         bad(
             f"{orphans['count']:,} writes in {orphans['threads']:,} threads belong to no "
-            f"checkpoint (e.g. {example['thread_id']} {example['checkpoint_id']})"
+            f"checkpoint (e.g. {clean_line(example['thread_id'])} {example['checkpoint_id']})"
         )
     else:
         good("every pending write belongs to a checkpoint")
@@ -319,7 +319,8 @@ def _health(health: HealthRecord) -> list[RenderableType]:
         first = health["orphan_namespaces"][0]
         bad(
             f"{len(health['orphan_namespaces']):,} subgraph namespaces have no parent "
-            f"namespace left (e.g. {first['thread_id']} {first['checkpoint_ns']})"
+            f"namespace left (e.g. {clean_line(first['thread_id'])} "
+            f"{clean_line(first['checkpoint_ns'])})"
         )
     blobs = health["orphan_blobs"]
     if blobs is not None:
@@ -338,7 +339,8 @@ def _health(health: HealthRecord) -> list[RenderableType]:
     ):
         if group:
             shown = ", ".join(
-                f"{u['thread_id']}" + (f" ({brief(u['detail'], limit=50)})" if u["detail"] else "")
+                clean_line(u["thread_id"])
+                + (f" ({brief(u['detail'], limit=50)})" if u["detail"] else "")
                 for u in group[:3]
             )
             more = f" and {len(group) - 3} more" if len(group) > 3 else ""
@@ -347,7 +349,8 @@ def _health(health: HealthRecord) -> list[RenderableType]:
         snapshot = delta["snapshot_checkpoint_id"] or "(none: replays from empty)"
         lines.append(
             Text(
-                f"· delta channel {delta['channel']} of {delta['thread_id']}: snapshot at "
+                f"· delta channel {delta['channel']} of {clean_line(delta['thread_id'])}: "
+                f"snapshot at "
                 f"{snapshot}, {delta['writes_to_replay']:,} writes to replay"
                 + ("" if delta["complete"] else " (an ancestor is missing)"),
                 style="cyan" if delta["complete"] else "yellow",

@@ -22,8 +22,15 @@ def clean(text: str) -> str:
     return for_terminal(text, keep_layout=True)
 
 
+LONG_LINE = 4096  # characters of one line of text (an id, a name) a view shows at most
+
+
 def clean_line(text: str) -> str:
-    """One line of text with every unsafe character, newline included, as an escape."""
+    """One line of text with every unsafe character, newline included, as an escape. A
+    line longer than any real id (a 10 MB thread id from a damaged store) is shown as its
+    start and its length: a terminal table cannot lay it out, and nobody pastes it."""
+    if len(text) > LONG_LINE:
+        return f"{for_terminal(text[: LONG_LINE - 96])}… ({len(text):,} chars)"
     return for_terminal(text)
 
 

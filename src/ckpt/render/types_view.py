@@ -14,6 +14,7 @@ from rich.text import Text
 from ckpt.census import status_words
 from ckpt.records import TypesRecord, TypeUseRecord
 from ckpt.render.output import Output
+from ckpt.render.text import clean_line
 from ckpt.selector import short_id
 
 _STATUS_STYLE = {
@@ -132,7 +133,7 @@ def _where(channels: list[str], writes: list[str], elsewhere: list[str]) -> str:
 
 def _example(item: TypeUseRecord) -> str:
     example = item["example"]
-    where = example["thread_id"]
+    where = clean_line(example["thread_id"])
     if example["checkpoint_id"]:
         where += f" {short_id(example['checkpoint_id'])}"
     return where
@@ -215,7 +216,8 @@ def _notes(record: TypesRecord) -> list[RenderableType]:
         notes.append(
             Text(
                 f"note: {undecodable:,} value(s) did not decode (first: {first['part']} of "
-                f"thread {first['thread_id']}: {first['error']}); their classes are not counted",
+                f"thread {clean_line(first['thread_id'])}: {first['error']}); "
+                "their classes are not counted",
                 style="yellow",
             )
         )

@@ -71,6 +71,10 @@ class PgSession:
             raise StoreUnreadable(f"{self.location}: cannot connect: {self._clean(exc)}") from None
         # Only explicit transaction blocks (the dump's) use these; each other statement is
         # its own transaction, read-only through default_transaction_read_only.
+        # Columns of the wrong type in a hand-made schema read as LangGraph's (issue 15).
+        from ckpt.stores.columns import typed_pg_rows
+
+        conn.row_factory = typed_pg_rows
         conn.read_only = not self.writable
         conn.isolation_level = pg.IsolationLevel.REPEATABLE_READ
         return conn

@@ -89,7 +89,9 @@ WriteKey = tuple[str, str, str]
 
 # How every size ckpt shows counts a row (`threads`, `stats`, the dump's `size`): a
 # checkpoint as stored (JSONB, possibly compressed), a blob or a write as its bytes.
-CHECKPOINT_BYTES: Final = "pg_column_size(c.checkpoint) + pg_column_size(c.metadata)"
+CHECKPOINT_BYTES: Final = (
+    "coalesce(pg_column_size(c.checkpoint), 0) + coalesce(pg_column_size(c.metadata), 0)"
+)
 BLOB_BYTES: Final = "octet_length(b.blob)"
 WRITE_BYTES: Final = "octet_length(w.blob)"
 
@@ -873,7 +875,7 @@ class PostgresStore(Store):
         select = self._sql(
             "SELECT b.thread_id, b.checkpoint_ns, b.channel, {version}, b.type, "
             f"coalesce({BLOB_BYTES}, 0), "
-            "CASE WHEN b.channel = %s OR b.channel LIKE 'join:%%' THEN b.blob END ",
+            "CASE WHEN b.channel = %s OR b.channel LIKE 'join:%%' THEN b.blob END AS blob ",
             version=version,
         )
         found: dict[BlobKey, _Blob] = {}

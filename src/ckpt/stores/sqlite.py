@@ -37,6 +37,7 @@ from ckpt.model import (
 )
 from ckpt.stores.base import Store
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
+from ckpt.stores.columns import typed_sqlite_row
 from ckpt.vocabulary import FIND_LIMIT
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -1086,6 +1087,7 @@ def _connect(path: Path, *, probe: bool = False) -> _Connection:
         except sqlite3.Error as exc:
             error = error or exc
             continue
+        conn.row_factory = typed_sqlite_row
         try:
             conn.execute("PRAGMA query_only = 1")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()

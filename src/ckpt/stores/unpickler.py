@@ -7,6 +7,7 @@ import gc
 import io
 import os
 import pickle
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any, Final
@@ -73,6 +74,7 @@ def load_pickle(file: IO[bytes], *, source: str, refused: list[str] | None = Non
     raises RefusedGlobal. StoreCorrupt for a truncated or damaged stream. `source` names
     the file in messages.
     """
+    _check_expansion(file, source)
     unpickler = RestrictedUnpickler(file, source=source)
     try:
         with collector_paused(), _memory_capped(_MEMORY_PER_BYTE * _size_of(file) + _MEMORY_FLOOR):
@@ -95,6 +97,104 @@ def load_pickle(file: IO[bytes], *, source: str, refused: list[str] | None = Non
     if refused is not None:
         refused.extend(unpickler.refused)
     return loaded
+
+
+# A pickle's objects, counted as if every memo reference were a copy, may be this many
+# times the file's size (plus the floor) before the file is refused as too large.
+EXPANSION_PER_BYTE: Final = 64
+EXPANSION_FLOOR: Final = 1_000_000
+SCANNED_UP_TO: Final = 256 << 20  # larger files are blob files, read through pickle_index
+
+_POPS: Final = {
+    **{"TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3, "APPEND": 1, "SETITEM": 2, "BUILD": 1},
+    **{"REDUCE": 1, "NEWOBJ": 1, "NEWOBJ_EX": 2, "STACK_GLOBAL": 1, "BINPERSID": 0},
+}
+_TO_MARK: Final = frozenset({"TUPLE", "LIST", "DICT", "FROZENSET", "INST", "OBJ"})
+_INTO_TOP: Final = frozenset({"APPENDS", "SETITEMS", "ADDITEMS"})
+_MEMO_PUT: Final = frozenset({"PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"})
+_MEMO_GET: Final = frozenset({"GET", "BINGET", "LONG_BINGET"})
+_NO_PUSH: Final = frozenset({"PROTO", "FRAME", "STOP", "READONLY_BUFFER"})
+
+
+def expanded_size(data: bytes, limit: int) -> int:
+    """How many objects the pickle would build if every memo reference (GET) were a copy,
+    counted up to `limit`, from its opcodes alone (nothing is built).
+
+    Two shared references per level make a file of n bytes stand for 2**n objects: a
+    tuple of two copies of the previous tuple, 60 times over, used as a dict key, makes
+    the C unpickler hash 2**60 tuples (a hash bomb), and printing such a value writes
+    2**n items. Counting copies bounds both. Malformed streams stop the count where they
+    go wrong (the unpickler then reports them)."""
+    import pickletools
+
+    stack: list[int] = []
+    marks: list[int] = []
+    memo: dict[int, int] = {}
+    biggest = 0
+    try:
+        for opcode, arg, _ in pickletools.genops(data):
+            name = opcode.name
+            if name == "MARK":
+                marks.append(len(stack))
+            elif name in _TO_MARK or name in _INTO_TOP or name == "POP_MARK":
+                start = marks.pop() if marks else 0
+                total = sum(stack[start:])
+                del stack[start:]
+                if name in _INTO_TOP:
+                    if stack:
+                        stack[-1] = min(stack[-1] + total, limit)
+                elif name != "POP_MARK":
+                    stack.append(min(1 + total, limit))
+            elif name in _POPS:
+                count = _POPS[name]
+                total = sum(stack[-count:]) if count and stack else 0
+                if count:
+                    del stack[-count:]
+                if name in ("APPEND", "SETITEM", "BUILD"):
+                    if stack:
+                        stack[-1] = min(stack[-1] + total, limit)
+                elif name in ("REDUCE", "NEWOBJ", "NEWOBJ_EX"):
+                    if stack:
+                        stack[-1] = min(stack[-1] + total, limit)
+                else:  # TUPLE1-3, STACK_GLOBAL, BINPERSID: one object from `count`
+                    stack.append(min(1 + total, limit))
+            elif name in _MEMO_PUT:
+                if stack:
+                    memo[len(memo) if name == "MEMOIZE" else int(arg or 0)] = stack[-1]
+            elif name in _MEMO_GET:
+                stack.append(memo.get(int(arg or 0), 1))
+            elif name == "POP":
+                if stack:
+                    stack.pop()
+            elif name == "DUP":
+                if stack:
+                    stack.append(stack[-1])
+            elif name not in _NO_PUSH:
+                stack.append(1)
+            if stack and stack[-1] > biggest:
+                biggest = stack[-1]
+                if biggest >= limit:
+                    return limit
+    except (ValueError, EOFError, KeyError, IndexError, TypeError, struct.error):
+        pass
+    return biggest
+
+
+def _check_expansion(file: IO[bytes], source: str) -> None:
+    if _size_of(file) > SCANNED_UP_TO:
+        return
+    try:
+        start = file.tell()
+        data = file.read()
+        file.seek(start)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return
+    limit = EXPANSION_FLOOR + EXPANSION_PER_BYTE * len(data)
+    if expanded_size(data, limit) >= limit:
+        raise StoreCorrupt(
+            f"{source}: too large to read: its shared references stand for more than "
+            f"{limit:,} objects ({len(data):,} bytes; a pickle bomb?)"
+        )
 
 
 class RestrictedUnpickler(pickle.Unpickler):

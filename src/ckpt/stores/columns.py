@@ -1,0 +1,105 @@
+"""Each LangGraph column read as the type LangGraph writes, whatever the store holds.
+
+SQLite lets any column hold any type, and a hand-made Postgres schema can declare any
+type: a TEXT, REAL or NULL where a BLOB belongs, a BLOB id, a NULL thread id. The store
+readers get their rows through a row factory that fixes each such column by its name in
+the statement (issue 15): ids and names become text (a BLOB read as UTF-8 with
+surrogate escapes, a number as its text, NULL as ""), values become bytes (text as its
+UTF-8, a number as its text: damaged values then, with the decoder's reason), and an
+`idx` that is not a number sorts after every real one. Rows of the right types go
+through untouched; aggregates and other columns are never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+UNREADABLE_IDX: Final = 2**62  # an idx that is not a number: after every real write
+
+
+def lenient_text(data: bytes) -> str:
+    """Bytes as UTF-8, each byte that is not as a lone surrogate (surrogateescape)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def as_text(value: Any) -> str:
+    if type(value) is bytes or type(value) is memoryview:
+        return lenient_text(bytes(value))
+    if type(value) is float:
+        return repr(value)
+    return "" if value is None else str(value)
+
+
+def as_optional_text(value: Any) -> str | None:
+    return None if value is None else as_text(value)
+
+
+def as_bytes(value: Any) -> bytes | None:
+    if value is None or type(value) is bytes:
+        return value
+    if type(value) is memoryview or type(value) is bytearray:
+        return bytes(value)
+    if type(value) is str:
+        return value.encode("utf-8", "surrogateescape")
+    return repr(value).encode("utf-8", "surrogateescape")
+
+
+def as_index(value: Any) -> int:
+    if type(value) is int:
+        return value
+    try:
+        number = float(as_text(value))
+    except (ValueError, OverflowError):
+        return UNREADABLE_IDX
+    return int(number) if number.is_integer() else UNREADABLE_IDX
+
+
+_TEXT: Final = ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "task_path")
+_TEXT_MORE: Final = ("channel", "version")
+# name -> (the types that pass, the conversion of anything else)
+COLUMNS: Final[dict[str, tuple[tuple[type, ...], Callable[[Any], Any]]]] = {
+    **dict.fromkeys((*_TEXT, *_TEXT_MORE), ((str,), as_text)),
+    "parent_checkpoint_id": ((str, type(None)), as_optional_text),
+    "type": ((str, type(None)), as_optional_text),
+    "idx": ((int,), as_index),
+    "value": ((bytes, type(None)), as_bytes),
+    "blob": ((bytes, type(None)), as_bytes),
+}
+# SQLite keeps the checkpoint and its metadata as BLOBs; Postgres as jsonb (any JSON).
+SQLITE_COLUMNS: Final = {
+    **COLUMNS,
+    "checkpoint": ((bytes, type(None)), as_bytes),
+    "metadata": ((bytes, type(None)), as_bytes),
+}
+
+
+def _fixed(
+    row: Sequence[Any], names: Sequence[str], columns: dict[str, tuple[tuple[type, ...], Any]]
+) -> tuple[Any, ...]:
+    fixed: list[Any] | None = None
+    for index, value in enumerate(row):
+        rule = columns.get(names[index])
+        if rule is None or type(value) in rule[0]:
+            continue
+        if fixed is None:
+            fixed = list(row)
+        fixed[index] = rule[1](value)
+    return tuple(row) if fixed is None else tuple(fixed)
+
+
+def typed_sqlite_row(cursor: Any, row: tuple[Any, ...]) -> tuple[Any, ...]:
+    """sqlite3's row factory (see the module docstring)."""
+    names = [column[0] for column in cursor.description]
+    return _fixed(row, names, SQLITE_COLUMNS)
+
+
+def typed_pg_rows(cursor: Any) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """psycopg's row factory (see the module docstring)."""
+    description = cursor.description
+    if not description:
+        return tuple
+    names = [column.name for column in description]
+    if not any(name in COLUMNS for name in names):
+        return tuple
+    return lambda values: _fixed(values, names, COLUMNS)

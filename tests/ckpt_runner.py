@@ -1,0 +1,182 @@
+"""Run ckpt commands the way a user does, many times over, and measure each one.
+
+`Runner` starts one worker process that imports ckpt once; for every command the worker
+forks a child that runs the real CLI (`ckpt.cli.main`) with stdout and stderr on files,
+under a memory cap and a time limit. `wait4` gives each child's own peak RSS. A run
+costs a fork (a few ms) instead of an interpreter start, and a crash, a hang or a
+memory bomb ends the child, never the test session.
+
+    python tests/ckpt_runner.py     # the worker: JSON jobs on stdin, results on stdout
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+MEMORY_CAP = 1 << 30  # address space a child may map before allocations fail (1 GB)
+
+
+@dataclass(frozen=True)
+class Result:
+    args: list[str]
+    exit_code: int | None  # None: killed by a signal (see `signal`)
+    signal: int | None
+    stdout: bytes
+    stderr: bytes
+    seconds: float
+    peak_mb: float  # the child's own peak resident set
+    timed_out: bool
+
+
+class Runner:
+    """A worker process forking one child per command (see the module docstring)."""
+
+    def __init__(self) -> None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+        self._proc = subprocess.Popen(
+            [sys.executable, __file__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._in, self._out = self._proc.stdin, self._proc.stdout
+        ready = self._out.readline()
+        assert ready.strip() == "ready", ready
+        # Output goes to files the test reads: the worker never holds it, so its memory (which
+        # every forked child starts with, and counts in its peak) stays that of an import.
+        self._dir = tempfile.TemporaryDirectory(prefix="ckpt-runner-")
+
+    def run(
+        self,
+        args: list[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 30.0,
+    ) -> Result:
+        out, err = Path(self._dir.name) / "out", Path(self._dir.name) / "err"
+        job = {"args": args, "cwd": cwd, "env": env or {}, "timeout": timeout}
+        job |= {"out": str(out), "err": str(err)}
+        self._in.write(json.dumps(job) + "\n")
+        self._in.flush()
+        line = self._out.readline()
+        if not line:
+            raise RuntimeError("the ckpt runner worker died")
+        got = json.loads(line)
+        return Result(
+            args=args,
+            exit_code=got["exit_code"],
+            signal=got["signal"],
+            stdout=out.read_bytes(),
+            stderr=err.read_bytes(),
+            seconds=got["seconds"],
+            peak_mb=got["peak_kb"] / 1024,
+            timed_out=got["timed_out"],
+        )
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            self._in.close()
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._out.close()
+        self._dir.cleanup()
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# -- the worker ---------------------------------------------------------------------------------
+
+
+def _child(job: dict[str, Any], out_fd: int, err_fd: int) -> None:
+    """In the forked child: run one command and exit with its status."""
+    try:
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+        if job["cwd"]:
+            os.chdir(job["cwd"])
+        for key, value in job["env"].items():
+            os.environ[key] = value
+        sys.argv = ["ckpt", *job["args"]]
+        sys.stdout = open(1, "w", encoding="utf-8", errors="strict", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+        from ckpt.cli import main
+
+        try:
+            main()
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    except BaseException:  # anything the CLI let through: a traceback on stderr, exit 99
+        import traceback
+
+        try:
+            traceback.print_exc()
+            sys.stderr.flush()
+        finally:
+            os._exit(99)
+
+
+def _serve() -> None:
+    # The decoders and stores most commands load, imported before the forks too.
+    import ckpt.api  # noqa: F401
+    import ckpt.cli  # noqa: F401  imported once: every child inherits it
+    import ckpt.records  # noqa: F401
+
+    print("ready", flush=True)
+    for line in sys.stdin:
+        job = json.loads(line)
+        with open(job["out"], "wb") as out, open(job["err"], "wb") as err:
+            started = time.monotonic()
+            pid = os.fork()
+            if pid == 0:
+                _child(job, out.fileno(), err.fileno())
+            deadline = started + job["timeout"]
+            timed_out = False
+            while True:
+                done, status, usage = os.wait4(pid, os.WNOHANG)
+                if done:
+                    break
+                if time.monotonic() > deadline:
+                    timed_out = True
+                    os.kill(pid, signal.SIGKILL)
+                    done, status, usage = os.wait4(pid, 0)
+                    break
+                time.sleep(0.002)
+            seconds = time.monotonic() - started
+            result = {
+                "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                "seconds": seconds,
+                "peak_kb": usage.ru_maxrss,
+                "timed_out": timed_out,
+            }
+        print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    _serve()
