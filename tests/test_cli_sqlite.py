@@ -67,6 +67,32 @@ def test_threads_json_matches_what_langgraph_wrote(
     assert by_id["support-1"]["step"] is not None and by_id["support-1"]["source"] == "loop"
 
 
+def test_threads_name_the_failed_task_and_its_input(
+    sqlite_store: Path, manifest: dict[str, Any]
+) -> None:
+    """A failed thread's record carries the failed tasks as `show --json` has them, and the
+    table's detail reads `worker[1]({"item": ...}): ValueError(...)`."""
+    thread_id = manifest["fanout_error"]
+    (thread,) = run_json("threads", str(sqlite_store), "--status", "error")
+    shown = run_json("show", thread_id, "--db", str(sqlite_store))
+    failed = [t for t in shown["tasks"] if t["state"] == "failed"]
+    assert thread["thread_id"] == thread_id and failed
+    assert thread["failed_tasks"] == failed
+    assert thread["errors"] == [t["error"] for t in failed]
+    (task,) = failed
+    assert task["send_index"] is not None and isinstance(task["input"], dict)  # a Send's arg
+    label = f"{task['name']}[{task['send_index']}]"
+    wide = run("threads", str(sqlite_store), env={"COLUMNS": "200"}).stdout
+    line = next(line for line in wide.splitlines() if line.startswith(thread_id))
+    assert line.endswith(f"{label}({json.dumps(task['input'])}): {task['error']}")
+    # Narrow: the error before the input.
+    narrow = run("threads", str(sqlite_store), env={"COLUMNS": "100"}).stdout
+    line = next(line for line in narrow.splitlines() if line.startswith(thread_id))
+    assert f"  {label}: {task['error'][:20]}" in line
+    for other in run_json("threads", str(sqlite_store)):
+        assert (other["failed_tasks"] != []) == (other["status"] == "error"), other
+
+
 def test_threads_latest_is_the_newest_root_checkpoint(
     sqlite_store: Path, oracles: dict[str, Any]
 ) -> None:

@@ -242,6 +242,29 @@ def test_patch_turns_a_into_b(sqlite_store: Path, manifest: dict[str, Any]) -> N
         assert jsonpatch.apply_patch(after, json.loads(reverse.stdout)) == before, (b, a)
 
 
+def test_writes_are_named_as_show_names_their_tasks(
+    sqlite_store: Path, manifest: dict[str, Any]
+) -> None:
+    """A Send task's writes are `worker[1] → results` in the changes, as `show` names the
+    task, on both sides of the diff (added writes by B's tasks, removed ones by A's)."""
+    latest = show_json(sqlite_store, manifest["fanout_error"])
+    parent = show_json(sqlite_store, latest["parent_checkpoint_id"])
+    names = {
+        t["id"]: t["name"] if t["send_index"] is None else f"{t['name']}[{t['send_index']}]"
+        for t in [*parent["tasks"], *latest["tasks"]]
+    }
+    assert any("[" in name for name in names.values())  # Send tasks are there
+    for changes in (diff_values(parent, latest), diff_values(latest, parent)):
+        writes = [c for c in under(changes, "pending_writes") if len(c.path) == 2]
+        assert len(writes) == len(latest["pending_writes"]) + len(parent["pending_writes"])
+        for change in writes:
+            write = change.new if change.kind == "added" else change.old
+            key = change.path[1].key if isinstance(change.path[1], Item) else None
+            assert key == f"{names[write['task_id']]} → {write['channel']}" + (
+                f" #{write['idx']}" if write["idx"] > 0 else ""
+            ), key
+
+
 def test_patch_on_the_edited_message(edited_store: tuple[Path, str]) -> None:
     store, message_id = edited_store
     code, patch = patch_of(store, f"{EDITED_THREAD}~1", EDITED_THREAD)

@@ -321,9 +321,90 @@ def test_progress_counts_against_a_total(capsys: pytest.CaptureFixture[str]) -> 
     assert "dumping 64 of 100 checkpoints" in capsys.readouterr().err
 
 
-def test_dump_total_counts_what_dump_streams(sqlite_store: Path) -> None:
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sqlite",
+        "legacy_lg0.1.19_sqlite.db",
+        "dev_folder",
+        "memory_persistentdict.pkl",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("postgres_shallow", marks=pytest.mark.postgres),
+    ],
+)
+def test_dump_total_counts_what_dump_streams(
+    name: str, store_of: Callable[[str], tuple[str, tuple[str, ...]]]
+) -> None:
+    """Every store kind gives dump's bar a total: what the same dump streams."""
+    import ckpt.api
+
+    with ckpt.api.open(store_of(name)[0]) as store:
+        ids = sorted(r["checkpoint_id"] for r in store.dump(values=False))
+        thread = next(iter(store.dump(values=False)))["thread_id"]
+        middle = ids[len(ids) // 2]
+        for filters in (
+            {},
+            {"threads": [thread]},
+            {"latest": True},
+            {"ns": ""},
+            {"since_id": middle},
+            {"until_id": middle, "latest": True},
+        ):
+            expected = len(list(store.dump(values=False, **filters)))  # type: ignore[arg-type]
+            assert store.dump_total(**filters) == expected, filters  # type: ignore[arg-type]
+        # Asked while the dump streams (as the bar does), in the dump's own transaction.
+        stream = store.dump(values=False)
+        next(stream)
+        assert store.dump_total() == len(ids)
+        assert 1 + sum(1 for _ in stream) == len(ids)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sqlite",
+        "legacy_lg0.1.19_sqlite.db",
+        "dev_folder",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("postgres_shallow", marks=pytest.mark.postgres),
+    ],
+)
+def test_load_many_is_load_of_each(
+    name: str, store_of: Callable[[str], tuple[str, tuple[str, ...]]]
+) -> None:
+    """Checkpoints read in a batch (history's update values) are those `load` reads one
+    by one, in the order asked, an unknown key left out."""
+    from ckpt.model import CheckpointKey, DumpQuery
+    from ckpt.stores import open_store
+
+    with open_store(store_of(name)[0]) as store:
+        keys = [
+            CheckpointKey(c.thread_id, c.checkpoint_ns, c.checkpoint_id)
+            for c in store.iter_checkpoints(DumpQuery(), values=False)
+        ][::-3]
+        unknown = CheckpointKey(keys[0].thread_id, "", "no-such-id")
+        many = store.load_many([*keys[:2], unknown, *keys[2:]], values=True)
+        assert [c.checkpoint_id for c in many] == [k.checkpoint_id for k in keys]
+        for key, checkpoint in zip(keys, many, strict=True):
+            assert checkpoint == store.load(key, values=True), key
+
+
+def test_history_reads_update_values_in_a_batch(sqlite_store: Path) -> None:
+    """`ckpt history` loads the values of its update checkpoints in one statement for the
+    rows and one for their writes, however many updates there are."""
     import ckpt.api
 
     with ckpt.api.open(str(sqlite_store)) as store:
-        for filters in ({}, {"threads": ["support-1"]}, {"latest": True}, {"ns": ""}):
-            assert store.dump_total(**filters) == len(list(store.dump(values=False, **filters)))  # type: ignore[arg-type]
+        records = [r for t in store.threads() for r in store.history(t["thread_id"])]
+        updates = [r for r in records if r["metadata"].get("source") == "update"]
+        assert len(updates) >= 2
+        statements: list[str] = []
+        store.raw.conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+        values = store.channel_values(updates)
+        store.raw.conn.set_trace_callback(None)  # type: ignore[attr-defined]
+    assert [s for s in statements if s.startswith("SELECT")] == [
+        s for s in statements if "VALUES" in s
+    ]
+    assert len([s for s in statements if s.startswith("SELECT")]) == 2
+    assert set(values) == {r["checkpoint_id"] for r in updates}
+    assert all(v for v in values.values())

@@ -174,6 +174,8 @@ def test_dev_folder_reads_like_the_same_run_in_sqlite(dev_folder: Path, sqlite_s
             # Interrupt ids hash the task's namespace, whose task id is this run's own.
             for rec in (record, other):
                 rec["interrupts"] = [{**i, "id": bool(i["id"])} for i in rec["interrupts"]]
+                # Task ids hash the checkpoint id, this run's own too.
+                rec["failed_tasks"] = [{**t, "id": bool(t["id"])} for t in rec["failed_tasks"]]
             assert record.keys() == other.keys()
             assert {k: v for k, v in record.items() if k not in run_specific} == {
                 k: v for k, v in other.items() if k not in run_specific
@@ -192,6 +194,10 @@ def test_dev_folder_reads_like_the_same_run_in_sqlite(dev_folder: Path, sqlite_s
 
 def test_threads_json(dev_folder: Path, manifest: dict[str, Any], oracles: dict[str, Any]) -> None:
     threads = run_json("threads", str(dev_folder), "--size")
+    failed = run_json("show", manifest["fanout_error"], "--db", str(dev_folder))["tasks"]
+    assert {t["thread_id"]: t["failed_tasks"] for t in threads}[manifest["fanout_error"]] == [
+        t for t in failed if t["state"] == "failed"
+    ]
     assert sorted(t["thread_id"] for t in threads) == sorted(manifest["threads"])
     counts = Counter(c["thread_id"] for c in oracles["dev_folder"]["checkpoints"])
     by_id = {t["thread_id"]: t for t in threads}

@@ -535,6 +535,8 @@ def test_cli_threads(pg_url: str, pg_store: PgStore, pg_tuples: list[CheckpointT
     assert any("ValueError" in str(e) for e in by_id["fanout-1"]["errors"])
     assert by_id["approval-2"]["interrupts"]
     assert by_id["support-1"]["metadata"]["user_id"] == "u-1"
+    shown = run_json("show", "fanout-1", "--db", pg_url)["tasks"]
+    assert by_id["fanout-1"]["failed_tasks"] == [t for t in shown if t["state"] == "failed"] != []
     human = run("threads", pg_url)
     assert human.exit_code == 0 and "support-1" in human.stdout
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from ckpt.cli import app
 from ckpt.errors import ExitCode
 
 runner = CliRunner()
+CKPT = str(Path(sys.executable).with_name("ckpt"))
 ROOT_IDS = "SELECT checkpoint_id FROM checkpoints WHERE checkpoint_ns = '' ORDER BY checkpoint_id"
 SET_PARENT = "UPDATE checkpoints SET parent_checkpoint_id = ? WHERE checkpoint_id = ?"
 
@@ -116,6 +120,68 @@ def test_a_wide_fork_and_a_long_chain_draw_in_bounded_time(
     assert code == 0 and len(re.findall(r"[├└]── ([0-9a-f]{8})  step", out)) < 10 + (
         count if wide else 0
     )
+
+
+def _nested_forks(path: Path, depth: int) -> list[str]:
+    """A thread written through SqliteSaver.put where every checkpoint x[i] of a chain
+    also has an update child y[i] newer than all of x[i+1]'s subtree: the trunk takes y[i],
+    so x[i+1] is a fork, its own fork x[i+2] inside it, `depth` forks deep."""
+    from typing import Any
+
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.base.id import uuid6
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(path, check_same_thread=False)
+    conn.execute("PRAGMA synchronous = OFF")
+    saver = SqliteSaver(conn)
+    xs = [str(uuid6()) for _ in range(depth + 1)]
+    ys = [str(uuid6()) for _ in range(depth + 1)][::-1]  # ys[0] the newest
+
+    def put(checkpoint_id: str, parent: str | None, step: int, source: str) -> None:
+        config: Any = {"configurable": {"thread_id": "deep-1", "checkpoint_ns": ""}}
+        if parent is not None:
+            config["configurable"]["checkpoint_id"] = parent
+        checkpoint: Any = {**empty_checkpoint(), "id": checkpoint_id}
+        saver.put(config, checkpoint, {"source": source, "step": step, "parents": {}}, {})
+
+    for i, x in enumerate(xs):
+        put(x, xs[i - 1] if i else None, i, "loop")
+    for i in range(depth, -1, -1):
+        put(ys[i], xs[i], i + 1, "update")
+    conn.close()
+    return xs + ys
+
+
+def test_forks_nested_thousands_deep_draw(tmp_path: Path) -> None:
+    """No recursion from the records to the lines, and no per-character cost on guides
+    thousands of columns wide: 3,000 nested forks draw, each checkpoint once."""
+    store = tmp_path / "deep.sqlite"
+    ids = _nested_forks(store, 3_000)
+    drawing = tmp_path / "history.txt"
+    started = time.monotonic()
+    with drawing.open("w") as out:
+        done = subprocess.run(
+            [CKPT, "history", "deep-1", "--db", str(store)],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "COLUMNS": "120"},
+            check=False,
+        )
+    elapsed = time.monotonic() - started
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    drawn: list[str] = []
+    deepest = 0
+    with drawing.open() as lines:
+        for line in lines:
+            found = re.search(r"[├└]── ([0-9a-f]{8})  step", line)
+            if found:
+                drawn.append(found.group(1))
+                deepest = max(deepest, found.start())
+    assert sorted(drawn) == sorted(i[-8:] for i in ids)
+    assert deepest >= 4 * 3_000  # the innermost fork is drawn 3,000 levels in
+    assert elapsed < 20, elapsed  # 14 s before guides were measured with len()
 
 
 # -- what the views tell a user who is debugging ---------------------------------------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ckpt.errors import BadOption, EncryptedError, NotFound
 from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, ThreadSummary
@@ -153,6 +153,17 @@ class CheckpointStore:
         checkpoint, tasks = self._load(selector, ns=ns, values=values, channels=channels)
         return checkpoint_record(checkpoint, values=values, tasks=tasks)
 
+    def channel_values(
+        self, records: Sequence[CheckpointRecord]
+    ) -> dict[str, dict[str, Any] | None]:
+        """The stored channel values of several checkpoints (by their records), read in a
+        few batched statements: checkpoint id -> values, or None when unreadable. Delta
+        channels are not rebuilt here (`checkpoint()` rebuilds them)."""
+        keys = [
+            CheckpointKey(r["thread_id"], r["checkpoint_ns"], r["checkpoint_id"]) for r in records
+        ]
+        return {c.checkpoint_id: c.values for c in self._store.load_many(keys, values=True)}
+
     def history(
         self, thread_id: str, *, ns: str | None = None, last: int | None = None
     ) -> list[CheckpointRecord]:
@@ -234,7 +245,8 @@ class CheckpointStore:
         latest: bool = False,
     ) -> int | None:
         """How many records `dump` with the same filters streams, when the store can count
-        them cheaply (SQLite); None otherwise."""
+        them cheaply (a count over the key index; pickle files: their loaded index); None
+        when the store cannot say (a Postgres count that ran out of time)."""
         query = DumpQuery(
             thread_ids=tuple(threads),
             checkpoint_ns=ns,

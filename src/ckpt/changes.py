@@ -129,11 +129,38 @@ def diff_values(a: Any, b: Any) -> list[Change]:
     the middle does not read as every later element changing.
     """
     changes: list[Change] = []
-    _diff(a, b, (), "", changes)
+    _diff(a, b, (), "", changes, (_task_names(a), _task_names(b)))
     return changes
 
 
-def _diff(a: Any, b: Any, path: tuple[PathPart, ...], pointer: str, out: list[Change]) -> None:
+# Each side's task id -> its name as `show` gives it (`worker[1]` for the second Send),
+# and its pending Sends, to label the writes of tasks the record does not list.
+Names = tuple[dict[str, str], list[Any]]
+_NO_NAMES: Final[Names] = ({}, [])
+
+
+def _task_names(value: Any) -> Names:
+    """A checkpoint record's task names: from its tasks, as `show` labels them."""
+    if type(value) is not dict:
+        return _NO_NAMES
+    names: dict[str, str] = {}
+    for task in value.get("tasks") or []:
+        if type(task) is dict and isinstance(task.get("id"), str) and task["id"]:
+            index = task.get("send_index")
+            name = str(task.get("name"))
+            names[task["id"]] = f"{name}[{index}]" if isinstance(index, int) else name
+    sends = value.get("pending_sends")
+    return names, sends if type(sends) is list else []
+
+
+def _diff(
+    a: Any,
+    b: Any,
+    path: tuple[PathPart, ...],
+    pointer: str,
+    out: list[Change],
+    names: tuple[Names, Names] = (_NO_NAMES, _NO_NAMES),
+) -> None:
     if same(a, b):
         return
     if type(a) is dict and type(b) is dict:
@@ -141,20 +168,25 @@ def _diff(a: Any, b: Any, path: tuple[PathPart, ...], pointer: str, out: list[Ch
             child = (*path, key)
             where = f"{pointer}/{_escape(key)}"
             if key in b:
-                _diff(old, b[key], child, where, out)
+                _diff(old, b[key], child, where, out, names)
             else:
                 out.append(Change("removed", child, where, old=old))
         for key, new in b.items():
             if key not in a:
                 out.append(Change("added", (*path, key), f"{pointer}/{_escape(key)}", new=new))
     elif type(a) is list and type(b) is list:
-        _diff_list(a, b, path, pointer, out)
+        _diff_list(a, b, path, pointer, out, names)
     else:
         out.append(Change("changed", path, pointer, old=a, new=b))
 
 
 def _diff_list(
-    a: list[Any], b: list[Any], path: tuple[PathPart, ...], pointer: str, out: list[Change]
+    a: list[Any],
+    b: list[Any],
+    path: tuple[PathPart, ...],
+    pointer: str,
+    out: list[Change],
+    names: tuple[Names, Names],
 ) -> None:
     # Trim the common ends first: a chat that grew by one message costs one comparison per
     # message, and the aligner below sees only the part that moved.
@@ -171,7 +203,7 @@ def _diff_list(
         # (the values compared, not aligned), in bounded time (docs/security.md).
         out.append(Change("changed", path, pointer, old=a, new=b))
         return
-    keys_a, keys_b = _item_keys(mid_a), _item_keys(mid_b)
+    keys_a, keys_b = _item_keys(mid_a, names[0]), _item_keys(mid_b, names[1])
     keyed = keys_a is not None and keys_b is not None
     if keys_a is None or keys_b is None:
         align_a, align_b = [_canonical(x) for x in mid_a], [_canonical(x) for x in mid_b]
@@ -192,13 +224,14 @@ def _diff_list(
             if keyed:  # same ids: the elements themselves may still differ
                 for offset in range(i2 - i1):
                     i, j = i1 + offset, j1 + offset
-                    _diff(mid_a[i], mid_b[j], item(j, labels_b[j]), f"{pointer}/{start + j}", out)
+                    where = f"{pointer}/{start + j}"
+                    _diff(mid_a[i], mid_b[j], item(j, labels_b[j]), where, out, names)
             continue
         if tag == "replace" and not keyed:
             paired = _pairable(mid_a[i1:i2], mid_b[j1:j2])
             for offset in range(paired):
                 i, j = i1 + offset, j1 + offset
-                _diff(mid_a[i], mid_b[j], item(j, None), f"{pointer}/{start + j}", out)
+                _diff(mid_a[i], mid_b[j], item(j, None), f"{pointer}/{start + j}", out, names)
             i1, j1 = i1 + paired, j1 + paired
         for i in range(i1, i2):
             out.append(
@@ -226,7 +259,7 @@ def _pairable(old: list[Any], new: list[Any]) -> int:
     return paired
 
 
-def _item_keys(items: list[Any]) -> list[tuple[Any, str]] | None:
+def _item_keys(items: list[Any], names: Names = _NO_NAMES) -> list[tuple[Any, str]] | None:
     """(match key, label) per element when the list is keyed: messages by id, writes by task.
 
     None when the elements are not all of one keyed kind or a key repeats.
@@ -237,7 +270,7 @@ def _item_keys(items: list[Any]) -> list[tuple[Any, str]] | None:
     if all(is_message(x) and isinstance(x.get("id"), str) for x in items):
         keys = [(("message", x["id"]), x["id"]) for x in items]
     elif all(_is_write(x) for x in items):
-        keys = [(("write", x["task_id"], x["idx"]), _write_label(x)) for x in items]
+        keys = [(("write", x["task_id"], x["idx"]), _write_label(x, names)) for x in items]
     else:
         return None
     if len({k for k, _ in keys}) != len(keys):
@@ -245,12 +278,13 @@ def _item_keys(items: list[Any]) -> list[tuple[Any, str]] | None:
     return keys
 
 
-def _write_label(write: dict[str, Any]) -> str:
-    """`agent → messages`: the task as every view names it, and the channel written.
-
-    A Send task shows as `send[i]` here: a write alone does not say which node it ran.
-    """
-    who = task_label(str(write.get("task_path") or ""), write["task_id"], [])
+def _write_label(write: dict[str, Any], names: Names = _NO_NAMES) -> str:
+    """`worker[1] → results`: the task as `show` names it (from the record's tasks, else
+    its path and the record's pending Sends), and the channel written."""
+    tasks, sends = names
+    who = tasks.get(write["task_id"]) or task_label(
+        str(write.get("task_path") or ""), write["task_id"], sends
+    )
     label = f"{who} → {write['channel']}"
     return label if write["idx"] <= 0 else f"{label} #{write['idx']}"
 

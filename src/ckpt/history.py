@@ -214,20 +214,32 @@ def _host(
 
 
 def history_records(chains: list[list[HistoryNode]]) -> list[list[HistoryNodeRecord]]:
-    """The tree as records (ckpt.records.HistoryNodeRecord), checkpoints without values."""
+    """The tree as records (ckpt.records.HistoryNodeRecord), checkpoints without values.
 
-    def node_record(node: HistoryNode) -> HistoryNodeRecord:
-        return {
-            "checkpoint": checkpoint_record(node.checkpoint, values=False, tasks=node.tasks),
-            "note": node.note,
-            "forks": [[node_record(n) for n in fork] for fork in node.forks],
-            "subgraphs": [
-                {"checkpoint_ns": ns, "chain": [node_record(n) for n in chain]}
-                for ns, chain in node.subgraphs
-            ],
-        }
-
-    return [[node_record(node) for node in chain] for chain in chains]
+    A work list, not recursion: forks of forks nest as deep as the store says (each fork's
+    list is placed in its parent record before it is filled, so the order is kept)."""
+    out: list[list[HistoryNodeRecord]] = []
+    todo: list[tuple[list[HistoryNode], list[HistoryNodeRecord]]] = []
+    for chain in chains:
+        out.append([])
+        todo.append((chain, out[-1]))
+    while todo:
+        chain, into = todo.pop()
+        for node in chain:
+            record: HistoryNodeRecord = {
+                "checkpoint": checkpoint_record(node.checkpoint, values=False, tasks=node.tasks),
+                "note": node.note,
+                "forks": [],
+                "subgraphs": [],
+            }
+            into.append(record)
+            for fork in node.forks:
+                record["forks"].append([])
+                todo.append((fork, record["forks"][-1]))
+            for ns, sub in node.subgraphs:
+                record["subgraphs"].append({"checkpoint_ns": ns, "chain": []})
+                todo.append((sub, record["subgraphs"][-1]["chain"]))
+    return out
 
 
 def thread_checkpoints(

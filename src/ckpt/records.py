@@ -100,6 +100,7 @@ class ThreadRecord(TypedDict):
     status: Status
     next: list[str] | None
     errors: list[Any]
+    failed_tasks: list[TaskRecord]  # the tasks behind `errors`, as `show` has them
     interrupts: list[InterruptRecord]
     size: int | None  # None unless measured (`threads --size`)
     metadata: dict[str, Any]
@@ -641,8 +642,12 @@ def thread_record(thread: ThreadSummary) -> ThreadRecord:
     latest = thread.latest
     tasks = checkpoint_tasks(latest, namespaces=thread.namespaces) if latest else None
     status = status_of(latest, tasks)
+    failed: list[TaskRecord] = []
     if tasks is not None:
-        errors = [t.error for t in failed_tasks(tasks)]
+        # The failed tasks are already found for the status, their Send arguments
+        # decoded with them: naming them costs no further read.
+        failed = [task_record(t) for t in failed_tasks(tasks)]
+        errors = [t["error"] for t in failed]
     else:
         outcomes = write_outcomes(latest.pending_writes or []) if latest else []
         errors = [t.error for t in outcomes if t.error is not None and not t.finished]
@@ -659,6 +664,7 @@ def thread_record(thread: ThreadSummary) -> ThreadRecord:
         "status": status,
         "next": still_to_run(tasks),
         "errors": errors,
+        "failed_tasks": failed,
         "interrupts": [interrupt_record(i) for i in waiting_interrupts(tasks)],
         "size": thread.size,
         "metadata": latest.metadata if latest else {},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ckpt.errors import Ambiguous, BadOption, CkptError, NotFound
 from ckpt.model import CheckpointKey
 from ckpt.stores.base import Store
@@ -25,13 +27,18 @@ SHOWN = 5  # candidates an ambiguous selector's message names
 
 def did_you_mean(store: Store, thread_id: str) -> str:
     """`; did you mean 'support-1'?` for a misspelt thread id, or nothing."""
-    import difflib
-
     try:
         ids = store.thread_ids()
     except CkptError:  # a suggestion must never hide the error it adds to
         return ""
-    close = difflib.get_close_matches(thread_id, ids, n=1, cutoff=0.75)
+    return closest_thread(thread_id, ids)
+
+
+def closest_thread(thread_id: str, ids: Iterable[str]) -> str:
+    """`did_you_mean` among thread ids already in hand (`ckpt browse` has them listed)."""
+    import difflib
+
+    close = difflib.get_close_matches(thread_id, list(ids), n=1, cutoff=0.75)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 

@@ -57,6 +57,7 @@ from ckpt.records import CheckpointRecord, dumps
 from ckpt.render import browse_view as views
 from ckpt.render.plain import STATUS_STYLE
 from ckpt.render.text import clean_line
+from ckpt.selector import closest_thread
 
 T = TypeVar("T")
 MODES = {"overview": "Checkpoint", "tasks": "Tasks", "values": "Values", "diff": "Diff"}
@@ -257,7 +258,11 @@ class BrowseApp(App[None]):
         self.query_one("#threads-pane").border_title = "Threads"
         self.query_one("#history-pane").border_title = "History"
         self.query_one("#checkpoint-pane").border_title = "Checkpoint"
-        self._focus(self.query_one(ThreadRows))
+        threads = self.query_one(ThreadRows)
+        self.query_one(HistoryRows).wanted = lambda: (
+            threads.current["thread_id"] if threads.current is not None else None
+        )
+        self._focus(threads)
         self._slow("#threads-pane")
         self._say("loading the threads…")
         self._start(self._show_threads, group="threads", exclusive=True)
@@ -320,7 +325,9 @@ class BrowseApp(App[None]):
         wanted = self.wanted_thread
         if not reload and wanted is not None and all(r["thread_id"] != wanted for r in records):
             # As every command says it: one line and exit 7, once the screen is gone.
-            self.failure = NotFound(f"no thread {wanted!r} in {self.session.store.location}")
+            hint = closest_thread(wanted, (r["thread_id"] for r in records))
+            where = self.session.store.location
+            self.failure = NotFound(f"no thread {wanted!r} in {where}{hint}")
             self.exit()
             return
         current = rows.current["thread_id"] if rows.current else wanted
@@ -373,6 +380,7 @@ class BrowseApp(App[None]):
             return
         self._done(pane)
         if history is self.history and rows.history is history:
+            rows.arrived()
             return  # shown already (the list was redrawn around it): the cursor stays
         record = self._thread_record(thread_id)
         previous = self.loaded.record if self.loaded else None
@@ -597,6 +605,10 @@ class BrowseApp(App[None]):
             found = self.threads.next_with(state, focused.cursor, step)
             what = "failed" if state == "error" else "waiting on an interrupt"
             none = f"no thread {what}" + (" among the shown" if self.threads.text else "")
+        elif isinstance(focused, HistoryRows) and focused.defer(
+            partial(self._jump_in_history, focused, state, step)
+        ):
+            return  # for the history on its way
         elif isinstance(focused, HistoryRows) and self.history is not None:
             found = self.history.next_with(state, focused.cursor, step)
             what = "failed task" if state == "failed" else "interrupt"
@@ -607,6 +619,12 @@ class BrowseApp(App[None]):
             self.notify(none, timeout=3)
         else:
             focused.move_to(found)
+
+    def _jump_in_history(self, rows: HistoryRows, state: str, step: int) -> None:
+        if self.history is not None:
+            found = self.history.next_with(state, rows.cursor, step)
+            if found is not None:
+                rows.move_to(found)
 
     def action_mode(self, mode: str) -> None:
         self.query_one(Tabs).active = mode

@@ -4,7 +4,8 @@ API), so that 10,000 checkpoints or a 3 MB checkpoint cost what one screenful co
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from rich.console import Console, RenderableType
@@ -329,10 +330,55 @@ The cursor starts on the thread's newest checkpoint.
         super().__init__(id=id, then=then)
         self.history: History | None = None
         self.marked: Key | None = None  # the checkpoint marked for diff
+        # The thread whose history the pane is for (the threads pane's cursor), asked at
+        # each key: the list's cursor moves before the messages saying so are read.
+        self.wanted: Callable[[], str | None] = lambda: None
+        self._queued: list[Callable[[], object]] = []  # keys pressed while it loads
+        self._failed: str | None = None  # the thread whose history could not be read
+
+    @property
+    def awaited(self) -> str | None:
+        """The thread whose history is on its way, if the one shown is another's."""
+        wanted = self.wanted()
+        shown = self.history.thread_id if self.history is not None else self._failed
+        return wanted if wanted != shown else None
+
+    def defer(self, work: Callable[[], object]) -> bool:
+        """Keep `work` for the history on its way (True), or say it can act now (False):
+        keys pressed before it comes act on it, not on the history it replaces."""
+        if self.awaited is None:
+            return False
+        self._queued.append(work)
+        return True
+
+    def arrived(self) -> None:
+        """The wanted history is shown: the kept keys act, in the order they came."""
+        if self.awaited is not None:
+            return  # another history is still on its way: they wait for it
+        queued, self._queued = self._queued, []
+        for work in queued:
+            work()
 
     def show(self, history: History | None, cursor: int | None) -> None:
         self.history = history
         self.reset(len(history.lines) if history else 0, cursor)
+        self._failed = None
+        if history is None:
+            self._failed = self.wanted()  # none comes for it: nothing to wait for
+            self._queued.clear()
+        self.arrived()
+
+    def action_move(self, step: int) -> None:
+        if not self.defer(partial(super().action_move, step)):
+            super().action_move(step)
+
+    def action_page(self, pages: int) -> None:
+        if not self.defer(partial(super().action_page, pages)):
+            super().action_page(pages)
+
+    def action_edge(self, end: int) -> None:
+        if not self.defer(partial(super().action_edge, end)):
+            super().action_edge(end)
 
     def selectable(self, index: int) -> bool:
         return self.history is not None and self.history.lines[index].record is not None

@@ -141,11 +141,7 @@ def history(
             # screen: the values of the (few) update checkpoints only.
             updates = [r for r in records if _source(r) == "update"][-UPDATE_VALUES:]
             written = {
-                r["checkpoint_id"]: checkpoints.checkpoint(
-                    r["checkpoint_id"], ns=r["checkpoint_ns"], values=True
-                ).get("channel_values")
-                or {}
-                for r in updates
+                cid: values or {} for cid, values in checkpoints.channel_values(updates).items()
             }
             earlier = 0
             if last is not None and len(records) >= last:

@@ -23,7 +23,15 @@ from ckpt.records import CheckpointRecord, TaskRecord, ThreadRecord, WriteRecord
 from ckpt.render import diffview, human
 from ckpt.render.output import Output
 from ckpt.render.plain import STATUS_STYLE
-from ckpt.render.text import brief, cell_width, clean_line, cut, human_size, short_time
+from ckpt.render.text import (
+    brief,
+    cell_width,
+    clean_line,
+    cut,
+    failure,
+    human_size,
+    short_time,
+)
 from ckpt.selector import short_id
 
 # A history line as `ckpt history` draws it, and the channel values as `ckpt show --blobs`
@@ -123,7 +131,11 @@ def thread_detail(record: ThreadRecord | None) -> Text:
     namespaces = [n for n in record["namespaces"] if n]
     if namespaces:
         text.append(f"  {len(namespaces)} subgraph namespaces", style="dim")
-    if record["errors"]:
+    if record["failed_tasks"]:
+        for task in record["failed_tasks"][:3]:
+            text.append("\nfailed: ", style="bold red")
+            text.append(failure(task, limit=300), style="red")
+    elif record["errors"]:
         text.append("\nerror: ", style="bold red")
         text.append(brief(record["errors"][0], limit=300), style="red")
     for interrupt in record["interrupts"][:3]:

@@ -15,9 +15,9 @@ from rich.tree import Tree
 from ckpt.changes import IDENTITY_KEYS, STORAGE_KEYS, Change, Item, PathPart
 from ckpt.decoders import parse_version
 from ckpt.messages import is_message
-from ckpt.records import CheckpointRecord, TaskRecord
+from ckpt.records import CheckpointRecord
 from ckpt.render.human import content_text, role_of, task_labels
-from ckpt.render.text import brief, cut, human_size, short_time, zone_label
+from ckpt.render.text import brief, cut, human_size, short_time, task_name, zone_label
 from ckpt.tasks import is_internal
 
 # Sections in reading order: errors and interrupts, then what the step did, bookkeeping
@@ -126,10 +126,7 @@ def _updated_set(a: CheckpointRecord, b: CheckpointRecord) -> list[Change]:
 def _task_changes(a: CheckpointRecord, b: CheckpointRecord) -> list[Change]:
     """The tasks due at A and at B matched by task id, each told by its label and state."""
 
-    def label(task: TaskRecord) -> str:
-        index = task.get("send_index")
-        return f"{task['name']}[{index}]" if index is not None else str(task["name"])
-
+    label = task_name
     old = {t["id"]: t for t in a["tasks"] or []}
     new = {t["id"]: t for t in b["tasks"] or []}
     changes: list[Change] = []

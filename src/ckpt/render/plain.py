@@ -14,6 +14,7 @@ from ckpt.render.text import (
     cell_width,
     clean_line,
     cut,
+    failure,
     human_size,
     short_time,
     today,
@@ -67,8 +68,13 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
     batch: list[str] = []
     with spool:
         for record in records:
-            keep, detail = "", ", ".join(record["next"] or [])
-            if record["status"] == "error" and record["errors"]:
+            keep, detail, short = "", ", ".join(record["next"] or []), ""
+            if record["status"] == "error" and record["failed_tasks"]:
+                failed = record["failed_tasks"]
+                detail, short = failure(failed[0], limit=200), failure(failed[0], 200, False)
+                if len(failed) > 1:
+                    detail += f"  (+{len(failed) - 1} more failed)"
+            elif record["status"] == "error" and record["errors"]:
                 detail = brief(record["errors"][0], limit=200)
             elif record["status"] == "interrupted" and record["interrupts"]:
                 first = record["interrupts"][0]
@@ -79,7 +85,7 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
             elif record["checkpoint_id"] is None:
                 subgraphs = [n for n in record["namespaces"] if n]
                 detail = f"no root checkpoint; only subgraph namespaces ({len(subgraphs)})"
-            keep, detail = clean_line(keep), clean_line(detail)
+            keep, detail, short = clean_line(keep), clean_line(detail), clean_line(short)
             updated = short_time(record["updated_at"], local)
             if fitted and updated.startswith(now):
                 updated = updated[11:]
@@ -103,7 +109,7 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
                 sources.add(cells[at["SOURCE"]])
             for header in nonzero:
                 nonzero[header] = nonzero[header] or cells[at[header]] != "0"
-            batch.append("\0".join([record["status"], keep, detail, *cells]) + "\n")
+            batch.append("\0".join([record["status"], keep, detail, short, *cells]) + "\n")
             if len(batch) == 1024:
                 spool.write("".join(batch))
                 batch.clear()
@@ -137,13 +143,17 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
         def paint(text: str, style: str) -> str:
             return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if colour and style in _ANSI else text
 
-        def line(cells: list[str], detail: tuple[str, str], status_style: str) -> str:
+        def line(
+            cells: list[str], detail: tuple[str, str], status_style: str, short: str = ""
+        ) -> str:
             padded = [
                 c.rjust(w) if h in right else c + " " * (w - cell_width(c))
                 for c, w, h in zip(cells, widths, headers, strict=True)
             ]
             padded[1] = paint(padded[1], status_style)
             keep, rest = detail
+            if short and cell_width(keep + rest) > room:
+                rest = short  # a failed task's error before its input
             if keep and cell_width(keep) + 12 > room:
                 keep = "waiting: "  # no room for the whole id: `ckpt show THREAD` has it
             text = keep + cut(rest, False, max(room - cell_width(keep), 12))
@@ -152,8 +162,10 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
         yield paint(line(headers, ("", "NEXT / DETAIL"), "").rstrip("\n"), "bold") + "\n"
         spool.seek(0)
         for row in spool:
-            status, keep, detail, *cells = row[:-1].split("\0")
-            yield line([cells[i] for i in shown], (keep, detail), STATUS_STYLE.get(status, ""))
+            status, keep, detail, short, *cells = row[:-1].split("\0")
+            yield line(
+                [cells[i] for i in shown], (keep, detail), STATUS_STYLE.get(status, ""), short
+            )
 
 
 # -- trees ----------------------------------------------------------------------------------------

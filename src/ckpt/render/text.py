@@ -11,7 +11,7 @@ from typing import Any
 
 from ckpt.decoders import MARK_KEY
 from ckpt.escapes import for_terminal
-from ckpt.records import dumps
+from ckpt.records import TaskRecord, dumps
 
 CUT = 160  # characters of a value shown in tables unless --full
 
@@ -50,6 +50,21 @@ def brief(value: Any, full: bool = False, limit: int = CUT) -> str:
     if isinstance(value, dict) and value.get(MARK_KEY) == "skipped":
         return "<not loaded>"
     return cut(dumps(value), full, limit)
+
+
+def task_name(task: TaskRecord) -> str:
+    """A task as every view names it: its node, `node[i]` for the i-th Send."""
+    index = task["send_index"]
+    return f"{task['name']}[{index}]" if index is not None else task["name"]
+
+
+def failure(task: TaskRecord, limit: int = CUT, with_input: bool = True) -> str:
+    """A failed task on one line, its input (the Send's argument) then its error:
+    `worker[1]({"item": "invoice-2"}): ValueError('...')`. The input is cut first."""
+    call = clean_line(task_name(task))
+    if with_input and task["input"] is not None:
+        call += f"({brief(task['input'], limit=min(60, limit))})"
+    return f"{call}: {brief(task['error'], limit=limit)}"
 
 
 def human_size(size: int) -> str:

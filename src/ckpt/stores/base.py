@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from types import TracebackType
 from typing import Any, ClassVar
 
+from ckpt.errors import NotFound
 from ckpt.model import (
     Checkpoint,
     CheckpointKey,
@@ -102,6 +103,17 @@ class Store(ABC):
     @abstractmethod
     def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
         """One checkpoint with its pending writes; raises NotFound."""
+
+    def load_many(self, keys: Sequence[CheckpointKey], *, values: bool = True) -> list[Checkpoint]:
+        """Several checkpoints by key, in the order of `keys`, missing ones left out; stores
+        that can read them in a few statements override this one-by-one version."""
+        found: list[Checkpoint] = []
+        for key in keys:
+            try:
+                found.append(self.load(key, values=values))
+            except NotFound:
+                continue
+        return found
 
     @abstractmethod
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:

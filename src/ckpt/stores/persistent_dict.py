@@ -255,7 +255,15 @@ class PickleStore(Store):
     def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
         return self._load_one(key, values=values, tolerant=not values)
 
+    def count_checkpoints(self, query: DumpQuery) -> int | None:
+        # The keys come from the loaded index (the dicts), never from a value.
+        return len(self._dump_keys(query))
+
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        for key in self._dump_keys(query):
+            yield self._load_one(key, values=values, tolerant=False)
+
+    def _dump_keys(self, query: DumpQuery) -> list[CheckpointKey]:
         if query.latest_only:
             # The newest of each (thread, ns), then the id range (as SqliteStore filters).
             newest = DumpQuery(thread_ids=query.thread_ids, checkpoint_ns=query.checkpoint_ns)
@@ -270,8 +278,7 @@ class PickleStore(Store):
             ]
         else:
             keys = [CheckpointKey(t, ns, i) for t, ns, i, _ in self._entries(query)]
-        for key in keys:
-            yield self._load_one(key, values=values, tolerant=False)
+        return keys
 
     def _load_one(self, key: CheckpointKey, *, values: bool, tolerant: bool) -> Checkpoint:
         entry = (

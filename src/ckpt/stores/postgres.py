@@ -456,6 +456,9 @@ class PostgresStore(Store):
             raise NotFound(f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}")
         return next(self._hydrate(rows, values=values))
 
+    def load_many(self, keys: Sequence[CheckpointKey], *, values: bool = True) -> list[Checkpoint]:
+        return list(self._hydrate(self._rows_by_key(list(keys), values=values), values=values))
+
     def _rows_by_key(self, keys: list[CheckpointKey], *, values: bool) -> list[_Row]:
         """Checkpoint rows by primary key, in the order of `keys` (missing ones left out)."""
         found: dict[CheckpointKey, _Row] = {}
@@ -477,7 +480,10 @@ class PostgresStore(Store):
                 ] = parsed
         return [found[k] for k in keys if k in found]
 
-    def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+    @staticmethod
+    def _dump_where(query: DumpQuery) -> tuple[list[str], list[str], list[Any]]:
+        """The dump's filters: on the key (thread, namespace), on the id range, and the
+        parameters of both, in that order."""
         where: list[str] = []
         params: list[Any] = []
         if query.thread_ids:
@@ -493,6 +499,39 @@ class PostgresStore(Store):
         if query.until_id is not None:
             ranges.append("{id} <= %s")
             params.append(query.until_id)
+        return where, ranges, params
+
+    def count_checkpoints(self, query: DumpQuery) -> int | None:
+        # A count over the primary key with the dump's filters (an index-only scan on a
+        # vacuumed table). Asked from inside a running dump, it shares the dump's
+        # transaction, so a savepoint keeps a failure (the statement timeout on a huge
+        # table) from aborting the dump: the bar then goes without a total.
+        where, ranges, params = self._dump_where(query)
+        if query.latest_only and not self.shallow:
+            inner = f" WHERE {' AND '.join(where)}" if where else ""
+            outer = " AND ".join(ranges).replace("{id}", "l.checkpoint_id")
+            statement = self._sql(
+                "SELECT count(*) FROM (SELECT c.thread_id, c.checkpoint_ns, "
+                "max(c.checkpoint_id) AS checkpoint_id FROM {cp} c"
+                + inner
+                + " GROUP BY 1, 2) AS l"
+                + (f" WHERE {outer}" if outer else "")
+            )
+        else:
+            clause = where + ranges
+            statement = self._sql(
+                "SELECT count(*) FROM {cp} c" + (f" WHERE {' AND '.join(clause)}" if clause else "")
+            )
+        try:
+            with self.conn.transaction(), self.conn.cursor() as cur:
+                cur.execute(statement, params)
+                row = cur.fetchone()
+        except self._pg.Error:
+            return None
+        return int(row[0]) if row else None
+
+    def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        where, ranges, params = self._dump_where(query)
         cols = self._columns(values=values)
         if query.latest_only and not self.shallow:
             # The newest id per (thread, ns) comes from the primary key alone; then each

@@ -44,6 +44,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 T = TypeVar("T")
 BATCH = 200  # rows fetched per round trip when streaming
 THREADS_PER_BATCH = 200  # latest checkpoints fetched per statement by `threads`
+KEYS_PER_BATCH = 200  # checkpoints fetched per statement by `load_many` (3 parameters each)
 PROBE_STEPS = 10000  # steps (about 2 per namespace) `find_exact` walks before it scans
 
 
@@ -439,6 +440,39 @@ class SqliteStore(Store):
         writes = self._writes(key) if self.has_writes else []
         return self._checkpoint(rows[0], writes, values=values, tolerant=not values)
 
+    def load_many(self, keys: Sequence[CheckpointKey], *, values: bool = True) -> list[Checkpoint]:
+        # Joins on a VALUES list of keys, a batch at a time: primary-key searches, for the
+        # rows and for their writes.
+        found: dict[tuple[str, str, str], Checkpoint] = {}
+        wanted = [(k.thread_id, k.checkpoint_ns, k.checkpoint_id) for k in keys]
+        with self._snapshot():
+            for chunk in _batched(wanted, KEYS_PER_BATCH):
+                listed = "(VALUES " + ", ".join("(?, ?, ?)" for _ in chunk) + ") k"
+                params = [part for key in chunk for part in key]
+                writes: dict[tuple[str, str, str], list[PendingWrite]] = {}
+                if self.has_writes:
+                    for row in self._run(
+                        f"SELECT k.column1, k.column2, k.column3, {self._w_cols} FROM {listed} "
+                        f"CROSS JOIN writes ON thread_id = k.column1 AND {self._w_ns} = "
+                        f"k.column2 AND {self._w_id} = k.column3",
+                        params,
+                    ):
+                        writes.setdefault(tuple(row[:3]), []).append(self._write(row[3:]))
+                for row in self._run(
+                    f"SELECT k.column1, k.column2, k.column3, {self._cp_cols} FROM {listed} "
+                    f"CROSS JOIN checkpoints ON thread_id = k.column1 AND {self._ns} = "
+                    f"k.column2 AND {self._id} = k.column3",
+                    params,
+                ):
+                    key = (row[0], row[1], row[2])
+                    found[key] = self._checkpoint(
+                        row[3:],
+                        sort_writes(writes.get(key, [])),
+                        values=values,
+                        tolerant=not values,
+                    )
+        return [found[k] for k in wanted if k in found]
+
     def _writes(self, key: CheckpointKey) -> list[PendingWrite]:
         rows = self._run(
             f"SELECT {self._w_cols} FROM writes "
@@ -521,8 +555,19 @@ class SqliteStore(Store):
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         sql = f"SELECT count(*) FROM checkpoints{clause}"
         if query.latest_only:
-            pairs = f"SELECT DISTINCT thread_id, {self._ns} FROM checkpoints{clause}"
-            sql = f"SELECT count(*) FROM ({pairs})"
+            # The newest of each (thread, ns), then the id range: as the dump filters.
+            keys = DumpQuery(thread_ids=query.thread_ids, checkpoint_ns=query.checkpoint_ns)
+            where, params = self._dump_filter(keys, self._id, self._ns)
+            clause = f" WHERE {' AND '.join(where)}" if where else ""
+            ranges, bounds = self._dump_filter(
+                DumpQuery(since_id=query.since_id, until_id=query.until_id), "m", ""
+            )
+            newest = (
+                f"SELECT max({self._id}) AS m FROM checkpoints{clause} "
+                f"GROUP BY thread_id, {self._ns}"
+            )
+            outer = f" WHERE {' AND '.join(ranges)}" if ranges else ""
+            sql, params = f"SELECT count(*) FROM ({newest}){outer}", [*params, *bounds]
         rows = self._run(sql, params)
         return int(rows[0][0]) if rows else None
 
