@@ -57,6 +57,8 @@ async def settle(pilot: Pilot[Any]) -> None:
     quiet = 0
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
+        if not app.is_running or app.return_code is not None:
+            return  # it quit (an unknown --thread): no screen is left to wait for
         await pilot.pause(0.002)  # the screen's messages, then a moment for the threads
         quiet = quiet + 1 if not app.busy else 0
         if quiet >= 3:
