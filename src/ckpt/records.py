@@ -148,6 +148,21 @@ class HistoryNodeRecord(TypedDict):
     subgraphs: list[SubgraphRecord]
 
 
+def history_nodes(chain: list[HistoryNodeRecord]) -> list[HistoryNodeRecord]:
+    """Every node of a history chain: its forks and subgraph runs too, at any depth
+    (without recursion)."""
+    found: list[HistoryNodeRecord] = []
+    stack = list(chain)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        for fork in node["forks"]:
+            stack.extend(fork)
+        for sub in node["subgraphs"]:
+            stack.extend(sub["chain"])
+    return found
+
+
 class VersionColumn(TypedDict):
     checkpoint_id: str
     short_id: str

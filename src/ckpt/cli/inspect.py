@@ -27,7 +27,7 @@ from ckpt.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from ckpt.records import CheckpointRecord, HistoryNodeRecord
+    from ckpt.records import CheckpointRecord
 
 
 @store_options
@@ -122,6 +122,7 @@ def history(
     Example: ckpt history support-1 --db chat.sqlite
     """
     from ckpt.encryption import require_key_for_records, watch_hidden
+    from ckpt.records import history_nodes
     from ckpt.render import human
     from ckpt.render.output import stream_json_array, stream_ndjson
     from ckpt.render.plain import tree_lines
@@ -136,7 +137,7 @@ def history(
             output.lines(stream_ndjson(stream) if as_lines else stream_json_array(stream))
         else:
             tree = checkpoints.history_tree(thread, last=last)
-            records = [node["checkpoint"] for chain in tree for node in _walk(chain)]
+            records = [node["checkpoint"] for chain in tree for node in history_nodes(chain)]
             # What each update_state wrote, so that two edits of one checkpoint differ on
             # screen: the values of the (few) update checkpoints only.
             updates = [r for r in records if _source(r) == "update"][-UPDATE_VALUES:]
@@ -162,19 +163,6 @@ UPDATE_VALUES = 20  # update_state checkpoints whose values history loads (the n
 def _source(record: CheckpointRecord) -> object:
     metadata = record["metadata"]
     return metadata.get("source") if isinstance(metadata, dict) else None
-
-
-def _walk(chain: list[HistoryNodeRecord]) -> list[HistoryNodeRecord]:
-    found: list[HistoryNodeRecord] = []
-    stack = list(chain)
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        for fork in node["forks"]:
-            stack.extend(fork)
-        for sub in node["subgraphs"]:
-            stack.extend(sub["chain"])
-    return found
 
 
 TABLE_COLUMNS = 12  # checkpoints a terminal can show side by side

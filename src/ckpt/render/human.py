@@ -25,6 +25,7 @@ from ckpt.records import (
     VersionMatrix,
     WriteRecord,
     dumps,
+    history_nodes,
 )
 from ckpt.render.output import Output
 from ckpt.render.plain import Runs, TreeNode
@@ -198,7 +199,7 @@ def history_view(
     records = {
         node["checkpoint"]["checkpoint_id"]: node["checkpoint"]
         for chain in chains
-        for node in _nodes(chain)
+        for node in history_nodes(chain)
     }
     drawer = _HistoryDrawer(records, written or {}, local)
     for i, chain in enumerate(chains):
@@ -252,19 +253,6 @@ def _runs(text: Text) -> Runs:
         styles = [base, *(str(s.style) for s in spans if s.start <= a and s.end >= b)]
         runs.append((plain[a:b], " ".join(x for x in styles if x)))
     return runs
-
-
-def _nodes(chain: list[HistoryNodeRecord]) -> list[HistoryNodeRecord]:
-    found: list[HistoryNodeRecord] = []
-    stack = list(chain)
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        for fork in node["forks"]:
-            stack.extend(fork)
-        for sub in node["subgraphs"]:
-            stack.extend(sub["chain"])
-    return found
 
 
 class _HistoryDrawer:
