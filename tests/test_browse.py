@@ -58,7 +58,11 @@ async def settle(pilot: Pilot[Any]) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if not app.is_running or app.return_code is not None:
-            return  # it quit (an unknown --thread): no screen is left to wait for
+            # It is quitting (an unknown --thread): no screen is left for the pilot to
+            # wait on, so wait for the app itself to stop.
+            while app.is_running and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            return
         await pilot.pause(0.002)  # the screen's messages, then a moment for the threads
         quiet = quiet + 1 if not app.busy else 0
         if quiet >= 3:
