@@ -44,6 +44,7 @@ from pydantic import BaseModel, SecretBytes, SecretStr
 import ckpt
 from ckpt import demo, safe_types
 from ckpt.census import census
+from ckpt.decoders import decode
 from ckpt.errors import ExitCode
 from ckpt.model import DumpQuery, RawBlob, RawCheckpoint, RawWrite
 from store_files import folder_hashes, unexpected_changes
@@ -511,6 +512,26 @@ def test_ext_values_as_map_keys_are_undecodable_as_for_langgraph() -> None:
     for data in (as_key, in_tuple_key):
         with pytest.raises(ValueError):
             serde.loads_typed(("msgpack", data))
+
+
+def test_tiny_ext_values_past_the_budget_are_too_large_as_in_show() -> None:
+    """The census spends the decoder's expansion budget (docs/security.md): 2,000,000
+    3-byte ext values are one too-large value, not two million placeholders (200 MB);
+    just under the budget the same shape is read and counted."""
+    from ckpt.decoders.msgpack import MIN_EXTS
+    from ckpt.errors import TooLarge
+
+    item = ormsgpack.packb(ormsgpack.Ext(0, b"\x00"))
+    bomb = b"\xdd" + (2_000_000).to_bytes(4, "big") + item * 2_000_000
+    with pytest.raises(TooLarge) as raised:
+        decode("msgpack", bomb)
+    record = fake_census(write_row(bomb))
+    assert record["scanned"]["undecodable"] == 1
+    assert [p["error"] for p in record["undecodable"]] == [str(raised.value)]
+    fitting = b"\xdd" + MIN_EXTS.to_bytes(4, "big") + item * MIN_EXTS
+    record = fake_census(write_row(fitting))
+    assert record["scanned"]["undecodable"] == 0
+    assert record["ext_codes"] and record["ext_codes"][0]["count"] == MIN_EXTS
 
 
 def test_secret_bytes_and_other_safe_values_in_one_write() -> None:

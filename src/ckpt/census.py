@@ -50,8 +50,9 @@ from ckpt.decoders.ext import (
     EXT_PYDANTIC_V1,
     EXT_PYDANTIC_V2,
 )
+from ckpt.decoders.msgpack import TOO_MANY_EXTS, ext_budget
 from ckpt.decoders.pickle_imports import pickle_globals
-from ckpt.errors import BadOption, DecodeError, NotFound
+from ckpt.errors import BadOption, DecodeError, NotFound, TooLarge
 from ckpt.model import DumpQuery, RawBlob, RawCheckpoint, RawWrite
 from ckpt.records import (
     AllowlistRecord,
@@ -247,6 +248,23 @@ class _Tag:
     plain: int = 0
     encrypted: int = 0
     ciphers: set[str] = field(default_factory=set)
+
+
+class _Budget:
+    """The top-level ext_hook of a payload big enough to hold more ext values than
+    ext_budget allows (as ckpt.decoders.msgpack decodes it): a placeholder per value,
+    until the budget runs out; then the value is too large, as `show` marks it."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+
+    def __call__(self, code: int, data: bytes) -> slice:
+        self.left -= 1
+        if self.left < 0:
+            raise ValueError("ext budget")  # ormsgpack turns it into ValueError anyway
+        return slice(code, data)
 
 
 class _Failure(Exception):
@@ -508,9 +526,15 @@ class _Census:
 
         ormsgpack refuses an ext value as a map key (or inside an array key) whatever the
         hook returns, and so does LangGraph's loads_typed: such a value is undecodable."""
+        budget = ext_budget(len(data))
+        # The smallest ext value takes 3 bytes: below that size the budget cannot be
+        # exceeded, and the C `slice` hook keeps the hot path free of Python calls.
+        hook: Callable[[int, bytes], Any] = slice if len(data) // 3 <= budget else _Budget(budget)
         try:
-            return ormsgpack.unpackb(data, ext_hook=slice, option=_NON_STR_KEYS)
+            return ormsgpack.unpackb(data, ext_hook=hook, option=_NON_STR_KEYS)
         except (ValueError, TypeError) as exc:
+            if type(hook) is _Budget and hook.left < 0:
+                raise TooLarge(TOO_MANY_EXTS) from None
             raise DecodeError(f"invalid msgpack: {exc}") from None
         except RecursionError:
             raise DecodeError("value nested too deep") from None

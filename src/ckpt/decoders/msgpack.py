@@ -171,9 +171,7 @@ class MsgpackDecoder:
                     replay.clear()  # out of step (cannot happen): decode afresh from here on
                 self.exts_left -= 1
                 if self.exts_left < 0:
-                    raise self._abort(
-                        TooLarge("too large to decode: more ext values than its size allows")
-                    )
+                    raise self._abort(TooLarge(TOO_MANY_EXTS))
                 value = self._ext(code, data)
                 if self.record is not None:
                     self.record.append((code, data, value))
@@ -285,6 +283,7 @@ def ext_budget(size: int) -> int:
 
 
 MIN_EXTS: Final = 10_000
+TOO_MANY_EXTS: Final = "too large to decode: more ext values than its size allows"
 EXT_BYTES: Final = 64
 
 
