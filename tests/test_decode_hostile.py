@@ -178,7 +178,8 @@ def test_length_prefixes_claiming_4_gb(payload: bytes) -> None:
     started = time.perf_counter()
     with pytest.raises(DecodeError):
         decode("msgpack", payload)
-    assert time.perf_counter() - started < 1
+    # A guard against allocating the claimed 4 GB first (minutes), not a speed claim.
+    assert time.perf_counter() - started < 10
 
 
 def test_numpy_shapes_that_do_not_match_the_buffer() -> None:
@@ -350,7 +351,7 @@ def test_pickle_bombs_are_refused_before_unpickling() -> None:
         started = time.perf_counter()
         with pytest.raises(StoreCorrupt, match="too large"):
             load_pickle(io.BytesIO(PICKLES[name]), source=name)
-        assert time.perf_counter() - started < 1, name
+        assert time.perf_counter() - started < 10, name  # unguarded: past 30 s
     # Shared references that stay small still load.
     small = b"\x80\x04]\x94K\x01a" + b"](h\x00h\x00e\x94" + b"."
     assert load_pickle(io.BytesIO(small), source="small") == [[1], [1]]

@@ -36,7 +36,7 @@ def test_strip_trailing_is_linear_in_padding() -> None:
     text = ("x" + " " * 2_000_000 + "y\n") * 3
     started = time.monotonic()
     assert strip_trailing(text) == text
-    assert time.monotonic() - started < 1.0  # the regex took minutes
+    assert time.monotonic() - started < 10  # a hang guard: the regex took minutes
 
 
 def test_a_huge_id_is_shown_with_its_length() -> None:

@@ -220,7 +220,9 @@ def tree_lines(root: TreeNode, output: Output) -> Iterator[str]:
 
     def emit(prefix: str, more: str, runs: Runs) -> Iterator[str]:
         cleaned = [(clean_line(t), s) for t, s in runs]
-        room, rest = (width - cell_width(prefix), width - cell_width(more)) if width else (0, 0)
+        # Guides are box-drawing characters and spaces, one column each: len() is their
+        # width, where a per-character look-up costs seconds on guides 12,000 columns wide.
+        room, rest = (width - len(prefix), width - len(more)) if width else (0, 0)
         lines = _wrap(cleaned, room, rest) if rest >= 20 else [cleaned]
         for i, line in enumerate(lines):
             guide = prefix if i == 0 else more
