@@ -128,6 +128,10 @@ class RowList(ScrollView, can_focus=True):
         self._pan = 0
         self._strips: LRUCache[int, Strip] = LRUCache(self.KEPT_ROWS)
         self._layout_width = 0
+        # Until a frame has shown the cursor: a scroll asked for before the first layout
+        # (or before the new height counted) can be clamped to the top, so each frame
+        # checks, and scrolls again after it if the cursor is still out of view.
+        self._bring_cursor_into_view = False
 
     # -- what a subclass draws ---------------------------------------------------------------
     def row(self, index: int, width: int) -> Text:
@@ -167,6 +171,7 @@ class RowList(ScrollView, can_focus=True):
         previous, self.cursor = self.cursor, index
         self._strips.discard(previous)
         self._strips.discard(index)
+        self._bring_cursor_into_view = True
         self._scroll_to_cursor()
         self.refresh()
         if announce and index != previous:
@@ -229,7 +234,19 @@ class RowList(ScrollView, can_focus=True):
         self._scroll_to_cursor()
 
     # -- drawing -------------------------------------------------------------------------------
+    def _check_cursor_in_view(self) -> None:
+        visible = self.size.height - self.header_lines
+        if visible <= 0 or self.cursor < 0:
+            return  # no layout yet
+        top = round(self.scroll_y)
+        if top <= self.cursor < top + visible:
+            self._bring_cursor_into_view = False
+        else:
+            self.call_after_refresh(self._scroll_to_cursor)
+
     def render_line(self, y: int) -> Strip:
+        if y == 0 and self._bring_cursor_into_view:
+            self._check_cursor_in_view()
         width = self.size.width
         base = self.rich_style
         if y < self.header_lines:
