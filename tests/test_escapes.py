@@ -106,6 +106,41 @@ def test_json_is_strict_utf8_and_safe_for_any_value(value: Any, indent: int | No
     assert back == _expected(value)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats()
+        | st.binary(max_size=8)
+        | st.text(alphabet=st.characters(codec=None, max_codepoint=0x10FFFF)),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.tuples(children, children)
+            | st.dictionaries(
+                st.text(max_size=5) | st.integers() | st.booleans() | st.none(),
+                children,
+                max_size=4,
+            )
+        ),
+        max_leaves=20,
+    ),
+    st.integers(min_value=1, max_value=4000),
+)
+def test_streamed_json_is_the_same_text(value: Any, chunk: int) -> None:
+    """`dump_chunks` (the indented documents, written a piece at a time) writes what
+    `dumps` writes, whatever the value and wherever the pieces are cut."""
+    from ckpt import records
+
+    saved = records.CHUNK
+    records.CHUNK = chunk  # type: ignore[misc]
+    try:
+        assert "".join(records.dump_chunks(value)) == dumps(value, indent=2) + "\n"
+    finally:
+        records.CHUNK = saved  # type: ignore[misc]
+
+
 def _expected(value: Any) -> Any:
     """What dumps writes for a value: non-finite floats as float records."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Literal, NotRequired, TypedDict
+from collections.abc import Iterator
+from typing import Any, Final, Literal, NotRequired, TypedDict
 
 from ckpt.analysis import (
     checkpoint_tasks,
@@ -750,6 +751,28 @@ def dumps(value: Any, *, indent: int | None = None) -> str:
             json_ready(value), ensure_ascii=False, indent=indent, allow_nan=False, default=str
         )
     return escape_json_text(text)
+
+
+def dump_chunks(value: Any, *, indent: int = 2) -> Iterator[str]:
+    """`dumps(value, indent=indent)` and a newline, as pieces of about CHUNK characters:
+    a document is never held whole (`ckpt types` on a store with a 10 MB thread id
+    names it in every example, 230 MB of JSON). The same text as `dumps`: json_ready
+    first, since a stream cannot start again from the top when a value turns out not to
+    be strict JSON; the indented encoder is Python's own either way."""
+    encoder = json.JSONEncoder(ensure_ascii=False, indent=indent, allow_nan=False, default=str)
+    pending: list[str] = []
+    size = 0
+    for chunk in encoder.iterencode(json_ready(value)):
+        pending.append(chunk)
+        size += len(chunk)
+        if size >= CHUNK:
+            yield escape_json_text("".join(pending))
+            pending, size = [], 0
+    pending.append("\n")
+    yield escape_json_text("".join(pending))
+
+
+CHUNK: Final = 1 << 16
 
 
 def json_ready(value: Any) -> Any:

@@ -15,7 +15,7 @@ import shutil
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Final
 
 from ckpt.render.text import clean
 
@@ -100,7 +100,11 @@ class Output:
         """Data lines as they come (JSON, NDJSON, the fast threads table)."""
         write = self.stdout.write
         for line in lines:
-            write(line)
+            if len(line) <= WRITE_SLICE:
+                write(line)
+            else:  # one huge document: encoded a slice at a time, not all at once
+                for start in range(0, len(line), WRITE_SLICE):
+                    write(line[start : start + WRITE_SLICE])
         self.stdout.flush()
 
     def show(self, renderable: RenderableType) -> None:
@@ -113,6 +117,7 @@ class Output:
         self.stdout.flush()
 
 
+WRITE_SLICE: Final = 1 << 20  # characters
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
