@@ -26,7 +26,6 @@ derive still names its task by its task path, or is kept as a write of an unknow
 from __future__ import annotations
 
 import binascii
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
@@ -127,6 +126,8 @@ def task_id(checkpoint: Checkpoint, namespace: str, step: int, *parts: str) -> s
 
         digest = xxhash.xxh3_128_hexdigest(namespace_bytes + data)
     else:
+        import hashlib  # v1 checkpoints only (OpenSSL's start-up costs `threads` ~8 ms)
+
         sha = hashlib.sha1(namespace_bytes, usedforsecurity=False)
         sha.update(data)
         digest = sha.hexdigest()
