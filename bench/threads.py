@@ -1,16 +1,19 @@
 """`ckpt threads` at size: warm and cold, against the bare GROUP BY floor and LangGraph.
 
     python bench/threads.py [STORE ...] [--pairs N] [--cold] [--langgraph] [--size]
+                            [--baseline OTHER_CKPT]
 
 Each STORE (default bench/out/b250.sqlite, made if missing) is timed side by side with
 the floor, a bare `SELECT thread_id, count(*), max(checkpoint_id) ... GROUP BY thread_id`
 in its own process: pairs of runs (A B A B ...), medians. `--cold` drops the page cache
 before every run (root only: /proc/sys/vm/drop_caches). For each run the table gives the
-wall time, the peak RSS and the bytes read from disk (/proc/self/io of a wrapper process,
-which counts its waited-for child). `--langgraph` adds `SqliteSaver.list(None)`, `--size`
-adds `ckpt threads --size` (the per-thread size scan). Beside the file size it prints what
-the listing needs to read at least: the two key indexes (dbstat) plus every latest root
-checkpoint and its writes.
+wall time, the CPU time (user + system: steadier than the wall on a loaded machine), the
+peak RSS and the bytes read from disk (/proc/self/io of a wrapper process, which counts
+its waited-for child). `--langgraph` adds `SqliteSaver.list(None)`, `--size` adds `ckpt
+threads --size` (the per-thread size scan), `--baseline` another ckpt executable (another
+checkout's venv) in the same pairs. Beside the file size it prints what the listing needs
+to read at least: the two key indexes (dbstat) plus every latest root checkpoint and its
+writes.
 
     python bench/make_store.py bench/out/b2g.sqlite --threads 1000 --turns 20          # 2.2 GB
     python bench/make_store.py bench/out/b2g-mixed.sqlite --threads 1000 --turns 20 --mixed
@@ -43,8 +46,9 @@ done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess
 wall = time.perf_counter() - start
 if done.returncode:
     sys.exit(done.stderr.decode()[-400:])
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps({"wall": wall, "rss_mb": rss / 1024, "read_mb": (read_bytes() - before) / 1e6}))
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+                  "rss_mb": usage.ru_maxrss / 1024, "read_mb": (read_bytes() - before) / 1e6}))
 """
 
 FLOOR = """
@@ -123,6 +127,11 @@ def main() -> int:
     parser.add_argument("--cold", action="store_true")
     parser.add_argument("--langgraph", action="store_true")
     parser.add_argument("--size", action="store_true")
+    parser.add_argument(
+        "--baseline",
+        metavar="CKPT",
+        help="another ckpt executable (e.g. main's venv) timed in the same pairs",
+    )
     options = parser.parse_args()
     for store in options.stores:
         if not store.exists():
@@ -136,6 +145,8 @@ def main() -> int:
             "ckpt threads --json": [CKPT, "threads", str(store), "--json"],
             "GROUP BY floor": [sys.executable, "-c", FLOOR, str(store)],
         }
+        if options.baseline:
+            sides["baseline threads --json"] = [options.baseline, "threads", str(store), "--json"]
         if options.size:
             sides["ckpt threads --size --json"] = [CKPT, "threads", str(store), "--size", "--json"]
         if options.langgraph:
@@ -151,9 +162,13 @@ def main() -> int:
         print(f"  {needed_mb(store)}")
         for name, samples in runs.items():
             wall = statistics.median(s["wall"] for s in samples)
+            cpu = statistics.median(s["cpu"] for s in samples)
             rss = max(s["rss_mb"] for s in samples)
             read = statistics.median(s["read_mb"] for s in samples)
-            print(f"  {name:26} {wall:7.2f} s  peak {rss:6.0f} MB  read {read:8.1f} MB")
+            print(
+                f"  {name:26} {wall:7.2f} s  cpu {cpu:6.2f} s  peak {rss:6.0f} MB  "
+                f"read {read:8.1f} MB"
+            )
     return 0
 
 
