@@ -169,6 +169,39 @@ def shape_of(checkpoints: Iterable[Checkpoint]) -> Shape:
     return learner.shape()
 
 
+# Shapes learned from one checkpoint, by everything ShapeLearner.add reads of it: the
+# threads of one graph at one stage share it, so a listing of many threads learns each
+# shape once. Bounded: cleared when full.
+_OWN_SHAPES: dict[Any, Shape] = {}
+_OWN_SHAPES_KEPT = 256
+
+
+def own_shape(checkpoint: Checkpoint) -> Shape:
+    """`shape_of([checkpoint])`, the same Shape (never changed by its users) for every
+    checkpoint with the same channels, versions seen and writes."""
+    writes = checkpoint.pending_writes or ()
+    key = (
+        tuple(checkpoint.channel_versions),
+        checkpoint.value_channels,
+        tuple(
+            (node, tuple(seen) if isinstance(seen, dict) else None)
+            for node, seen in checkpoint.versions_seen.items()
+        ),
+        checkpoint.metadata.get("step") == -1 if writes else None,
+        tuple((w.task_path, w.task_id.startswith("ffffffff-")) for w in writes),
+    )
+    try:
+        shape = _OWN_SHAPES.get(key)
+    except TypeError:  # an unhashable channel name from a damaged body: no caching
+        return shape_of([checkpoint])
+    if shape is None:
+        shape = shape_of([checkpoint])
+        if len(_OWN_SHAPES) >= _OWN_SHAPES_KEPT:
+            _OWN_SHAPES.clear()
+        _OWN_SHAPES[key] = shape
+    return shape
+
+
 class ShapeLearner:
     """`shape_of`, one checkpoint at a time (a streamed thread keeps no list of them)."""
 
@@ -280,7 +313,7 @@ def due_tasks(
     """
     if checkpoint.value_channels is None or checkpoint.unread_body is not None:
         return None
-    shape = shape or shape_of([checkpoint])
+    shape = shape or own_shape(checkpoint)
     js = checkpoint.writer == "js"
     legacy = not js and (checkpoint.v or 1) < 3
     if legacy:
