@@ -1,19 +1,49 @@
 """`ckpt threads` at size: warm and cold, against the bare GROUP BY floor and LangGraph.
 
     python bench/threads.py [STORE ...] [--pairs N] [--cold] [--langgraph] [--size]
+                            [--baseline OTHER_CKPT]
 
 Each STORE (default bench/out/b250.sqlite, made if missing) is timed side by side with
 the floor, a bare `SELECT thread_id, count(*), max(checkpoint_id) ... GROUP BY thread_id`
 in its own process: pairs of runs (A B A B ...), medians. `--cold` drops the page cache
 before every run (root only: /proc/sys/vm/drop_caches). For each run the table gives the
-wall time, the peak RSS and the bytes read from disk (/proc/self/io of a wrapper process,
-which counts its waited-for child). `--langgraph` adds `SqliteSaver.list(None)`, `--size`
-adds `ckpt threads --size` (the per-thread size scan). Beside the file size it prints what
-the listing needs to read at least: the two key indexes (dbstat) plus every latest root
-checkpoint and its writes.
+wall time, the CPU time (user + system: steadier than the wall on a loaded machine), the
+peak RSS and the bytes read from disk (/proc/self/io of a wrapper process, which counts
+its waited-for child). `--langgraph` adds `SqliteSaver.list(None)`, `--size` adds `ckpt
+threads --size` (the per-thread size scan), `--baseline` another ckpt executable (another
+checkout's venv) in the same pairs. Beside the file size it prints what the listing needs
+to read at least: the two key indexes (dbstat) plus every latest root checkpoint and its
+writes.
 
     python bench/make_store.py bench/out/b2g.sqlite --threads 1000 --turns 20          # 2.2 GB
     python bench/make_store.py bench/out/b2g-mixed.sqlite --threads 1000 --turns 20 --mixed
+    python bench/make_store.py bench/out/b8g-mixed.sqlite --threads 4000 --turns 19 --mixed
+    python bench/make_store.py bench/out/t100k.sqlite --threads 100000 --turns 1     # 1.7 GB
+
+Measured 2026-12-01 (issue 14, branch speed14), 2 shared CPUs, load average 2.5-4.6 from
+other jobs throughout, so walls run above CPU times. "before" is main at d94d47d run from
+a copy of its src/ (`--baseline`, a `python` with PYTHONPATH set); both sides with
+compiled .pyc files. Medians of paired runs (pairs in brackets); wall / CPU seconds, peak
+RSS. The Postgres rows come from the same A B A B runs by hand (`ckpt threads DSN
+--json`), its floor a bare GROUP BY through psycopg in its own process.
+
+    store                          before               after                floor
+    248 MB, warm [9]               0.40 / 0.39 s 33 MB  0.33 / 0.33 s 29 MB  0.05 s
+      SqliteSaver.list(None) 8.73 s (one run): 21.8x before, 26.5x after
+    8.0 GB mixed, warm [5]         1.55 / 1.49 s 43 MB  1.37 / 1.34 s 39 MB  0.20 s
+    8.0 GB mixed, cold [3]         6.09 / 2.61 s 43 MB  6.03 / 2.66 s 38 MB  1.03 s
+      read 206.8 / 207.6 MB of 8,016 MB; needed <= 233 MB (both key indexes counted
+      whole, 153 MB of latest bodies); measured at 6eef6ce, before the shape cache
+    100,000 threads x 5, warm [3]  31.1 / 19.5 s 31 MB  24.4 / 16.6 s 27 MB  0.61 s
+    Postgres 1,000 x 100 [3]       1.53 / 0.63 s 47 MB  0.76 / 0.59 s 45 MB  0.54 s
+    Postgres 10,000 x 100 [3]      4.35 / 2.57 s 97 MB  3.08 / 1.72 s 45 MB  0.92 s
+      (6.5 GB database; before, memory grew with the thread count: every summary was
+      kept to be sorted)
+
+Where `threads` spends its CPU (in-process, 8 GB store, per thread): reading the latest
+body through SQLite ~65 us (38 KB each), decoding its skeleton ~85 us (ormsgpack over 76
+messages as opaque exts ~20 us of it), the key-index aggregate ~50 us, the record and its
+JSON ~45 us; start-up (imports: Typer ~70 ms of ~150 ms) is fixed.
 """
 
 from __future__ import annotations
@@ -43,8 +73,9 @@ done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess
 wall = time.perf_counter() - start
 if done.returncode:
     sys.exit(done.stderr.decode()[-400:])
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps({"wall": wall, "rss_mb": rss / 1024, "read_mb": (read_bytes() - before) / 1e6}))
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+                  "rss_mb": usage.ru_maxrss / 1024, "read_mb": (read_bytes() - before) / 1e6}))
 """
 
 FLOOR = """
@@ -123,6 +154,11 @@ def main() -> int:
     parser.add_argument("--cold", action="store_true")
     parser.add_argument("--langgraph", action="store_true")
     parser.add_argument("--size", action="store_true")
+    parser.add_argument(
+        "--baseline",
+        metavar="CKPT",
+        help="another ckpt executable (e.g. main's venv) timed in the same pairs",
+    )
     options = parser.parse_args()
     for store in options.stores:
         if not store.exists():
@@ -136,6 +172,8 @@ def main() -> int:
             "ckpt threads --json": [CKPT, "threads", str(store), "--json"],
             "GROUP BY floor": [sys.executable, "-c", FLOOR, str(store)],
         }
+        if options.baseline:
+            sides["baseline threads --json"] = [options.baseline, "threads", str(store), "--json"]
         if options.size:
             sides["ckpt threads --size --json"] = [CKPT, "threads", str(store), "--size", "--json"]
         if options.langgraph:
@@ -151,9 +189,13 @@ def main() -> int:
         print(f"  {needed_mb(store)}")
         for name, samples in runs.items():
             wall = statistics.median(s["wall"] for s in samples)
+            cpu = statistics.median(s["cpu"] for s in samples)
             rss = max(s["rss_mb"] for s in samples)
             read = statistics.median(s["read_mb"] for s in samples)
-            print(f"  {name:26} {wall:7.2f} s  peak {rss:6.0f} MB  read {read:8.1f} MB")
+            print(
+                f"  {name:26} {wall:7.2f} s  cpu {cpu:6.2f} s  peak {rss:6.0f} MB  "
+                f"read {read:8.1f} MB"
+            )
     return 0
 
 

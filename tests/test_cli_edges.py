@@ -299,3 +299,35 @@ def test_a_run_builds_only_its_command() -> None:
     assert count == len(app.registered_commands) > 5
     count, text = built("thread", "x")
     assert count > 5 and "Did you mean 'threads'" in text
+
+
+def test_a_run_imports_only_its_command_module() -> None:
+    """`ckpt threads` imports the module that declares it and no other command module;
+    the table that says where each command lives is what the modules register, in the
+    order `ckpt --help` lists them."""
+    from ckpt.cli import COMMAND_MODULES
+
+    names = [
+        c.name or getattr(c.callback, "__name__", "").replace("_", "-")
+        for c in app.registered_commands
+    ]
+    assert names == list(COMMAND_MODULES)
+    for command, name in zip(app.registered_commands, names, strict=True):
+        assert getattr(command.callback, "__module__", "") == f"ckpt.cli.{COMMAND_MODULES[name]}"
+    code = (
+        "import sys; from ckpt import cli; sys.argv[0] = 'ckpt'; "
+        "import atexit; atexit.register(lambda: print('MODULES', sorted("
+        "m for m in sys.modules if m.startswith('ckpt.cli.')), file=sys.stderr)); "
+        "cli.main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "threads", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = done.stderr.rsplit("MODULES", 1)[1]
+    assert "ckpt.cli.inspect" in loaded
+    for module in set(COMMAND_MODULES.values()) - {"inspect"}:
+        assert f"ckpt.cli.{module}'" not in loaded, module

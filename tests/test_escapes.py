@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from ckpt.cli import app
 from ckpt.escapes import UNSAFE_RANGES, escape_json_text, for_terminal, is_unsafe
-from ckpt.records import dumps
+from ckpt.records import dumps, json_ready
 
 runner = CliRunner()
 CKPT = str(Path(sys.executable).parent / "ckpt")
@@ -104,6 +104,67 @@ def test_json_is_strict_utf8_and_safe_for_any_value(value: Any, indent: int | No
 
     back = json.loads(text, parse_constant=refuse)
     assert back == _expected(value)
+
+
+class _Text(str):
+    pass
+
+
+class _Number(int):
+    pass
+
+
+_KEYS = st.text(max_size=5) | st.integers() | st.floats() | st.booleans() | st.none()
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats()
+        | st.text(alphabet=st.characters(codec=None, max_codepoint=0x10FFFF)).map(
+            lambda t: _Text(t) if len(t) % 3 == 1 else t
+        )
+        | st.integers().map(_Number)
+        | st.binary(max_size=3),
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.lists(children, max_size=3).map(tuple)
+            | st.dictionaries(_KEYS, children, max_size=4)
+        ),
+        max_leaves=20,
+    ),
+    st.sampled_from([0, 2, 4]),
+    st.sampled_from([0, 1, 3]),
+)
+def test_indented_json_is_json_dumps_own_text(value: Any, indent: int, level: int) -> None:
+    """dumps writes indented JSON itself (json.dumps with an indent runs a pure-Python
+    encoder): the text is json.dumps' own, byte for byte, for every value, and `level`
+    only indents the lines after the first."""
+    try:
+        expected = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
+    except (ValueError, TypeError):
+        expected = json.dumps(
+            json_ready(value), ensure_ascii=False, indent=indent, allow_nan=False, default=str
+        )
+    expected = escape_json_text(expected).replace("\n", "\n" + " " * (indent * level))
+    assert dumps(value, indent=indent, level=level) == expected
+
+
+def test_indented_json_of_deep_nesting_is_json_dumps_own() -> None:
+    """Nesting too deep for a recursive writer reaches json.dumps, which says so as it
+    always did (the CLI turns the RecursionError into exit 5)."""
+    deep: Any = 1
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(RecursionError):
+        dumps(deep, indent=2)
+    shallow: Any = 1
+    for _ in range(300):
+        shallow = {"k": [shallow]}
+    assert dumps(shallow, indent=2) == json.dumps(shallow, indent=2)
 
 
 @settings(max_examples=300, deadline=None)

@@ -886,3 +886,38 @@ def test_missing_psycopg(monkeypatch: pytest.MonkeyPatch) -> None:
     result = run("threads", "postgresql://nobody@127.0.0.1:1/none")
     assert result.exit_code == ExitCode.MISSING_DEPENDENCY
     assert "ckpt[postgres]" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_threads_stream_in_the_order_ckpt_sorts(pg_new_database: Callable[[], str]) -> None:
+    """With text keys, `threads` rows come from the server already in the order
+    ckpt.threads sorts records in (so memory stays flat and `--limit` stops the read):
+    strings compared by code point whatever the database's collation, thread ids that a
+    locale would order otherwise among them."""
+
+    class Flag(TypedDict):
+        flag: bool
+
+    builder = StateGraph(Flag)
+    builder.add_node("raise_flag", lambda state: {"flag": True})
+    builder.add_edge(START, "raise_flag")
+    builder.add_edge("raise_flag", END)
+    ids = ["b", "B", "a-1", "A-2", "é", "Z", "z", "_x", "ä", "10", "9"]
+    dsn = pg_new_database()
+    with fixture_warnings(), PostgresSaver.from_conn_string(dsn) as saver:
+        saver.setup()
+        graph = builder.compile(checkpointer=saver)
+        for thread in ids:
+            graph.invoke({"flag": False}, {"configurable": {"thread_id": thread}})
+    url = url_of(dsn)
+    by_thread = run_json("threads", url, "--sort", "thread")
+    assert [t["thread_id"] for t in by_thread] == sorted(ids)
+    updated = run_json("threads", url)
+    assert [t["thread_id"] for t in updated] == [
+        t["thread_id"]
+        for t in sorted(by_thread, key=lambda t: (t["checkpoint_id"], t["thread_id"]), reverse=True)
+    ]
+    assert run_json("threads", url, "--limit", "3") == updated[:3]
+    with PostgresStore(dsn) as opened:
+        assert opened.thread_orders == {"thread", "updated"}
+        streamed = [t.thread_id for t in opened.threads(order="updated")]
+    assert streamed == [t["thread_id"] for t in updated]

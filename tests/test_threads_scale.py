@@ -226,3 +226,19 @@ def test_threads_table_memory_is_flat(many_threads: Path, monkeypatch: pytest.Mo
         tracemalloc.stop()
     assert rows == len(records) * repeat + 1
     assert peak < 1_000_000, peak
+
+
+def test_a_shape_learned_once_is_the_shape_of_each_checkpoint(sqlite_store: Path) -> None:
+    """`threads` learns a graph's shape once for the threads that share it (own_shape):
+    for every checkpoint of every scenario it is the shape that checkpoint alone gives,
+    and a checkpoint with other channels, versions seen or writes gets its own."""
+    from ckpt.model import DumpQuery
+    from ckpt.tasks import own_shape, shape_of
+
+    with SqliteStore(sqlite_store) as store:
+        checkpoints = list(store.iter_checkpoints(DumpQuery(), values=False))
+    assert len(checkpoints) > 50
+    for checkpoint in checkpoints:
+        assert own_shape(checkpoint) == shape_of([checkpoint]), checkpoint.key
+    distinct = {repr(shape_of([c])) for c in checkpoints}
+    assert len({id(own_shape(c)) for c in checkpoints}) >= len(distinct) > 1

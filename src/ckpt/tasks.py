@@ -26,7 +26,6 @@ derive still names its task by its task path, or is kept as a write of an unknow
 from __future__ import annotations
 
 import binascii
-import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
@@ -127,6 +126,8 @@ def task_id(checkpoint: Checkpoint, namespace: str, step: int, *parts: str) -> s
 
         digest = xxhash.xxh3_128_hexdigest(namespace_bytes + data)
     else:
+        import hashlib  # v1 checkpoints only (OpenSSL's start-up costs `threads` ~8 ms)
+
         sha = hashlib.sha1(namespace_bytes, usedforsecurity=False)
         sha.update(data)
         digest = sha.hexdigest()
@@ -166,6 +167,39 @@ def shape_of(checkpoints: Iterable[Checkpoint]) -> Shape:
     for checkpoint in checkpoints:
         learner.add(checkpoint)
     return learner.shape()
+
+
+# Shapes learned from one checkpoint, by everything ShapeLearner.add reads of it: the
+# threads of one graph at one stage share it, so a listing of many threads learns each
+# shape once. Bounded: cleared when full.
+_OWN_SHAPES: dict[Any, Shape] = {}
+_OWN_SHAPES_KEPT = 256
+
+
+def own_shape(checkpoint: Checkpoint) -> Shape:
+    """`shape_of([checkpoint])`, the same Shape (never changed by its users) for every
+    checkpoint with the same channels, versions seen and writes."""
+    writes = checkpoint.pending_writes or ()
+    key = (
+        tuple(checkpoint.channel_versions),
+        checkpoint.value_channels,
+        tuple(
+            (node, tuple(seen) if isinstance(seen, dict) else None)
+            for node, seen in checkpoint.versions_seen.items()
+        ),
+        checkpoint.metadata.get("step") == -1 if writes else None,
+        tuple((w.task_path, w.task_id.startswith("ffffffff-")) for w in writes),
+    )
+    try:
+        shape = _OWN_SHAPES.get(key)
+    except TypeError:  # an unhashable channel name from a damaged body: no caching
+        return shape_of([checkpoint])
+    if shape is None:
+        shape = shape_of([checkpoint])
+        if len(_OWN_SHAPES) >= _OWN_SHAPES_KEPT:
+            _OWN_SHAPES.clear()
+        _OWN_SHAPES[key] = shape
+    return shape
 
 
 class ShapeLearner:
@@ -279,7 +313,7 @@ def due_tasks(
     """
     if checkpoint.value_channels is None or checkpoint.unread_body is not None:
         return None
-    shape = shape or shape_of([checkpoint])
+    shape = shape or own_shape(checkpoint)
     js = checkpoint.writer == "js"
     legacy = not js and (checkpoint.v or 1) < 3
     if legacy:

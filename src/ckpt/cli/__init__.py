@@ -120,7 +120,7 @@ def _silence_stdout() -> None:
         pass
 
 
-app = typer.Typer(
+_app = typer.Typer(
     cls=CkptGroup,
     name="ckpt",
     help="Inspect and dump LangGraph checkpoint stores without running any code from them.",
@@ -137,7 +137,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@_app.callback()
 def _root(
     version: bool = typer.Option(
         False,
@@ -157,37 +157,77 @@ def _root(
     """
 
 
-def _register() -> None:
+# Each command and the module that declares it, in the order `ckpt --help` lists them
+# (tests/test_cli_edges.py holds this table to what the modules register).
+COMMAND_MODULES: dict[str, str] = {
+    "threads": "inspect",
+    "history": "inspect",
+    "show": "inspect",
+    "versions": "inspect",
+    "diff": "compare",
+    "dump": "compare",
+    "stats": "stats_cmd",
+    "types": "types_cmd",
+    "prune": "maintain",
+    "vacuum": "maintain",
+    "browse": "browse_cmd",
+    "demo": "demo",
+}
+_registered: set[str] = set()
+
+
+def _register(module: str) -> None:
     # Command modules import only typer at import time; the library loads when a command runs.
-    from ckpt.cli import browse_cmd, compare, demo, inspect, maintain, stats_cmd, types_cmd
+    if module in _registered:
+        return
+    _registered.add(module)
+    if module == "inspect":
+        from ckpt.cli.inspect import register
+    elif module == "compare":
+        from ckpt.cli.compare import register
+    elif module == "stats_cmd":
+        from ckpt.cli.stats_cmd import register
+    elif module == "types_cmd":
+        from ckpt.cli.types_cmd import register
+    elif module == "maintain":
+        from ckpt.cli.maintain import register
+    elif module == "browse_cmd":
+        from ckpt.cli.browse_cmd import register
+    else:
+        from ckpt.cli.demo import register
+    register(_app)
 
-    inspect.register(app)
-    compare.register(app)
-    stats_cmd.register(app)
-    types_cmd.register(app)
-    maintain.register(app)
-    browse_cmd.register(app)
-    demo.register(app)
+
+def _every_command() -> typer.Typer:
+    for module in dict.fromkeys(COMMAND_MODULES.values()):
+        _register(module)
+    return _app
 
 
-_register()
+def __getattr__(name: str) -> Any:
+    # PEP 562: `ckpt.cli.app` is the whole app, every command registered; a run of the
+    # CLI (main) imports the one command module it runs.
+    if name == "app":
+        return _every_command()
+    raise AttributeError(f"module 'ckpt.cli' has no attribute {name!r}")
 
 
 def main() -> None:
     _only_the_invoked_command(sys.argv[1:])
-    app(prog_name="ckpt")
+    _app(prog_name="ckpt")
 
 
 def _only_the_invoked_command(args: list[str]) -> None:
-    """`ckpt CMD ...` builds CMD alone: Typer turns every registered command into a Click
-    command (signatures, parameters, help) on each start, and a run needs only one.
-    Anything else (`ckpt`, `ckpt --help`, a misspelt command) sees them all."""
-    if not args:
+    """`ckpt CMD ...` imports and builds CMD alone: Typer turns every registered command
+    into a Click command (signatures, parameters, help) on each start, and a run needs only
+    one. Anything else (`ckpt`, `ckpt --help`, a misspelt command) sees them all."""
+    module = COMMAND_MODULES.get(args[0]) if args else None
+    if module is None:
+        _every_command()
         return
-    chosen = [
+    _register(module)
+    _app.registered_commands = [
         command
-        for command in app.registered_commands
+        for command in _app.registered_commands
         if args[0] == (command.name or getattr(command.callback, "__name__", "").replace("_", "-"))
     ]
-    if len(chosen) == 1:
-        app.registered_commands = chosen

@@ -57,12 +57,13 @@ def decode_json_text(text: str | bytes) -> Any:
 
 # A \u escape could spell any of the others, so it takes the full path too.
 _NEEDS_CONVERSION: Final = ('"lc"', '"__type__"', '"__ckpt__"', "NaN", "Infinity", "\\u")
+_NEEDS_CONVERSION_BYTES: Final = tuple(marker.encode() for marker in _NEEDS_CONVERSION)
 
 
 def _plain(text: str | bytes) -> bool:
     """No envelope, reserved key or non-finite float can be in this JSON text."""
     if isinstance(text, bytes):
-        return not any(marker.encode() in text for marker in _NEEDS_CONVERSION)
+        return not any(marker in text for marker in _NEEDS_CONVERSION_BYTES)
     return not any(marker in text for marker in _NEEDS_CONVERSION)
 
 

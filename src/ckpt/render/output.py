@@ -208,7 +208,7 @@ def stream_json_array(records: Iterable[Any], *, pretty: bool = True) -> Iterato
     first = True
     for record in records:
         if pretty:
-            body = "\n".join("  " + line for line in dumps(record, indent=2).splitlines())
+            body = "  " + dumps(record, indent=2, level=1)
         else:
             body = dumps(record)
         yield ("[\n" if first else ",\n") + body

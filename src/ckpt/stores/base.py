@@ -42,7 +42,7 @@ class Store(ABC):
 
     # -- listing ---------------------------------------------------------------------------
     # The `order`s `threads` can stream in (besides any order the caller sorts itself).
-    thread_orders: ClassVar[frozenset[str]] = frozenset()
+    thread_orders: frozenset[str] = frozenset()
 
     @abstractmethod
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:

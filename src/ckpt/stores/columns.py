@@ -87,14 +87,20 @@ def _shared(value: str) -> str:
     return _SHARED.setdefault(value, value)
 
 
-def _fixed(
-    row: Sequence[Any], names: Sequence[str], columns: dict[str, tuple[tuple[type, ...], Any]]
-) -> tuple[Any, ...]:
+_Rule = tuple[tuple[type, ...], Callable[[Any], Any]]
+_Rules = tuple[tuple[int, _Rule], ...]
+
+
+def _rules(names: Sequence[str], columns: dict[str, _Rule]) -> _Rules:
+    """The columns of a statement that have a rule, by position: worked out once per
+    statement, not once per row."""
+    return tuple((i, columns[name]) for i, name in enumerate(names) if name in columns)
+
+
+def _fixed(row: Sequence[Any], rules: _Rules) -> tuple[Any, ...]:
     fixed: list[Any] | None = None
-    for index, value in enumerate(row):
-        rule = columns.get(names[index])
-        if rule is None:
-            continue
+    for index, rule in rules:
+        value = row[index]
         if type(value) is str and len(value) > _LONG:
             if fixed is None:
                 fixed = list(row)
@@ -108,10 +114,23 @@ def _fixed(
     return tuple(row) if fixed is None else tuple(fixed)
 
 
+# The last statement's description and its rules: sqlite3 keeps one description object
+# per executed statement, so rows of one statement find their rules by identity (the
+# reference held here keeps that object, and so its identity, from being reused).
+_last_sqlite: tuple[Any, _Rules] = (None, ())
+
+
 def typed_sqlite_row(cursor: Any, row: tuple[Any, ...]) -> tuple[Any, ...]:
     """sqlite3's row factory (see the module docstring)."""
-    names = [column[0] for column in cursor.description]
-    return _fixed(row, names, SQLITE_COLUMNS)
+    global _last_sqlite
+    description = cursor.description
+    last = _last_sqlite  # one read: another thread may swap the pair meanwhile
+    if last[0] is description:
+        rules = last[1]
+    else:
+        rules = _rules([column[0] for column in description], SQLITE_COLUMNS)
+        _last_sqlite = (description, rules)
+    return _fixed(row, rules)
 
 
 def typed_pg_rows(cursor: Any) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
@@ -122,4 +141,5 @@ def typed_pg_rows(cursor: Any) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
     names = [column.name for column in description]
     if not any(name in COLUMNS for name in names):
         return tuple
-    return lambda values: _fixed(values, names, COLUMNS)
+    rules = _rules(names, COLUMNS)
+    return lambda values: _fixed(values, rules)

@@ -204,6 +204,13 @@ class PostgresStore(Store):
                 f"{self.location}: `checkpoints.checkpoint` is {columns.get('checkpoint')}, "
                 "not the jsonb PostgresSaver writes"
             )
+        # Threads stream in the order ckpt sorts them when the keys are text, compared in
+        # SQL as Python compares them (see threads); a hand-made schema's other types are
+        # sorted after reading, as their text is only known then.
+        if columns.get("thread_id") == "text" and (
+            self.shallow or columns.get("checkpoint_id") == "text"
+        ):
+            self.thread_orders = frozenset({"thread", "updated"})
         qualify = (lambda n: sql.Identifier(schema, n)) if schema else sql.Identifier
         self._tables: dict[str, Composable] = {name: qualify(name) for name in TABLES}
         self._id: Composable = sql.SQL(
@@ -284,6 +291,15 @@ class PostgresStore(Store):
             else "SELECT NULL::text AS thread_id, 0::bigint AS size WHERE false"
         )
         checkpoint_bytes = f"sum({CHECKPOINT_BYTES})" if sizes else "0"
+        # The order ckpt.threads sorts records in, so that rows stream straight out (flat
+        # memory, `--limit` stops the read): Python compares strings by code point, which
+        # is the "C" collation's byte order of UTF-8; a missing id compares as "".
+        order_by = (
+            "coalesce(cp.latest_root, '') COLLATE \"C\" DESC, "
+            "coalesce(cp.thread_id, '') COLLATE \"C\" DESC"
+            if order == "updated"
+            else "coalesce(cp.thread_id, '') COLLATE \"C\""
+        )
         # The latest root row joins the aggregates by primary key (one index search per
         # thread, not a batched lookup after them); rows come through a server-side cursor
         # THREADS_PER_BATCH at a time, each batch's blobs and writes in set-based queries.
@@ -300,7 +316,7 @@ class PostgresStore(Store):
             "FROM cp LEFT JOIN w USING (thread_id) LEFT JOIN b USING (thread_id) "
             "LEFT JOIN {cp} c ON c.thread_id = cp.thread_id AND c.checkpoint_ns = '' "
             "AND {id} = cp.latest_root "
-            "ORDER BY cp.thread_id",
+            f"ORDER BY {order_by}",
             cols=self._columns(values=False),
         )
         pg = self._pg
