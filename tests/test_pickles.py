@@ -753,9 +753,54 @@ def test_damaged_files_give_our_errors_only(
 
 
 def test_stored_text_is_read_on_demand(dev_folder: Path) -> None:
-    """Listing threads reads the blobs file's index only; values are read when shown."""
+    """Listing threads keeps no blobs index (only the latest checkpoints' entries); the
+    index, built when a command needs it, holds spans of the file, read when shown."""
     with PickleStore(dev_folder) as store:
         list(store.threads())
-        assert store._blobs_file is not None
+        assert store._blobs_dict is None and store._blobs_file is None
         values = [v for v in (store._blobs or {}).values() if isinstance(v[1], StoredText)]
+        assert store._blobs_file is not None
         assert values, "the blobs file was scanned, not unpickled"
+
+
+def _outcome(target: Path) -> tuple[Any, ...]:
+    """What `threads` gives on a store: its summaries or its error, and refused globals."""
+    try:
+        with PickleStore(target) as store:
+            return tuple(store.threads()), sorted(set(store.refused)), tuple(store.notices)
+    except CkptError as exc:
+        return type(exc).__name__, exc.message
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(DEV_FILES),
+    cut=st.none() | st.integers(min_value=0),
+    flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 255)), max_size=3),
+)
+def test_threads_only_pass_lists_what_the_full_read_lists(
+    dev_folder: Path, name: str, cut: int | None, flips: list[tuple[int, int]]
+) -> None:
+    """The threads-only pass (stores/pickle_lean.py) gives the same summaries, errors,
+    refused globals and notices as reading the three dicts whole, on damaged files too."""
+    import ckpt.stores.persistent_dict as persistent_dict
+
+    small_dev_files = dev_files(dev_folder)
+    data = bytearray(small_dev_files[name])
+    for where, byte in flips:
+        data[where % len(data)] = byte
+    if cut is not None:
+        del data[cut % len(data) :]
+    with tempfile.TemporaryDirectory() as folder:
+        target = Path(folder) / ".langgraph_api"
+        target.mkdir()
+        for other, content in small_dev_files.items():
+            (target / other).write_bytes(bytes(data) if other == name else content)
+        lean = _outcome(target)
+        lean_storage = persistent_dict._lean_storage
+        persistent_dict._lean_storage = lambda path: None  # type: ignore[assignment]
+        try:
+            full = _outcome(target)
+        finally:
+            persistent_dict._lean_storage = lean_storage
+        assert lean == full
