@@ -80,7 +80,11 @@ class PickleStore(Store):
         # The threads-only reading of the storage file (pickle_lean): each namespace's
         # count, first and latest entries. The full index is read when a command needs more;
         # a file the lean pass does not read is read in full now, as before.
-        self._lean = _lean_storage(storage)
+        lean = _lean_storage(storage)
+        self._lean: dict[str, dict[str, Summary]] | None = None
+        self._storage_fd: int | None = None  # the storage file the lean pass read, kept open
+        if lean is not None:
+            self._lean, self._storage_fd = lean
         self._storage_dict = (
             None
             if self._lean is not None
@@ -99,14 +103,21 @@ class PickleStore(Store):
         """thread -> ns -> checkpoint_id -> (body pair, metadata pair, parent id)."""
         if self._storage_dict is None:
             storage = self.layout.storage
-            self._storage_dict = _storage_index(self._load(storage, "storage"), storage)
+            fd, self._storage_fd = self._storage_fd, None
+            try:
+                self._storage_dict = _storage_index(self._load(storage, "storage", fd), storage)
+            finally:
+                if fd is not None:
+                    os.close(fd)
         return self._storage_dict
 
-    def _load(self, path: Path, role: str) -> dict[Any, Any]:
+    def _load(self, path: Path, role: str, fd: int | None = None) -> dict[Any, Any]:
         """Unpickle one file (restricted, format.md §7.2) and check it holds the dict `role` says.
 
         The blobs file is scanned instead: its values stay in the file (StoredText) and are
-        read when a checkpoint needs them (see PickleFile).
+        read when a checkpoint needs them (see PickleFile). `fd`: the storage file as the
+        threads-only pass read it (the same file, even if one was renamed over it since),
+        whose shared references that pass has bounded, so they are not counted again.
         """
         try:
             if role == "blobs":
@@ -114,6 +125,12 @@ class PickleStore(Store):
                     self._blobs_file.close()
                 self._blobs_file = PickleFile(str(path), source=str(path))
                 loaded = self._blobs_file.load(self.refused)
+            elif fd is not None:
+                with open(os.dup(fd), "rb") as handle:
+                    handle.seek(0)
+                    loaded = load_pickle(
+                        handle, source=str(path), refused=self.refused, counted=False
+                    )
             else:
                 with path.open("rb") as handle:
                     loaded = load_pickle(handle, source=str(path), refused=self.refused)
@@ -725,6 +742,9 @@ class PickleStore(Store):
         for kept_file in self._lean_files:
             kept_file.close()
         self._lean_files.clear()
+        if self._storage_fd is not None:
+            os.close(self._storage_fd)
+            self._storage_fd = None
 
 
 class _Kept:
@@ -749,41 +769,48 @@ class _Kept:
         return self._blobs
 
 
-def _lean_storage(path: Path) -> dict[str, dict[str, Summary]] | None:
+def _lean_storage(path: Path) -> tuple[dict[str, dict[str, Summary]], int] | None:
     """The storage index from the threads-only pass (pickle_lean): thread -> ns -> Summary,
     empty ones dropped as _storage_index drops them, the kept entries' bytes read back as
-    the restricted unpickler gives them. None when the file needs the full read."""
+    the restricted unpickler gives them; and the file, still open, for a full read later.
+    None when the file needs the full read."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
     try:
-        with collector_paused():
-            root = scan_storage(fd)
-            if not isinstance(root, dict):
-                return None
-            index: dict[str, dict[str, Summary]] = {}
-            for thread_id, namespaces in root.items():
-                if type(thread_id) is not str or type(namespaces) is not Namespaces:
-                    return None
-                kept: dict[str, Summary] = {}
-                for ns, summary in namespaces.items():
-                    if type(ns) is not str:
-                        return None
-                    if summary is None:
-                        continue
-                    kept[ns] = Summary(
-                        summary.count,
-                        (summary.first[0], materialize(fd, summary.first[1])),
-                        (summary.latest[0], materialize(fd, summary.latest[1])),
-                    )
-                if kept:
-                    index[thread_id] = kept
-            return index
+        index = _lean_index(fd)
     except (Unsupported, OSError):
-        return None
-    finally:
+        index = None
+    if index is None:
         os.close(fd)
+        return None
+    return index, fd
+
+
+def _lean_index(fd: int) -> dict[str, dict[str, Summary]] | None:
+    with collector_paused():
+        root = scan_storage(fd)
+        if not isinstance(root, dict):
+            return None
+        index: dict[str, dict[str, Summary]] = {}
+        for thread_id, namespaces in root.items():
+            if type(thread_id) is not str or type(namespaces) is not Namespaces:
+                return None
+            kept: dict[str, Summary] = {}
+            for ns, summary in namespaces.items():
+                if type(ns) is not str:
+                    return None
+                if summary is None:
+                    continue
+                kept[ns] = Summary(
+                    summary.count,
+                    (summary.first[0], materialize(fd, summary.first[1])),
+                    (summary.latest[0], materialize(fd, summary.latest[1])),
+                )
+            if kept:
+                index[thread_id] = kept
+        return index
 
 
 # -- layout -------------------------------------------------------------------------------

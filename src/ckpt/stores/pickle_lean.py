@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -93,7 +92,7 @@ def scan_storage(fd: int) -> Any:
     return _Scan(fd, storage=True, wanted=None, check=True).run()
 
 
-def scan_kept(fd: int, wanted: Collection[Any], *, check: bool) -> Any:
+def scan_kept(fd: int, wanted: set[Any], *, check: bool) -> Any:
     """A writes (`check=True`: bytes checked as UTF-8) or blobs (`check=False`) file's
     root dict, with only the `wanted` keys and its first key (by which the store tells
     which dict a file holds). Raises Unsupported or OSError."""
@@ -101,9 +100,7 @@ def scan_kept(fd: int, wanted: Collection[Any], *, check: bool) -> Any:
 
 
 class _Scan:
-    def __init__(
-        self, fd: int, *, storage: bool, wanted: Collection[Any] | None, check: bool
-    ) -> None:
+    def __init__(self, fd: int, *, storage: bool, wanted: set[Any] | None, check: bool) -> None:
         self.fd = fd
         self.storage = storage
         self.wanted = wanted
@@ -349,7 +346,7 @@ class _Scan:
                             pos += 5
                         if index != count:
                             raise Unsupported("memo order")
-                        remember(keep(built))
+                        remember(gone if len(built) > 2 else keep(built))
                         count += 1
             elif op == 0x75:  # SETITEMS
                 start = marks.pop()
@@ -458,7 +455,8 @@ class _Scan:
             values = [_summary(entries) for entries in values]
         elif target is self.root and self.wanted is not None:
             wanted = self.wanted
-            kept = [(k, v) for k, v in zip(keys, values, strict=True) if k in wanted]
+            hits = wanted.intersection(keys)  # most batches have none
+            kept = [(k, v) for k, v in zip(keys, values, strict=True) if k in hits] if hits else []
             if not target and keys:
                 if not kept or kept[0][0] is not keys[0]:
                     kept.insert(0, (keys[0], values[0]))  # the first key tells the dict's role
