@@ -250,6 +250,24 @@ class _Scan:
                         built = pop()
                         stack[-1] = built  # the encode stub's place: its result
                         pos = at
+                        # And the (tag, bytes) pair it is the second of: TUPLE2, PUT.
+                        if pos <= limit and buf[pos] == 0x86:
+                            op = buf[pos + 1]
+                            if op == 0x71:
+                                index = buf[pos + 2]
+                                at = pos + 3
+                            elif op == 0x72:
+                                index = u32(buf, pos + 2)[0]
+                                at = pos + 6
+                            else:
+                                continue
+                            if index != count:
+                                continue
+                            pop()
+                            stack[-1] = (stack[-1], built)
+                            remember(gone)  # a pair holding bytes is never kept (_keep)
+                            count += 1
+                            pos = at
             elif op == 0x68 or op == 0x6A:  # BINGET, LONG_BINGET, and the ones that follow
                 while True:
                     if op == 0x68:
