@@ -32,6 +32,7 @@ from ckpt.stores.persistent_dict import PickleStore
 from ckpt.stores.pickle_index import PickleFile, StoredText
 from ckpt.stores.sqlite import SqliteStore
 from ckpt.stores.unpickler import load_pickle
+from hostile import tuple_bomb
 from normalize import normalize
 
 runner = CliRunner()
@@ -632,6 +633,25 @@ def test_memory_bombs_fail_fast(dev_folder: Path, tmp_path: Path) -> None:
         assert_one_line_error(result, ExitCode.CORRUPT, WRITES)
     grown_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kb < 512 * 1024
+
+
+@pytest.mark.parametrize("as_key", [True, False], ids=["hash-bomb", "memo-bomb"])
+@pytest.mark.parametrize("name", [*DEV_FILES, None])
+def test_protocol_2_shared_reference_bombs_are_refused(
+    dev_folder: Path, tmp_path: Path, name: str | None, as_key: bool
+) -> None:
+    """The scanners follow no memo reference to a tuple of tuples, and take no tuple of
+    tuples as a key: such a file goes to the restricted unpickler, which counts its
+    shared references and refuses it before building anything (exit 5)."""
+    data = tuple_bomb(as_key=as_key)
+    if name is None:
+        store = tmp_path / "bomb.pkl"
+        store.write_bytes(data)
+    else:
+        store = copy_dev_folder(dev_folder, tmp_path / ".langgraph_api")
+        (store / name).write_bytes(data)
+    for command in (["threads", str(store), "--json"], ["show", "support-1", "--db", str(store)]):
+        assert_one_line_error(run(*command), ExitCode.CORRUPT, "shared references")
 
 
 def test_an_empty_dict_is_an_empty_store(tmp_path: Path) -> None:
