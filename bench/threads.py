@@ -1,7 +1,7 @@
 """`ckpt threads` at size: warm and cold, against the bare GROUP BY floor and LangGraph.
 
     python bench/threads.py [STORE ...] [--pairs N] [--cold] [--langgraph] [--size]
-                            [--baseline OTHER_CKPT]
+                            [--baseline OTHER_CKPT] [--compare-src SRC]
 
 Each STORE (default bench/out/b250.sqlite, made if missing) is timed side by side with
 the floor, a bare `SELECT thread_id, count(*), max(checkpoint_id) ... GROUP BY thread_id`
@@ -44,6 +44,17 @@ Where `threads` spends its CPU (in-process, 8 GB store, per thread): reading the
 body through SQLite ~65 us (38 KB each), decoding its skeleton ~85 us (ormsgpack over 76
 messages as opaque exts ~20 us of it), the key-index aggregate ~50 us, the record and its
 JSON ~45 us; start-up (imports: Typer ~70 ms of ~150 ms) is fixed.
+
+
+
+A STORE that is a folder is a `langgraph dev` folder (or the project holding one): its
+floor is reading its three pickle files through once, in 1 MB reads, and nothing else.
+
+    python bench/make_store.py --dev-folder bench/out/dev --checkpoints 100000         # 1.8 GB
+    python bench/threads.py bench/out/dev
+
+`--compare-src SRC` adds the same `ckpt threads --json` run with PYTHONPATH=SRC (another
+checkout's `src`, say `git archive main src | tar -x -C /tmp/main`), paired with this one.
 """
 
 from __future__ import annotations
@@ -85,6 +96,22 @@ rows = conn.execute(
     "SELECT thread_id, count(*), max(checkpoint_id) FROM checkpoints GROUP BY thread_id"
 ).fetchall()
 print(len(rows))
+"""
+
+READ_FILES = """
+import sys
+from pathlib import Path
+folder = Path(sys.argv[1])
+if (folder / ".langgraph_api").is_dir():
+    folder = folder / ".langgraph_api"
+total = 0
+for n in (1, 2, 3):
+    path = folder / f".langgraph_checkpoint.{n}.pckl"
+    if path.exists():
+        with path.open("rb", buffering=0) as f:
+            while chunk := f.read(1 << 20):
+                total += len(chunk)
+print(total)
 """
 
 LANGGRAPH = """
@@ -135,11 +162,12 @@ def drop_caches() -> bool:
     return True
 
 
-def run(argv: list[str], *, cold: bool) -> dict[str, float]:
+def run(argv: list[str], *, cold: bool, src: str | None = None) -> dict[str, float]:
     if cold and not drop_caches():
         raise SystemExit("--cold needs root (writes /proc/sys/vm/drop_caches)")
+    env = dict(os.environ, PYTHONPATH=src) if src else None
     proc = subprocess.run(
-        [sys.executable, "-c", WRAPPER, *argv], capture_output=True, text=True, check=False
+        [sys.executable, "-c", WRAPPER, *argv], capture_output=True, text=True, check=False, env=env
     )
     if proc.returncode:
         raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr[-400:]}")
@@ -159,6 +187,8 @@ def main() -> int:
         metavar="CKPT",
         help="another ckpt executable (e.g. main's venv) timed in the same pairs",
     )
+
+    parser.add_argument("--compare-src", metavar="SRC", help="also run ckpt from this src")
     options = parser.parse_args()
     for store in options.stores:
         if not store.exists():
@@ -168,12 +198,21 @@ def main() -> int:
                 + ["--turns", "6"],
                 check=True,
             )
+        dev = store.is_dir()
         sides = {
             "ckpt threads --json": [CKPT, "threads", str(store), "--json"],
-            "GROUP BY floor": [sys.executable, "-c", FLOOR, str(store)],
+            "read the files (floor)" if dev else "GROUP BY floor": [
+                sys.executable,
+                "-c",
+                READ_FILES if dev else FLOOR,
+                str(store),
+            ],
         }
         if options.baseline:
             sides["baseline threads --json"] = [options.baseline, "threads", str(store), "--json"]
+
+        if options.compare_src:
+            sides["ckpt threads --json (SRC)"] = sides["ckpt threads --json"]
         if options.size:
             sides["ckpt threads --size --json"] = [CKPT, "threads", str(store), "--size", "--json"]
         if options.langgraph:
@@ -183,10 +222,16 @@ def main() -> int:
             for name, argv in sides.items():
                 if name.startswith("SqliteSaver") and i >= 1:
                     continue  # minutes per run on big stores: once is enough
-                runs[name].append(run(argv, cold=options.cold))
+                src = options.compare_src if name.endswith("(SRC)") else None
+                runs[name].append(run(argv, cold=options.cold, src=src))
         mode = "cold" if options.cold else "warm"
-        print(f"{store.name}: {store.stat().st_size / 1e6:,.0f} MB, {mode}, medians")
-        print(f"  {needed_mb(store)}")
+        size = sum(p.stat().st_size for p in store.rglob("*.pckl")) if dev else store.stat().st_size
+        print(f"{store.name}: {size / 1e6:,.0f} MB, {mode}, medians")
+        if options.compare_src:
+            print(f"  SRC = {options.compare_src}")
+        print(f"  load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
+        if not dev:
+            print(f"  {needed_mb(store)}")
         for name, samples in runs.items():
             wall = statistics.median(s["wall"] for s in samples)
             cpu = statistics.median(s["cpu"] for s in samples)

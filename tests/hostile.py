@@ -546,6 +546,22 @@ def _memo_bomb(levels: int = 40) -> bytes:
     return bytes(out)
 
 
+def tuple_bomb(*, as_key: bool, levels: int = 60) -> bytes:
+    """Protocol 2, as PersistentDict writes: t0 = (), t_{n+1} = (t_n, t_n) by memo
+    references, then {t_60: 1} (hashing it takes 2**60 steps) or {"k": t_60} (2**60
+    leaves), in a few hundred bytes."""
+    out = bytearray(b"\x80\x02)q\x00")
+    for level in range(levels):
+        out += bytes([0x68, level, 0x68, level, 0x86, 0x71, level + 1])  # GET GET TUPLE2 PUT
+    out += bytes([0x7D, 0x71, levels + 1])  # {} PUT
+    out += (
+        bytes([0x68, levels]) + b"K\x01"
+        if as_key
+        else b"X\x01\x00\x00\x00k" + bytes([0x68, levels])
+    )
+    return bytes(out + b"s.")
+
+
 PICKLES: dict[str, bytes] = {
     "reduce-os-system": _pickle_global("os", "system"),
     "stack-global-eval": b"\x80\x04\x8c\x08builtins\x94\x8c\x04eval\x94\x93\x8c\x011\x85R.",
@@ -562,6 +578,8 @@ PICKLES: dict[str, bytes] = {
     "memo-long-put": b"\x80\x02K\x01r\xff\xff\xff\x7f.",
     "hash-bomb": _hash_bomb(),
     "memo-bomb": _memo_bomb(),
+    "hash-bomb-p2": tuple_bomb(as_key=True),  # protocol 2, as the scanners read
+    "memo-bomb-p2": tuple_bomb(as_key=False),
     "frame-huge": b"\x80\x04\x95\xff\xff\xff\xff\xff\xff\xff\x7fK\x01.",
     "binbytes8-huge": b"\x80\x04\x8e\xff\xff\xff\xff\xff\xff\xff\x7f.",
     "long4-huge": b"\x80\x02\x8b\xff\xff\xff\x7f.",

@@ -347,7 +347,7 @@ def test_pickle_bombs_are_refused_before_unpickling() -> None:
     from ckpt.stores.unpickler import load_pickle
     from hostile import PICKLES
 
-    for name in ("hash-bomb", "memo-bomb"):
+    for name in ("hash-bomb", "memo-bomb", "hash-bomb-p2", "memo-bomb-p2"):
         started = time.perf_counter()
         with pytest.raises(StoreCorrupt, match="too large"):
             load_pickle(io.BytesIO(PICKLES[name]), source=name)

@@ -32,6 +32,7 @@ from ckpt.stores.persistent_dict import PickleStore
 from ckpt.stores.pickle_index import PickleFile, StoredText
 from ckpt.stores.sqlite import SqliteStore
 from ckpt.stores.unpickler import load_pickle
+from hostile import tuple_bomb
 from normalize import normalize
 
 runner = CliRunner()
@@ -634,6 +635,25 @@ def test_memory_bombs_fail_fast(dev_folder: Path, tmp_path: Path) -> None:
     assert grown_kb < 512 * 1024
 
 
+@pytest.mark.parametrize("as_key", [True, False], ids=["hash-bomb", "memo-bomb"])
+@pytest.mark.parametrize("name", [*DEV_FILES, None])
+def test_protocol_2_shared_reference_bombs_are_refused(
+    dev_folder: Path, tmp_path: Path, name: str | None, as_key: bool
+) -> None:
+    """The scanners follow no memo reference to a tuple of tuples, and take no tuple of
+    tuples as a key: such a file goes to the restricted unpickler, which counts its
+    shared references and refuses it before building anything (exit 5)."""
+    data = tuple_bomb(as_key=as_key)
+    if name is None:
+        store = tmp_path / "bomb.pkl"
+        store.write_bytes(data)
+    else:
+        store = copy_dev_folder(dev_folder, tmp_path / ".langgraph_api")
+        (store / name).write_bytes(data)
+    for command in (["threads", str(store), "--json"], ["show", "support-1", "--db", str(store)]):
+        assert_one_line_error(run(*command), ExitCode.CORRUPT, "shared references")
+
+
 def test_an_empty_dict_is_an_empty_store(tmp_path: Path) -> None:
     path = tmp_path / "fresh.pkl"
     path.write_bytes(pickle.dumps({}, 2))
@@ -753,9 +773,54 @@ def test_damaged_files_give_our_errors_only(
 
 
 def test_stored_text_is_read_on_demand(dev_folder: Path) -> None:
-    """Listing threads reads the blobs file's index only; values are read when shown."""
+    """Listing threads keeps no blobs index (only the latest checkpoints' entries); the
+    index, built when a command needs it, holds spans of the file, read when shown."""
     with PickleStore(dev_folder) as store:
         list(store.threads())
-        assert store._blobs_file is not None
+        assert store._blobs_dict is None and store._blobs_file is None
         values = [v for v in (store._blobs or {}).values() if isinstance(v[1], StoredText)]
+        assert store._blobs_file is not None
         assert values, "the blobs file was scanned, not unpickled"
+
+
+def _outcome(target: Path) -> tuple[Any, ...]:
+    """What `threads` gives on a store: its summaries or its error, and refused globals."""
+    try:
+        with PickleStore(target) as store:
+            return tuple(store.threads()), sorted(set(store.refused)), tuple(store.notices)
+    except CkptError as exc:
+        return type(exc).__name__, exc.message
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(DEV_FILES),
+    cut=st.none() | st.integers(min_value=0),
+    flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 255)), max_size=3),
+)
+def test_threads_only_pass_lists_what_the_full_read_lists(
+    dev_folder: Path, name: str, cut: int | None, flips: list[tuple[int, int]]
+) -> None:
+    """The threads-only pass (stores/pickle_lean.py) gives the same summaries, errors,
+    refused globals and notices as reading the three dicts whole, on damaged files too."""
+    import ckpt.stores.persistent_dict as persistent_dict
+
+    small_dev_files = dev_files(dev_folder)
+    data = bytearray(small_dev_files[name])
+    for where, byte in flips:
+        data[where % len(data)] = byte
+    if cut is not None:
+        del data[cut % len(data) :]
+    with tempfile.TemporaryDirectory() as folder:
+        target = Path(folder) / ".langgraph_api"
+        target.mkdir()
+        for other, content in small_dev_files.items():
+            (target / other).write_bytes(bytes(data) if other == name else content)
+        lean = _outcome(target)
+        lean_storage = persistent_dict._lean_storage
+        persistent_dict._lean_storage = lambda path: None  # type: ignore[assignment]
+        try:
+            full = _outcome(target)
+        finally:
+            persistent_dict._lean_storage = lean_storage
+        assert lean == full

@@ -3,7 +3,9 @@
 What SQLite does is observed, not assumed: every statement a command runs is caught with
 `set_trace_callback` and its plan asked of SQLite (EXPLAIN QUERY PLAN), so a size scan, a
 scan of the checkpoint rows or a key-index scan shows up as such. The stores are written
-by LangGraph's own SqliteSaver.
+by LangGraph's own SqliteSaver. The `langgraph dev` folder is written by the dev server's
+layout of InMemorySaver (fixtures.build.DevServerSaver); there, what the listing keeps is
+observed: which of the store's dicts it built, and its peak memory (tracemalloc).
 """
 
 from __future__ import annotations
@@ -18,16 +20,21 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from fixtures.build import DevServerSaver, fixture_warnings
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 import ckpt
 from ckpt.api import CheckpointStore
 from ckpt.model import CheckpointKey
+from ckpt.stores import persistent_dict
+from ckpt.stores.persistent_dict import PickleStore
 from ckpt.stores.sqlite import THREADS_PER_BATCH, SqliteStore
 
 THREADS = THREADS_PER_BATCH + 50  # more than one batch of latest checkpoints
 LONG = 400  # checkpoints of the long thread (about 3 per run)
+DEV_THREADS = 12
+DEV_RUNS = 25  # runs of each dev-folder thread: 3 checkpoints and 2 notes each
 
 
 class _State(TypedDict):
@@ -242,3 +249,63 @@ def test_a_shape_learned_once_is_the_shape_of_each_checkpoint(sqlite_store: Path
         assert own_shape(checkpoint) == shape_of([checkpoint]), checkpoint.key
     distinct = {repr(shape_of([c])) for c in checkpoints}
     assert len({id(own_shape(c)) for c in checkpoints}) >= len(distinct) > 1
+
+
+@pytest.fixture(scope="module")
+def dev_folder_of_notes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A `langgraph dev` folder whose writes and blobs files dwarf what `threads` shows:
+    every checkpoint's writes and channel values carry a 20 KB note."""
+    folder = tmp_path_factory.mktemp("dev-scale") / ".langgraph_api"
+    graph = StateGraph(_State)
+    graph.add_node("step", lambda state: {"n": 1, "note": "x" * 20_000})
+    graph.add_edge(START, "step")
+    graph.add_edge("step", END)
+    with fixture_warnings(), DevServerSaver(folder) as saver:
+        app = graph.compile(checkpointer=saver)
+        for i in range(DEV_THREADS):
+            config: Any = {"configurable": {"thread_id": f"d-{i:03d}"}}
+            for _ in range(DEV_RUNS):
+                app.invoke({"n": 1, "note": ""}, config)
+    return folder
+
+
+def test_dev_folder_threads_keeps_only_the_latest(
+    dev_folder_of_notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`threads` on a dev folder builds none of the store's three dicts: it keeps each
+    namespace's count and latest entry, and only those entries' writes and blobs
+    (stores/pickle_lean.py), and lists what reading the whole dicts lists."""
+    with ckpt.open(dev_folder_of_notes) as store:
+        lean = store.threads(sort="thread")
+        raw = store.raw
+        assert isinstance(raw, PickleStore)
+        assert raw._storage_dict is None, "the whole storage dict was read"
+        assert raw._writes_dict is None, "the whole writes dict was read"
+        assert raw._blobs_dict is None, "the whole blobs index was read"
+    assert len(lean) == DEV_THREADS
+    assert {r["checkpoints"] for r in lean} == {3 * DEV_RUNS}
+    monkeypatch.setattr(persistent_dict, "_lean_storage", lambda path: None)
+    with ckpt.open(dev_folder_of_notes) as store:
+        full = store.threads(sort="thread")
+        raw = store.raw
+        assert isinstance(raw, PickleStore) and raw._writes_dict is not None
+    assert lean == full
+
+
+def test_dev_folder_threads_memory_is_below_its_writes(dev_folder_of_notes: Path) -> None:
+    """Peak memory of opening the folder and listing it stays below the size of its writes
+    file alone: holding the writes dict, or the index of every blob, would take more."""
+    writes = (dev_folder_of_notes / ".langgraph_checkpoint.2.pckl").stat().st_size
+    blobs = (dev_folder_of_notes / ".langgraph_checkpoint.3.pckl").stat().st_size
+    assert writes > 5_000_000 and blobs > 5_000_000
+    with ckpt.open(dev_folder_of_notes) as store:
+        store.threads()  # what a first listing imports is not the listing's memory
+    tracemalloc.start()
+    try:
+        with ckpt.open(dev_folder_of_notes) as store:
+            rows = store.threads(sort="thread")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(rows) == DEV_THREADS
+    assert peak < writes / 4, (peak, writes, blobs)

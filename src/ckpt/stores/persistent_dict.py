@@ -28,7 +28,21 @@ from ckpt.stores import PICKLE_NAMES
 from ckpt.stores.base import Store
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
 from ckpt.stores.pickle_index import PickleFile, StoredText
-from ckpt.stores.unpickler import Refused, latin1_bytes, load_pickle, refused_record
+from ckpt.stores.pickle_lean import (
+    Namespaces,
+    Summary,
+    Unsupported,
+    materialize,
+    scan_kept,
+    scan_storage,
+)
+from ckpt.stores.unpickler import (
+    Refused,
+    collector_paused,
+    latin1_bytes,
+    load_pickle,
+    refused_record,
+)
 from ckpt.vocabulary import FIND_LIMIT
 
 # The `langgraph dev` runtime gives storage, writes and blobs one file each, numbered in
@@ -63,19 +77,47 @@ class PickleStore(Store):
         self.layout = _locate(Path(path))
         super().__init__(str(self.layout.location), aes_key=aes_key)
         storage = self.layout.storage
-        self._storage = _storage_index(self._load(storage, "storage"), storage)
+        # The threads-only reading of the storage file (pickle_lean): each namespace's
+        # count, first and latest entries. The full index is read when a command needs more;
+        # a file the lean pass does not read is read in full now, as before.
+        lean = _lean_storage(storage)
+        self._lean: dict[str, dict[str, Summary]] | None = None
+        self._storage_fd: int | None = None  # the storage file the lean pass read, kept open
+        if lean is not None:
+            self._lean, self._storage_fd = lean
+        self._storage_dict = (
+            None
+            if self._lean is not None
+            else _storage_index(self._load(storage, "storage"), storage)
+        )
         self._writes_dict: dict[Any, Any] | None = None
         self._blobs_dict: dict[Any, Any] | None = None
         self._blobs_file: PickleFile | None = None
+        self._lean_files: list[PickleFile] = []  # blobs files a threads listing kept open
         self._inline_values = self._has_inline_values()
         self._say_what_is_missing()
 
     # -- files -----------------------------------------------------------------------------
-    def _load(self, path: Path, role: str) -> dict[Any, Any]:
+    @property
+    def _storage(self) -> dict[str, dict[str, dict[str, tuple[Any, Any, str | None]]]]:
+        """thread -> ns -> checkpoint_id -> (body pair, metadata pair, parent id)."""
+        if self._storage_dict is None:
+            storage = self.layout.storage
+            fd, self._storage_fd = self._storage_fd, None
+            try:
+                self._storage_dict = _storage_index(self._load(storage, "storage", fd), storage)
+            finally:
+                if fd is not None:
+                    os.close(fd)
+        return self._storage_dict
+
+    def _load(self, path: Path, role: str, fd: int | None = None) -> dict[Any, Any]:
         """Unpickle one file (restricted, format.md §7.2) and check it holds the dict `role` says.
 
         The blobs file is scanned instead: its values stay in the file (StoredText) and are
-        read when a checkpoint needs them (see PickleFile).
+        read when a checkpoint needs them (see PickleFile). `fd`: the storage file as the
+        threads-only pass read it (the same file, even if one was renamed over it since),
+        whose shared references that pass has bounded, so they are not counted again.
         """
         try:
             if role == "blobs":
@@ -83,11 +125,21 @@ class PickleStore(Store):
                     self._blobs_file.close()
                 self._blobs_file = PickleFile(str(path), source=str(path))
                 loaded = self._blobs_file.load(self.refused)
+            elif fd is not None:
+                with open(os.dup(fd), "rb") as handle:
+                    handle.seek(0)
+                    loaded = load_pickle(
+                        handle, source=str(path), refused=self.refused, counted=False
+                    )
             else:
                 with path.open("rb") as handle:
                     loaded = load_pickle(handle, source=str(path), refused=self.refused)
         except OSError as exc:
             raise StoreUnreadable(f"{path}: cannot read ({exc.strerror})") from None
+        return self._checked(loaded, path, role)
+
+    def _checked(self, loaded: Any, path: Path, role: str) -> dict[Any, Any]:
+        """`loaded`, if it is the dict `role` says (told by its first key, _role_of)."""
         if not isinstance(loaded, dict):
             raise NotACheckpointStore(
                 f"{path}: a pickled {type(loaded).__name__}, not LangGraph checkpoints"
@@ -118,20 +170,63 @@ class PickleStore(Store):
             self._blobs_dict = self._load(self.layout.blobs, "blobs")
         return self._blobs_dict
 
+    def _kept(self, role: str, wanted: set[Any]) -> tuple[dict[Any, Any] | None, PickleFile | None]:
+        """The writes or blobs dict with only the `wanted` keys (pickle_lean), and the open
+        blobs file its values are read from; the whole dict, read as before, when the lean
+        pass does not read the file (which then accepts, refuses or reports it)."""
+        path = self.layout.writes if role == "writes" else self.layout.blobs
+        if path is None:
+            return None, None
+        try:
+            kept_file = PickleFile(str(path), source=str(path))
+        except OSError:
+            kept_file = None
+        if kept_file is not None:
+            try:
+                with collector_paused():
+                    root = scan_kept(kept_file.fd, wanted, check=role == "writes")
+                    if role == "writes":
+                        root = {key: materialize(kept_file.fd, v) for key, v in root.items()}
+            except (Unsupported, OSError):
+                root = None
+            if root is not None:
+                if role == "writes":
+                    kept_file.close()
+                    return self._checked(root, path, role), None
+                self._lean_files.append(kept_file)
+                return self._checked(root, path, role), kept_file
+            kept_file.close()
+        if role == "writes":
+            return self._writes, None
+        return self._blobs, self._blobs_file
+
     def _has_inline_values(self) -> bool:
         """Bodies written by checkpoint 2.0.21 and older keep channel_values (format.md §7.2)."""
+        entry = self._first_entry()
+        if entry is None:
+            return False
+        pair = _pair(entry[0])
+        if pair is None:
+            return False
+        try:
+            body = decode(pair[0], pair[1], aes_key=self.aes_key, shallow=True)
+        except DecodeError:
+            return False
+        return isinstance(body, dict) and "channel_values" in body
+
+    def _first_entry(self) -> tuple[Any, Any, str | None] | None:
+        """The storage dict's first entry (of its first thread and namespace)."""
+        if self._lean is not None:
+            for summaries in self._lean.values():
+                for summary in summaries.values():
+                    first: tuple[Any, Any, str | None] = summary.first[1]
+                    return first
+            return None
         for namespaces in self._storage.values():
             for entries in namespaces.values():
                 for entry in entries.values():
-                    pair = _pair(entry[0])
-                    if pair is None:
-                        return False
-                    try:
-                        body = decode(pair[0], pair[1], aes_key=self.aes_key, shallow=True)
-                    except DecodeError:
-                        return False
-                    return isinstance(body, dict) and "channel_values" in body
-        return False
+                    return entry
+        return None
 
     def _say_what_is_missing(self) -> None:
         layout = self.layout
@@ -163,6 +258,9 @@ class PickleStore(Store):
 
     # -- listing ---------------------------------------------------------------------------
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
+        if not sizes and self._lean is not None:
+            yield from self._lean_threads(self._lean)
+            return
         # Aggregates come from the raw dicts; only each thread's latest root checkpoint is
         # decoded, shallowly.
         # Sizes and write totals (`sizes=True`) come from the dicts' index (spans, no value
@@ -183,6 +281,50 @@ class PickleStore(Store):
                 writes=sized.writes if sizes else None,
                 size=sized.total if sizes else None,
                 latest=self._load_one(latest, values=False, tolerant=True) if latest else None,
+            )
+
+    def _lean_threads(self, lean: dict[str, dict[str, Summary]]) -> Iterator[ThreadSummary]:
+        """threads() from the threads-only pass (pickle_lean): the same summaries, from
+        each namespace's count and latest entry, and of the writes and blobs files only the
+        entries of the latest root checkpoints. Each file is read when the full listing
+        would first read it, so a damaged one is reported as before."""
+        latest = {
+            thread_id: (CheckpointKey(thread_id, "", namespaces[""].latest[0]), namespaces[""])
+            for thread_id, namespaces in lean.items()
+            if "" in namespaces
+        }
+        blob_keys: set[Any] = set()
+        for key, summary in latest.values():
+            body = self._body(key, summary.latest[1][0], values=False, tolerant=True)
+            versions = body.get("channel_versions") if _is_plain_dict(body) else None
+            for channel, version in versions.items() if _is_plain_dict(versions) else ():
+                if isinstance(channel, str) and isinstance(version, str | int | float):
+                    blob_keys.add((key.thread_id, key.checkpoint_ns, channel, version))
+        sources = _Kept(
+            self,
+            {(k.thread_id, k.checkpoint_ns, k.checkpoint_id) for k, _ in latest.values()},
+            blob_keys,
+        )
+        for thread_id in sorted(lean):
+            namespaces = lean[thread_id]
+            found = latest.get(thread_id)
+            yield ThreadSummary(
+                thread_id=thread_id,
+                namespaces=sorted(namespaces),
+                checkpoints=sum(summary.count for summary in namespaces.values()),
+                writes=None,
+                size=None,
+                latest=(
+                    self._load_one(
+                        found[0],
+                        values=False,
+                        tolerant=True,
+                        entry=found[1].latest[1],
+                        sources=sources,
+                    )
+                    if found
+                    else None
+                ),
             )
 
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
@@ -280,15 +422,28 @@ class PickleStore(Store):
             keys = [CheckpointKey(t, ns, i) for t, ns, i, _ in self._entries(query)]
         return keys
 
-    def _load_one(self, key: CheckpointKey, *, values: bool, tolerant: bool) -> Checkpoint:
-        entry = (
-            self._storage.get(key.thread_id, {}).get(key.checkpoint_ns, {}).get(key.checkpoint_id)
-        )
+    def _load_one(
+        self,
+        key: CheckpointKey,
+        *,
+        values: bool,
+        tolerant: bool,
+        entry: tuple[Any, Any, str | None] | None = None,
+        sources: _Kept | None = None,
+    ) -> Checkpoint:
+        """One checkpoint joined with its writes and blobs; `entry` and `sources` are the
+        threads-only pass's latest entry and its writes and blobs (_lean_threads)."""
+        if entry is None:
+            entry = (
+                self._storage.get(key.thread_id, {})
+                .get(key.checkpoint_ns, {})
+                .get(key.checkpoint_id)
+            )
         if entry is None:
             raise NotFound(f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}")
         raw_body, raw_metadata, parent_id = entry
         body = self._body(key, raw_body, values=values, tolerant=tolerant)
-        channel_values, blob_refs = self._channel_values(key, body, values=values)
+        channel_values, blob_refs = self._channel_values(key, body, values=values, kept=sources)
         # Neither a blobs file nor inline values: the store keeps none (format.md §8.17).
         kept = channel_values is not None or (isinstance(body, dict) and "channel_values" in body)
         return checkpoint_from_dict(
@@ -296,7 +451,7 @@ class PickleStore(Store):
             parent_id,
             body,
             self._metadata(raw_metadata),
-            writes=self._pending_writes(key),
+            writes=self._pending_writes(key, sources),
             values=values,
             size=_entry_size(entry),
             channel_values=channel_values,
@@ -328,7 +483,7 @@ class PickleStore(Store):
         return metadata if isinstance(metadata, dict) else {"value": metadata}
 
     def _channel_values(
-        self, key: CheckpointKey, body: Any, *, values: bool
+        self, key: CheckpointKey, body: Any, *, values: bool, kept: _Kept | None = None
     ) -> tuple[dict[str, Any] | None, dict[str, BlobRef] | None]:
         """Join the body's channel versions with the blobs dict, as InMemorySaver does.
 
@@ -337,7 +492,10 @@ class PickleStore(Store):
         `values`, only presence is recorded, and only the `__pregel_tasks` value (the
         pending Sends, which `next` needs) is read from the file and decoded, shallowly.
         """
-        blobs = self._blobs
+        if kept is not None:
+            blobs, blobs_file = kept.blobs()
+        else:
+            blobs, blobs_file = self._blobs, self._blobs_file
         if blobs is None or not isinstance(body, dict) or is_marked(body):
             return None, None
         inline = body.get("channel_values")
@@ -359,7 +517,7 @@ class PickleStore(Store):
                 joined.pop(channel, None)
             elif not values and channel != TASKS and isinstance(tag, str):
                 joined[channel] = None  # holds a value, which is not loaded
-            elif (pair := _pair(raw, self._blobs_file)) is None:
+            elif (pair := _pair(raw, blobs_file)) is None:
                 joined[channel] = _not_a_pair(raw)
             elif values:
                 joined[channel] = decode_value(pair[0], pair[1], self.aes_key)
@@ -373,8 +531,10 @@ class PickleStore(Store):
         except DecodeError as exc:
             return undecodable_record(payload, str(exc), tag=tag)
 
-    def _pending_writes(self, key: CheckpointKey) -> list[PendingWrite] | None:
-        writes = self._writes
+    def _pending_writes(
+        self, key: CheckpointKey, kept: _Kept | None = None
+    ) -> list[PendingWrite] | None:
+        writes = kept.writes() if kept is not None else self._writes
         if writes is None:
             return None
         task_writes = writes.get((key.thread_id, key.checkpoint_ns, key.checkpoint_id))
@@ -579,6 +739,78 @@ class PickleStore(Store):
         self._blobs_dict = None
         if self._blobs_file is not None:
             self._blobs_file.close()
+        for kept_file in self._lean_files:
+            kept_file.close()
+        self._lean_files.clear()
+        if self._storage_fd is not None:
+            os.close(self._storage_fd)
+            self._storage_fd = None
+
+
+class _Kept:
+    """The writes and blobs of the latest checkpoints, each file read on first need (as the
+    full listing reads `_writes` and `_blobs`), through PickleStore._kept."""
+
+    def __init__(self, store: PickleStore, write_keys: set[Any], blob_keys: set[Any]) -> None:
+        self.store = store
+        self.write_keys = write_keys
+        self.blob_keys = blob_keys
+        self._writes: tuple[dict[Any, Any] | None, PickleFile | None] | None = None
+        self._blobs: tuple[dict[Any, Any] | None, PickleFile | None] | None = None
+
+    def writes(self) -> dict[Any, Any] | None:
+        if self._writes is None:
+            self._writes = self.store._kept("writes", self.write_keys)
+        return self._writes[0]
+
+    def blobs(self) -> tuple[dict[Any, Any] | None, PickleFile | None]:
+        if self._blobs is None:
+            self._blobs = self.store._kept("blobs", self.blob_keys)
+        return self._blobs
+
+
+def _lean_storage(path: Path) -> tuple[dict[str, dict[str, Summary]], int] | None:
+    """The storage index from the threads-only pass (pickle_lean): thread -> ns -> Summary,
+    empty ones dropped as _storage_index drops them, the kept entries' bytes read back as
+    the restricted unpickler gives them; and the file, still open, for a full read later.
+    None when the file needs the full read."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        index = _lean_index(fd)
+    except (Unsupported, OSError):
+        index = None
+    if index is None:
+        os.close(fd)
+        return None
+    return index, fd
+
+
+def _lean_index(fd: int) -> dict[str, dict[str, Summary]] | None:
+    with collector_paused():
+        root = scan_storage(fd)
+        if not isinstance(root, dict):
+            return None
+        index: dict[str, dict[str, Summary]] = {}
+        for thread_id, namespaces in root.items():
+            if type(thread_id) is not str or type(namespaces) is not Namespaces:
+                return None
+            kept: dict[str, Summary] = {}
+            for ns, summary in namespaces.items():
+                if type(ns) is not str:
+                    return None
+                if summary is None:
+                    continue
+                kept[ns] = Summary(
+                    summary.count,
+                    (summary.first[0], materialize(fd, summary.first[1])),
+                    (summary.latest[0], materialize(fd, summary.latest[1])),
+                )
+            if kept:
+                index[thread_id] = kept
+        return index
 
 
 # -- layout -------------------------------------------------------------------------------

@@ -171,7 +171,11 @@ class PickleFile:
                     raise _Unsupported("SETITEMS")
                 items = stack[start:]
                 del stack[start:]
-                target.update(zip(items[::2], items[1::2], strict=True))
+                keys = items[::2]
+                for key in keys:
+                    if type(key) is tuple:
+                        _check_flat(key)
+                target.update(zip(keys, items[1::2], strict=True))
             elif op == 0x4B:  # BININT1
                 push(buf[pos])
                 pos += 1
@@ -198,6 +202,8 @@ class PickleFile:
                 key = stack.pop()
                 if type(stack[-1]) is not dict:
                     raise _Unsupported("SETITEM")
+                if type(key) is tuple:
+                    _check_flat(key)
                 stack[-1][key] = value
             elif op == 0x63:  # GLOBAL: only the two the bytes values need
                 end = buf.find(b"\n", pos, pos + _SLACK)
@@ -221,3 +227,15 @@ class PickleFile:
 
 
 _BYTES_NAMES: Final = frozenset({(b"__builtin__", b"bytes"), (b"builtins", b"bytes")})
+
+
+def _check_flat(key: tuple[Any, ...]) -> None:
+    """A dict key of a PersistentDict file is a string or a tuple of strings and numbers.
+
+    A tuple of tuples is left to the restricted unpickler, which counts its shared
+    references first (unpickler.expanded_size): hashing `(t, t)` with t = `(t', t')` ...
+    sixty levels deep, built in a few hundred bytes of memo references, takes 2**60 steps.
+    """
+    for part in key:
+        if type(part) is tuple:
+            raise _Unsupported("a key holding a tuple")

@@ -60,7 +60,9 @@ def refused_record(value: Refused) -> dict[str, Any]:
     return {"__ckpt__": "refused", "global": value.global_name}
 
 
-def load_pickle(file: IO[bytes], *, source: str, refused: list[str] | None = None) -> Any:
+def load_pickle(
+    file: IO[bytes], *, source: str, refused: list[str] | None = None, counted: bool = True
+) -> Any:
     """Unpickle one PersistentDict file into dicts, tuples, strings, numbers and None.
 
     **Bytes values come back as `str`**, one character per byte (their latin-1 text, which
@@ -72,9 +74,12 @@ def load_pickle(file: IO[bytes], *, source: str, refused: list[str] | None = Non
     A global outside format.md §7.2's list, a persistent id or an odd call of an allowed stub
     becomes a `Refused` stand-in (its name added to `refused`); a whole file that is one
     raises RefusedGlobal. StoreCorrupt for a truncated or damaged stream. `source` names
-    the file in messages.
+    the file in messages. `counted=False` skips counting shared references (see
+    expanded_size) for a file whose references are already known to be bounded: one the
+    threads-only pass (ckpt.stores.pickle_lean) read whole.
     """
-    _check_expansion(file, source)
+    if counted:
+        _check_expansion(file, source)
     unpickler = RestrictedUnpickler(file, source=source)
     try:
         with collector_paused(), _memory_capped(_MEMORY_PER_BYTE * _size_of(file) + _MEMORY_FLOOR):
