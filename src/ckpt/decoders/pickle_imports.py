@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any, Final
+import pickletools
+from typing import Any, Final
 
 from ckpt.decoders.values import MARK_KEY
 from ckpt.errors import DecodeError
-
-if TYPE_CHECKING:
-    import pickletools
 
 _STRING_OPS: Final = frozenset(
     {
@@ -35,8 +33,6 @@ def pickle_globals(payload: bytes) -> list[str]:
     A name that cannot be followed (built at run time) shows as "?". Raises DecodeError on
     a malformed pickle.
     """
-    import pickletools  # a pickle is rare in a store: `threads` need not load its parser
-
     found: dict[str, None] = {}
     stack: list[Any] = []  # only str values are tracked; anything else is None
     marks: list[int] = []
@@ -81,8 +77,6 @@ def pickle_globals(payload: bytes) -> list[str]:
 
 
 def _apply_stack_effect(opcode: pickletools.OpcodeInfo, stack: list[Any], marks: list[int]) -> None:
-    import pickletools
-
     before = opcode.stack_before
     if pickletools.markobject in before:
         below_mark = before.index(pickletools.markobject)
