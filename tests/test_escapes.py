@@ -153,6 +153,19 @@ def test_indented_json_is_json_dumps_own_text(value: Any, indent: int, level: in
     assert dumps(value, indent=indent, level=level) == expected
 
 
+def test_indented_json_of_long_lists_is_json_dumps_own() -> None:
+    """Runs of scalars longer than records.RUN are joined a run at a time, between
+    containers and at the end: the same text."""
+    from ckpt.records import RUN
+
+    items: list[Any] = [None] * (RUN + 3)
+    items[RUN - 1] = {"k": [1, "é"]}
+    items[RUN] = [True]
+    value = {"a": items + list(range(2 * RUN + 1)), "b": [[None] * RUN] * 2}
+    for indent in (0, 2):
+        assert dumps(value, indent=indent) == json.dumps(value, indent=indent, ensure_ascii=False)
+
+
 def test_indented_json_of_deep_nesting_is_json_dumps_own() -> None:
     """Nesting too deep for a recursive writer reaches json.dumps, which says so as it
     always did (the CLI turns the RecursionError into exit 5)."""

@@ -793,15 +793,29 @@ def _indented(value: Any, out: list[str], newline: str, step: str) -> None:
             out.append("[]")
             return
         inner = newline + step
+        sep = "," + inner
         lead = "[" + inner
+        # Runs of scalars are joined RUN at a time: a list of 8 million nils is a few
+        # thousand pieces, not 8 million strings of their own.
+        run: list[str] = []
         for item in value:
             text = _scalar_text(item)
             if text is not None:
-                out.append(lead + text)
+                run.append(text)
+                if len(run) < RUN:
+                    continue
+                out.append(lead + sep.join(run))
+                run = []
             else:
+                if run:
+                    out.append(lead + sep.join(run))
+                    run = []
+                    lead = sep
                 out.append(lead)
                 _indented(item, out, inner, step)
-            lead = "," + inner
+            lead = sep
+        if run:
+            out.append(lead + sep.join(run))
         out.append(newline + "]")
     elif isinstance(value, dict):
         if not value:
@@ -832,6 +846,9 @@ def _indented(value: Any, out: list[str], newline: str, step: str) -> None:
             else:
                 raise TypeError(f"not plain JSON: {type(value).__name__}")
         out.append(text)
+
+
+RUN: Final = 4096
 
 
 def _scalar_text(value: Any) -> str | None:

@@ -44,6 +44,7 @@ from ckpt.stores.base import Store
 
 BATCH_ROWS: Final = 20_000  # checkpoints and blobs read per batch of threads
 BATCH_THREADS: Final = 500
+LONG_ID: Final = 4096  # characters: longer than any real id (a damaged or hostile store)
 GROWTH_THREADS: Final = 3  # threads whose growth is charted, the largest first
 GROWTH_POINTS: Final = 240  # points kept per chart; longer threads are sampled evenly
 DEFAULT_TOP: Final = 10
@@ -148,6 +149,14 @@ def _batches(sizes: dict[str, ThreadBytes]) -> Iterator[list[str]]:
     for thread_id in sorted(sizes):
         sized = sizes[thread_id]
         weight = sized.checkpoints + sized.blobs
+        if len(thread_id) > LONG_ID:
+            # Alone: SQLite copies each key of an IN list into the statement's own
+            # index, and a batch's rows all hold theirs (a 10 MB id: 64 -> 32 MB).
+            if batch:
+                yield batch
+                batch, rows = [], 0
+            yield [thread_id]
+            continue
         if batch and (rows + weight > BATCH_ROWS or len(batch) >= BATCH_THREADS):
             yield batch
             batch, rows = [], 0
