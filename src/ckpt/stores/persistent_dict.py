@@ -27,11 +27,10 @@ from ckpt.model import (
 from ckpt.stores import PICKLE_NAMES
 from ckpt.stores.base import Store
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
-from ckpt.stores.pickle_index import PickleFile, StoredText
+from ckpt.stores.pickle_index import PickleFile, StoredText, Unsupported
 from ckpt.stores.pickle_lean import (
     Namespaces,
     Summary,
-    Unsupported,
     materialize,
     scan_kept,
     scan_storage,

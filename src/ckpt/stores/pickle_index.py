@@ -17,17 +17,17 @@ from ckpt.stores.unpickler import LATIN1, collector_paused, load_pickle
 # per value costs little, and its `stop - start` is the value's size in the file.
 StoredText = slice
 
-_CHUNK: Final = 1 << 16  # bytes read at a time while scanning
-_SLACK: Final = 512  # longest fixed-size opcode plus a GLOBAL's two name lines
-_MAX_NAME: Final = 1 << 20  # a key string longer than this is not a PersistentDict key
-_U32: Final = struct.Struct("<I")
-_I32: Final = struct.Struct("<i")
-_U16: Final = struct.Struct("<H")
+CHUNK: Final = 1 << 16  # bytes read at a time while scanning
+SLACK: Final = 512  # longest fixed-size opcode plus a GLOBAL's two name lines
+MAX_NAME: Final = 1 << 20  # a key string longer than this is not a PersistentDict key
+U32: Final = struct.Struct("<I")
+I32: Final = struct.Struct("<i")
+U16: Final = struct.Struct("<H")
 _ENCODE_MARK: Final = object()
 _BYTES_MARK: Final = object()
 
 
-class _Unsupported(Exception):
+class Unsupported(Exception):
     """The stream uses something the scanner does not handle: use the full unpickler."""
 
 
@@ -78,7 +78,7 @@ class PickleFile:
 
     def _scan(self) -> Any:
         """A pickle machine for the opcodes protocol 2 writes for dicts of tuples of str,
-        int, None and bytes; anything else raises _Unsupported.
+        int, None and bytes; anything else raises Unsupported.
 
         It only ever builds dicts, tuples, strings, ints and slices; there is nothing in
         it that can call or import. The payload of `_codecs.encode(<str>, "latin1")` is
@@ -87,16 +87,16 @@ class PickleFile:
         """
         fd = self.fd
         pread = os.pread
-        u32, i32, u16 = _U32.unpack_from, _I32.unpack_from, _U16.unpack_from
+        u32, i32, u16 = U32.unpack_from, I32.unpack_from, U16.unpack_from
         base = 0  # file offset of buf[0]
-        buf = pread(fd, _CHUNK, 0)
+        buf = pread(fd, CHUNK, 0)
         if buf[:2] != b"\x80\x02":
-            raise _Unsupported("not protocol 2")
+            raise Unsupported("not protocol 2")
         pos = 2
-        limit = len(buf) - _SLACK
+        limit = len(buf) - SLACK
         # The memo as a list: the pickler numbers its puts 0, 1, 2... in order, so each
         # put appends. A dict of int keys cost ~60 bytes an entry (the blobs file of a dev
-        # folder puts ~5 per value); a list slot costs 8. Any other numbering: _Unsupported.
+        # folder puts ~5 per value); a list slot costs 8. Any other numbering: Unsupported.
         memo: list[Any] = []
         remember = memo.append
         stack: list[Any] = []
@@ -105,11 +105,11 @@ class PickleFile:
         while True:
             if pos > limit:
                 base += pos
-                buf = pread(fd, _CHUNK, base)
+                buf = pread(fd, CHUNK, base)
                 pos = 0
-                limit = len(buf) - _SLACK
+                limit = len(buf) - SLACK
                 if not buf:
-                    raise _Unsupported("truncated")
+                    raise Unsupported("truncated")
             op = buf[pos]
             pos += 1
             if op == 0x68:  # BINGET
@@ -117,7 +117,7 @@ class PickleFile:
                 pos += 1
             elif op == 0x72:  # LONG_BINPUT
                 if u32(buf, pos)[0] != len(memo):
-                    raise _Unsupported("memo order")
+                    raise Unsupported("memo order")
                 remember(stack[-1])
                 pos += 4
             elif op == 0x6A:  # LONG_BINGET
@@ -130,14 +130,14 @@ class PickleFile:
                     push(slice(base + pos, base + pos + size))  # a bytes value: skip it
                 else:
                     if pos + size > len(buf):
-                        if size > _MAX_NAME:
-                            raise _Unsupported("long string")
+                        if size > MAX_NAME:
+                            raise Unsupported("long string")
                         base += pos
-                        buf = pread(fd, size + _CHUNK, base)
+                        buf = pread(fd, size + CHUNK, base)
                         pos = 0
-                        limit = len(buf) - _SLACK
+                        limit = len(buf) - SLACK
                         if len(buf) < size:
-                            raise _Unsupported("truncated")
+                            raise Unsupported("truncated")
                     push(buf[pos : pos + size].decode("utf-8", "surrogatepass"))
                 pos += size
             elif op == 0x86:  # TUPLE2
@@ -152,7 +152,7 @@ class PickleFile:
                 push(built)
             elif op == 0x71:  # BINPUT
                 if buf[pos] != len(memo):
-                    raise _Unsupported("memo order")
+                    raise Unsupported("memo order")
                 remember(stack[-1])
                 pos += 1
             elif op == 0x52:  # REDUCE
@@ -163,12 +163,12 @@ class PickleFile:
                 elif func is _BYTES_MARK and args == ():
                     push("")
                 else:
-                    raise _Unsupported("REDUCE")
+                    raise Unsupported("REDUCE")
             elif op == 0x75:  # SETITEMS
                 start = marks.pop()
                 target = stack[start - 1] if start else None
                 if type(target) is not dict:
-                    raise _Unsupported("SETITEMS")
+                    raise Unsupported("SETITEMS")
                 items = stack[start:]
                 del stack[start:]
                 keys = items[::2]
@@ -201,15 +201,15 @@ class PickleFile:
                 value = stack.pop()
                 key = stack.pop()
                 if type(stack[-1]) is not dict:
-                    raise _Unsupported("SETITEM")
+                    raise Unsupported("SETITEM")
                 if type(key) is tuple:
                     _check_flat(key)
                 stack[-1][key] = value
             elif op == 0x63:  # GLOBAL: only the two the bytes values need
-                end = buf.find(b"\n", pos, pos + _SLACK)
-                stop = buf.find(b"\n", end + 1, pos + _SLACK)
+                end = buf.find(b"\n", pos, pos + SLACK)
+                stop = buf.find(b"\n", end + 1, pos + SLACK)
                 if end < 0 or stop < 0:
-                    raise _Unsupported("GLOBAL")
+                    raise Unsupported("GLOBAL")
                 name = (buf[pos:end], buf[end + 1 : stop])
                 pos = stop + 1
                 if name == (b"_codecs", b"encode"):
@@ -217,13 +217,13 @@ class PickleFile:
                 elif name in _BYTES_NAMES:
                     push(_BYTES_MARK)
                 else:
-                    raise _Unsupported("GLOBAL")  # the unpickler refuses it by name
+                    raise Unsupported("GLOBAL")  # the unpickler refuses it by name
             elif op == 0x2E:  # STOP
                 if len(stack) != 1 or marks:
-                    raise _Unsupported("STOP")
+                    raise Unsupported("STOP")
                 return stack[0]
             else:
-                raise _Unsupported(f"opcode {op:#x}")
+                raise Unsupported(f"opcode {op:#x}")
 
 
 _BYTES_NAMES: Final = frozenset({(b"__builtin__", b"bytes"), (b"builtins", b"bytes")})
@@ -238,4 +238,4 @@ def _check_flat(key: tuple[Any, ...]) -> None:
     """
     for part in key:
         if type(part) is tuple:
-            raise _Unsupported("a key holding a tuple")
+            raise Unsupported("a key holding a tuple")

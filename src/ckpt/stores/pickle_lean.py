@@ -29,19 +29,19 @@ anything named by the data.
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ckpt.stores.pickle_index import CHUNK as _CHUNK
+from ckpt.stores.pickle_index import I32 as _I32
+from ckpt.stores.pickle_index import MAX_NAME as _MAX_NAME
+from ckpt.stores.pickle_index import SLACK as _SLACK
+from ckpt.stores.pickle_index import U16 as _U16
+from ckpt.stores.pickle_index import U32 as _U32
+from ckpt.stores.pickle_index import Unsupported
 from ckpt.stores.unpickler import LATIN1
 
-_CHUNK: Final = 1 << 16
-_SLACK: Final = 512
-_MAX_NAME: Final = 1 << 20
 _SHARED_BYTES: Final = 64  # bytes values up to this long stay in the memo (see _keep)
-_U32: Final = struct.Struct("<I")
-_I32: Final = struct.Struct("<i")
-_U16: Final = struct.Struct("<H")
 
 _ENCODE: Final = object()
 _BYTES: Final = object()
@@ -60,10 +60,6 @@ _STORAGE_GLOBALS: Final = {
     (b"builtins", b"dict"): _DICT,
 }
 _MARKERS: Final = frozenset(map(id, (_ENCODE, _BYTES, _DEFAULTDICT, _DICT)))
-
-
-class Unsupported(Exception):
-    """The file is not in the plain shape the pass reads: read it the full way."""
 
 
 class Namespaces(dict[Any, Any]):
