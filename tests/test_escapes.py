@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from ckpt.cli import app
+from ckpt.decoders.values import bytes_record, float_record
 from ckpt.escapes import UNSAFE_RANGES, escape_json_text, for_terminal, is_unsafe
-from ckpt.records import dumps, json_ready
+from ckpt.records import as_json, dumps
 
 runner = CliRunner()
 CKPT = str(Path(sys.executable).parent / "ckpt")
@@ -137,24 +138,56 @@ _VALUES = st.recursive(
 )
 
 
+def _strict_oracle(value: Any) -> Any:
+    """What docs/json.md says dumps writes for a value JSON cannot hold as it is: float
+    and bytes records, tuples as lists, keys as their JSON text (str() for the rest)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return float_record(value)
+    if isinstance(value, bytes):
+        return bytes_record(value)
+    if isinstance(value, list | tuple):
+        return [_strict_oracle(item) for item in value]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                plain = key is None or isinstance(key, bool | int)
+                finite = isinstance(key, float) and math.isfinite(key)
+                key = json.dumps(key) if plain or finite else str(key)
+            assume(key not in out)  # keys that meet as text: written twice, not compared
+            out[key] = _strict_oracle(item)
+        return out
+    return value
+
+
 @settings(max_examples=400, deadline=None)
 @given(
     _VALUES,
-    st.sampled_from([0, 2, 4]),
+    st.sampled_from([None, 0, 2, 4]),
     st.sampled_from([0, 1, 3]),
 )
-def test_indented_json_is_json_dumps_own_text(value: Any, indent: int, level: int) -> None:
-    """dumps writes indented JSON itself (json.dumps with an indent runs a pure-Python
-    encoder): the text is json.dumps' own, byte for byte, for every value, and `level`
-    only indents the lines after the first."""
-    try:
-        expected = json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
-    except (ValueError, TypeError):
-        expected = json.dumps(
-            json_ready(value), ensure_ascii=False, indent=indent, allow_nan=False, default=str
-        )
-    expected = escape_json_text(expected).replace("\n", "\n" + " " * (indent * level))
-    assert dumps(value, indent=indent, level=level) == expected
+def test_json_text_is_json_dumps_own_text(value: Any, indent: int | None, level: int) -> None:
+    """dumps writes JSON itself (json.dumps with an indent runs a pure-Python encoder,
+    and neither takes NaN, bytes or deep nesting): the text is json.dumps' own, byte for
+    byte, for the strict form of every value, and `level` only indents the lines after
+    the first. The value read back is as_json's."""
+    expected = json.dumps(_strict_oracle(value), ensure_ascii=False, indent=indent, allow_nan=False)
+    if indent is not None:
+        expected = expected.replace("\n", "\n" + " " * (indent * level))
+    text = dumps(value, indent=indent, level=level)
+    assert text == escape_json_text(expected)
+    assert json.dumps(as_json(value)) == json.dumps(json.loads(text))
+
+
+def test_as_json_shares_what_is_plain_already() -> None:
+    """as_json copies only what a JSON round trip would change."""
+    nils = [None] * 10_000
+    words = {"a": nils, "b": [{"c": "d"}, 1.5, True]}
+    assert as_json(words) is words
+    changed = {"a": nils, "b": (1, 2), "n": math.nan}
+    back = as_json(changed)
+    assert back["a"] is nils
+    assert back == {"a": nils, "b": [1, 2], "n": {"__ckpt__": "float", "value": "NaN"}}
 
 
 def test_indented_json_of_long_lists_is_json_dumps_own() -> None:
@@ -170,14 +203,17 @@ def test_indented_json_of_long_lists_is_json_dumps_own() -> None:
         assert dumps(value, indent=indent) == json.dumps(value, indent=indent, ensure_ascii=False)
 
 
-def test_indented_json_of_deep_nesting_is_json_dumps_own() -> None:
-    """Nesting too deep for a recursive writer reaches json.dumps, which says so as it
-    always did (the CLI turns the RecursionError into exit 5)."""
+def test_json_of_any_depth() -> None:
+    """The writer keeps its own stack: nesting too deep for json (or for Python's
+    recursion) is written all the same, indented or not."""
+    depth = 5000
     deep: Any = 1
-    for _ in range(5000):
+    for _ in range(depth):
         deep = [deep]
-    with pytest.raises(RecursionError):
-        dumps(deep, indent=2)
+    assert dumps(deep) == "[" * depth + "1" + "]" * depth
+    lines = [" " * i + "[" for i in range(depth)] + [" " * depth + "1"]
+    lines += [" " * i + "]" for i in reversed(range(depth))]
+    assert dumps(deep, indent=1) == "\n".join(lines)
     shallow: Any = 1
     for _ in range(300):
         shallow = {"k": [shallow]}
@@ -185,18 +221,19 @@ def test_indented_json_of_deep_nesting_is_json_dumps_own() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(_VALUES, st.integers(min_value=1, max_value=4000))
+@given(_VALUES, st.integers(min_value=1, max_value=40))
 def test_streamed_json_is_the_same_text(value: Any, chunk: int) -> None:
-    """`dump_chunks` (the indented documents, written a piece at a time) writes what
-    `dumps` writes, whatever the value and wherever the pieces are cut."""
+    """`dump_document` (the indented documents, written a piece at a time) writes what
+    `dumps` writes, whatever the value and however often the pieces are handed on."""
     from ckpt import records
 
-    saved = records.CHUNK
-    records.CHUNK = chunk  # type: ignore[misc]
+    saved = records.FLUSH, records.RUN
+    records.FLUSH, records.RUN = chunk, max(1, chunk // 3)  # type: ignore[misc]
     try:
-        assert "".join(records.dump_chunks(value)) == dumps(value, indent=2) + "\n"
+        pieces = list(records.dump_document(value))
     finally:
-        records.CHUNK = saved  # type: ignore[misc]
+        records.FLUSH, records.RUN = saved  # type: ignore[misc]
+    assert "".join(pieces) == dumps(value, indent=2) + "\n"
 
 
 def _expected(value: Any) -> Any:

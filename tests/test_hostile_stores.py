@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
+import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Final
 
@@ -26,7 +29,7 @@ import pytest
 from ckpt.errors import ExitCode
 from ckpt.escapes import is_unsafe
 from ckpt_runner import Result, Runner
-from hostile import Built, Case, build, cases, sample
+from hostile import Built, Case, build, cases, sample, value_in
 from store_files import folder_hashes, unexpected_changes
 
 DATA = Path(__file__).parent / "data"
@@ -258,3 +261,39 @@ def test_every_command_on_the_regression_corpus(
     pairs = [(case, command) for case in chosen for command in COMMANDS]
     runs, failures = run_matrix(runner, pairs, base_paths, tmp_path, base_threads)
     assert not failures, "\n".join(failures[:40])
+
+
+def test_a_huge_value_prints_in_bounded_memory(runner: Runner, tmp_path: Path) -> None:
+    """An 8 MB pending write of 8 million nils: 100 MB of indented JSON, and twice the
+    generator's biggest array. Every view of its checkpoint writes the text a piece at a
+    time and compares the value where it lies, within the bounds every run keeps."""
+    folder = tmp_path / "huge"
+    folder.mkdir()
+    store = folder / "store.db"
+    shutil.copy(DATA / "sqlite_checkpoints.db", store)
+    count = 8_000_000
+    payload = b"\xdd" + count.to_bytes(4, "big") + b"\xc0" * count
+    value_in("writes", "value", "msgpack", payload)(store, random.Random(0))
+    with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as conn:
+        thread, checkpoint = conn.execute(
+            "SELECT thread_id, checkpoint_id FROM writes ORDER BY length(value) DESC LIMIT 1"
+        ).fetchone()
+    built = Built(folder=folder, store=str(store), thread=thread)
+    db = ["--db", str(store)]
+    commands = {
+        "show --json": ["show", checkpoint, "--json", *db],
+        "show": ["show", checkpoint, *db],
+        "history --json": ["history", thread, "--json", *db],
+        "diff": ["diff", checkpoint, *db],
+        "diff --json": ["diff", checkpoint, "--json", *db],
+        "dump": ["dump", str(store), "--ndjson", "-q"],
+    }
+    failures = []
+    for command, args in commands.items():
+        before = folder_hashes(folder)
+        result = runner.run(args, cwd=str(folder), timeout=60)
+        failures += [f"ckpt {command}: {p}" for p in problems(command, result, built, before)]
+        if command == "show --json":  # the whole value, not a stand-in
+            writes = json.loads(result.stdout)["pending_writes"]
+            assert [w["value"] == [None] * count for w in writes].count(True) == 1
+    assert not failures, "\n".join(failures)

@@ -395,6 +395,7 @@ def open(  # noqa: A001 - the library's entry point, as sqlite3.connect or open(
 def diff(a: CheckpointRecord, b: CheckpointRecord) -> list[PatchOperation]:
     """The RFC 6902 JSON Patch that turns record `a` into record `b` (`ckpt diff --json`):
     messages matched by id, writes by (task, idx); [] when they hold the same."""
-    from ckpt.changes import as_json, diff_values, json_patch
+    from ckpt.changes import diff_values, json_patch
+    from ckpt.records import as_json
 
     return json_patch(diff_values(as_json(a), as_json(b)))

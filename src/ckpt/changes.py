@@ -11,7 +11,7 @@ from typing import Any, Final, Literal
 from ckpt.analysis import task_label
 from ckpt.messages import is_message
 from ckpt.model import Checkpoint
-from ckpt.records import CheckpointRecord, PatchOperation, checkpoint_record, dumps
+from ckpt.records import CheckpointRecord, PatchOperation, as_json, checkpoint_record
 
 Kind = Literal["added", "removed", "changed"]
 
@@ -94,11 +94,6 @@ def diff_records(a: CheckpointRecord, b: CheckpointRecord) -> list[Change]:
 def diff_checkpoints(a: Checkpoint, b: Checkpoint) -> list[Change]:
     """`diff_records` of two checkpoints loaded with values, each found alone."""
     return diff_records(checkpoint_record(a), checkpoint_record(b))
-
-
-def as_json(value: Any) -> Any:
-    """The value as it reads back from ckpt's JSON output (tuples become lists ...)."""
-    return json.loads(dumps(value))
 
 
 def differs(changes: Sequence[Change]) -> bool:

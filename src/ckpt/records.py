@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any, Final, Literal, NotRequired, TypedDict
 
 from ckpt.analysis import (
@@ -26,6 +27,7 @@ from ckpt.analysis import (
     write_outcomes,
 )
 from ckpt.decoders import uuid6_time
+from ckpt.decoders.values import bytes_record, float_record
 from ckpt.escapes import escape_json_text
 from ckpt.model import Checkpoint, PendingWrite, ThreadSummary
 from ckpt.tasks import InterruptInfo, Task
@@ -741,41 +743,50 @@ def checkpoint_record(
 
 def dumps(value: Any, *, indent: int | None = None, level: int = 0) -> str:
     """Strict JSON for any value (docs/json.md, "Strict JSON"): never NaN or Infinity
-    (they become float records), valid UTF-8 whatever the strings hold, and nothing a
-    terminal would act on: non-ASCII text is kept, but controls, bidi and invisible
-    characters and lone surrogates are written as \\u escapes (ckpt.escapes).
+    (they become float records), bytes as bytes records, valid UTF-8 whatever the strings
+    hold, and nothing a terminal would act on: non-ASCII text is kept, but controls, bidi
+    and invisible characters and lone surrogates are written as \\u escapes
+    (ckpt.escapes). Any depth: the writer keeps its own stack.
 
     `level` (with `indent`) writes the text as if nested that many levels deep: every
     line but the first starts with `level * indent` more spaces, as an array of records
     lays out its items."""
-    text: str | None = None
-    if indent is not None:
-        # json.dumps with an indent runs json's pure-Python encoder, a generator per
-        # container; this writer gives the same text for the plain JSON types (a test
-        # holds them equal) at about three times the speed, and leaves anything else
-        # (NaN, bytes, odd keys, nesting too deep) to json.dumps below.
-        out: list[str] = []
-        try:
-            _indented(value, out, "\n" + " " * (indent * level), " " * indent)
+    if indent is None:
+        try:  # json's C encoder, when the value is plain JSON and not nested too deep
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False)
         except (ValueError, TypeError, RecursionError):
-            pass
-        else:
-            text = "".join(out)
-    if text is None:
-        text = _json_text(value, indent)
-        if level and indent:
-            # Raw newlines in JSON text are only its layout (strings escape theirs).
-            text = text.replace("\n", "\n" + " " * (indent * level))
-    return escape_json_text(text)
+            text = "".join(_pieces(value, None, ""))
+        return escape_json_text(text)
+    return "".join(dump_pieces(value, indent=indent, level=level))
 
 
-def _json_text(value: Any, indent: int | None) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, indent=indent, allow_nan=False)
-    except (ValueError, TypeError):
-        return json.dumps(
-            json_ready(value), ensure_ascii=False, indent=indent, allow_nan=False, default=str
-        )
+def dump_pieces(value: Any, *, indent: int = 2, level: int = 0) -> Iterator[str]:
+    """`dumps(value, indent=indent, level=level)` a piece at a time: a document is never
+    held whole as text (a pending write of 8 million nils is 100 MB of indented JSON;
+    `ckpt types` on a store with a 10 MB thread id names it in every example)."""
+    for piece in _pieces(value, "\n" + " " * (indent * level), " " * indent):
+        yield escape_json_text(piece)
+
+
+def dump_document(value: Any, *, indent: int = 2) -> Iterator[str]:
+    """The indented document and its final newline, a piece at a time (every
+    `--json` view of one record)."""
+    yield from dump_pieces(value, indent=indent)
+    yield "\n"
+
+
+def dumps_head(value: Any, limit: int) -> tuple[str, int]:
+    """The first `limit` characters of `dumps(value)` and the length of the whole text,
+    without holding the whole text (a one-line preview of a value of any size)."""
+    head: list[str] = []
+    kept = length = 0
+    for piece in _pieces(value, None, ""):
+        piece = escape_json_text(piece)
+        length += len(piece)
+        if kept < limit:
+            head.append(piece[: limit - kept])
+            kept += len(head[-1])
+    return "".join(head), length
 
 
 _encode_string = json.encoder.encode_basestring  # ensure_ascii=False: json's C escaper
@@ -783,103 +794,155 @@ _float_text = float.__repr__
 _int_text = int.__repr__
 
 
-def _indented(value: Any, out: list[str], newline: str, step: str) -> None:
-    """`json.dumps(value, ensure_ascii=False, indent=len(step), allow_nan=False)`, appended
-    to `out` piece by piece, for str, int, float, bool, None, list, tuple and dict (keys:
-    str, int, float, bool, None), in the order and layout json's own encoder checks and
-    writes them; raises ValueError on NaN or Infinity and TypeError on any other type."""
-    if isinstance(value, list | tuple):
-        if not value:
-            out.append("[]")
-            return
-        inner = newline + step
-        sep = "," + inner
-        lead = "[" + inner
-        # Runs of scalars are joined RUN at a time: a list of 8 million nils is a few
-        # thousand pieces, not 8 million strings of their own.
-        run: list[str] = []
-        for item in value:
-            text = _scalar_text(item)
-            if text is not None:
-                run.append(text)
-                if len(run) < RUN:
-                    continue
-                out.append(lead + sep.join(run))
-                run = []
+def _pieces(value: Any, newline: str | None, step: str) -> Iterator[str]:
+    """The JSON text of `value` before escaping, about FLUSH pieces at a time: the text
+    `json.dumps(strict(value), ensure_ascii=False, allow_nan=False, indent=len(step))`
+    gives, where strict(value) is the value as JSON can hold it (non-finite floats and
+    bytes as their records, tuples as lists, keys as their JSON text, anything else as
+    its str()); `newline=None` is json.dumps' compact layout. Iterative, so any depth."""
+    out: list[str] = []
+    # One frame per open container: [items, is_dict, lead], `lead` being what goes before
+    # the next item (the opening bracket and first indent, then the separator); the
+    # separators and closing text of each depth are made once (`layouts`).
+    frames: list[list[Any]] = []
+    layouts: list[tuple[str, str, str, str, str]] = []
+    text_of = _TEXT.get
+    item: Any = value
+    while True:
+        kind = type(item)
+        if kind is dict or kind is list or kind is tuple:
+            container = item
+        else:
+            container = None
+            to_text = text_of(kind)
+            if to_text is not None and (kind is not float or item - item == 0.0):
+                out.append(to_text(item))
             else:
+                strict = _strict(item)
+                if isinstance(strict, str):
+                    out.append(strict)
+                else:
+                    container = strict
+        if container is not None:
+            if not container:
+                out.append("{}" if isinstance(container, dict) else "[]")
+            else:
+                depth = len(frames)
+                while len(layouts) <= depth:
+                    layouts.append(_layout(newline, step, len(layouts)))
+                if isinstance(container, dict):
+                    frames.append([iter(container.items()), True, layouts[depth][2]])
+                else:
+                    frames.append([iter(container), False, layouts[depth][1]])
+        # Go on with the innermost open container until one of its items is a container.
+        item = _DONE
+        while frames:
+            frame = frames[-1]
+            items, lead = frame[0], frame[2]
+            sep = layouts[len(frames) - 1][0]
+            if frame[1]:
+                for key, child in items:
+                    if type(key) is not str:
+                        key = key if isinstance(key, str) else _key_text(key)
+                    kind = type(child)
+                    to_text = text_of(kind)
+                    if to_text is not None and (kind is not float or child - child == 0.0):
+                        out.append(lead + _encode_string(key) + ": " + to_text(child))
+                        lead = sep
+                        continue
+                    out.append(lead + _encode_string(key) + ": ")
+                    item = child
+                    lead = sep
+                    break
+            else:
+                # Runs of scalars are joined RUN at a time: a list of 8 million nils is a
+                # few thousand pieces, not 8 million strings of their own.
+                run: list[str] = []
+                for child in items:
+                    kind = type(child)
+                    to_text = text_of(kind)
+                    if to_text is not None and (kind is not float or child - child == 0.0):
+                        run.append(to_text(child))
+                        if len(run) < RUN:
+                            continue
+                        out.append(lead + sep.join(run))
+                        lead = sep
+                        run = []
+                        if len(out) >= FLUSH:
+                            yield "".join(out)
+                            out = []
+                        continue
+                    if run:
+                        out.append(lead + sep.join(run))
+                        lead = sep
+                        run = []
+                    out.append(lead)
+                    item = child
+                    lead = sep
+                    break
                 if run:
                     out.append(lead + sep.join(run))
-                    run = []
                     lead = sep
-                out.append(lead)
-                _indented(item, out, inner, step)
-            lead = sep
-        if run:
-            out.append(lead + sep.join(run))
-        out.append(newline + "]")
-    elif isinstance(value, dict):
-        if not value:
-            out.append("{}")
-            return
-        inner = newline + step
-        lead = "{" + inner
-        for key, item in value.items():
-            if type(key) is not str:
-                key = key if isinstance(key, str) else _key_text(key)
-            text = _scalar_text(item)
-            if text is not None:
-                out.append(lead + _encode_string(key) + ": " + text)
-            else:
-                out.append(lead + _encode_string(key) + ": ")
-                _indented(item, out, inner, step)
-            lead = "," + inner
-        out.append(newline + "}")
-    else:
-        text = _scalar_text(value)
-        if text is None:
-            if isinstance(value, str):
-                text = _encode_string(value)
-            elif isinstance(value, int):  # bool is caught by _scalar_text
-                text = _int_text(value)
-            elif isinstance(value, float):
-                text = _finite(value)
-            else:
-                raise TypeError(f"not plain JSON: {type(value).__name__}")
-        out.append(text)
+            if item is not _DONE:
+                frame[2] = lead
+                break
+            out.append(layouts[len(frames) - 1][4 if frame[1] else 3])
+            frames.pop()
+        if len(out) >= FLUSH:
+            yield "".join(out)
+            out = []
+        if item is _DONE:
+            break
+    if out:
+        yield "".join(out)
 
 
-RUN: Final = 4096
+def _layout(newline: str | None, step: str, depth: int) -> tuple[str, str, str, str, str]:
+    """The separator, the two openings and the two closings of a container `depth` deep."""
+    if newline is None:
+        return ", ", "[", "{", "]", "}"
+    outer = newline + step * depth
+    inner = outer + step
+    return "," + inner, "[" + inner, "{" + inner, outer + "]", outer + "}"
 
 
-def _scalar_text(value: Any) -> str | None:
-    """The JSON text of a value of exactly a scalar type; None for anything else (a
-    container, or a subclass, which _indented checks as json does)."""
-    kind = type(value)
-    if kind is str:
+def _null(_: None) -> str:
+    return "null"
+
+
+# The JSON text of the exact scalar types (a float only when finite: checked first).
+_TEXT: Final[dict[type, Callable[[Any], str]]] = {
+    str: _encode_string,
+    int: _int_text,
+    bool: {True: "true", False: "false"}.__getitem__,
+    type(None): _null,
+    float: _float_text,
+}
+_DONE: Final = object()
+RUN: Final = 4096  # scalars joined into one piece
+FLUSH: Final = 256  # pieces joined and handed on at once
+
+
+def _strict(value: Any) -> Any:
+    """What `_pieces` writes for a value not of an exact scalar type: a container (dict,
+    list or tuple, subclasses too) as it is, a record for NaN, the infinities and bytes,
+    and the text of anything else: json's own checks, in json's order."""
+    if isinstance(value, str):
         return _encode_string(value)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if kind is int:
+    if isinstance(value, int):  # bool is never here: True and False are scalars
         return _int_text(value)
-    if kind is float:
-        return _finite(value)
-    return None
-
-
-def _finite(number: float) -> str:
-    if number != number or number in (math.inf, -math.inf):
-        raise ValueError("not a finite float")
-    return _float_text(number)
+    if isinstance(value, float):
+        return _float_text(value) if math.isfinite(value) else float_record(value)
+    if isinstance(value, list | tuple | dict):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes_record(value)
+    return _encode_string(str(value))
 
 
 def _key_text(key: Any) -> str:
-    # json's own order: float, True, False, None, int; anything else is a TypeError.
-    if isinstance(key, float):
-        return _finite(key)
+    """A dict key that is not a str, as the JSON text json gives it (str() for the keys
+    json refuses: NaN, the infinities, tuples ...)."""
     if key is True:
         return "true"
     if key is False:
@@ -888,60 +951,55 @@ def _key_text(key: Any) -> str:
         return "null"
     if isinstance(key, int):
         return _int_text(key)
-    raise TypeError(f"not a JSON key: {type(key).__name__}")
+    if isinstance(key, float) and math.isfinite(key):
+        return _float_text(key)
+    return str(key)
 
 
-def dump_chunks(value: Any, *, indent: int = 2) -> Iterator[str]:
-    """`dumps(value, indent=indent)` and a newline, as pieces of about CHUNK characters:
-    a document is never held whole (`ckpt types` on a store with a 10 MB thread id
-    names it in every example, 230 MB of JSON). The same text as `dumps`. For reports of
-    a few thousand containers (stats, types, plans): json_ready copies the containers
-    first, since a stream cannot start again when a value turns out not to be strict
-    JSON; `show --json` and `diff --json` keep `dumps`, whose values may be millions of
-    elements."""
-    encoder = json.JSONEncoder(ensure_ascii=False, indent=indent, allow_nan=False, default=str)
-    pending: list[str] = []
-    size = 0
-    for chunk in encoder.iterencode(json_ready(value)):
-        pending.append(chunk)
-        size += len(chunk)
-        if size >= CHUNK:
-            yield escape_json_text("".join(pending))
-            pending, size = [], 0
-    pending.append("\n")
-    yield escape_json_text("".join(pending))
+def as_json(value: Any) -> Any:
+    """The value as it reads back from ckpt's JSON output, `json.loads(dumps(value))`,
+    without writing the text: the parts that already are plain JSON are the value's own
+    objects, not copies (a pending write of 8 million nils is compared where it lies)."""
+    try:
+        return _as_json(value)
+    except RecursionError:
+        return json.loads(dumps(value))
 
 
-CHUNK: Final = 1 << 16
+def _as_json(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is bool or value is None or kind is int:
+        return value
+    if kind is float:
+        return value if value - value == 0.0 else float_record(value)
+    if isinstance(value, list | tuple):
+        if kind is list and _PLAIN_ITEMS.issuperset(map(type, value)):
+            return value
+        copy = [_as_json(item) for item in value]
+        if kind is list and all(map(operator.is_, copy, value)):
+            return value
+        return copy
+    if isinstance(value, dict):
+        plain = kind is dict
+        converted: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                plain = False
+                key = str(key) if isinstance(key, str) else _key_text(key)
+            new = _as_json(item)
+            plain = plain and new is item
+            converted[key] = new
+        return value if plain else converted
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _as_json(float(value))
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes_record(value)
+    return str(value)
 
 
-def json_ready(value: Any) -> Any:
-    """A copy of a value that json.dumps takes strictly: non-finite floats as float
-    records, bytes as bytes records, tuples as lists, non-string keys as their JSON text
-    (iterative: any depth)."""
-    from ckpt.decoders.values import bytes_record, float_record
-
-    out: list[Any] = [None]
-    stack: list[tuple[Any, Any, Any]] = [(value, out, 0)]
-    while stack:
-        item, parent, slot = stack.pop()
-        if type(item) is float and not math.isfinite(item):
-            item = float_record(item)
-        elif isinstance(item, bytes | bytearray | memoryview):
-            item = bytes_record(item)
-        if isinstance(item, dict):
-            copy: dict[str, Any] = {}
-            parent[slot] = copy
-            for key, child in item.items():
-                if not isinstance(key, str):
-                    plain = key is None or isinstance(key, bool | int)
-                    key = json.dumps(key) if plain else str(key)
-                copy[key] = None
-                stack.append((child, copy, key))
-        elif isinstance(item, list | tuple):
-            items: list[Any] = [None] * len(item)
-            parent[slot] = items
-            stack.extend((child, items, i) for i, child in enumerate(item))
-        else:
-            parent[slot] = item
-    return out[0]
+# No float: a float may be NaN or infinite.
+_PLAIN_ITEMS: Final = frozenset({str, int, bool, type(None)})

@@ -286,7 +286,8 @@ class BrowseApp(App[None]):
         """Work still under way: a query, a layout, or a key press waiting to be acted on
         (tests wait on this instead of sleeping)."""
         waiting = any(work is not None for _, work in self._pending.values())
-        return waiting or any(not w.is_finished for w in self.workers)
+        unheard = any(rows.unheard for rows in self.query(RowList))
+        return waiting or unheard or any(not w.is_finished for w in self.workers)
 
     # -- queries -----------------------------------------------------------------------------------
     async def _ask(self, lane: str, work: Callable[..., T], *args: Any) -> T:
@@ -533,7 +534,8 @@ class BrowseApp(App[None]):
 
     # -- events ----------------------------------------------------------------------------------
     @on(RowList.Highlighted, "#threads")
-    def thread_highlighted(self) -> None:
+    def thread_highlighted(self, event: RowList.Highlighted) -> None:
+        event.rows.unheard -= 1
         # The cursor's row now, not the event's index: typing in the filter may have
         # changed the list since the message was posted.
         record = self.query_one(ThreadRows).current
@@ -544,7 +546,8 @@ class BrowseApp(App[None]):
         self._later("history", lambda: self._open_thread(thread_id))
 
     @on(RowList.Highlighted, "#history")
-    def checkpoint_highlighted(self) -> None:
+    def checkpoint_highlighted(self, event: RowList.Highlighted) -> None:
+        event.rows.unheard -= 1
         record = self.query_one(HistoryRows).current  # as above: the row under the cursor now
         if record is not None:
             key = key_of(record)

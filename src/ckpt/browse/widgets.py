@@ -132,6 +132,9 @@ class RowList(ScrollView, can_focus=True):
         # (or before the new height counted) can be clamped to the top, so each frame
         # checks, and scrolls again after it if the cursor is still out of view.
         self._bring_cursor_into_view = False
+        # Highlighted messages posted and not yet acted on (BrowseApp.busy counts them:
+        # between the post and the handler, no query is under way yet).
+        self.unheard = 0
 
     # -- what a subclass draws ---------------------------------------------------------------
     def row(self, index: int, width: int) -> Text:
@@ -175,6 +178,7 @@ class RowList(ScrollView, can_focus=True):
         self._scroll_to_cursor()
         self.refresh()
         if announce and index != previous:
+            self.unheard += 1
             self.post_message(self.Highlighted(self, index))
 
     def _selectable_near(self, index: int, direction: int) -> int:

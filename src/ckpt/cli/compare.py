@@ -68,7 +68,7 @@ def diff(
     from ckpt.changes import diff_records, differs, json_patch
     from ckpt.encryption import require_key_for_record
     from ckpt.errors import ExitCode
-    from ckpt.records import dumps
+    from ckpt.records import dump_document
     from ckpt.render import diffview
 
     run = state(ctx)
@@ -82,7 +82,7 @@ def diff(
         if differs(changes):
             run.closed_pipe_status = int(ExitCode.DIFFERENT)
         if json_out:
-            run.output.lines([dumps(json_patch(changes), indent=2), "\n"])
+            run.output.lines(dump_document(json_patch(changes)))
         else:
             run.output.show(diffview.diff_view(left, right, changes, full=full, local=local))
         require_key_for_record(left, has_key=store_a.raw.aes_key is not None)

@@ -194,7 +194,7 @@ def versions(
     """
     from ckpt.encryption import require_key_for_bodies
     from ckpt.history import thread_checkpoints
-    from ckpt.records import dumps
+    from ckpt.records import dump_document
     from ckpt.render import human
     from ckpt.version_matrix import version_matrix
 
@@ -205,7 +205,7 @@ def versions(
         thread_cps = thread_checkpoints(checkpoints.raw, thread, ns or "")
         matrix = version_matrix(thread_cps, last=columns)
         if json_out:
-            output.lines([dumps(matrix, indent=2), "\n"])
+            output.lines(dump_document(matrix))
         else:
             output.show(human.versions_view(matrix, output))
         require_key_for_bodies(thread_cps, has_key=checkpoints.raw.aes_key is not None)
@@ -257,7 +257,7 @@ def show(
     Example: ckpt show support-1~2 --blobs --db chat.sqlite
     """
     from ckpt.encryption import require_key_for_record
-    from ckpt.records import dumps
+    from ckpt.records import dump_document
     from ckpt.render import human
 
     with_values = blobs or bool(channel)
@@ -270,7 +270,7 @@ def show(
             if writes:
                 keys = ("thread_id", "checkpoint_ns", "checkpoint_id", "pending_writes")
                 shown = {k: record[k] for k in keys}  # type: ignore[assignment,literal-required]
-            output.lines([dumps(shown, indent=2), "\n"])
+            output.lines(dump_document(shown))
         else:
             view = human.checkpoint_view(
                 record,

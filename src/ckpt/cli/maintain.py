@@ -90,7 +90,7 @@ def prune(
     """
     from ckpt import maintenance
     from ckpt.errors import BadOption
-    from ckpt.records import dump_chunks
+    from ckpt.records import dump_document
     from ckpt.render.maintain_view import plan_line, prune_view
 
     chosen = [name for name, on in (("--keep-latest", keep_latest), ("--keep-last", keep_last),
@@ -125,7 +125,7 @@ def prune(
             on_thread=said,
         )
         if json_out:
-            output.lines(dump_chunks(record))
+            output.lines(dump_document(record))
         else:
             output.show(prune_view(record, output))
 
@@ -156,7 +156,7 @@ def vacuum(
     statement, run with --apply (no lock that blocks the application).
     """
     from ckpt import maintenance
-    from ckpt.records import dump_chunks
+    from ckpt.records import dump_document
     from ckpt.render.maintain_view import vacuum_view
 
     output = state(ctx).output
@@ -166,7 +166,7 @@ def vacuum(
             checkpoints, spec, apply=apply, into=into, timeout=store_options.timeout
         )
         if json_out:
-            output.lines(dump_chunks(record))
+            output.lines(dump_document(record))
         else:
             output.show(vacuum_view(record))
 

@@ -51,7 +51,7 @@ def stats(
     Example: ckpt stats chat.sqlite --json | jq '.channels[0]'
     """
     from ckpt.errors import EncryptedError
-    from ckpt.records import dump_chunks
+    from ckpt.records import dump_document
     from ckpt.render.progress import advancing
     from ckpt.render.stats_view import stats_view
     from ckpt.stats import rows_to_read
@@ -65,7 +65,7 @@ def stats(
                 threads=thread or (), ns=ns, top=top, keep=keep, progress=tick
             )
         if json_out:
-            output.lines(dump_chunks(record))
+            output.lines(dump_document(record))
         else:
             output.show(stats_view(record, output))
         hidden = record["totals"]["unmeasured_bodies"]["encrypted"]

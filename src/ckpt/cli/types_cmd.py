@@ -44,7 +44,7 @@ def types(
     Example: ckpt types chat.sqlite --json | jq -r '.allowlist.python'
     """
     from ckpt.errors import EncryptedError
-    from ckpt.records import dump_chunks
+    from ckpt.records import dump_document
     from ckpt.render.progress import counting
     from ckpt.render.types_view import types_view
 
@@ -58,7 +58,7 @@ def types(
     with opened(ctx, store_options, store) as checkpoints:
         record = checkpoints.types(threads=thread or (), progress=progress)
         if json_out:
-            run.output.lines(dump_chunks(record))
+            run.output.lines(dump_document(record))
         else:
             run.output.show(types_view(record, run.output))
         encryption = record["encryption"]

@@ -203,15 +203,15 @@ def stream_json_array(records: Iterable[Any], *, pretty: bool = True) -> Iterato
     `pretty=False` puts each record on one line: still one array for jq, and about twice as
     fast to write (an indented dump runs json's pure-Python encoder).
     """
-    from ckpt.records import dumps
+    from ckpt.records import dump_pieces, dumps
 
     first = True
     for record in records:
-        if pretty:
-            body = "  " + dumps(record, indent=2, level=1)
+        if pretty:  # a piece at a time: one record may be a 100 MB document
+            yield "[\n  " if first else ",\n  "
+            yield from dump_pieces(record, indent=2, level=1)
         else:
-            body = dumps(record)
-        yield ("[\n" if first else ",\n") + body
+            yield ("[\n" if first else ",\n") + dumps(record)
         first = False
     yield "[]\n" if first else "\n]\n"
 

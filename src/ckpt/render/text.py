@@ -11,7 +11,7 @@ from typing import Any
 
 from ckpt.decoders import MARK_KEY
 from ckpt.escapes import for_terminal
-from ckpt.records import TaskRecord, dumps
+from ckpt.records import TaskRecord, dumps, dumps_head
 
 CUT = 160  # characters of a value shown in tables unless --full
 
@@ -49,7 +49,12 @@ def brief(value: Any, full: bool = False, limit: int = CUT) -> str:
         return f"<encrypted {value.get('inner', '')}, {value.get('size', '?')} bytes>"
     if isinstance(value, dict) and value.get(MARK_KEY) == "skipped":
         return "<not loaded>"
-    return cut(dumps(value), full, limit)
+    if full:
+        return dumps(value)
+    head, length = dumps_head(value, limit)
+    if length <= limit:
+        return head
+    return head[: limit - 1] + ("…" if limit < 150 else f"… ({length} chars)")
 
 
 def task_name(task: TaskRecord) -> str:
