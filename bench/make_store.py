@@ -219,8 +219,14 @@ def interleave(source: Path, target: Path) -> None:
 
 
 def _new_id(checkpoint_id: str, i: int) -> str:
-    """A distinct id of the same length and time: real stores never repeat an id."""
-    return checkpoint_id[:-4] + f"{i:04x}"
+    """A distinct id of the same length and time: real stores never repeat an id. The
+    length matters: the body holds the id as a msgpack string of its old length (which
+    `body.replace` keeps), so a longer id (`i` of 65,536 and up in four hex digits, as
+    this once wrote) makes the copied body invalid msgpack."""
+    digits = 6
+    if i >= 16**digits:
+        raise ValueError(f"at most {16**digits:,} copies")
+    return checkpoint_id[:-digits] + f"{i:0{digits}x}"
 
 
 def _copy_sqlite_thread(conn: sqlite3.Connection, source: str, target: str, i: int) -> None:
