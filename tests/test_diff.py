@@ -383,3 +383,31 @@ def test_full_shows_long_values_whole(sqlite_store: Path) -> None:
     assert short.exit_code == full.exit_code == ExitCode.DIFFERENT
     assert "chars)" in short.stdout
     assert len(full.stdout) > len(short.stdout)
+
+
+def test_a_thread_is_compared_with_its_own_parent(samples: Path, tmp_path: Path) -> None:
+    """`diff THREAD` takes the parent in the same thread: checkpoint ids are unique per
+    thread, and a copied thread keeps them (its parent id then matches in both)."""
+    store = tmp_path / "copied.db"
+    shutil.copy(samples / "sqlite_checkpoints.db", store)
+    with closing(sqlite3.connect(store)) as conn, conn:
+        thread = conn.execute("SELECT min(thread_id) FROM checkpoints").fetchone()[0]
+        for table in ("checkpoints", "writes"):
+            columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+            rest = ", ".join(c for c in columns if c != "thread_id")
+            conn.execute(
+                f"INSERT INTO {table} (thread_id, {rest}) "
+                f"SELECT 'copy-of-' || thread_id, {rest} FROM {table} WHERE thread_id = ?",
+                (thread,),
+            )
+        conn.execute(  # the copy's latest state differs from the original's
+            "UPDATE checkpoints SET metadata = json_set(metadata, '$.note', 'copied') "
+            "WHERE thread_id = ?",
+            ("copy-of-" + thread,),
+        )
+    for shown in (thread, "copy-of-" + thread):
+        result = run("diff", shown, "--json", "--db", str(store))
+        assert result.exit_code in (0, 1), result.stderr
+        ops = json.loads(result.stdout)
+        assert not any(op["path"].startswith("/thread_id") for op in ops), ops
+        assert not any(op["path"] == "/metadata/note" for op in ops), ops

@@ -783,13 +783,24 @@ def test_stored_text_is_read_on_demand(dev_folder: Path) -> None:
         assert values, "the blobs file was scanned, not unpickled"
 
 
-def _outcome(target: Path) -> tuple[Any, ...]:
-    """What `threads` gives on a store: its summaries or its error, and refused globals."""
-    try:
-        with PickleStore(target) as store:
-            return tuple(store.threads()), sorted(set(store.refused)), tuple(store.notices)
-    except CkptError as exc:
-        return type(exc).__name__, exc.message
+def _outcome(target: Path, thread_id: str) -> tuple[Any, ...]:
+    """What `threads`, and `show` and `history` of one thread (each in a store of its own),
+    give on a store: summaries and checkpoints or the error, and refused globals."""
+    outcome: list[Any] = []
+    for command in ("threads", "show", "history"):
+        try:
+            with PickleStore(target) as store:
+                if command == "threads":
+                    got: Any = tuple(store.threads())
+                elif command == "show":
+                    key = store.latest_key(thread_id)
+                    got = store.load(key, values=True) if key else None
+                else:
+                    got = tuple(store.checkpoints(thread_id))
+                outcome.append((got, sorted(set(store.refused)), tuple(store.notices)))
+        except CkptError as exc:
+            outcome.append((type(exc).__name__, exc.message))
+    return tuple(outcome)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -801,11 +812,14 @@ def _outcome(target: Path) -> tuple[Any, ...]:
 def test_threads_only_pass_lists_what_the_full_read_lists(
     dev_folder: Path, name: str, cut: int | None, flips: list[tuple[int, int]]
 ) -> None:
-    """The threads-only pass (stores/pickle_lean.py) gives the same summaries, errors,
-    refused globals and notices as reading the three dicts whole, on damaged files too."""
+    """The threads-only pass (stores/pickle_lean.py), and the one-thread passes of show
+    and history, give the same summaries, checkpoints, errors, refused globals and notices
+    as reading the three dicts whole, on damaged files too."""
     import ckpt.stores.persistent_dict as persistent_dict
 
     small_dev_files = dev_files(dev_folder)
+    with PickleStore(dev_folder) as pristine:
+        thread_id = max(pristine.thread_ids())
     data = bytearray(small_dev_files[name])
     for where, byte in flips:
         data[where % len(data)] = byte
@@ -816,11 +830,11 @@ def test_threads_only_pass_lists_what_the_full_read_lists(
         target.mkdir()
         for other, content in small_dev_files.items():
             (target / other).write_bytes(bytes(data) if other == name else content)
-        lean = _outcome(target)
+        lean = _outcome(target, thread_id)
         lean_storage = persistent_dict._lean_storage
         persistent_dict._lean_storage = lambda path: None  # type: ignore[assignment]
         try:
-            full = _outcome(target)
+            full = _outcome(target, thread_id)
         finally:
             persistent_dict._lean_storage = lean_storage
         assert lean == full

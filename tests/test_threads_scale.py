@@ -25,7 +25,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 import ckpt
-from ckpt.api import CheckpointStore
+from ckpt.api import CheckpointStore, diff
 from ckpt.model import CheckpointKey
 from ckpt.stores import persistent_dict
 from ckpt.stores.persistent_dict import PickleStore
@@ -309,3 +309,57 @@ def test_dev_folder_threads_memory_is_below_its_writes(dev_folder_of_notes: Path
         tracemalloc.stop()
     assert len(rows) == DEV_THREADS
     assert peak < writes / 4, (peak, writes, blobs)
+
+
+def _one_thread(store: CheckpointStore, thread_id: str) -> Any:
+    """What show, history and diff give on one thread (their JSON records)."""
+    latest = store.checkpoint(thread_id)
+    parent = store.parent(latest)
+    return (
+        latest,
+        store.checkpoint(f"{thread_id}~2", values=False),
+        store.history(thread_id),
+        parent,
+        diff(parent, latest) if parent is not None else None,
+    )
+
+
+def test_dev_folder_show_and_history_read_one_thread(
+    dev_folder_of_notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`show`, `history` and `diff` of a thread in a dev folder build none of the three
+    dicts either: the storage pass keeps that thread's entries, the writes and blobs passes
+    its keys (pickle_lean), and the records are those of the whole dicts."""
+    thread_id = f"d-{DEV_THREADS // 2:03d}"
+    with ckpt.open(dev_folder_of_notes) as store:
+        lean = _one_thread(store, thread_id)
+        raw = store.raw
+        assert isinstance(raw, PickleStore)
+        assert raw._storage_dict is None, "the whole storage dict was read"
+        assert raw._writes_dict is None, "the whole writes dict was read"
+        assert raw._blobs_dict is None, "the whole blobs index was read"
+    assert len(lean[2]) == 3 * DEV_RUNS and lean[0]["pending_writes"] is not None
+    monkeypatch.setattr(persistent_dict, "_lean_storage", lambda path: None)
+    with ckpt.open(dev_folder_of_notes) as store:
+        full = _one_thread(store, thread_id)
+        raw = store.raw
+        assert isinstance(raw, PickleStore) and raw._writes_dict is not None
+    assert lean == full
+
+
+def test_dev_folder_show_memory_is_below_its_writes(dev_folder_of_notes: Path) -> None:
+    """Peak memory of `show --blobs` and `history` of one thread stays below half the size
+    of the writes file alone (holding the writes dict takes more than the file)."""
+    writes = (dev_folder_of_notes / ".langgraph_checkpoint.2.pckl").stat().st_size
+    thread_id = f"d-{DEV_THREADS // 2:03d}"
+    with ckpt.open(dev_folder_of_notes) as store:
+        store.checkpoint(thread_id)  # what a first read imports is not the read's memory
+    tracemalloc.start()
+    try:
+        with ckpt.open(dev_folder_of_notes) as store:
+            store.checkpoint(thread_id)
+            store.history(thread_id)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < writes / 2, (peak, writes)

@@ -327,13 +327,29 @@ class CheckpointStore:
 
         return resolve(self._store, selector, checkpoint_ns=ns)
 
+    def parent(self, record: CheckpointRecord, *, values: bool = True) -> CheckpointRecord | None:
+        """The checkpoint `record` names as its parent, looked up in its own thread and
+        namespace (an id need not be unique across threads); None when it names none.
+        Raises NotFound when the parent is not in the store."""
+        parent = record["parent_checkpoint_id"]
+        if parent is None:
+            return None
+        key = CheckpointKey(record["thread_id"], record["checkpoint_ns"], parent)
+        checkpoint, tasks = self._load(key, ns=None, values=values)
+        return checkpoint_record(checkpoint, values=values, tasks=tasks)
+
     def _load(
-        self, selector: str, *, ns: str | None, values: bool, channels: Sequence[str] = ()
+        self,
+        selector: str | CheckpointKey,
+        *,
+        ns: str | None,
+        values: bool,
+        channels: Sequence[str] = (),
     ) -> tuple[Checkpoint, list[Task] | None]:
         from ckpt.encryption import pick_channels
         from ckpt.reader import CheckpointReader, annotate
 
-        key = self.resolve(selector, ns=ns)
+        key = selector if isinstance(selector, CheckpointKey) else self.resolve(selector, ns=ns)
         checkpoint = self._store.load(key, values=values)
         checkpoint, tasks = annotate(CheckpointReader(self._store), checkpoint, values=values)
         if channels:

@@ -105,13 +105,13 @@ def _pick(
 
     if b is None and same_store:
         right = store_a.checkpoint(a, ns=ns)
-        parent = right["parent_checkpoint_id"]
-        if parent is None:
+        left = store_a.parent(right)
+        if left is None:
             raise NotFound(
                 f"checkpoint {right['checkpoint_id']} of thread {right['thread_id']!r} has no "
                 "parent to compare with; give two checkpoints"
             )
-        return store_a.checkpoint(parent, ns=right["checkpoint_ns"]), right
+        return left, right
     left = store_a.checkpoint(a, ns=ns)
     try:
         right = store_b.checkpoint(a if b is None else b, ns=ns)

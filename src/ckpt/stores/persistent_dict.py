@@ -93,6 +93,10 @@ class PickleStore(Store):
         self._blobs_dict: dict[Any, Any] | None = None
         self._blobs_file: PickleFile | None = None
         self._lean_files: list[PickleFile] = []  # blobs files a threads listing kept open
+        # One thread's entries and sources, for the commands that read one thread (show,
+        # history) while the whole index is not loaded (_thread, _thread_sources).
+        self._kept_threads: dict[str, dict[str, dict[str, tuple[Any, Any, str | None]]]] = {}
+        self._kept_sources: dict[str, _Kept] = {}
         self._inline_values = self._has_inline_values()
         self._say_what_is_missing()
 
@@ -169,7 +173,9 @@ class PickleStore(Store):
             self._blobs_dict = self._load(self.layout.blobs, "blobs")
         return self._blobs_dict
 
-    def _kept(self, role: str, wanted: set[Any]) -> tuple[dict[Any, Any] | None, PickleFile | None]:
+    def _kept(
+        self, role: str, wanted: set[Any] | str
+    ) -> tuple[dict[Any, Any] | None, PickleFile | None]:
         """The writes or blobs dict with only the `wanted` keys (pickle_lean), and the open
         blobs file its values are read from; the whole dict, read as before, when the lean
         pass does not read the file (which then accepts, refuses or reports it)."""
@@ -354,23 +360,53 @@ class PickleStore(Store):
         return found
 
     def thread_exists(self, thread_id: str) -> bool:
+        if self._storage_dict is None and self._lean is not None:
+            return thread_id in self._lean
         return thread_id in self._storage
 
     def namespaces(self, thread_id: str) -> list[str]:
-        return sorted(self._storage.get(thread_id, {}))
+        return sorted(self._thread(thread_id) or {})
 
     def checkpoints(
         self, thread_id: str, *, values: bool = False, last: int | None = None
     ) -> list[Checkpoint]:
         keys = [
             CheckpointKey(thread_id, ns, checkpoint_id)
-            for ns, entries in self._storage.get(thread_id, {}).items()
+            for ns, entries in (self._thread(thread_id) or {}).items()
             for checkpoint_id in entries
         ]
         keys.sort(key=lambda k: (k.checkpoint_id, k.checkpoint_ns))
         if last is not None:
             keys = keys[-last:] if last > 0 else []
-        return [self._load_one(key, values=values, tolerant=True) for key in keys]
+        sources = self._thread_sources(thread_id)
+        return [self._load_one(key, values=values, tolerant=True, sources=sources) for key in keys]
+
+    def _thread(self, thread_id: str) -> dict[str, dict[str, tuple[Any, Any, str | None]]] | None:
+        """One thread's namespaces and entries, as the whole index holds them. While that
+        index is not loaded, a pass over the storage file keeps this thread's entries only
+        (pickle_lean): `show` and `history` on a big `langgraph dev` folder hold one
+        thread, not the folder. A file that pass does not read is read whole, as before."""
+        if self._storage_dict is not None or self._lean is None or self._storage_fd is None:
+            return self._storage.get(thread_id)
+        if thread_id not in self._lean:
+            return None
+        kept = self._kept_threads.get(thread_id)
+        if kept is None:
+            kept = _lean_thread(self._storage_fd, thread_id)
+            if kept is None:
+                return self._storage.get(thread_id)
+            self._kept_threads[thread_id] = kept
+        return kept
+
+    def _thread_sources(self, thread_id: str) -> _Kept | None:
+        """The writes and blobs of one thread (pickle_lean), when its entries came from
+        the one-thread pass; None (the whole dicts) otherwise."""
+        if thread_id not in self._kept_threads or self._storage_dict is not None:
+            return None
+        sources = self._kept_sources.get(thread_id)
+        if sources is None:
+            sources = self._kept_sources[thread_id] = _Kept(self, thread_id, thread_id)
+        return sources
 
     # -- finding ---------------------------------------------------------------------------
     def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
@@ -379,7 +415,7 @@ class PickleStore(Store):
             return found
         threads = [thread_id] if thread_id is not None else list(self._storage)
         for thread in threads:
-            for ns, entries in self._storage.get(thread, {}).items():
+            for ns, entries in (self._thread(thread) or {}).items():
                 for checkpoint_id in entries:
                     if checkpoint_id.startswith(fragment) or checkpoint_id.endswith(fragment):
                         found.append(CheckpointKey(thread, ns, checkpoint_id))
@@ -388,13 +424,23 @@ class PickleStore(Store):
         return found
 
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
-        entries = self._storage.get(thread_id, {}).get(checkpoint_ns)
+        entries = (self._thread(thread_id) or {}).get(checkpoint_ns)
         # Max id, as InMemorySaver.get_tuple picks it (format.md §3.3).
         return CheckpointKey(thread_id, checkpoint_ns, max(entries)) if entries else None
 
     # -- loading ---------------------------------------------------------------------------
     def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
-        return self._load_one(key, values=values, tolerant=not values)
+        namespaces = self._thread(key.thread_id) or {}
+        entry = namespaces.get(key.checkpoint_ns, {}).get(key.checkpoint_id)
+        if entry is None:
+            raise NotFound(f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}")
+        return self._load_one(
+            key,
+            values=values,
+            tolerant=not values,
+            entry=entry,
+            sources=self._thread_sources(key.thread_id),
+        )
 
     def count_checkpoints(self, query: DumpQuery) -> int | None:
         # The keys come from the loaded index (the dicts), never from a value.
@@ -431,13 +477,11 @@ class PickleStore(Store):
         sources: _Kept | None = None,
     ) -> Checkpoint:
         """One checkpoint joined with its writes and blobs; `entry` and `sources` are the
-        threads-only pass's latest entry and its writes and blobs (_lean_threads)."""
+        threads-only pass's latest entry and its writes and blobs (_lean_threads), or one
+        thread's (_thread_sources)."""
         if entry is None:
-            entry = (
-                self._storage.get(key.thread_id, {})
-                .get(key.checkpoint_ns, {})
-                .get(key.checkpoint_id)
-            )
+            namespaces = self._thread(key.thread_id) or {}
+            entry = namespaces.get(key.checkpoint_ns, {}).get(key.checkpoint_id)
         if entry is None:
             raise NotFound(f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}")
         raw_body, raw_metadata, parent_id = entry
@@ -747,10 +791,13 @@ class PickleStore(Store):
 
 
 class _Kept:
-    """The writes and blobs of the latest checkpoints, each file read on first need (as the
-    full listing reads `_writes` and `_blobs`), through PickleStore._kept."""
+    """The writes and blobs of some checkpoints (the latest ones, or every one of a thread
+    id), each file read on first need (as the full listing reads `_writes` and `_blobs`),
+    through PickleStore._kept."""
 
-    def __init__(self, store: PickleStore, write_keys: set[Any], blob_keys: set[Any]) -> None:
+    def __init__(
+        self, store: PickleStore, write_keys: set[Any] | str, blob_keys: set[Any] | str
+    ) -> None:
         self.store = store
         self.write_keys = write_keys
         self.blob_keys = blob_keys
@@ -785,6 +832,29 @@ def _lean_storage(path: Path) -> tuple[dict[str, dict[str, Summary]], int] | Non
         os.close(fd)
         return None
     return index, fd
+
+
+def _lean_thread(
+    fd: int, thread_id: str
+) -> dict[str, dict[str, tuple[Any, Any, str | None]]] | None:
+    """One thread's namespaces and entries from a pass over the storage file that keeps
+    that thread only, read back as the restricted unpickler gives them (_storage_index
+    checks); None when the file needs the full read."""
+    try:
+        with collector_paused():
+            root = scan_storage(fd, thread_id)
+            namespaces = root.get(thread_id) if isinstance(root, dict) else None
+            if type(namespaces) is not Namespaces:
+                return None
+            kept: dict[str, dict[str, tuple[Any, Any, str | None]]] = {}
+            for ns, entries in namespaces.items():
+                if type(ns) is not str or type(entries) is not dict:
+                    return None
+                if entries:
+                    kept[ns] = {cid: materialize(fd, entry) for cid, entry in entries.items()}
+            return kept
+    except (Unsupported, OSError):
+        return None
 
 
 def _lean_index(fd: int) -> dict[str, dict[str, Summary]] | None:

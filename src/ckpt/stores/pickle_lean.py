@@ -80,26 +80,37 @@ class Summary:
     latest: tuple[str, Any]
 
 
-def scan_storage(fd: int) -> Any:
+def scan_storage(fd: int, thread: str | None = None) -> Any:
     """The storage file's root object, each namespace's entries reduced to a Summary (or
-    None when empty) as soon as its dict is built. Bytes values are slices of file offsets
-    of their UTF-8 text (as pickle_index.StoredText), checked as UTF-8.
+    None when empty) as soon as its dict is built, except the namespaces of `thread`,
+    whose entries dicts are kept whole. Bytes values are slices of file offsets of their
+    UTF-8 text (as pickle_index.StoredText), checked as UTF-8.
     Raises Unsupported (see the module docstring) or OSError."""
-    return _Scan(fd, storage=True, wanted=None, check=True).run()
+    return _Scan(fd, storage=True, wanted=None, check=True, thread=thread).run()
 
 
-def scan_kept(fd: int, wanted: set[Any], *, check: bool) -> Any:
+def scan_kept(fd: int, wanted: set[Any] | str, *, check: bool) -> Any:
     """A writes (`check=True`: bytes checked as UTF-8) or blobs (`check=False`) file's
-    root dict, with only the `wanted` keys and its first key (by which the store tells
-    which dict a file holds). Raises Unsupported or OSError."""
+    root dict, with only the `wanted` keys (a thread id: every key of that thread) and
+    its first key (by which the store tells which dict a file holds). Raises Unsupported
+    or OSError."""
     return _Scan(fd, storage=False, wanted=wanted, check=check).run()
 
 
 class _Scan:
-    def __init__(self, fd: int, *, storage: bool, wanted: set[Any] | None, check: bool) -> None:
+    def __init__(
+        self,
+        fd: int,
+        *,
+        storage: bool,
+        wanted: set[Any] | str | None,
+        check: bool,
+        thread: str | None = None,
+    ) -> None:
         self.fd = fd
         self.storage = storage
         self.wanted = wanted
+        self.thread = thread
         self.check = check
         self.globals = _STORAGE_GLOBALS if storage else _GLOBALS
         self.root: Any = _GONE
@@ -368,13 +379,13 @@ class _Scan:
                     raise Unsupported("SETITEMS")
                 items = stack[start:]
                 del stack[start:]
-                setitems(stack[-1], items)
+                setitems(stack[-1], items, stack[-2] if len(stack) > 1 else None)
             elif op == 0x73:  # SETITEM
                 if len(stack) < 3:
                     raise Unsupported("SETITEM")
                 value = pop()
                 key = pop()
-                setitems(stack[-1], [key, value])
+                setitems(stack[-1], [key, value], stack[-2] if len(stack) > 1 else None)
             elif op == 0x4B:  # BININT1
                 push(buf[pos])
                 pos += 1
@@ -458,7 +469,9 @@ class _Scan:
             return value
         return _GONE
 
-    def _setitems(self, target: Any, items: list[Any]) -> None:
+    def _setitems(self, target: Any, items: list[Any], owner: Any) -> None:
+        """SETITEMS into `target`; `owner` is what lies below it on the stack: the key it
+        will be set under, when it is a value of the root dict being built."""
         if type(target) is not dict and type(target) is not Namespaces:
             raise Unsupported("SETITEMS")
         keys = items[::2]
@@ -466,10 +479,16 @@ class _Scan:
         if len(keys) != len(values):
             raise Unsupported("SETITEMS")
         if type(target) is Namespaces:
-            values = [_summary(entries) for entries in values]
+            if self.thread is not None and type(owner) is str and owner == self.thread:
+                values = [_entries(entries) for entries in values]  # the thread asked for
+            else:
+                values = [_summary(entries) for entries in values]
         elif target is self.root and self.wanted is not None:
             wanted = self.wanted
-            hits = wanted.intersection(keys)  # most batches have none
+            if isinstance(wanted, str):  # every key of one thread: (thread, ...)
+                hits = {k for k in keys if type(k) is tuple and k and k[0] == wanted}
+            else:
+                hits = wanted.intersection(keys)  # most batches have none
             kept = [(k, v) for k, v in zip(keys, values, strict=True) if k in hits] if hits else []
             if not target and keys:
                 if not kept or kept[0][0] is not keys[0]:
@@ -494,8 +513,8 @@ class _Scan:
             raise Unsupported("a key twice")
 
 
-def _summary(entries: Any) -> Summary | None:
-    """A namespace's entries dict, checked as the store checks it, reduced to a Summary."""
+def _entries(entries: Any) -> dict[str, tuple[Any, Any, str | None]]:
+    """A namespace's entries dict, checked as the store checks it."""
     if type(entries) is not dict:
         raise Unsupported("namespace")
     for checkpoint_id, entry in entries.items():
@@ -506,6 +525,12 @@ def _summary(entries: Any) -> Summary | None:
             and (entry[2] is None or type(entry[2]) is str)
         ):
             raise Unsupported("entry")
+    return entries
+
+
+def _summary(entries: Any) -> Summary | None:
+    """A namespace's entries dict, checked as the store checks it, reduced to a Summary."""
+    entries = _entries(entries)
     if not entries:
         return None
     latest = max(entries)
