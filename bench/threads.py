@@ -40,6 +40,21 @@ RSS. The Postgres rows come from the same A B A B runs by hand (`ckpt threads DS
       (6.5 GB database; before, memory grew with the thread count: every summary was
       kept to be sorted)
 
+Measured again 2026-12-01 on a quiet machine (load average 0.6-1.0, nothing else
+running), main at 814f809, `ckpt threads --json`, medians of paired runs [pairs]:
+
+    store                          ckpt                 floor    other
+    248 MB, warm [5]               0.19 s 29 MB         0.03 s   SqliteSaver.list 5.00 s: 26.3x
+    8.0 GB mixed, warm [5]         0.67-0.73 s 39 MB    0.10 s   (0.55-0.65 s by /usr/bin/time)
+    8.0 GB mixed, cold [2]         3.88 s 39 MB         0.59 s   read 215 MB of 8,014; needed 233
+    100,000 threads x 5, warm [3]  6.62 s 27 MB         0.21 s
+    dev folder 1.8 GB              2.9 s 43 MB          (show/history of a thread 3.5-3.9 s 43 MB)
+
+The 100,000-thread store is made again since 9ef6a92: before, a third of its copied bodies
+were invalid msgpack (see make_store._new_id). Per thread there (in-process, 65 us): the
+latest rows' statements and row checks ~20 us, building the checkpoint ~26 us, its record
+~11 us, its JSON ~13 us.
+
 Where `threads` spends its CPU (in-process, 8 GB store, per thread): reading the latest
 body through SQLite ~65 us (38 KB each), decoding its skeleton ~85 us (ormsgpack over 76
 messages as opaque exts ~20 us of it), the key-index aggregate ~50 us, the record and its
