@@ -733,6 +733,18 @@ def test_scanning_memo_numbered_out_of_order(tmp_path: Path) -> None:
         scanned.close()
 
 
+def test_a_memo_index_past_the_file_is_refused_before_unpickling(tmp_path: Path) -> None:
+    """CPython's C unpickler sizes its memo array from the index a LONG_BINPUT names: a
+    flipped byte in a 30 KB writes file asked for 252 MB (found by make fuzz). An index a
+    file of that size cannot number is refused first, in the one line of a corrupt file;
+    an odd but small numbering still reads (test above)."""
+    path = tmp_path / "writes.pckl"
+    path.write_bytes(b"\x80\x02}r\x00\x00\x00\x01.")  # {} put at 2**24
+    with path.open("rb") as handle, pytest.raises(StoreCorrupt) as caught:
+        load_pickle(handle, source=str(path))
+    assert caught.value.message.endswith("(memo index 16,777,216 in a file of 9 bytes)")
+
+
 @functools.cache
 def dev_files(folder: Path) -> dict[str, bytes]:
     return {name: (folder / name).read_bytes() for name in DEV_FILES}

@@ -164,8 +164,15 @@ def expanded_size(data: bytes, limit: int) -> int:
                 else:  # TUPLE1-3, STACK_GLOBAL, BINPERSID: one object from `count`
                     stack.append(min(1 + total, limit))
             elif name in _MEMO_PUT:
+                index = len(memo) if name == "MEMOIZE" else int(arg or 0)
+                if index > len(data):
+                    # CPython's C unpickler sizes its memo array from the index (twice
+                    # it, 8 bytes each): one LONG_BINPUT of 2**24 costs 268 MB whatever
+                    # the file's size. Each entry takes a PUT of 2 bytes or more, so a
+                    # file of n bytes numbers fewer than n of them.
+                    raise MemoIndexTooLarge(index)
                 if stack:
-                    memo[len(memo) if name == "MEMOIZE" else int(arg or 0)] = stack[-1]
+                    memo[index] = stack[-1]
             elif name in _MEMO_GET:
                 stack.append(memo.get(int(arg or 0), 1))
             elif name == "POP":
@@ -185,6 +192,10 @@ def expanded_size(data: bytes, limit: int) -> int:
     return biggest
 
 
+class MemoIndexTooLarge(Exception):
+    """A memo index (PUT, BINPUT, LONG_BINPUT) larger than the file (expanded_size)."""
+
+
 def _check_expansion(file: IO[bytes], source: str) -> None:
     if _size_of(file) > SCANNED_UP_TO:
         return
@@ -195,7 +206,14 @@ def _check_expansion(file: IO[bytes], source: str) -> None:
     except (OSError, ValueError, io.UnsupportedOperation):
         return
     limit = EXPANSION_FLOOR + EXPANSION_PER_BYTE * len(data)
-    if expanded_size(data, limit) >= limit:
+    try:
+        expanded = expanded_size(data, limit)
+    except MemoIndexTooLarge as exc:
+        raise StoreCorrupt(
+            f"{source}: truncated or corrupt pickle (memo index {exc.args[0]:,} in a file "
+            f"of {len(data):,} bytes)"
+        ) from None
+    if expanded >= limit:
         raise StoreCorrupt(
             f"{source}: too large to read: its shared references stand for more than "
             f"{limit:,} objects ({len(data):,} bytes; a pickle bomb?)"
