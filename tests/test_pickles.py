@@ -795,11 +795,12 @@ def test_stored_text_is_read_on_demand(dev_folder: Path) -> None:
         assert values, "the blobs file was scanned, not unpickled"
 
 
-def _outcome(target: Path, thread_id: str) -> tuple[Any, ...]:
-    """What `threads`, and `show` and `history` of one thread (each in a store of its own),
-    give on a store: summaries and checkpoints or the error, and refused globals."""
+def _outcome(target: Path, thread_id: str, fragment: str) -> tuple[Any, ...]:
+    """What `threads`, `show` and `history` of one thread, and finding a checkpoint by a
+    piece of its id (each in a store of its own) give on a store: summaries, checkpoints
+    and keys or the error, and refused globals."""
     outcome: list[Any] = []
-    for command in ("threads", "show", "history"):
+    for command in ("threads", "show", "history", "find"):
         try:
             with PickleStore(target) as store:
                 if command == "threads":
@@ -807,8 +808,10 @@ def _outcome(target: Path, thread_id: str) -> tuple[Any, ...]:
                 elif command == "show":
                     key = store.latest_key(thread_id)
                     got = store.load(key, values=True) if key else None
-                else:
+                elif command == "history":
                     got = tuple(store.checkpoints(thread_id))
+                else:
+                    got = tuple(store.find(fragment))
                 outcome.append((got, sorted(set(store.refused)), tuple(store.notices)))
         except CkptError as exc:
             outcome.append((type(exc).__name__, exc.message))
@@ -832,6 +835,9 @@ def test_threads_only_pass_lists_what_the_full_read_lists(
     small_dev_files = dev_files(dev_folder)
     with PickleStore(dev_folder) as pristine:
         thread_id = max(pristine.thread_ids())
+        latest = pristine.latest_key(thread_id)
+        assert latest is not None
+        fragment = latest.checkpoint_id[:10]  # the checkpoints of a run share a prefix
     data = bytearray(small_dev_files[name])
     for where, byte in flips:
         data[where % len(data)] = byte
@@ -842,11 +848,11 @@ def test_threads_only_pass_lists_what_the_full_read_lists(
         target.mkdir()
         for other, content in small_dev_files.items():
             (target / other).write_bytes(bytes(data) if other == name else content)
-        lean = _outcome(target, thread_id)
+        lean = _outcome(target, thread_id, fragment)
         lean_storage = persistent_dict._lean_storage
         persistent_dict._lean_storage = lambda path: None  # type: ignore[assignment]
         try:
-            full = _outcome(target, thread_id)
+            full = _outcome(target, thread_id, fragment)
         finally:
             persistent_dict._lean_storage = lean_storage
         assert lean == full

@@ -317,6 +317,7 @@ def _one_thread(store: CheckpointStore, thread_id: str) -> Any:
     parent = store.parent(latest)
     return (
         latest,
+        store.checkpoint(latest["checkpoint_id"], values=False),  # by id: found in every thread
         store.checkpoint(f"{thread_id}~2", values=False),
         store.history(thread_id),
         parent,
@@ -327,9 +328,10 @@ def _one_thread(store: CheckpointStore, thread_id: str) -> Any:
 def test_dev_folder_show_and_history_read_one_thread(
     dev_folder_of_notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`show`, `history` and `diff` of a thread in a dev folder build none of the three
-    dicts either: the storage pass keeps that thread's entries, the writes and blobs passes
-    its keys (pickle_lean), and the records are those of the whole dicts."""
+    """`show`, `history` and `diff` of a thread in a dev folder, and `show` by checkpoint
+    id, build none of the three dicts either: the storage pass keeps that thread's entries
+    (or every thread's ids), the writes and blobs passes its keys (pickle_lean), and the
+    records are those of the whole dicts."""
     thread_id = f"d-{DEV_THREADS // 2:03d}"
     with ckpt.open(dev_folder_of_notes) as store:
         lean = _one_thread(store, thread_id)
@@ -338,7 +340,7 @@ def test_dev_folder_show_and_history_read_one_thread(
         assert raw._storage_dict is None, "the whole storage dict was read"
         assert raw._writes_dict is None, "the whole writes dict was read"
         assert raw._blobs_dict is None, "the whole blobs index was read"
-    assert len(lean[2]) == 3 * DEV_RUNS and lean[0]["pending_writes"] is not None
+    assert len(lean[3]) == 3 * DEV_RUNS and lean[0]["pending_writes"] is not None
     monkeypatch.setattr(persistent_dict, "_lean_storage", lambda path: None)
     with ckpt.open(dev_folder_of_notes) as store:
         full = _one_thread(store, thread_id)

@@ -413,6 +413,10 @@ class PickleStore(Store):
         found: list[CheckpointKey] = []
         if not fragment:
             return found
+        if thread_id is None and self._storage_dict is None and self._lean is not None:
+            lean = self._lean_find(fragment)
+            if lean is not None:
+                return lean
         threads = [thread_id] if thread_id is not None else list(self._storage)
         for thread in threads:
             for ns, entries in (self._thread(thread) or {}).items():
@@ -421,6 +425,33 @@ class PickleStore(Store):
                         found.append(CheckpointKey(thread, ns, checkpoint_id))
                         if len(found) >= FIND_LIMIT:
                             return found
+        return found
+
+    def _lean_find(self, fragment: str) -> list[CheckpointKey] | None:
+        """`find` over every thread from a pass over the storage file that keeps only the
+        checkpoint ids (pickle_lean): a checkpoint named by id, in a big `langgraph dev`
+        folder, without the whole index. None when the file needs the full read."""
+        if self._storage_fd is None:
+            return None
+        try:
+            with collector_paused():
+                root = scan_storage(self._storage_fd, ids=True)
+        except (Unsupported, OSError):
+            return None
+        if not isinstance(root, dict):
+            return None
+        found: list[CheckpointKey] = []
+        for thread, namespaces in root.items():
+            if type(thread) is not str or type(namespaces) is not Namespaces:
+                return None
+            for ns, checkpoint_ids in namespaces.items():
+                if type(ns) is not str:
+                    return None
+                for checkpoint_id in checkpoint_ids:
+                    if len(found) < FIND_LIMIT and (
+                        checkpoint_id.startswith(fragment) or checkpoint_id.endswith(fragment)
+                    ):
+                        found.append(CheckpointKey(thread, ns, checkpoint_id))
         return found
 
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:

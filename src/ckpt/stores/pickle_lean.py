@@ -80,13 +80,13 @@ class Summary:
     latest: tuple[str, Any]
 
 
-def scan_storage(fd: int, thread: str | None = None) -> Any:
+def scan_storage(fd: int, thread: str | None = None, *, ids: bool = False) -> Any:
     """The storage file's root object, each namespace's entries reduced to a Summary (or
-    None when empty) as soon as its dict is built, except the namespaces of `thread`,
-    whose entries dicts are kept whole. Bytes values are slices of file offsets of their
-    UTF-8 text (as pickle_index.StoredText), checked as UTF-8.
-    Raises Unsupported (see the module docstring) or OSError."""
-    return _Scan(fd, storage=True, wanted=None, check=True, thread=thread).run()
+    None when empty; `ids`: to the list of its checkpoint ids) as soon as its dict is
+    built, except the namespaces of `thread`, whose entries dicts are kept whole. Bytes
+    values are slices of file offsets of their UTF-8 text (as pickle_index.StoredText),
+    checked as UTF-8. Raises Unsupported (see the module docstring) or OSError."""
+    return _Scan(fd, storage=True, wanted=None, check=True, thread=thread, ids=ids).run()
 
 
 def scan_kept(fd: int, wanted: set[Any] | str, *, check: bool) -> Any:
@@ -106,11 +106,13 @@ class _Scan:
         wanted: set[Any] | str | None,
         check: bool,
         thread: str | None = None,
+        ids: bool = False,
     ) -> None:
         self.fd = fd
         self.storage = storage
         self.wanted = wanted
         self.thread = thread
+        self.ids = ids
         self.check = check
         self.globals = _STORAGE_GLOBALS if storage else _GLOBALS
         self.root: Any = _GONE
@@ -481,6 +483,8 @@ class _Scan:
         if type(target) is Namespaces:
             if self.thread is not None and type(owner) is str and owner == self.thread:
                 values = [_entries(entries) for entries in values]  # the thread asked for
+            elif self.ids:
+                values = [list(_entries(entries)) for entries in values]
             else:
                 values = [_summary(entries) for entries in values]
         elif target is self.root and self.wanted is not None:
