@@ -365,3 +365,19 @@ def test_dev_folder_show_memory_is_below_its_writes(dev_folder_of_notes: Path) -
     finally:
         tracemalloc.stop()
     assert peak < writes / 2, (peak, writes)
+
+
+def test_dev_folder_reads_its_index_once_past_a_few_threads(dev_folder_of_notes: Path) -> None:
+    """Going from thread to thread (the browser) reads the whole index once the one-thread
+    passes have read persistent_dict.LEAN_THREADS threads, and the records stay the same."""
+    threads = [f"d-{i:03d}" for i in range(persistent_dict.LEAN_THREADS + 1)]
+    with ckpt.open(dev_folder_of_notes) as store:
+        raw = store.raw
+        assert isinstance(raw, PickleStore)
+        shown = []
+        for thread_id in threads:
+            shown.append(store.checkpoint(thread_id))
+            whole = thread_id == threads[-1]
+            assert (raw._storage_dict is not None) == whole, thread_id
+        again = [store.checkpoint(thread_id) for thread_id in threads]
+    assert again == shown

@@ -392,6 +392,10 @@ class PickleStore(Store):
             return None
         kept = self._kept_threads.get(thread_id)
         if kept is None:
+            if len(self._kept_threads) >= LEAN_THREADS:
+                # More threads than a command compares (the browser going from thread to
+                # thread): one whole read now beats three file passes per thread.
+                return self._storage.get(thread_id)
             kept = _lean_thread(self._storage_fd, thread_id)
             if kept is None:
                 return self._storage.get(thread_id)
@@ -819,6 +823,10 @@ class PickleStore(Store):
         if self._storage_fd is not None:
             os.close(self._storage_fd)
             self._storage_fd = None
+
+
+# Threads read by one-thread passes before a store reads its whole index (PickleStore._thread).
+LEAN_THREADS: Final = 2
 
 
 class _Kept:
