@@ -10,6 +10,8 @@ import pickle
 import shutil
 import tempfile
 from collections import Counter, OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -750,6 +752,26 @@ def dev_files(folder: Path) -> dict[str, bytes]:
     return {name: (folder / name).read_bytes() for name in DEV_FILES}
 
 
+@contextmanager
+def damaged_copy(
+    folder: Path, name: str, cut: int | None, flips: list[tuple[int, int]]
+) -> Iterator[Path]:
+    """A copy of a dev folder with file `name` damaged: bytes set at `flips` (offsets
+    wrapped to its size), then cut at `cut`."""
+    files = dev_files(folder)
+    data = bytearray(files[name])
+    for where, byte in flips:
+        data[where % len(data)] = byte
+    if cut is not None:
+        del data[cut % len(data) :]
+    with tempfile.TemporaryDirectory() as work:
+        target = Path(work) / ".langgraph_api"
+        target.mkdir()
+        for other, content in files.items():
+            (target / other).write_bytes(bytes(data) if other == name else content)
+        yield target
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     name=st.sampled_from(DEV_FILES),
@@ -760,17 +782,7 @@ def test_damaged_files_give_our_errors_only(
     dev_folder: Path, name: str, cut: int | None, flips: list[tuple[int, int]]
 ) -> None:
     """Any damage: the store either reads or fails with one of our errors, never another."""
-    small_dev_files = dev_files(dev_folder)
-    data = bytearray(small_dev_files[name])
-    for where, byte in flips:
-        data[where % len(data)] = byte
-    if cut is not None:
-        del data[cut % len(data) :]
-    with tempfile.TemporaryDirectory() as folder:
-        target = Path(folder) / ".langgraph_api"
-        target.mkdir()
-        for other, content in small_dev_files.items():
-            (target / other).write_bytes(bytes(data) if other == name else content)
+    with damaged_copy(dev_folder, name, cut, flips) as target:
         try:
             with PickleStore(target) as store:
                 for thread in store.threads():
@@ -832,22 +844,12 @@ def test_threads_only_pass_lists_what_the_full_read_lists(
     as reading the three dicts whole, on damaged files too."""
     import ckpt.stores.persistent_dict as persistent_dict
 
-    small_dev_files = dev_files(dev_folder)
     with PickleStore(dev_folder) as pristine:
         thread_id = max(pristine.thread_ids())
         latest = pristine.latest_key(thread_id)
         assert latest is not None
         fragment = latest.checkpoint_id[:10]  # the checkpoints of a run share a prefix
-    data = bytearray(small_dev_files[name])
-    for where, byte in flips:
-        data[where % len(data)] = byte
-    if cut is not None:
-        del data[cut % len(data) :]
-    with tempfile.TemporaryDirectory() as folder:
-        target = Path(folder) / ".langgraph_api"
-        target.mkdir()
-        for other, content in small_dev_files.items():
-            (target / other).write_bytes(bytes(data) if other == name else content)
+    with damaged_copy(dev_folder, name, cut, flips) as target:
         lean = _outcome(target, thread_id, fragment)
         lean_storage = persistent_dict._lean_storage
         persistent_dict._lean_storage = lambda path: None  # type: ignore[assignment]

@@ -43,6 +43,20 @@ if TYPE_CHECKING:
 
 runner = CliRunner()
 
+
+class _Flag(TypedDict):
+    flag: bool
+
+
+def _flag_graph() -> StateGraph[_Flag]:
+    """One node that sets a bool channel to True."""
+    builder = StateGraph(_Flag)
+    builder.add_node("raise_flag", lambda state: {"flag": True})
+    builder.add_edge(START, "raise_flag")
+    builder.add_edge("raise_flag", END)
+    return builder
+
+
 # The Postgres reader's tests need the server (test_bad_url and test_missing_psycopg, which
 # do not, go along with them): `pytest -m 'not postgres'` leaves the module out.
 pytestmark = pytest.mark.postgres
@@ -406,13 +420,7 @@ def test_delta_marker_and_a_real_true(store: PostgresStore, pg_new_database: Any
     assert raw is not None and raw[0] == markers > 0
     # ... while a bool channel that is really True has no blob and stays True.
 
-    class Flag(TypedDict):
-        flag: bool
-
-    builder = StateGraph(Flag)
-    builder.add_node("raise_flag", lambda state: {"flag": True})
-    builder.add_edge(START, "raise_flag")
-    builder.add_edge("raise_flag", END)
+    builder = _flag_graph()
     dsn = pg_new_database()
     with fixture_warnings(), PostgresSaver.from_conn_string(dsn) as saver:
         saver.setup()
@@ -894,13 +902,7 @@ def test_threads_stream_in_the_order_ckpt_sorts(pg_new_database: Callable[[], st
     strings compared by code point whatever the database's collation, thread ids that a
     locale would order otherwise among them."""
 
-    class Flag(TypedDict):
-        flag: bool
-
-    builder = StateGraph(Flag)
-    builder.add_node("raise_flag", lambda state: {"flag": True})
-    builder.add_edge(START, "raise_flag")
-    builder.add_edge("raise_flag", END)
+    builder = _flag_graph()
     ids = ["b", "B", "a-1", "A-2", "é", "Z", "z", "_x", "ä", "10", "9"]
     dsn = pg_new_database()
     with fixture_warnings(), PostgresSaver.from_conn_string(dsn) as saver:

@@ -34,11 +34,13 @@ def clean_line(text: str) -> str:
     return for_terminal(text)
 
 
-def cut(text: str, full: bool, limit: int = CUT) -> str:
-    """Shorten for a table cell; long cuts say how long the whole value is."""
-    if full or len(text) <= limit:
+def cut(text: str, full: bool, limit: int = CUT, length: int | None = None) -> str:
+    """Shorten for a table cell; long cuts say how long the whole value is. `length`: the
+    whole text's, when `text` is only its start."""
+    size = len(text) if length is None else length
+    if full or size <= limit:
         return text
-    return text[: limit - 1] + ("…" if limit < 150 else f"… ({len(text)} chars)")
+    return text[: limit - 1] + ("…" if limit < 150 else f"… ({size} chars)")
 
 
 def brief(value: Any, full: bool = False, limit: int = CUT) -> str:
@@ -52,9 +54,7 @@ def brief(value: Any, full: bool = False, limit: int = CUT) -> str:
     if full:
         return dumps(value)
     head, length = dumps_head(value, limit)
-    if length <= limit:
-        return head
-    return head[: limit - 1] + ("…" if limit < 150 else f"… ({length} chars)")
+    return cut(head, False, limit, length)
 
 
 def task_name(task: TaskRecord) -> str:
