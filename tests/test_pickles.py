@@ -842,8 +842,6 @@ def test_threads_only_pass_lists_what_the_full_read_lists(
     """The threads-only pass (stores/pickle_lean.py), and the one-thread passes of show
     and history, give the same summaries, checkpoints, errors, refused globals and notices
     as reading the three dicts whole, on damaged files too."""
-    import ckpt.stores.persistent_dict as persistent_dict
-
     with PickleStore(dev_folder) as pristine:
         thread_id = max(pristine.thread_ids())
         latest = pristine.latest_key(thread_id)
@@ -851,10 +849,108 @@ def test_threads_only_pass_lists_what_the_full_read_lists(
         fragment = latest.checkpoint_id[:10]  # the checkpoints of a run share a prefix
     with damaged_copy(dev_folder, name, cut, flips) as target:
         lean = _outcome(target, thread_id, fragment)
-        lean_storage = persistent_dict._lean_storage
-        persistent_dict._lean_storage = lambda path: None  # type: ignore[assignment]
-        try:
+        with full_read():
             full = _outcome(target, thread_id, fragment)
-        finally:
-            persistent_dict._lean_storage = lean_storage
         assert lean == full
+
+
+@contextmanager
+def full_read() -> Iterator[None]:
+    """PickleStore reading each file the full way (the restricted unpickler): neither the
+    threads-only and one-thread passes nor the whole dicts with their bytes left in the
+    file (stores/pickle_lean.py)."""
+    import ckpt.stores.persistent_dict as persistent_dict
+
+    lean_storage, spanned = persistent_dict._lean_storage, persistent_dict._spanned
+    persistent_dict._lean_storage = lambda path: None  # type: ignore[assignment]
+    persistent_dict._spanned = lambda fd, role: None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        persistent_dict._lean_storage, persistent_dict._spanned = lean_storage, spanned
+
+
+def _whole_outcome(target: Path) -> tuple[Any, ...]:
+    """What the commands that read every checkpoint (stats, types, dump, threads --size)
+    get from a store: sizes, every checkpoint with its values, the raw rows with their
+    bytes, health; or the error, and refused globals."""
+    outcome: list[Any] = []
+    everything = DumpQuery()
+    for command in ("sizes", "dump", "raw", "health"):
+        try:
+            with PickleStore(target) as store:
+                if command == "sizes":
+                    got: Any = (store.sizes(everything), tuple(store.threads(sizes=True)))
+                elif command == "dump":
+                    got = tuple(store.iter_checkpoints(everything, values=True))
+                elif command == "raw":
+                    got = (
+                        tuple(store.raw_checkpoints(everything)),
+                        tuple(store.raw_writes(everything)),
+                        tuple(store.raw_blobs(everything)),
+                    )
+                else:
+                    got = store.health(everything)
+                outcome.append((got, sorted(set(store.refused)), tuple(store.notices)))
+        except CkptError as exc:
+            outcome.append((type(exc).__name__, exc.message))
+    return tuple(outcome)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(DEV_FILES),
+    cut=st.none() | st.integers(min_value=0),
+    flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 255)), max_size=3),
+)
+def test_whole_dicts_with_spans_read_what_the_full_read_reads(
+    dev_folder: Path, name: str, cut: int | None, flips: list[tuple[int, int]]
+) -> None:
+    """The storage and writes dicts with their bytes left in the file (_spanned) give the
+    sizes, checkpoints, raw rows, health, errors, refused globals and notices of the
+    dicts unpickled whole, on damaged files too."""
+    with damaged_copy(dev_folder, name, cut, flips) as target:
+        spanned = _whole_outcome(target)
+        with full_read():
+            full = _whole_outcome(target)
+        assert spanned == full
+
+
+def test_whole_dicts_keep_their_bytes_in_the_file(dev_folder: Path) -> None:
+    """Read whole (stats, dump), the storage and writes dicts hold spans of their files,
+    which read back to what the restricted unpickler gives and count the bytes they
+    stand for, as the unpickled strings do."""
+    storage_path, writes_path = (dev_folder / name for name in DEV_FILES[:2])
+    with PickleStore(dev_folder) as store:
+        storage, writes = store._storage, store._writes
+        assert store._storage_file is not None and store._writes_file is not None
+        spans = [
+            pair[1]
+            for namespaces in storage.values()
+            for entries in namespaces.values()
+            for entry in entries.values()
+            for pair in entry[:2]
+        ]
+        assert spans and all(type(span) is StoredText for span in spans)
+        with storage_path.open("rb") as handle:
+            expected = load_pickle(handle, source=str(storage_path))
+        assert _storage_index(resolved(storage, store._storage_file)) == _storage_index(expected)
+        with writes_path.open("rb") as handle:
+            expected_writes = load_pickle(handle, source=str(writes_path))
+        assert writes is not None
+        assert resolved(writes, store._writes_file) == expected_writes
+        for span in spans:
+            text = store._storage_file.read(span).decode("latin1")
+            assert span.chars == len(text) and span.size == len(text.encode())
+
+
+def _storage_index(loaded: dict[Any, Any]) -> dict[Any, Any]:
+    """thread -> ns -> entries without empty namespaces (as the store keeps them)."""
+    return {t: {ns: e for ns, e in n.items() if e} for t, n in loaded.items() if any(n.values())}
+
+
+def test_stored_text_packs_its_span() -> None:
+    span = StoredText.of(5_000_000_000, 300_000, 200_000)
+    assert (span.start, span.size, span.chars) == (5_000_000_000, 300_000, 200_000)
+    assert StoredText.of(7, 4).chars == 4  # not counted (the blobs file): its size
+    assert type(span) is StoredText and type(int(span)) is int

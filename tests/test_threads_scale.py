@@ -285,6 +285,7 @@ def test_dev_folder_threads_keeps_only_the_latest(
     assert len(lean) == DEV_THREADS
     assert {r["checkpoints"] for r in lean} == {3 * DEV_RUNS}
     monkeypatch.setattr(persistent_dict, "_lean_storage", lambda path: None)
+    monkeypatch.setattr(persistent_dict, "_spanned", lambda fd, role: None)
     with ckpt.open(dev_folder_of_notes) as store:
         full = store.threads(sort="thread")
         raw = store.raw
@@ -309,6 +310,33 @@ def test_dev_folder_threads_memory_is_below_its_writes(dev_folder_of_notes: Path
         tracemalloc.stop()
     assert len(rows) == DEV_THREADS
     assert peak < writes / 4, (peak, writes, blobs)
+
+
+def test_dev_folder_whole_reads_keep_the_bytes_in_the_files(dev_folder_of_notes: Path) -> None:
+    """The commands that read every checkpoint (stats, types, dump, threads --size) hold
+    the storage and writes dicts with their bytes left in the files (persistent_dict
+    _spanned): peak memory of sizing every thread and reading every raw row stays below
+    half the writes file, where the unpickled dict alone takes more than it (1.4x)."""
+    from ckpt.model import DumpQuery
+
+    writes = (dev_folder_of_notes / ".langgraph_checkpoint.2.pckl").stat().st_size
+    everything = DumpQuery()
+    tracemalloc.start()
+    try:
+        with ckpt.open(dev_folder_of_notes) as store:
+            raw = store.raw
+            assert isinstance(raw, PickleStore)
+            sized = raw.sizes(everything)
+            rows = sum(1 for _ in raw.raw_checkpoints(everything))
+            written = sum(w.size for w in raw.raw_writes(everything))
+            spanned = raw._writes_file is not None and raw._storage_file is not None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rows == sum(s.checkpoints for s in sized.values()) == DEV_THREADS * DEV_RUNS * 3
+    assert written == sum(s.write_bytes for s in sized.values()) > DEV_THREADS * 20_000
+    assert spanned, "the dicts were unpickled, their bytes held as strings"
+    assert peak < writes / 2, (peak, writes)
 
 
 def _one_thread(store: CheckpointStore, thread_id: str) -> Any:
@@ -342,6 +370,7 @@ def test_dev_folder_show_and_history_read_one_thread(
         assert raw._blobs_dict is None, "the whole blobs index was read"
     assert len(lean[3]) == 3 * DEV_RUNS and lean[0]["pending_writes"] is not None
     monkeypatch.setattr(persistent_dict, "_lean_storage", lambda path: None)
+    monkeypatch.setattr(persistent_dict, "_spanned", lambda fd, role: None)
     with ckpt.open(dev_folder_of_notes) as store:
         full = _one_thread(store, thread_id)
         raw = store.raw

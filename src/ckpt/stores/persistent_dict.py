@@ -89,6 +89,9 @@ class PickleStore(Store):
             if self._lean is not None
             else _storage_index(self._load(storage, "storage"), storage)
         )
+        # The storage and writes files a whole read left the bytes values in (_spanned).
+        self._storage_file: PickleFile | None = None
+        self._writes_file: PickleFile | None = None
         self._writes_dict: dict[Any, Any] | None = None
         self._blobs_dict: dict[Any, Any] | None = None
         self._blobs_file: PickleFile | None = None
@@ -107,6 +110,12 @@ class PickleStore(Store):
         if self._storage_dict is None:
             storage = self.layout.storage
             fd, self._storage_fd = self._storage_fd, None
+            spanned = _spanned(fd, "storage") if fd is not None else None
+            if fd is not None and spanned is not None:
+                self._storage_file = PickleFile(str(storage), source=str(storage), fd=fd)
+                loaded = self._checked(spanned, storage, "storage")
+                self._storage_dict = _storage_index(loaded, storage)
+                return self._storage_dict
             try:
                 self._storage_dict = _storage_index(self._load(storage, "storage", fd), storage)
             finally:
@@ -118,7 +127,8 @@ class PickleStore(Store):
         """Unpickle one file (restricted, format.md §7.2) and check it holds the dict `role` says.
 
         The blobs file is scanned instead: its values stay in the file (StoredText) and are
-        read when a checkpoint needs them (see PickleFile). `fd`: the storage file as the
+        read when a checkpoint needs them (see PickleFile); so is the writes file, when the
+        stricter pass of pickle_lean reads it (_spanned). `fd`: the storage file as the
         threads-only pass read it (the same file, even if one was renamed over it since),
         whose shared references that pass has bounded, so they are not counted again.
         """
@@ -128,6 +138,15 @@ class PickleStore(Store):
                     self._blobs_file.close()
                 self._blobs_file = PickleFile(str(path), source=str(path))
                 loaded = self._blobs_file.load(self.refused)
+            elif role == "writes":
+                writes_file = PickleFile(str(path), source=str(path))
+                loaded = _spanned(writes_file.fd, "writes")
+                if loaded is not None:
+                    self._writes_file = writes_file
+                else:
+                    with open(os.dup(writes_file.fd), "rb") as handle:
+                        writes_file.close()
+                        loaded = load_pickle(handle, source=str(path), refused=self.refused)
             elif fd is not None:
                 with open(os.dup(fd), "rb") as handle:
                     handle.seek(0)
@@ -210,7 +229,7 @@ class PickleStore(Store):
         entry = self._first_entry()
         if entry is None:
             return False
-        pair = _pair(entry[0])
+        pair = _pair(entry[0], self._storage_file)
         if pair is None:
             return False
         try:
@@ -538,7 +557,7 @@ class PickleStore(Store):
         )
 
     def _body(self, key: CheckpointKey, raw: Any, *, values: bool, tolerant: bool) -> Any:
-        pair = _pair(raw)
+        pair = _pair(raw, self._storage_file)
         if pair is None:
             return _not_a_pair(raw)
         try:
@@ -552,7 +571,7 @@ class PickleStore(Store):
 
     def _metadata(self, raw: Any) -> dict[str, Any]:
         # Memory metadata is serde-typed msgpack, not JSON text as in SQLite (format.md §8.6).
-        pair = _pair(raw)
+        pair = _pair(raw, self._storage_file)
         if pair is None:
             return _not_a_pair(raw)
         metadata = decode_value(pair[0], pair[1], self.aes_key)
@@ -635,7 +654,7 @@ class PickleStore(Store):
         task_id, channel, raw_value = stored[:3]
         task_path = stored[3] if len(stored) == 4 else ""
         idx = inner_key[1]
-        pair = _pair(raw_value)
+        pair = _pair(raw_value, self._writes_file)
         return PendingWrite(
             task_id=str(task_id),
             task_path=task_path if isinstance(task_path, str) else "",
@@ -670,9 +689,30 @@ class PickleStore(Store):
         selected = DumpQuery(thread_ids=query.thread_ids)
         parents_missing: list[CheckpointKey] = []
         threads_missing: set[str] = set()
-        used: set[tuple[Any, ...]] = set()
         oldest: dict[tuple[str, str], str] = {}
+        # Blobs no checkpoint names, thread by thread: the versions of one thread's
+        # checkpoints are held at a time, not those of the whole store.
+        counting = self._blobs is not None and not self._inline_values
+        blobs_of: dict[Any, list[tuple[Any, ...]]] = {}
+        for key in (self._blobs or {}) if counting else {}:
+            if type(key) is tuple and len(key) == 4 and _selected(selected, key[0], key[1], None):
+                blobs_of.setdefault(key[0], []).append(key)
+        unused_blobs, unused_bytes = 0, 0
+        used: set[tuple[Any, ...]] = set()
+        current: Any = None
+
+        def count_unused(thread: Any) -> tuple[int, int]:
+            unused = [key for key in blobs_of.pop(thread, ()) if key not in used]
+            blobs = self._blobs or {}
+            return len(unused), sum(_pair_size(blobs[key]) for key in unused)
+
         for thread_id, ns, checkpoint_id, entry in self._entries(selected):
+            if thread_id != current:
+                if current is not None:
+                    found = count_unused(current)
+                    unused_blobs, unused_bytes = unused_blobs + found[0], unused_bytes + found[1]
+                used.clear()
+                current = thread_id
             ids = self._storage[thread_id][ns]
             oldest.setdefault((thread_id, ns), checkpoint_id)  # entries come oldest first
             parent = entry[2]
@@ -681,7 +721,7 @@ class PickleStore(Store):
                 threads_missing.add(thread_id)
                 if checkpoint_id == oldest[thread_id, ns]:
                     health.missing_parent_oldest += 1
-            if self._blobs is not None and not self._inline_values:
+            if counting:
                 key = CheckpointKey(thread_id, ns, checkpoint_id)
                 body = self._body(key, entry[0], values=False, tolerant=True)
                 versions = body.get("channel_versions") if isinstance(body, dict) else None
@@ -705,17 +745,16 @@ class PickleStore(Store):
         )
         health.orphan_write_threads = len({k.thread_id for k in orphans})
         health.orphan_write_examples = orphans[:5]
-        if self._blobs is not None and not self._inline_values:
-            unused = [
-                pair
-                for key, pair in self._blobs.items()
-                if type(key) is tuple
-                and len(key) == 4
-                and _selected(selected, key[0], key[1], None)
-                and key not in used
-            ]
-            health.orphan_blobs = len(unused)
-            health.orphan_blob_bytes = sum(_pair_size(pair) for pair in unused)
+        if counting:
+            if current is not None:
+                found = count_unused(current)
+                unused_blobs, unused_bytes = unused_blobs + found[0], unused_bytes + found[1]
+            used.clear()
+            for thread in list(blobs_of):  # the blobs of threads with no checkpoint left
+                found = count_unused(thread)
+                unused_blobs, unused_bytes = unused_blobs + found[0], unused_bytes + found[1]
+            health.orphan_blobs = unused_blobs
+            health.orphan_blob_bytes = unused_bytes
         health.namespaces = [
             (thread_id, ns)
             for thread_id in sorted(self._storage)
@@ -728,8 +767,8 @@ class PickleStore(Store):
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
         for thread_id, ns, checkpoint_id, entry in self._entries(query):
             raw_body, raw_metadata, parent_id = entry
-            body_pair = _pair(raw_body) if data else None
-            meta_pair = _pair(raw_metadata) if data else None
+            body_pair = _pair(raw_body, self._storage_file) if data else None
+            meta_pair = _pair(raw_metadata, self._storage_file) if data else None
             key = CheckpointKey(thread_id, ns, checkpoint_id)
             body = self._body(key, raw_body, values=False, tolerant=True)
             versions = body.get("channel_versions") if isinstance(body, dict) else None
@@ -783,7 +822,7 @@ class PickleStore(Store):
                 stored = task_writes[inner_key]
                 if type(stored) is not tuple or len(stored) < 3:
                     continue
-                pair = _pair(stored[2]) if data else None
+                pair = _pair(stored[2], self._writes_file) if data else None
                 idx = inner_key[1] if type(inner_key) is tuple and len(inner_key) == 2 else 0
                 yield RawWrite(
                     thread_id=thread_id,
@@ -815,14 +854,87 @@ class PickleStore(Store):
     def close(self) -> None:
         self._writes_dict = None
         self._blobs_dict = None
-        if self._blobs_file is not None:
-            self._blobs_file.close()
+        for opened in (self._blobs_file, self._storage_file, self._writes_file):
+            if opened is not None:
+                opened.close()
         for kept_file in self._lean_files:
             kept_file.close()
         self._lean_files.clear()
         if self._storage_fd is not None:
             os.close(self._storage_fd)
             self._storage_fd = None
+
+
+def _spanned(fd: int, role: str) -> dict[Any, Any] | None:
+    """The whole storage or writes dict from the pass of pickle_lean, its bytes values left
+    in the file as StoredText: stats, types and dump on a big `langgraph dev` folder hold
+    the dicts' keys, not their values. None when the file needs the full read, which
+    accepts, refuses or reports it as before."""
+    try:
+        with collector_paused():
+            if role == "storage":
+                root = scan_storage(fd, whole=True)
+            else:
+                root = scan_kept(fd, None, check=True)
+    except (Unsupported, OSError):
+        return None
+    if type(root) is not dict:
+        return None
+    return root if (_spanned_storage if role == "storage" else _spanned_writes)(root) else None
+
+
+def _stored_pair(value: Any) -> bool:
+    """A (tag, bytes) pair as the scan gives it: a StoredText may stand only where a
+    payload goes. Anywhere else the full read shows it as the text it is, so any other
+    shape is read the full way."""
+    return (
+        type(value) is tuple
+        and len(value) == 2
+        and type(value[0]) is str
+        and (type(value[1]) is StoredText or type(value[1]) is str)
+    )
+
+
+def _spanned_storage(root: dict[Any, Any]) -> bool:
+    """thread -> ns -> checkpoint_id -> (body pair, metadata pair, parent id) (the scan
+    checks the entries' ids and parents, pickle_lean._entries)."""
+    for thread_id, namespaces in root.items():
+        if type(thread_id) is not str or type(namespaces) is not Namespaces:
+            return False
+        for ns, entries in namespaces.items():
+            if type(ns) is not str:
+                return False
+            for entry in entries.values():
+                if not (_stored_pair(entry[0]) and _stored_pair(entry[1])):
+                    return False
+    return True
+
+
+def _spanned_writes(root: dict[Any, Any]) -> bool:
+    """(thread, ns, checkpoint_id) -> {(task_id, idx): (task_id, channel, pair, task_path)}."""
+    for key, task_writes in root.items():
+        if (
+            type(key) is not tuple
+            or len(key) != 3
+            or any(type(part) is not str for part in key)
+            or type(task_writes) is not dict
+        ):
+            return False
+        for inner_key, stored in task_writes.items():
+            if not (
+                type(inner_key) is tuple
+                and len(inner_key) == 2
+                and type(inner_key[0]) is str
+                and type(inner_key[1]) is int
+                and type(stored) is tuple
+                and len(stored) in (3, 4)
+                and type(stored[0]) is str
+                and type(stored[1]) is str
+                and _stored_pair(stored[2])
+                and (len(stored) == 3 or type(stored[3]) is str)
+            ):
+                return False
+    return True
 
 
 # Threads read by one-thread passes before a store reads its whole index (PickleStore._thread).
@@ -1021,16 +1133,17 @@ def _storage_index(
 # -- raw values -----------------------------------------------------------------------------
 
 
-def _pair(raw: Any, blobs_file: PickleFile | None = None) -> tuple[str, bytes] | None:
-    """A stored (tag, bytes) pair with its bytes in hand, or None if `raw` is not one."""
+def _pair(raw: Any, file: PickleFile | None = None) -> tuple[str, bytes] | None:
+    """A stored (tag, bytes) pair with its bytes in hand (read from `file`, the one its
+    StoredText points into), or None if `raw` is not one."""
     if type(raw) is not tuple or len(raw) != 2 or not isinstance(raw[0], str):
         return None
     payload = raw[1]
     try:
         if isinstance(payload, str | bytes):
             return raw[0], latin1_bytes(payload)
-        if isinstance(payload, StoredText) and blobs_file is not None:
-            return raw[0], blobs_file.read(payload)
+        if isinstance(payload, StoredText) and file is not None:
+            return raw[0], file.read(payload)
     except (ValueError, OSError):
         return None
     return None
@@ -1059,11 +1172,12 @@ def _tag(raw: Any) -> str | None:
 
 def _pair_size(raw: Any) -> int:
     """Bytes of a stored value, from the index alone: a latin-1 str from load_pickle has one
-    character per byte; a StoredText counts the bytes of its UTF-8 text in the file."""
+    character per byte; a StoredText of the storage and writes files counts them too
+    (pickle_lean), one of the blobs file counts the bytes of its UTF-8 text in the file."""
     try:
         payload = raw[1]
         if type(payload) is StoredText:
-            return int(payload.stop - payload.start)
+            return payload.chars
         return len(payload) if isinstance(payload, str | bytes) else 0
     except (TypeError, IndexError, KeyError):  # not a pair: sized as nothing
         return 0

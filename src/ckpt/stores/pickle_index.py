@@ -12,10 +12,35 @@ from typing import Any, Final
 
 from ckpt.stores.unpickler import LATIN1, collector_paused, load_pickle
 
-# A bytes value the scanner left in the file: `slice(start, stop)` of file offsets of its
-# latin-1 text, UTF-8 encoded (what BINUNICODE stores). slice is a builtin, so making one
-# per value costs little, and its `stop - start` is the value's size in the file.
-StoredText = slice
+
+class StoredText(int):
+    """A bytes value a scanner left in the file: where its latin-1 text, UTF-8 encoded (what
+    BINUNICODE stores), starts, how many bytes of the file it takes, and how many bytes it
+    stands for (its characters), packed in one int. One 56-byte object per value, where a
+    slice of three ints took 150: a dev folder's index holds one per stored value. No
+    unpickler builds one, so a StoredText is always a scanner's span, never data."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, start: int, size: int, chars: int | None = None) -> StoredText:
+        """`chars` unknown (the blobs file, whose text is not decoded): its size in the file."""
+        return cls(start << 64 | size << 32 | (size if chars is None else chars))
+
+    @property
+    def start(self) -> int:
+        return int(self) >> 64
+
+    @property
+    def size(self) -> int:
+        """Bytes of its text in the file."""
+        return (int(self) >> 32) & 0xFFFFFFFF
+
+    @property
+    def chars(self) -> int:
+        """Bytes it stands for, when the scanner counted them (else its size in the file)."""
+        return int(self) & 0xFFFFFFFF
+
 
 CHUNK: Final = 1 << 16  # bytes read at a time while scanning
 SLACK: Final = 512  # longest fixed-size opcode plus a GLOBAL's two name lines
@@ -34,17 +59,18 @@ class Unsupported(Exception):
 class PickleFile:
     """One PersistentDict file, opened once; bytes values can stay in it until needed.
 
-    `load()` reads a dict whose bytes values are StoredText slices, read later with
+    `load()` reads a dict whose bytes values are StoredTexts, read later with
     `read()`. The `langgraph dev` blobs file holds every channel value of every checkpoint
     (1.7 GB for 100,000 checkpoints of a growing chat, format.md §7.3); listing threads needs
     only each value's type tag and size, so unpickling it all, which turns every value into
     a string held in memory, would cost most of the time and memory of `ckpt threads`.
     """
 
-    def __init__(self, path: str, *, source: str) -> None:
+    def __init__(self, path: str, *, source: str, fd: int | None = None) -> None:
+        """`fd`: the file, already open (this object then owns and closes it)."""
         self.path = path
         self.source = source
-        self.fd = os.open(path, os.O_RDONLY)
+        self.fd = os.open(path, os.O_RDONLY) if fd is None else fd
 
     def load(self, refused: list[str] | None = None) -> Any:
         """The unpickled object: scanned when the stream is the plain protocol 2 shape
@@ -62,7 +88,7 @@ class PickleFile:
 
     def read(self, span: StoredText) -> bytes:
         """The bytes a StoredText stands for; ValueError if the file no longer holds them."""
-        length = span.stop - span.start
+        length = span.size
         data = os.pread(self.fd, length, span.start)
         if len(data) != length:
             raise ValueError("the file changed since it was read")
@@ -80,7 +106,7 @@ class PickleFile:
         """A pickle machine for the opcodes protocol 2 writes for dicts of tuples of str,
         int, None and bytes; anything else raises Unsupported.
 
-        It only ever builds dicts, tuples, strings, ints and slices; there is nothing in
+        It only ever builds dicts, tuples, strings, ints and StoredTexts; there is nothing in
         it that can call or import. The payload of `_codecs.encode(<str>, "latin1")` is
         skipped, not read: it becomes a StoredText. One loop with the opcodes in order of
         frequency: this runs ~3 million times for a 100,000-checkpoint blobs file.
@@ -127,7 +153,7 @@ class PickleFile:
                 size = u32(buf, pos)[0]
                 pos += 4
                 if stack and stack[-1] is _ENCODE_MARK:
-                    push(slice(base + pos, base + pos + size))  # a bytes value: skip it
+                    push(StoredText.of(base + pos, size))  # a bytes value: skip it
                 else:
                     if pos + size > len(buf):
                         if size > MAX_NAME:

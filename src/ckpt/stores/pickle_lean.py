@@ -22,7 +22,7 @@ which accepts, refuses or reports it exactly as before. Among what it turns away
 * a bytes value that is not valid UTF-8 text in the storage and writes files, which the
   full read reports as corrupt (the blobs file is scanned the same way by both reads).
 
-It builds only dicts, tuples, strings, numbers and slices; nothing in it imports or calls
+It builds only dicts, tuples, strings, numbers and StoredTexts; nothing in it imports or calls
 anything named by the data.
 """
 
@@ -38,7 +38,7 @@ from ckpt.stores.pickle_index import MAX_NAME as _MAX_NAME
 from ckpt.stores.pickle_index import SLACK as _SLACK
 from ckpt.stores.pickle_index import U16 as _U16
 from ckpt.stores.pickle_index import U32 as _U32
-from ckpt.stores.pickle_index import Unsupported
+from ckpt.stores.pickle_index import StoredText, Unsupported
 from ckpt.stores.unpickler import LATIN1
 
 _SHARED_BYTES: Final = 64  # bytes values up to this long stay in the memo (see _keep)
@@ -72,7 +72,7 @@ class Summary:
 
     The first entry is kept because the store checks it for inline channel values
     (checkpoint 2.0.21 and older); latest is the max checkpoint id, as
-    InMemorySaver.get_tuple picks it (format.md §3.3). Their bytes are slices of the file.
+    InMemorySaver.get_tuple picks it (format.md §3.3). Their bytes are spans of the file.
     """
 
     count: int
@@ -80,20 +80,25 @@ class Summary:
     latest: tuple[str, Any]
 
 
-def scan_storage(fd: int, thread: str | None = None, *, ids: bool = False) -> Any:
+def scan_storage(
+    fd: int, thread: str | None = None, *, ids: bool = False, whole: bool = False
+) -> Any:
     """The storage file's root object, each namespace's entries reduced to a Summary (or
     None when empty; `ids`: to the list of its checkpoint ids) as soon as its dict is
-    built, except the namespaces of `thread`, whose entries dicts are kept whole. Bytes
-    values are slices of file offsets of their UTF-8 text (as pickle_index.StoredText),
-    checked as UTF-8. Raises Unsupported (see the module docstring) or OSError."""
-    return _Scan(fd, storage=True, wanted=None, check=True, thread=thread, ids=ids).run()
+    built, except the namespaces of `thread` (`whole`: of every thread), whose entries
+    dicts are kept whole. Bytes values are pickle_index.StoredText spans of their UTF-8
+    text in the file, checked as UTF-8, which count the bytes they stand for. Raises
+    Unsupported (see the module docstring) or OSError."""
+    return _Scan(
+        fd, storage=True, wanted=None, check=True, thread=thread, ids=ids, whole=whole
+    ).run()
 
 
-def scan_kept(fd: int, wanted: set[Any] | str, *, check: bool) -> Any:
-    """A writes (`check=True`: bytes checked as UTF-8) or blobs (`check=False`) file's
-    root dict, with only the `wanted` keys (a thread id: every key of that thread) and
-    its first key (by which the store tells which dict a file holds). Raises Unsupported
-    or OSError."""
+def scan_kept(fd: int, wanted: set[Any] | str | None, *, check: bool) -> Any:
+    """A writes (`check=True`: bytes checked as UTF-8 and counted) or blobs
+    (`check=False`) file's root dict, with only the `wanted` keys (a thread id: every key
+    of that thread; None: every key) and its first key (by which the store tells which
+    dict a file holds). Raises Unsupported or OSError."""
     return _Scan(fd, storage=False, wanted=wanted, check=check).run()
 
 
@@ -107,11 +112,13 @@ class _Scan:
         check: bool,
         thread: str | None = None,
         ids: bool = False,
+        whole: bool = False,
     ) -> None:
         self.fd = fd
         self.storage = storage
         self.wanted = wanted
         self.thread = thread
+        self.whole = whole
         self.ids = ids
         self.check = check
         self.globals = _STORAGE_GLOBALS if storage else _GLOBALS
@@ -136,6 +143,7 @@ class _Scan:
         keep = self._keep
         setitems = self._setitems
         gone = _GONE
+        span = StoredText.of
         base = 0  # file offset of buf[0]
         buf = pread(fd, _CHUNK, 0)
         if buf[:2] != b"\x80\x02":
@@ -176,13 +184,16 @@ class _Scan:
                             pos = 0
                             limit = len(buf) - _SLACK
                         try:
-                            buf[pos : pos + size].decode("utf-8", "surrogatepass")
+                            chars = len(buf[pos : pos + size].decode("utf-8", "surrogatepass"))
                         except UnicodeDecodeError:
                             raise Unsupported("not UTF-8") from None
-                    built: Any = slice(base + pos, base + pos + size)
+                        # Its characters are the bytes it stands for.
+                        built: Any = span(base + pos, size, chars)
+                    else:
+                        built = span(base + pos, size)
                     push(built)
                     # A short value may be shared (CPython keeps one b"\x01"): the memo
-                    # keeps its slice. A long one is dropped with what holds it.
+                    # keeps its span. A long one is dropped with what holds it.
                     kept: Any = built if size <= _SHARED_BYTES else gone
                     payload = True
                 else:
@@ -462,8 +473,8 @@ class _Scan:
         kind = type(value)
         if kind is str or kind is int or value is None or id(value) in _MARKERS:
             return value
-        if kind is slice:
-            return value if value.stop - value.start <= _SHARED_BYTES else _GONE
+        if kind is StoredText:
+            return value if value.size <= _SHARED_BYTES else _GONE
         if kind is tuple and len(value) <= 2:
             for part in value:
                 if not (type(part) is str or type(part) is int or part is None):
@@ -481,8 +492,9 @@ class _Scan:
         if len(keys) != len(values):
             raise Unsupported("SETITEMS")
         if type(target) is Namespaces:
-            if self.thread is not None and type(owner) is str and owner == self.thread:
-                values = [_entries(entries) for entries in values]  # the thread asked for
+            asked = self.thread is not None and type(owner) is str and owner == self.thread
+            if self.whole or asked:
+                values = [_entries(entries) for entries in values]  # kept whole
             elif self.ids:
                 values = [list(_entries(entries)) for entries in values]
             else:
@@ -542,13 +554,13 @@ def _summary(entries: Any) -> Summary | None:
 
 
 def materialize(fd: int, value: Any, depth: int = 0) -> Any:
-    """`value` with each slice replaced by its text, as the restricted unpickler gives it
+    """`value` with each StoredText replaced by its text, as the restricted unpickler gives it
     (a str with one character per byte). For the few entries a listing keeps."""
     if depth > 20:
         raise Unsupported("too deep")
     kind = type(value)
-    if kind is slice:
-        length = value.stop - value.start
+    if kind is StoredText:
+        length = value.size
         data = os.pread(fd, length, value.start)
         if len(data) != length:
             raise Unsupported("the file changed")
