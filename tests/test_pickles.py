@@ -20,7 +20,7 @@ from fixtures.build import DEV_FILES, DevServerSaver, fixture_warnings
 from fixtures.graphs import SCENARIO_STATUS as EXPECTED_STATUS
 from fixtures.graphs import run_scenarios
 from fixtures.oracle import load_memory_saver, quiet_serde_log
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -31,7 +31,8 @@ from ckpt.errors import CkptError, ExitCode, RefusedGlobal, StoreCorrupt
 from ckpt.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.stores import discover, open_store
 from ckpt.stores.persistent_dict import PickleStore
-from ckpt.stores.pickle_index import PickleFile, StoredText
+from ckpt.stores.pickle_index import PickleFile, StoredText, Unsupported
+from ckpt.stores.pickle_lean import scan_kept
 from ckpt.stores.sqlite import SqliteStore
 from ckpt.stores.unpickler import load_pickle
 from hostile import tuple_bomb
@@ -699,6 +700,9 @@ blob_values = st.tuples(st.sampled_from(["msgpack", "empty", "null", "bytes"]), 
     st.dictionaries(blob_keys, blob_values, max_size=300),
     st.integers(min_value=0, max_value=3),
 )
+# CPython keeps one str per character: b"V" pickles through the same "V" as the key's
+# version, so the key refers to the bytes' text through the memo.
+@example({("", "", "", "0"): ("msgpack", b"V"), ("", "", "", "V"): ("msgpack", b"")}, 0)
 def test_scanning_any_blobs_dict_matches_unpickling(
     blobs: dict[Any, Any], protocol_choice: int
 ) -> None:
@@ -715,6 +719,28 @@ def test_scanning_any_blobs_dict_matches_unpickling(
         if protocol > 2:  # real bytes come back from protocol 3+ pickles
             loaded = {k: (tag, data.decode("latin1")) for k, (tag, data) in loaded.items()}
         assert loaded == expected
+
+
+@pytest.mark.parametrize("scan", ["blobs", "writes"])
+def test_a_key_holding_long_bytes_is_read_as_text(tmp_path: Path, scan: str) -> None:
+    """A long bytes value is left in the file where it is a value, but a key holding one
+    (through the memo, or built in place) gets the text the restricted unpickler gives."""
+    value = b"\xe9" * 100
+    blobs = {("t", "", "c", value): ("msgpack", value), ("t", "", "d", "1"): ("msgpack", b"x")}
+    path = tmp_path / BLOBS
+    path.write_bytes(pickle.dumps(blobs, 2))
+    with path.open("rb") as handle:
+        expected = load_pickle(handle, source=str(path))
+    assert ("t", "", "c", value.decode("latin1")) in expected
+    if scan == "blobs":
+        scanned = PickleFile(str(path), source=str(path))
+        try:
+            assert resolved(scanned.load(), scanned) == expected
+        finally:
+            scanned.close()
+    else:
+        with path.open("rb") as handle, pytest.raises(Unsupported):
+            scan_kept(handle.fileno(), None, check=True)
 
 
 def test_scanning_memo_numbered_out_of_order(tmp_path: Path) -> None:

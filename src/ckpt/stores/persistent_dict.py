@@ -139,6 +139,9 @@ class PickleStore(Store):
                 self._blobs_file = PickleFile(str(path), source=str(path))
                 loaded = self._blobs_file.load(self.refused)
             elif role == "writes":
+                if self._writes_file is not None:  # a failed load, tried again
+                    self._writes_file.close()
+                    self._writes_file = None
                 writes_file = PickleFile(str(path), source=str(path))
                 loaded = _spanned(writes_file.fd, "writes")
                 if loaded is not None:

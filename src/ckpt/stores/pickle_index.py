@@ -45,6 +45,7 @@ class StoredText(int):
 CHUNK: Final = 1 << 16  # bytes read at a time while scanning
 SLACK: Final = 512  # longest fixed-size opcode plus a GLOBAL's two name lines
 MAX_NAME: Final = 1 << 20  # a key string longer than this is not a PersistentDict key
+SHARED_BYTES: Final = 64  # bytes values up to this long are read as text, not left in the file
 U32: Final = struct.Struct("<I")
 I32: Final = struct.Struct("<i")
 U16: Final = struct.Struct("<H")
@@ -152,8 +153,15 @@ class PickleFile:
             elif op == 0x58:  # BINUNICODE
                 size = u32(buf, pos)[0]
                 pos += 4
-                if stack and stack[-1] is _ENCODE_MARK:
-                    push(StoredText.of(base + pos, size))  # a bytes value: skip it
+                if stack and stack[-1] is _ENCODE_MARK:  # a bytes value
+                    if size <= SHARED_BYTES:
+                        # Read at once: a short value may be shared through the memo (CPython
+                        # keeps one str per character), and where it is a key, it is text.
+                        if pos + size > len(buf):
+                            raise Unsupported("truncated")
+                        push(buf[pos : pos + size].decode("utf-8", "surrogatepass"))
+                    else:
+                        push(StoredText.of(base + pos, size))  # left in the file
                 else:
                     if pos + size > len(buf):
                         if size > MAX_NAME:
@@ -199,7 +207,7 @@ class PickleFile:
                 del stack[start:]
                 keys = items[::2]
                 for key in keys:
-                    if type(key) is tuple:
+                    if type(key) is tuple or type(key) is StoredText:
                         _check_flat(key)
                 target.update(zip(keys, items[1::2], strict=True))
             elif op == 0x4B:  # BININT1
@@ -228,7 +236,7 @@ class PickleFile:
                 key = stack.pop()
                 if type(stack[-1]) is not dict:
                     raise Unsupported("SETITEM")
-                if type(key) is tuple:
+                if type(key) is tuple or type(key) is StoredText:
                     _check_flat(key)
                 stack[-1][key] = value
             elif op == 0x63:  # GLOBAL: only the two the bytes values need
@@ -255,13 +263,16 @@ class PickleFile:
 _BYTES_NAMES: Final = frozenset({(b"__builtin__", b"bytes"), (b"builtins", b"bytes")})
 
 
-def _check_flat(key: tuple[Any, ...]) -> None:
+def _check_flat(key: Any) -> None:
     """A dict key of a PersistentDict file is a string or a tuple of strings and numbers.
 
     A tuple of tuples is left to the restricted unpickler, which counts its shared
     references first (unpickler.expanded_size): hashing `(t, t)` with t = `(t', t')` ...
     sixty levels deep, built in a few hundred bytes of memo references, takes 2**60 steps.
+    So is a key holding a bytes value left in the file, which the unpickler reads as text.
     """
-    for part in key:
+    for part in key if type(key) is tuple else (key,):
         if type(part) is tuple:
             raise Unsupported("a key holding a tuple")
+        if type(part) is StoredText:
+            raise Unsupported("a key holding bytes")

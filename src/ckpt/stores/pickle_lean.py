@@ -35,13 +35,14 @@ from typing import Any, Final
 from ckpt.stores.pickle_index import CHUNK as _CHUNK
 from ckpt.stores.pickle_index import I32 as _I32
 from ckpt.stores.pickle_index import MAX_NAME as _MAX_NAME
+from ckpt.stores.pickle_index import SHARED_BYTES as _SHARED
 from ckpt.stores.pickle_index import SLACK as _SLACK
 from ckpt.stores.pickle_index import U16 as _U16
 from ckpt.stores.pickle_index import U32 as _U32
 from ckpt.stores.pickle_index import StoredText, Unsupported
 from ckpt.stores.unpickler import LATIN1
 
-_SHARED_BYTES: Final = 64  # bytes values up to this long stay in the memo (see _keep)
+_SHARED_BYTES: Final = _SHARED  # bytes values up to this long are text, kept in the memo
 
 _ENCODE: Final = object()
 _BYTES: Final = object()
@@ -177,24 +178,33 @@ class _Scan:
                 if base + pos + size > file_size:
                     raise Unsupported("truncated")
                 if stack and stack[-1] is _ENCODE:  # a bytes value: leave it in the file
-                    if check:
-                        if pos + size > len(buf):
-                            base += pos
-                            buf = pread(fd, size + _CHUNK, base)
-                            pos = 0
-                            limit = len(buf) - _SLACK
+                    if size <= _SHARED_BYTES:
+                        # A short value may be shared (CPython keeps one str per character,
+                        # and one b"\x01"): it is read as text, which the memo keeps and a
+                        # key holds, as the full read gives it (the bytes are in buf: _SLACK).
                         try:
-                            chars = len(buf[pos : pos + size].decode("utf-8", "surrogatepass"))
+                            text = buf[pos : pos + size].decode("utf-8", "surrogatepass")
                         except UnicodeDecodeError:
                             raise Unsupported("not UTF-8") from None
-                        # Its characters are the bytes it stands for.
-                        built: Any = span(base + pos, size, chars)
+                        built: Any = text
+                        kept: Any = text
                     else:
-                        built = span(base + pos, size)
+                        if check:
+                            if pos + size > len(buf):
+                                base += pos
+                                buf = pread(fd, size + _CHUNK, base)
+                                pos = 0
+                                limit = len(buf) - _SLACK
+                            try:
+                                text = buf[pos : pos + size].decode("utf-8", "surrogatepass")
+                            except UnicodeDecodeError:
+                                raise Unsupported("not UTF-8") from None
+                            # Its characters are the bytes it stands for.
+                            built = span(base + pos, size, len(text))
+                        else:
+                            built = span(base + pos, size)
+                        kept = gone  # dropped with what holds it
                     push(built)
-                    # A short value may be shared (CPython keeps one b"\x01"): the memo
-                    # keeps its span. A long one is dropped with what holds it.
-                    kept: Any = built if size <= _SHARED_BYTES else gone
                     payload = True
                 else:
                     if pos + size > len(buf):
@@ -473,8 +483,6 @@ class _Scan:
         kind = type(value)
         if kind is str or kind is int or value is None or id(value) in _MARKERS:
             return value
-        if kind is StoredText:
-            return value if value.size <= _SHARED_BYTES else _GONE
         if kind is tuple and len(value) <= 2:
             for part in value:
                 if not (type(part) is str or type(part) is int or part is None):
@@ -491,6 +499,11 @@ class _Scan:
         values = items[1::2]
         if len(keys) != len(values):
             raise Unsupported("SETITEMS")
+        if target is self.root:
+            for key in keys:  # a long bytes value is a span here, but text to the full read
+                for part in key if type(key) is tuple else (key,):
+                    if type(part) is StoredText:
+                        raise Unsupported("a key holding bytes")
         if type(target) is Namespaces:
             asked = self.thread is not None and type(owner) is str and owner == self.thread
             if self.whole or asked:
