@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,29 @@ def test_odd_lineage_draws_every_checkpoint_once(samples: Path, tmp_path: Path, 
     drawn = re.findall(r"[├└]── ([0-9a-f]{8})  step", out)
     assert sorted(drawn) == sorted(ids)  # each exactly once
     assert note in " ".join(out.split())
+
+
+def test_a_checkpoint_stored_twice_is_drawn_once(samples: Path, tmp_path: Path) -> None:
+    """A store that lost its primary key holds every row twice: the tree draws each
+    checkpoint once, says so, and counts each write once (found by make fuzz: every copy
+    took every copy of each child, 2**depth nodes, 280 MB and 10 s)."""
+    pristine = tmp_path / "pristine.db"
+    shutil.copy(samples / "sqlite_checkpoints.db", pristine)
+    store = tmp_path / "twice.db"
+    shutil.copy(pristine, store)
+    with closing(sqlite3.connect(store)) as conn, conn:
+        conn.execute("CREATE TABLE loose AS SELECT * FROM checkpoints")
+        conn.execute("DROP TABLE checkpoints")
+        conn.execute("ALTER TABLE loose RENAME TO checkpoints")
+        conn.execute("INSERT INTO checkpoints SELECT * FROM checkpoints")
+    code, expected, err = run("history", "thread-1", "--db", str(pristine), width=400)
+    assert code == 0, err
+    code, out, err = run("history", "thread-1", "--db", str(store), width=400)
+    assert code == 0 and err == "", err
+    drawn = re.findall(r"[├└]── ([0-9a-f]{8})  step", out)
+    assert len(drawn) == len(set(drawn)) == len(re.findall(r"[├└]── ([0-9a-f]{8})  step", expected))
+    assert out.count("stored 2 times (drawn once)") == len(drawn)
+    assert out.replace("  ⚠ stored 2 times (drawn once)", "") == expected
 
 
 def _grown(samples: Path, tmp_path: Path, count: int, *, wide: bool) -> Path:

@@ -133,7 +133,22 @@ def _lineage(
 
 
 def _chains(checkpoints: list[Checkpoint], window: bool = False) -> list[list[HistoryNode]]:
+    # A store without its primary key can hold a row twice: each checkpoint is drawn once
+    # (its first row), or every copy would take every copy of each child (2**depth nodes).
+    unique: dict[str, Checkpoint] = {}
+    copies: dict[str, int] = {}
+    for cp in checkpoints:
+        if cp.checkpoint_id in unique:
+            copies[cp.checkpoint_id] = copies.get(cp.checkpoint_id, 1) + 1
+        else:
+            unique[cp.checkpoint_id] = cp
+    checkpoints = list(unique.values())
     parent_of, notes = _lineage(checkpoints, window)
+    for checkpoint_id, count in copies.items():
+        stored = f"stored {count} times (drawn once)"
+        notes[checkpoint_id] = (
+            f"{notes[checkpoint_id]}; {stored}" if checkpoint_id in notes else stored
+        )
     children: dict[str | None, list[Checkpoint]] = {}
     for cp in checkpoints:
         children.setdefault(parent_of[cp.checkpoint_id], []).append(cp)

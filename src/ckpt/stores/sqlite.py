@@ -285,13 +285,15 @@ class SqliteStore(Store):
         self, thread_id: str, *, values: bool, last: int | None = None
     ) -> list[Checkpoint]:
         ns, cid = self._ns, self._id
+        # DISTINCT: a store that lost its primary key may hold a key twice, and each row
+        # (and write) is read once, not once per copy of its key.
         if last is None:
-            keys = f"SELECT {ns} AS kn, {cid} AS ki FROM checkpoints WHERE thread_id = ?"
+            keys = f"SELECT DISTINCT {ns} AS kn, {cid} AS ki FROM checkpoints WHERE thread_id = ?"
         else:
             # The newest `last` keys from the thread's part of the key index; then only
             # their rows and their writes are read, by primary key.
             keys = (
-                f"SELECT {ns} AS kn, {cid} AS ki FROM checkpoints WHERE thread_id = ? "
+                f"SELECT DISTINCT {ns} AS kn, {cid} AS ki FROM checkpoints WHERE thread_id = ? "
                 f"ORDER BY {cid} DESC, {ns} DESC LIMIT {max(int(last), 0)}"
             )
         rows = self._run(
