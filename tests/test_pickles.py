@@ -10,7 +10,7 @@ import pickle
 import shutil
 import tempfile
 from collections import Counter, OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -835,21 +835,29 @@ def test_stored_text_is_read_on_demand(dev_folder: Path) -> None:
 
 def _outcome(target: Path, thread_id: str, fragment: str) -> tuple[Any, ...]:
     """What `threads`, `show` and `history` of one thread, and finding a checkpoint by a
-    piece of its id (each in a store of its own) give on a store: summaries, checkpoints
-    and keys or the error, and refused globals."""
+    piece of its id (each in a store of its own) give on a store."""
+
+    def show(store: PickleStore) -> Any:
+        key = store.latest_key(thread_id)
+        return store.load(key, values=True) if key else None
+
+    return _read_each(
+        target,
+        lambda store: tuple(store.threads()),
+        show,
+        lambda store: tuple(store.checkpoints(thread_id)),
+        lambda store: tuple(store.find(fragment)),
+    )
+
+
+def _read_each(target: Path, *reads: Callable[[PickleStore], Any]) -> tuple[Any, ...]:
+    """Each read on a store of its own: what it gives, with the refused globals and the
+    notices, or the error."""
     outcome: list[Any] = []
-    for command in ("threads", "show", "history", "find"):
+    for read in reads:
         try:
             with PickleStore(target) as store:
-                if command == "threads":
-                    got: Any = tuple(store.threads())
-                elif command == "show":
-                    key = store.latest_key(thread_id)
-                    got = store.load(key, values=True) if key else None
-                elif command == "history":
-                    got = tuple(store.checkpoints(thread_id))
-                else:
-                    got = tuple(store.find(fragment))
+                got = read(store)
                 outcome.append((got, sorted(set(store.refused)), tuple(store.notices)))
         except CkptError as exc:
             outcome.append((type(exc).__name__, exc.message))
@@ -899,28 +907,19 @@ def full_read() -> Iterator[None]:
 def _whole_outcome(target: Path) -> tuple[Any, ...]:
     """What the commands that read every checkpoint (stats, types, dump, threads --size)
     get from a store: sizes, every checkpoint with its values, the raw rows with their
-    bytes, health; or the error, and refused globals."""
-    outcome: list[Any] = []
+    bytes, health."""
     everything = DumpQuery()
-    for command in ("sizes", "dump", "raw", "health"):
-        try:
-            with PickleStore(target) as store:
-                if command == "sizes":
-                    got: Any = (store.sizes(everything), tuple(store.threads(sizes=True)))
-                elif command == "dump":
-                    got = tuple(store.iter_checkpoints(everything, values=True))
-                elif command == "raw":
-                    got = (
-                        tuple(store.raw_checkpoints(everything)),
-                        tuple(store.raw_writes(everything)),
-                        tuple(store.raw_blobs(everything)),
-                    )
-                else:
-                    got = store.health(everything)
-                outcome.append((got, sorted(set(store.refused)), tuple(store.notices)))
-        except CkptError as exc:
-            outcome.append((type(exc).__name__, exc.message))
-    return tuple(outcome)
+    return _read_each(
+        target,
+        lambda store: (store.sizes(everything), tuple(store.threads(sizes=True))),
+        lambda store: tuple(store.iter_checkpoints(everything, values=True)),
+        lambda store: (
+            tuple(store.raw_checkpoints(everything)),
+            tuple(store.raw_writes(everything)),
+            tuple(store.raw_blobs(everything)),
+        ),
+        lambda store: store.health(everything),
+    )
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -459,25 +459,18 @@ class PickleStore(Store):
         folder, without the whole index. None when the file needs the full read."""
         if self._storage_fd is None:
             return None
+        found: list[CheckpointKey] = []
         try:
             with collector_paused():
                 root = scan_storage(self._storage_fd, ids=True)
-        except (Unsupported, OSError):
-            return None
-        if not isinstance(root, dict):
-            return None
-        found: list[CheckpointKey] = []
-        for thread, namespaces in root.items():
-            if type(thread) is not str or type(namespaces) is not Namespaces:
-                return None
-            for ns, checkpoint_ids in namespaces.items():
-                if type(ns) is not str:
-                    return None
+            for thread, ns, checkpoint_ids in _namespace_items(root):
                 for checkpoint_id in checkpoint_ids:
                     if len(found) < FIND_LIMIT and (
                         checkpoint_id.startswith(fragment) or checkpoint_id.endswith(fragment)
                     ):
                         found.append(CheckpointKey(thread, ns, checkpoint_id))
+        except (Unsupported, OSError):
+            return None
         return found
 
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
@@ -901,15 +894,13 @@ def _stored_pair(value: Any) -> bool:
 def _spanned_storage(root: dict[Any, Any]) -> bool:
     """thread -> ns -> checkpoint_id -> (body pair, metadata pair, parent id) (the scan
     checks the entries' ids and parents, pickle_lean._entries)."""
-    for thread_id, namespaces in root.items():
-        if type(thread_id) is not str or type(namespaces) is not Namespaces:
-            return False
-        for ns, entries in namespaces.items():
-            if type(ns) is not str:
-                return False
+    try:
+        for _, _, entries in _namespace_items(root):
             for entry in entries.values():
                 if not (_stored_pair(entry[0]) and _stored_pair(entry[1])):
                     return False
+    except Unsupported:
+        return False
     return True
 
 
@@ -1011,29 +1002,33 @@ def _lean_thread(
         return None
 
 
-def _lean_index(fd: int) -> dict[str, dict[str, Summary]] | None:
+def _lean_index(fd: int) -> dict[str, dict[str, Summary]]:
+    """thread -> ns -> Summary, empty ones dropped; raises Unsupported (see _lean_storage)."""
     with collector_paused():
-        root = scan_storage(fd)
-        if not isinstance(root, dict):
-            return None
         index: dict[str, dict[str, Summary]] = {}
-        for thread_id, namespaces in root.items():
-            if type(thread_id) is not str or type(namespaces) is not Namespaces:
-                return None
-            kept: dict[str, Summary] = {}
-            for ns, summary in namespaces.items():
-                if type(ns) is not str:
-                    return None
-                if summary is None:
-                    continue
-                kept[ns] = Summary(
+        for thread_id, ns, summary in _namespace_items(scan_storage(fd)):
+            if summary is not None:
+                index.setdefault(thread_id, {})[ns] = Summary(
                     summary.count,
                     (summary.first[0], materialize(fd, summary.first[1])),
                     (summary.latest[0], materialize(fd, summary.latest[1])),
                 )
-            if kept:
-                index[thread_id] = kept
         return index
+
+
+def _namespace_items(root: Any) -> Iterator[tuple[str, str, Any]]:
+    """(thread, ns, what the pass kept of it) from a storage pass's root; Unsupported
+    where a thread or namespace is not a string, or a thread not a namespaces dict (the
+    full read accepts, refuses or reports those)."""
+    if type(root) is not dict:
+        raise Unsupported("root")
+    for thread_id, namespaces in root.items():
+        if type(thread_id) is not str or type(namespaces) is not Namespaces:
+            raise Unsupported("thread")
+        for ns, kept in namespaces.items():
+            if type(ns) is not str:
+                raise Unsupported("namespace")
+            yield thread_id, ns, kept
 
 
 # -- layout -------------------------------------------------------------------------------

@@ -178,32 +178,28 @@ class _Scan:
                 if base + pos + size > file_size:
                     raise Unsupported("truncated")
                 if stack and stack[-1] is _ENCODE:  # a bytes value: leave it in the file
-                    if size <= _SHARED_BYTES:
-                        # A short value may be shared (CPython keeps one str per character,
-                        # and one b"\x01"): it is read as text, which the memo keeps and a
-                        # key holds, as the full read gives it (the bytes are in buf: _SLACK).
+                    short = size <= _SHARED_BYTES
+                    if short or check:
+                        if pos + size > len(buf):  # never a short one: _SLACK
+                            base += pos
+                            buf = pread(fd, size + _CHUNK, base)
+                            pos = 0
+                            limit = len(buf) - _SLACK
                         try:
                             text = buf[pos : pos + size].decode("utf-8", "surrogatepass")
                         except UnicodeDecodeError:
                             raise Unsupported("not UTF-8") from None
+                    if short:
+                        # A short value may be shared (CPython keeps one str per character,
+                        # and one b"\x01"): it is text, which the memo keeps and a key
+                        # holds, as the full read gives it.
                         built: Any = text
                         kept: Any = text
                     else:
-                        if check:
-                            if pos + size > len(buf):
-                                base += pos
-                                buf = pread(fd, size + _CHUNK, base)
-                                pos = 0
-                                limit = len(buf) - _SLACK
-                            try:
-                                text = buf[pos : pos + size].decode("utf-8", "surrogatepass")
-                            except UnicodeDecodeError:
-                                raise Unsupported("not UTF-8") from None
-                            # Its characters are the bytes it stands for.
-                            built = span(base + pos, size, len(text))
-                        else:
-                            built = span(base + pos, size)
-                        kept = gone  # dropped with what holds it
+                        # Counted (its characters are the bytes it stands for) if checked;
+                        # dropped from the memo with what holds it.
+                        built = span(base + pos, size, len(text) if check else None)
+                        kept = gone
                     push(built)
                     payload = True
                 else:
