@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ckpt.decoders import decode, decode_json_text
 from ckpt.errors import DecodeError
@@ -267,3 +269,43 @@ def test_metadata_of_current_stores_is_plain_json() -> None:
     for (metadata,) in _rows("sqlite_checkpoints.db", "SELECT metadata FROM checkpoints"):
         decoded = decode_json_text(metadata)
         assert decoded == json.loads(metadata)
+
+
+_JSON_TEXT = st.characters(codec="utf-8", exclude_characters="_")  # no reserved keys
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.integers(min_value=-(2**64), max_value=2**64)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(_JSON_TEXT, max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(_JSON_TEXT, max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON_VALUES, ascii_only=st.booleans(), compact=st.booleans(), as_bytes=st.booleans())
+def test_plain_json_reads_as_json_reads_it(
+    value: Any, ascii_only: bool, compact: bool, as_bytes: bool
+) -> None:
+    # Plain JSON goes through orjson, which makes a long integer a float: where it could,
+    # json reads it. Dumped as JSON, the two readings are the same text (ints stay ints).
+    text: str | bytes = json.dumps(
+        value, ensure_ascii=ascii_only, separators=(",", ":") if compact else None
+    )
+    if as_bytes:
+        text = text.encode()
+    expected = json.loads(text)
+    assert json.dumps(decode_json_text(text)) == json.dumps(expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b"1234567890123456789", b"[-9223372036854775809]", b'{"n": 123456789012345678901234567890}'],
+)
+def test_long_integers_stay_exact(text: bytes) -> None:
+    assert json.dumps(decode_json_text(text)) == json.dumps(json.loads(text))

@@ -329,3 +329,25 @@ def test_local_and_utc_times_are_labelled_the_same_way_in_every_view(
     finally:
         monkeypatch.undo()
         clock.tzset()
+
+
+def test_a_thread_whose_rows_are_stored_twice_is_listed_once(samples: Path, tmp_path: Path) -> None:
+    """`threads` joins each thread's latest id to its row: a store that lost its primary
+    key holds that row twice, and the thread is still one row of the listing."""
+    pristine = tmp_path / "pristine.db"
+    shutil.copy(samples / "sqlite_checkpoints.db", pristine)
+    store = tmp_path / "twice.db"
+    shutil.copy(pristine, store)
+    with closing(sqlite3.connect(store)) as conn, conn:
+        conn.execute("CREATE TABLE loose AS SELECT * FROM checkpoints")
+        conn.execute("DROP TABLE checkpoints")
+        conn.execute("ALTER TABLE loose RENAME TO checkpoints")
+        conn.execute("INSERT INTO checkpoints SELECT * FROM checkpoints")
+    code, expected, err = run("threads", str(pristine), "--json")
+    assert code == 0, err
+    code, out, err = run("threads", str(store), "--json")
+    assert code == 0, err
+    pristine_threads, twice_threads = json.loads(expected), json.loads(out)
+    assert [t["thread_id"] for t in twice_threads] == [t["thread_id"] for t in pristine_threads]
+    for before, after in zip(pristine_threads, twice_threads, strict=True):
+        assert after == {**before, "checkpoints": 2 * before["checkpoints"]}

@@ -43,6 +43,7 @@ from ckpt.vocabulary import FIND_LIMIT
 SQLITE_MAGIC = b"SQLite format 3\x00"
 T = TypeVar("T")
 BATCH = 200  # rows fetched per round trip when streaming
+FIRST_BATCH = 8  # ... at first: then twice as many each time (`--limit 3` reads about 8)
 THREADS_PER_BATCH = 200  # latest checkpoints fetched per statement by `threads`
 KEYS_PER_BATCH = 200  # checkpoints fetched per statement by `load_many` (3 parameters each)
 PROBE_STEPS = 10000  # steps (about 2 per namespace) `find_exact` walks before it scans
@@ -161,33 +162,51 @@ class SqliteStore(Store):
             yield from self._threads(sizes=sizes, order=order)
 
     def _threads(self, *, sizes: bool, order: str) -> Iterator[ThreadSummary]:
-        # The thread, its counts, namespaces and latest root id come from the primary-key
-        # indexes alone (one statement: SQL sorts these narrow rows when asked for the
-        # newest first). The latest root checkpoints and their writes are then fetched a
-        # batch of threads at a time through the primary key, so memory stays flat and a
-        # caller that stops early (`--limit`) reads no more bodies. Sizes and the thread's
-        # write rows (`sizes=True`) need a scan of every row, and of the writes' key index
-        # (larger than the checkpoints'); `ckpt stats` is where they belong.
+        # One statement: the thread, its counts, namespaces and latest root id come from
+        # the primary-key index alone (SQL sorts these narrow rows when asked for the
+        # newest first), and each thread's latest root checkpoint is joined to its row by
+        # a primary-key search, streamed, so memory stays flat and a caller that stops
+        # early (`--limit`) reads no more bodies. Whether that checkpoint has writes is
+        # one more key search; the few that have are then read a batch of threads at a
+        # time. Sizes and the thread's write rows (`sizes=True`) need a scan of every row,
+        # and of the writes' key index (larger than the checkpoints'); `ckpt stats` is
+        # where they belong.
         ns, cid = self._ns, self._id
         thread_bytes = self._size_rows(self.conn, DumpQuery()) if sizes else None
-        order_by = "a.latest_root DESC, a.thread_id DESC" if order == "updated" else "a.thread_id"
-        aggregates = self._stream(
+        # LIMIT -1 (none) keeps the subquery's ORDER BY, which SQLite may otherwise drop
+        # in a join; the join's outer loop is the subquery, so its order is the output's.
+        order_by = "latest_root DESC, thread_id DESC" if order == "updated" else "thread_id"
+        w_ns = "''" if self.era == "0.1" else f"w.{self._w_ns}"  # 0.1: a literal ''
+        has_writes = (
+            f"EXISTS (SELECT 1 FROM writes w WHERE w.thread_id = a.thread_id "
+            f"AND {w_ns} = '' AND w.{self._w_id} = a.latest_root)"
+            if self.has_writes
+            else "0"
+        )
+        latest = self._stream(
             # json_group_array, not group_concat: a namespace holds any character a node
             # name may, commas included.
-            f"SELECT a.thread_id, a.n, a.namespaces, a.latest_root FROM ("
+            # `found`: the row factory gives a NULL thread_id as '' (ckpt.stores.columns).
+            f"SELECT a.thread_id, a.n, a.namespaces, {has_writes}, "
+            f"k.thread_id IS NOT NULL AS found, k.* FROM ("
             f"SELECT thread_id, count(*) AS n, json_group_array(DISTINCT {ns}) AS namespaces, "
             f"max(CASE WHEN {ns} = '' THEN {cid} END) AS latest_root "
-            f"FROM checkpoints GROUP BY thread_id) a ORDER BY {order_by}"
+            f"FROM checkpoints GROUP BY thread_id ORDER BY {order_by} LIMIT -1) a "
+            f"LEFT JOIN (SELECT {self._cp_cols} FROM checkpoints) k "
+            f"ON k.thread_id = a.thread_id AND k.checkpoint_ns = '' "
+            f"AND k.checkpoint_id = a.latest_root"
         )
-        for chunk in _batched(aggregates, THREADS_PER_BATCH):
-            keys = [(row[0], row[3]) for row in chunk if row[3] is not None]
-            rows, writes = self._latest_rows(keys)
-            for thread_id, count, namespaces, _ in chunk:
-                row = rows.get(thread_id)
+        previous = None
+        for chunk in _batched(latest, THREADS_PER_BATCH, first=FIRST_BATCH):
+            writes = self._latest_writes([(row[0], row[7]) for row in chunk if row[3]])
+            for thread_id, count, namespaces, _, found, *row in chunk:
+                if thread_id == previous:
+                    continue  # its latest row stored twice (a store without its primary key)
+                previous = thread_id
                 # A thread with only subgraph checkpoints has no state of its own.
-                latest = None
-                if row is not None:
-                    latest = self._checkpoint(
+                checkpoint = None
+                if found:
+                    checkpoint = self._checkpoint(
                         row, sort_writes(writes.get(thread_id, [])), values=False, tolerant=True
                     )
                 sized = thread_bytes.get(thread_id) if thread_bytes is not None else None
@@ -197,35 +216,23 @@ class SqliteStore(Store):
                     checkpoints=count,
                     writes=None if thread_bytes is None else (sized.writes if sized else 0),
                     size=None if thread_bytes is None else (sized.total if sized else 0),
-                    latest=latest,
+                    latest=checkpoint,
                 )
 
-    def _latest_rows(
-        self, keys: list[tuple[str, str]]
-    ) -> tuple[dict[str, Any], dict[str, list[PendingWrite]]]:
-        """The root checkpoint rows (thread, id) name and their writes: a join on a VALUES
-        list, which SQLite serves by primary-key searches (a row-value IN would scan)."""
-        if not keys:
-            return {}, {}
-        values = ", ".join("(?, ?)" for _ in keys)
-        params = [part for key in keys for part in key]
-        rows = {
-            row[0]: row
-            for row in self._run(
-                f"SELECT {self._cp_cols} FROM (VALUES {values}) k CROSS JOIN checkpoints "
-                f"ON thread_id = k.column1 AND {self._ns} = '' AND {self._id} = k.column2",
-                params,
-            )
-        }
+    def _latest_writes(self, keys: list[tuple[str, str]]) -> dict[str, list[PendingWrite]]:
+        """The writes of the root checkpoints (thread, id) name: a join on a VALUES list,
+        which SQLite serves by primary-key searches (a row-value IN would scan)."""
         writes: dict[str, list[PendingWrite]] = {}
-        if self.has_writes:
-            for row in self._run(
-                f"SELECT thread_id, {self._w_cols} FROM (VALUES {values}) k CROSS JOIN writes "
-                f"ON thread_id = k.column1 AND {self._w_ns} = '' AND {self._w_id} = k.column2",
-                params,
-            ):
-                writes.setdefault(row[0], []).append(self._write(row[1:]))
-        return rows, writes
+        if not keys:
+            return writes
+        values = ", ".join("(?, ?)" for _ in keys)
+        for row in self._run(
+            f"SELECT thread_id, {self._w_cols} FROM (VALUES {values}) k CROSS JOIN writes "
+            f"ON thread_id = k.column1 AND {self._w_ns} = '' AND {self._w_id} = k.column2",
+            [part for key in keys for part in key],
+        ):
+            writes.setdefault(row[0], []).append(self._write(row[1:]))
+        return writes
 
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         with self._snapshot():
@@ -835,7 +842,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
-    """The rows of one statement, streamed a batch at a time. sqlite3 refuses a whole
+    """The rows of one statement, streamed a batch at a time (FIRST_BATCH rows, then
+    twice as many each time up to BATCH, so that a caller that stops early has made SQLite
+    step no further than it took). sqlite3 refuses a whole
     statement at the first TEXT value that is not UTF-8; then the connection switches to
     _lenient_text and the statement runs again, skipping the rows already given (same
     order, and the same snapshot inside a read transaction).
@@ -851,7 +860,9 @@ def _rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> Ite
         try:
             cursor = conn.execute(sql, _bindable(params))
             skip = given
-            while batch := cursor.fetchmany(BATCH):
+            size = FIRST_BATCH
+            while batch := cursor.fetchmany(size):
+                size = min(size * 2, BATCH)
                 if skip >= len(batch):
                     skip -= len(batch)
                     continue
@@ -1149,12 +1160,16 @@ def _translate(exc: sqlite3.Error, location: str) -> CkptError:
     return StoreUnreadable(f"{location}: {text}")
 
 
-def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+def _batched(items: Iterable[T], size: int, *, first: int | None = None) -> Iterator[list[T]]:
+    """Lists of `size` items; from `first` items, doubling up to `size`, if given (a
+    caller that stops early has made the stream read no more than it took)."""
     batch: list[T] = []
+    wanted = min(first or size, size)
     for item in items:
         batch.append(item)
-        if len(batch) == size:
+        if len(batch) == wanted:
             yield batch
             batch = []
+            wanted = min(wanted * 2, size)
     if batch:
         yield batch
