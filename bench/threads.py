@@ -62,6 +62,24 @@ JSON ~45 us; start-up (imports: Typer ~70 ms of ~150 ms) is fixed.
 
 
 
+Measured 2026-12-02 (load average ~1, this machine slower than on 12-01: the same old
+code ran 8.0 GB warm in 0.73-0.98 s), `ckpt threads --json` of this commit against
+bc95406 (`--compare-src`), medians of paired runs [pairs]:
+
+    store                          after            before           floor
+    248 MB, warm [5]               0.36 s 29 MB     0.42 s 29 MB     0.05 s
+      SqliteSaver.list(None) 9.21 s: 25.6x after
+    8.0 GB mixed, warm [5]         0.68 s 39 MB     0.73 s 39 MB     0.11 s
+    8.0 GB mixed, cold [3]         3.17 s 39 MB     3.07 s 39 MB     0.61 s
+      read 217.4 MB of 8,014 MB; needed 233 MB (as before)
+    100,000 threads x 5, warm [2]  6.84 s 27 MB     7.92 s 27 MB     0.31 s
+
+The one streamed statement (latest row joined to each thread's aggregate) saves the
+VALUES batches' ~1 s per 100,000 threads; orjson writes the indented records (json's
+indenting encoder is pure Python, ~14 us a record) and reads plain metadata. The page
+cache here holds about 8 GB in all: run a store's cold and warm benches apart from the
+others' (a warm run right after another store's cold one reads from disk).
+
 A STORE that is a folder is a `langgraph dev` folder (or the project holding one): its
 floor is reading its three pickle files through once, in 1 MB reads, and nothing else.
 

@@ -344,3 +344,15 @@ def test_every_error_message_is_one_safe_line() -> None:
     exc = StoreCorrupt("x.pckl: truncated or corrupt pickle (bad 'Rq\x0fh\th\n\x1b[2J')")
     assert exc.message == "x.pckl: truncated or corrupt pickle (bad 'Rq\\x0fh\\th\\n\\x1b[2J')"
     assert str(exc) == exc.message
+
+
+@pytest.mark.parametrize("level", [0, 1])
+def test_indented_json_writes_floats_as_json_does(level: int) -> None:
+    """Indented records of plain values are written by orjson (records.dump_pieces); its
+    floats would read the same but differ as text (1e16, not json's 1e+16; NaN as null),
+    so a value holding one is written by ckpt's own writer, as json.dumps would."""
+    value = {"id": "t", "n": [1, 2**63, -(2**63)], "x": [1e16, 1e-07, 0.1, 1e22, -0.0, 5.0]}
+    expected = json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n" + "  " * level)
+    assert dumps(value, indent=2, level=level) == expected
+    nan = dumps({"n": math.nan}, indent=2)
+    assert json.loads(nan) == {"n": {"__ckpt__": "float", "value": "NaN"}}

@@ -15,6 +15,8 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any, Final, Literal, NotRequired, TypedDict
 
+import orjson
+
 from ckpt.analysis import (
     checkpoint_tasks,
     failed_tasks,
@@ -764,8 +766,50 @@ def dump_pieces(value: Any, *, indent: int = 2, level: int = 0) -> Iterator[str]
     """`dumps(value, indent=indent, level=level)` a piece at a time: a document is never
     held whole as text (a pending write of 8 million nils is 100 MB of indented JSON;
     `ckpt types` on a store with a 10 MB thread id names it in every example)."""
+    if indent == 2 and _orjson_writes_as_json(value):
+        # orjson's indented layout is json's, character for character, for these values;
+        # it writes a thread's record in ~2 us, where json's pure-Python indenting encoder
+        # takes ~14 (`ckpt threads --json` on 100,000 threads).
+        try:
+            text = orjson.dumps(value, option=orjson.OPT_INDENT_2).decode()
+        except orjson.JSONEncodeError:  # a lone surrogate, or nested too deep for it
+            pass
+        else:
+            yield escape_json_text(text.replace("\n", "\n" + "  " * level) if level else text)
+            return
     for piece in _pieces(value, "\n" + " " * (indent * level), " " * indent):
         yield escape_json_text(piece)
+
+
+_ORJSON_SCALARS: Final = frozenset({str, bool, type(None)})
+_ORJSON_NODES: Final = 4096  # values, and characters of a string (x16), held as one text
+
+
+def _orjson_writes_as_json(value: Any) -> bool:
+    """Whether orjson writes `value` as json would (dicts with str keys, lists, strings,
+    64-bit ints, bools, None: no float, which it writes with other exponents, nor any
+    type json would refuse) and it is small enough to hold as one text."""
+    stack = [value]
+    nodes = 0
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        nodes += 1
+        if nodes > _ORJSON_NODES:
+            return False
+        if kind is dict:
+            for key in item:
+                if type(key) is not str or len(key) > 16 * _ORJSON_NODES:
+                    return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is int:
+            if not -(2**63) <= item < 2**64:
+                return False
+        elif kind not in _ORJSON_SCALARS or (kind is str and len(item) > 16 * _ORJSON_NODES):
+            return False
+    return True
 
 
 def dump_document(value: Any, *, indent: int = 2) -> Iterator[str]:
