@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import shutil
@@ -299,6 +300,28 @@ def test_a_run_builds_only_its_command() -> None:
     assert count == len(app.registered_commands) > 5
     count, text = built("thread", "x")
     assert count > 5 and "Did you mean 'threads'" in text
+
+
+def test_threads_on_sqlite_imports_no_reader_it_does_not_use(samples: Path) -> None:
+    """Start-up is part of every command's time (issue 14): `ckpt threads` on a SQLite
+    store loads neither the pickle readers, nor Postgres, the browser or AES."""
+    code = (
+        "import sys; from ckpt import cli; sys.argv[0] = 'ckpt'; "
+        "import atexit; atexit.register(lambda: print('MODULES', sorted("
+        "m.split('.')[0] for m in sys.modules), file=sys.stderr)); "
+        "cli.main()"
+    )
+    store = str(samples / "sqlite_checkpoints.db")
+    done = subprocess.run(
+        [sys.executable, "-c", code, "threads", store, "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(ast.literal_eval(done.stderr.rsplit("MODULES", 1)[1].strip()))
+    assert "ckpt" in loaded
+    assert not loaded & {"pickle", "pickletools", "psycopg", "textual", "Crypto"}, loaded
 
 
 def test_a_run_imports_only_its_command_module() -> None:

@@ -196,6 +196,7 @@ def _payloads_naming(module: str) -> list[tuple[str, bytes]]:
 @pytest.mark.parametrize("module", ["no_such_module_ckpt_test.sub", "antigravity", "this"])
 def test_no_module_named_in_the_data_is_imported(module: str) -> None:
     decode("msgpack", pack({"warm": "up"}))  # our own lazy imports, if any, happen here
+    decode("pickle", b"\x80\x04K\x01.")  # (pickletools: only once a pickle shows up)
     assert module not in sys.modules
     before = set(sys.modules)
 
@@ -225,6 +226,7 @@ import ormsgpack
 from ckpt.decoders import decode
 pack = lambda v: ormsgpack.packb(v, option=ormsgpack.OPT_NON_STR_KEYS)
 decode("msgpack", pack({"warm": "up"}))
+decode("pickle", b"\\x80\\x04K\\x01.")
 before = set(sys.modules)
 for code in range(8):
     for module in ("antigravity", "no_such_module_ckpt_test", "os.path", "subprocess"):
@@ -238,6 +240,21 @@ print(json.dumps(sorted(set(sys.modules) - before)))
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert json.loads(result.stdout) == []
+
+
+def test_pickletools_is_imported_only_for_pickle_values() -> None:
+    code = """
+import sys
+from ckpt.decoders import decode
+decode("msgpack", b"\\x81\\xa1a\\x01")
+print("pickletools" in sys.modules)
+decode("pickle", b"\\x80\\x04K\\x01.")
+print("pickletools" in sys.modules)
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.split() == ["False", "True"]
 
 
 def test_crypto_is_imported_only_for_encrypted_values() -> None:

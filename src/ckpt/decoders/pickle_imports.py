@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import base64
-import pickletools
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ckpt.decoders.values import MARK_KEY
 from ckpt.errors import DecodeError
+
+if TYPE_CHECKING:
+    import pickletools
 
 _STRING_OPS: Final = frozenset(
     {
@@ -25,6 +27,19 @@ _PUT_OPS: Final = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
 _EXTENSION_OPS: Final = frozenset({"EXT1", "EXT2", "EXT4"})
 
 
+_PICKLETOOLS: list[Any] = []
+
+
+def _pickletools() -> Any:
+    """pickletools, imported once a pickle shows up (~5 ms of every command's start-up
+    otherwise), and then never again: a decode runs no import statement."""
+    if not _PICKLETOOLS:
+        import pickletools
+
+        _PICKLETOOLS.append(pickletools)
+    return _PICKLETOOLS[0]
+
+
 def pickle_globals(payload: bytes) -> list[str]:
     """The "module.name" of every global a pickle names, in order, without duplicates.
 
@@ -33,6 +48,7 @@ def pickle_globals(payload: bytes) -> list[str]:
     A name that cannot be followed (built at run time) shows as "?". Raises DecodeError on
     a malformed pickle.
     """
+    pickletools = _pickletools()
     found: dict[str, None] = {}
     stack: list[Any] = []  # only str values are tracked; anything else is None
     marks: list[int] = []
@@ -77,9 +93,10 @@ def pickle_globals(payload: bytes) -> list[str]:
 
 
 def _apply_stack_effect(opcode: pickletools.OpcodeInfo, stack: list[Any], marks: list[int]) -> None:
+    markobject = _pickletools().markobject
     before = opcode.stack_before
-    if pickletools.markobject in before:
-        below_mark = before.index(pickletools.markobject)
+    if markobject in before:
+        below_mark = before.index(markobject)
         start = marks.pop() if marks else 0
         del stack[start:]
         if below_mark:
