@@ -85,10 +85,9 @@ def test_odd_lineage_draws_every_checkpoint_once(samples: Path, tmp_path: Path, 
     assert note in " ".join(out.split())
 
 
-def test_a_checkpoint_stored_twice_is_drawn_once(samples: Path, tmp_path: Path) -> None:
-    """A store that lost its primary key holds every row twice: the tree draws each
-    checkpoint once, says so, and counts each write once (found by make fuzz: every copy
-    took every copy of each child, 2**depth nodes, 280 MB and 10 s)."""
+def _stored_twice(samples: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the sample store, and one that lost its primary key and holds every
+    checkpoint row twice."""
     pristine = tmp_path / "pristine.db"
     shutil.copy(samples / "sqlite_checkpoints.db", pristine)
     store = tmp_path / "twice.db"
@@ -98,6 +97,14 @@ def test_a_checkpoint_stored_twice_is_drawn_once(samples: Path, tmp_path: Path) 
         conn.execute("DROP TABLE checkpoints")
         conn.execute("ALTER TABLE loose RENAME TO checkpoints")
         conn.execute("INSERT INTO checkpoints SELECT * FROM checkpoints")
+    return pristine, store
+
+
+def test_a_checkpoint_stored_twice_is_drawn_once(samples: Path, tmp_path: Path) -> None:
+    """A store that lost its primary key holds every row twice: the tree draws each
+    checkpoint once, says so, and counts each write once (found by make fuzz: every copy
+    took every copy of each child, 2**depth nodes, 280 MB and 10 s)."""
+    pristine, store = _stored_twice(samples, tmp_path)
     code, expected, err = run("history", "thread-1", "--db", str(pristine), width=400)
     assert code == 0, err
     code, out, err = run("history", "thread-1", "--db", str(store), width=400)
@@ -334,15 +341,7 @@ def test_local_and_utc_times_are_labelled_the_same_way_in_every_view(
 def test_a_thread_whose_rows_are_stored_twice_is_listed_once(samples: Path, tmp_path: Path) -> None:
     """`threads` joins each thread's latest id to its row: a store that lost its primary
     key holds that row twice, and the thread is still one row of the listing."""
-    pristine = tmp_path / "pristine.db"
-    shutil.copy(samples / "sqlite_checkpoints.db", pristine)
-    store = tmp_path / "twice.db"
-    shutil.copy(pristine, store)
-    with closing(sqlite3.connect(store)) as conn, conn:
-        conn.execute("CREATE TABLE loose AS SELECT * FROM checkpoints")
-        conn.execute("DROP TABLE checkpoints")
-        conn.execute("ALTER TABLE loose RENAME TO checkpoints")
-        conn.execute("INSERT INTO checkpoints SELECT * FROM checkpoints")
+    pristine, store = _stored_twice(samples, tmp_path)
     code, expected, err = run("threads", str(pristine), "--json")
     assert code == 0, err
     code, out, err = run("threads", str(store), "--json")
