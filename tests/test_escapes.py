@@ -356,3 +356,15 @@ def test_indented_json_writes_floats_as_json_does(level: int) -> None:
     assert dumps(value, indent=2, level=level) == expected
     nan = dumps({"n": math.nan}, indent=2)
     assert json.loads(nan) == {"n": {"__ckpt__": "float", "value": "NaN"}}
+
+
+def test_only_small_plain_records_are_written_as_one_text() -> None:
+    """The one-text (orjson) path takes small plain records only: one with many long
+    strings, or many values, goes to the writer that never holds its text whole."""
+    from ckpt.records import _orjson_writes_as_json, dumps
+
+    small = {"thread_id": "t", "next": ["a"], "n": 1, "ok": True, "none": None}
+    assert _orjson_writes_as_json(small)
+    for large in ({"s": ["x" * 60_000] * 40}, {"n": list(range(10_000))}, {"f": 1.5}):
+        assert not _orjson_writes_as_json(large)
+        assert dumps(large, indent=2) == json.dumps(large, indent=2)

@@ -782,15 +782,17 @@ def dump_pieces(value: Any, *, indent: int = 2, level: int = 0) -> Iterator[str]
 
 
 _ORJSON_SCALARS: Final = frozenset({str, bool, type(None)})
-_ORJSON_NODES: Final = 4096  # values, and characters of a string (x16), held as one text
+_ORJSON_NODES: Final = 4096  # values in a record written as one text ...
+_ORJSON_CHARS: Final = 1 << 20  # ... and characters of its keys and strings
 
 
 def _orjson_writes_as_json(value: Any) -> bool:
     """Whether orjson writes `value` as json would (dicts with str keys, lists, strings,
     64-bit ints, bools, None: no float, which it writes with other exponents, nor any
-    type json would refuse) and it is small enough to hold as one text."""
+    type json would refuse) and it is small enough to hold as one text (a larger one is
+    written a piece at a time)."""
     stack = [value]
-    nodes = 0
+    nodes = chars = 0
     while stack:
         item = stack.pop()
         kind = type(item)
@@ -799,15 +801,20 @@ def _orjson_writes_as_json(value: Any) -> bool:
             return False
         if kind is dict:
             for key in item:
-                if type(key) is not str or len(key) > 16 * _ORJSON_NODES:
+                if type(key) is not str:
                     return False
+                chars += len(key)
             stack.extend(item.values())
         elif kind is list:
             stack.extend(item)
+        elif kind is str:
+            chars += len(item)
         elif kind is int:
             if not -(2**63) <= item < 2**64:
                 return False
-        elif kind not in _ORJSON_SCALARS or (kind is str and len(item) > 16 * _ORJSON_NODES):
+        elif kind not in _ORJSON_SCALARS:
+            return False
+        if chars > _ORJSON_CHARS:
             return False
     return True
 
