@@ -63,7 +63,7 @@ JSON ~45 us; start-up (imports: Typer ~70 ms of ~150 ms) is fixed.
 
 
 Measured 2026-12-02 (load average ~1, this machine slower than on 12-01: the same old
-code ran 8.0 GB warm in 0.73-0.98 s), `ckpt threads --json` of this commit against
+code ran 8.0 GB warm in 0.73-0.98 s), `ckpt threads --json` at f91bb01 against
 bc95406 (`--compare-src`), medians of paired runs [pairs]:
 
     store                          after            before           floor

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 from typing import TYPE_CHECKING, Any, Final
 
 from ckpt.decoders.values import MARK_KEY
@@ -27,17 +28,13 @@ _PUT_OPS: Final = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
 _EXTENSION_OPS: Final = frozenset({"EXT1", "EXT2", "EXT4"})
 
 
-_PICKLETOOLS: list[Any] = []
-
-
+@functools.cache
 def _pickletools() -> Any:
     """pickletools, imported once a pickle shows up (~5 ms of every command's start-up
     otherwise), and then never again: a decode runs no import statement."""
-    if not _PICKLETOOLS:
-        import pickletools
+    import pickletools
 
-        _PICKLETOOLS.append(pickletools)
-    return _PICKLETOOLS[0]
+    return pickletools
 
 
 def pickle_globals(payload: bytes) -> list[str]:
@@ -49,6 +46,7 @@ def pickle_globals(payload: bytes) -> list[str]:
     a malformed pickle.
     """
     pickletools = _pickletools()
+    markobject = pickletools.markobject
     found: dict[str, None] = {}
     stack: list[Any] = []  # only str values are tracked; anything else is None
     marks: list[int] = []
@@ -86,14 +84,15 @@ def pickle_globals(payload: bytes) -> list[str]:
             elif name in _EXTENSION_OPS:
                 # The copyreg extension registry picks the class at load time.
                 found[f"?.<copyreg extension {arg}>"] = None
-            _apply_stack_effect(opcode, stack, marks)
+            _apply_stack_effect(opcode, stack, marks, markobject)
     except (ValueError, IndexError, KeyError, TypeError, UnicodeDecodeError) as exc:
         raise DecodeError(f"invalid pickle: {exc}") from None
     return list(found)
 
 
-def _apply_stack_effect(opcode: pickletools.OpcodeInfo, stack: list[Any], marks: list[int]) -> None:
-    markobject = _pickletools().markobject
+def _apply_stack_effect(
+    opcode: pickletools.OpcodeInfo, stack: list[Any], marks: list[int], markobject: Any
+) -> None:
     before = opcode.stack_before
     if markobject in before:
         below_mark = before.index(markobject)
