@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ckpt.decoders import decode, decode_json_text
+from ckpt.decoders import decode, decode_json_text, lcjson
 from ckpt.errors import DecodeError
 
 DATA = Path(__file__).parent / "data"
@@ -309,3 +309,21 @@ def test_plain_json_reads_as_json_reads_it(
 )
 def test_long_integers_stay_exact(text: bytes) -> None:
     assert json.dumps(decode_json_text(text)) == json.dumps(json.loads(text))
+
+
+_MARKED_TEXT = st.lists(
+    st.sampled_from(['"lc"', '"__type__"', '"__ckpt__"', "NaN", "Infinity", "\\u", '"', "_", "l"])
+    | st.text(max_size=6),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_MARKED_TEXT, pad=st.sampled_from([0, 480, 600]))
+def test_the_marker_pattern_finds_what_the_marker_list_finds(text: str, pad: int) -> None:
+    # Short texts take one pattern search, long ones the substring searches: both must
+    # send the same texts to the full path.
+    data = (" " * pad + text).encode()
+    expected = not any(marker.encode() in data for marker in lcjson._NEEDS_CONVERSION)
+    assert lcjson._plain(data) == expected
+    assert lcjson._plain(data.decode()) == expected

@@ -147,6 +147,10 @@ def status_of(checkpoint: Checkpoint | None, tasks: list[Task] | None) -> Status
         if any(t.interrupts and not t.finished for t in outcomes):
             return "interrupted"
         return "unknown"
+    if not checkpoint.pending_writes:
+        # A task's failure, interrupt or output is in its writes: without any, each due
+        # task is still to run (most threads a listing reads, and that one pass each).
+        return "pending" if tasks else "done"
     # Writes of tasks that are not among the due ones still say a task failed or waits
     # (e.g. a LangGraph.js entrypoint whose name the store does not keep).
     known = {t.id for t in tasks}

@@ -180,15 +180,18 @@ def own_shape(checkpoint: Checkpoint) -> Shape:
     """`shape_of([checkpoint])`, the same Shape (never changed by its users) for every
     checkpoint with the same channels, versions seen and writes."""
     writes = checkpoint.pending_writes or ()
+    # Lists, not generators, into the tuples: this key is made once per listed thread.
     key = (
         tuple(checkpoint.channel_versions),
         checkpoint.value_channels,
         tuple(
-            (node, tuple(seen) if isinstance(seen, dict) else None)
-            for node, seen in checkpoint.versions_seen.items()
+            [
+                (node, tuple(seen) if isinstance(seen, dict) else None)
+                for node, seen in checkpoint.versions_seen.items()
+            ]
         ),
         checkpoint.metadata.get("step") == -1 if writes else None,
-        tuple((w.task_path, w.task_id.startswith("ffffffff-")) for w in writes),
+        tuple([(w.task_path, w.task_id.startswith("ffffffff-")) for w in writes]) if writes else (),
     )
     try:
         shape = _OWN_SHAPES.get(key)
@@ -349,12 +352,14 @@ def due_tasks(
         )
     # Pull tasks: nodes with a trigger channel newer than what they last saw.
     if checkpoint.channel_versions:
-        order = {channel: i for i, channel in enumerate(available)} if keeps_order else {}
+        order: dict[str, int] | None = None  # made once a node is due (most listed are done)
         due: list[tuple[tuple[int, str], Task]] = []
         for node, node_triggers in shape.triggers.items():
             fired = _fired(checkpoint, node, node_triggers)
             if not fired:
                 continue
+            if order is None:
+                order = {c: i for i, c in enumerate(available)} if keeps_order else {}
             namespace = task_namespace(parent_ns, node)
             if js:
                 # LangGraph.js names the first trigger that fired (pregel/algo.ts).
@@ -496,7 +501,9 @@ def _attach_writes(
     writes (synthetic `ffffffff-` ids, `~~` paths) and writes on a checkpoint with no
     versions (an exit-mode stub) name no due task: LangGraph prepares none there.
     """
-    writes = checkpoint.pending_writes or []
+    writes = checkpoint.pending_writes
+    if not writes:
+        return  # nothing to mark (a listing's latest checkpoints mostly have no writes)
     by_id = {t.id: t for t in tasks if t.id}
     by_name: dict[tuple[str, str], Task] = {(t.kind, t.name): t for t in tasks}
     evidence = by_path and bool(checkpoint.channel_versions)
@@ -576,7 +583,7 @@ def _mark_answered(task: Task) -> None:
 
 
 def _attach_subgraphs(tasks: list[Task], parent_ns: str, namespaces: Sequence[str]) -> None:
-    if not namespaces:
+    if not tasks or not namespaces:
         return
     present = set(namespaces)
     for task in tasks:
