@@ -923,3 +923,26 @@ def test_threads_stream_in_the_order_ckpt_sorts(pg_new_database: Callable[[], st
         assert opened.thread_orders == {"thread", "updated"}
         streamed = [t.thread_id for t in opened.threads(order="updated")]
     assert streamed == [t["thread_id"] for t in updated]
+
+
+@pytest.mark.parametrize("which", ["fixture", "shallow", "current", "legacy"])
+def test_threads_latest_is_the_checkpoint_as_loaded(
+    which: str,
+    pg_store: PgStore,
+    pg_shallow_store: PgStore,
+    pg_dump_loader: Callable[[str], str],
+) -> None:
+    """`threads` brings each latest checkpoint's blob rows and writes flag in its own
+    statement: every thread's latest is the checkpoint `load` reads by its key."""
+    dsn = {"fixture": pg_store.dsn, "shallow": pg_shallow_store.dsn}.get(which)
+    with PostgresStore(dsn or pg_dump_loader(which)) as opened:
+        summaries = list(opened.threads())
+        assert summaries
+        compared = 0
+        for summary in summaries:
+            if summary.latest is None:
+                continue
+            loaded = opened.load(summary.latest.key, values=False)
+            assert summary.latest == loaded, summary.thread_id
+            compared += 1
+        assert compared

@@ -88,6 +88,13 @@ class _RawWrite(NamedTuple):
 WriteKey = tuple[str, str, str]
 
 
+class _Fetched(NamedTuple):
+    """Blobs and writes of a batch of rows, found with them (`threads`)."""
+
+    blobs: dict[BlobKey, _Blob]
+    writes: dict[WriteKey, list[_RawWrite]] | None
+
+
 # How every size ckpt shows counts a row (`threads`, `stats`, the dump's `size`): a
 # checkpoint as stored (JSONB, possibly compressed), a blob or a write as its bytes.
 CHECKPOINT_BYTES: Final = (
@@ -301,8 +308,10 @@ class PostgresStore(Store):
             else "coalesce(cp.thread_id, '') COLLATE \"C\""
         )
         # The latest root row joins the aggregates by primary key (one index search per
-        # thread, not a batched lookup after them); rows come through a server-side cursor
-        # THREADS_PER_BATCH at a time, each batch's blobs and writes in set-based queries.
+        # thread, not a batched lookup after them), and its blob rows join it as
+        # PostgresSaver's own read joins them (channel_versions by jsonb_each): their
+        # keys never travel to the server and back. Rows come through a server-side
+        # cursor THREADS_PER_BATCH at a time, each batch's writes in set-based queries.
         statement = self._sql(
             "WITH cp AS (SELECT thread_id, sum(n) AS n, "
             "array_agg(checkpoint_ns ORDER BY checkpoint_ns) AS namespaces, "
@@ -312,12 +321,13 @@ class PostgresStore(Store):
             "max({id}) AS latest FROM {cp} c GROUP BY 1, 2) AS per_ns GROUP BY thread_id), "
             f"w AS ({writes_cte}), b AS ({blobs_cte}) "
             "SELECT cp.thread_id, cp.n, cp.namespaces, cp.size, cp.latest_root, "
-            "coalesce(w.n, 0), coalesce(w.size, 0), coalesce(b.size, 0), {cols} "
+            "coalesce(w.n, 0), coalesce(w.size, 0), coalesce(b.size, 0), {cols}, {blobs} "
             "FROM cp LEFT JOIN w USING (thread_id) LEFT JOIN b USING (thread_id) "
             "LEFT JOIN {cp} c ON c.thread_id = cp.thread_id AND c.checkpoint_ns = '' "
-            "AND {id} = cp.latest_root "
+            "AND {id} = cp.latest_root {blobs_join} "
             f"ORDER BY {order_by}",
             cols=self._columns(values=False),
+            **self._latest_blobs(),
         )
         pg = self._pg
         try:
@@ -332,12 +342,87 @@ class PostgresStore(Store):
         except pg.Error as exc:
             raise self._session.translate(exc) from None
 
+    def _latest_blobs(self) -> dict[str, Composable]:
+        """The select list and join of `threads` that bring each latest checkpoint's blob
+        rows as arrays (channel, version, type, size, and the payload `next` needs), and
+        whether it has writes."""
+        # Whether the latest checkpoint has writes: only those rows' writes are then read.
+        written = (
+            "EXISTS (SELECT 1 FROM {wr} w WHERE w.thread_id = c.thread_id "
+            "AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = {id})"
+            if self.has_writes
+            else "false"
+        )
+        if not self.has_blobs:
+            return {
+                "blobs": self._sql(f"NULL, NULL, NULL, NULL, NULL, {written}"),
+                "blobs_join": self._pg.sql.SQL(""),
+            }
+        version = "b.version" if self._blob_versions else "NULL::text"
+        # Versions match as PostgresSaver's join matches them (`#>>`: the JSON value as
+        # text); _blob_rows keeps only the rows _fetch_blobs would have asked for.
+        match = "AND b.version = v.value #>> '{{}}' " if self._blob_versions else ""
+        return {
+            "blobs": self._sql(
+                f"bl.channels, bl.versions, bl.types, bl.sizes, bl.payloads, {written}"
+            ),
+            "blobs_join": self._sql(
+                # One primary-key search per channel version: OFFSET 0 keeps the planner
+                # from joining all of the thread's blobs instead (it takes jsonb_each for
+                # 100 rows; 7x slower on 10,000 threads of 100 checkpoints).
+                "LEFT JOIN LATERAL (SELECT array_agg(x.channel) AS channels, "
+                "array_agg(x.version) AS versions, array_agg(x.type) AS types, "
+                "array_agg(x.size) AS sizes, array_agg(x.payload) AS payloads "
+                "FROM jsonb_each(CASE WHEN jsonb_typeof(c.checkpoint -> 'channel_versions') "
+                "= 'object' THEN c.checkpoint -> 'channel_versions' END) v "
+                f"CROSS JOIN LATERAL (SELECT b.channel, {version} AS version, b.type, "
+                f"coalesce({BLOB_BYTES}, 0) AS size, "
+                "CASE WHEN b.channel = {tasks} OR b.channel LIKE 'join:%' THEN b.blob END "
+                "AS payload FROM {bl} b WHERE b.thread_id = c.thread_id "
+                f"AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = v.key {match}"
+                "OFFSET 0) x) bl ON true",
+                tasks=self._pg.sql.Literal(TASKS),
+            ),
+        }
+
+    def _blob_rows(self, row: _Row, arrays: Sequence[Any]) -> dict[BlobKey, _Blob]:
+        """One latest checkpoint's blob rows from `_latest_blobs`' arrays, under the keys
+        `_fetch_blobs` gives them, and only those it would have asked for."""
+        channels, versions, types, sizes, payloads = arrays
+        if not channels:
+            return {}
+        wanted = dict(self._row_blob_keys(row))
+        found: dict[BlobKey, _Blob] = {}
+        for channel, ver, tag, size, payload in zip(
+            channels, versions, types, sizes, payloads, strict=True
+        ):
+            key: BlobKey = (row.thread_id, row.checkpoint_ns, channel, ver)
+            if not self._blob_versions:
+                key = key[:3]
+            if wanted.get(channel) == key:
+                found[key] = _Blob(ver, tag, int(size), payload)
+        return found
+
     def _thread_summaries(
         self, chunk: list[tuple[Any, ...]], *, sizes: bool
     ) -> Iterator[ThreadSummary]:
         # A thread with only subgraph checkpoints has no state of its own: no latest.
-        rows = [_Row(*row[8:]) for row in chunk if row[4] and row[8] is not None]
-        latest = {c.thread_id: c for c in self._hydrate(rows, values=False)}
+        width = len(_Row._fields)
+        rows: list[_Row] = []
+        written: list[_Row] = []  # rows whose writes must be read
+        blobs: dict[BlobKey, _Blob] = {}
+        for found in chunk:
+            if found[4] and found[8] is not None:
+                row = _Row(*found[8 : 8 + width])
+                rows.append(row)
+                blobs.update(self._blob_rows(row, found[8 + width : -1]))
+                if found[-1] or _is_legacy(row.body):  # v<4: Sends in the parent's writes
+                    written.append(row)
+        writes = self._fetch_writes(written, thread_id=None) if written else None
+        if writes is None and self.has_writes:
+            writes = {}
+        fetched = _Fetched(blobs, writes)
+        latest = {c.thread_id: c for c in self._hydrate(rows, values=False, fetched=fetched)}
         for thread_id, count, namespaces, size, _, writes, writes_size, blobs_size, *_ in chunk:
             yield ThreadSummary(
                 thread_id=thread_id,
@@ -912,15 +997,24 @@ class PostgresStore(Store):
 
     # -- assembling ------------------------------------------------------------------------
     def _hydrate(
-        self, rows: Sequence[_Row], *, values: bool, thread_id: str | None = None
+        self,
+        rows: Sequence[_Row],
+        *,
+        values: bool,
+        thread_id: str | None = None,
+        fetched: _Fetched | None = None,
     ) -> Iterator[Checkpoint]:
         """Fetch the blobs and writes of all `rows` in set-based queries, then build each
         checkpoint as it is asked for. With `thread_id`, rows are that whole thread and the
-        queries read the thread's range of each table instead of sending keys."""
+        queries read the thread's range of each table instead of sending keys. `fetched`:
+        the rows' blobs and writes, when the caller found them already."""
         if not rows:
             return
-        blobs = self._fetch_blobs(rows, thread_id=thread_id)
-        writes = self._fetch_writes(rows, thread_id=thread_id)
+        if fetched is None:
+            blobs = self._fetch_blobs(rows, thread_id=thread_id)
+            writes = self._fetch_writes(rows, thread_id=thread_id)
+        else:
+            blobs, writes = fetched
         shallow_sends = self._shallow_sends(rows) if self.shallow else {}
         if not values:
             for row in rows:
