@@ -27,9 +27,7 @@ BODY_KEYS = frozenset(
         "pending_sends",
     }
 )
-_PEEKED = ("v", "ts", "id", "channel_versions", "versions_seen", "updated_channels")
-# In orjson's text of the fields kept: NaN or an infinity (written as null), a reserved key.
-_NOT_PLAIN = (b"null", b'__type__"', b'__ckpt__"')
+TASKS = "__pregel_tasks"
 
 
 def peek_checkpoint(tag: str | None, payload: bytes) -> dict[str, Any] | None:
@@ -43,10 +41,9 @@ def peek_checkpoint(tag: str | None, payload: bytes) -> dict[str, Any] | None:
         return None
     if type(body) is not dict or not body.keys() <= BODY_KEYS:
         return None  # not a checkpoint body we know all of: decode it properly
-    values = body.get("channel_values", {})
-    if type(values) is not dict or body.get("pending_sends") or values.get("__pregel_tasks"):
+    values = body.pop("channel_values", {})
+    if type(values) is not dict or body.pop("pending_sends", None) or values.get(TASKS):
         return None  # Sends are pending: `next` needs them decoded
-    peeked = {key: body[key] for key in _PEEKED if key in body}
     # A value of an `empty` placeholder never reaches a SQLite body; every key holds a value.
     channels = dict.fromkeys(values, True)
     # What the full decode would change (make_json_ready) is what orjson refuses (an ext
@@ -54,18 +51,20 @@ def peek_checkpoint(tag: str | None, payload: bytes) -> dict[str, Any] | None:
     # finds (NaN and infinities as null, a reserved key): one pass in C over every field
     # kept, where a check per map costs more than the unpacking. A marker may also be
     # found in a string; then the body is only decoded the slow way.
-    updated = peeked.pop("updated_channels", None)  # None after update_state: plain
+    updated = body.get("updated_channels", ())
+    if updated is None:  # after update_state: plain, but written as null
+        del body["updated_channels"]
     try:
-        text = orjson.dumps((peeked, channels) if updated is None else (peeked, channels, updated))
+        text = orjson.dumps((body, channels))
     except (TypeError, orjson.JSONEncodeError):
         return None
-    if any(marker in text for marker in _NOT_PLAIN):
+    if b"null" in text or b'__type__"' in text or b'__ckpt__"' in text:
         return None
     if "join:" in "\0".join(channels):
         return None  # barrier channels: their value decides `next`, decode it
-    if "updated_channels" in body:
-        peeked["updated_channels"] = updated
-    peeked.setdefault("channel_versions", {})
-    peeked.setdefault("versions_seen", {})
-    peeked["channel_values"] = channels
-    return peeked
+    if updated is None:
+        body["updated_channels"] = None
+    body.setdefault("channel_versions", {})
+    body.setdefault("versions_seen", {})
+    body["channel_values"] = channels
+    return body
