@@ -946,3 +946,17 @@ def test_threads_latest_is_the_checkpoint_as_loaded(
             assert summary.latest == loaded, summary.thread_id
             compared += 1
         assert compared
+
+
+@pytest.mark.parametrize("order", ["updated", "thread"])
+def test_threads_cursor_sorts_before_its_joins(pg_store: PgStore, order: str) -> None:
+    """The listing's server-side cursor sorts the narrow aggregates only: no sort above
+    the joins of the latest rows and their blobs, so each FETCH does its own batch's
+    joins and the statement timeout (per FETCH) never meets the whole listing's work."""
+    with PostgresStore(pg_store.dsn) as opened, opened.conn.transaction():
+        statement = opened.threads_statement(sizes=False, order=order)
+        declare = sql.SQL("EXPLAIN DECLARE ckpt_plan CURSOR FOR ") + statement
+        plan = [row[0] for row in opened.conn.execute(declare)]
+    first_sort = next(i for i, line in enumerate(plan) if "Sort" in line.split("(")[0])
+    first_join = next(i for i, line in enumerate(plan) if "Join" in line.split("(")[0])
+    assert first_join < first_sort, "\n".join(plan)  # the sort is below the joins

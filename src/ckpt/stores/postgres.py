@@ -279,6 +279,22 @@ class PostgresStore(Store):
 
     # -- listing ---------------------------------------------------------------------------
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
+        statement = self.threads_statement(sizes=sizes, order=order)
+        pg = self._pg
+        try:
+            with (
+                self.conn.transaction(),
+                self.conn.cursor(name=f"ckpt_threads_{next(self._cursor_ids)}", binary=True) as cur,
+            ):
+                cur.itersize = THREADS_PER_BATCH
+                cur.execute(statement)
+                while chunk := cur.fetchmany(THREADS_PER_BATCH):
+                    yield from self._thread_summaries(chunk, sizes=sizes)
+        except pg.Error as exc:
+            raise self._session.translate(exc) from None
+
+    def threads_statement(self, *, sizes: bool, order: str) -> Composed:
+        """The one statement behind `threads` (see there and the comments below)."""
         # One statement for every thread's aggregates and its latest root checkpoint (a
         # consistent snapshot), read a batch at a time. Grouping by (thread, ns) first
         # lets the server hash-aggregate narrow rows; one array_agg(DISTINCT ...) over the
@@ -301,46 +317,40 @@ class PostgresStore(Store):
         # The order ckpt.threads sorts records in, so that rows stream straight out (flat
         # memory, `--limit` stops the read): Python compares strings by code point, which
         # is the "C" collation's byte order of UTF-8; a missing id compares as "".
-        order_by = (
-            "coalesce(cp.latest_root, '') COLLATE \"C\" DESC, "
-            "coalesce(cp.thread_id, '') COLLATE \"C\" DESC"
-            if order == "updated"
-            else "coalesce(cp.thread_id, '') COLLATE \"C\""
+        keys = (
+            "coalesce(latest_root, '') COLLATE \"C\" AS k1, "
+            "coalesce(thread_id, '') COLLATE \"C\" AS k2"
         )
-        # The latest root row joins the aggregates by primary key (one index search per
-        # thread, not a batched lookup after them), and its blob rows join it as
-        # PostgresSaver's own read joins them (channel_versions by jsonb_each): their
-        # keys never travel to the server and back. Rows come through a server-side
-        # cursor THREADS_PER_BATCH at a time, each batch's writes in set-based queries.
-        statement = self._sql(
-            "WITH cp AS (SELECT thread_id, sum(n) AS n, "
+        order_by, outer_order = (
+            ("k1 DESC, k2 DESC", "cp.k1 DESC, cp.k2 DESC")
+            if order == "updated"
+            else ("k2", "cp.k2")
+        )
+        # The aggregates are sorted on their own (narrow rows), and the latest root row
+        # joins them in that order by primary key, its blob rows as PostgresSaver's own
+        # read joins them (channel_versions by jsonb_each; their keys never travel to the
+        # server and back): no sort after the joins, so each FETCH of the server-side
+        # cursor does the joins of its THREADS_PER_BATCH rows only (the statement timeout
+        # applies to each FETCH: the first one waits for the aggregates alone). Each
+        # batch's writes come in set-based queries.
+        return self._sql(
+            f"WITH w AS ({writes_cte}), b AS ({blobs_cte}) "
+            "SELECT cp.thread_id, cp.n, cp.namespaces, cp.size, cp.latest_root, "
+            "coalesce(w.n, 0), coalesce(w.size, 0), coalesce(b.size, 0), {cols}, {blobs} "
+            f"FROM (SELECT *, {keys} FROM (SELECT thread_id, sum(n) AS n, "
             "array_agg(checkpoint_ns ORDER BY checkpoint_ns) AS namespaces, "
             "sum(size) AS size, max(latest) FILTER (WHERE checkpoint_ns = '') AS latest_root "
             "FROM (SELECT c.thread_id, c.checkpoint_ns, count(*) AS n, "
             f"{checkpoint_bytes} AS size, "
-            "max({id}) AS latest FROM {cp} c GROUP BY 1, 2) AS per_ns GROUP BY thread_id), "
-            f"w AS ({writes_cte}), b AS ({blobs_cte}) "
-            "SELECT cp.thread_id, cp.n, cp.namespaces, cp.size, cp.latest_root, "
-            "coalesce(w.n, 0), coalesce(w.size, 0), coalesce(b.size, 0), {cols}, {blobs} "
-            "FROM cp LEFT JOIN w USING (thread_id) LEFT JOIN b USING (thread_id) "
+            "max({id}) AS latest FROM {cp} c GROUP BY 1, 2) AS per_ns GROUP BY thread_id) "
+            f"AS agg ORDER BY {order_by}) AS cp "
+            "LEFT JOIN w USING (thread_id) LEFT JOIN b USING (thread_id) "
             "LEFT JOIN {cp} c ON c.thread_id = cp.thread_id AND c.checkpoint_ns = '' "
             "AND {id} = cp.latest_root {blobs_join} "
-            f"ORDER BY {order_by}",
+            f"ORDER BY {outer_order}",
             cols=self._columns(values=False),
             **self._latest_blobs(),
         )
-        pg = self._pg
-        try:
-            with (
-                self.conn.transaction(),
-                self.conn.cursor(name=f"ckpt_threads_{next(self._cursor_ids)}", binary=True) as cur,
-            ):
-                cur.itersize = THREADS_PER_BATCH
-                cur.execute(statement)
-                while chunk := cur.fetchmany(THREADS_PER_BATCH):
-                    yield from self._thread_summaries(chunk, sizes=sizes)
-        except pg.Error as exc:
-            raise self._session.translate(exc) from None
 
     def _latest_blobs(self) -> dict[str, Composable]:
         """The select list and join of `threads` that bring each latest checkpoint's blob
