@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     Query = SQL | Composed
 
 BATCH = 100  # checkpoints per set-based blobs/writes fetch while streaming a dump
-THREADS_PER_BATCH = 500  # latest checkpoints hydrated per round of `threads`
+THREADS_PER_BATCH = 500  # latest checkpoints hydrated per round of `threads` ...
+FIRST_BATCH = 8  # ... at first: then twice as many each time
 PROBE_STEPS = 10000  # (thread, namespace) pairs `find_exact` walks before `find` scans
 KEYS_PER_QUERY = 5000  # blob or write keys sent in one statement (bounded statement time)
 # Blob payload bytes fetched (and held) at once. A batch whose values are larger is split,
@@ -286,10 +287,13 @@ class PostgresStore(Store):
                 self.conn.transaction(),
                 self.conn.cursor(name=f"ckpt_threads_{next(self._cursor_ids)}", binary=True) as cur,
             ):
-                cur.itersize = THREADS_PER_BATCH
                 cur.execute(statement)
-                while chunk := cur.fetchmany(THREADS_PER_BATCH):
+                # FIRST_BATCH rows, then twice as many each time: each FETCH joins the
+                # rows it returns, so `--limit 3` reads a few latest checkpoints, not 500.
+                size = FIRST_BATCH
+                while chunk := cur.fetchmany(size):
                     yield from self._thread_summaries(chunk, sizes=sizes)
+                    size = min(size * 2, THREADS_PER_BATCH)
         except pg.Error as exc:
             raise self._session.translate(exc) from None
 
