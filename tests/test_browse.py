@@ -406,6 +406,37 @@ def test_keys_pressed_while_a_history_loads_act_on_it(long_store: Path, tmp_path
     drive(store, scenario)
 
 
+def test_no_pane_is_left_loading_after_quick_thread_changes(
+    sqlite_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Histories slower than the spinner's delay, asked for and superseded in quick
+    succession: once the last has come, no pane still shows that it is loading."""
+    from ckpt.browse import app as browse_app
+    from ckpt.browse.session import Session
+
+    read_history = Session.read_history
+
+    def slow_read_history(self: Session, thread_id: str) -> Any:
+        time.sleep(browse_app.LOADING_AFTER * 2)
+        return read_history(self, thread_id)
+
+    monkeypatch.setattr(Session, "read_history", slow_read_history)
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        app = browser(pilot)
+        for keys in (("down",), ("down", "down"), ("up",), ("down", "up", "down")):
+            for key in keys:
+                app.post_message(events.Key(key, None))
+            await pilot.pause(browse_app.LOADING_AFTER * 1.5)  # a spinner is showing
+        await settle(pilot)
+        await pilot.pause(browse_app.LOADING_AFTER * 2)
+        assert app.history is not None and app.history.thread_id == current_thread(pilot)
+        for pane in ("#threads-pane", "#history-pane", "#checkpoint-pane"):
+            assert not app.query_one(pane).loading, pane
+
+    drive(sqlite_store, scenario)
+
+
 # -- the checkpoint pane -----------------------------------------------------------------------
 
 

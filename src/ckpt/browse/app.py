@@ -293,13 +293,21 @@ class BrowseApp(App[None]):
     async def _ask(self, lane: str, work: Callable[..., T], *args: Any) -> T:
         return await asyncio.wrap_future(self.session.submit(lane, work, *args))
 
-    def _slow(self, pane: str) -> None:
+    def _slow(self, pane: str) -> Timer:
         """Show a pane as loading if its query takes long enough to be noticed; `_done`
-        ends it (a quick query shows no flicker)."""
+        ends it (a quick query shows no flicker). Returns the spinner's timer, for
+        `_done_if_own`."""
         self._done(pane)
-        self._spinners[pane] = self.set_timer(
+        timer = self._spinners[pane] = self.set_timer(
             LOADING_AFTER, lambda: setattr(self.query_one(pane), "loading", True)
         )
+        return timer
+
+    def _done_if_own(self, pane: str, timer: Timer) -> None:
+        """End the pane's loading state if no newer query took the pane over: a query
+        superseded or cancelled on the way leaves no spinner behind."""
+        if self._spinners.get(pane) is timer:
+            self._done(pane)
 
     def _done(self, pane: str) -> None:
         timer = self._spinners.pop(pane, None)
@@ -368,18 +376,18 @@ class BrowseApp(App[None]):
     async def _show_history(self, thread_id: str) -> None:
         pane = "#history-pane"
         rows = self.query_one(HistoryRows)
-        self._slow(pane)
+        spinner = self._slow(pane)
         try:
             history = await self._ask("history", self.session.read_history, thread_id)
         except Superseded:
             return
         except CkptError as exc:
-            self._done(pane)
             rows.show(None, None)
             self.loaded = None
             self._say(exc.message, "bold red")
             return
-        self._done(pane)
+        finally:  # also when superseded or cancelled: no spinner is left behind
+            self._done_if_own(pane, spinner)
         if history is self.history and rows.history is history:
             rows.arrived()
             return  # shown already (the list was redrawn around it): the cursor stays
