@@ -80,6 +80,32 @@ indenting encoder is pure Python, ~14 us a record) and reads plain metadata. The
 cache here holds about 8 GB in all: run a store's cold and warm benches apart from the
 others' (a warm run right after another store's cold one reads from disk).
 
+Measured 2026-12-02, second session (this machine ran about 2x slower than on 12-01: a
+10M-step Python loop took 1.9 s; the session's starting code 955418b ran 8.0 GB warm in
+1.51 s, against 0.68 s the day before). `ckpt threads --json` at 8a46b45 against 955418b
+(`--compare-src`), medians of paired runs [pairs]:
+
+    store                          after            before           floor
+    248 MB, warm [5]               0.42 s 29 MB     0.57 s 29 MB     0.05 s
+      SqliteSaver.list(None) 15.54 s: 37x after
+    8.0 GB mixed, warm [5]         1.33 s 39 MB     1.51 s 39 MB     0.24 s
+    8.0 GB mixed, cold [3]         3.65 s 39 MB     3.33 s 39 MB     0.62 s
+      cpu 1.92 / 2.01 s; read 214.5 MB of 8,015 MB; needed 233 MB
+    100,000 threads x 5, warm [3]  14.84 s 27 MB    17.14 s 27 MB    0.61 s
+    Postgres 1,000 x 100 [3]       0.90-1.00 s 47 MB  0.99-1.03 s 47 MB  0.08 s
+    Postgres 10,000 x 100 [3]      3.85-4.01 s 48 MB  4.63-4.68 s 47 MB  0.52 s
+      cold (caches dropped) [3]    5.38-5.93 s      6.30-6.54 s
+      --limit 3                    1.48 s           2.00 s
+
+Per listed thread now (in-process, 100,000-thread store, this machine): the SQL statement
+~24 us, the peek at the body ~14 us (ormsgpack ~5), metadata ~5, the checkpoint ~17, its
+record ~18, its JSON ~14 (the orjson test walk ~9). A Python walk costs ~0.3 us a value
+here whatever its form: a per-container check (set(map(type, ...))) and a one-pass check
+of a record's flat fields were both no faster, and were not kept. Postgres: each latest
+checkpoint's blob rows come by a lateral join in the listing's statement (the keys no
+longer travel out and back: 1.3 s -> 0.35 s of server time on 10,000 threads), and the
+cursor sorts the narrow aggregates before joining, so each FETCH does its own rows' work.
+
 A STORE that is a folder is a `langgraph dev` folder (or the project holding one): its
 floor is reading its three pickle files through once, in 1 MB reads, and nothing else.
 
