@@ -437,6 +437,26 @@ def test_no_pane_is_left_loading_after_quick_thread_changes(
     drive(sqlite_store, scenario)
 
 
+def test_a_spinner_that_fires_as_its_query_ends_shows_nothing(sqlite_store: Path) -> None:
+    """A loading spinner's timer queues its work (Textual's call_next). If the query
+    ends between the timer firing and that work running, the pane must not be left
+    loading: this happened under load (two browse snapshots caught a history pane
+    covered by a spinner for good)."""
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        app = browser(pilot)
+        pane = "#history-pane"
+        timer = app._slow(pane)
+        assert timer._callback is not None
+        timer._callback()  # the timer fires: its work is queued, not yet run
+        app._done(pane)  # the query ends before the queue gets to it
+        await pilot.pause()
+        await settle(pilot)
+        assert not app.query_one(pane).loading
+
+    drive(sqlite_store, scenario)
+
+
 # -- the checkpoint pane -----------------------------------------------------------------------
 
 

@@ -298,9 +298,15 @@ class BrowseApp(App[None]):
         ends it (a quick query shows no flicker). Returns the spinner's timer, for
         `_done_if_own`."""
         self._done(pane)
-        timer = self._spinners[pane] = self.set_timer(
-            LOADING_AFTER, lambda: setattr(self.query_one(pane), "loading", True)
-        )
+
+        def show() -> None:
+            # A timer that fires queues this call (Textual's call_next): when the query
+            # ended in between, `_done` has stopped the timer but not this call, which
+            # would then leave the pane loading for good.
+            if self._spinners.get(pane) is timer:
+                self.query_one(pane).loading = True
+
+        timer = self._spinners[pane] = self.set_timer(LOADING_AFTER, show)
         return timer
 
     def _done_if_own(self, pane: str, timer: Timer) -> None:
