@@ -173,6 +173,41 @@ for n in (1, 2, 3):
 print(total)
 """
 
+# The floor plus what the listing must read beyond the key index: each (thread, namespace)'s
+# latest checkpoint row and its writes, in one streamed statement. With a second argument
+# each latest checkpoint, its metadata and its writes are also loaded the way SqliteSaver
+# loads them (serde.loads_typed, json.loads): the time "to read the latest checkpoints"
+# by LangGraph's own decoding, which the target's bound adds to the bare GROUP BY. Its
+# import of LangGraph is timed apart ("import") and taken off.
+FLOOR_LATEST = """
+import json, sqlite3, sys
+conn = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+load = len(sys.argv) > 2
+if load:
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+    loads_typed = JsonPlusSerializer().loads_typed
+    if sys.argv[2] == "import":
+        sys.exit()
+rows = conn.execute(
+    "SELECT c.type, c.checkpoint, c.metadata, w.type, w.value FROM"
+    " (SELECT thread_id, checkpoint_ns, count(*) AS n, max(checkpoint_id) AS id"
+    "  FROM checkpoints GROUP BY thread_id, checkpoint_ns) l"
+    " JOIN checkpoints c ON c.thread_id = l.thread_id AND c.checkpoint_ns = l.checkpoint_ns"
+    "  AND c.checkpoint_id = l.id"
+    " LEFT JOIN writes w ON w.thread_id = l.thread_id AND w.checkpoint_ns = l.checkpoint_ns"
+    "  AND w.checkpoint_id = l.id"
+)
+n = 0
+for kind, body, metadata, write_kind, value in rows:
+    n += 1
+    if load:
+        loads_typed((kind, body))
+        json.loads(metadata) if metadata is not None else {}
+        if write_kind is not None:
+            loads_typed((write_kind, value))
+print(n)
+"""
+
 LANGGRAPH = """
 import sqlite3, sys
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -267,6 +302,16 @@ def main() -> int:
                 str(store),
             ],
         }
+        if not dev:
+            sides["floor + latest rows"] = [sys.executable, "-c", FLOOR_LATEST, str(store)]
+            sides["floor + latest, loaded"] = [
+                sys.executable,
+                "-c",
+                FLOOR_LATEST,
+                str(store),
+                "load",
+            ]
+            sides["LangGraph's import"] = [sys.executable, "-c", FLOOR_LATEST, str(store), "import"]
         if options.baseline:
             sides["baseline threads --json"] = [options.baseline, "threads", str(store), "--json"]
 
@@ -299,6 +344,16 @@ def main() -> int:
             print(
                 f"  {name:26} {wall:7.2f} s  cpu {cpu:6.2f} s  peak {rss:6.0f} MB  "
                 f"read {read:8.1f} MB"
+            )
+        if "LangGraph's import" in runs:
+            loaded, imported = (
+                statistics.median(s["wall"] for s in runs[name])
+                for name in ("floor + latest, loaded", "LangGraph's import")
+            )
+            floor = statistics.median(s["wall"] for s in runs["GROUP BY floor"])
+            print(
+                f"  bound: 2 x (floor {floor:.2f} + latest loaded, without the import "
+                f"{loaded - imported:.2f}) = {2 * (floor + loaded - imported):.2f} s"
             )
     return 0
 
