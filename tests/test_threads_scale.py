@@ -10,6 +10,7 @@ observed: which of the store's dicts it built, and its peak memory (tracemalloc)
 
 from __future__ import annotations
 
+import copy
 import operator
 import re
 import sqlite3
@@ -244,6 +245,37 @@ def test_threads_table_memory_is_flat(many_threads: Path, monkeypatch: pytest.Mo
         tracemalloc.stop()
     assert rows == len(records) * repeat + 1
     assert peak < 1_000_000, peak
+
+
+@pytest.mark.parametrize("sort", ["step", "checkpoints", "status", "size", "updated", "thread"])
+def test_other_orders_sort_in_flat_memory(
+    many_threads: Path, monkeypatch: pytest.MonkeyPatch, sort: str
+) -> None:
+    """An order the store cannot stream (`--sort step`, ...) needs every record before the
+    first: they wait in a temporary file, only their sort keys in memory, and come back
+    exactly as select_threads orders them, `--limit` included. A record msgpack would
+    change on the way (a tuple) stays in memory as it is."""
+    from ckpt import threads
+
+    with ckpt.open(many_threads) as store:
+        records = store.threads(sort="thread")
+    records[3] = {**records[3], "next": ("a", "tuple")}  # type: ignore[typeddict-item]
+    expected = threads.select_threads(records, sort=sort)
+    monkeypatch.setattr(threads, "_SPOOL_BYTES", 4096)  # through a file
+    got = list(threads.sorted_threads(iter(records), sort=sort))
+    assert got == expected
+    assert [r["next"] for r in got if isinstance(r["next"], tuple)] == [("a", "tuple")]
+    assert list(threads.sorted_threads(iter(records), sort=sort, limit=7)) == expected[:7]
+    repeat = 40  # about 10,000 records, each made anew: holding them would take megabytes
+    fresh = (copy.deepcopy(r) for r in records * repeat)
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in threads.sorted_threads(fresh, sort=sort))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count == len(records) * repeat
+    assert peak < 4_000_000, peak
 
 
 def test_a_shape_learned_once_is_the_shape_of_each_checkpoint(sqlite_store: Path) -> None:

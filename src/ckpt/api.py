@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ckpt.errors import BadOption, EncryptedError, NotFound
-from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, ThreadSummary
+from ckpt.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.records import (
     CheckpointRecord,
     HistoryNodeRecord,
@@ -106,8 +106,8 @@ class CheckpointStore:
         (SQLite: `thread`, `updated`), memory stays flat and reading stops after `limit`
         rows; otherwise the records are collected and sorted first. The encrypted-threads
         notice is added once the stream ends."""
-        from ckpt.encryption import encrypted_threads, encrypted_threads_notice, hides_thread
-        from ckpt.threads import matches, select_threads
+        from ckpt.encryption import encrypted_threads_notice, hides_thread
+        from ckpt.threads import matches, sorted_threads
 
         measure = sizes or sort == "size"
         has_key = self._store.aes_key is not None
@@ -128,15 +128,30 @@ class CheckpointStore:
                     break
             self._store.notices.extend(encrypted_threads_notice(hidden, seen, has_key=has_key))
             return
-        everything: list[ThreadSummary] = list(self._store.threads(sizes=measure))
-        yield from select_threads(
-            (thread_record(t) for t in everything),
-            sort=sort,
-            limit=limit,
-            where=where,
-            status=status,
-        )
-        self._store.notices.extend(encrypted_threads(everything, has_key=has_key))
+        # Any other order needs every record before the first: they wait in a temporary
+        # file, only their sort keys in memory (ckpt.threads.sorted_threads).
+        hidden = seen = 0
+
+        def kept() -> Iterator[ThreadRecord]:
+            nonlocal hidden, seen
+            for summary in self._store.threads(sizes=measure):
+                seen += 1
+                if hides_thread(summary):
+                    hidden += 1
+                    if has_key:  # a wrong key: say so before anything is shown
+                        encrypted_threads_notice(hidden, seen, has_key=True)
+                record = thread_record(summary)
+                if matches(record, where=where, status=status):
+                    yield record
+
+        ordered = sorted_threads(kept(), sort=sort, limit=limit)
+        # The first record comes once every summary is read: the notice is known then.
+        first = next(ordered, None)
+        notices = encrypted_threads_notice(hidden, seen, has_key=has_key)
+        if first is not None:
+            yield first
+            yield from ordered
+        self._store.notices.extend(notices)
 
     def checkpoint(
         self,
@@ -278,16 +293,33 @@ class CheckpointStore:
         how the largest threads grow, what pruning to the latest or the last `keep`
         checkpoints would free, and health. `threads` and `ns` narrow it; `progress(n)`
         hears of every n rows read. Unknown `threads` raise NotFound."""
+        from ckpt.delta import COUNTERS
         from ckpt.stats import store_stats
 
         selected = self._known_threads(threads)
-        summaries = self.threads()
+        # Of each thread record, only what health reads: its status, first error or
+        # interrupt, latest id and delta counters (100,000 whole records held 300 MB).
+        slim: list[ThreadRecord] = []
+        for t in self.iter_threads():
+            if selected and t["thread_id"] not in selected:
+                continue
+            metadata = t["metadata"]
+            slim.append(
+                {  # type: ignore[typeddict-item]
+                    "thread_id": t["thread_id"],
+                    "status": t["status"],
+                    "checkpoint_id": t["checkpoint_id"],
+                    "errors": t["errors"][:1],
+                    "interrupts": t["interrupts"][:1],
+                    "metadata": {COUNTERS: metadata[COUNTERS]} if COUNTERS in metadata else {},
+                }
+            )
         return store_stats(
             self._store,
             DumpQuery(thread_ids=selected, checkpoint_ns=ns),
             top=top,
             keep=keep,
-            threads=[t for t in summaries if not selected or t["thread_id"] in selected],
+            threads=slim,
             progress=progress,
         )
 

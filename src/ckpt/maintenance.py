@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,27 +55,33 @@ def parse_age(text: str) -> dt.timedelta:
     ) * amount
 
 
-def select(store: CheckpointStore, selection: Selection) -> list[ThreadRecord]:
-    """The thread records a selection names, in thread id order."""
+def select(store: CheckpointStore, selection: Selection) -> list[str]:
+    """The ids of the threads a selection names, in thread id order. The records are
+    streamed and dropped (a store of 100,000 threads holds only their ids here)."""
     if not selection.given and not selection.everything:
         raise BadOption(
             "say which threads: --thread, --older-than, --status, --where, or --all for every "
             "thread"
         )
-    records = store.threads(
-        status=selection.status, where=dict(selection.where) or None, sort="thread"
-    )
     if selection.threads:
-        known = {r["thread_id"] for r in store.threads(sort="thread")}
+        wanted = set(selection.threads)
+        known = {r["thread_id"] for r in store.iter_threads(sort="thread")} & wanted
         for thread_id in selection.threads:
             if thread_id not in known:
                 raise NotFound(f"no thread {thread_id!r} in {store.location}")
-        wanted = set(selection.threads)
-        records = [r for r in records if r["thread_id"] in wanted]
+    cutoff = None
     if selection.older_than is not None:
         cutoff = dt.datetime.now(dt.UTC) - selection.older_than
-        records = [r for r in records if _updated(r) is not None and _updated(r) < cutoff]  # type: ignore[operator]
-    return records
+    chosen: list[str] = []
+    for record in store.iter_threads(
+        status=selection.status, where=dict(selection.where) or None, sort="thread"
+    ):
+        if selection.threads and record["thread_id"] not in wanted:
+            continue
+        if cutoff is not None and not ((updated := _updated(record)) and updated < cutoff):
+            continue
+        chosen.append(record["thread_id"])
+    return chosen
 
 
 def _updated(record: ThreadRecord) -> dt.datetime | None:
@@ -108,6 +114,32 @@ def rows_reader(store: CheckpointStore) -> Callable[[str], ThreadRows]:
     raise Unsafe(f"{store.location}: {DEV_FOLDER_REFUSAL}")
 
 
+@dataclass
+class PruneRun:
+    """A prune as it runs: iterating it plans (with `applied`, prunes) one selected
+    thread at a time and yields its record, so that no more than one thread's plan is
+    held; `totals` are complete once the iteration ends. `head` is the rest of the
+    record (docs/json.md): store, strategy, keep, applied, backup."""
+
+    head: dict[str, Any]
+    plans: Iterator[tuple[ThreadPlan, bool]]
+    totals: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("checkpoints", "writes", "blobs", "bytes", "threads", "refused"), 0
+        )
+    )
+
+    def __iter__(self) -> Iterator[ThreadPlanRecord]:
+        totals = self.totals
+        for plan, done in self.plans:
+            record = plan_record(plan, done)
+            for key in ("checkpoints", "writes", "blobs", "bytes"):
+                totals[key] += record[key]
+            totals["threads"] += bool(record["checkpoints"] or record["writes"] or record["blobs"])
+            totals["refused"] += bool(record["refused"])
+            yield record
+
+
 def prune(
     store: CheckpointStore,
     spec: str,
@@ -120,7 +152,37 @@ def prune(
     timeout: float | None = None,
     on_thread: Callable[[ThreadPlan], None] | None = None,
 ) -> PruneRecord:
-    """Plan (and with `apply`, carry out) the prune of the selected threads."""
+    """Plan (and with `apply`, carry out) the prune of the selected threads: the whole
+    record, every thread's plan in it (`prune_run` streams them)."""
+    run = prune_run(
+        store,
+        spec,
+        selection,
+        strategy=strategy,
+        keep=keep,
+        apply=apply,
+        backup=backup,
+        timeout=timeout,
+        on_thread=on_thread,
+    )
+    threads = list(run)
+    return {**run.head, "threads": threads, "totals": run.totals}  # type: ignore[typeddict-item]
+
+
+def prune_run(
+    store: CheckpointStore,
+    spec: str,
+    selection: Selection,
+    *,
+    strategy: Strategy,
+    keep: int = 1,
+    apply: bool = False,
+    backup: Path | None = None,
+    timeout: float | None = None,
+    on_thread: Callable[[ThreadPlan], None] | None = None,
+) -> PruneRun:
+    """`prune`, a thread at a time. The selection is checked and the threads chosen here;
+    each thread is planned (or pruned, in its own transaction) as the run is iterated."""
     if store.kind == "pickle":
         raise Unsafe(f"{store.location}: {DEV_FOLDER_REFUSAL}")
     if backup is not None and store.kind != "sqlite":
@@ -129,16 +191,43 @@ def prune(
         from ckpt.writers.postgres import refuse_shallow_keep
 
         refuse_shallow_keep(store.raw, strategy)  # type: ignore[arg-type]
-    threads = [r["thread_id"] for r in select(store, selection)]
-    plans: list[tuple[ThreadPlan, bool]] = []
-    if not apply:
+    threads = select(store, selection)
+    head: dict[str, Any] = {
+        "store": {"kind": store.kind, "location": store.location},
+        "strategy": strategy,
+        "keep": keep,
+        "applied": apply,
+        "backup": str(backup) if apply and backup else None,
+    }
+    plans: Iterator[tuple[ThreadPlan, bool]]
+    if apply:
+        plans = _applied(store, spec, threads, strategy, keep, backup, timeout)
+    else:
         read = rows_reader(store)
-        for thread_id in threads:
-            plan = plan_thread(read(thread_id), strategy, keep)
-            plans.append((plan, False))
-            if on_thread:
-                on_thread(plan)
-        return _record(store, strategy, keep, plans, applied=False, backup=None)
+        plans = ((plan_thread(read(thread_id), strategy, keep), False) for thread_id in threads)
+    if on_thread:
+        plans = _reported(plans, on_thread)
+    return PruneRun(head, plans)
+
+
+def _reported(
+    plans: Iterator[tuple[ThreadPlan, bool]], on_thread: Callable[[ThreadPlan], None]
+) -> Iterator[tuple[ThreadPlan, bool]]:
+    for plan, done in plans:
+        on_thread(plan)
+        yield plan, done
+
+
+def _applied(
+    store: CheckpointStore,
+    spec: str,
+    threads: list[str],
+    strategy: Strategy,
+    keep: int,
+    backup: Path | None,
+    timeout: float | None,
+) -> Iterator[tuple[ThreadPlan, bool]]:
+    """Prune each thread in its own transaction, as the caller asks for the next."""
     writer: Any
     if store.kind == "sqlite":
         from ckpt.writers.sqlite import SqliteWriter
@@ -166,40 +255,9 @@ def prune(
     try:
         for thread_id in threads:
             plan = run(thread_id)
-            plans.append((plan, plan.changes))
-            if on_thread:
-                on_thread(plan)
+            yield plan, plan.changes
     finally:
         writer.close()
-    return _record(
-        store, strategy, keep, plans, applied=True, backup=str(backup) if backup else None
-    )
-
-
-def _record(
-    store: CheckpointStore,
-    strategy: Strategy,
-    keep: int,
-    plans: Sequence[tuple[ThreadPlan, bool]],
-    *,
-    applied: bool,
-    backup: str | None,
-) -> PruneRecord:
-    threads = [plan_record(plan, done) for plan, done in plans]
-    totals = {
-        key: sum(t[key] for t in threads) for key in ("checkpoints", "writes", "blobs", "bytes")
-    }
-    totals["threads"] = sum(1 for t in threads if t["checkpoints"] or t["writes"] or t["blobs"])
-    totals["refused"] = sum(1 for t in threads if t["refused"])
-    return {
-        "store": {"kind": store.kind, "location": store.location},
-        "strategy": strategy,
-        "keep": keep,
-        "applied": applied,
-        "backup": backup,
-        "threads": threads,
-        "totals": totals,
-    }
 
 
 def plan_record(plan: ThreadPlan, applied: bool) -> ThreadPlanRecord:

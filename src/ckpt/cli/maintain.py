@@ -90,8 +90,8 @@ def prune(
     """
     from ckpt import maintenance
     from ckpt.errors import BadOption
-    from ckpt.records import dump_document
-    from ckpt.render.maintain_view import plan_line, prune_view
+    from ckpt.render.maintain_view import plan_line, prune_lines
+    from ckpt.render.output import spooled, stream_json_record
 
     chosen = [name for name, on in (("--keep-latest", keep_latest), ("--keep-last", keep_last),
               ("--delete", delete)) if on]  # fmt: skip
@@ -113,7 +113,7 @@ def prune(
             if apply and not json_out and output.stderr.isatty():
                 output.stderr.write(plan_line(plan) + "\n")
 
-        record = maintenance.prune(
+        run = maintenance.prune_run(
             checkpoints,
             spec,
             selection,
@@ -124,10 +124,16 @@ def prune(
             timeout=store_options.timeout,
             on_thread=said,
         )
+        # A thread at a time, in flat memory; nothing is printed before the last thread is
+        # done, so a run that stops (a lock, a refusal) prints its one error line alone.
         if json_out:
-            output.lines(dump_document(record))
+            output.lines(
+                spooled(
+                    stream_json_record(run.head, "threads", run, lambda: {"totals": run.totals})
+                )
+            )
         else:
-            output.show(prune_view(record, output))
+            output.lines(spooled(prune_lines(run, output)))
 
 
 @store_options

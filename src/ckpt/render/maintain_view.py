@@ -3,18 +3,21 @@ namespace, with what stays and why."""
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.records import NamespacePlanRecord, PruneRecord
-from ckpt.render.human import _boxed
+from ckpt.records import NamespacePlanRecord
 from ckpt.render.output import Output
-from ckpt.render.text import human_size
+from ckpt.render.plain import _ANSI, SPOOL_BYTES
+from ckpt.render.text import cell_width, clean_line, human_size
 
 if TYPE_CHECKING:
+    from ckpt.maintenance import PruneRun
     from ckpt.prune import ThreadPlan
 
 
@@ -26,62 +29,88 @@ def plan_line(plan: ThreadPlan) -> str:
     return f"ckpt: pruned {plan.thread_id}: {gone} checkpoints"
 
 
-def prune_view(record: PruneRecord, output: Output) -> RenderableType:
-    applied = record["applied"]
-    table = Table(box=_boxed(output), header_style="bold", pad_edge=False)
-    for name, justify in (
-        ("THREAD", "left"),
-        ("NAMESPACE", "left"),
-        ("CHECKPOINTS", "right"),
-        ("WRITES", "right"),
-        ("BLOBS", "right"),
-        ("FREES", "right"),
-        ("KEEPS", "left"),
+def prune_lines(run: PruneRun, output: Output) -> Iterator[str]:
+    """The plan (or what was done) for people: a row per thread and namespace that loses
+    or keeps something, then the totals and the threads left alone. Drawn by hand, as the
+    threads table is (ckpt.render.plain): a Rich table of 100,000 rows takes minutes and
+    gigabytes. Two passes in flat memory: the rows are measured and spooled, then laid out."""
+    headers = ["THREAD", "NAMESPACE", "CHECKPOINTS", "WRITES", "BLOBS", "FREES", "KEEPS"]
+    widths = [cell_width(h) for h in headers[:-1]]
+    right = (False, False, True, True, True, True)
+    colour = output.colour
+
+    def paint(text: str, style: str) -> str:
+        return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if colour else text
+
+    count = 0
+    with (
+        tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8") as rows,
+        tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8") as left,
     ):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    refused: list[Text] = []
-    for thread in record["threads"]:
-        if thread["refused"]:
-            refused.append(
-                Text(f"left alone: {thread['thread_id']}: {thread['refused']}", style="yellow")
-            )
-            continue
-        for ns in thread["namespaces"]:
-            if not (ns["checkpoints"] or ns["writes"] or ns["blobs"] or ns["kept"]):
+        for thread in run:
+            count += 1
+            if thread["refused"]:
+                left.write(clean_line(f"left alone: {thread['thread_id']}: {thread['refused']}"))
+                left.write("\n")
                 continue
-            table.add_row(
-                thread["thread_id"],
-                ns["checkpoint_ns"] or "(root)",
-                f"{ns['checkpoints']:,}",
-                f"{ns['writes']:,}",
-                f"{ns['blobs']:,}",
-                human_size(ns["bytes"]),
-                _kept(ns),
+            for ns in thread["namespaces"]:
+                if not (ns["checkpoints"] or ns["writes"] or ns["blobs"] or ns["kept"]):
+                    continue
+                cells = [
+                    clean_line(thread["thread_id"]),
+                    clean_line(ns["checkpoint_ns"] or "(root)"),
+                    f"{ns['checkpoints']:,}",
+                    f"{ns['writes']:,}",
+                    f"{ns['blobs']:,}",
+                    human_size(ns["bytes"]),
+                    clean_line(_kept(ns)),
+                ]
+                for i, width in enumerate(widths):
+                    widths[i] = max(width, cell_width(cells[i]))
+                rows.write("\0".join(cells) + "\n")
+
+        def line(cells: list[str]) -> str:
+            padded = [
+                " " * (w - cell_width(c)) + c if r else c + " " * (w - cell_width(c))
+                for c, w, r in zip(cells, widths, right, strict=False)
+            ]
+            return ("  ".join([*padded, cells[-1]])).rstrip()
+
+        if rows.tell():
+            yield paint(line(headers), "bold") + "\n"
+            rows.seek(0)
+            for row in rows:
+                yield line(row[:-1].split("\0")) + "\n"
+        totals = run.totals
+        applied = run.head["applied"]
+        verb = "deleted" if applied else "would delete"
+        yield (
+            paint(
+                f"{verb} {totals['checkpoints']:,} checkpoints, {totals['writes']:,} writes"
+                + (f", {totals['blobs']:,} blobs" if totals["blobs"] else "")
+                + f" ({human_size(totals['bytes'])}) in {totals['threads']:,} of "
+                f"{count:,} selected threads",
+                "bold",
             )
-    totals = record["totals"]
-    verb = "deleted" if applied else "would delete"
-    summary = Text(
-        f"{verb} {totals['checkpoints']:,} checkpoints, {totals['writes']:,} writes"
-        + (f", {totals['blobs']:,} blobs" if totals["blobs"] else "")
-        + f" ({human_size(totals['bytes'])}) in {totals['threads']:,} of "
-        f"{len(record['threads']):,} selected threads",
-        style="bold",
-    )
-    parts: list[RenderableType] = [table, summary, *refused]
-    if record["backup"]:
-        parts.append(Text(f"backup written first: {record['backup']}"))
+            + "\n"
+        )
+        left.seek(0)
+        for refused in left:
+            yield paint(refused[:-1], "yellow") + "\n"
+    if run.head["backup"]:
+        yield f"backup written first: {clean_line(run.head['backup'])}\n"
     if applied:
-        parts.append(
-            Text(
+        yield (
+            paint(
                 "the file keeps its size until `ckpt vacuum --apply`"
-                if record["store"]["kind"] == "sqlite"
+                if run.head["store"]["kind"] == "sqlite"
                 else "the space is reused after VACUUM: `ckpt vacuum` shows the statement",
-                style="dim",
+                "dim",
             )
+            + "\n"
         )
     elif totals["checkpoints"] or totals["writes"]:
-        parts.append(Text("nothing changed: run again with --apply to prune", style="dim"))
-    return Group(*parts)
+        yield paint("nothing changed: run again with --apply to prune", "dim") + "\n"
 
 
 def _kept(ns: NamespacePlanRecord) -> str:

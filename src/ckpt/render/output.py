@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Final
 
@@ -221,3 +221,52 @@ def stream_ndjson(records: Iterable[Any]) -> Iterator[str]:
 
     for record in records:
         yield dumps(record) + "\n"
+
+
+def stream_json_record(
+    head: Mapping[str, Any],
+    key: str,
+    items: Iterable[Any],
+    tail: Callable[[], Mapping[str, Any]],
+) -> Iterator[str]:
+    """The text of `dump_document({**head, key: list(items), **tail()})`, with the items
+    written as they come: `tail()` is asked for once they are done (totals over them)."""
+    from ckpt.records import dump_pieces, dumps
+
+    def field(name: str, value: Any, lead: str) -> Iterator[str]:
+        yield f"{lead}\n  {dumps(name)}: "
+        yield from dump_pieces(value, indent=2, level=1)
+
+    lead = "{"
+    for name, value in head.items():
+        yield from field(name, value, lead)
+        lead = ","
+    yield f"{lead}\n  {dumps(key)}: ["
+    first = True
+    for item in items:
+        yield "\n    " if first else ",\n    "
+        yield from dump_pieces(item, indent=2, level=2)
+        first = False
+    yield "]" if first else "\n  ]"
+    for name, value in tail().items():
+        yield from field(name, value, ",")
+    yield "\n}\n"
+
+
+def spooled(pieces: Iterable[str]) -> Iterator[str]:
+    """`pieces`, all made before the first is given: kept in memory up to a few MB, then in
+    a temporary file. For output that must appear whole or not at all (a run that stops
+    with an error prints its one line, and no half of a document), in flat memory."""
+    import tempfile
+
+    with tempfile.SpooledTemporaryFile(max_size=4 << 20, mode="w+", encoding="utf-8") as spool:
+        batch: list[str] = []
+        for piece in pieces:
+            batch.append(piece)
+            if len(batch) >= 1024:
+                spool.write("".join(batch))
+                batch.clear()
+        spool.write("".join(batch))
+        spool.seek(0)
+        while chunk := spool.read(1 << 16):
+            yield chunk
