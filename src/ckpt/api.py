@@ -297,15 +297,15 @@ class CheckpointStore:
         from ckpt.stats import store_stats
 
         selected = self._known_threads(threads)
-        # Of each thread record, only what health reads: its status, first error or
-        # interrupt, latest id and delta counters (100,000 whole records held 300 MB).
-        slim: list[ThreadRecord] = []
-        for t in self.iter_threads():
-            if selected and t["thread_id"] not in selected:
-                continue
-            metadata = t["metadata"]
-            slim.append(
-                {  # type: ignore[typeddict-item]
+
+        def slim() -> Iterator[ThreadRecord]:
+            # Read once the scan is done. Of each thread record, only what health reads:
+            # its status, first error or interrupt, latest id and delta counters.
+            for t in self.iter_threads():
+                if selected and t["thread_id"] not in selected:
+                    continue
+                metadata = t["metadata"]
+                yield {  # type: ignore[typeddict-item]
                     "thread_id": t["thread_id"],
                     "status": t["status"],
                     "checkpoint_id": t["checkpoint_id"],
@@ -313,13 +313,13 @@ class CheckpointStore:
                     "interrupts": t["interrupts"][:1],
                     "metadata": {COUNTERS: metadata[COUNTERS]} if COUNTERS in metadata else {},
                 }
-            )
+
         return store_stats(
             self._store,
             DumpQuery(thread_ids=selected, checkpoint_ns=ns),
             top=top,
             keep=keep,
-            threads=slim,
+            threads=slim(),
             progress=progress,
         )
 

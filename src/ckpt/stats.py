@@ -15,7 +15,7 @@ import heapq
 import json
 import re
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -70,13 +70,14 @@ def store_stats(
     *,
     top: int = DEFAULT_TOP,
     keep: int = DEFAULT_KEEP,
-    threads: Sequence[ThreadRecord] = (),
+    threads: Iterable[ThreadRecord] = (),
     progress: Progress | None = None,
 ) -> StatsRecord:
     """Where the bytes of `store` go, or of the threads and namespace `query` selects.
 
     `top` cuts every list (0 keeps all); `keep` is the N of the keep-last-N estimate;
-    `threads` are the thread records (`ckpt threads`) whose status health reports.
+    `threads` are the thread records (`ckpt threads`) whose status health reports, read
+    once the rows are (a generator's listing then runs after the scan, not beside it).
     `progress(n)` hears of every n rows read.
     """
     query = query or DumpQuery()
@@ -108,7 +109,21 @@ def store_stats(
         sum(s.writes for s in sizes.values()),
         sum(s.write_bytes for s in sizes.values()),
     )
-    selected = [t for t in threads if t["thread_id"] in sizes]
+    from ckpt.delta import COUNTERS
+
+    # Only the threads health has something to say of: failed or waiting ones, and those
+    # with delta channels (the others add nothing to it, and a store may hold 100,000).
+    snapshots = scan.snapshots
+    selected = [
+        t
+        for t in threads
+        if t["thread_id"] in sizes
+        and (
+            t["status"] in ("error", "interrupted")
+            or COUNTERS in t["metadata"]
+            or t["thread_id"] in snapshots
+        )
+    ]
     return {
         "store": {"kind": store.kind, "location": store.location},
         "selection": {"thread_ids": list(query.thread_ids), "checkpoint_ns": query.checkpoint_ns},
