@@ -106,6 +106,34 @@ checkpoint's blob rows come by a lateral join in the listing's statement (the ke
 longer travel out and back: 1.3 s -> 0.35 s of server time on 10,000 threads), and the
 cursor sorts the narrow aggregates before joining, so each FETCH does its own rows' work.
 
+Measured 2026-12-02, third session (a faster machine than that morning's: a 10M-step loop
+0.2 s), main at 6b8a22d, `ckpt threads --json`, medians of paired runs [pairs], beside the
+floor, the floor plus the latest rows (one statement), and the bound of the target: 2 x
+(floor + the latest checkpoints loaded as SqliteSaver loads them, import taken off):
+
+    store                        ckpt            floor  + latest rows  bound    other
+    248 MB, warm [7]             0.24 s 28 MB    0.03   0.05           0.66 s   SqliteSaver.list 5.24 s: 21.8x
+    8.0 GB mixed, warm [5]       0.75 s 39 MB    0.12   0.23           8.02 s
+    8.0 GB mixed, cold [2]       4.16 s 38 MB    0.71   1.55           11.22 s  cpu 2.00 s; read 214 of 8,015 MB, needed 233
+    100,000 threads x 5, warm [2] 5.65 s 27 MB   0.26   0.70           9.53 s
+    dev folder 1.8 GB, warm [3]  3.39 s 44 MB    0.14 (reading the three files through)
+
+Every store is within its bound; against the bare rows (floor + latest rows) ckpt is 3-8x
+off: what remains is Python's decoding of each latest body (~50-100 us a thread) and the
+fixed start-up (~0.1 s, Typer's import 70 ms of it), which is also why the 248 MB ratio to
+SqliteSaver.list fell below 25x on this faster machine (26-37x on the earlier ones).
+Cold, ckpt's CPU (2.0 s) and its reads (2.2 s of waiting) add up rather than overlap:
+fetching the rows ahead on a second thread (sqlite3 lets go of the GIL while it steps)
+would bring the wall towards the larger of the two. The dev folder's pickle pass is
+Python's per opcode: compiled as is with Cython it ran 1.4x faster, with mypyc 1.1x; under
+1 s needs a typed, compiled scanner.
+
+Memory at 100,000 threads x 5 (1.7 GB), every command: threads 27 MB (59 MB with `--sort
+step`, which held 465 MB before: records now wait in a temporary file), prune --all 40 MB
+(665 MB and 97 s before, 16 s now), stats 160 MB (311 before), types 28 MB, dump 26 MB.
+On the 8 GB store: threads 40 MB, history/show 24-31 MB, stats 51-58 MB, types 35 MB,
+prune --all 42 MB (95 MB before; 30 -> 22 s). The dev folder: stats 186 MB, types 174 MB.
+
 A STORE that is a folder is a `langgraph dev` folder (or the project holding one): its
 floor is reading its three pickle files through once, in 1 MB reads, and nothing else.
 
