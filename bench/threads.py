@@ -111,12 +111,14 @@ Measured 2026-12-02, third session (a faster machine than that morning's: a 10M-
 floor, the floor plus the latest rows (one statement), and the bound of the target: 2 x
 (floor + the latest checkpoints loaded as SqliteSaver loads them, import taken off):
 
-    store                        ckpt            floor  + latest rows  bound    other
-    248 MB, warm [7]             0.24 s 28 MB    0.03   0.05           0.66 s   SqliteSaver.list 5.24 s: 21.8x
-    8.0 GB mixed, warm [5]       0.75 s 39 MB    0.12   0.23           8.02 s
-    8.0 GB mixed, cold [2]       4.16 s 38 MB    0.71   1.55           11.22 s  cpu 2.00 s; read 214 of 8,015 MB, needed 233
-    100,000 threads x 5, warm [2] 5.65 s 27 MB   0.26   0.70           9.53 s
-    dev folder 1.8 GB, warm [3]  3.39 s 44 MB    0.14 (reading the three files through)
+    store                         ckpt            floor  +latest  bound
+    248 MB, warm [7]              0.24 s 28 MB    0.03   0.05     0.66 s
+      SqliteSaver.list(None) 5.24 s: 21.8x
+    8.0 GB mixed, warm [5]        0.75 s 39 MB    0.12   0.23     8.02 s
+    8.0 GB mixed, cold [2]        4.16 s 38 MB    0.71   1.55    11.22 s
+      cpu 2.00 s; read 214 MB of 8,015 MB, needed 233 MB
+    100,000 threads x 5, warm [2] 5.65 s 27 MB    0.26   0.70     9.53 s
+    dev folder 1.8 GB, warm [3]   3.39 s 44 MB    0.14 (reading the three files through)
 
 Every store is within its bound; against the bare rows (floor + latest rows) ckpt is 3-8x
 off: what remains is Python's decoding of each latest body (~50-100 us a thread) and the

@@ -381,10 +381,18 @@ def test_the_streamed_plan_is_the_whole_record(agents: tuple[Path, AgentManifest
     from ckpt.records import dump_document
     from ckpt.render.output import stream_json_record
 
+    def whole(selection: maintenance.Selection, strategy: Any, keep: int) -> str:
+        with closing(ckpt.open(source)) as store:
+            run = maintenance.prune_run(store, str(source), selection, strategy=strategy, keep=keep)
+            threads = list(run)
+            return "".join(dump_document({**run.head, "threads": threads, "totals": run.totals}))
+
+    def streamed(run: maintenance.PruneRun) -> Iterator[str]:
+        return stream_json_record(run.head, "threads", run, lambda: {"totals": run.totals})
+
     source, _ = agents
     every = maintenance.Selection(everything=True)
     with closing(ckpt.open(source)) as store:
-        whole = maintenance.prune(store, str(source), every, strategy="keep_last", keep=2)
         planned: list[str] = []
         run = maintenance.prune_run(
             store,
@@ -395,24 +403,21 @@ def test_the_streamed_plan_is_the_whole_record(agents: tuple[Path, AgentManifest
             on_thread=lambda plan: planned.append(plan.thread_id),
         )
         assert planned == []  # nothing is read before the output asks
-        pieces = stream_json_record(run.head, "threads", run, lambda: {"totals": run.totals})
+        pieces = streamed(run)
         text = ""
         while '"thread_id"' not in text:
             text += next(pieces)
         assert len(planned) == 1
         text += "".join(pieces)
-    assert len(planned) == len(whole["threads"]) > 1
-    assert text == "".join(dump_document(whole))
+    assert len(planned) == len(json.loads(text)["threads"]) > 1
+    assert text == whole(every, "keep_last", 2)
     # and with no thread selected: an empty array, as json writes it
     none = maintenance.Selection(status="error", where=(("no such key", "x"),))
     with closing(ckpt.open(source)) as store:
-        run = maintenance.prune_run(store, str(source), none, strategy="keep_latest")
         empty = "".join(
-            stream_json_record(run.head, "threads", run, lambda: {"totals": run.totals})
+            streamed(maintenance.prune_run(store, str(source), none, strategy="keep_latest"))
         )
-        assert empty == "".join(
-            dump_document(maintenance.prune(store, str(source), none, strategy="keep_latest"))
-        )
+    assert empty == whole(none, "keep_latest", 1)
     assert '"threads": [],' in empty
 
 

@@ -11,6 +11,7 @@ is built on this module, so the two never disagree. See docs/api.md.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
@@ -111,30 +112,13 @@ class CheckpointStore:
 
         measure = sizes or sort == "size"
         has_key = self._store.aes_key is not None
-        if sort in self._store.thread_orders:
-            hidden = seen = shown = 0
-            for summary in self._store.threads(sizes=measure, order=sort):
-                seen += 1
-                if hides_thread(summary):
-                    hidden += 1
-                    if has_key:  # a wrong key: say so before anything is shown
-                        encrypted_threads_notice(hidden, seen, has_key=True)
-                record = thread_record(summary)
-                if not matches(record, where=where, status=status):
-                    continue
-                yield record
-                shown += 1
-                if limit and shown >= limit:
-                    break
-            self._store.notices.extend(encrypted_threads_notice(hidden, seen, has_key=has_key))
-            return
-        # Any other order needs every record before the first: they wait in a temporary
-        # file, only their sort keys in memory (ckpt.threads.sorted_threads).
+        streams = sort in self._store.thread_orders
         hidden = seen = 0
 
         def kept() -> Iterator[ThreadRecord]:
             nonlocal hidden, seen
-            for summary in self._store.threads(sizes=measure):
+            order = sort if streams else "thread"
+            for summary in self._store.threads(sizes=measure, order=order):
                 seen += 1
                 if hides_thread(summary):
                     hidden += 1
@@ -144,6 +128,12 @@ class CheckpointStore:
                 if matches(record, where=where, status=status):
                     yield record
 
+        if streams:
+            yield from itertools.islice(kept(), limit or None)
+            self._store.notices.extend(encrypted_threads_notice(hidden, seen, has_key=has_key))
+            return
+        # Any other order needs every record before the first: they wait in a temporary
+        # file, only their sort keys in memory (ckpt.threads.sorted_threads).
         ordered = sorted_threads(kept(), sort=sort, limit=limit)
         # The first record comes once every summary is read: the notice is known then.
         first = next(ordered, None)

@@ -18,7 +18,7 @@ from typing import Any
 from ckpt.api import CheckpointStore
 from ckpt.errors import BadOption, NotFound, Unsafe
 from ckpt.prune import Strategy, ThreadPlan, ThreadRows, plan_thread
-from ckpt.records import NamespacePlanRecord, PruneRecord, ThreadPlanRecord, ThreadRecord
+from ckpt.records import NamespacePlanRecord, ThreadPlanRecord, ThreadRecord
 from ckpt.vocabulary import Status
 
 DEV_FOLDER_REFUSAL = (
@@ -140,35 +140,6 @@ class PruneRun:
             yield record
 
 
-def prune(
-    store: CheckpointStore,
-    spec: str,
-    selection: Selection,
-    *,
-    strategy: Strategy,
-    keep: int = 1,
-    apply: bool = False,
-    backup: Path | None = None,
-    timeout: float | None = None,
-    on_thread: Callable[[ThreadPlan], None] | None = None,
-) -> PruneRecord:
-    """Plan (and with `apply`, carry out) the prune of the selected threads: the whole
-    record, every thread's plan in it (`prune_run` streams them)."""
-    run = prune_run(
-        store,
-        spec,
-        selection,
-        strategy=strategy,
-        keep=keep,
-        apply=apply,
-        backup=backup,
-        timeout=timeout,
-        on_thread=on_thread,
-    )
-    threads = list(run)
-    return {**run.head, "threads": threads, "totals": run.totals}  # type: ignore[typeddict-item]
-
-
 def prune_run(
     store: CheckpointStore,
     spec: str,
@@ -181,8 +152,9 @@ def prune_run(
     timeout: float | None = None,
     on_thread: Callable[[ThreadPlan], None] | None = None,
 ) -> PruneRun:
-    """`prune`, a thread at a time. The selection is checked and the threads chosen here;
-    each thread is planned (or pruned, in its own transaction) as the run is iterated."""
+    """Plan (and with `apply`, carry out) the prune of the selected threads, a thread at a
+    time. The selection is checked and the threads chosen here; each thread is planned (or
+    pruned, in its own transaction) as the run is iterated (PruneRun)."""
     if store.kind == "pickle":
         raise Unsafe(f"{store.location}: {DEV_FOLDER_REFUSAL}")
     if backup is not None and store.kind != "sqlite":
