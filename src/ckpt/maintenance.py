@@ -63,12 +63,10 @@ def select(store: CheckpointStore, selection: Selection) -> list[str]:
             "say which threads: --thread, --older-than, --status, --where, or --all for every "
             "thread"
         )
-    if selection.threads:
-        wanted = set(selection.threads)
-        known = {r["thread_id"] for r in store.iter_threads(sort="thread")} & wanted
-        for thread_id in selection.threads:
-            if thread_id not in known:
-                raise NotFound(f"no thread {thread_id!r} in {store.location}")
+    wanted = set(selection.threads)
+    for thread_id in selection.threads:
+        if not store.raw.thread_exists(thread_id):  # a key lookup, not a listing
+            raise NotFound(f"no thread {thread_id!r} in {store.location}")
     cutoff = None
     if selection.older_than is not None:
         cutoff = dt.datetime.now(dt.UTC) - selection.older_than
@@ -76,7 +74,7 @@ def select(store: CheckpointStore, selection: Selection) -> list[str]:
     for record in store.iter_threads(
         status=selection.status, where=dict(selection.where) or None, sort="thread"
     ):
-        if selection.threads and record["thread_id"] not in wanted:
+        if wanted and record["thread_id"] not in wanted:
             continue
         if cutoff is not None and not ((updated := _updated(record)) and updated < cutoff):
             continue

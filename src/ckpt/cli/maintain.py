@@ -125,7 +125,8 @@ def prune(
             on_thread=said,
         )
         # A thread at a time, in flat memory; nothing is printed before the last thread is
-        # done, so a run that stops (a lock, a refusal) prints its one error line alone.
+        # done (the table lays out its spooled rows only then; the JSON is spooled whole),
+        # so a run that stops (a lock, a refusal) prints its one error line alone.
         if json_out:
             output.lines(
                 spooled(
@@ -133,7 +134,7 @@ def prune(
                 )
             )
         else:
-            output.lines(spooled(prune_lines(run, output)))
+            output.lines(prune_lines(run, output))
 
 
 @store_options
