@@ -7,8 +7,10 @@ EXTRAS := test,postgres,demo,dev,tui
 # on purpose; `make test-latest` runs the suite on the newest releases to see drift first.
 CONSTRAINTS := requirements/ci-constraints.txt
 PIP_INSTALL := -c $(CONSTRAINTS)
-# A new pyproject.toml or lock means a new stamp, hence a reinstall.
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CONSTRAINTS) | cksum | cut -d' ' -f1)
+# A new pyproject.toml or lock means a new stamp, hence a reinstall; so does new source of
+# the compiled module (setup.py builds it from these files when the package installs).
+COMPILED := setup.py src/ckpt/stores/pickle_lean.py src/ckpt/stores/pickle_lean.pxd
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CONSTRAINTS) $(COMPILED) | cksum | cut -d' ' -f1)
 LATEST := .venv-latest
 # e.g. make pytest PYTEST_ARGS='-m "not postgres"' (the tests that need no PostgreSQL server)
 PYTEST_ARGS ?=
@@ -21,7 +23,7 @@ $(BIN)/python:
 	echo '*' > $(VENV)/.gitignore
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml $(CONSTRAINTS) | $(BIN)/python
+$(STAMP): pyproject.toml $(CONSTRAINTS) $(COMPILED) | $(BIN)/python
 	$(BIN)/python -m pip install --quiet $(PIP_INSTALL) -e ".[$(EXTRAS)]"
 	@# Packages the lock does not pin at that version: new in pyproject.toml (make lock),
 	@# installed by hand, or, under test-latest, the drift from the lock.
@@ -38,8 +40,8 @@ demo: $(STAMP)
 	$(BIN)/ckpt history support-1 --db demo/chat.sqlite
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests fixtures bench docs
-	$(BIN)/ruff format --check src tests fixtures bench docs
+	$(BIN)/ruff check src tests fixtures bench docs setup.py
+	$(BIN)/ruff format --check src tests fixtures bench docs setup.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -95,7 +97,8 @@ docs: $(STAMP)
 	$(BIN)/python docs/gen_cli.py
 
 clean:
-	rm -rf $(VENV) $(LATEST) demo bench/out .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(LATEST) demo bench/out build .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -f src/ckpt/stores/*.so
 
 # LangGraph.js fixture packages (fixtures/js, used by tests/test_js_fixtures.py). npm ci
 # compiles better-sqlite3 (~1.5 min), so it runs again only when the npm manifests change.

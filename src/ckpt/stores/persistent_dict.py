@@ -27,14 +27,8 @@ from ckpt.model import (
 from ckpt.stores import PICKLE_NAMES
 from ckpt.stores.base import Store
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
-from ckpt.stores.pickle_index import PickleFile, StoredText, Unsupported
-from ckpt.stores.pickle_lean import (
-    Namespaces,
-    Summary,
-    materialize,
-    scan_kept,
-    scan_storage,
-)
+from ckpt.stores.lean import materialize, scan_kept, scan_storage
+from ckpt.stores.pickle_index import Namespaces, PickleFile, StoredText, Summary, Unsupported
 from ckpt.stores.unpickler import (
     Refused,
     collector_paused,

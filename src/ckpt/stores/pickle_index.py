@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import struct
+from dataclasses import dataclass
 from typing import Any, Final
 
 from ckpt.stores.unpickler import LATIN1, collector_paused, load_pickle
@@ -51,6 +52,24 @@ I32: Final = struct.Struct("<i")
 U16: Final = struct.Struct("<H")
 _ENCODE_MARK: Final = object()
 _BYTES_MARK: Final = object()
+
+
+class Namespaces(dict[Any, Any]):
+    """A thread's `defaultdict(dict)` of the storage file: namespace -> Summary or None."""
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """One (thread, namespace) of the storage dict: its count, first and latest entries.
+
+    The first entry is kept because the store checks it for inline channel values
+    (checkpoint 2.0.21 and older); latest is the max checkpoint id, as
+    InMemorySaver.get_tuple picks it (format.md §3.3). Their bytes are spans of the file.
+    """
+
+    count: int
+    first: tuple[str, Any]
+    latest: tuple[str, Any]
 
 
 class Unsupported(Exception):

@@ -29,7 +29,6 @@ anything named by the data.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any, Final
 
 from ckpt.stores.pickle_index import CHUNK as _CHUNK
@@ -39,8 +38,13 @@ from ckpt.stores.pickle_index import SHARED_BYTES as _SHARED
 from ckpt.stores.pickle_index import SLACK as _SLACK
 from ckpt.stores.pickle_index import U16 as _U16
 from ckpt.stores.pickle_index import U32 as _U32
-from ckpt.stores.pickle_index import StoredText, Unsupported
+from ckpt.stores.pickle_index import Namespaces, StoredText, Summary, Unsupported
 from ckpt.stores.unpickler import LATIN1
+
+try:  # Cython reads this import itself: `cython.compiled` is True in the compiled copy
+    import cython
+except ImportError:  # pure Python, without Cython installed
+    from ckpt.stores import _cython_absent as cython
 
 _SHARED_BYTES: Final = _SHARED  # bytes values up to this long are text, kept in the memo
 
@@ -63,22 +67,14 @@ _STORAGE_GLOBALS: Final = {
 _MARKERS: Final = frozenset(map(id, (_ENCODE, _BYTES, _DEFAULTDICT, _DICT)))
 
 
-class Namespaces(dict[Any, Any]):
-    """A thread's `defaultdict(dict)` of the storage file: namespace -> Summary or None."""
-
-
-@dataclass(frozen=True, slots=True)
-class Summary:
-    """One (thread, namespace) of the storage dict: its count, first and latest entries.
-
-    The first entry is kept because the store checks it for inline channel values
-    (checkpoint 2.0.21 and older); latest is the max checkpoint id, as
-    InMemorySaver.get_tuple picks it (format.md §3.3). Their bytes are spans of the file.
-    """
-
-    count: int
-    first: tuple[str, Any]
-    latest: tuple[str, Any]
+def _u32at(buf: bytes, pos: int) -> int:
+    """The little-endian unsigned 32-bit number at `pos`, as `_U32.unpack_from` reads it: in
+    the compiled copy, C arithmetic on the buffer instead of a call (pickle_lean.pxd). In
+    pure Python the call is the faster, and the loop makes it itself."""
+    # Each byte in a 64-bit variable first (the .pxd): shifted as a C int, a high byte
+    # would overflow it and make a length negative.
+    low, second, third, high = buf[pos], buf[pos + 1], buf[pos + 2], buf[pos + 3]
+    return low | second << 8 | third << 16 | high << 24
 
 
 def scan_storage(
@@ -173,7 +169,7 @@ class _Scan:
             op = buf[pos]
             pos += 1
             if op == 0x58:  # BINUNICODE
-                size = u32(buf, pos)[0]
+                size = _u32at(buf, pos) if cython.compiled else u32(buf, pos)[0]
                 pos += 4
                 if base + pos + size > file_size:
                     raise Unsupported("truncated")
@@ -226,7 +222,8 @@ class _Scan:
                         count += 1
                         pos += 2
                     elif op == 0x72:
-                        if u32(buf, pos + 1)[0] != count:
+                        index = _u32at(buf, pos + 1) if cython.compiled else u32(buf, pos + 1)[0]
+                        if index != count:
                             raise Unsupported("memo order")
                         remember(kept)
                         count += 1
@@ -242,7 +239,7 @@ class _Scan:
                             index = buf[at + 1]
                             at += 2
                         elif op == 0x6A:
-                            index = u32(buf, at + 1)[0]
+                            index = _u32at(buf, at + 1) if cython.compiled else u32(buf, at + 1)[0]
                             at += 5
                         else:
                             continue
@@ -253,7 +250,7 @@ class _Scan:
                             index = buf[at + 2]
                             at += 3
                         elif op == 0x72:
-                            index = u32(buf, at + 2)[0]
+                            index = _u32at(buf, at + 2) if cython.compiled else u32(buf, at + 2)[0]
                             at += 6
                         else:
                             continue
@@ -264,7 +261,7 @@ class _Scan:
                             index = buf[at + 2]
                             at += 3
                         elif op == 0x72:
-                            index = u32(buf, at + 2)[0]
+                            index = _u32at(buf, at + 2) if cython.compiled else u32(buf, at + 2)[0]
                             at += 6
                         else:
                             continue
@@ -283,7 +280,11 @@ class _Scan:
                                 index = buf[pos + 2]
                                 at = pos + 3
                             elif op == 0x72:
-                                index = u32(buf, pos + 2)[0]
+                                index = (
+                                    _u32at(buf, pos + 2)
+                                    if cython.compiled
+                                    else u32(buf, pos + 2)[0]
+                                )
                                 at = pos + 6
                             else:
                                 continue
@@ -300,7 +301,7 @@ class _Scan:
                         index = buf[pos]
                         pos += 1
                     else:
-                        index = u32(buf, pos)[0]
+                        index = _u32at(buf, pos) if cython.compiled else u32(buf, pos)[0]
                         pos += 4
                     if index >= count or (found := memo[index]) is gone:
                         raise Unsupported("memo reference")
@@ -322,7 +323,9 @@ class _Scan:
                             index = buf[pos + 1]
                             pos += 2
                         else:
-                            index = u32(buf, pos + 1)[0]
+                            index = (
+                                _u32at(buf, pos + 1) if cython.compiled else u32(buf, pos + 1)[0]
+                            )
                             pos += 5
                         if index != count:
                             raise Unsupported("memo order")
@@ -341,7 +344,7 @@ class _Scan:
                     index = buf[pos]
                     pos += 1
                 else:
-                    index = u32(buf, pos)[0]
+                    index = _u32at(buf, pos) if cython.compiled else u32(buf, pos)[0]
                     pos += 4
                 if index != count or not stack:
                     raise Unsupported("memo order")
@@ -368,7 +371,9 @@ class _Scan:
                             index = buf[pos + 1]
                             pos += 2
                         else:
-                            index = u32(buf, pos + 1)[0]
+                            index = (
+                                _u32at(buf, pos + 1) if cython.compiled else u32(buf, pos + 1)[0]
+                            )
                             pos += 5
                         if index != count:
                             raise Unsupported("memo order")
@@ -386,7 +391,9 @@ class _Scan:
                             index = buf[pos + 1]
                             pos += 2
                         else:
-                            index = u32(buf, pos + 1)[0]
+                            index = (
+                                _u32at(buf, pos + 1) if cython.compiled else u32(buf, pos + 1)[0]
+                            )
                             pos += 5
                         if index != count:
                             raise Unsupported("memo order")
@@ -421,7 +428,9 @@ class _Scan:
                             index = buf[pos + 1]
                             pos += 2
                         else:
-                            index = u32(buf, pos + 1)[0]
+                            index = (
+                                _u32at(buf, pos + 1) if cython.compiled else u32(buf, pos + 1)[0]
+                            )
                             pos += 5
                         if index != count:
                             raise Unsupported("memo order")
@@ -442,7 +451,9 @@ class _Scan:
                             index = buf[pos + 1]
                             pos += 2
                         else:
-                            index = u32(buf, pos + 1)[0]
+                            index = (
+                                _u32at(buf, pos + 1) if cython.compiled else u32(buf, pos + 1)[0]
+                            )
                             pos += 5
                         if index != count:
                             raise Unsupported("memo order")
