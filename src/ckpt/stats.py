@@ -143,12 +143,27 @@ def _scan(
     progress: Progress | None,
 ) -> _Scan:
     """One pass over the rows, a batch of threads at a time."""
-    ranked = sorted(sizes.items(), key=lambda item: (-item[1].total, item[0]))
-    charted = {t for t, _ in ranked[: 1 if query.thread_ids else GROWTH_THREADS]}
-    scan = _Scan(store, sizes, keep=keep, top=top, charted=charted, progress=progress)
+    charts = 1 if query.thread_ids else GROWTH_THREADS
+    # The threads the record lists (the biggest `top`) and charts, known from their sizes
+    # before any row is read: only those are followed through the rows (nsmallest is
+    # sorted(...)[:n], ties included, without a list of every thread).
+    if top > 0:
+        biggest = heapq.nsmallest(max(top, charts), sizes.items(), key=_by_size)
+    else:
+        biggest = sorted(sizes.items(), key=_by_size)
+    listed = [t for t, _ in biggest[:top]] if top > 0 else [t for t, _ in biggest]
+    charted = {t for t, _ in biggest[:charts]}
+    scan = _Scan(
+        store, sizes, keep=keep, top=top, listed=listed, charted=charted, progress=progress
+    )
     for batch in _batches(sizes):
         scan.batch(DumpQuery(thread_ids=tuple(batch), checkpoint_ns=query.checkpoint_ns))
     return scan
+
+
+def _by_size(item: tuple[str, ThreadBytes]) -> tuple[int, str]:
+    """The order threads are listed in: the biggest first, then by id."""
+    return -item[1].total, item[0]
 
 
 def rows_to_read(store: Store, query: DumpQuery | None = None) -> int:
@@ -195,6 +210,8 @@ class _Channel:
 
 @dataclass(slots=True)
 class _Thread:
+    """A charted thread (its growth is drawn): what the chart says of it."""
+
     sized: ThreadBytes
     repeated: int = 0
     by_channel: dict[str, int] = field(default_factory=dict)  # repeated bytes per channel
@@ -248,15 +265,20 @@ class _Scan:
         *,
         keep: int,
         top: int,
+        listed: list[str],
         charted: set[str],
         progress: Progress | None,
     ) -> None:
         self.store = store
         self.sizes = sizes
         self.top = top
+        self.listed = listed
         self.charted = charted
         self.progress = progress or (lambda n: None)
-        self.threads = {t: _Thread(s) for t, s in sizes.items()}
+        # Repeated bytes of the listed threads, the rest of the few charted ones only: a
+        # store may hold 100,000 threads, and stats keeps its memory flat in their number.
+        self.repeated = dict.fromkeys(listed, 0)
+        self.threads = {t: _Thread(sizes[t]) for t in charted}
         self.channels: dict[str, _Channel] = {}
         self.write_channels: dict[str, list[int]] = {}  # channel -> [writes, bytes]
         self.names: dict[str, list[int]] = {}  # subgraph name -> [runs, checkpoints, bytes]
@@ -431,10 +453,12 @@ class _Scan:
         if found.last_thread != thread_id:  # rows come thread by thread
             found.threads += 1
             found.last_thread = thread_id
-        thread = self.threads.get(thread_id)
-        if thread is not None and repeated:
-            thread.repeated += repeated
-            thread.by_channel[channel] = thread.by_channel.get(channel, 0) + repeated
+        if repeated and thread_id in self.repeated:
+            self.repeated[thread_id] += repeated
+            thread = self.threads.get(thread_id)
+            if thread is not None:
+                thread.repeated += repeated
+                thread.by_channel[channel] = thread.by_channel.get(channel, 0) + repeated
 
     def _name_run(self, checkpoint_ns: str) -> None:
         self.names.setdefault(namespace_name(checkpoint_ns), [0, 0, 0])[0] += 1
@@ -479,16 +503,14 @@ class _Scan:
         threads: list[ThreadBytesRecord] = [
             {
                 "thread_id": thread_id,
-                "checkpoints": t.sized.checkpoints,
-                "writes": t.sized.writes,
-                "bytes": t.sized.total,
-                "share": _share(t.sized.total, total),
-                "repeated_bytes": t.repeated,
-                "repeated_share": _share(t.repeated, t.sized.total),
+                "checkpoints": sizes[thread_id].checkpoints,
+                "writes": sizes[thread_id].writes,
+                "bytes": sizes[thread_id].total,
+                "share": _share(sizes[thread_id].total, total),
+                "repeated_bytes": self.repeated[thread_id],
+                "repeated_share": _share(self.repeated[thread_id], sizes[thread_id].total),
             }
-            for thread_id, t in sorted(
-                self.threads.items(), key=lambda item: (-item[1].sized.total, item[0])
-            )
+            for thread_id in self.listed
         ]
         channels: list[ChannelBytesRecord] = [
             {
