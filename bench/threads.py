@@ -136,6 +136,31 @@ step`, which held 465 MB before: records now wait in a temporary file), prune --
 On the 8 GB store: threads 40 MB, history/show 24-31 MB, stats 51-58 MB, types 35 MB,
 prune --all 42 MB (95 MB before; 30 -> 22 s). The dev folder: stats 186 MB, types 174 MB.
 
+Measured 2026-12-02, fourth session (quiet machine, load average ~1; a 10M-step loop
+0.2 s), main at f71146d, `ckpt threads --json`, medians of paired runs [pairs]:
+
+    store                         ckpt            floor  +latest  bound
+    248 MB, warm [5]              0.16 s 28 MB    0.02   0.04     0.51 s
+      SqliteSaver.list(None) 5.75 s: 36x
+    2.2 GB mixed, warm [5]        0.20 s 39 MB    0.03   0.06     1.51 s
+    8.0 GB mixed, warm [7]        0.45 s 39 MB    0.08   0.14     5.57 s
+    8.0 GB mixed, cold [3]        2.75 s 39 MB    0.57   1.32     9.63 s
+      cpu 1.43 s; read 215 MB of 8,015 MB, needed 233 MB
+    dev folder 1.8 GB, warm [3]   0.95 s 45 MB    0.34 (reading the three files through)
+      compiled pass (setup.py); as Python (CKPT_PURE_PYTHON=1) 2.27 s, by hand [5]
+    Postgres 1,000 x 100 [3]      0.36 s 45 MB    0.17   PostgresSaver.get_tuple each 1.17 s
+    Postgres 10,000 x 100 [3]     1.63 s 48 MB    0.43   ... 14.4 s; --limit 3 0.66 s
+      cold (OS cache dropped) [2] 4.43 s          1.20
+
+The Postgres rows by hand (A B A B: `ckpt threads DSN --json`, a bare GROUP BY through
+psycopg in its own process, each thread's latest loaded by PostgresSaver.get_tuple). A
+fetch-ahead thread for the listing statement (sqlite3 lets go of the GIL while it steps)
+was tried and measured slower, warm and cold: the rows' Python and the steps take the GIL
+in turns, one row each, and cold the wall here is the disk's, not the CPU's. Memory at
+100,000 threads x 5: threads 27 MB, --sort step 52 MB, stats 85 MB (160 before: state is
+kept only for the threads its record lists), types 28 MB, dump 26 MB, prune --all
+--keep-last 2 40 MB; on 8 GB every command 21-50 MB.
+
 A STORE that is a folder is a `langgraph dev` folder (or the project holding one): its
 floor is reading its three pickle files through once, in 1 MB reads, and nothing else.
 
