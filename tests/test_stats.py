@@ -21,6 +21,8 @@ from typer.testing import CliRunner
 import ckpt
 from ckpt.cli import app
 from ckpt.spans import body_layout, value_layout
+from ckpt.stats import store_stats
+from ckpt.stores.sqlite import SqliteStore
 from store_files import folder_hashes, unexpected_changes
 from test_postgres import url_of
 
@@ -492,3 +494,12 @@ def test_every_postgres_era_adds_up(
     assert record["totals"]["blobs"] == blobs
     if which == "shallow":  # no parent ids are kept: nothing can be missing
         assert record["health"]["missing_parents"]["count"] == 0
+
+
+def test_a_charted_thread_need_not_be_listed(sqlite_store: Path) -> None:
+    """`--top 1` lists one thread but charts three: the other two charts count their
+    repeated bytes as when they are listed too."""
+    with SqliteStore(sqlite_store) as store:
+        charted = store_stats(store, top=5)["growth"]
+        assert len(charted) == 3 and all(g["repeated_bytes"] for g in charted)
+        assert store_stats(store, top=1)["growth"] == charted

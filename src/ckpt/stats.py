@@ -453,12 +453,14 @@ class _Scan:
         if found.last_thread != thread_id:  # rows come thread by thread
             found.threads += 1
             found.last_thread = thread_id
-        if repeated and thread_id in self.repeated:
+        if not repeated:
+            return
+        if thread_id in self.repeated:  # listed
             self.repeated[thread_id] += repeated
-            thread = self.threads.get(thread_id)
-            if thread is not None:
-                thread.repeated += repeated
-                thread.by_channel[channel] = thread.by_channel.get(channel, 0) + repeated
+        thread = self.threads.get(thread_id)  # charted: with --top 1, not all are listed
+        if thread is not None:
+            thread.repeated += repeated
+            thread.by_channel[channel] = thread.by_channel.get(channel, 0) + repeated
 
     def _name_run(self, checkpoint_ns: str) -> None:
         self.names.setdefault(namespace_name(checkpoint_ns), [0, 0, 0])[0] += 1
