@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import ormsgpack
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ckpt.decoders import decode, peek_checkpoint
@@ -81,6 +81,8 @@ _MAPS = st.dictionaries(_KEYS, _LEAVES, max_size=4)
     updated=st.one_of(st.none(), st.lists(_LEAVES, max_size=3)),
     scalars=st.fixed_dictionaries({}, optional={"v": _LEAVES, "ts": _LEAVES, "id": _LEAVES}),
 )
+# A falsy value in the Sends channel that the full decode marks (found by hypothesis).
+@example(versions={}, seen={}, values={"__pregel_tasks": b""}, updated=None, scalars={})
 def test_peek_is_decode_or_declines(
     versions: dict[Any, Any],
     seen: dict[Any, Any],

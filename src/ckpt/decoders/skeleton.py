@@ -42,8 +42,12 @@ def peek_checkpoint(tag: str | None, payload: bytes) -> dict[str, Any] | None:
     if type(body) is not dict or not body.keys() <= BODY_KEYS:
         return None  # not a checkpoint body we know all of: decode it properly
     values = body.pop("channel_values", {})
-    if type(values) is not dict or body.pop("pending_sends", None) or values.get(TASKS):
+    if type(values) is not dict or body.pop("pending_sends", None):
         return None  # Sends are pending: `next` needs them decoded
+    if values.get(TASKS) not in ([], None):
+        # Sends, or anything else (a falsy b"" decodes to a bytes record, which `next`
+        # takes as an unread value): only the full decode says what it means.
+        return None
     # A value of an `empty` placeholder never reaches a SQLite body; every key holds a value.
     channels = dict.fromkeys(values, True)
     # What the full decode would change (make_json_ready) is what orjson refuses (an ext
