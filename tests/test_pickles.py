@@ -8,6 +8,8 @@ import json
 import os
 import pickle
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
@@ -27,6 +29,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from typer.testing import CliRunner
 
 from ckpt.cli import app
+from ckpt.decoders import pickle_globals
 from ckpt.errors import CkptError, ExitCode, RefusedGlobal, StoreCorrupt
 from ckpt.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.stores import discover, open_store
@@ -39,6 +42,7 @@ from hostile import tuple_bomb
 from normalize import normalize
 
 runner = CliRunner()
+CKPT = Path(sys.executable).with_name("ckpt")
 
 STORAGE, WRITES, BLOBS = DEV_FILES
 CP_2_0_21 = "memory_persistentdict_cp2.0.21.pkl"
@@ -804,6 +808,9 @@ def damaged_copy(
     cut=st.none() | st.integers(min_value=0),
     flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 255)), max_size=4),
 )
+# A backslash into the writes file's first GLOBAL (`c_codecs` -> `c\codecs`): pickletools
+# escape-decodes GLOBAL names, and its DeprecationWarning was raised as an error.
+@example(name=WRITES, cut=None, flips=[(160, 92)])
 def test_damaged_files_give_our_errors_only(
     dev_folder: Path, name: str, cut: int | None, flips: list[tuple[int, int]]
 ) -> None:
@@ -820,6 +827,37 @@ def test_damaged_files_give_our_errors_only(
                 ExitCode.CORRUPT,
             }, exc
             assert "\n" not in exc.message
+
+
+def _escape_damaged(data: bytes) -> bytes:
+    """A pickle with a backslash before a letter in its first GLOBAL's module name."""
+    at = data.index(b"c_codecs\nencode\n")
+    return data[: at + 1] + b"\\" + data[at + 2 :]
+
+
+def test_an_invalid_escape_is_damage_whatever_the_warning_filters(
+    dev_folder: Path, tmp_path: Path
+) -> None:
+    """Decoding `\\c` warns (DeprecationWarning) in pickletools and in CPython's unpickler.
+    pytest turns warnings into errors here, as PYTHONWARNINGS=error does for a user: the
+    store still reads, or says it is damaged, and never reports an internal error."""
+    target = tmp_path / ".langgraph_api"
+    shutil.copytree(dev_folder, target)
+    writes = target / WRITES
+    writes.write_bytes(_escape_damaged(writes.read_bytes()))
+    with PickleStore(target) as store:  # the writes file names a refused global now
+        threads = list(store.threads())
+        assert threads
+        store.checkpoints(threads[0].thread_id, values=True)
+    env = {**os.environ, "PYTHONWARNINGS": "error", "NO_COLOR": "1"}
+    done = subprocess.run(
+        [str(CKPT), "threads", str(target)], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode in (ExitCode.OK, ExitCode.REFUSED), done.stderr
+    assert "internal error" not in done.stderr and "Warning" not in done.stderr, done.stderr
+    # The unpickler's own STRING opcode and the globals lister of `pickle`-tagged values.
+    assert load_pickle(io.BytesIO(b"S'a\\cb'\n."), source="s", counted=True) == "a\\cb"
+    assert pickle_globals(b"c\\codecs\nencode\n.") == ["\\codecs.encode"]
 
 
 def test_stored_text_is_read_on_demand(dev_folder: Path) -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import functools
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from ckpt.decoders.values import MARK_KEY
@@ -37,6 +40,23 @@ def _pickletools() -> Any:
     return pickletools
 
 
+@contextmanager
+def escapes_unwarned() -> Iterator[None]:
+    """Pickle decoding without the DeprecationWarning of an invalid backslash escape.
+
+    Reading a STRING opcode (CPython's unpickler and pickletools) and a GLOBAL or INST
+    name (pickletools only) goes through `codecs.escape_decode`, which warns about an
+    escape such as `\\c`. No pickle module writes one: it is damage, and what it decodes
+    to is the unpickler's business, not the user's. Under `-W error` or
+    `PYTHONWARNINGS=error` (pytest's `filterwarnings = error` too) the warning would be
+    raised out of the decode as an exception that says nothing of the file; here it is
+    off, around the loops that decode, which call no code but the decoders'.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield
+
+
 def pickle_globals(payload: bytes) -> list[str]:
     """The "module.name" of every global a pickle names, in order, without duplicates.
 
@@ -51,42 +71,43 @@ def pickle_globals(payload: bytes) -> list[str]:
     stack: list[Any] = []  # only str values are tracked; anything else is None
     marks: list[int] = []
     memo: dict[Any, Any] = {}
-    try:
-        for opcode, arg, _ in pickletools.genops(payload):
-            name = opcode.name
-            if name == "MARK":
-                marks.append(len(stack))
-                continue
-            if name in _STRING_OPS:
-                stack.append(arg if isinstance(arg, str) else None)
-                continue
-            if name in _GET_OPS:
-                stack.append(memo.get(arg))
-                continue
-            if name in _PUT_OPS:
-                memo[arg] = stack[-1] if stack else None
-                continue
-            if name == "MEMOIZE":
-                memo[len(memo)] = stack[-1] if stack else None
-                continue
-            if name == "DUP":
-                stack.append(stack[-1] if stack else None)
-                continue
-            if name in ("GLOBAL", "INST"):
-                module, _, attribute = str(arg).partition(" ")
-                found[f"{module}.{attribute}"] = None
-            elif name == "STACK_GLOBAL":
-                top = stack.pop() if stack else None
-                below = stack.pop() if stack else None
-                found[f"{below or '?'}.{top or '?'}"] = None
-                stack.append(None)
-                continue
-            elif name in _EXTENSION_OPS:
-                # The copyreg extension registry picks the class at load time.
-                found[f"?.<copyreg extension {arg}>"] = None
-            _apply_stack_effect(opcode, stack, marks, markobject)
-    except (ValueError, IndexError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        raise DecodeError(f"invalid pickle: {exc}") from None
+    with escapes_unwarned():
+        try:
+            for opcode, arg, _ in pickletools.genops(payload):
+                name = opcode.name
+                if name == "MARK":
+                    marks.append(len(stack))
+                    continue
+                if name in _STRING_OPS:
+                    stack.append(arg if isinstance(arg, str) else None)
+                    continue
+                if name in _GET_OPS:
+                    stack.append(memo.get(arg))
+                    continue
+                if name in _PUT_OPS:
+                    memo[arg] = stack[-1] if stack else None
+                    continue
+                if name == "MEMOIZE":
+                    memo[len(memo)] = stack[-1] if stack else None
+                    continue
+                if name == "DUP":
+                    stack.append(stack[-1] if stack else None)
+                    continue
+                if name in ("GLOBAL", "INST"):
+                    module, _, attribute = str(arg).partition(" ")
+                    found[f"{module}.{attribute}"] = None
+                elif name == "STACK_GLOBAL":
+                    top = stack.pop() if stack else None
+                    below = stack.pop() if stack else None
+                    found[f"{below or '?'}.{top or '?'}"] = None
+                    stack.append(None)
+                    continue
+                elif name in _EXTENSION_OPS:
+                    # The copyreg extension registry picks the class at load time.
+                    found[f"?.<copyreg extension {arg}>"] = None
+                _apply_stack_effect(opcode, stack, marks, markobject)
+        except (ValueError, IndexError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            raise DecodeError(f"invalid pickle: {exc}") from None
     return list(found)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any, Final
 
+from ckpt.decoders.pickle_imports import escapes_unwarned
 from ckpt.errors import RefusedGlobal, StoreCorrupt
 
 # The only globals a PersistentDict file names (format.md §7.2, verified with pickletools on
@@ -82,7 +83,11 @@ def load_pickle(
         _check_expansion(file, source)
     unpickler = RestrictedUnpickler(file, source=source)
     try:
-        with collector_paused(), _memory_capped(_MEMORY_PER_BYTE * _size_of(file) + _MEMORY_FLOOR):
+        with (
+            collector_paused(),
+            escapes_unwarned(),
+            _memory_capped(_MEMORY_PER_BYTE * _size_of(file) + _MEMORY_FLOOR),
+        ):
             loaded = unpickler.load()
     except (RefusedGlobal, StoreCorrupt):
         raise
@@ -136,59 +141,60 @@ def expanded_size(data: bytes, limit: int) -> int:
     marks: list[int] = []
     memo: dict[int, int] = {}
     biggest = 0
-    try:
-        for opcode, arg, _ in pickletools.genops(data):
-            name = opcode.name
-            if name == "MARK":
-                marks.append(len(stack))
-            elif name in _TO_MARK or name in _INTO_TOP or name == "POP_MARK":
-                start = marks.pop() if marks else 0
-                total = sum(stack[start:])
-                del stack[start:]
-                if name in _INTO_TOP:
+    with escapes_unwarned():
+        try:
+            for opcode, arg, _ in pickletools.genops(data):
+                name = opcode.name
+                if name == "MARK":
+                    marks.append(len(stack))
+                elif name in _TO_MARK or name in _INTO_TOP or name == "POP_MARK":
+                    start = marks.pop() if marks else 0
+                    total = sum(stack[start:])
+                    del stack[start:]
+                    if name in _INTO_TOP:
+                        if stack:
+                            stack[-1] = min(stack[-1] + total, limit)
+                    elif name != "POP_MARK":
+                        stack.append(min(1 + total, limit))
+                elif name in _POPS:
+                    count = _POPS[name]
+                    total = sum(stack[-count:]) if count and stack else 0
+                    if count:
+                        del stack[-count:]
+                    if name in ("APPEND", "SETITEM", "BUILD"):
+                        if stack:
+                            stack[-1] = min(stack[-1] + total, limit)
+                    elif name in ("REDUCE", "NEWOBJ", "NEWOBJ_EX"):
+                        if stack:
+                            stack[-1] = min(stack[-1] + total, limit)
+                    else:  # TUPLE1-3, STACK_GLOBAL, BINPERSID: one object from `count`
+                        stack.append(min(1 + total, limit))
+                elif name in _MEMO_PUT:
+                    index = len(memo) if name == "MEMOIZE" else int(arg or 0)
+                    if index > len(data):
+                        # CPython's C unpickler sizes its memo array from the index (twice
+                        # it, 8 bytes each): one LONG_BINPUT of 2**24 costs 268 MB whatever
+                        # the file's size. Each entry takes a PUT of 2 bytes or more, so a
+                        # file of n bytes numbers fewer than n of them.
+                        raise MemoIndexTooLarge(index)
                     if stack:
-                        stack[-1] = min(stack[-1] + total, limit)
-                elif name != "POP_MARK":
-                    stack.append(min(1 + total, limit))
-            elif name in _POPS:
-                count = _POPS[name]
-                total = sum(stack[-count:]) if count and stack else 0
-                if count:
-                    del stack[-count:]
-                if name in ("APPEND", "SETITEM", "BUILD"):
+                        memo[index] = stack[-1]
+                elif name in _MEMO_GET:
+                    stack.append(memo.get(int(arg or 0), 1))
+                elif name == "POP":
                     if stack:
-                        stack[-1] = min(stack[-1] + total, limit)
-                elif name in ("REDUCE", "NEWOBJ", "NEWOBJ_EX"):
+                        stack.pop()
+                elif name == "DUP":
                     if stack:
-                        stack[-1] = min(stack[-1] + total, limit)
-                else:  # TUPLE1-3, STACK_GLOBAL, BINPERSID: one object from `count`
-                    stack.append(min(1 + total, limit))
-            elif name in _MEMO_PUT:
-                index = len(memo) if name == "MEMOIZE" else int(arg or 0)
-                if index > len(data):
-                    # CPython's C unpickler sizes its memo array from the index (twice
-                    # it, 8 bytes each): one LONG_BINPUT of 2**24 costs 268 MB whatever
-                    # the file's size. Each entry takes a PUT of 2 bytes or more, so a
-                    # file of n bytes numbers fewer than n of them.
-                    raise MemoIndexTooLarge(index)
-                if stack:
-                    memo[index] = stack[-1]
-            elif name in _MEMO_GET:
-                stack.append(memo.get(int(arg or 0), 1))
-            elif name == "POP":
-                if stack:
-                    stack.pop()
-            elif name == "DUP":
-                if stack:
-                    stack.append(stack[-1])
-            elif name not in _NO_PUSH:
-                stack.append(1)
-            if stack and stack[-1] > biggest:
-                biggest = stack[-1]
-                if biggest >= limit:
-                    return limit
-    except (ValueError, EOFError, KeyError, IndexError, TypeError, struct.error):
-        pass
+                        stack.append(stack[-1])
+                elif name not in _NO_PUSH:
+                    stack.append(1)
+                if stack and stack[-1] > biggest:
+                    biggest = stack[-1]
+                    if biggest >= limit:
+                        return limit
+        except (ValueError, EOFError, KeyError, IndexError, TypeError, struct.error):
+            pass
     return biggest
 
 
