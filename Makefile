@@ -14,6 +14,8 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CONSTRAINTS) $(COMPILED
 LATEST := .venv-latest
 # e.g. make pytest PYTEST_ARGS='-m "not postgres"' (the tests that need no PostgreSQL server)
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist): one per core. TEST_PROCESSES=0 runs the suite in this one.
+TEST_PROCESSES ?= auto
 
 .PHONY: demo test lint typecheck pytest test-latest lock bench bench-decode bench-stats bench-browse fuzz docs clean
 
@@ -47,9 +49,13 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP)
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q -n $(TEST_PROCESSES) --dist worksteal $(PYTEST_ARGS)
 
-test: lint typecheck pytest
+# npm ci (about a minute: it compiles better-sqlite3) runs beside the Python install, lint
+# and typecheck; the suite starts once all four are done.
+test:
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck js-deps
+	$(MAKE) --no-print-directory pytest
 
 # The same checks in $(LATEST), with the newest releases pyproject.toml allows and no lock.
 # The old stamp goes first so that every run upgrades (eagerly: dependencies too).
@@ -87,9 +93,11 @@ bench-stats: $(STAMP)
 bench-browse: $(STAMP)
 	$(BIN)/python bench/browse.py
 
-# The decoder fuzzer, then every read command on generated hostile stores (a failing
+# The property tests with new random examples (make test runs the same ones every time),
+# the decoder fuzzer, then every read command on generated hostile stores (a failing
 # case's name goes into tests/hostile_corpus.txt, which make test runs).
 fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/pytest -q -n auto $$(grep -l '@given' tests/test_*.py)
 	$(BIN)/python bench/fuzz.py
 	$(BIN)/python bench/fuzz_stores.py $(FUZZ_ARGS)
 

@@ -64,9 +64,10 @@ class Runner:
         args: list[str],
         *,
         cwd: str | None = None,
-        env: dict[str, str] | None = None,
+        env: dict[str, str | None] | None = None,
         timeout: float = 30.0,
     ) -> Result:
+        """Run `ckpt ARGS` in a forked child; `env` sets variables (None unsets one)."""
         out, err = Path(self._dir.name) / "out", Path(self._dir.name) / "err"
         job = {"args": args, "cwd": cwd, "env": env or {}, "timeout": timeout}
         job |= {"out": str(out), "err": str(err)}
@@ -117,7 +118,10 @@ def _child(job: dict[str, Any], out_fd: int, err_fd: int) -> None:
         if job["cwd"]:
             os.chdir(job["cwd"])
         for key, value in job["env"].items():
-            os.environ[key] = value
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         sys.argv = ["ckpt", *job["args"]]
         sys.stdout = open(1, "w", encoding="utf-8", errors="strict", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
@@ -142,10 +146,17 @@ def _child(job: dict[str, Any], out_fd: int, err_fd: int) -> None:
 
 
 def _serve() -> None:
-    # The decoders and stores most commands load, imported before the forks too.
+    # What most commands import, imported once before the forks: every child inherits it
+    # (a command's own lazy imports of Rich and the renderers cost ~30 ms a run).
+    import rich.console  # noqa: F401
+    import rich.table  # noqa: F401
+
     import ckpt.api  # noqa: F401
-    import ckpt.cli  # noqa: F401  imported once: every child inherits it
+    import ckpt.cli  # noqa: F401
     import ckpt.records  # noqa: F401
+    import ckpt.render.human  # noqa: F401
+    import ckpt.render.output  # noqa: F401
+    import ckpt.stores.sqlite  # noqa: F401
 
     print("ready", flush=True)
     for line in sys.stdin:

@@ -15,12 +15,65 @@ from typing import Any
 
 import pytest
 from fixtures.build import DEV_FOLDER, ENCRYPTION_KEY, build_all
+from hypothesis import settings
+
+from runs import RUN_ENV, NewDatabase, run_prefix
 
 DATA_DIR = Path(__file__).parent / "data"
+
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 set (execnet does it); a test
+# process of `make test -n 2` must see what a lone `pytest` sees, so that the width every
+# view, CliRunner and child process picks up does not depend on how the suite was run.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("COLUMNS", "LINES"):
+        os.environ.pop(_name, None)
+
+# --------------------------------------------------------------------------------------
+# Hypothesis: the same examples on every run of `make test` (derandomized: seeded by each
+# test's own source), and no time limit per example (two test processes share two cores),
+# so that a fresh clone passes or fails the same way every time. `make fuzz` explores with
+# new seeds (HYPOTHESIS_PROFILE=fuzz; failures are kept in .hypothesis/ and replayed first
+# on the next fuzz run); what it finds goes back into the test as an @example.
+# --------------------------------------------------------------------------------------
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.register_profile("fuzz", derandomize=False, deadline=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # Override with a libpq URI of a role that may CREATE DATABASE.
 PG_ADMIN_ENV = "CKPT_TEST_PG_ADMIN"
 PG_HOST = "127.0.0.1:5432"
+
+
+# --------------------------------------------------------------------------------------
+# One run, several test processes (`make test`: pytest-xdist, one per core). The run's
+# first process names the run; stores that take long to build are built once per run by
+# whichever process asks first, and read by the others (`built_once`).
+# --------------------------------------------------------------------------------------
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the first process: its children inherit it
+        os.environ[RUN_ENV] = uuid.uuid4().hex[:8]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In the run's first process, once every test process is done: drop the databases
+    of the run that are left (the shared ones, and any a killed process left)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    try:
+        import psycopg
+
+        dsn = next(iter(_reachable_admins()), None)
+        if dsn is None:
+            return
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=5) as conn:
+            names = conn.execute(
+                "SELECT datname FROM pg_database WHERE starts_with(datname, %s)",
+                (run_prefix(),),
+            ).fetchall()
+            for (name,) in names:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    except Exception as exc:  # the run's result stands; say what was left behind
+        print(f"\ncould not drop this run's test databases: {exc}")
 
 
 # --------------------------------------------------------------------------------------
@@ -116,19 +169,25 @@ def _admin_candidates() -> list[str]:
     ]
 
 
-@pytest.fixture(scope="session")
-def pg_admin() -> str:
-    """A DSN of a role allowed to create databases on the test server."""
+def _reachable_admins(errors: list[str] | None = None) -> Iterator[str]:
     import psycopg
 
-    errors = []
     for dsn in _admin_candidates():
         try:
             with psycopg.connect(dsn, connect_timeout=5, autocommit=True) as conn:
                 conn.execute("SELECT 1")
-            return dsn
+            yield dsn
         except psycopg.Error as exc:
-            errors.append(f"{dsn}: {str(exc).strip()}")
+            if errors is not None:
+                errors.append(f"{dsn}: {str(exc).strip()}")
+
+
+@pytest.fixture(scope="session")
+def pg_admin() -> str:
+    """A DSN of a role allowed to create databases on the test server."""
+    errors: list[str] = []
+    for dsn in _reachable_admins(errors):
+        return dsn
     pytest.fail(
         f"PostgreSQL is not reachable (set {PG_ADMIN_ENV} to a DSN that can CREATE DATABASE):\n  "
         + "\n  ".join(errors),
@@ -137,18 +196,23 @@ def pg_admin() -> str:
 
 
 @pytest.fixture(scope="session")
-def pg_new_database(pg_admin: str) -> Iterator[Callable[[], str]]:
-    """Call it to get the DSN of a new empty database; all are dropped at session end."""
+def pg_new_database(pg_admin: str) -> Iterator[NewDatabase]:
+    """Call it to get the DSN of a new empty database; all are dropped at session end.
+
+    `shared=True`: a database that another test process of the run may read too (built
+    once, see `built_once`); the run's first process drops it once every process is done
+    (pytest_sessionfinish). Every name starts with the run's prefix (run_prefix)."""
     import psycopg
     from psycopg.conninfo import make_conninfo
 
     created: list[str] = []
 
-    def new_database() -> str:
-        name = f"ckpt_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    def new_database(*, shared: bool = False) -> str:
+        name = f"{run_prefix()}{os.getpid()}_{uuid.uuid4().hex[:8]}"
         with psycopg.connect(pg_admin, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
-        created.append(name)
+        if not shared:
+            created.append(name)
         return make_conninfo(pg_admin, dbname=name)
 
     yield new_database
@@ -158,13 +222,13 @@ def pg_new_database(pg_admin: str) -> Iterator[Callable[[], str]]:
 
 
 @pytest.fixture(scope="session")
-def pg_dsn(pg_new_database: Callable[[], str]) -> str:
+def pg_dsn(pg_new_database: NewDatabase) -> str:
     """One empty database for the session."""
     return pg_new_database()
 
 
 @pytest.fixture(scope="session")
-def pg_store(pg_new_database: Callable[[], str]) -> PgStore:
+def pg_store(pg_new_database: NewDatabase) -> PgStore:
     """Every scenario through PostgresSaver."""
     from fixtures.postgres import build_postgres
 
@@ -173,7 +237,7 @@ def pg_store(pg_new_database: Callable[[], str]) -> PgStore:
 
 
 @pytest.fixture(scope="session")
-def pg_shallow_store(pg_new_database: Callable[[], str]) -> PgStore:
+def pg_shallow_store(pg_new_database: NewDatabase) -> PgStore:
     """Every scenario through ShallowPostgresSaver (latest checkpoint only)."""
     from fixtures.postgres import build_postgres_shallow
 
@@ -182,7 +246,7 @@ def pg_shallow_store(pg_new_database: Callable[[], str]) -> PgStore:
 
 
 @pytest.fixture(scope="session")
-def pg_dump_loader(pg_new_database: Callable[[], str]) -> Callable[[str], str]:
+def pg_dump_loader(pg_new_database: NewDatabase) -> Callable[[str], str]:
     """Call with "legacy", "current" or "shallow": loads tests/data/postgres_<name>_pg_dump.sql
     into a new database (once per name) and returns its DSN."""
     from fixtures.postgres import load_pg_dump

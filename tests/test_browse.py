@@ -1030,7 +1030,11 @@ def tmux(command: str, *, width: int = 120, height: int = 40) -> Iterator[Callab
     subprocess.run(
         [*server, "new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height), command],
         check=True,
-        env={**os.environ, "TERM": "xterm-256color"},
+        # The terminal's own size, not one a test process may have in its environment.
+        env={
+            **{k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")},
+            "TERM": "xterm-256color",
+        },
     )
 
     def screen(*keys: str, until: str, timeout: float = 10.0) -> str:

@@ -13,12 +13,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections import defaultdict
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,9 +42,9 @@ from langgraph.checkpoint.conformance.spec import test_put as spec_put
 from langgraph.checkpoint.conformance.spec import test_put_writes as spec_put_writes
 from psycopg.conninfo import conninfo_to_dict
 
+from ckpt_runner import Runner
 from marks import postgres_marked
 
-CKPT = Path(sys.executable).with_name("ckpt")
 NOT_FOUND = 7  # ckpt.errors.ExitCode.NOT_FOUND, as docs/cli.md documents it
 STORE_NAMES = ["sqlite", "sqlite-deleted", "postgres", "postgres-deleted"]
 
@@ -185,27 +182,41 @@ def store(request: pytest.FixtureRequest) -> ConformanceStore:
 # --------------------------------------------------------------------------------------
 
 
+_RUNNER: list[Runner] = []  # one per test process, started on first use
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_runner() -> Iterator[None]:
+    yield
+    while _RUNNER:
+        _RUNNER.pop().close()
+
+
 def ckpt(store: ConformanceStore, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run the installed CLI once per distinct command line and store (cached)."""
+    """Run the real CLI once per distinct command line and store (cached), in a child
+    forked from a process that imported ckpt once (tests/ckpt_runner.py): every checkpoint
+    of every store is shown, and an interpreter start for each would cost ~0.1 s."""
     if args not in store.outputs:
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("CKPT_", "PG", "LANGGRAPH_AES_KEY"))
+        if not _RUNNER:
+            _RUNNER.append(Runner())
+        env: dict[str, str | None] = {
+            k: None for k in os.environ if k.startswith(("CKPT_", "PG", "LANGGRAPH_AES_KEY"))
         }
         env.update({"NO_COLOR": "1", "COLUMNS": "120"})
-        store.outputs[args] = subprocess.run(
-            [str(CKPT), *args], capture_output=True, text=True, env=env, timeout=120, check=False
+        done = _RUNNER[0].run(list(args), env=env, timeout=120)
+        store.outputs[args] = subprocess.CompletedProcess(
+            ["ckpt", *args],
+            done.exit_code if done.exit_code is not None else -(done.signal or 1),
+            done.stdout.decode("utf-8"),
+            done.stderr.decode("utf-8", "replace"),
         )
     return store.outputs[args]
 
 
 def ckpt_many(store: ConformanceStore, commands: list[tuple[str, ...]]) -> None:
-    """Run many short commands two at a time (the machine has two cores)."""
-    todo = [c for c in dict.fromkeys(commands) if c not in store.outputs]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for _ in pool.map(lambda c: ckpt(store, *c), todo):
-            pass
+    """Run many commands (kept for the checks that read them back)."""
+    for command in dict.fromkeys(commands):
+        ckpt(store, *command)
 
 
 def crash_of(result: subprocess.CompletedProcess[str]) -> str | None:

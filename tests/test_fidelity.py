@@ -6,14 +6,15 @@ the latest checkpoints (tests/fidelity.py has the rules; fixtures/fidelity.py th
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from fixtures.fidelity import FidelityCase, build_cases
 
 from fidelity import Report, compare_case
+from runs import NewDatabase, built_once
 
 # The fixture stores include Postgres databases: every test here needs the server.
 pytestmark = pytest.mark.postgres
@@ -21,10 +22,16 @@ pytestmark = pytest.mark.postgres
 
 @pytest.fixture(scope="session")
 def fidelity_cases(
-    tmp_path_factory: pytest.TempPathFactory, pg_new_database: Callable[[], str]
+    tmp_path_factory: pytest.TempPathFactory, pg_new_database: NewDatabase
 ) -> list[FidelityCase]:
-    """Every store (Python and LangGraph.js savers, every era) with LangGraph's answers."""
-    return list(build_cases(tmp_path_factory.mktemp("fidelity"), pg_new_database))
+    """Every store (Python and LangGraph.js savers, every era) with LangGraph's answers,
+    built once per run (the stores are only read)."""
+
+    def build(folder: Path) -> list[FidelityCase]:
+        return list(build_cases(folder, functools.partial(pg_new_database, shared=True)))
+
+    cases: list[FidelityCase] = built_once(tmp_path_factory, "fidelity", build)
+    return cases
 
 
 def test_every_checkpoint_agrees_with_langgraph(

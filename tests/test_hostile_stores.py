@@ -37,6 +37,7 @@ DATA = Path(__file__).parent / "data"
 CORPUS = Path(__file__).parent / "hostile_corpus.txt"
 SEED = int(os.environ.get("HOSTILE_SEED", "15"))
 RUNS = int(os.environ.get("HOSTILE_RUNS", "500"))
+SHARDS = 4  # the sample and the corpus each run as this many tests (shard_of)
 PEAK_MB = 200
 # Documented exit codes a read may end with on a hostile store (docs/cli.md); 4 only
 # without "internal error", checked apart.
@@ -245,32 +246,54 @@ def test_the_generator_covers_every_family(base_paths: dict[str, Path]) -> None:
     assert len(names) > 2_000
 
 
+def shard_of(pairs: list[tuple[Case, str]], shard: int) -> list[tuple[Case, str]]:
+    """The pairs of every SHARDS-th case, from the `shard`-th: the matrix in SHARDS tests,
+    which the test processes of `make test` share, each case's runs in one of them."""
+    names = list(dict.fromkeys(case.name for case, _ in pairs))
+    mine = set(names[shard::SHARDS])
+    return [(case, command) for case, command in pairs if case.name in mine]
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
 def test_every_command_on_a_sample_of_hostile_stores(
     runner: Runner,
     base_paths: dict[str, Path],
     base_threads: dict[str, str],
     tmp_path: Path,
+    shard: int,
 ) -> None:
     every = cases(base_paths)
     pairs = sample(every, list(COMMANDS), SEED, RUNS)
-    runs, failures = run_matrix(runner, pairs, base_paths, tmp_path, base_threads)
+    assert len(pairs) == RUNS
+    mine = shard_of(pairs, shard)
+    runs, failures = run_matrix(runner, mine, base_paths, tmp_path, base_threads)
     print(f"hostile stores: {len(every)} cases, {runs} runs, {len(failures)} failures")
-    assert not failures, "\n".join(failures[:40])
+    assert runs == len(mine) and not failures, "\n".join(failures[:40])
 
 
+def test_the_shards_run_every_sampled_pair_once(base_paths: dict[str, Path]) -> None:
+    pairs = sample(cases(base_paths), list(COMMANDS), SEED, RUNS)
+    sharded = [pair for shard in range(SHARDS) for pair in shard_of(pairs, shard)]
+    assert sorted((c.name, command) for c, command in sharded) == sorted(
+        (c.name, command) for c, command in pairs
+    )
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
 def test_every_command_on_the_regression_corpus(
     runner: Runner,
     base_paths: dict[str, Path],
     base_threads: dict[str, str],
     tmp_path: Path,
+    shard: int,
 ) -> None:
     wanted = set(corpus())
     every = cases(base_paths, seeds=corpus_seeds(sorted(wanted)))
     chosen = [case for case in every if case.name in wanted]
     assert {case.name for case in chosen} == wanted, wanted - {case.name for case in chosen}
-    pairs = [(case, command) for case in chosen for command in COMMANDS]
+    pairs = shard_of([(case, command) for case in chosen for command in COMMANDS], shard)
     runs, failures = run_matrix(runner, pairs, base_paths, tmp_path, base_threads)
-    assert not failures, "\n".join(failures[:40])
+    assert runs == len(pairs) and not failures, "\n".join(failures[:40])
 
 
 def test_a_huge_value_prints_in_bounded_memory(runner: Runner, tmp_path: Path) -> None:

@@ -1,0 +1,51 @@
+"""What the test processes of one run share (`make test` runs one per core, pytest-xdist):
+the run's name, and the stores that are built once per run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+
+RUN_ENV = "CKPT_TEST_RUN"  # set by the run's first process (conftest.pytest_configure)
+
+
+class NewDatabase(Protocol):
+    """conftest's pg_new_database: the DSN of a new empty database."""
+
+    def __call__(self, *, shared: bool = False) -> str: ...
+
+
+def run_prefix() -> str:
+    """What the name of every test database of this run starts with."""
+    return f"ckpt_test_{os.environ.get(RUN_ENV, 'solo')}_"
+
+
+def built_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], Any]
+) -> Any:
+    """`build(folder)` run once per test run: its JSON-ready result, and what it wrote in
+    `folder`. With several test processes, the first to ask builds into a folder they all
+    share while the others wait on a lock, then read its result."""
+    import fcntl
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return build(tmp_path_factory.mktemp(name))
+    shared = tmp_path_factory.getbasetemp().parent / "built-once"  # the run's, not a worker's
+    shared.mkdir(exist_ok=True)
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = shared / f"{name}.json"
+        if result.exists():
+            return json.loads(result.read_text())
+        folder = shared / name
+        shutil.rmtree(folder, ignore_errors=True)  # a build that failed half way
+        folder.mkdir()
+        value = build(folder)
+        result.write_text(json.dumps(value))
+        return value
