@@ -74,7 +74,9 @@ def store_specs(stores: Path) -> dict[str, list[str]]:
             specs[f"sample-{path.name}"] = [str(path), *extra]
     urls = stores / "postgres.txt"
     if urls.exists():
-        for name, url in zip(("postgres", "postgres-shallow"), urls.read_text().split()):
+        for name, url in zip(
+            ("postgres", "postgres-shallow"), urls.read_text().split(), strict=True
+        ):
             specs[name] = [url]
     return specs
 
