@@ -140,6 +140,7 @@ def run(stores: Path, out: Path) -> None:
                 ).replace(root, "STORES")
                 # The one figure that is not the store's: the free space of the disk.
                 text = re.sub(r'"disk_free_bytes": \d+', '"disk_free_bytes": N', text)
+                text = re.sub(r"disk: [\d.]+ [KMGT]?B free", "disk: N free", text)
                 safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label)
                 (folder / f"{safe}.txt").write_text(text)
             print(f"{name}: done", file=sys.stderr)

@@ -69,7 +69,7 @@ WHEN = {
     ExitCode.USAGE: "bad arguments or options",
     ExitCode.NO_STORE: "the store path does not exist; no store or several found",
     ExitCode.UNREADABLE: "not SQLite; not a checkpoint store; server down, login or "
-    "permission refused; an internal error",
+    "permission refused",
     ExitCode.CORRUPT: "the store or a blob is truncated or corrupt",
     ExitCode.ENCRYPTED: "values are encrypted and no key (or a wrong key) was given; "
     "what is readable is still printed",
@@ -83,6 +83,10 @@ WHEN = {
     "`--timeout`; the thread being pruned was rolled back (threads before it stay pruned)",
     ExitCode.UNSAFE: "`prune`/`vacuum`: refused as unsafe (a `langgraph dev` folder a server "
     "rewrites, a `--backup`/`--into` file that exists, too little disk); nothing changed",
+    ExitCode.UNSUPPORTED: "`prune`/`vacuum`: not supported on this kind of store yet (Redis, "
+    "MongoDB); nothing changed",
+    ExitCode.INTERNAL: "an internal error: a bug in ckpt, not a problem of the store (please "
+    "report it; `CKPT_DEBUG=1` shows the traceback)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 

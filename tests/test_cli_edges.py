@@ -354,3 +354,20 @@ def test_a_run_imports_only_its_command_module() -> None:
     assert "ckpt.cli.inspect" in loaded
     for module in set(COMMAND_MODULES.values()) - {"inspect"}:
         assert f"ckpt.cli.{module}'" not in loaded, module
+
+
+def test_a_bug_in_ckpt_has_an_exit_code_of_its_own(
+    sqlite_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception that is not one of ckpt's errors is ckpt's own bug (exit 70), not a bad
+    store (exit 4): one line that asks for a report. The bug is planted, since ckpt has
+    none known to reach this path."""
+    import ckpt.api
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("planted")
+
+    monkeypatch.setattr(ckpt.api.CheckpointStore, "iter_threads", broken)
+    result = run("threads", str(sqlite_store))
+    assert result.exit_code == ExitCode.INTERNAL == 70
+    assert one_error_line(result) and "internal error: ZeroDivisionError: planted" in result.stderr

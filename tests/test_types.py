@@ -449,6 +449,8 @@ class FakeStore:
 
     kind = "sqlite"
     location = "fake"
+    era, era_note = "current", ""
+    rows_in_python_order = True
     aes_key: bytes | None = None
 
     def __init__(self, writes: list[RawWrite]) -> None:

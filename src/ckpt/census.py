@@ -162,14 +162,14 @@ def census(
 
 
 def _rows(store: Store, query: DumpQuery, scan: _Census) -> Iterator[RawRow]:
-    if store.kind == "postgres":
-        return _batched_rows(store, query, scan)
-    return _merged_rows(store, query, scan)
+    if store.rows_in_python_order:
+        return _merged_rows(store, query, scan)
+    return _batched_rows(store, query, scan)
 
 
 def _merged_rows(store: Store, query: DumpQuery, scan: _Census) -> Iterator[RawRow]:
-    """Every row of the three scans, one thread after another (SQLite, pickle: each scan
-    lists rows sorted by thread id in Python's order), with a flush between threads: a
+    """Every row of the three scans, one thread after another (stores whose scans list
+    rows sorted by thread id in Python's order), with a flush between threads: a
     thread's checkpoints, then its blobs, then its writes."""
     streams: list[Iterator[RawRow]] = [
         store.raw_checkpoints(query),
@@ -192,8 +192,9 @@ def _merged_rows(store: Store, query: DumpQuery, scan: _Census) -> Iterator[RawR
 
 
 def _batched_rows(store: Store, query: DumpQuery, scan: _Census) -> Iterator[RawRow]:
-    """Postgres: checkpoints stream in one scan; after each PG_BATCH threads, their blobs
-    and writes (nested scans, each finished before the outer one goes on)."""
+    """Stores whose order is their own collation (Postgres): checkpoints stream in one
+    scan; after each PG_BATCH threads, their blobs and writes (nested scans, each finished
+    before the outer one goes on)."""
     batch: list[str] = []
 
     def rest() -> Iterator[RawRow]:
@@ -1114,39 +1115,15 @@ def _json_version(text: bytes) -> int | None:
 
 # -- the store's era -----------------------------------------------------------------------
 
-_SQLITE_ERAS: Final[dict[str, str]] = {
-    "current": "SqliteSaver tables of checkpoint-sqlite 3.1.2 or later (writes.task_path)",
-    "pre-task_path": "SqliteSaver tables of checkpoint-sqlite 1.0.0 - 3.1.1 (no writes.task_path)",
-    "0.1": "langgraph 0.1 tables (thread_ts ids, untyped blobs): current LangGraph reads none",
-}
-
 
 def _store_record(store: Store) -> TypesStoreRecord:
     """The schema era (format.md §4.1, 5.1, 6, 7), from what the reader found on opening."""
-    era, note = "unknown", ""
-    if store.kind == "sqlite":
-        from ckpt.stores.sqlite import SqliteStore
-
-        if isinstance(store, SqliteStore):
-            era = store.era
-            note = _SQLITE_ERAS.get(era, "")
-    elif store.kind == "postgres":
-        from ckpt.stores.postgres import PostgresStore
-
-        if isinstance(store, PostgresStore):
-            if store.shallow:
-                era, note = "shallow", "ShallowPostgresSaver tables (latest checkpoint only)"
-            else:
-                era, note = "current", "PostgresSaver tables (values in checkpoint_blobs)"
-    elif store.kind == "pickle":
-        from ckpt.stores.persistent_dict import PickleStore
-
-        if isinstance(store, PickleStore):
-            if store.layout.single_file:
-                era, note = "persistent-dict", "one PersistentDict file: checkpoints only"
-            else:
-                era, note = "dev-folder", "the `langgraph dev` folder: storage, writes, blobs"
-    return {"location": store.location, "kind": store.kind, "era": era, "era_note": note}
+    return {
+        "location": store.location,
+        "kind": store.kind,
+        "era": store.era,
+        "era_note": store.era_note,
+    }
 
 
 def status_words() -> dict[str, str]:

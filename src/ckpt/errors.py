@@ -21,6 +21,8 @@ class ExitCode(IntEnum):
     MISSING_DEPENDENCY = 10  # an optional extra (e.g. ckpt[postgres]) is not installed
     BUSY = 11  # prune/vacuum --apply: another connection holds the store; the thread rolled back
     UNSAFE = 12  # prune/vacuum: the change would not be safe (refused); nothing changed
+    UNSUPPORTED = 13  # a command this kind of store does not support yet; nothing changed
+    INTERNAL = 70  # a bug in ckpt itself (sysexits' EX_SOFTWARE), never the store's fault
     INTERRUPTED = 130  # Ctrl-C
 
 
@@ -117,6 +119,12 @@ class StoreBusy(CkptError):
     timeout; the thread being changed was rolled back (earlier threads stay pruned)."""
 
     exit_code = ExitCode.BUSY
+
+
+class NotSupported(CkptError):
+    """A command the store's kind does not support yet (`prune` on Redis): nothing changed."""
+
+    exit_code = ExitCode.UNSUPPORTED
 
 
 class Unsafe(CkptError):

@@ -97,7 +97,7 @@ class CkptGroup(TyperGroup):
             fail(
                 f"internal error: {type(exc).__name__}: {exc} "
                 "(please report it; CKPT_DEBUG=1 shows the traceback)",
-                ExitCode.UNREADABLE,
+                ExitCode.INTERNAL,
             )
 
 
@@ -152,8 +152,8 @@ def _root(
 
     Exit codes: 0 ok, 1 diff found differences, 2 usage, 3 no store, 4 unreadable store,
     5 corrupt, 6 encrypted without key, 7 not found, 8 ambiguous id, 9 refused pickle global,
-    10 missing optional dependency, 11 store locked (prune, vacuum), 12 refused as unsafe.
-    See docs/cli.md.
+    10 missing optional dependency, 11 store locked (prune, vacuum), 12 refused as unsafe,
+    13 not supported on this kind of store, 70 internal error (a bug in ckpt). See docs/cli.md.
     """
 
 

@@ -31,6 +31,9 @@ class Store(ABC):
 
     kind: ClassVar[str]  # "sqlite", "pickle", "postgres"
     location: str  # for messages; never holds a password
+    # Whether the raw scans list threads in Python's string order (SQLite's BINARY
+    # collation, sorted dicts); Postgres sorts by its collation, which can differ.
+    rows_in_python_order: ClassVar[bool] = True
     aes_key: bytes | None
     notices: list[str]  # said once on stderr by the CLI (e.g. "this layout holds no values")
 
@@ -39,6 +42,18 @@ class Store(ABC):
         self.aes_key = aes_key
         self.notices = []
         self.refused: list[str] = []  # globals a pickle named, shown as refused values
+
+    # -- what it is ------------------------------------------------------------------------
+    @property
+    def era(self) -> str:
+        """Which saver and release wrote the schema (format.md §4.1, 5.1, 6, 7): "current",
+        "pre-task_path", "0.1", "shallow", "dev-folder" ... or "unknown"."""
+        return "unknown"
+
+    @property
+    def era_note(self) -> str:
+        """The era in words, for `ckpt types` (empty when there is nothing to say)."""
+        return ""
 
     # -- listing ---------------------------------------------------------------------------
     # The `order`s `threads` can stream in (besides any order the caller sorts itself).

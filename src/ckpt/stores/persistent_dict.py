@@ -278,6 +278,16 @@ class PickleStore(Store):
         self.notices.append(f"{missing} {verb} missing from {layout.location}{shown}")
 
     # -- listing ---------------------------------------------------------------------------
+    @property
+    def era(self) -> str:
+        return "persistent-dict" if self.layout.single_file else "dev-folder"
+
+    @property
+    def era_note(self) -> str:
+        if self.layout.single_file:
+            return "one PersistentDict file: checkpoints only"
+        return "the `langgraph dev` folder: storage, writes, blobs"
+
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         if not sizes and self._lean is not None:
             yield from self._lean_threads(self._lean)

@@ -116,6 +116,7 @@ class PostgresStore(Store):
     """
 
     kind = "postgres"
+    rows_in_python_order = False  # ORDER BY thread_id follows the database's collation
 
     def __init__(
         self,
@@ -279,6 +280,16 @@ class PostgresStore(Store):
         )
 
     # -- listing ---------------------------------------------------------------------------
+    @property
+    def era(self) -> str:
+        return "shallow" if self.shallow else "current"
+
+    @property
+    def era_note(self) -> str:
+        if self.shallow:
+            return "ShallowPostgresSaver tables (latest checkpoint only)"
+        return "PostgresSaver tables (values in checkpoint_blobs)"
+
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         statement = self.threads_statement(sizes=sizes, order=order)
         pg = self._pg

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 from urllib.parse import quote
 
 from ckpt.errors import (
@@ -49,6 +49,13 @@ KEYS_PER_BATCH = 200  # checkpoints fetched per statement by `load_many` (3 para
 PROBE_STEPS = 10000  # steps (about 2 per namespace) `find_exact` walks before it scans
 
 
+_ERAS: Final[dict[str, str]] = {
+    "current": "SqliteSaver tables of checkpoint-sqlite 3.1.2 or later (writes.task_path)",
+    "pre-task_path": "SqliteSaver tables of checkpoint-sqlite 1.0.0 - 3.1.1 (no writes.task_path)",
+    "0.1": "langgraph 0.1 tables (thread_ts ids, untyped blobs): current LangGraph reads none",
+}
+
+
 class SqliteStore(Store):
     """A SqliteSaver file: current, 2.x (no task_path), 1.x (`json` tag) or 0.1.x (thread_ts)."""
 
@@ -68,9 +75,12 @@ class SqliteStore(Store):
             raise
 
     @property
-    def open_mode(self) -> str:
-        """How the file was opened: "ro", "readonly_shm" or "immutable" (`_connect`)."""
-        return self._link.mode
+    def era(self) -> str:
+        return self._era
+
+    @property
+    def era_note(self) -> str:
+        return _ERAS.get(self._era, "")
 
     @contextmanager
     def _snapshot(self) -> Iterator[None]:
@@ -121,7 +131,7 @@ class SqliteStore(Store):
         self.has_writes = "writes" in tables
         if "thread_ts" in columns:
             # langgraph <= 0.1.x: no namespace, no type column, ids in thread_ts (format.md §4.1).
-            self.era = "0.1"
+            self._era = "0.1"
             self._cp_cols = (
                 "thread_id, '' AS checkpoint_ns, thread_ts AS checkpoint_id, "
                 "parent_ts AS parent_checkpoint_id, NULL AS type, checkpoint, metadata"
@@ -130,7 +140,7 @@ class SqliteStore(Store):
             self._w_id, self._w_ns = "thread_ts", "''"
             self._w_cols = "task_id, '' AS task_path, idx, channel, NULL AS type, value"
         elif {"checkpoint_id", "checkpoint_ns", "checkpoint"} <= columns:
-            self.era = "current" if "task_path" in write_columns else "pre-task_path"
+            self._era = "current" if "task_path" in write_columns else "pre-task_path"
             self._cp_cols = (
                 "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
                 "checkpoint, metadata"
