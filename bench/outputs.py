@@ -106,6 +106,8 @@ def commands(runner: object, spec: list[str]) -> dict[str, list[str]]:
         threads = [t["thread_id"] for t in json.loads(listed.stdout)][:THREADS_PER_STORE]
     except ValueError:
         threads = []
+    if listed.exit_code != 0:  # said, so that a failed listing is not a shorter snapshot
+        print(f"{store}: threads exited {listed.exit_code}: {listed.stderr!r}", file=sys.stderr)
     for thread in threads:
         lines |= {
             f"history {thread}": ["history", thread, *db],

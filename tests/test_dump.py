@@ -399,9 +399,9 @@ def test_history_reads_update_values_in_a_batch(sqlite_store: Path) -> None:
         updates = [r for r in records if r["metadata"].get("source") == "update"]
         assert len(updates) >= 2
         statements: list[str] = []
-        store.raw.conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+        store.backend.conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]
         values = store.channel_values(updates)
-        store.raw.conn.set_trace_callback(None)  # type: ignore[attr-defined]
+        store.backend.conn.set_trace_callback(None)  # type: ignore[attr-defined]
     assert [s for s in statements if s.startswith("SELECT")] == [
         s for s in statements if "VALUES" in s
     ]

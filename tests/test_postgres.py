@@ -460,7 +460,7 @@ def test_queries_are_set_based(store: PostgresStore, monkeypatch: pytest.MonkeyP
     }
     assert len(latest) == len({(c.thread_id, c.checkpoint_ns) for c in latest})
     # Large values split a batch: payloads are fetched and held PAYLOAD_BYTES at a time.
-    monkeypatch.setattr("ckpt.stores.postgres.PAYLOAD_BYTES", 1)
+    monkeypatch.setattr("ckpt.stores.postgres.store.PAYLOAD_BYTES", 1)
     statements.clear()
     split = list(store.iter_checkpoints(DumpQuery()))
     assert [_fields(c) for c in split] == [_fields(c) for c in dumped]
@@ -502,7 +502,7 @@ def test_full_id_probe_walks_the_primary_key(
         )
     assert "Seq Scan" not in plan and "checkpoints_pkey" in plan, plan
     # Past PROBE_STEPS namespaces it falls back to the scan, with the same answer.
-    monkeypatch.setattr("ckpt.stores.postgres.PROBE_STEPS", 2)
+    monkeypatch.setattr("ckpt.stores.postgres.store.PROBE_STEPS", 2)
     statements.clear()
     key = keys[-1]
     assert key in store.find_exact(key.checkpoint_id)

@@ -383,7 +383,7 @@ def test_the_streamed_plan_is_the_whole_record(agents: tuple[Path, AgentManifest
 
     def whole(selection: maintenance.Selection, strategy: Any, keep: int) -> str:
         with closing(ckpt.open(source)) as store:
-            run = maintenance.prune_run(store, str(source), selection, strategy=strategy, keep=keep)
+            run = maintenance.prune_run(store, selection, strategy=strategy, keep=keep)
             threads = list(run)
             return "".join(dump_document({**run.head, "threads": threads, "totals": run.totals}))
 
@@ -396,7 +396,6 @@ def test_the_streamed_plan_is_the_whole_record(agents: tuple[Path, AgentManifest
         planned: list[str] = []
         run = maintenance.prune_run(
             store,
-            str(source),
             every,
             strategy="keep_last",
             keep=2,
@@ -414,9 +413,7 @@ def test_the_streamed_plan_is_the_whole_record(agents: tuple[Path, AgentManifest
     # and with no thread selected: an empty array, as json writes it
     none = maintenance.Selection(status="error", where=(("no such key", "x"),))
     with closing(ckpt.open(source)) as store:
-        empty = "".join(
-            streamed(maintenance.prune_run(store, str(source), none, strategy="keep_latest"))
-        )
+        empty = "".join(streamed(maintenance.prune_run(store, none, strategy="keep_latest")))
     assert empty == whole(none, "keep_latest", 1)
     assert '"threads": [],' in empty
 

@@ -72,7 +72,7 @@ def many_threads(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @contextmanager
 def statements(store: CheckpointStore) -> Iterator[list[str]]:
     """The SQL the store runs inside the block."""
-    raw = store.raw
+    raw = store.backend
     assert isinstance(raw, SqliteStore)
     seen: list[str] = []
     raw.conn.set_trace_callback(seen.append)
@@ -84,7 +84,7 @@ def statements(store: CheckpointStore) -> Iterator[list[str]]:
 
 def plans(store: CheckpointStore, sql: list[str]) -> list[str]:
     """SQLite's plan of each SELECT (the traced text has its parameters expanded)."""
-    raw = store.raw
+    raw = store.backend
     assert isinstance(raw, SqliteStore)
     found = []
     for text in sql:
@@ -186,14 +186,14 @@ def test_full_id_probe_on_old_layouts(samples: Path, name: str) -> None:
         ]
         assert keys
         for key in keys:
-            assert key in store.raw.find_exact(key.checkpoint_id)
+            assert key in store.backend.find_exact(key.checkpoint_id)
             assert store.checkpoint(key.checkpoint_id, values=False)["thread_id"] == key.thread_id
 
 
 def test_full_id_probe_agrees_with_the_scan(sqlite_store: Path) -> None:
     # The fixture store has subgraph namespaces, forks and many threads.
     with ckpt.open(sqlite_store) as store:
-        raw = store.raw
+        raw = store.backend
         keys = [
             (r["thread_id"], r["checkpoint_ns"], r["checkpoint_id"])
             for t in store.threads(sort="thread")
@@ -320,7 +320,7 @@ def test_dev_folder_threads_keeps_only_the_latest(
     (stores/pickle_lean.py), and lists what reading the whole dicts lists."""
     with ckpt.open(dev_folder_of_notes) as store:
         lean = store.threads(sort="thread")
-        raw = store.raw
+        raw = store.backend
         assert isinstance(raw, PickleStore)
         assert raw._storage_dict is None, "the whole storage dict was read"
         assert raw._writes_dict is None, "the whole writes dict was read"
@@ -331,7 +331,7 @@ def test_dev_folder_threads_keeps_only_the_latest(
     monkeypatch.setattr(persistent_dict, "_spanned", lambda fd, role: None)
     with ckpt.open(dev_folder_of_notes) as store:
         full = store.threads(sort="thread")
-        raw = store.raw
+        raw = store.backend
         assert isinstance(raw, PickleStore) and raw._writes_dict is not None
     assert lean == full
 
@@ -367,7 +367,7 @@ def test_dev_folder_whole_reads_keep_the_bytes_in_the_files(dev_folder_of_notes:
     tracemalloc.start()
     try:
         with ckpt.open(dev_folder_of_notes) as store:
-            raw = store.raw
+            raw = store.backend
             assert isinstance(raw, PickleStore)
             sized = raw.sizes(everything)
             rows = sum(1 for _ in raw.raw_checkpoints(everything))
@@ -406,7 +406,7 @@ def test_dev_folder_show_and_history_read_one_thread(
     thread_id = f"d-{DEV_THREADS // 2:03d}"
     with ckpt.open(dev_folder_of_notes) as store:
         lean = _one_thread(store, thread_id)
-        raw = store.raw
+        raw = store.backend
         assert isinstance(raw, PickleStore)
         assert raw._storage_dict is None, "the whole storage dict was read"
         assert raw._writes_dict is None, "the whole writes dict was read"
@@ -416,7 +416,7 @@ def test_dev_folder_show_and_history_read_one_thread(
     monkeypatch.setattr(persistent_dict, "_spanned", lambda fd, role: None)
     with ckpt.open(dev_folder_of_notes) as store:
         full = _one_thread(store, thread_id)
-        raw = store.raw
+        raw = store.backend
         assert isinstance(raw, PickleStore) and raw._writes_dict is not None
     assert lean == full
 
@@ -444,7 +444,7 @@ def test_dev_folder_reads_its_index_once_past_a_few_threads(dev_folder_of_notes:
     passes have read persistent_dict.LEAN_THREADS threads, and the records stay the same."""
     threads = [f"d-{i:03d}" for i in range(persistent_dict.LEAN_THREADS + 1)]
     with ckpt.open(dev_folder_of_notes) as store:
-        raw = store.raw
+        raw = store.backend
         assert isinstance(raw, PickleStore)
         shown = []
         for thread_id in threads:

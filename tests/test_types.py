@@ -98,7 +98,7 @@ def stored_values(spec: str, aes_key: str | None = None) -> Iterator[tuple[str, 
     """Every (tag, bytes) LangGraph would hand to loads_typed, read through ckpt's raw scans:
     msgpack bodies (SQLite, pickle), memory-store metadata, blobs, writes."""
     with ckpt.open(spec, aes_key=aes_key) as store:
-        raw = store.raw
+        raw = store.backend
         rows: list[Any] = [
             *raw.raw_checkpoints(DumpQuery()),
             *raw.raw_blobs(DumpQuery()),
@@ -620,7 +620,7 @@ def test_library_function_takes_a_progress_wrapper(sqlite_store: Path) -> None:
             yield row
 
     with ckpt.open(sqlite_store) as store:
-        record = census(store.raw, progress=progress)
+        record = census(store.backend, progress=progress)
     scanned = record["scanned"]
     assert len(seen) == scanned["checkpoints"] + scanned["blobs"] + scanned["writes"]
 

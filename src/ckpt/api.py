@@ -40,11 +40,35 @@ if TYPE_CHECKING:
 ThreadSort = Literal["updated", "thread", "checkpoints", "size", "step", "status"]
 
 
-class CheckpointStore:
-    """A checkpoint store, read-only, as ckpt's records. Get one with `ckpt.open`."""
+Hidden = Literal["raise", "keep"]
 
-    def __init__(self, store: Store) -> None:
+
+class CheckpointStore:
+    """A checkpoint store, read-only, as ckpt's records. Get one with `ckpt.open`.
+
+    Values that stay encrypted (no key, or a wrong one) are an EncryptedError once what
+    can be read is read: raised, with that in its `partial` (`hidden="raise"`, the
+    default), or kept in `hidden` while the records come back with those values marked
+    `encrypted` (`hidden="keep"`: the CLI prints, then exits 6 with the first)."""
+
+    def __init__(self, store: Store, *, hidden: Hidden = "raise") -> None:
         self._store = store
+        self._keep_hidden = hidden == "keep"
+        self.hidden: list[EncryptedError] = []
+
+    def _hidden(self, error: EncryptedError | None, partial: Any = None) -> None:
+        """Act on what encryption hid from a result (ckpt.encryption says what it is)."""
+        if error is None:
+            return
+        if self._keep_hidden:
+            self.hidden.append(error)
+            return
+        error.partial = partial
+        raise error
+
+    @property
+    def _has_key(self) -> bool:
+        return self._store.aes_key is not None
 
     # -- what it is ------------------------------------------------------------------------
     @property
@@ -70,9 +94,14 @@ class CheckpointStore:
         return self._store.refused
 
     @property
-    def raw(self) -> Store:
-        """The underlying reader (ckpt.stores), for ckpt's own commands."""
+    def backend(self) -> Store:
+        """The store's kind underneath (a ckpt.stores.base.Store), for ckpt's own library
+        modules (maintenance): the commands use this class's methods only."""
         return self._store
+
+    def thread_exists(self, thread_id: str) -> bool:
+        """Whether the store holds the thread (a key lookup, not a listing)."""
+        return self._store.thread_exists(thread_id)
 
     # -- records ---------------------------------------------------------------------------
     def threads(
@@ -155,8 +184,12 @@ class CheckpointStore:
         CLI takes: a checkpoint id, a unique prefix, a short id, THREAD (its latest
         checkpoint) or THREAD~N (N parents back). `channels` keeps only those channels'
         values and writes. Raises NotFound or Ambiguous."""
+        from ckpt.encryption import record_error
+
         checkpoint, tasks = self._load(selector, ns=ns, values=values, channels=channels)
-        return checkpoint_record(checkpoint, values=values, tasks=tasks)
+        record = checkpoint_record(checkpoint, values=values, tasks=tasks)
+        self._hidden(record_error(record, has_key=self._has_key), record)
+        return record
 
     def channel_values(
         self, records: Sequence[CheckpointRecord]
@@ -175,14 +208,17 @@ class CheckpointStore:
         """Every checkpoint of a thread, all namespaces (or one), oldest id first, without
         values (`ckpt history --json`); `last`: only the newest `last` (`--last N`), the
         others never read."""
+        from ckpt.encryption import records_error
         from ckpt.history import thread_checkpoints, thread_tasks
 
         checkpoints = thread_checkpoints(self._store, thread_id, ns, last=last)
         tasks = thread_tasks(checkpoints)
-        return [
+        records = [
             checkpoint_record(c, values=False, tasks=tasks[(c.checkpoint_ns, c.checkpoint_id)])
             for c in checkpoints
         ]
+        self._hidden(records_error(records, has_key=self._has_key), records)
+        return records
 
     def iter_history(
         self, thread_id: str, *, ns: str | None = None, last: int | None = None
@@ -194,7 +230,16 @@ class CheckpointStore:
 
         if ns is not None or last is not None:
             return iter(self.history(thread_id, ns=ns, last=last))
-        return stream_history(self._store, thread_id)
+        return self._watched(stream_history(self._store, thread_id))
+
+    def _watched(self, records: Iterator[CheckpointRecord]) -> Iterator[CheckpointRecord]:
+        """A stream of records, then the error of those that stayed encrypted (only they
+        are kept: a stream keeps no list of everything)."""
+        from ckpt.encryption import records_error, watch_hidden
+
+        hidden: list[CheckpointRecord] = []
+        yield from watch_hidden(records, hidden)
+        self._hidden(records_error(hidden, has_key=self._has_key), hidden)
 
     def history_tree(
         self, thread_id: str, *, last: int | None = None
@@ -203,20 +248,29 @@ class CheckpointStore:
         where they leave, subgraph runs under the checkpoint whose task ran them. `last`:
         the tree of the newest `last` checkpoints (a chain starts where its parent is
         older than those)."""
+        from ckpt.encryption import records_error
         from ckpt.history import build_history, history_records, thread_checkpoints
+        from ckpt.records import history_nodes
 
         checkpoints = thread_checkpoints(self._store, thread_id, last=last)
-        return history_records(build_history(checkpoints, window=last is not None))
+        tree = history_records(build_history(checkpoints, window=last is not None))
+        records = [node["checkpoint"] for chain in tree for node in history_nodes(chain)]
+        self._hidden(records_error(records, has_key=self._has_key), tree)
+        return tree
 
     def versions(
         self, thread_id: str, *, ns: str | None = None, last: int | None = None
     ) -> VersionMatrix:
         """Which step moved each channel's version, and whose write moved it
         (`ckpt versions --json`); `last` keeps the newest N checkpoints."""
+        from ckpt.encryption import bodies_error
         from ckpt.history import thread_checkpoints
         from ckpt.version_matrix import version_matrix
 
-        return version_matrix(thread_checkpoints(self._store, thread_id, ns or ""), last=last)
+        checkpoints = thread_checkpoints(self._store, thread_id, ns or "")
+        matrix = version_matrix(checkpoints, last=last)
+        self._hidden(bodies_error(checkpoints, has_key=self._has_key), matrix)
+        return matrix
 
     def dump(
         self,
@@ -230,7 +284,8 @@ class CheckpointStore:
     ) -> Iterator[CheckpointRecord]:
         """Stream checkpoints (`ckpt dump`) in (thread, namespace, id) order, one decoded
         at a time: memory stays flat however large the store. Unknown `threads` raise
-        NotFound at once, before anything streams."""
+        NotFound at once, before anything streams; a namespace `ns` that holds nothing
+        (outside a --since/--until window) raises it once the stream ends empty."""
         query = DumpQuery(
             thread_ids=self._known_threads(threads),
             checkpoint_ns=ns,
@@ -262,12 +317,28 @@ class CheckpointStore:
         return self._store.count_checkpoints(query)
 
     def _dump(self, query: DumpQuery, *, values: bool) -> Iterator[CheckpointRecord]:
+        from ckpt.encryption import record_error, record_hides_values
         from ckpt.reader import CheckpointReader, annotate
 
         reader = CheckpointReader(self._store)
+        first_hidden: CheckpointRecord | None = None
+        count = 0
         for checkpoint in self._store.iter_checkpoints(query, values=values):
             checkpoint, tasks = annotate(reader, checkpoint, values=values)
-            yield checkpoint_record(checkpoint, values=values, tasks=tasks)
+            record = checkpoint_record(checkpoint, values=values, tasks=tasks)
+            if first_hidden is None and record_hides_values(record):
+                first_hidden = record
+            yield record
+            count += 1
+        if first_hidden is not None:
+            self._hidden(record_error(first_hidden, has_key=self._has_key), first_hidden)
+        if not count and query.checkpoint_ns is not None and not (query.since_id or query.until_id):
+            # Like an unknown thread: a namespace that matches nothing is a mistake (often
+            # `node` instead of `node:<task id>`), not an empty store.
+            raise NotFound(
+                f"no checkpoints in namespace {query.checkpoint_ns!r}; `ckpt threads --json` "
+                "lists namespaces"
+            )
 
     def stats(
         self,
@@ -304,7 +375,9 @@ class CheckpointStore:
                     "metadata": {COUNTERS: metadata[COUNTERS]} if COUNTERS in metadata else {},
                 }
 
-        return store_stats(
+        from ckpt.encryption import stats_error
+
+        record = store_stats(
             self._store,
             DumpQuery(thread_ids=selected, checkpoint_ns=ns),
             top=top,
@@ -312,6 +385,15 @@ class CheckpointStore:
             threads=slim(),
             progress=progress,
         )
+        unmeasured = record["totals"]["unmeasured_bodies"]["encrypted"]
+        self._hidden(stats_error(unmeasured), record)
+        return record
+
+    def stats_rows(self) -> int:
+        """How many rows `stats()` reads (a progress bar's total): counted by the store."""
+        from ckpt.stats import rows_to_read
+
+        return rows_to_read(self._store)
 
     def types(
         self,
@@ -324,10 +406,14 @@ class CheckpointStore:
         tags and the checkpoint versions present. Nothing named is imported. `progress`
         wraps the stream of raw rows. Unknown `threads` raise NotFound."""
         from ckpt.census import census
+        from ckpt.encryption import types_error
 
-        return census(
+        record = census(
             self._store, DumpQuery(thread_ids=self._known_threads(threads)), progress=progress
         )
+        hidden = record["encryption"]["hidden"]
+        self._hidden(types_error(hidden, has_key=bool(record["encryption"]["key"])), record)
+        return record
 
     def _known_threads(self, threads: Sequence[str]) -> tuple[str, ...]:
         for thread_id in threads:
@@ -356,9 +442,13 @@ class CheckpointStore:
         parent = record["parent_checkpoint_id"]
         if parent is None:
             return None
+        from ckpt.encryption import record_error
+
         key = CheckpointKey(record["thread_id"], record["checkpoint_ns"], parent)
         checkpoint, tasks = self._load(key, ns=None, values=values)
-        return checkpoint_record(checkpoint, values=values, tasks=tasks)
+        found = checkpoint_record(checkpoint, values=values, tasks=tasks)
+        self._hidden(record_error(found, has_key=self._has_key), found)
+        return found
 
     def _load(
         self,
@@ -400,6 +490,7 @@ def open(  # noqa: A001 - the library's entry point, as sqlite3.connect or open(
     aes_key: str | bytes | None = None,
     schema: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    hidden: Hidden = "raise",
 ) -> CheckpointStore:
     """Open a checkpoint store read-only: a SqliteSaver file, a `.langgraph_api` folder or
     a PersistentDict file, a project folder holding one store, or a `postgresql://` URL.
@@ -407,8 +498,10 @@ def open(  # noqa: A001 - the library's entry point, as sqlite3.connect or open(
     `spec` None means `$CKPT_DB`, else the one store in the current folder. `aes_key` is
     the EncryptedSerializer key (16, 24 or 32 bytes; default `$LANGGRAPH_AES_KEY`); a
     wrong key raises EncryptedError. `schema` is the Postgres schema of the checkpoint
-    tables; `timeout` the Postgres statement timeout in seconds. Raises StoreNotFound,
-    StoreUnreadable, NotACheckpointStore, StoreCorrupt (ckpt.errors).
+    tables; `timeout` the Postgres statement timeout in seconds. `hidden`: values that
+    stay encrypted raise EncryptedError ("raise", with what was read in its `partial`) or
+    are kept marked in the records, the errors in `store.hidden` ("keep"). Raises
+    StoreNotFound, StoreUnreadable, NotACheckpointStore, StoreCorrupt (ckpt.errors).
     """
     from ckpt.decoders import key_from_env_or_arg
     from ckpt.encryption import verify_key
@@ -427,7 +520,7 @@ def open(  # noqa: A001 - the library's entry point, as sqlite3.connect or open(
     except BaseException:
         store.close()
         raise
-    return CheckpointStore(store)
+    return CheckpointStore(store, hidden=hidden)
 
 
 def diff(a: CheckpointRecord, b: CheckpointRecord) -> list[PatchOperation]:

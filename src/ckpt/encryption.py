@@ -1,5 +1,6 @@
-"""The encryption policy: a wrong key is exit 6 everywhere, values hidden without a key are
-said once, and `--channel` narrowing (which must not hide what encryption hides)."""
+"""The encryption policy: a wrong key is an error (exit 6) everywhere, values hidden without
+a key are an error too once what is readable is given (ckpt.api decides whether to raise
+it or keep it), and `--channel` narrowing (which must not hide what encryption hides)."""
 
 from __future__ import annotations
 
@@ -78,21 +79,15 @@ def verify_key(store: Store) -> None:
         )
 
 
-def encrypted_threads(threads: list[ThreadSummary], *, has_key: bool) -> list[str]:
-    """A notice when newest checkpoints hold encrypted values; an error when a key was
-    wrong (every store keeps some parts in clear text, format.md §2.7: a wrong key shows only
-    where an encrypted part is read)."""
-    hidden = sum(1 for t in threads if hides_thread(t))
-    return encrypted_threads_notice(hidden, len(threads), has_key=has_key)
-
-
 def hides_thread(thread: ThreadSummary) -> bool:
     """Whether a thread's newest checkpoint stayed encrypted."""
     return thread.latest is not None and hides_values(thread.latest)
 
 
 def encrypted_threads_notice(hidden: int, total: int, *, has_key: bool) -> list[str]:
-    """`encrypted_threads` from counts (a streamed listing keeps no list of threads)."""
+    """A notice when newest checkpoints hold encrypted values; an error when a key was
+    wrong (every store keeps some parts in clear text, format.md §2.7: a wrong key shows
+    only where an encrypted part is read). From counts: a streamed listing keeps no list."""
     if not hidden:
         return []
     if has_key:
@@ -105,26 +100,28 @@ def encrypted_threads_notice(hidden: int, total: int, *, has_key: bool) -> list[
     ]
 
 
-def require_key_for_bodies(checkpoints: list[Checkpoint], *, has_key: bool) -> None:
-    """After printing a thread's versions: exit 6 when checkpoints stayed encrypted."""
-    _require_key(sum(1 for c in checkpoints if hides_values(c)), has_key=has_key, bodies=True)
+def bodies_error(checkpoints: Iterable[Checkpoint], *, has_key: bool) -> EncryptedError | None:
+    """A thread's versions: the error when checkpoints stayed encrypted."""
+    return _hidden_error(
+        sum(1 for c in checkpoints if hides_values(c)), has_key=has_key, bodies=True
+    )
 
 
-def _require_key(hidden: int, *, has_key: bool, bodies: bool) -> None:
-    """Exit 6 when `hidden` checkpoints stayed encrypted; `bodies`: their bodies too (so
+def _hidden_error(hidden: int, *, has_key: bool, bodies: bool) -> EncryptedError | None:
+    """The error when `hidden` checkpoints stayed encrypted; `bodies`: their bodies too (so
     versions are missing as well as values)."""
     if not hidden:
-        return
+        return None
     if has_key:
-        raise EncryptedError(
+        return EncryptedError(
             f"{hidden} checkpoint(s) did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
         )
     if bodies:
-        raise EncryptedError(
+        return EncryptedError(
             f"{hidden} checkpoint(s) are encrypted: versions and values need --aes-key or "
             "LANGGRAPH_AES_KEY"
         )
-    raise EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
+    return EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
 
 
 def record_hides_values(record: Any) -> bool:
@@ -143,28 +140,52 @@ def record_hides_values(record: Any) -> bool:
     )
 
 
-def require_key_for_record(record: Any, *, has_key: bool) -> None:
-    """After printing one checkpoint: exit 6 if values were hidden."""
-    if record_hides_values(record):
-        if has_key:
-            raise EncryptedError("some values did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY")
-        raise EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
+def record_error(record: Any, *, has_key: bool) -> EncryptedError | None:
+    """One checkpoint record: the error when values were hidden."""
+    if not record_hides_values(record):
+        return None
+    if has_key:
+        return EncryptedError("some values did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY")
+    return EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
 
 
 def watch_hidden(records: Iterable[Any], hidden: list[Any]) -> Iterator[Any]:
-    """Pass records through, keeping in `hidden` those `require_key_for_records` counts
-    (a streamed listing keeps no list of everything)."""
+    """Pass records through, keeping in `hidden` those `records_error` counts (a streamed
+    listing keeps no list of everything)."""
     for record in records:
         if record_hides_values(record) or is_marked(record.get("checkpoint"), "encrypted"):
             hidden.append(record)
         yield record
 
 
-def require_key_for_records(records: list[Any], *, has_key: bool) -> None:
-    """After printing a thread or a dump: exit 6 when some of what they show stayed
-    encrypted."""
-    _require_key(
+def records_error(records: list[Any], *, has_key: bool) -> EncryptedError | None:
+    """A thread or a dump: the error when some of what they show stayed encrypted."""
+    return _hidden_error(
         sum(1 for r in records if record_hides_values(r)),
         has_key=has_key,
         bodies=any(is_marked(r.get("checkpoint"), "encrypted") for r in records),
+    )
+
+
+def stats_error(unmeasured: int) -> EncryptedError | None:
+    """`ckpt stats`: bodies counted whole because they stayed encrypted."""
+    if not unmeasured:
+        return None
+    return EncryptedError(
+        f"{unmeasured} encrypted checkpoint bodies are counted whole: their split by "
+        "channel needs --aes-key or LANGGRAPH_AES_KEY"
+    )
+
+
+def types_error(hidden: int, *, has_key: bool) -> EncryptedError | None:
+    """`ckpt types`: values whose classes stayed hidden."""
+    if not hidden:
+        return None
+    if has_key:
+        return EncryptedError(
+            f"{hidden} value(s) did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY; their "
+            "classes are not listed"
+        )
+    return EncryptedError(
+        f"{hidden} encrypted value(s): the classes inside need --aes-key or LANGGRAPH_AES_KEY"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -81,9 +82,13 @@ class TooLarge(DecodeError):
 
 
 class EncryptedError(CkptError):
-    """Values are encrypted and no key, or a wrong key, was given."""
+    """Values are encrypted and no key, or a wrong key, was given.
+
+    `partial` is what was read all the same (a record, a list of them, a matrix): the
+    metadata and what is stored in clear text, the hidden values marked `encrypted`."""
 
     exit_code = ExitCode.ENCRYPTED
+    partial: Any = None
 
 
 class NotFound(CkptError):

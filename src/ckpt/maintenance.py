@@ -1,9 +1,10 @@
 """`ckpt prune` and `ckpt vacuum`: choose the threads, plan each one, and, only when asked,
-carry the plans out one thread per transaction (ckpt.writers).
+carry the plans out one thread per transaction (the store's Writer, ckpt.stores.base).
 
 A dry run reads through the store's read-only connection and changes nothing. `apply`
 opens a separate writable connection; each thread is planned again inside its own
-transaction, so what is deleted is planned on the state it deletes from.
+transaction, so what is deleted is planned on the state it deletes from. What a kind of
+store allows is its own to say (Store.check_prune, vacuum_report, writer).
 """
 
 from __future__ import annotations
@@ -16,17 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from ckpt.api import CheckpointStore
-from ckpt.errors import BadOption, NotFound, Unsafe
-from ckpt.prune import Strategy, ThreadPlan, ThreadRows, plan_thread
+from ckpt.errors import BadOption, NotFound
+from ckpt.prune import Strategy, ThreadPlan, plan_thread
 from ckpt.records import NamespacePlanRecord, ThreadPlanRecord, ThreadRecord
 from ckpt.vocabulary import Status
-
-DEV_FOLDER_REFUSAL = (
-    "a langgraph dev store (PersistentDict pickles): the dev server rewrites these files "
-    "every few seconds, so editing them under it loses data, and ckpt does not change "
-    "them. Delete threads through the server's API (DELETE /threads/{id}), or stop it "
-    "and start afresh"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +59,7 @@ def select(store: CheckpointStore, selection: Selection) -> list[str]:
         )
     wanted = set(selection.threads)
     for thread_id in selection.threads:
-        if not store.raw.thread_exists(thread_id):  # a key lookup, not a listing
+        if not store.thread_exists(thread_id):  # a key lookup, not a listing
             raise NotFound(f"no thread {thread_id!r} in {store.location}")
     cutoff = None
     if selection.older_than is not None:
@@ -91,25 +85,6 @@ def _updated(record: ThreadRecord) -> dt.datetime | None:
     except ValueError:
         return None
     return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
-
-
-def rows_reader(store: CheckpointStore) -> Callable[[str], ThreadRows]:
-    """Read a thread's bookkeeping on the store's read-only connection (the dry run)."""
-    raw = store.raw
-    if raw.kind == "sqlite":
-        from ckpt.writers.sqlite import thread_rows
-
-        conn = raw.conn  # type: ignore[attr-defined]
-        return lambda thread_id: thread_rows(conn, thread_id, raw.aes_key)
-    if raw.kind == "postgres":
-        from ckpt.writers import postgres
-
-        def read(thread_id: str) -> ThreadRows:
-            with raw.conn.transaction():  # type: ignore[attr-defined]
-                return postgres.thread_rows(raw, raw.conn, thread_id)  # type: ignore[arg-type, attr-defined]
-
-        return read
-    raise Unsafe(f"{store.location}: {DEV_FOLDER_REFUSAL}")
 
 
 @dataclass
@@ -140,7 +115,6 @@ class PruneRun:
 
 def prune_run(
     store: CheckpointStore,
-    spec: str,
     selection: Selection,
     *,
     strategy: Strategy,
@@ -153,14 +127,7 @@ def prune_run(
     """Plan (and with `apply`, carry out) the prune of the selected threads, a thread at a
     time. The selection is checked and the threads chosen here; each thread is planned (or
     pruned, in its own transaction) as the run is iterated (PruneRun)."""
-    if store.kind == "pickle":
-        raise Unsafe(f"{store.location}: {DEV_FOLDER_REFUSAL}")
-    if backup is not None and store.kind != "sqlite":
-        raise BadOption("--backup is for SQLite stores (use pg_dump for Postgres)")
-    if store.kind == "postgres":
-        from ckpt.writers.postgres import refuse_shallow_keep
-
-        refuse_shallow_keep(store.raw, strategy)  # type: ignore[arg-type]
+    store.backend.check_prune(strategy, backup=backup is not None)
     threads = select(store, selection)
     head: dict[str, Any] = {
         "store": {"kind": store.kind, "location": store.location},
@@ -171,10 +138,12 @@ def prune_run(
     }
     plans: Iterator[tuple[ThreadPlan, bool]]
     if apply:
-        plans = _applied(store, spec, threads, strategy, keep, backup, timeout)
+        plans = _applied(store, threads, strategy, keep, backup, timeout)
     else:
-        read = rows_reader(store)
-        plans = ((plan_thread(read(thread_id), strategy, keep), False) for thread_id in threads)
+        plans = (
+            (plan_thread(store.backend.thread_rows(thread_id), strategy, keep), False)
+            for thread_id in threads
+        )
     if on_thread:
         plans = _reported(plans, on_thread)
     return PruneRun(head, plans)
@@ -190,7 +159,6 @@ def _reported(
 
 def _applied(
     store: CheckpointStore,
-    spec: str,
     threads: list[str],
     strategy: Strategy,
     keep: int,
@@ -198,36 +166,12 @@ def _applied(
     timeout: float | None,
 ) -> Iterator[tuple[ThreadPlan, bool]]:
     """Prune each thread in its own transaction, as the caller asks for the next."""
-    writer: Any
-    if store.kind == "sqlite":
-        from ckpt.writers.sqlite import SqliteWriter
-
-        # The reader is done (the threads are chosen). It must not stay open beside the
-        # writer: SQLite shares one wal-index mapping per file and process, and a reader
-        # that mapped it read-only would make the writer's first write fail.
-        store.raw.close()
-        writer = SqliteWriter(store.raw.path, busy_timeout=timeout or 5.0)  # type: ignore[attr-defined]
+    with store.backend.writer(timeout=timeout) as writer:
         if backup is not None:
             writer.backup(backup)
-
-        def run(thread_id: str) -> ThreadPlan:
-            plan: ThreadPlan = writer.prune(thread_id, strategy, keep, store.raw.aes_key)
-            return plan
-    else:
-        from ckpt.writers.postgres import PostgresWriter
-
-        writer = PostgresWriter(store.raw, spec, timeout=timeout)  # type: ignore[arg-type]
-
-        def run(thread_id: str) -> ThreadPlan:
-            plan: ThreadPlan = writer.prune(thread_id, strategy, keep)
-            return plan
-
-    try:
         for thread_id in threads:
-            plan = run(thread_id)
+            plan = writer.prune(thread_id, strategy, keep)
             yield plan, plan.changes
-    finally:
-        writer.close()
 
 
 def plan_record(plan: ThreadPlan, applied: bool) -> ThreadPlanRecord:
@@ -266,68 +210,12 @@ def plan_record(plan: ThreadPlan, applied: bool) -> ThreadPlanRecord:
 
 
 def vacuum(
-    store: CheckpointStore, spec: str, *, apply: bool, into: Path | None, timeout: float | None
+    store: CheckpointStore, *, apply: bool, into: Path | None, timeout: float | None
 ) -> dict[str, Any]:
     """What VACUUM would give back (SQLite) or the dead rows and bloat (Postgres); with
-    `apply`, run it."""
-    if store.kind == "pickle":
-        raise Unsafe(f"{store.location}: {DEV_FOLDER_REFUSAL}")
-    if store.kind == "sqlite":
-        from ckpt.writers.sqlite import SqliteWriter
-
-        if not apply:
-            import shutil
-
-            space = store.raw.storage()
-            space["disk_free_bytes"] = shutil.disk_usage(store.raw.path.parent).free  # type: ignore[attr-defined]
-            # VACUUM writes a copy of the database, then the journal or WAL: up to twice.
-            space["disk_needed_bytes"] = 2 * space["file_bytes"]
-            return {
-                "store": {"kind": "sqlite", "location": store.location},
-                "applied": False,
-                "into": str(into) if into else None,
-                **space,
-            }
-        store.raw.close()  # see prune: no reader beside the writer in one process
-        lite = SqliteWriter(store.raw.path, busy_timeout=timeout or 5.0)  # type: ignore[attr-defined]
-        try:
-            before = lite.space()
-            lite.vacuum(into)
-            after = lite.space() if into is None else None
-        finally:
-            lite.close()
-        return {
-            "store": {"kind": "sqlite", "location": store.location},
-            "applied": True,
-            "into": str(into) if into else None,
-            "before": before,
-            "after": after,
-        }
-    if into is not None:
-        raise BadOption("--into is for SQLite stores")
-    storage = store.raw.storage()
-    for table in storage["tables"]:
-        live, dead = table["live_rows"] or 0, table["dead_rows"] or 0
-        # The heap's share of dead row versions: what VACUUM makes reusable (not what
-        # it gives back to the file system; that takes VACUUM FULL, which locks).
-        table["bloat_estimate_bytes"] = (
-            round(table["table_bytes"] * dead / (live + dead)) if live + dead else 0
-        )
-    statement = "VACUUM (ANALYZE) " + ", ".join(t["table"] for t in storage["tables"])
-    record: dict[str, Any] = {
-        "store": {"kind": "postgres", "location": store.location},
-        "applied": False,
-        "statement": statement,
-        "tables": storage["tables"],
-    }
-    if apply:
-        from ckpt.writers.postgres import PostgresWriter
-
-        writer = PostgresWriter(store.raw, spec, timeout=timeout)  # type: ignore[arg-type]
-        try:
-            writer.vacuum()
-        finally:
-            writer.close()
-        record["applied"] = True
-        record["after"] = store.raw.storage()["tables"]
-    return record
+    `apply`, run it (docs/json.md, `ckpt vacuum`)."""
+    head = {"store": {"kind": store.kind, "location": store.location}}
+    if not apply:
+        return {**head, "applied": False, **store.backend.vacuum_report(into=into)}
+    with store.backend.writer(timeout=timeout) as writer:
+        return {**head, "applied": True, **writer.vacuum(into)}

@@ -41,7 +41,7 @@ def browse(
     spec = store or store_options.db or discover()
     if not spec:
         raise StoreNotFound("no store given")
-    with opened(ctx, store_options, spec) as checkpoints:
+    with opened(ctx, store_options, spec, hidden_exit=False) as checkpoints:
         spec_of = StoreSpec.of(spec, checkpoints.location, store_options.schema)
         code = run(checkpoints, spec_of, thread_id=thread)
     if code:

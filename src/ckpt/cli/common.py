@@ -45,11 +45,17 @@ def state(ctx: typer.Context) -> RunState:
 
 @contextmanager
 def opened(
-    ctx: typer.Context, options: StoreOptions, store: str | None = None
+    ctx: typer.Context,
+    options: StoreOptions,
+    store: str | None = None,
+    *,
+    hidden_exit: bool = True,
 ) -> Iterator[CheckpointStore]:
     """The store: the positional argument, else --db, else $CKPT_DB (Typer reads it into
     --db), else the one store in the current folder. Notices are said on stderr before
-    and after the command's work; refused pickle values end the run with exit 9."""
+    and after the command's work; values that stayed encrypted are printed marked, then
+    end the run with exit 6 (the library's first EncryptedError; `hidden_exit=False`:
+    not for the browser, which shows them); refused pickle values end it with exit 9."""
     import ckpt.api
     from ckpt.stores import discover
 
@@ -62,11 +68,17 @@ def opened(
     if not spec:
         raise StoreNotFound("no store given")
     opened_store = ckpt.api.open(
-        spec, aes_key=options.aes_key, schema=options.schema, timeout=options.timeout
+        spec,
+        aes_key=options.aes_key,
+        schema=options.schema,
+        timeout=options.timeout,
+        hidden="keep",
     )
     try:
         output.notices(opened_store.notices)
         yield opened_store
+        if opened_store.hidden and hidden_exit:
+            raise opened_store.hidden[0]
         output.notices(opened_store.notices)
         if opened_store.refused:
             names = sorted(set(opened_store.refused))

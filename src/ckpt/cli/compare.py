@@ -10,8 +10,6 @@ from ckpt.cli.common import opened, state, wants_ndjson
 from ckpt.cli.options import FullOpt, LocalOpt, NsOpt, StoreArg, StoreOptions, store_options
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from ckpt.api import CheckpointStore
     from ckpt.records import CheckpointRecord
 
@@ -66,7 +64,6 @@ def diff(
     from dataclasses import replace
 
     from ckpt.changes import diff_records, differs, json_patch
-    from ckpt.encryption import require_key_for_record
     from ckpt.errors import ExitCode
     from ckpt.records import dump_document
     from ckpt.render import diffview
@@ -85,8 +82,6 @@ def diff(
             run.output.lines(dump_document(json_patch(changes)))
         else:
             run.output.show(diffview.diff_view(left, right, changes, full=full, local=local))
-        require_key_for_record(left, has_key=store_a.raw.aes_key is not None)
-        require_key_for_record(right, has_key=store_b.raw.aes_key is not None)
     if differs(changes):
         raise typer.Exit(int(ExitCode.DIFFERENT))
 
@@ -188,8 +183,6 @@ def dump(
     Streams with flat memory; a progress bar shows on stderr when stdout is piped.
     Example: ckpt dump chat.sqlite --latest | jq -r '.channel_values.messages[-1].content'
     """
-    from ckpt.encryption import record_hides_values, require_key_for_record
-    from ckpt.errors import NotFound
     from ckpt.render.output import stream_json_array, stream_ndjson
     from ckpt.render.progress import counting
 
@@ -206,16 +199,6 @@ def dump(
             latest=latest,
             values=not no_values,
         )
-        hidden: list[CheckpointRecord] = []  # the first record whose values did not decrypt
-        count = [0]
-
-        def records() -> Iterator[CheckpointRecord]:
-            for record in stream:
-                count[0] += 1
-                if not hidden and record_hides_values(record):
-                    hidden.append(record)
-                yield record
-
         show_progress = not quiet and not run.output.terminal and run.output.stderr.isatty()
 
         def total() -> int | None:
@@ -223,19 +206,11 @@ def dump(
                 threads=thread or (), ns=ns, since_id=since_id, until_id=until_id, latest=latest
             )
 
-        with counting(records(), enabled=show_progress, label="dumping", total=total) as counted:
+        with counting(stream, enabled=show_progress, label="dumping", total=total) as counted:
             if as_lines:
                 run.output.lines(stream_ndjson(counted))
             else:
                 run.output.lines(stream_json_array(counted, pretty=False))
-        if hidden:
-            require_key_for_record(hidden[0], has_key=checkpoints.raw.aes_key is not None)
-        if not count[0] and ns is not None and since is None and until is None:
-            # Like an unknown --thread: a namespace that matches nothing is a mistake (often
-            # `node` instead of `node:<task id>`), not an empty store.
-            raise NotFound(
-                f"no checkpoints in namespace {ns!r}; `ckpt threads --json` lists namespaces"
-            )
 
 
 def _bound(checkpoints: CheckpointStore, text: str, option: str) -> str:

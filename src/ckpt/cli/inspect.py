@@ -7,7 +7,7 @@ a view; the views never compute anything themselves.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -121,7 +121,6 @@ def history(
 
     Example: ckpt history support-1 --db chat.sqlite
     """
-    from ckpt.encryption import require_key_for_records, watch_hidden
     from ckpt.records import history_nodes
     from ckpt.render import human
     from ckpt.render.output import stream_json_array, stream_ndjson
@@ -132,8 +131,7 @@ def history(
     as_lines = wants_ndjson(ctx, json_out, ndjson_out)
     with opened(ctx, store_options) as checkpoints:
         if json_out or ndjson_out:
-            records: list[Any] = []  # only those that stayed encrypted; the rest stream
-            stream = watch_hidden(checkpoints.iter_history(thread, last=last), records)
+            stream = checkpoints.iter_history(thread, last=last)
             output.lines(stream_ndjson(stream) if as_lines else stream_json_array(stream))
         else:
             tree = checkpoints.history_tree(thread, last=last)
@@ -154,7 +152,6 @@ def history(
                 thread, tree, last=last, earlier=earlier, written=written, local=local
             )
             output.lines(tree_lines(view, output))
-        require_key_for_records(records, has_key=checkpoints.raw.aes_key is not None)
 
 
 UPDATE_VALUES = 20  # update_state checkpoints whose values history loads (the newest)
@@ -192,23 +189,17 @@ def versions(
 
     Example: ckpt versions support-1 --db chat.sqlite
     """
-    from ckpt.encryption import require_key_for_bodies
-    from ckpt.history import thread_checkpoints
     from ckpt.records import dump_document
     from ckpt.render import human
-    from ckpt.version_matrix import version_matrix
 
     output = state(ctx).output
     with opened(ctx, store_options) as checkpoints:
         fit = None if json_out else human.versions_capacity(output, TABLE_COLUMNS)
-        columns = last or fit
-        thread_cps = thread_checkpoints(checkpoints.raw, thread, ns or "")
-        matrix = version_matrix(thread_cps, last=columns)
+        matrix = checkpoints.versions(thread, ns=ns, last=last or fit)
         if json_out:
             output.lines(dump_document(matrix))
         else:
             output.show(human.versions_view(matrix, output))
-        require_key_for_bodies(thread_cps, has_key=checkpoints.raw.aes_key is not None)
 
 
 @store_options
@@ -256,7 +247,6 @@ def show(
 
     Example: ckpt show support-1~2 --blobs --db chat.sqlite
     """
-    from ckpt.encryption import require_key_for_record
     from ckpt.records import dump_document
     from ckpt.render import human
 
@@ -282,7 +272,6 @@ def show(
                 last=last,
             )
             output.show(view)
-        require_key_for_record(record, has_key=checkpoints.raw.aes_key is not None)
 
 
 def register(app: typer.Typer) -> None:

@@ -107,7 +107,6 @@ def prune(
     )
     output = state(ctx).output
     with opened(ctx, store_options, store) as checkpoints:
-        spec = store or store_options.db or checkpoints.location
 
         def said(plan: ThreadPlan) -> None:  # progress on stderr, a line per thread
             if apply and not json_out and output.stderr.isatty():
@@ -115,7 +114,6 @@ def prune(
 
         run = maintenance.prune_run(
             checkpoints,
-            spec,
             selection,
             strategy=strategy,  # type: ignore[arg-type]
             keep=keep_last or 1,
@@ -168,9 +166,8 @@ def vacuum(
 
     output = state(ctx).output
     with opened(ctx, store_options, store) as checkpoints:
-        spec = store or store_options.db or checkpoints.location
         record = maintenance.vacuum(
-            checkpoints, spec, apply=apply, into=into, timeout=store_options.timeout
+            checkpoints, apply=apply, into=into, timeout=store_options.timeout
         )
         if json_out:
             output.lines(dump_document(record))

@@ -43,7 +43,6 @@ def types(
 
     Example: ckpt types chat.sqlite --json | jq -r '.allowlist.python'
     """
-    from ckpt.errors import EncryptedError
     from ckpt.records import dump_document
     from ckpt.render.progress import counting
     from ckpt.render.types_view import types_view
@@ -61,17 +60,6 @@ def types(
             run.output.lines(dump_document(record))
         else:
             run.output.show(types_view(record, run.output))
-        encryption = record["encryption"]
-        if encryption["hidden"]:
-            if encryption["key"]:
-                raise EncryptedError(
-                    f"{encryption['hidden']} value(s) did not decrypt: wrong --aes-key / "
-                    "LANGGRAPH_AES_KEY; their classes are not listed"
-                )
-            raise EncryptedError(
-                f"{encryption['hidden']} encrypted value(s): the classes inside need "
-                "--aes-key or LANGGRAPH_AES_KEY"
-            )
 
 
 def register(app: typer.Typer) -> None:

@@ -1,13 +1,18 @@
-"""The one small interface every store reader (SQLite, pickle folder, Postgres) implements."""
+"""The one interface every kind of store meets: `Store` reads it, `Writer` changes it.
+
+A new kind of store is a package under ckpt/stores that implements these two classes and
+is opened by ckpt.stores.open_store; nothing outside ckpt/stores names a kind of store.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ckpt.errors import NotFound
+from ckpt.errors import BadOption, NotFound, NotSupported
 from ckpt.model import (
     Checkpoint,
     CheckpointKey,
@@ -20,6 +25,9 @@ from ckpt.model import (
     ThreadSummary,
     WriteTotals,
 )
+
+if TYPE_CHECKING:
+    from ckpt.prune import Strategy, ThreadPlan, ThreadRows
 
 
 class Store(ABC):
@@ -187,6 +195,28 @@ class Store(ABC):
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         """Every pending-write row in (thread, ns, checkpoint id, task, idx) order."""
 
+    # -- changing it (prune, vacuum): each kind says what it allows ----------------------
+    def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
+        """Refuse, before anything is read, a prune this store cannot take: the kind
+        (NotSupported, Unsafe), or the strategy or a --backup it has no way to honour."""
+        raise NotSupported(f"{self.location}: prune is not supported on {self.kind} stores yet")
+
+    def thread_rows(self, thread_id: str) -> ThreadRows:
+        """A thread's bookkeeping for the prune planner (ckpt.prune), read on this
+        read-only reader: the dry run plans from it."""
+        raise NotSupported(f"{self.location}: prune is not supported on {self.kind} stores yet")
+
+    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
+        """What VACUUM would give back, as the store's engine counts it: the fields of
+        `ckpt vacuum --json` after "store" and "applied" (docs/json.md)."""
+        raise NotSupported(f"{self.location}: vacuum is not supported on {self.kind} stores yet")
+
+    def writer(self, *, timeout: float | None) -> Writer:
+        """A writable connection to this same store (closing this reader where its engine
+        wants no reader beside the writer, as SQLite does). NotSupported or Unsafe where
+        the kind cannot be changed safely."""
+        raise NotSupported(f"{self.location}: {self.kind} stores cannot be changed yet")
+
     def fork(self) -> Store | None:
         """Another reader of the same store, for work on another thread (its queries then
         overlap the caller's decoding); None when the backend cannot have two."""
@@ -201,6 +231,41 @@ class Store(ABC):
         """Release connections and file handles."""
 
     def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Writer(ABC):
+    """A writable connection to one store, from `Store.writer()`. Every change is one
+    thread per transaction: a thread is changed whole or not at all, and a failure rolls
+    back only the thread it happened in. Nothing else in ckpt changes a store."""
+
+    location: str
+
+    @abstractmethod
+    def prune(self, thread_id: str, strategy: Strategy, keep: int) -> ThreadPlan:
+        """Plan the thread's prune inside its transaction and carry it out; the plan run."""
+
+    def backup(self, destination: Path) -> None:
+        """A consistent copy of the whole store at `destination` (a new file)."""
+        raise BadOption(f"{self.location}: --backup is for SQLite stores")
+
+    @abstractmethod
+    def vacuum(self, into: Path | None) -> dict[str, Any]:
+        """Give the space of deleted rows back; the record's fields after "store" and
+        "applied" (docs/json.md, `ckpt vacuum`)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Writer:
         return self
 
     def __exit__(

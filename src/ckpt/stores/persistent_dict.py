@@ -6,10 +6,17 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypeGuard
+from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 from ckpt.decoders import ABSENT, MARK_KEY, decode, is_marked, undecodable_record
-from ckpt.errors import DecodeError, NotACheckpointStore, NotFound, StoreNotFound, StoreUnreadable
+from ckpt.errors import (
+    DecodeError,
+    NotACheckpointStore,
+    NotFound,
+    StoreNotFound,
+    StoreUnreadable,
+    Unsafe,
+)
 from ckpt.model import (
     TASKS,
     BlobRef,
@@ -25,7 +32,7 @@ from ckpt.model import (
     ThreadSummary,
 )
 from ckpt.stores import PICKLE_NAMES
-from ckpt.stores.base import Store
+from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
 from ckpt.stores.lean import materialize, scan_kept, scan_storage
 from ckpt.stores.pickle_index import Namespaces, PickleFile, StoredText, Summary, Unsupported
@@ -37,6 +44,16 @@ from ckpt.stores.unpickler import (
     refused_record,
 )
 from ckpt.vocabulary import FIND_LIMIT
+
+if TYPE_CHECKING:
+    from ckpt.prune import Strategy, ThreadRows
+
+DEV_FOLDER_REFUSAL: Final = (
+    "a langgraph dev store (PersistentDict pickles): the dev server rewrites these files "
+    "every few seconds, so editing them under it loses data, and ckpt does not change "
+    "them. Delete threads through the server's API (DELETE /threads/{id}), or stop it "
+    "and start afresh"
+)
 
 # The `langgraph dev` runtime gives storage, writes and blobs one file each, numbered in
 # the order InMemorySaver creates them, inside `<project>/.langgraph_api/` (format.md §7.3).
@@ -850,6 +867,19 @@ class PickleStore(Store):
                     if query.until_id is not None and checkpoint_id > query.until_id:
                         continue
                     yield thread_id, ns, checkpoint_id, namespaces[ns][checkpoint_id]
+
+    # -- changing it: never (the dev server rewrites these files) ----------------------------
+    def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
+        raise Unsafe(f"{self.location}: {DEV_FOLDER_REFUSAL}")
+
+    def thread_rows(self, thread_id: str) -> ThreadRows:
+        raise Unsafe(f"{self.location}: {DEV_FOLDER_REFUSAL}")
+
+    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
+        raise Unsafe(f"{self.location}: {DEV_FOLDER_REFUSAL}")
+
+    def writer(self, *, timeout: float | None) -> Writer:
+        raise Unsafe(f"{self.location}: {DEV_FOLDER_REFUSAL}")
 
     def close(self) -> None:
         self._writes_dict = None

@@ -6,10 +6,11 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from ckpt.decoders import decode_json_text
-from ckpt.errors import DecodeError, NotACheckpointStore, NotFound, StoreUnreadable
+from ckpt.errors import BadOption, DecodeError, NotFound
 from ckpt.model import (
     TASKS,
     BlobRef,
@@ -25,13 +26,16 @@ from ckpt.model import (
     ThreadSummary,
     WriteTotals,
 )
-from ckpt.stores.base import Store
+from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
-from ckpt.stores.pg_session import NEEDED, PgSession
+from ckpt.stores.postgres.schema import CHECKPOINT_BYTES, detect_layout
+from ckpt.stores.postgres.session import PgSession
 from ckpt.vocabulary import FIND_LIMIT
 
 if TYPE_CHECKING:
     from psycopg.sql import SQL, Composable, Composed
+
+    from ckpt.prune import Strategy, ThreadRows
 
     Query = SQL | Composed
 
@@ -45,7 +49,6 @@ KEYS_PER_QUERY = 5000  # blob or write keys sent in one statement (bounded state
 # message list. Measured on 300 checkpoints with a 1 MB blob each: `ckpt dump` peaks at
 # 65 MB RSS with 4 MB, 100 MB with 16 MB, 250 MB with whole batches; same speed.
 PAYLOAD_BYTES = 4 * 1024 * 1024
-TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 
 T = TypeVar("T")
 
@@ -96,11 +99,7 @@ class _Fetched(NamedTuple):
     writes: dict[WriteKey, list[_RawWrite]] | None
 
 
-# How every size ckpt shows counts a row (`threads`, `stats`, the dump's `size`): a
-# checkpoint as stored (JSONB, possibly compressed), a blob or a write as its bytes.
-CHECKPOINT_BYTES: Final = (
-    "coalesce(pg_column_size(c.checkpoint), 0) + coalesce(pg_column_size(c.metadata), 0)"
-)
+# A blob or a write counts as its bytes (a checkpoint: schema.CHECKPOINT_BYTES).
 BLOB_BYTES: Final = "octet_length(b.blob)"
 WRITE_BYTES: Final = "octet_length(w.blob)"
 
@@ -128,151 +127,34 @@ class PostgresStore(Store):
     ) -> None:
         session = PgSession(spec, timeout=timeout)
         super().__init__(session.location, aes_key=aes_key)
+        self._spec, self._timeout = spec, timeout  # for a writer's own connection
         self._session = session
         self._pg = session.pg
         self.conn = session.conn
         self.schema = schema
         self._cursor_ids = itertools.count(1)  # named cursors: several dumps may be open
         try:
-            self._detect_schema()
+            self.layout = detect_layout(session, schema)
         except BaseException:
             self.conn.close()
             raise
+        self.notices.extend(self.layout.notices)
+        if self.layout.text_keys:
+            self.thread_orders = frozenset({"thread", "updated"})
 
     # -- statements ------------------------------------------------------------------------
     def _rows(self, query: Query, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        try:
-            with self.conn.cursor(binary=True) as cur:
-                cur.execute(query, params)
-                return cur.fetchall()
-        except self._pg.Error as exc:
-            raise self._session.translate(exc) from None
-
-    def _sql(self, template: str, **parts: Composable) -> Composed:
-        """Compose a statement with the (schema-qualified) table names and id expressions."""
-        composed: Composed = self._pg.sql.SQL(template).format(
-            cp=self._tables["checkpoints"],
-            bl=self._tables["checkpoint_blobs"],
-            wr=self._tables["checkpoint_writes"],
-            id=self._id,
-            parent=self._parent,
-            **parts,
-        )
-        return composed
-
-    # -- schema ----------------------------------------------------------------------------
-    def _detect_schema(self) -> None:
-        sql = self._pg.sql
-        schema = self.schema
-        if schema is not None and not self._rows(
-            sql.SQL("SELECT 1 FROM pg_namespace WHERE nspname = %s"), (schema,)
-        ):
-            raise NotACheckpointStore(f"{self.location}: no schema {schema!r}")
-        rows = self._rows(
-            sql.SQL(
-                "SELECT t.name, r.oid::oid, has_table_privilege(r.oid, 'SELECT'), "
-                "(SELECT jsonb_object_agg(a.attname, format_type(a.atttypid, a.atttypmod)) "
-                " FROM pg_attribute a WHERE a.attrelid = r.oid "
-                " AND a.attnum > 0 AND NOT a.attisdropped) "
-                "FROM unnest(%s::text[]) AS t(name) "
-                "CROSS JOIN LATERAL (SELECT to_regclass(CASE WHEN %s::text IS NULL "
-                "THEN quote_ident(t.name) ELSE format('%%I.%%I', %s::text, t.name) END) "
-                "AS oid) AS r"
-            ),
-            (list(TABLES), schema, schema),
-        )
-        found = {
-            name: (oid is not None, bool(readable), columns or {})
-            for name, oid, readable, columns in rows
-        }
-        self._oids = {name: oid for name, oid, _, _ in rows if oid is not None}
-        if not found["checkpoints"][0]:
-            raise NotACheckpointStore(self._no_tables_message())
-        for name, (exists, readable, _) in found.items():
-            if exists and not readable:
-                raise StoreUnreadable(
-                    f"{self.location}: permission denied for table {name} ({NEEDED})"
-                )
-        columns = found["checkpoints"][2]
-        if "checkpoint_id" in columns and "checkpoint" in columns:
-            self.shallow = False
-        elif {"thread_id", "checkpoint_ns", "checkpoint"} <= set(columns):
-            # ShallowPostgresSaver: same table names, one row per (thread, ns), the id only
-            # inside the JSONB and blobs keyed by channel alone (format.md §6).
-            self.shallow = True
-            self.notices.append(
-                "ShallowPostgresSaver store: it keeps only the latest checkpoint of each "
-                "thread and namespace, and no parent links"
-            )
-        else:
-            raise NotACheckpointStore(
-                f"{self.location}: has a `checkpoints` table, but not one PostgresSaver wrote"
-            )
-        if columns.get("checkpoint") != "jsonb":
-            raise NotACheckpointStore(
-                f"{self.location}: `checkpoints.checkpoint` is {columns.get('checkpoint')}, "
-                "not the jsonb PostgresSaver writes"
-            )
-        # Threads stream in the order ckpt sorts them when the keys are text, compared in
-        # SQL as Python compares them (see threads); a hand-made schema's other types are
-        # sorted after reading, as their text is only known then.
-        if columns.get("thread_id") == "text" and (
-            self.shallow or columns.get("checkpoint_id") == "text"
-        ):
-            self.thread_orders = frozenset({"thread", "updated"})
-        qualify = (lambda n: sql.Identifier(schema, n)) if schema else sql.Identifier
-        self._tables: dict[str, Composable] = {name: qualify(name) for name in TABLES}
-        self._id: Composable = sql.SQL(
-            "(c.checkpoint->>'id')" if self.shallow else "c.checkpoint_id"
-        )
-        self._parent: Composable = sql.SQL(
-            "NULL::text" if self.shallow else "c.parent_checkpoint_id"
-        )
-        blob_columns = found["checkpoint_blobs"][2]
-        self.has_blobs = found["checkpoint_blobs"][0] and "blob" in blob_columns
-        self._blob_versions = "version" in blob_columns
-        write_columns = found["checkpoint_writes"][2]
-        self.has_writes = found["checkpoint_writes"][0] and "blob" in write_columns
-        self._task_path: Composable = sql.SQL(
-            "w.task_path" if "task_path" in write_columns else "''::text"
-        )
-        if not self.has_blobs:
-            self.notices.append(
-                "no checkpoint_blobs table: only primitive channel values (kept inline) are shown"
-            )
-        if not self.has_writes:
-            self.notices.append("no checkpoint_writes table: pending writes are not shown")
-
-    def _no_tables_message(self) -> str:
-        where = f"schema {self.schema!r}" if self.schema else "the search_path"
-        message = (
-            f"{self.location}: not a LangGraph checkpoint store (no `checkpoints` table in {where})"
-        )
-        elsewhere = [
-            name
-            for (name,) in self._rows(
-                self._pg.sql.SQL(
-                    "SELECT DISTINCT n.nspname FROM pg_class c "
-                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                    "WHERE c.relname = 'checkpoints' AND c.relkind IN ('r', 'p', 'v', 'm', 'f') "
-                    "ORDER BY 1"
-                )
-            )
-            if name != self.schema
-        ]
-        if elsewhere:
-            message += f"; found one in schema {elsewhere[0]!r}: pass --schema {elsewhere[0]}"
-        return message
+        return self._session.rows(query, params)
 
     def _columns(self, *, values: bool) -> Composed:
         """The select list that fills a _Row; without values the JSONB's channel_values stay
         on the server and only their keys come back (which channels hold a value)."""
         if values:
-            return self._sql(
+            return self.layout.sql(
                 "c.thread_id, c.checkpoint_ns, {id}, {parent}, c.checkpoint, c.metadata, "
                 f"{CHECKPOINT_BYTES}, NULL::text[]"
             )
-        return self._sql(
+        return self.layout.sql(
             "c.thread_id, c.checkpoint_ns, {id}, {parent}, c.checkpoint - 'channel_values', "
             f"c.metadata, {CHECKPOINT_BYTES}, "
             "CASE WHEN jsonb_typeof(c.checkpoint->'channel_values') = 'object' "
@@ -281,12 +163,17 @@ class PostgresStore(Store):
 
     # -- listing ---------------------------------------------------------------------------
     @property
+    def shallow(self) -> bool:
+        """A ShallowPostgresSaver store: the latest checkpoint of each namespace only."""
+        return self.layout.shallow
+
+    @property
     def era(self) -> str:
-        return "shallow" if self.shallow else "current"
+        return "shallow" if self.layout.shallow else "current"
 
     @property
     def era_note(self) -> str:
-        if self.shallow:
+        if self.layout.shallow:
             return "ShallowPostgresSaver tables (latest checkpoint only)"
         return "PostgresSaver tables (values in checkpoint_blobs)"
 
@@ -320,12 +207,12 @@ class PostgresStore(Store):
         writes_cte = (
             f"SELECT w.thread_id, count(*) AS n, {f'sum({WRITE_BYTES})' if sizes else '0'} "
             "AS size FROM {wr} w GROUP BY w.thread_id"
-            if self.has_writes and sizes
+            if self.layout.has_writes and sizes
             else "SELECT NULL::text AS thread_id, 0::bigint AS n, 0::bigint AS size WHERE false"
         )
         blobs_cte = (
             f"SELECT b.thread_id, sum({BLOB_BYTES}) AS size FROM {{bl}} b GROUP BY b.thread_id"
-            if self.has_blobs and sizes
+            if self.layout.has_blobs and sizes
             else "SELECT NULL::text AS thread_id, 0::bigint AS size WHERE false"
         )
         checkpoint_bytes = f"sum({CHECKPOINT_BYTES})" if sizes else "0"
@@ -348,7 +235,7 @@ class PostgresStore(Store):
         # cursor does the joins of its THREADS_PER_BATCH rows only (the statement timeout
         # applies to each FETCH: the first one waits for the aggregates alone). Each
         # batch's writes come in set-based queries.
-        return self._sql(
+        return self.layout.sql(
             f"WITH w AS ({writes_cte}), b AS ({blobs_cte}) "
             "SELECT cp.thread_id, cp.n, cp.namespaces, cp.size, cp.latest_root, "
             "coalesce(w.n, 0), coalesce(w.size, 0), coalesce(b.size, 0), {cols}, {blobs} "
@@ -375,23 +262,23 @@ class PostgresStore(Store):
         written = (
             "EXISTS (SELECT 1 FROM {wr} w WHERE w.thread_id = c.thread_id "
             "AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = {id})"
-            if self.has_writes
+            if self.layout.has_writes
             else "false"
         )
-        if not self.has_blobs:
+        if not self.layout.has_blobs:
             return {
-                "blobs": self._sql(f"NULL, NULL, NULL, NULL, NULL, {written}"),
+                "blobs": self.layout.sql(f"NULL, NULL, NULL, NULL, NULL, {written}"),
                 "blobs_join": self._pg.sql.SQL(""),
             }
-        version = "b.version" if self._blob_versions else "NULL::text"
+        version = "b.version" if self.layout.blob_versions else "NULL::text"
         # Versions match as PostgresSaver's join matches them (`#>>`: the JSON value as
         # text); _blob_rows keeps only the rows _fetch_blobs would have asked for.
-        match = "AND b.version = v.value #>> '{{}}' " if self._blob_versions else ""
+        match = "AND b.version = v.value #>> '{{}}' " if self.layout.blob_versions else ""
         return {
-            "blobs": self._sql(
+            "blobs": self.layout.sql(
                 f"bl.channels, bl.versions, bl.types, bl.sizes, bl.payloads, {written}"
             ),
-            "blobs_join": self._sql(
+            "blobs_join": self.layout.sql(
                 # One primary-key search per channel version: OFFSET 0 keeps the planner
                 # from joining all of the thread's blobs instead (it takes jsonb_each for
                 # 100 rows; 7x slower on 10,000 threads of 100 checkpoints).
@@ -422,7 +309,7 @@ class PostgresStore(Store):
             channels, versions, types, sizes, payloads, strict=True
         ):
             key: BlobKey = (row.thread_id, row.checkpoint_ns, channel, ver)
-            if not self._blob_versions:
+            if not self.layout.blob_versions:
                 key = key[:3]
             if wanted.get(channel) == key:
                 found[key] = _Blob(ver, tag, int(size), payload)
@@ -444,7 +331,7 @@ class PostgresStore(Store):
                 if found[-1] or _is_legacy(row.body):  # v<4: Sends in the parent's writes
                     written.append(row)
         writes = self._fetch_writes(written, thread_id=None) if written else None
-        if writes is None and self.has_writes:
+        if writes is None and self.layout.has_writes:
             writes = {}
         fetched = _Fetched(blobs, writes)
         latest = {c.thread_id: c for c in self._hydrate(rows, values=False, fetched=fetched)}
@@ -463,17 +350,17 @@ class PostgresStore(Store):
     def thread_exists(self, thread_id: str) -> bool:
         return bool(
             self._rows(
-                self._sql("SELECT 1 FROM {cp} c WHERE c.thread_id = %s LIMIT 1"), (thread_id,)
+                self.layout.sql("SELECT 1 FROM {cp} c WHERE c.thread_id = %s LIMIT 1"), (thread_id,)
             )
         )
 
     def thread_ids(self) -> list[str]:
-        rows = self._rows(self._sql("SELECT DISTINCT c.thread_id FROM {cp} c"), ())
+        rows = self._rows(self.layout.sql("SELECT DISTINCT c.thread_id FROM {cp} c"), ())
         return [row[0] for row in rows if isinstance(row[0], str)]
 
     def namespaces(self, thread_id: str) -> list[str]:
         rows = self._rows(
-            self._sql("SELECT DISTINCT c.checkpoint_ns FROM {cp} c WHERE c.thread_id = %s"),
+            self.layout.sql("SELECT DISTINCT c.checkpoint_ns FROM {cp} c WHERE c.thread_id = %s"),
             (thread_id,),
         )
         return sorted(str(row[0]) for row in rows)
@@ -485,7 +372,7 @@ class PostgresStore(Store):
         rows = [
             _Row(*row)
             for row in self._rows(
-                self._sql(
+                self.layout.sql(
                     "SELECT {cols} FROM {cp} c WHERE c.thread_id = %s",
                     cols=self._columns(values=values),
                 ),
@@ -511,7 +398,7 @@ class PostgresStore(Store):
         if thread_id is not None:
             query += " AND c.thread_id = %s"
             params.append(thread_id)
-        rows = self._rows(self._sql(f"{query} LIMIT {FIND_LIMIT}"), params)
+        rows = self._rows(self.layout.sql(f"{query} LIMIT {FIND_LIMIT}"), params)
         return [CheckpointKey(*row) for row in sorted(rows)]
 
     def find_exact(self, checkpoint_id: str) -> list[CheckpointKey]:
@@ -522,10 +409,10 @@ class PostgresStore(Store):
         # namespace instead of the whole key index; after PROBE_STEPS namespaces it gives
         # up, and `find` scans the key index. Shallow stores keep the id in the JSONB and
         # a table without that key would be read in full per step: both use `find`.
-        if self.shallow or not self._has_key_index():
+        if self.layout.shallow or not self._has_key_index():
             return super().find_exact(checkpoint_id)
         rows = self._rows(
-            self._sql(
+            self.layout.sql(
                 "WITH RECURSIVE p(t, n, k) AS ("
                 "(SELECT c.thread_id, c.checkpoint_ns, 1 FROM {cp} c "
                 "ORDER BY c.thread_id, c.checkpoint_ns LIMIT 1) "
@@ -560,14 +447,14 @@ class PostgresStore(Store):
                 "((i.indkey::int2[])[0:2]) ORDER BY array_position(i.indkey::int2[], "
                 "attnum)) = ARRAY['thread_id', 'checkpoint_ns', 'checkpoint_id']::name[]"
             ),
-            (self._oids["checkpoints"],),
+            (self.layout.oids["checkpoints"],),
         )
         return bool(rows)
 
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
         # As PostgresSaver.get_tuple picks it: ORDER BY checkpoint_id DESC LIMIT 1.
         rows = self._rows(
-            self._sql(
+            self.layout.sql(
                 "SELECT {id} FROM {cp} c WHERE c.thread_id = %s AND c.checkpoint_ns = %s "
                 "ORDER BY {id} DESC LIMIT 1"
             ),
@@ -591,7 +478,7 @@ class PostgresStore(Store):
         cols = self._columns(values=values)
         for chunk in _batched(keys, KEYS_PER_QUERY):
             for row in self._rows(
-                self._sql(
+                self.layout.sql(
                     "SELECT {cols} FROM unnest(%s::text[], %s::text[], %s::text[]) "
                     "AS k(thread_id, checkpoint_ns, checkpoint_id) "
                     "JOIN {cp} c ON c.thread_id = k.thread_id "
@@ -633,10 +520,10 @@ class PostgresStore(Store):
         # transaction, so a savepoint keeps a failure (the statement timeout on a huge
         # table) from aborting the dump: the bar then goes without a total.
         where, ranges, params = self._dump_where(query)
-        if query.latest_only and not self.shallow:
+        if query.latest_only and not self.layout.shallow:
             inner = f" WHERE {' AND '.join(where)}" if where else ""
             outer = " AND ".join(ranges).replace("{id}", "l.checkpoint_id")
-            statement = self._sql(
+            statement = self.layout.sql(
                 "SELECT count(*) FROM (SELECT c.thread_id, c.checkpoint_ns, "
                 "max(c.checkpoint_id) AS checkpoint_id FROM {cp} c"
                 + inner
@@ -645,7 +532,7 @@ class PostgresStore(Store):
             )
         else:
             clause = where + ranges
-            statement = self._sql(
+            statement = self.layout.sql(
                 "SELECT count(*) FROM {cp} c" + (f" WHERE {' AND '.join(clause)}" if clause else "")
             )
         try:
@@ -659,12 +546,12 @@ class PostgresStore(Store):
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
         where, ranges, params = self._dump_where(query)
         cols = self._columns(values=values)
-        if query.latest_only and not self.shallow:
+        if query.latest_only and not self.layout.shallow:
             # The newest id per (thread, ns) comes from the primary key alone; then each
             # row is fetched by key. A DISTINCT ON would sort the whole table instead.
             inner = f" WHERE {' AND '.join(where)}" if where else ""
             outer = f" WHERE {' AND '.join(ranges)}" if ranges else ""
-            statement = self._sql(
+            statement = self.layout.sql(
                 "SELECT {cols} FROM (SELECT c.thread_id, c.checkpoint_ns, "
                 "max(c.checkpoint_id) AS checkpoint_id FROM {cp} c"
                 + inner
@@ -676,7 +563,7 @@ class PostgresStore(Store):
             )
         else:
             clause = where + ranges
-            statement = self._sql(
+            statement = self.layout.sql(
                 "SELECT {cols} FROM {cp} c"
                 + (f" WHERE {' AND '.join(clause)}" if clause else "")
                 + " ORDER BY c.thread_id, c.checkpoint_ns, {id}",
@@ -706,17 +593,17 @@ class PostgresStore(Store):
         found: dict[str, ThreadBytes] = {}
         where, params = self._raw_filter(query, "c", ids=True)
         for thread_id, count, size in self._rows(
-            self._sql(
+            self.layout.sql(
                 f"SELECT c.thread_id, count(*), sum({CHECKPOINT_BYTES}) FROM {{cp}} c{where} "
                 "GROUP BY c.thread_id"
             ),
             params,
         ):
             found[thread_id] = ThreadBytes(checkpoints=int(count), checkpoint_bytes=int(size or 0))
-        if self.has_blobs:
+        if self.layout.has_blobs:
             where, params = self._raw_filter(query, "b", ids=False)
             for thread_id, count, size in self._rows(
-                self._sql(
+                self.layout.sql(
                     f"SELECT b.thread_id, count(*), sum({BLOB_BYTES}) FROM {{bl}} b{where} "
                     "GROUP BY b.thread_id"
                 ),
@@ -724,10 +611,10 @@ class PostgresStore(Store):
             ):
                 sized = found.setdefault(thread_id, ThreadBytes())
                 sized.blobs, sized.blob_bytes = int(count), int(size or 0)
-        if self.has_writes:
+        if self.layout.has_writes:
             where, params = self._raw_filter(query, "w", ids=True)
             for thread_id, count, size in self._rows(
-                self._sql(
+                self.layout.sql(
                     f"SELECT w.thread_id, count(*), sum({WRITE_BYTES}) FROM {{wr}} w{where} "
                     "GROUP BY w.thread_id"
                 ),
@@ -747,7 +634,7 @@ class PostgresStore(Store):
                 "FROM pg_class c LEFT JOIN pg_stat_all_tables s ON s.relid = c.oid "
                 "WHERE c.oid = ANY(%s::oid[]) ORDER BY c.relname"
             ),
-            (list(self._oids.values()),),
+            (list(self.layout.oids.values()),),
         )
         tables = [
             {
@@ -768,18 +655,18 @@ class PostgresStore(Store):
 
     def write_totals(self, query: DumpQuery, keep: int) -> WriteTotals:
         totals = WriteTotals()
-        if not self.has_writes:
+        if not self.layout.has_writes:
             return totals
         where, params = self._raw_filter(query, "w", ids=True)
         for channel, n, total in self._rows(
-            self._sql(
+            self.layout.sql(
                 f"SELECT w.channel, count(*), sum({WRITE_BYTES}) FROM {{wr}} w{where} GROUP BY 1"
             ),
             params,
         ):
             totals.by_channel[channel] = (int(n), int(total or 0))
         for ns, total in self._rows(
-            self._sql(
+            self.layout.sql(
                 f"SELECT w.checkpoint_ns, sum({WRITE_BYTES}) FROM {{wr}} w{where} GROUP BY 1"
             ),
             params,
@@ -788,7 +675,7 @@ class PostgresStore(Store):
         cp_where, cp_params = self._raw_filter(query, "c", ids=True)
         id_match = "(r.id = w.checkpoint_id)"
         ((on_latest, latest_bytes, on_last, last_bytes),) = self._rows(
-            self._sql(
+            self.layout.sql(
                 "WITH r AS (SELECT c.thread_id, c.checkpoint_ns, {id} AS id, row_number() OVER "
                 "(PARTITION BY c.thread_id, c.checkpoint_ns ORDER BY {id} DESC) AS n "
                 f"FROM {{cp}} c{cp_where}) "
@@ -807,7 +694,7 @@ class PostgresStore(Store):
         health = StoreHealth()
         params: list[Any] = [list(query.thread_ids)] if query.thread_ids else []
         only = " AND {alias}.thread_id = ANY(%s)" if query.thread_ids else ""
-        if not self.shallow:  # the shallow schema keeps no parent ids
+        if not self.layout.shallow:  # the shallow schema keeps no parent ids
             missing = (
                 "FROM {cp} c WHERE c.parent_checkpoint_id IS NOT NULL"
                 + only.format(alias="c")
@@ -816,7 +703,7 @@ class PostgresStore(Store):
                 "AND p.checkpoint_id = c.parent_checkpoint_id)"
             )
             ((count, threads, oldest),) = self._rows(
-                self._sql(
+                self.layout.sql(
                     "SELECT count(*), count(DISTINCT c.thread_id), count(*) FILTER (WHERE "
                     "c.checkpoint_id = (SELECT min(m.checkpoint_id) FROM {cp} m "
                     "WHERE m.thread_id = c.thread_id AND m.checkpoint_ns = c.checkpoint_ns)) "
@@ -829,7 +716,7 @@ class PostgresStore(Store):
             health.missing_parent_examples = [
                 CheckpointKey(*row)
                 for row in self._rows(
-                    self._sql(
+                    self.layout.sql(
                         "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id "
                         + missing
                         + " ORDER BY 1, 2, 3 LIMIT 5"
@@ -837,9 +724,9 @@ class PostgresStore(Store):
                     params,
                 )
             ]
-        if self.has_writes:
-            id_match = "" if self.shallow else " AND c.checkpoint_id = w.checkpoint_id"
-            if self.shallow:  # one row per (thread, ns): a write matches its id in the JSONB
+        if self.layout.has_writes:
+            id_match = "" if self.layout.shallow else " AND c.checkpoint_id = w.checkpoint_id"
+            if self.layout.shallow:  # one row per (thread, ns): a write matches its id in the JSONB
                 id_match = " AND c.checkpoint->>'id' = w.checkpoint_id"
             orphans = (
                 "FROM {wr} w WHERE NOT EXISTS (SELECT 1 FROM {cp} c "
@@ -849,13 +736,13 @@ class PostgresStore(Store):
                 + only.format(alias="w")
             )
             ((count, threads),) = self._rows(
-                self._sql("SELECT count(*), count(DISTINCT w.thread_id) " + orphans), params
+                self.layout.sql("SELECT count(*), count(DISTINCT w.thread_id) " + orphans), params
             )
             health.orphan_writes, health.orphan_write_threads = int(count), int(threads)
             health.orphan_write_examples = [
                 CheckpointKey(*row)
                 for row in self._rows(
-                    self._sql(
+                    self.layout.sql(
                         "SELECT DISTINCT w.thread_id, w.checkpoint_ns, w.checkpoint_id "
                         + orphans
                         + " ORDER BY 1, 2, 3 LIMIT 5"
@@ -863,10 +750,10 @@ class PostgresStore(Store):
                     params,
                 )
             ]
-        if self.has_blobs:
+        if self.layout.has_blobs:
             # A blob is used when some checkpoint of its namespace names its version (as
             # PostgresSaver joins them); a hash anti-join, not a lookup per blob.
-            if self._blob_versions:
+            if self.layout.blob_versions:
                 refs = (
                     "SELECT DISTINCT c.thread_id, c.checkpoint_ns, v.key AS channel, "
                     "v.value AS version FROM {cp} c CROSS JOIN LATERAL "
@@ -880,7 +767,7 @@ class PostgresStore(Store):
                 )
                 match = ""
             ((count, size),) = self._rows(
-                self._sql(
+                self.layout.sql(
                     f"WITH r AS ({refs}) SELECT count(*), coalesce(sum({BLOB_BYTES}), 0) "
                     "FROM {bl} b WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.thread_id = "
                     "b.thread_id AND r.checkpoint_ns = b.checkpoint_ns AND r.channel = b.channel"
@@ -894,7 +781,7 @@ class PostgresStore(Store):
         health.namespaces = [
             (thread_id, ns)
             for thread_id, ns in self._rows(
-                self._sql(
+                self.layout.sql(
                     "SELECT DISTINCT c.thread_id, c.checkpoint_ns FROM {cp} c WHERE true"
                     + only.format(alias="c")
                 ),
@@ -907,7 +794,7 @@ class PostgresStore(Store):
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
         where, params = self._raw_filter(query, "c", ids=True)
         body = "c.checkpoint::text, c.metadata::text" if data else "NULL::text, NULL::text"
-        statement = self._sql(
+        statement = self.layout.sql(
             "SELECT c.thread_id, c.checkpoint_ns, {id}, {parent}, "
             + body
             + ", pg_column_size(c.checkpoint), pg_column_size(c.metadata), "
@@ -936,11 +823,11 @@ class PostgresStore(Store):
             )
 
     def raw_blobs(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawBlob]:
-        if not self.has_blobs:
+        if not self.layout.has_blobs:
             return
         where, params = self._raw_filter(query, "b", ids=False)
-        version = "b.version" if self._blob_versions else "NULL::text"
-        statement = self._sql(
+        version = "b.version" if self.layout.blob_versions else "NULL::text"
+        statement = self.layout.sql(
             f"SELECT b.thread_id, b.checkpoint_ns, b.channel, {version}, b.type, "
             + ("b.blob" if data else "NULL::bytea")
             + f", {BLOB_BYTES} FROM {{bl}} b"
@@ -961,10 +848,10 @@ class PostgresStore(Store):
             )
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
-        if not self.has_writes:
+        if not self.layout.has_writes:
             return
         where, params = self._raw_filter(query, "w", ids=True)
-        statement = self._sql(
+        statement = self.layout.sql(
             "SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, "
             "w.type, "
             + ("w.blob" if data else "NULL::bytea")
@@ -1040,7 +927,7 @@ class PostgresStore(Store):
             writes = self._fetch_writes(rows, thread_id=thread_id)
         else:
             blobs, writes = fetched
-        shallow_sends = self._shallow_sends(rows) if self.shallow else {}
+        shallow_sends = self._shallow_sends(rows) if self.layout.shallow else {}
         if not values:
             for row in rows:
                 yield self._build(row, blobs, {}, writes, shallow_sends, values=False)
@@ -1051,7 +938,7 @@ class PostgresStore(Store):
                 yield self._build(row, blobs, payloads, writes, shallow_sends, values=True)
 
     def _blob_key(self, row: _Row, channel: str, version: Any) -> BlobKey | None:
-        if not self._blob_versions:
+        if not self.layout.blob_versions:
             return (row.thread_id, row.checkpoint_ns, channel)
         text = _version_text(version)
         return None if text is None else (row.thread_id, row.checkpoint_ns, channel, text)
@@ -1066,11 +953,11 @@ class PostgresStore(Store):
         """The blob rows the checkpoints point at: type and size, without payloads (the
         server reads a TOASTed value's size without detoasting it). __pregel_tasks payloads
         come along: `next` needs the Sends even when no values are shown."""
-        if not self.has_blobs:
+        if not self.layout.has_blobs:
             return {}
         sql = self._pg.sql
-        version = sql.SQL("b.version" if self._blob_versions else "NULL::text")
-        select = self._sql(
+        version = sql.SQL("b.version" if self.layout.blob_versions else "NULL::text")
+        select = self.layout.sql(
             "SELECT b.thread_id, b.checkpoint_ns, b.channel, {version}, b.type, "
             f"coalesce({BLOB_BYTES}, 0), "
             "CASE WHEN b.channel = %s OR b.channel LIKE 'join:%%' THEN b.blob END AS blob ",
@@ -1080,11 +967,11 @@ class PostgresStore(Store):
 
         def collect(result: list[tuple[Any, ...]]) -> None:
             for t, ns, channel, ver, tag, size, payload in result:
-                key = (t, ns, channel, ver) if self._blob_versions else (t, ns, channel)
+                key = (t, ns, channel, ver) if self.layout.blob_versions else (t, ns, channel)
                 found[key] = _Blob(ver, tag, int(size), payload)
 
         if thread_id is not None:
-            statement = select + self._sql("FROM {bl} b WHERE b.thread_id = %s")
+            statement = select + self.layout.sql("FROM {bl} b WHERE b.thread_id = %s")
             collect(self._rows(statement, (TASKS, thread_id)))
             return found
         # A blob is shared by every checkpoint still at its version (format.md §5.2): ask once.
@@ -1094,14 +981,14 @@ class PostgresStore(Store):
         return found
 
     def _blob_join(self) -> Composed:
-        if self._blob_versions:
-            return self._sql(
+        if self.layout.blob_versions:
+            return self.layout.sql(
                 "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) "
                 "AS k(thread_id, checkpoint_ns, channel, version) JOIN {bl} b "
                 "ON b.thread_id = k.thread_id AND b.checkpoint_ns = k.checkpoint_ns "
                 "AND b.channel = k.channel AND b.version = k.version"
             )
-        return self._sql(
+        return self.layout.sql(
             "FROM unnest(%s::text[], %s::text[], %s::text[]) "
             "AS k(thread_id, checkpoint_ns, channel) JOIN {bl} b "
             "ON b.thread_id = k.thread_id AND b.checkpoint_ns = k.checkpoint_ns "
@@ -1109,7 +996,7 @@ class PostgresStore(Store):
         )
 
     def _key_columns(self, keys: Sequence[BlobKey]) -> list[list[Any]]:
-        return _columnar(keys, 4 if self._blob_versions else 3)
+        return _columnar(keys, 4 if self.layout.blob_versions else 3)
 
     def _payload_groups(
         self, rows: Sequence[_Row], blobs: dict[BlobKey, _Blob]
@@ -1140,9 +1027,9 @@ class PostgresStore(Store):
             yield group, list(keys)
 
     def _fetch_payloads(self, keys: list[BlobKey]) -> dict[BlobKey, bytes | None]:
-        version = "b.version, " if self._blob_versions else ""
+        version = "b.version, " if self.layout.blob_versions else ""
         statement = (
-            self._sql(f"SELECT b.thread_id, b.checkpoint_ns, b.channel, {version}b.blob ")
+            self.layout.sql(f"SELECT b.thread_id, b.checkpoint_ns, b.channel, {version}b.blob ")
             + self._blob_join()
         )
         payloads: dict[BlobKey, bytes | None] = {}
@@ -1156,12 +1043,12 @@ class PostgresStore(Store):
     ) -> dict[WriteKey, list[_RawWrite]] | None:
         """Pending writes of `rows`, plus the `__pregel_tasks` writes of the parents of v<4
         rows: PostgresSaver rebuilds their pending Sends from those (format.md §5.3)."""
-        if not self.has_writes:
+        if not self.layout.has_writes:
             return None
-        select = self._sql(
+        select = self.layout.sql(
             "SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, {task_path}, "
             f"w.idx, w.channel, w.type, w.blob, {WRITE_BYTES} ",
-            task_path=self._task_path,
+            task_path=self.layout.task_path_expr,
         )
         found: dict[WriteKey, list[_RawWrite]] = {}
 
@@ -1175,7 +1062,9 @@ class PostgresStore(Store):
 
         if thread_id is not None:
             collect(
-                self._rows(select + self._sql("FROM {wr} w WHERE w.thread_id = %s"), (thread_id,))
+                self._rows(
+                    select + self.layout.sql("FROM {wr} w WHERE w.thread_id = %s"), (thread_id,)
+                )
             )
             return found
         own = {(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in rows}
@@ -1184,7 +1073,7 @@ class PostgresStore(Store):
             if r.parent_checkpoint_id and _is_legacy(r.body):
                 parents.add((r.thread_id, r.checkpoint_ns, r.parent_checkpoint_id))
         keys = [(*k, True) for k in sorted(own)] + [(*k, False) for k in sorted(parents - own)]
-        statement = select + self._sql(
+        statement = select + self.layout.sql(
             "FROM unnest(%s::text[], %s::text[], %s::text[], %s::bool[]) "
             "AS k(thread_id, checkpoint_ns, checkpoint_id, every) JOIN {wr} w "
             "ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns "
@@ -1200,17 +1089,17 @@ class PostgresStore(Store):
         query takes every such write of the namespace, the current id's too; those are
         the next step's Sends, so they are left out here."""
         legacy = [r for r in rows if _is_legacy(r.body)]
-        if not legacy or not self.has_writes:
+        if not legacy or not self.layout.has_writes:
             return {}
         result = self._rows(
-            self._sql(
+            self.layout.sql(
                 "SELECT w.thread_id, w.checkpoint_ns, w.task_id, {task_path}, w.idx, w.channel, "
                 f"w.type, w.blob, {WRITE_BYTES} "
                 "FROM unnest(%s::text[], %s::text[], %s::text[]) "
                 "AS k(thread_id, checkpoint_ns, checkpoint_id) JOIN {wr} w "
                 "ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns "
                 "AND w.channel = %s AND w.checkpoint_id <> k.checkpoint_id",
-                task_path=self._task_path,
+                task_path=self.layout.task_path_expr,
             ),
             (
                 *_columnar([(r.thread_id, r.checkpoint_ns, r.checkpoint_id) for r in legacy], 3),
@@ -1306,7 +1195,7 @@ class PostgresStore(Store):
         if _is_legacy(body) and not body.get("pending_sends"):
             # v<4 JSONB keeps `pending_sends: []`; the Sends are the parent's
             # __pregel_tasks writes (format.md §3.1, 5.3; shallow: format.md §6).
-            if self.shallow:
+            if self.layout.shallow:
                 sends = self._sends(shallow_sends.get((row.thread_id, row.checkpoint_ns), []))
             elif row.parent_checkpoint_id and writes is not None:
                 parent = (row.thread_id, row.checkpoint_ns, row.parent_checkpoint_id)
@@ -1329,15 +1218,48 @@ class PostgresStore(Store):
             js_if_int_versions=True,
         )
 
+    # -- changing it -----------------------------------------------------------------------
+    def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
+        from ckpt.stores.postgres.writer import refuse_shallow_keep
+
+        if backup:
+            raise BadOption("--backup is for SQLite stores (use pg_dump for Postgres)")
+        refuse_shallow_keep(self, strategy)
+
+    def thread_rows(self, thread_id: str) -> ThreadRows:
+        from ckpt.stores.postgres.writer import thread_rows
+
+        with self.conn.transaction():
+            return thread_rows(self, self.conn, thread_id)
+
+    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
+        if into is not None:
+            raise BadOption("--into is for SQLite stores")
+        storage = self.storage()
+        for table in storage["tables"]:
+            live, dead = table["live_rows"] or 0, table["dead_rows"] or 0
+            # The heap's share of dead row versions: what VACUUM makes reusable (not what
+            # it gives back to the file system; that takes VACUUM FULL, which locks).
+            table["bloat_estimate_bytes"] = (
+                round(table["table_bytes"] * dead / (live + dead)) if live + dead else 0
+            )
+        statement = "VACUUM (ANALYZE) " + ", ".join(t["table"] for t in storage["tables"])
+        return {"statement": statement, "tables": storage["tables"]}
+
+    def writer(self, *, timeout: float | None) -> Writer:
+        from ckpt.stores.postgres.writer import PostgresWriter
+
+        return PostgresWriter(self, self._spec, timeout=timeout)
+
     def encrypted_sample(self) -> tuple[str, bytes] | None:
         # The JSONB bodies and metadata stay plain (format.md §2.7): blobs and writes hold what
         # EncryptedSerializer encrypted.
-        tables = [("{bl}", "blob")] if self.has_blobs else []
-        if self.has_writes:
+        tables = [("{bl}", "blob")] if self.layout.has_blobs else []
+        if self.layout.has_writes:
             tables.append(("{wr}", "blob"))
         for table, column in tables:
             rows = self._rows(
-                self._sql(
+                self.layout.sql(
                     f"SELECT type, {column} FROM {table} WHERE type LIKE '%%+%%' "
                     f"AND type NOT LIKE 'null+%%' AND {column} IS NOT NULL LIMIT 1"
                 )

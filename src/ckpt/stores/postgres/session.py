@@ -1,9 +1,11 @@
-"""The Postgres reader's connection: read-only, time-limited, its errors told without passwords."""
+"""A Postgres store's connection: read-only (but for the writer's), time-limited, its errors
+told without passwords."""
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
@@ -30,7 +32,7 @@ class PgSession:
     """
 
     def __init__(self, spec: str, *, timeout: float | None = None, writable: bool = False) -> None:
-        # `writable`: for `ckpt prune --apply` and `vacuum --apply` only (ckpt.writers).
+        # `writable`: for `ckpt prune --apply` and `vacuum --apply` only (PostgresWriter).
         self.writable = writable
         self.pg = _import_psycopg()
         self.secrets = _secrets_of(spec)
@@ -105,6 +107,15 @@ class PgSession:
         # running ..."): joined with "; " so the line still reads as sentences.
         lines = [" ".join(line.split()) for line in text.splitlines()]
         return "; ".join(line for line in lines if line) or type(exc).__name__
+
+    def rows(self, query: Any, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Every row of one statement (binary transfer), its error translated."""
+        try:
+            with self.conn.cursor(binary=True) as cur:
+                cur.execute(query, params)
+                return cur.fetchall()
+        except self.pg.Error as exc:
+            raise self.translate(exc) from None
 
     def translate(self, exc: BaseException) -> CkptError:
         """A psycopg error as the ckpt error to raise: no password, a hint where one helps."""

@@ -1,4 +1,5 @@
-"""`ckpt prune --apply` and `ckpt vacuum --apply` on a PostgresSaver database.
+"""The Postgres Writer: `ckpt prune --apply` and `ckpt vacuum --apply` on a PostgresSaver
+database.
 
 One thread per REPEATABLE READ transaction on a connection of its own, under the same
 statement timeout as every read: the thread's rows are read and planned inside the
@@ -9,9 +10,10 @@ primary key (`= ANY(...)`), never by joining two sets of a thread's rows.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ckpt.errors import StoreBusy, Unsafe
+from ckpt.errors import BadOption, StoreBusy, Unsafe
 from ckpt.prune import (
     BlobRow,
     CheckpointRow,
@@ -22,13 +24,14 @@ from ckpt.prune import (
     WriteRow,
     plan_thread,
 )
-from ckpt.stores.pg_session import PgSession
-from ckpt.writers.rows import metadata_facts
+from ckpt.stores.base import Writer
+from ckpt.stores.postgres.session import PgSession
+from ckpt.stores.prune_rows import metadata_facts
 
 if TYPE_CHECKING:
     from psycopg import Connection
 
-    from ckpt.stores.postgres import PostgresStore
+    from ckpt.stores.postgres.store import PostgresStore
 
 
 def thread_rows(reader: PostgresStore, conn: Connection[Any], thread_id: str) -> ThreadRows:
@@ -36,17 +39,17 @@ def thread_rows(reader: PostgresStore, conn: Connection[Any], thread_id: str) ->
     the reader's table names. A channel holds a value when it is inline in the JSONB or
     its blob at that version is not `empty` (a DeltaChannel snapshot is both)."""
     shallow = reader.shallow
-    version = "b.version" if reader._blob_versions else "NULL::text"
+    version = "b.version" if reader.layout.blob_versions else "NULL::text"
     blobbed = (
         "ARRAY(SELECT v.key FROM jsonb_each_text(coalesce(c.checkpoint->'channel_versions', "
         "'{{}}'::jsonb)) v WHERE EXISTS (SELECT 1 FROM {bl} b WHERE b.thread_id = c.thread_id "
         "AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = v.key"
-        + (" AND b.version = v.value" if reader._blob_versions else "")
+        + (" AND b.version = v.value" if reader.layout.blob_versions else "")
         + " AND b.type <> 'empty'))"
-        if reader.has_blobs
+        if reader.layout.has_blobs
         else "ARRAY[]::text[]"
     )
-    statement = reader._sql(
+    statement = reader.layout.sql(
         "SELECT c.checkpoint_ns, {id}, {parent}, "
         "CASE WHEN jsonb_typeof(c.checkpoint->'v') = 'number' THEN (c.checkpoint->>'v')::int "
         "END, c.metadata, "
@@ -85,39 +88,40 @@ def thread_rows(reader: PostgresStore, conn: Connection[Any], thread_id: str) ->
             [
                 WriteRow(ns, cid, channel, int(size or 0))
                 for ns, cid, channel, size in cur.execute(
-                    reader._sql(
+                    reader.layout.sql(
                         "SELECT w.checkpoint_ns, w.checkpoint_id, w.channel, octet_length(w.blob) "
                         "FROM {wr} w WHERE w.thread_id = %s"
                     ),
                     (thread_id,),
                 )
             ]
-            if reader.has_writes
+            if reader.layout.has_writes
             else []
         )
         blobs = (
             [
                 BlobRow(ns, channel, blob_version, int(size or 0))
                 for ns, channel, blob_version, size in cur.execute(
-                    reader._sql(
+                    reader.layout.sql(
                         f"SELECT b.checkpoint_ns, b.channel, {version}, octet_length(b.blob) "
                         "FROM {bl} b WHERE b.thread_id = %s"
                     ),
                     (thread_id,),
                 )
             ]
-            if reader.has_blobs
+            if reader.layout.has_blobs
             else []
         )
     return ThreadRows(thread_id, checkpoints, writes, blobs)
 
 
-class PostgresWriter:
+class PostgresWriter(Writer):
     """A writable connection beside the read-only reader whose schema detection it uses."""
 
     def __init__(self, reader: PostgresStore, spec: str, *, timeout: float | None) -> None:
         self.reader = reader
         self.session = PgSession(spec, timeout=timeout, writable=True)
+        self.location = self.session.location
         self.conn = self.session.conn
 
     def prune(self, thread_id: str, strategy: Strategy, keep: int) -> ThreadPlan:
@@ -142,26 +146,26 @@ class PostgresWriter:
         return plan
 
     def _apply(self, thread_id: str, plan: NamespacePlan) -> None:
-        sql, reader, ns = self.reader._sql, self.reader, plan.checkpoint_ns
+        sql, reader, ns = self.reader.layout.sql, self.reader, plan.checkpoint_ns
         with self.conn.cursor() as cur:
             if plan.whole:
                 cur.execute(
                     sql("DELETE FROM {cp} c WHERE c.thread_id = %s AND c.checkpoint_ns = %s"),
                     (thread_id, ns),
                 )
-                if reader.has_writes:
+                if reader.layout.has_writes:
                     cur.execute(
                         sql("DELETE FROM {wr} w WHERE w.thread_id = %s AND w.checkpoint_ns = %s"),
                         (thread_id, ns),
                     )
-                if reader.has_blobs:
+                if reader.layout.has_blobs:
                     cur.execute(
                         sql("DELETE FROM {bl} b WHERE b.thread_id = %s AND b.checkpoint_ns = %s"),
                         (thread_id, ns),
                     )
                 return
             if plan.deleted:
-                if reader.has_writes:
+                if reader.layout.has_writes:
                     cur.execute(
                         sql(
                             "DELETE FROM {wr} w WHERE w.thread_id = %s AND w.checkpoint_ns = %s "
@@ -198,16 +202,25 @@ class PostgresWriter:
                 )
 
     # -- vacuum -----------------------------------------------------------------------------
-    def vacuum(self) -> None:
+    def vacuum(self, into: Path | None) -> dict[str, Any]:
+        """The dry run's report, then VACUUM, then the tables as they are after it."""
+        if into is not None:
+            raise BadOption("--into is for SQLite stores")
+        report = self.reader.vacuum_report(into=None)
+        self._vacuum()
+        report["after"] = self.reader.storage()["tables"]
+        return report
+
+    def _vacuum(self) -> None:
         """VACUUM (ANALYZE) the three tables: no lock that blocks readers or writers (not
         FULL), and outside any transaction, as Postgres requires."""
         pg = self.session.pg
         present = {
             "checkpoints": True,
-            "checkpoint_blobs": self.reader.has_blobs,
-            "checkpoint_writes": self.reader.has_writes,
+            "checkpoint_blobs": self.reader.layout.has_blobs,
+            "checkpoint_writes": self.reader.layout.has_writes,
         }
-        tables = [self.reader._tables[name] for name, there in present.items() if there]
+        tables = [self.reader.layout.tables[name] for name, there in present.items() if there]
         statement = pg.sql.SQL("VACUUM (ANALYZE) {}").format(pg.sql.SQL(", ").join(tables))
         try:
             self.conn.execute(statement)
@@ -219,6 +232,7 @@ class PostgresWriter:
 
 
 def refuse_shallow_keep(reader: PostgresStore, strategy: Strategy) -> None:
+    """A shallow store keeps one checkpoint per namespace: only whole threads can go."""
     if reader.shallow and strategy != "delete":
         raise Unsafe(
             f"{reader.location}: a ShallowPostgresSaver store keeps only the latest checkpoint "

@@ -1,4 +1,4 @@
-"""`ckpt prune --apply` and `ckpt vacuum --apply` on a SqliteSaver file.
+"""The SQLite Writer: `ckpt prune --apply` and `ckpt vacuum --apply` on a SqliteSaver file.
 
 One thread per `BEGIN IMMEDIATE` transaction: the write lock is taken first (waiting at
 most the busy timeout), then the thread's rows are read and planned inside that same
@@ -18,7 +18,8 @@ from urllib.parse import quote
 
 from ckpt.errors import CkptError, StoreBusy, StoreCorrupt, StoreNotFound, StoreUnreadable, Unsafe
 from ckpt.prune import NamespacePlan, Strategy, ThreadPlan, ThreadRows, WriteRow, plan_thread
-from ckpt.writers.rows import sqlite_row
+from ckpt.stores.base import Writer
+from ckpt.stores.prune_rows import sqlite_row
 
 CHUNK = 500  # ids per `IN (...)`: far below SQLite's variable limit
 
@@ -51,11 +52,19 @@ def thread_rows(conn: sqlite3.Connection, thread_id: str, aes_key: bytes | None)
     return ThreadRows(thread_id, checkpoints, writes)
 
 
-class SqliteWriter:
+class SqliteWriter(Writer):
     """A read-write connection to an existing SqliteSaver file, for prune and vacuum."""
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout: float = 5.0,
+        aes_key: bytes | None = None,
+    ) -> None:
         self.path = Path(path)
+        self.location = str(path)
+        self.aes_key = aes_key
         if not self.path.is_file():
             raise StoreNotFound(f"{self.path}: no such file")
         self.busy_timeout = busy_timeout
@@ -77,9 +86,7 @@ class SqliteWriter:
         self.has_writes = "writes" in tables
 
     # -- prune ------------------------------------------------------------------------------
-    def prune(
-        self, thread_id: str, strategy: Strategy, keep: int, aes_key: bytes | None
-    ) -> ThreadPlan:
+    def prune(self, thread_id: str, strategy: Strategy, keep: int) -> ThreadPlan:
         """Plan and carry out one thread's prune in one transaction; the plan it ran."""
         conn = self.conn
         try:
@@ -90,7 +97,7 @@ class SqliteWriter:
                 f"{self.busy_timeout:g} s, changed nothing in thread {thread_id!r} and after"
             ) from None
         try:
-            plan = plan_thread(thread_rows(conn, thread_id, aes_key), strategy, keep)
+            plan = plan_thread(thread_rows(conn, thread_id, self.aes_key), strategy, keep)
             if plan.changes:
                 for namespace in plan.namespaces:
                     self._apply(thread_id, namespace)
@@ -171,7 +178,14 @@ class SqliteWriter:
             "disk_needed_bytes": 2 * size,
         }
 
-    def vacuum(self, into: Path | None = None) -> None:
+    def vacuum(self, into: Path | None) -> dict[str, Any]:
+        """VACUUM in place, or VACUUM INTO a new file: the space before and after."""
+        before = self.space()
+        self._vacuum(into)
+        after = self.space() if into is None else None
+        return {"into": str(into) if into else None, "before": before, "after": after}
+
+    def _vacuum(self, into: Path | None) -> None:
         """VACUUM in place (refused while another connection holds the database), or
         VACUUM INTO a new file; then truncate the WAL."""
         conn = self.conn

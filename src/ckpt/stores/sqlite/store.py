@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
-import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypeVar
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from ckpt.errors import (
     CkptError,
     NotACheckpointStore,
     NotFound,
-    StoreCorrupt,
-    StoreNotFound,
     StoreUnreadable,
+    Unsafe,
 )
 from ckpt.model import (
     Checkpoint,
@@ -35,15 +29,15 @@ from ckpt.model import (
     ThreadSummary,
     WriteTotals,
 )
-from ckpt.stores.base import Store
+from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
-from ckpt.stores.columns import typed_sqlite_row
+from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, rows, translate
 from ckpt.vocabulary import FIND_LIMIT
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
+if TYPE_CHECKING:
+    from ckpt.prune import Strategy, ThreadRows
+
 T = TypeVar("T")
-BATCH = 200  # rows fetched per round trip when streaming
-FIRST_BATCH = 8  # ... at first: then twice as many each time (`--limit 3` reads about 8)
 THREADS_PER_BATCH = 200  # latest checkpoints fetched per statement by `threads`
 KEYS_PER_BATCH = 200  # checkpoints fetched per statement by `load_many` (3 parameters each)
 PROBE_STEPS = 10000  # steps (about 2 per namespace) `find_exact` walks before it scans
@@ -65,7 +59,7 @@ class SqliteStore(Store):
     def __init__(self, path: str | os.PathLike[str], *, aes_key: bytes | None = None) -> None:
         super().__init__(str(path), aes_key=aes_key)
         self.path = Path(path)
-        self._link = _connect(self.path)
+        self._link = connect(self.path)
         self.conn = self._link.conn
         self._reading = 0  # methods inside the open read transaction (`_snapshot`)
         try:
@@ -110,7 +104,7 @@ class SqliteStore(Store):
                 f"{self.location}: the file changed while it was read (a writer attached to "
                 "a store in a folder ckpt cannot create side files in); try again"
             )
-        return _translate(exc, self.location)
+        return translate(exc, self.location)
 
     # -- schema ----------------------------------------------------------------------------
     def _detect_schema(self) -> None:
@@ -156,13 +150,13 @@ class SqliteStore(Store):
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
-            return list(_rows(self.conn, sql, params))
+            return list(rows(self.conn, sql, params))
         except sqlite3.Error as exc:
             raise self._error(exc) from None
 
     def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
         try:
-            yield from _rows(self.conn, sql, params)
+            yield from rows(self.conn, sql, params)
         except sqlite3.Error as exc:
             raise self._error(exc) from None
 
@@ -254,7 +248,7 @@ class SqliteStore(Store):
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         found: dict[str, ThreadBytes] = {}
         try:
-            for thread_id, count, size in _rows(
+            for thread_id, count, size in rows(
                 conn,
                 f"SELECT thread_id, count(*), sum(coalesce({_bytes('checkpoint')}, 0) "
                 f"+ coalesce({_bytes('metadata')}, 0)) FROM checkpoints{clause} "
@@ -265,7 +259,7 @@ class SqliteStore(Store):
             if self.has_writes:
                 where, params = self._dump_filter(query, self._w_id, self._w_ns)
                 clause = f" WHERE {' AND '.join(where)}" if where else ""
-                for thread_id, count, size in _rows(
+                for thread_id, count, size in rows(
                     conn,
                     f"SELECT thread_id, count(*), sum(coalesce({_bytes('value')}, 0)) "
                     f"FROM writes{clause} GROUP BY thread_id",
@@ -274,7 +268,7 @@ class SqliteStore(Store):
                     sized = found.setdefault(thread_id, ThreadBytes())
                     sized.writes, sized.write_bytes = count, size or 0
         except sqlite3.Error as exc:
-            raise _translate(exc, self.location) from None
+            raise translate(exc, self.location) from None
         return found
 
     def thread_exists(self, thread_id: str) -> bool:
@@ -809,6 +803,38 @@ class SqliteStore(Store):
                 size=size or 0,
             )
 
+    # -- changing it -----------------------------------------------------------------------
+    def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
+        if self._era == "0.1":
+            raise Unsafe(
+                f"{self.location}: not a SqliteSaver store of langgraph 0.2 or later (its "
+                "tables are langgraph 0.1's); nothing changed"
+            )
+
+    def thread_rows(self, thread_id: str) -> ThreadRows:
+        from ckpt.stores.sqlite.writer import thread_rows
+
+        with self._snapshot():
+            return thread_rows(self.conn, thread_id, self.aes_key)
+
+    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
+        import shutil
+
+        space = self.storage()
+        space["disk_free_bytes"] = shutil.disk_usage(self.path.parent).free
+        # VACUUM writes a copy of the database, then the journal or WAL: up to twice.
+        space["disk_needed_bytes"] = 2 * space["file_bytes"]
+        return {"into": str(into) if into else None, **space}
+
+    def writer(self, *, timeout: float | None) -> Writer:
+        from ckpt.stores.sqlite.writer import SqliteWriter
+
+        # This reader must not stay open beside the writer: SQLite shares one wal-index
+        # mapping per file and process, and a reader that mapped it read-only would make
+        # the writer's first write fail. Every read of the command is done by now.
+        self.close()
+        return SqliteWriter(self.path, busy_timeout=timeout or 5.0, aes_key=self.aes_key)
+
     def fork(self) -> SqliteStore:
         # Its own read-only connection: sqlite3 releases the GIL while a query runs.
         return SqliteStore(self.path, aes_key=self.aes_key)
@@ -827,94 +853,6 @@ class SqliteStore(Store):
 
     def close(self) -> None:
         self._link.close()
-
-
-def _lenient_text(data: bytes) -> str:
-    """TEXT that is not UTF-8 (SQLite stores whatever bytes it is given): each bad byte as
-    a lone surrogate U+DC80-U+DCFF (Python's surrogateescape), so that nothing is lost;
-    the JSON output writes them as \\udcXX escapes, the views as visible escapes."""
-    return data.decode("utf-8", "surrogateescape")
-
-
-def _bindable(params: Sequence[Any]) -> list[Any]:
-    """Parameters sqlite3 can bind: text with lone surrogates (an id read with
-    _lenient_text) goes as its bytes, which match no TEXT value (a lookup by a damaged
-    id finds nothing instead of failing)."""
-    return [
-        p.encode("utf-8", "surrogateescape")
-        if isinstance(p, str) and not p.isascii() and _SURROGATE.search(p)
-        else p
-        for p in params
-    ]
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
-    """The rows of one statement, streamed a batch at a time (FIRST_BATCH rows, then
-    twice as many each time up to BATCH, so that a caller that stops early has made SQLite
-    step no further than it took). sqlite3 refuses a whole
-    statement at the first TEXT value that is not UTF-8; then the connection switches to
-    _lenient_text and the statement runs again, skipping the rows already given (same
-    order, and the same snapshot inside a read transaction).
-
-    A read that begins while a writer rewrites the wal-index header can be told to recover
-    it (SQLITE_READONLY_RECOVERY: a read-only connection cannot) or that it is not ready
-    (READONLY_CANTINIT): the writer is done within milliseconds, so the statement
-    starts again, for up to `_START_PATIENCE` seconds. Once a row is read the snapshot
-    is held and those errors cannot come."""
-    given = 0
-    waited = 0.0
-    while True:
-        try:
-            cursor = conn.execute(sql, _bindable(params))
-            skip = given
-            size = FIRST_BATCH
-            while batch := cursor.fetchmany(size):
-                size = min(size * 2, BATCH)
-                if skip >= len(batch):
-                    skip -= len(batch)
-                    continue
-                rows = batch[skip:]
-                skip = 0
-                given += len(rows)
-                yield from rows
-            return
-        except sqlite3.OperationalError as exc:
-            transient = getattr(exc, "sqlite_errorname", "") in _TRANSIENT_START
-            if transient and given == 0 and waited < _START_PATIENCE:
-                pause = min(0.005 * 2 ** int(waited / 0.005).bit_length(), 0.1)
-                time.sleep(pause)
-                waited += pause
-                continue
-            if "Could not decode to UTF-8" not in str(exc) or conn.text_factory is _lenient_text:
-                raise
-            conn.text_factory = _lenient_text
-
-
-# What a read that starts mid-way through a writer's commit may be told (see _rows).
-_TRANSIENT_START = frozenset({"SQLITE_READONLY_RECOVERY", "SQLITE_READONLY_CANTINIT"})
-_START_PATIENCE = 5.0  # seconds, as the connections' busy timeout
-
-
-def has_checkpoints_table(path: Path) -> bool:
-    """Whether a file is a SQLite store with a `checkpoints` table (discovery): read so
-    that no side file appears beside the files of a folder it merely looks at."""
-    try:
-        link = _connect(path, probe=True)
-    except CkptError:
-        return False
-    try:
-        return bool(
-            link.conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'"
-            ).fetchone()
-        )
-    except sqlite3.Error:
-        return False
-    finally:
-        link.close()
 
 
 def _bytes(column: str) -> str:
@@ -948,226 +886,6 @@ def _merge_writes(
             found.append(pending[1])
             pending = next(writes, None)
         yield row, found
-
-
-@dataclass(frozen=True, slots=True)
-class _Stamp:
-    """What the store file looked like when an immutable read began (see `_connect`)."""
-
-    device: int
-    inode: int
-    size: int
-    mtime_ns: int
-
-
-class _Connection:
-    """A read-only connection and how it was opened (docs/security.md, "Stores are never
-    changed"): which files SQLite may touch depends on the mode."""
-
-    __slots__ = ("conn", "mode", "stamp", "path", "_held")
-
-    def __init__(
-        self,
-        conn: sqlite3.Connection,
-        mode: str,
-        path: Path,
-        stamp: _Stamp | None,
-        held: tuple[int, int] | None,
-    ) -> None:
-        self.conn, self.mode, self.path, self.stamp = conn, mode, path, stamp
-        self._held = held
-
-    def changed(self) -> bool:
-        """An immutable read (a read-only folder) whose file changed under it, or that a
-        writer attached to: its error is not the store's damage."""
-        if self.stamp is None:
-            return False
-        return _stamp(self.path) != self.stamp or Path(f"{self.path}-wal").exists()
-
-    def close(self) -> None:
-        self.conn.close()
-        if self._held is not None:
-            _release(self._held)
-            self._held = None
-
-
-def _stamp(path: Path) -> _Stamp | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return _Stamp(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _size(path: Path) -> int | None:
-    """The size of a side file, None when it is not there (it may go at any moment)."""
-    try:
-        return path.stat().st_size
-    except OSError:
-        return None
-
-
-# The files this process has open through SQLite: (device, inode) -> [header, connections].
-# POSIX drops every fcntl lock a process holds on a file as soon as it closes *any*
-# descriptor of that file, and SQLite's locks are what stop a writer from checkpointing
-# into the file (and deleting its -wal) while ckpt reads it. So while a connection is
-# open, ckpt never opens the file again: a second reader (`threads`' sizes, `fork`,
-# `--db2` naming the same file) reuses the header read the first time.
-_HELD: dict[tuple[int, int], list[Any]] = {}
-_HELD_LOCK = threading.Lock()
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
-
-
-def in_use(path: Path) -> bool:
-    """Whether this process has the file open as a SQLite store right now: then nothing
-    may open it outside SQLite (see _HELD)."""
-    identity = _identity(path)
-    with _HELD_LOCK:
-        return identity is not None and identity in _HELD
-
-
-def _hold(identity: tuple[int, int], header: bytes) -> None:
-    with _HELD_LOCK:
-        entry = _HELD.setdefault(identity, [header, 0])
-        entry[1] += 1
-
-
-def _release(identity: tuple[int, int]) -> None:
-    with _HELD_LOCK:
-        entry = _HELD.get(identity)
-        if entry is not None:
-            entry[1] -= 1
-            if entry[1] <= 0:
-                del _HELD[identity]
-
-
-def _check_file(path: Path) -> tuple[bytes, tuple[int, int] | None]:
-    """The first 100 bytes of the file, after checking that it is there and is SQLite,
-    and the file's identity (None when it could not be told)."""
-    if not path.exists():
-        raise StoreNotFound(f"{path}: no such file")
-    if path.is_dir():
-        raise StoreUnreadable(f"{path}: is a folder, not a SQLite file or a .langgraph_api folder")
-    identity = _identity(path)
-    with _HELD_LOCK:
-        held = _HELD.get(identity) if identity is not None else None
-        if held is not None:
-            return held[0], identity
-    try:
-        with path.open("rb") as handle:
-            header = handle.read(100)
-    except OSError as exc:
-        raise StoreUnreadable(f"{path}: cannot read ({exc.strerror})") from None
-    if not header:
-        raise NotACheckpointStore(f"{path}: empty file, not a checkpoint store")
-    if not header.startswith(SQLITE_MAGIC):
-        raise StoreUnreadable(f"{path}: not a SQLite database")
-    return header, identity
-
-
-# SQLite's answers when a mode cannot be used here (a side file is missing, or cannot be
-# created or opened): the next mode is tried.
-_TRY_NEXT = frozenset(
-    {"SQLITE_CANTOPEN", "SQLITE_READONLY_DIRECTORY", "SQLITE_READONLY_CANTINIT",
-     "SQLITE_READONLY_RECOVERY", "SQLITE_READONLY_CANTLOCK", "SQLITE_READONLY"}
-)  # fmt: skip
-
-
-def _connect(path: Path, *, probe: bool = False) -> _Connection:
-    """Open the store read-only, in the first of these modes that works (docs/security.md):
-
-    * not a WAL file (rollback journal, old stores): `mode=ro`. No side file is made.
-    * WAL, a `-shm` beside it: `mode=ro&readonly_shm=1`. SQLite maps the wal-index
-      read-only: a writer attached keeps it current; with none, SQLite builds the index
-      in its own memory from the -wal. The -shm is never written (no read marks, no
-      recovery), the -wal never either; a missing -wal is created empty.
-    * WAL, no `-shm`: `mode=ro`, SQLite's normal locking. It creates `-shm` (and an
-      empty `-wal`), which stay: a read-only connection cannot remove them. This is
-      the price of a correct read. `immutable=1` would make no file, but it tells SQLite
-      the file cannot change, and a writer that attaches a moment later checkpoints its
-      WAL into the file while ckpt reads it: torn pages, "database disk image is
-      malformed" on a healthy store (issue 15).
-    * none of those (a read-only folder, where SQLite can create no side file, so no
-      WAL-mode writer can attach either): `immutable=1`, unless a non-empty -wal holds
-      commits that only the -shm protocol could read.
-
-    `probe=True` (discovery, which only asks whether a file holds a `checkpoints` table)
-    reads a WAL file with no -wal as immutable: it must not leave files beside every
-    *.db of the folder, and a torn read there only makes a candidate look unreadable.
-    """
-    header, identity = _check_file(path)
-    wal_mode = len(header) > 19 and header[18] == 2
-    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
-    base = f"file:{quote(str(path.resolve()))}?mode=ro"
-    modes: list[str] = []
-    if not wal_mode:
-        modes.append("ro")
-    else:
-        if probe and _size(wal) is None:
-            modes.append("immutable")
-        if _size(shm) is not None:
-            modes.append("readonly_shm")
-        modes.append("ro")
-        if not _size(wal):
-            modes.append("immutable")
-    error: sqlite3.Error | None = None
-    for mode in dict.fromkeys(modes):
-        stamp = _stamp(path) if mode == "immutable" else None
-        uri = (
-            base + {"ro": "", "readonly_shm": "&readonly_shm=1", "immutable": "&immutable=1"}[mode]
-        )
-        try:
-            conn = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
-        except sqlite3.Error as exc:
-            error = error or exc
-            continue
-        conn.row_factory = typed_sqlite_row
-        try:
-            conn.execute("PRAGMA query_only = 1")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.Error as exc:
-            conn.close()
-            if getattr(exc, "sqlite_errorname", "") in _TRY_NEXT:
-                error = error or exc
-                continue
-            raise _translate(exc, str(path)) from None
-        if identity is not None:
-            _hold(identity, header)
-        return _Connection(conn, mode, path, stamp, identity)
-    assert error is not None
-    if wal_mode and _size(wal) and _size(shm) is None:
-        raise StoreUnreadable(
-            f"{path}: its -wal holds commits that SQLite can only read by creating a -shm "
-            "beside it, and it cannot here (read-only folder?); copy the store and its "
-            "-wal to a writable folder"
-        )
-    raise _translate(error, str(path)) from None
-
-
-def _translate(exc: sqlite3.Error, location: str) -> CkptError:
-    name = getattr(exc, "sqlite_errorname", "")
-    text = str(exc)
-    if name == "SQLITE_NOTADB" or "not a database" in text:
-        return StoreUnreadable(f"{location}: not a SQLite database")
-    if "Could not decode to UTF-8" in text:
-        # A damaged text column: say so without echoing its raw bytes to the terminal.
-        return StoreCorrupt(f"{location}: corrupt text in a column (not UTF-8)")
-    if name == "SQLITE_CORRUPT" or "malformed" in text:
-        return StoreCorrupt(f"{location}: truncated or corrupt SQLite file ({text})")
-    if name in {"SQLITE_BUSY", "SQLITE_LOCKED"}:
-        return StoreUnreadable(f"{location}: the store is locked by a writer; try again ({text})")
-    if name == "SQLITE_CANTOPEN":
-        return StoreUnreadable(f"{location}: cannot open ({text})")
-    if isinstance(exc, sqlite3.OperationalError) and "no such" in text:
-        return NotACheckpointStore(f"{location}: not a LangGraph checkpoint store ({text})")
-    return StoreUnreadable(f"{location}: {text}")
 
 
 def _batched(items: Iterable[T], size: int, *, first: int | None = None) -> Iterator[list[T]]:
