@@ -117,3 +117,34 @@ def _cli_json(*args: str) -> Any:
 
 def _plain(record: Any) -> Any:
     return json.loads(ckpt.records.dumps(record))  # type: ignore[attr-defined]
+
+
+def test_hidden_values_are_the_librarys_error(
+    encrypted_store: Path, encryption_key: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What encryption hides is decided in the library, so an API user meets the error the
+    CLI exits 6 with: raised with what could be read, or kept when asked to."""
+    monkeypatch.delenv("LANGGRAPH_AES_KEY", raising=False)
+    with ckpt.open(encrypted_store) as store:
+        thread = store.threads(sort="thread")[0]["thread_id"]
+        with pytest.raises(ckpt.EncryptedError, match="pass --aes-key") as raised:
+            store.checkpoint(thread)
+        partial = raised.value.partial
+        assert partial["thread_id"] == thread and partial["metadata"]  # clear text is read
+        with pytest.raises(ckpt.EncryptedError):
+            store.history(thread)
+        with pytest.raises(ckpt.EncryptedError):
+            list(store.dump(threads=[thread]))  # once the stream is read
+    with ckpt.open(encrypted_store, hidden="keep") as store:
+        record = store.checkpoint(thread)
+        assert record["checkpoint_id"] == partial["checkpoint_id"]
+        assert [e.exit_code for e in store.hidden] == [ckpt.ExitCode.ENCRYPTED]
+    with ckpt.open(encrypted_store, aes_key=encryption_key) as store:
+        store.checkpoint(thread)
+        assert list(store.dump(threads=[thread])) and not store.hidden
+
+
+def test_dir_lists_the_api() -> None:
+    names = dir(ckpt)
+    assert {"open", "diff", "NotFound", "CheckpointStore", "ExitCode"} <= set(names)
+    assert not {"Any", "TYPE_CHECKING", "annotations"} & set(names)

@@ -25,8 +25,10 @@ __all__ = [
     "CkptError",
     "DecodeError",
     "EncryptedError",
+    "ExitCode",
     "NotACheckpointStore",
     "NotFound",
+    "NotSupported",
     "RefusedGlobal",
     "StoreCorrupt",
     "StoreNotFound",
@@ -44,8 +46,10 @@ if TYPE_CHECKING:
         CkptError,
         DecodeError,
         EncryptedError,
+        ExitCode,
         NotACheckpointStore,
         NotFound,
+        NotSupported,
         RefusedGlobal,
         StoreCorrupt,
         StoreNotFound,
@@ -74,3 +78,8 @@ def __getattr__(name: str) -> Any:
 
         return getattr(errors, name)
     raise AttributeError(f"module 'ckpt' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # What `dir(ckpt)` and a notebook's completion offer: the API, not this module's imports.
+    return sorted(__all__)
