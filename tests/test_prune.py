@@ -399,7 +399,7 @@ def test_the_streamed_plan_is_the_whole_record(agents: tuple[Path, AgentManifest
             every,
             strategy="keep_last",
             keep=2,
-            on_thread=lambda plan: planned.append(plan.thread_id),
+            on_thread=lambda plan: planned.append(plan["thread_id"]),
         )
         assert planned == []  # nothing is read before the output asks
         pieces = streamed(run)

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ckpt.messages import is_message
-from ckpt.model import CONTROL_CHANNELS, ERROR, INTERRUPT, NULL_TASK_ID, Checkpoint, PendingWrite
+from ckpt.model import (
+    CONTROL_CHANNELS,
+    ERROR,
+    INTERRUPT,
+    NULL_TASK_ID,
+    Checkpoint,
+    PendingWrite,
+    trigger_node,
+)
 from ckpt.tasks import (
     InterruptInfo,
     Shape,
@@ -26,7 +34,6 @@ from ckpt.tasks import (
     pull_node,
     push_index,
     send_node,
-    trigger_node,
 )
 
 Status = Literal["done", "interrupted", "error", "pending", "unknown"]

@@ -32,12 +32,10 @@ from ckpt.records import (
 )
 from ckpt.stores.base import Store
 from ckpt.tasks import Task
-from ckpt.vocabulary import DEFAULT_TIMEOUT, Status
+from ckpt.vocabulary import DEFAULT_TIMEOUT, Status, ThreadSort
 
 if TYPE_CHECKING:
     from ckpt.census import RawRow
-
-ThreadSort = Literal["updated", "thread", "checkpoints", "size", "step", "status"]
 
 
 Hidden = Literal["raise", "keep"]

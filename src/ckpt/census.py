@@ -1124,14 +1124,3 @@ def _store_record(store: Store) -> TypesStoreRecord:
         "era": store.era,
         "era_note": store.era_note,
     }
-
-
-def status_words() -> dict[str, str]:
-    """What each status means, for the human view and docs (one place)."""
-    return {
-        "safe": f"in LangGraph's built-in safe list ({RELEASE})",
-        "allowlist": "needs an allowed_msgpack_modules (json: allowed_json_modules) entry",
-        "blocked": "a method call LangGraph always blocks: no allowlist unblocks it",
-        "ungated": "rebuilt in every mode (numpy arrays: numpy must be installed)",
-        "langchain": "legacy lc:1 object: revived by LangChain's loader, not LangGraph's lists",
-    }

@@ -96,6 +96,7 @@ class PruneRun:
 
     head: dict[str, Any]
     plans: Iterator[tuple[ThreadPlan, bool]]
+    on_thread: Callable[[ThreadPlanRecord], None] | None = None  # hears of each when done
     totals: dict[str, int] = field(
         default_factory=lambda: dict.fromkeys(
             ("checkpoints", "writes", "blobs", "bytes", "threads", "refused"), 0
@@ -106,6 +107,8 @@ class PruneRun:
         totals = self.totals
         for plan, done in self.plans:
             record = plan_record(plan, done)
+            if self.on_thread is not None:
+                self.on_thread(record)
             for key in ("checkpoints", "writes", "blobs", "bytes"):
                 totals[key] += record[key]
             totals["threads"] += bool(record["checkpoints"] or record["writes"] or record["blobs"])
@@ -122,7 +125,7 @@ def prune_run(
     apply: bool = False,
     backup: Path | None = None,
     timeout: float | None = None,
-    on_thread: Callable[[ThreadPlan], None] | None = None,
+    on_thread: Callable[[ThreadPlanRecord], None] | None = None,
 ) -> PruneRun:
     """Plan (and with `apply`, carry out) the prune of the selected threads, a thread at a
     time. The selection is checked and the threads chosen here; each thread is planned (or
@@ -144,17 +147,7 @@ def prune_run(
             (plan_thread(store.backend.thread_rows(thread_id), strategy, keep), False)
             for thread_id in threads
         )
-    if on_thread:
-        plans = _reported(plans, on_thread)
-    return PruneRun(head, plans)
-
-
-def _reported(
-    plans: Iterator[tuple[ThreadPlan, bool]], on_thread: Callable[[ThreadPlan], None]
-) -> Iterator[tuple[ThreadPlan, bool]]:
-    for plan, done in plans:
-        on_thread(plan)
-        yield plan, done
+    return PruneRun(head, plans, on_thread)
 
 
 def _applied(

@@ -269,3 +269,26 @@ class WriteTotals:
     by_namespace: dict[str, int] = field(default_factory=dict)  # checkpoint_ns -> bytes
     on_latest: tuple[int, int] = (0, 0)  # on the newest checkpoint of their namespace
     on_last: tuple[int, int] = (0, 0)  # on one of the newest `keep`
+
+
+# -- channel names (format.md §3.6) ------------------------------------------------------
+
+
+def trigger_node(channel: str) -> str | None:
+    """The node a trigger channel wakes, for every era of channel names (format.md §3.6)."""
+    if channel.startswith("branch:to:"):
+        return channel[len("branch:to:") :]
+    if channel.startswith("join:"):
+        sources_and_node = channel[len("join:") :]
+        _, colon, node = sources_and_node.rpartition(":")
+        return node if colon else None
+    if channel.startswith("start:"):
+        return channel[len("start:") :]
+    if channel.startswith("branch:") and channel.count(":") == 3:
+        return channel.rsplit(":", 1)[-1]
+    return None
+
+
+def is_internal(channel: str) -> bool:
+    """Channels LangGraph keeps for itself rather than the graph's state."""
+    return channel.startswith("__") or trigger_node(channel) is not None

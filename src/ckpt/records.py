@@ -24,6 +24,7 @@ from ckpt.analysis import (
     raised_interrupts,
     status_of,
     still_to_run,
+    task_labels,
     waiting_interrupts,
     why_next_unknown,
     write_outcomes,
@@ -41,6 +42,7 @@ class WriteRecord(TypedDict):
 
     task_id: str
     task_path: str
+    task: str  # who wrote it as every view names it: node, node[i], update_state, input ...
     idx: int
     channel: str
     type: str | None
@@ -588,10 +590,11 @@ class PruneRecord(TypedDict):
 # -- building them -------------------------------------------------------------------------------
 
 
-def write_record(write: PendingWrite) -> WriteRecord:
+def write_record(write: PendingWrite, task: str) -> WriteRecord:
     return {
         "task_id": write.task_id,
         "task_path": write.task_path,
+        "task": task,
         "idx": write.idx,
         "channel": write.channel,
         "type": write.type,
@@ -705,6 +708,7 @@ def checkpoint_record(
     """
     if tasks is None:
         tasks = checkpoint_tasks(checkpoint, namespaces=namespaces or ())
+    labels = task_labels(checkpoint, tasks)
     record: CheckpointRecord = {
         "thread_id": checkpoint.thread_id,
         "checkpoint_ns": checkpoint.checkpoint_ns,
@@ -721,7 +725,7 @@ def checkpoint_record(
         "interrupts": [interrupt_record(i) for i in raised_interrupts(tasks)],
         "pending_sends": checkpoint.pending_sends,
         "pending_writes": (
-            [write_record(w) for w in checkpoint.pending_writes]
+            [write_record(w, labels[w.task_id]) for w in checkpoint.pending_writes]
             if checkpoint.pending_writes is not None
             else None
         ),

@@ -87,3 +87,14 @@ SAFE_MSGPACK_METHODS: Final[frozenset[tuple[str, str, str]]] = frozenset(
         ("datetime", "datetime", "fromisoformat"),
     }
 )
+
+
+def status_words() -> dict[str, str]:
+    """What each status means, for the human view and docs (one place)."""
+    return {
+        "safe": f"in LangGraph's built-in safe list ({RELEASE})",
+        "allowlist": "needs an allowed_msgpack_modules (json: allowed_json_modules) entry",
+        "blocked": "a method call LangGraph always blocks: no allowlist unblocks it",
+        "ungated": "rebuilt in every mode (numpy arrays: numpy must be installed)",
+        "langchain": "legacy lc:1 object: revived by LangChain's loader, not LangGraph's lists",
+    }

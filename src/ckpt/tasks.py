@@ -39,6 +39,7 @@ from ckpt.model import (
     RESUME,
     Checkpoint,
     PendingWrite,
+    trigger_node,
 )
 
 PULL: Final = "__pregel_pull"
@@ -139,26 +140,6 @@ def task_namespace(parent_ns: str, name: str) -> str:
 
 
 # -- the graph's shape ------------------------------------------------------------------------
-
-
-def trigger_node(channel: str) -> str | None:
-    """The node a trigger channel wakes, for every era of channel names (format.md §3.6)."""
-    if channel.startswith("branch:to:"):
-        return channel[len("branch:to:") :]
-    if channel.startswith("join:"):
-        sources_and_node = channel[len("join:") :]
-        _, colon, node = sources_and_node.rpartition(":")
-        return node if colon else None
-    if channel.startswith("start:"):
-        return channel[len("start:") :]
-    if channel.startswith("branch:") and channel.count(":") == 3:
-        return channel.rsplit(":", 1)[-1]
-    return None
-
-
-def is_internal(channel: str) -> bool:
-    """Channels LangGraph keeps for itself rather than the graph's state."""
-    return channel.startswith("__") or trigger_node(channel) is not None
 
 
 def shape_of(checkpoints: Iterable[Checkpoint]) -> Shape:

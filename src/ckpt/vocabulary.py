@@ -1,5 +1,6 @@
-"""Names and limits defined once: thread statuses, the Postgres statement timeout, and how
-many matches an ambiguous id lists. Imported by the CLI at start-up: keep it tiny."""
+"""Names and limits defined once: thread statuses and sort orders, the Postgres statement
+timeout, and how many matches an ambiguous id lists. Imported by the CLI at start-up: keep
+it tiny."""
 
 from __future__ import annotations
 
@@ -8,5 +9,14 @@ from typing import Final, Literal
 Status = Literal["done", "interrupted", "error", "pending", "unknown"]
 # The order `threads --sort status` uses: what needs attention first.
 STATUSES: Final[tuple[Status, ...]] = ("error", "interrupted", "pending", "unknown", "done")
+ThreadSort = Literal["updated", "thread", "checkpoints", "size", "step", "status"]
+THREAD_SORTS: Final[tuple[ThreadSort, ...]] = (
+    "updated",
+    "thread",
+    "checkpoints",
+    "size",
+    "step",
+    "status",
+)
 DEFAULT_TIMEOUT: Final = 5.0  # seconds: the Postgres statement timeout
 FIND_LIMIT: Final = 50  # candidates a store returns for an id fragment

@@ -826,8 +826,12 @@ class _Drawing:
     def renderable(self) -> RenderableType:
         record = self.loaded.record
         if self.mode == "diff":
+            from ckpt.changes import diff_records
+
             assert self.base is not None
-            return views.diff_view(self.base, record, full=self.full)
+            return views.diff_view(
+                self.base, record, diff_records(self.base, record), full=self.full
+            )
         if self.mode == "tasks":
             return views.tasks_view(record, full=self.full)
         if self.mode == "values":

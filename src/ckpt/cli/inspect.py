@@ -23,6 +23,7 @@ from ckpt.cli.options import (
     StoreOptions,
     ThreadSort,
     WhereOpt,
+    parse_where,
     store_options,
 )
 
@@ -36,7 +37,7 @@ def threads(
     store: StoreArg = None,
     sort: Annotated[
         ThreadSort, typer.Option("--sort", help="Order of the rows (updated: newest first).")
-    ] = ThreadSort.updated,
+    ] = ThreadSort.updated,  # type: ignore[attr-defined]
     limit: Annotated[
         int | None,
         typer.Option("--limit", "-n", metavar="N", min=1, help="Show at most N threads."),
@@ -69,7 +70,7 @@ def threads(
     output.local_time = local
     with opened(ctx, store_options, store) as checkpoints:
         records = checkpoints.iter_threads(
-            sort=sort.value,
+            sort=sort.value,  # type: ignore[arg-type]
             limit=limit,
             where=filters,
             status=status.value if status else None,  # type: ignore[arg-type]
@@ -85,13 +86,6 @@ def threads(
             # Nothing on stdout: an empty listing; the explanation is talk, for stderr.
             what = "no threads match" if filters or status else "no threads"
             output.notices([f"{what} in {checkpoints.location}"])
-
-
-def parse_where(text: str) -> tuple[str, str]:
-    key, eq, value = text.partition("=")
-    if not eq or not key:
-        raise typer.BadParameter(f"expected KEY=VALUE, got {text!r}", param_hint="--where")
-    return key, value
 
 
 @store_options

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ckpt.cli.common import opened, state
-from ckpt.cli.inspect import parse_where
 from ckpt.cli.options import (
     JsonOpt,
     StatusOpt,
@@ -20,11 +19,12 @@ from ckpt.cli.options import (
     StoreOptions,
     ThreadsOpt,
     WhereOpt,
+    parse_where,
     store_options,
 )
 
 if TYPE_CHECKING:
-    from ckpt.prune import ThreadPlan
+    from ckpt.records import ThreadPlanRecord
 
 ApplyOpt = Annotated[
     bool, typer.Option("--apply", help="Make the change (without it: print the plan only).")
@@ -108,7 +108,7 @@ def prune(
     output = state(ctx).output
     with opened(ctx, store_options, store) as checkpoints:
 
-        def said(plan: ThreadPlan) -> None:  # progress on stderr, a line per thread
+        def said(plan: ThreadPlanRecord) -> None:  # progress on stderr, a line per thread
             if apply and not json_out and output.stderr.isatty():
                 output.stderr.write(plan_line(plan) + "\n")
 
@@ -132,7 +132,7 @@ def prune(
                 )
             )
         else:
-            output.lines(prune_lines(run, output))
+            output.lines(prune_lines(run.head, run, lambda: run.totals, output))
 
 
 @store_options

@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ckpt.vocabulary import DEFAULT_TIMEOUT, STATUSES
+from ckpt.vocabulary import DEFAULT_TIMEOUT, STATUSES, THREAD_SORTS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -151,13 +151,8 @@ ThreadsOpt = Annotated[
 ]
 
 
-class ThreadSort(StrEnum):
-    updated = "updated"
-    thread = "thread"
-    checkpoints = "checkpoints"
-    size = "size"
-    step = "step"
-    status = "status"
+# The --sort choices: the sort orders of ckpt.vocabulary, in its order.
+ThreadSort = StrEnum("ThreadSort", {sort: sort for sort in THREAD_SORTS})  # type: ignore[misc]
 
 
 # The --status choices: the status vocabulary of ckpt.vocabulary, in its order.
@@ -175,3 +170,11 @@ StatusOpt = Annotated[
     ThreadStatus | None,
     typer.Option("--status", help="Only threads with this status.", show_default=False),
 ]
+
+
+def parse_where(text: str) -> tuple[str, str]:
+    """A --where KEY=VALUE, or the usage error that says what is wrong with it."""
+    key, eq, value = text.partition("=")
+    if not eq or not key:
+        raise typer.BadParameter(f"expected KEY=VALUE, got {text!r}", param_hint="--where")
+    return key, value

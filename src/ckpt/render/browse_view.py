@@ -16,7 +16,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.changes import diff_records
+from ckpt.changes import Change
 from ckpt.messages import is_message
 from ckpt.model import ERROR, INTERRUPT, NULL_TASK_ID
 from ckpt.records import CheckpointRecord, TaskRecord, ThreadRecord, WriteRecord
@@ -318,9 +318,11 @@ def _writes(writes: list[WriteRecord], full: bool) -> Table:
     return table
 
 
-def diff_view(a: CheckpointRecord, b: CheckpointRecord, *, full: bool) -> RenderableType:
-    """`ckpt diff A B`."""
-    return diffview.diff_view(a, b, diff_records(a, b), full=full)
+def diff_view(
+    a: CheckpointRecord, b: CheckpointRecord, changes: list[Change], *, full: bool
+) -> RenderableType:
+    """`ckpt diff A B`, its changes found by the library (ckpt.changes)."""
+    return diffview.diff_view(a, b, changes, full=full)
 
 
 def notice(message: str, style: str = "dim") -> Text:

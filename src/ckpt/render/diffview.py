@@ -15,10 +15,10 @@ from rich.tree import Tree
 from ckpt.changes import IDENTITY_KEYS, STORAGE_KEYS, Change, Item, PathPart
 from ckpt.decoders import parse_version
 from ckpt.messages import is_message
+from ckpt.model import is_internal
 from ckpt.records import CheckpointRecord
 from ckpt.render.human import content_text, role_of, task_labels
 from ckpt.render.text import brief, cut, human_size, short_time, task_name, zone_label
-from ckpt.tasks import is_internal
 
 # Sections in reading order: errors and interrupts, then what the step did, bookkeeping
 # after.

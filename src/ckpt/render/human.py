@@ -12,10 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.analysis import task_label
 from ckpt.decoders import TYPE_KEY, parse_version
 from ckpt.messages import is_message
-from ckpt.model import CONTROL_CHANNELS, INTERRUPT, NULL_TASK_ID
+from ckpt.model import CONTROL_CHANNELS, INTERRUPT, NULL_TASK_ID, is_internal
 from ckpt.records import (
     CheckpointRecord,
     DeltaRecord,
@@ -39,7 +38,6 @@ from ckpt.render.text import (
     zone_label,
 )
 from ckpt.selector import short_id
-from ckpt.tasks import is_internal
 
 ROLE_STYLE = {"human": "bold blue", "ai": "bold green", "tool": "bold magenta", "system": "bold"}
 _STATE_STYLE = {
@@ -152,18 +150,15 @@ def value_view(value: Any, full: bool, last: int | None = None) -> RenderableTyp
 
 
 def task_labels(record: CheckpointRecord) -> dict[str, str]:
-    """Each task id of the record's writes -> its label: the node, `node[i]` for the i-th
-    Send, else what its task path says (ckpt.analysis.task_label)."""
-    tasks = {t["id"]: t for t in record["tasks"] or [] if t["id"]}
+    """Each task id of the record's tasks and writes -> its label: the node, `node[i]` for
+    the i-th Send, else the write's `task` (the library names it)."""
     labels: dict[str, str] = {}
-    for task in tasks.values():
-        index = task["send_index"]
-        labels[task["id"]] = f"{task['name']}[{index}]" if index is not None else task["name"]
+    for task in record["tasks"] or []:
+        if task["id"]:
+            index = task["send_index"]
+            labels[task["id"]] = f"{task['name']}[{index}]" if index is not None else task["name"]
     for write in record["pending_writes"] or []:
-        if write["task_id"] not in labels:
-            labels[write["task_id"]] = task_label(
-                write["task_path"], write["task_id"], record["pending_sends"]
-            )
+        labels.setdefault(write["task_id"], write["task"])
     return labels
 
 

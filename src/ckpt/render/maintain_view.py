@@ -4,32 +4,32 @@ namespace, with what stays and why."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.records import NamespacePlanRecord
+from ckpt.records import NamespacePlanRecord, ThreadPlanRecord
 from ckpt.render.output import Output
-from ckpt.render.plain import _ANSI, SPOOL_BYTES
+from ckpt.render.plain import SPOOL_BYTES, ansi_paint
 from ckpt.render.text import cell_width, clean_line, human_size
 
-if TYPE_CHECKING:
-    from ckpt.maintenance import PruneRun
-    from ckpt.prune import ThreadPlan
 
-
-def plan_line(plan: ThreadPlan) -> str:
+def plan_line(plan: ThreadPlanRecord) -> str:
     """One stderr line per thread while --apply works."""
-    if plan.refused:
-        return f"ckpt: left {plan.thread_id}: {plan.refused}"
-    gone = sum(len(n.deleted) for n in plan.namespaces)
-    return f"ckpt: pruned {plan.thread_id}: {gone} checkpoints"
+    if plan["refused"]:
+        return f"ckpt: left {plan['thread_id']}: {plan['refused']}"
+    return f"ckpt: pruned {plan['thread_id']}: {plan['checkpoints']} checkpoints"
 
 
-def prune_lines(run: PruneRun, output: Output) -> Iterator[str]:
+def prune_lines(
+    head: Mapping[str, Any],
+    threads: Iterable[ThreadPlanRecord],
+    totals: Callable[[], Mapping[str, int]],
+    output: Output,
+) -> Iterator[str]:
     """The plan (or what was done) for people: a row per thread and namespace that loses
     or keeps something, then the totals and the threads left alone. Drawn by hand, as the
     threads table is (ckpt.render.plain): a Rich table of 100,000 rows takes minutes and
@@ -40,14 +40,14 @@ def prune_lines(run: PruneRun, output: Output) -> Iterator[str]:
     colour = output.colour
 
     def paint(text: str, style: str) -> str:
-        return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if colour else text
+        return ansi_paint(text, style, colour=colour)
 
     count = 0
     with (
         tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8") as rows,
         tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8") as left,
     ):
-        for thread in run:
+        for thread in threads:
             count += 1
             if thread["refused"]:
                 left.write(clean_line(f"left alone: {thread['thread_id']}: {thread['refused']}"))
@@ -81,14 +81,14 @@ def prune_lines(run: PruneRun, output: Output) -> Iterator[str]:
             rows.seek(0)
             for row in rows:
                 yield line(row[:-1].split("\0")) + "\n"
-        totals = run.totals
-        applied = run.head["applied"]
+        done = totals()
+        applied = head["applied"]
         verb = "deleted" if applied else "would delete"
         yield (
             paint(
-                f"{verb} {totals['checkpoints']:,} checkpoints, {totals['writes']:,} writes"
-                + (f", {totals['blobs']:,} blobs" if totals["blobs"] else "")
-                + f" ({human_size(totals['bytes'])}) in {totals['threads']:,} of "
+                f"{verb} {done['checkpoints']:,} checkpoints, {done['writes']:,} writes"
+                + (f", {done['blobs']:,} blobs" if done["blobs"] else "")
+                + f" ({human_size(done['bytes'])}) in {done['threads']:,} of "
                 f"{count:,} selected threads",
                 "bold",
             )
@@ -97,19 +97,19 @@ def prune_lines(run: PruneRun, output: Output) -> Iterator[str]:
         left.seek(0)
         for refused in left:
             yield paint(refused[:-1], "yellow") + "\n"
-    if run.head["backup"]:
-        yield f"backup written first: {clean_line(run.head['backup'])}\n"
+    if head["backup"]:
+        yield f"backup written first: {clean_line(head['backup'])}\n"
     if applied:
         yield (
             paint(
                 "the file keeps its size until `ckpt vacuum --apply`"
-                if run.head["store"]["kind"] == "sqlite"
+                if head["store"]["kind"] == "sqlite"
                 else "the space is reused after VACUUM: `ckpt vacuum` shows the statement",
                 "dim",
             )
             + "\n"
         )
-    elif totals["checkpoints"] or totals["writes"]:
+    elif done["checkpoints"] or done["writes"]:
         yield paint("nothing changed: run again with --apply to prune", "dim") + "\n"
 
 

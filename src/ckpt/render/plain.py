@@ -34,6 +34,11 @@ SPOOL_BYTES = 4 << 20  # rows of the threads table kept in memory before a tempo
 _ANSI = {"green": "32", "yellow": "33", "bold red": "1;31", "cyan": "36", "dim": "2", "bold": "1"}
 
 
+def ansi_paint(text: str, style: str, *, colour: bool) -> str:
+    """`text` in one of the few styles the hand-drawn tables use (SGR codes), when colour."""
+    return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if colour and style in _ANSI else text
+
+
 def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[str]:
     """The lines of the table, one row per thread; nothing at all for no threads.
 
@@ -141,7 +146,7 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
         room = max(output.columns() - used, 16) if fitted else 10**9
 
         def paint(text: str, style: str) -> str:
-            return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if colour and style in _ANSI else text
+            return ansi_paint(text, style, colour=colour)
 
         def line(
             cells: list[str], detail: tuple[str, str], status_style: str, short: str = ""

@@ -11,10 +11,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.census import status_words
 from ckpt.records import TypesRecord, TypeUseRecord
 from ckpt.render.output import Output
 from ckpt.render.text import clean_line
+from ckpt.safe_types import status_words
 from ckpt.selector import short_id
 
 _STATUS_STYLE = {
