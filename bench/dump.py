@@ -48,7 +48,8 @@ with open(os.devnull, "w") as out:
 
 DIFF_IN_PROCESS = """
 import sys, time
-from ckpt.changes import diff_checkpoints
+from ckpt.changes import diff_records
+from ckpt.records import checkpoint_record
 from ckpt.model import CheckpointKey
 from ckpt.stores.sqlite import SqliteStore
 store = SqliteStore(sys.argv[1])
@@ -57,7 +58,7 @@ started = time.perf_counter()
 b = store.load(key)
 a = store.load(CheckpointKey(key.thread_id, key.checkpoint_ns, b.parent_checkpoint_id))
 loaded = time.perf_counter()
-changes = diff_checkpoints(a, b)
+changes = diff_records(checkpoint_record(a), checkpoint_record(b))
 done = time.perf_counter()
 print(f"{loaded - started:.4f} {done - loaded:.4f} {len(changes)}")
 """

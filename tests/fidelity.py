@@ -28,7 +28,7 @@ from typing import Any
 from fixtures.fidelity import FidelityCase, load_oracle
 
 from ckpt.decoders import key_from_env_or_arg
-from ckpt.delta import rebuild, thread_loader
+from ckpt.delta import rebuild
 from ckpt.history import thread_tasks
 from ckpt.records import checkpoint_record, thread_record
 from ckpt.stores import open_store
@@ -88,7 +88,7 @@ def compare_case(case: FidelityCase) -> Report:
         threads = {t.thread_id: t for t in store.threads()}
         for thread_id in sorted(threads):
             checkpoints = store.checkpoints(thread_id, values=True)
-            load = thread_loader(checkpoints)
+            load = {c.key: c for c in checkpoints}.get  # parents from the thread in hand
             checkpoints = [replace(c, deltas=rebuild(c, load)) for c in checkpoints]
             tasks = thread_tasks(checkpoints)
             latest: dict[str, Any] = {}

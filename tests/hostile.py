@@ -31,6 +31,8 @@ from typing import Any
 
 import ormsgpack
 
+from ckpt.escapes import UNSAFE_RANGES
+
 PAGE = 4096
 
 
@@ -923,3 +925,9 @@ def sample(
 
 def digest(name: str) -> str:
     return hashlib.sha256(name.encode()).hexdigest()[:8]
+
+
+def is_unsafe(char: str) -> bool:
+    """Whether one character must never reach a terminal raw (ckpt.escapes.UNSAFE_RANGES)."""
+    code = ord(char)
+    return any(first <= code <= last for first, last in UNSAFE_RANGES)

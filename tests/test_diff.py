@@ -16,10 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ckpt.changes import Change, Item, diff_checkpoints, diff_values, json_patch
+from ckpt.changes import Change, Item, diff_records, diff_values, json_patch
 from ckpt.cli import app
 from ckpt.errors import ExitCode
 from ckpt.model import Checkpoint, CheckpointKey
+from ckpt.records import checkpoint_record
 from ckpt.stores.sqlite import SqliteStore
 
 runner = CliRunner()
@@ -411,3 +412,8 @@ def test_a_thread_is_compared_with_its_own_parent(samples: Path, tmp_path: Path)
         ops = json.loads(result.stdout)
         assert not any(op["path"].startswith("/thread_id") for op in ops), ops
         assert not any(op["path"] == "/metadata/note" for op in ops), ops
+
+
+def diff_checkpoints(a: Checkpoint, b: Checkpoint) -> list[Change]:
+    """`diff_records` of two checkpoints loaded with values, each found alone."""
+    return diff_records(checkpoint_record(a), checkpoint_record(b))

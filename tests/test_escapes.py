@@ -23,8 +23,9 @@ from typer.testing import CliRunner
 
 from ckpt.cli import app
 from ckpt.decoders.values import bytes_record, float_record
-from ckpt.escapes import UNSAFE_RANGES, escape_json_text, for_terminal, is_unsafe
+from ckpt.escapes import UNSAFE_RANGES, escape_json_text, for_terminal
 from ckpt.records import as_json, dumps
+from hostile import is_unsafe
 
 runner = CliRunner()
 CKPT = str(Path(sys.executable).parent / "ckpt")

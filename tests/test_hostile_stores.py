@@ -28,9 +28,8 @@ from typing import Final
 import pytest
 
 from ckpt.errors import ExitCode
-from ckpt.escapes import is_unsafe
 from ckpt_runner import Result, Runner
-from hostile import Built, Case, build, cases, sample, value_in
+from hostile import Built, Case, build, cases, is_unsafe, sample, value_in
 from store_files import folder_hashes, unexpected_changes
 
 DATA = Path(__file__).parent / "data"

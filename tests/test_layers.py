@@ -154,3 +154,101 @@ def test_ruff_refuses_a_probe(tmp_path: Path, folder: str, allowed: set[str]) ->
     assert "S307" in report and "S102" in report, report
     for name in ("importlib", "pickle.Unpickler", "typer._click", "rich", "ckpt.render", "textual"):
         assert (f"`{name}` is banned" in report) == (name not in allowed), (name, report)
+
+
+# -- the store boundary (issue 30): stores/base.py is the one place a kind of store meets ----
+
+STORE_KINDS = {"sqlite", "postgres", "pickle", "redis", "mongodb"}
+STORE_CLASSES = {"SqliteStore", "PostgresStore", "PickleStore", "RedisStore", "MongoStore"}
+
+
+def outside_stores() -> list[Path]:
+    return [
+        p for p in sorted(PACKAGE.rglob("*.py")) if "stores" not in p.relative_to(PACKAGE).parts
+    ]
+
+
+def boundary_breaches(path: Path) -> list[str]:
+    """What in one file reaches past the store interface: dispatch on a store's kind, a
+    check against a store class, a store's private attribute, the CLI reading `.raw`."""
+    found = []
+    in_cli = path.relative_to(PACKAGE).parts[0] == "cli"
+    for node in ast.walk(ast.parse(path.read_text())):
+        where = f"{path.relative_to(PACKAGE)}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute):
+            constants = [c.value for c in node.comparators if isinstance(c, ast.Constant)]
+            if node.left.attr == "kind" and STORE_KINDS & set(constants):
+                found.append(f"{where}: dispatch on .kind == {constants}")
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance":
+            named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+            if named & STORE_CLASSES:
+                found.append(f"{where}: isinstance against {sorted(named & STORE_CLASSES)}")
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not (node.attr.startswith("__"))
+        ):
+            owner = node.value
+            name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+            if name in {"store", "backend", "raw", "_store"} or name.endswith("_store"):
+                found.append(f"{where}: private {name}.{node.attr}")
+        if in_cli and isinstance(node, ast.Attribute) and node.attr in {"raw", "backend"}:
+            found.append(f"{where}: .{node.attr} in a command")
+    return found
+
+
+def test_nothing_outside_stores_names_a_kind_of_store() -> None:
+    breaches = [line for path in outside_stores() for line in boundary_breaches(path)]
+    assert breaches == []
+    # Nor imports one: only the interface and the opener.
+    imports = {
+        module: sorted(
+            n
+            for n in names
+            if under(n, "ckpt.stores")
+            and n not in {"ckpt.stores", "ckpt.stores.base"}
+            and not n.startswith(("ckpt.stores.base.", "ckpt.stores.discover"))
+            and n.rsplit(".", 1)[-1] not in {"open_store", "discover", "PICKLE_NAMES"}
+        )
+        for module, names in package_modules().items()
+        if not module.startswith("stores/")
+    }
+    assert {m: n for m, n in imports.items() if n} == {}
+
+
+def test_the_boundary_check_finds_each_breach(tmp_path: Path) -> None:
+    probe = PACKAGE / "cli" / "_probe_layers.py"
+    probe.write_text(
+        "def f(store, checkpoints):\n"
+        "    if store.kind == 'sqlite':\n"
+        "        pass\n"
+        "    if isinstance(store, SqliteStore):\n"
+        "        pass\n"
+        "    store._sql\n"
+        "    checkpoints.raw.aes_key\n"
+    )
+    try:
+        found = boundary_breaches(probe)
+    finally:
+        probe.unlink()
+    assert [line.split(": ", 1)[1].split(" ")[0] for line in found] == [
+        "dispatch",
+        "isinstance",
+        "private",
+        ".raw",
+    ]
+
+
+def test_noqa_names_only_enabled_rules() -> None:
+    """A `# noqa` for a rule ruff does not run silences nothing and misleads the reader."""
+    import re
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    enabled = config["tool"]["ruff"]["lint"]["select"]
+    stale = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for code in re.findall(r"noqa: ([A-Z]+[0-9]+)", line):
+                if not any(code.startswith(prefix) for prefix in enabled):
+                    stale.append(f"{path.relative_to(PACKAGE)}:{number} {code}")
+    assert stale == []

@@ -482,7 +482,7 @@ class CheckpointStore:
         self.close()
 
 
-def open(  # noqa: A001 - the library's entry point, as sqlite3.connect or open()
+def open(  # the library's entry point, named as sqlite3.connect or open() are
     spec: str | os.PathLike[str] | None = None,
     *,
     aes_key: str | bytes | None = None,

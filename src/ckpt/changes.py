@@ -10,8 +10,7 @@ from typing import Any, Final, Literal
 
 from ckpt.analysis import task_label
 from ckpt.messages import is_message
-from ckpt.model import Checkpoint
-from ckpt.records import CheckpointRecord, PatchOperation, as_json, checkpoint_record
+from ckpt.records import CheckpointRecord, PatchOperation, as_json
 
 Kind = Literal["added", "removed", "changed"]
 
@@ -89,11 +88,6 @@ def diff_records(a: CheckpointRecord, b: CheckpointRecord) -> list[Change]:
     the printed JSON, and it compares 1, 1.0 and true as JSON does (as different values).
     """
     return diff_values(as_json(a), as_json(b))
-
-
-def diff_checkpoints(a: Checkpoint, b: Checkpoint) -> list[Change]:
-    """`diff_records` of two checkpoints loaded with values, each found alone."""
-    return diff_records(checkpoint_record(a), checkpoint_record(b))
 
 
 def differs(changes: Sequence[Change]) -> bool:

@@ -199,12 +199,6 @@ def _is_remove(message: Any) -> bool:
     )
 
 
-def thread_loader(checkpoints: list[Checkpoint]) -> ParentLoader:
-    """A parent loader over a thread already in memory."""
-    by_key = {c.key: c for c in checkpoints}
-    return by_key.get
-
-
 def store_loader(store: Any) -> ParentLoader:
     """A parent loader that reads each ancestor from the store (values included)."""
     from ckpt.errors import NotFound

@@ -50,11 +50,6 @@ _UNSAFE_NOT_LAYOUT: Final = re.compile(f"(?![\n\t])[{_class(UNSAFE_RANGES)}]")
 _JSON_UNSAFE: Final = re.compile(f"[{_class(UNSAFE_RANGES[1:])}]")
 
 
-def is_unsafe(char: str) -> bool:
-    """Whether one character must be escaped before it reaches a terminal."""
-    return _UNSAFE.fullmatch(char) is not None
-
-
 def _terminal_escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     if code == 0x0A:

@@ -575,18 +575,6 @@ class ThreadPlanRecord(TypedDict):
     namespaces: list[NamespacePlanRecord]
 
 
-class PruneRecord(TypedDict):
-    """`ckpt prune --json`: the plan (dry run) or what was done (--apply)."""
-
-    store: dict[str, Any]
-    strategy: str
-    keep: int
-    applied: bool
-    backup: str | None
-    threads: list[ThreadPlanRecord]
-    totals: dict[str, int]
-
-
 # -- building them -------------------------------------------------------------------------------
 
 

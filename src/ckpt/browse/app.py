@@ -857,7 +857,7 @@ def _lay_out_safely(drawing: _Drawing, width: int) -> list[Strip]:
         return drawing.lines(width)
     except RecursionError:
         return lay_out(views.notice("a value is nested too deeply to show", "red"), width)
-    except Exception as exc:  # noqa: BLE001 - a view's bug must not end the session
+    except Exception as exc:  # a view's bug must not end the session
         message = f"internal error: {type(exc).__name__}: {exc} (please report it)"
         return lay_out(views.notice(message, "bold red"), width)
 
@@ -868,7 +868,7 @@ def _plain(drawing: _Drawing, width: int) -> str:
 
 def _run_pager(command: list[str], text: str) -> None:
     try:
-        subprocess.run(command, input=text.encode("utf-8"), check=False)  # noqa: S603
+        subprocess.run(command, input=text.encode("utf-8"), check=False)
     except OSError:
         pass
 

@@ -136,7 +136,7 @@ class Session:
                 return  # a long history would hold the GIL while the screen starts
             self.read_history(thread["thread_id"])
             self.read_checkpoint(Key(thread["thread_id"], "", thread["checkpoint_id"]))
-        except Exception:  # noqa: BLE001 - a guess only: the screen's own query reports it
+        except Exception:  # a guess only: the screen's own query reports it
             return
 
     def read_checkpoint(self, key: Key) -> Loaded:

@@ -120,7 +120,7 @@ class RowList(ScrollView, can_focus=True):
         def control(self) -> RowList:
             return self.rows
 
-    def __init__(self, *, id: str | None = None, then: str | None = None) -> None:  # noqa: A002
+    def __init__(self, *, id: str | None = None, then: str | None = None) -> None:
         super().__init__(id=id)
         self.then = then  # the widget Enter moves to (a query)
         self.count = 0
@@ -301,7 +301,7 @@ and when it was last written. The highlighted thread's history opens below.
     ]
     header_lines = 1
 
-    def __init__(self, *, id: str | None = None, then: str | None = None) -> None:  # noqa: A002
+    def __init__(self, *, id: str | None = None, then: str | None = None) -> None:
         super().__init__(id=id, then=then)
         self.threads = ThreadList([])
 
@@ -347,7 +347,7 @@ The cursor starts on the thread's newest checkpoint.
         ),
     ]
 
-    def __init__(self, *, id: str | None = None, then: str | None = None) -> None:  # noqa: A002
+    def __init__(self, *, id: str | None = None, then: str | None = None) -> None:
         super().__init__(id=id, then=then)
         self.history: History | None = None
         self.marked: Key | None = None  # the checkpoint marked for diff
@@ -439,7 +439,7 @@ The threads pane keeps the threads every word matches, as you type:
         Binding("down", "done", "To the list", show=False, priority=True),
     ]
 
-    def __init__(self, *, list_id: str, placeholder: str, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, *, list_id: str, placeholder: str, id: str | None = None) -> None:
         super().__init__(placeholder=placeholder, id=id)
         self.list_id = list_id
 
@@ -477,7 +477,7 @@ the checkpoint's JSON to a file, **p** opens the view in `$PAGER`.
     }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines: Sequence[Strip] = []
         self._width = 0

@@ -131,7 +131,7 @@ class _Scan:
         except Exception as exc:  # IndexError on an empty stack, TypeError, struct.error ...
             raise Unsupported(type(exc).__name__) from None
 
-    def _run(self) -> Any:  # noqa: C901 - one loop, opcodes in order of frequency
+    def _run(self) -> Any:  # one loop, opcodes in order of frequency
         fd = self.fd
         pread = os.pread
         u32, i32, u16 = _U32.unpack_from, _I32.unpack_from, _U16.unpack_from
