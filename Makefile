@@ -26,10 +26,12 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml $(CONSTRAINTS) $(COMPILED) | $(BIN)/python
+	@# A venv made before the distribution was renamed (ckpt -> langgraph-ckpt) holds both.
+	@$(BIN)/python -m pip uninstall --quiet --yes ckpt 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet $(PIP_INSTALL) -e ".[$(EXTRAS)]"
 	@# Packages the lock does not pin at that version: new in pyproject.toml (make lock),
 	@# installed by hand, or, under test-latest, the drift from the lock.
-	@$(BIN)/python -m pip freeze --exclude-editable --exclude ckpt \
+	@$(BIN)/python -m pip freeze --exclude-editable --exclude langgraph-ckpt \
 		| grep -vxFf $(CONSTRAINTS) | sed 's|^|not as in $(CONSTRAINTS): |' || true
 	@# Editable installs get no bytecode; with PYTHONDONTWRITEBYTECODE set every run
 	@# would recompile ckpt (~25 ms of each command's start-up).
@@ -73,7 +75,7 @@ lock:
 	{ echo "# The versions CI tests ckpt against (make test: pip install -c this file)."; \
 	  echo "# Written by make lock: pip freeze of a fresh venv holding the newest releases"; \
 	  echo "# pyproject.toml allows, with every extra, ckpt left out. Do not edit by hand."; \
-	  $(LATEST)/bin/python -m pip freeze --exclude-editable --exclude ckpt; } > $(CONSTRAINTS).new
+	  $(LATEST)/bin/python -m pip freeze --exclude-editable --exclude langgraph-ckpt; } > $(CONSTRAINTS).new
 	mv $(CONSTRAINTS).new $(CONSTRAINTS)
 
 bench: $(STAMP)

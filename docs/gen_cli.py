@@ -26,7 +26,7 @@ that names the candidates.
 
 A store is a SqliteSaver file (every era since langgraph 0.1), a `langgraph dev`
 `.langgraph_api/` folder or one of its `.pckl` files, a PersistentDict pickle file, or
-a `postgresql://` URL (needs `pip install 'ckpt[postgres]'`; libpq `PG*` variables
+a `postgresql://` URL (needs `pip install 'langgraph-ckpt[postgres]'`; libpq `PG*` variables
 fill in what the URL leaves out). Stores are only ever read: SQLite is opened
 read-only, through SQLite's own locking, so reads are right while an application writes
 (a WAL file with no `-shm` gets an empty `-wal` and a `-shm` beside it: see
@@ -77,8 +77,8 @@ WHEN = {
     ExitCode.AMBIGUOUS: "an id prefix matches several checkpoints (they are listed)",
     ExitCode.REFUSED: "a pickle file (PersistentDict, `langgraph dev`) names a global outside "
     "the allowlist; nothing was run. A `pickle`-tagged value inside a store is only listed",
-    ExitCode.MISSING_DEPENDENCY: "an optional extra is needed (`ckpt[postgres]`, `ckpt[demo]`, "
-    "`ckpt[tui]`)",
+    ExitCode.MISSING_DEPENDENCY: "an optional extra is needed (`langgraph-ckpt[postgres]`, "
+    "`langgraph-ckpt[demo]`, `langgraph-ckpt[tui]`)",
     ExitCode.BUSY: "`prune`/`vacuum --apply`: another connection held the store past "
     "`--timeout`; the thread being pruned was rolled back (threads before it stay pruned)",
     ExitCode.UNSAFE: "`prune`/`vacuum`: refused as unsafe (a `langgraph dev` folder a server "

@@ -53,3 +53,30 @@ def test_python_dash_m_and_lazy_startup() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "Usage: ckpt" in out.stdout
     assert "HEAVY []" in out.stdout
+
+
+def test_install_hints_name_this_distribution_and_its_extras() -> None:
+    """Every `pip install` hint names the distribution of pyproject.toml (not `ckpt`, an
+    unrelated PyPI project) and an extra it defines."""
+    import re
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    extras = set(project["optional-dependencies"])
+    from ckpt.vocabulary import DISTRIBUTION, install_hint
+
+    assert project["name"] == DISTRIBUTION
+    texts = {
+        str(p.relative_to(root)): p.read_text()
+        for p in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+        + sorted((root / "src" / "ckpt").rglob("*.py"))
+    }
+    found = 0
+    for name, text in texts.items():
+        assert not re.search(r"[\s'`(]ckpt\[", text), f"{name}: an install hint names `ckpt`"
+        for extras_named in re.findall(rf"{re.escape(DISTRIBUTION)}\[([a-z,]+)\]", text):
+            assert set(extras_named.split(",")) <= extras, (name, extras_named)
+            found += 1
+    assert found >= 5
+    assert install_hint("tui") == f"pip install '{DISTRIBUTION}[tui]'"

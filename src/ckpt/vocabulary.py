@@ -18,5 +18,14 @@ THREAD_SORTS: Final[tuple[ThreadSort, ...]] = (
     "step",
     "status",
 )
+# What `pip install` takes (the PyPI project `ckpt` is an unrelated one): install hints.
+DISTRIBUTION: Final = "langgraph-ckpt"
+
+
+def install_hint(extra: str) -> str:
+    """`pip install 'langgraph-ckpt[EXTRA]'`: the one spelling of every install hint."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
+
+
 DEFAULT_TIMEOUT: Final = 5.0  # seconds: the Postgres statement timeout
 FIND_LIMIT: Final = 50  # candidates a store returns for an id fragment

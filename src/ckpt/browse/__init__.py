@@ -10,12 +10,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from ckpt.errors import BadOption, MissingDependency
+from ckpt.vocabulary import install_hint
 
 if TYPE_CHECKING:
     from ckpt.api import CheckpointStore
     from ckpt.browse.session import StoreSpec
 
-EXTRA_HINT = "ckpt browse needs Textual: pip install 'ckpt[tui]'"
+EXTRA_HINT = f"ckpt browse needs Textual: {install_hint('tui')}"
 
 
 def require_textual() -> None:

@@ -27,7 +27,7 @@ def browse(
     *,
     store_options: StoreOptions,
 ) -> None:
-    """Browse a store interactively: threads, history, checkpoints, diffs (ckpt[tui]).
+    """Browse a store interactively: threads, history, checkpoints, diffs (langgraph-ckpt[tui]).
 
     Read-only, keyboard first: ? shows the keys of every pane, ctrl+p the commands, q quits.
     Example: ckpt browse chat.sqlite --thread support-1

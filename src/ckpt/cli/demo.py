@@ -7,7 +7,9 @@ from typing import Annotated, Final
 
 import typer
 
-INSTALL_DEMO: Final = "pip install 'ckpt[demo]'"
+from ckpt.vocabulary import install_hint
+
+INSTALL_DEMO: Final = install_hint("demo")
 
 
 def missing_demo_packages() -> list[str]:
@@ -50,7 +52,8 @@ def demo(
 ) -> None:
     """Write a demo store (chat with tools, interrupts, a failed fan-out, a subgraph, a fork).
 
-    Needs LangGraph: pip install 'ckpt[demo]'. Example: ckpt demo && ckpt threads ckpt-demo.sqlite
+    Needs LangGraph: pip install 'langgraph-ckpt[demo]'.
+    Example: ckpt demo && ckpt threads ckpt-demo.sqlite
     """
     import sqlite3
 

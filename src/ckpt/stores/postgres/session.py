@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from ckpt.errors import CkptError, MissingDependency, NotACheckpointStore, StoreUnreadable
-from ckpt.vocabulary import DEFAULT_TIMEOUT
+from ckpt.vocabulary import DEFAULT_TIMEOUT, install_hint
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -147,7 +147,7 @@ def _import_psycopg() -> ModuleType:
         import psycopg.sql
     except ImportError:
         raise MissingDependency(
-            "reading a Postgres store needs psycopg 3: pip install 'ckpt[postgres]'"
+            f"reading a Postgres store needs psycopg 3: {install_hint('postgres')}"
         ) from None
     return psycopg
 
