@@ -848,7 +848,8 @@ def test_without_textual_one_line_names_the_extra(sqlite_store: Path) -> None:
         [sys.executable, "-c", code, str(sqlite_store)], capture_output=True, text=True
     )
     assert result.returncode == ExitCode.MISSING_DEPENDENCY
-    assert result.stderr == "ckpt: error: ckpt browse needs Textual: pip install 'langgraph-ckpt[tui]'\n"
+    hint = "pip install 'langgraph-ckpt[tui]'"
+    assert result.stderr == f"ckpt: error: ckpt browse needs Textual: {hint}\n"
     assert result.stdout == ""
 
 

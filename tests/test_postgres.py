@@ -893,7 +893,8 @@ def test_missing_psycopg(monkeypatch: pytest.MonkeyPatch) -> None:
         open_store("postgresql://nobody@127.0.0.1:1/none")
     result = run("threads", "postgresql://nobody@127.0.0.1:1/none")
     assert result.exit_code == ExitCode.MISSING_DEPENDENCY
-    assert "langgraph-ckpt[postgres]" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "langgraph-ckpt[postgres]" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_threads_stream_in_the_order_ckpt_sorts(pg_new_database: Callable[[], str]) -> None:
