@@ -229,3 +229,53 @@ def test_dev_folder_with_bytearray_values_reads(agents_dev: Path) -> None:
                 if isinstance(value, dict) and value.get("__ckpt__") == "bytes":
                     found.append(value)
     assert found, "no bytearray value came back as bytes"
+
+
+# -- a functional-API @task that raises -------------------------------------------------------
+
+
+def _explode_flow(saver: Any) -> Any:
+    from langgraph.func import entrypoint, task
+
+    @task
+    def explode(i: int) -> int:
+        raise KeyError(f"no such key {i}")
+
+    @entrypoint(checkpointer=saver)
+    def flow(n: int) -> int:
+        return explode(n).result()
+
+    return flow
+
+
+@pytest.mark.postgres
+def test_a_failed_task_and_its_entrypoint_are_two_errors_as_langgraph_says(
+    tmp_path: Path, pg_new_database: Callable[[], str]
+) -> None:
+    """The entrypoint fails with the @task it awaited: LangGraph's task statuses (read over
+    the latest checkpoint's writes) report both, on every saver; so do ckpt's `errors`, and
+    the table names both tasks on one line."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.pregel._task_status import read_task_statuses
+
+    config: Any = {"configurable": {"thread_id": "explode-1"}}
+    path = tmp_path / "explode.sqlite"
+    dsn = pg_new_database()
+    with closing(sqlite3.connect(path, check_same_thread=False)) as conn:
+        stores: list[tuple[str, Any]] = [(str(path), SqliteSaver(conn))]
+        with PostgresSaver.from_conn_string(dsn) as pg_saver:
+            pg_saver.setup()
+            stores.append((node_dsn(dsn), pg_saver))
+            for spec, saver in stores:
+                with pytest.raises(KeyError):
+                    _explode_flow(saver).invoke(2, config)
+                latest = saver.get_tuple(config)
+                statuses = read_task_statuses(latest.pending_writes)
+                expected = sorted(s.error for s in statuses.values() if s.error)
+                assert len(expected) == 2
+                (thread,) = run_json("threads", spec)
+                assert thread["status"] == "error"
+                assert sorted(thread["errors"]) == expected
+                assert {t["id"] for t in thread["failed_tasks"]} == set(statuses)
+                table = run("threads", spec).stdout
+                assert "flow, flow → task #0: KeyError('no such key 2')" in table, table

@@ -524,3 +524,26 @@ def test_sqlite_store_left_clean(js_build: JsBuild) -> None:
     """The writer closes its connection (WAL checkpointed) and the oracle leaves no side files."""
     siblings = sorted(p.name for p in js_build.sqlite.parent.iterdir() if p.is_file())
     assert siblings == ["js-manifest.json", "js.sqlite"]
+
+
+def test_the_values_view_shows_what_get_state_values_shows(js_build: JsBuild) -> None:
+    """`__pregel_tasks` is LangGraph.js's own channel: getState().values has no such key, so
+    the human view of the values leaves it out; the JSON record keeps the stored channel."""
+    from typer.testing import CliRunner
+
+    from ckpt.cli import app
+
+    thread = js_build.manifest["chat"][0] if "chat" in js_build.manifest else None
+    thread = thread or sorted(js_build.manifest["threads"])[0]
+    args = ["show", thread, "--db", str(js_build.sqlite), "--blobs"]
+    shown = CliRunner().invoke(app, args, env={"COLUMNS": "120"})
+    assert shown.exit_code == 0, shown.stderr
+    assert "channel values" in shown.stdout and "__pregel_tasks" not in shown.stdout
+    record = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    assert "__pregel_tasks" in record["channel_values"]
+    snapshot = next(
+        s
+        for s in js_build.oracles["sqlite"]["snapshots"]
+        if s["checkpoint_id"] == record["checkpoint_id"] and s["checkpoint_ns"] == ""
+    )
+    assert "__pregel_tasks" not in snapshot["values"]

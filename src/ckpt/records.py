@@ -24,6 +24,7 @@ from ckpt.analysis import (
     raised_interrupts,
     status_of,
     still_to_run,
+    task_label,
     task_labels,
     waiting_interrupts,
     why_next_unknown,
@@ -640,6 +641,34 @@ def delta_record(delta: Any) -> DeltaRecord:
     return record
 
 
+def _failed_elsewhere(checkpoint: Checkpoint, due: set[str]) -> list[TaskRecord]:
+    """Tasks with an unfinished `__error__` write that are not among the due tasks, as
+    LangGraph's read_task_statuses reports them (format.md §3.7)."""
+    writes = checkpoint.pending_writes or []
+    labels = {w.task_id: w.task_path for w in writes}
+    found: list[TaskRecord] = []
+    for outcome in write_outcomes(writes):
+        if outcome.error is None or outcome.finished or outcome.task_id in due:
+            continue
+        found.append(
+            {
+                "id": outcome.task_id,
+                "name": task_label(
+                    labels[outcome.task_id], outcome.task_id, checkpoint.pending_sends
+                ),
+                "path": outcome.task_path,
+                "state": "failed",
+                "finished": False,
+                "error": outcome.error,
+                "interrupts": [],
+                "send_index": None,
+                "input": None,
+                "subgraph_ns": None,
+            }
+        )
+    return found
+
+
 def updated_at(checkpoint: Checkpoint) -> str | None:
     """When a checkpoint was written: its `ts`, else the time inside its uuid6 id."""
     if checkpoint.ts:
@@ -656,8 +685,11 @@ def thread_record(thread: ThreadSummary) -> ThreadRecord:
     failed: list[TaskRecord] = []
     if tasks is not None:
         # The failed tasks are already found for the status, their Send arguments
-        # decoded with them: naming them costs no further read.
+        # decoded with them: naming them costs no further read. A task that failed in the
+        # step without being one of them (a functional-API @task its entrypoint awaited)
+        # has its own `__error__` write: LangGraph's task statuses list it too.
         failed = [task_record(t) for t in failed_tasks(tasks)]
+        failed += _failed_elsewhere(latest, {t.id for t in tasks}) if latest else []
         errors = [t["error"] for t in failed]
     else:
         outcomes = write_outcomes(latest.pending_writes or []) if latest else []

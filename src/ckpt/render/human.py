@@ -604,9 +604,12 @@ def _values_view(
         parts.append(Text(f"(unknown: {record.get('next_unknown')})", style="dim"))
     elif stored is None:
         parts.append(Text("(this store keeps no channel values)", style="dim"))
-    elif not stored and not deltas:
+    # What graph.get_state().values shows: LangGraph's own channels (`__start__`, the
+    # trigger channels, LangGraph.js's `__pregel_tasks`) stay in the JSON record only.
+    shown = {k: v for k, v in (stored or {}).items() if not is_internal(k)}
+    if stored is not None and "checkpoint" not in record and not shown and not deltas:
         parts.append(Text("(none)", style="dim"))
-    for name, value in (stored or {}).items():
+    for name, value in shown.items():
         heading = Text(name, style="bold cyan")
         if isinstance(value, dict) and value.get("__ckpt__") == "delta_snapshot":
             heading.append("  (delta channel snapshot)", style="dim")

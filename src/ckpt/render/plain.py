@@ -17,6 +17,7 @@ from ckpt.render.text import (
     failure,
     human_size,
     short_time,
+    task_name,
     today,
     zone_label,
 )
@@ -77,8 +78,16 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
             if record["status"] == "error" and record["failed_tasks"]:
                 failed = record["failed_tasks"]
                 detail, short = failure(failed[0], limit=200), failure(failed[0], 200, False)
-                if len(failed) > 1:
-                    detail += f"  (+{len(failed) - 1} more failed)"
+                # Tasks that failed with the same error (an entrypoint and the @task it
+                # awaited) are one line that names them all.
+                same = [t for t in failed[1:] if t["error"] == failed[0]["error"]]
+                if same and failed[0]["input"] is None:
+                    names = clean_line(", ".join(task_name(t) for t in [failed[0], *same]))
+                    detail = short = f"{names}: {brief(failed[0]['error'], limit=200)}"
+                else:
+                    same = []
+                if len(failed) > 1 + len(same):
+                    detail += f"  (+{len(failed) - 1 - len(same)} more failed)"
             elif record["status"] == "error" and record["errors"]:
                 detail = brief(record["errors"][0], limit=200)
             elif record["status"] == "interrupted" and record["interrupts"]:
