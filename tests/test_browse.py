@@ -556,12 +556,14 @@ def test_diff_with_the_parent_or_the_marked(sqlite_store: Path, manifest: dict[s
         assert browser(pilot).marked == Key(manifest["fork"], "", abandoned)
         await go_to_checkpoint(pilot, continued)
         text = view_text(pilot)
-        assert f"A  {abandoned}" in text and f"B  {continued}" in text
+        # Older to newer, whichever was marked: uuid6 ids sort by time.
+        older, newer = sorted([abandoned, continued])
+        assert f"A  {older}" in text and f"B  {newer}" in text
         assert "A and B are siblings (a fork)" in text
         assert "marked" in str(browser(pilot).query_one("#checkpoint-pane").border_subtitle)
         await press(pilot, "j")
         with ckpt.open(sqlite_store) as store:
-            patch = ckpt.diff(store.checkpoint(abandoned), store.checkpoint(continued))
+            patch = ckpt.diff(store.checkpoint(older), store.checkpoint(newer))
         assert json.loads(view_text(pilot)) == json.loads(dumps(patch))
         await go_to_checkpoint(pilot, abandoned)
         await press(pilot, "m", "j")

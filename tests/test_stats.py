@@ -213,7 +213,7 @@ class Growing(TypedDict):
 
 
 ITEM = "x" * 1000  # msgpack: 3 header bytes + 1000
-STEPS = 12
+STEPS = 24  # root checkpoints: over stats.GROWTH_SAMPLE, so a verdict is given
 
 
 def grow(state: Growing) -> dict[str, Any]:
@@ -271,6 +271,38 @@ def test_growth_of_a_thread_whose_sizes_are_known(growing_store: Path) -> None:
     human = runner.invoke(app, ["stats", str(growing_store)], env={"COLUMNS": "120"})
     assert "items is re-stored in full at every step" in human.stdout
     assert "grows with the square of its steps" in human.stdout
+
+
+class Steady(TypedDict):
+    item: str
+    turn: int
+
+
+def test_no_growth_verdict_on_a_short_or_a_steady_thread(
+    sqlite_store: Path, tmp_path: Path
+) -> None:
+    """fork-1 has 10 checkpoints: too few to say; a thread of 25 checkpoints whose state is
+    replaced at each step (same size) is flat, however its sizes wobble."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+
+    short = stats_json(str(sqlite_store), "--thread", "fork-1")
+    (growth,) = short["growth"]
+    assert growth["checkpoints"] < 20 and growth["shape"] == "too_short"
+    path = tmp_path / "steady.sqlite"
+    builder = StateGraph(Steady)
+    builder.add_node(
+        "step", lambda s: {"item": ITEM[: 500 + 37 * (s["turn"] % 5)], "turn": s["turn"] + 1}
+    )
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", lambda s: END if s["turn"] >= STEPS else "step")
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        graph = builder.compile(checkpointer=SqliteSaver(conn))
+        graph.invoke({"item": "", "turn": 0}, {"configurable": {"thread_id": "steady-1"}})
+    (steady,) = stats_json(str(path))["growth"]
+    assert steady["checkpoints"] >= 20 and steady["shape"] == "flat"
+    human = runner.invoke(app, ["stats", str(path)], env={"COLUMNS": "120"})
+    assert "square of its steps" not in human.stdout
 
 
 # -- health: planted orphans -------------------------------------------------------------------

@@ -303,7 +303,7 @@ class GrowthRecord(TypedDict):
     repeated_share: float
     channel: str | None  # the channel with the most repeated bytes
     channel_repeated_share: float
-    shape: Literal["growing", "flat"]
+    shape: Literal["growing", "flat", "too_short"]
     statement: str | None
     points: list[GrowthPoint]
     sampled: bool

@@ -14,11 +14,12 @@ from __future__ import annotations
 import heapq
 import json
 import re
+import statistics
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import ormsgpack
 
@@ -596,6 +597,26 @@ class _Scan:
         }
 
 
+GROWTH_SAMPLE: Final = 20  # root checkpoints below which no growth verdict is given
+
+
+def _shape(
+    checkpoints: int, sizes: list[int], first: int, last: int
+) -> Literal["growing", "flat", "too_short"]:
+    """Whether a thread's checkpoints keep getting bigger: then the thread grows with the
+    square of its steps (every checkpoint stores the whole state again). Said only over
+    GROWTH_SAMPLE checkpoints or more ("too_short" below), and only of a trend: the later
+    half's median size over 1.5 times the earlier half's, and the newest over twice the
+    first (a dip or one large step is not growth)."""
+    if checkpoints < GROWTH_SAMPLE or len(sizes) < 4:
+        return "too_short"
+    half = len(sizes) // 2
+    early, late = statistics.median(sizes[:half]), statistics.median(sizes[half:])
+    if late > 1.5 * max(early, 1) and last > 2 * max(first, 1):
+        return "growing"
+    return "flat"
+
+
 def _growth(thread_id: str, thread: _Thread) -> GrowthRecord:
     points = thread.points or []
     sampled = len(points) > GROWTH_POINTS
@@ -607,7 +628,9 @@ def _growth(thread_id: str, thread: _Thread) -> GrowthRecord:
         thread.by_channel.items(), key=lambda item: (item[1], item[0]), default=("", 0)
     )
     first = thread.first or 0
-    growing = thread.root_checkpoints >= 3 and thread.last > 2 * max(first, 1)
+    shape = _shape(
+        thread.root_checkpoints, [p["bytes"] for p in thread.points or []], first, thread.last
+    )
     return {
         "thread_id": thread_id,
         "checkpoints": thread.root_checkpoints,
@@ -618,9 +641,7 @@ def _growth(thread_id: str, thread: _Thread) -> GrowthRecord:
         "repeated_share": _share(thread.repeated, total),
         "channel": channel or None,
         "channel_repeated_share": _share(repeated, total),
-        # Checkpoints that keep getting bigger make the thread grow with the square of
-        # its steps: every checkpoint stores the whole state again.
-        "shape": "growing" if growing else "flat",
+        "shape": shape,
         "statement": (
             f"{channel} is re-stored in full at every step: {round(100 * repeated / total)}% "
             "of this thread's bytes are copies of earlier versions"

@@ -819,7 +819,7 @@ class _Drawing:
                 from ckpt.api import diff
 
                 assert self.base is not None
-                return json_lines(diff(self.base, record), self.limit)
+                return json_lines(diff(*_older_first(self.base, record)), self.limit)
             return json_lines(_json_part(self.mode, record), self.limit)
         return lay_out(self.renderable(), width)
 
@@ -829,9 +829,8 @@ class _Drawing:
             from ckpt.changes import diff_records
 
             assert self.base is not None
-            return views.diff_view(
-                self.base, record, diff_records(self.base, record), full=self.full
-            )
+            a, b = _older_first(self.base, record)
+            return views.diff_view(a, b, diff_records(a, b), full=self.full)
         if self.mode == "tasks":
             return views.tasks_view(record, full=self.full)
         if self.mode == "values":
@@ -883,6 +882,16 @@ def _no_base(record: CheckpointRecord) -> str:
         f"checkpoint {record['checkpoint_id']} has no parent in its namespace to compare "
         "with: mark another checkpoint (m) to diff with it"
     )
+
+
+def _older_first(
+    one: CheckpointRecord, other: CheckpointRecord
+) -> tuple[CheckpointRecord, CheckpointRecord]:
+    """A diff goes from the older checkpoint to the newer (uuid6 ids sort by time), whichever
+    of the two was marked: later messages then read as added, never as removed."""
+    if one["checkpoint_id"] <= other["checkpoint_id"]:
+        return one, other
+    return other, one
 
 
 def _mark_text(marked: Key | None) -> Text | None:

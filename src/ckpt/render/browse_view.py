@@ -130,7 +130,8 @@ def thread_detail(record: ThreadRecord | None) -> Text:
     text.append(f"  {record['checkpoints']} checkpoints", style="dim")
     namespaces = [n for n in record["namespaces"] if n]
     if namespaces:
-        text.append(f"  {len(namespaces)} subgraph namespaces", style="dim")
+        plural = "s" if len(namespaces) != 1 else ""
+        text.append(f"  {len(namespaces)} subgraph namespace{plural}", style="dim")
     if record["failed_tasks"]:
         for task in record["failed_tasks"][:3]:
             text.append("\nfailed: ", style="bold red")
