@@ -509,6 +509,17 @@ def test_interrupts_show_their_id_and_answer(sqlite_store: Path, manifest: dict[
         await go_to_thread(pilot, manifest["interrupt_resumed"])
         await press(pilot, "2", "home", "i")
         assert "answered:" in view_text(pilot)
+        # The call that answers it, shown in the checkpoint and copied with one key.
+        await go_to_thread(pilot, manifest["interrupt_waiting"])
+        await press(pilot, "o")
+        waiting_id = ids[manifest["interrupt_waiting"]]
+        unfolded = "".join(view_text(pilot).split())  # the pane folds long lines anywhere
+        assert f'resume={{"{waiting_id}":...}}' in unfolded
+        await press(pilot, "g")
+        assert browser(pilot).clipboard == (
+            f'graph.invoke(Command(resume={{"{waiting_id}": ...}}), '
+            f'{{"configurable": {{"thread_id": "{manifest["interrupt_waiting"]}"}}}})'
+        )
 
     drive(sqlite_store, scenario)
 

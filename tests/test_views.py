@@ -350,3 +350,52 @@ def test_a_thread_whose_rows_are_stored_twice_is_listed_once(samples: Path, tmp_
     assert [t["thread_id"] for t in twice_threads] == [t["thread_id"] for t in pristine_threads]
     for before, after in zip(pristine_threads, twice_threads, strict=True):
         assert after == {**before, "checkpoints": 2 * before["checkpoints"]}
+
+
+# -- paste back into LangGraph (issue 26, 5) -----------------------------------------------------
+
+
+def test_the_printed_calls_run_in_langgraph(tmp_path: Path) -> None:
+    """`show` prints the config of the checkpoint, and for the thread's newest checkpoint the
+    call that answers its interrupts or retries its failed tasks. Pasted into LangGraph with
+    the demo graphs, the resume call answers the interrupt (also one raised in a subgraph)
+    and the retry runs the failed task again."""
+    import sqlite3
+    from contextlib import closing
+
+    from fixtures.build import fixture_warnings
+    from fixtures.graphs import run_scenarios
+    from fixtures.state_oracle import demo_graphs
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.types import Command
+
+    store = tmp_path / "paste.sqlite"
+    with closing(sqlite3.connect(store, check_same_thread=False)) as conn, fixture_warnings():
+        saver = SqliteSaver(conn)
+        manifest = run_scenarios(saver)
+        graphs = demo_graphs(saver)
+        for thread in (manifest["interrupt_waiting"], manifest["subgraph_interrupt"]):
+            code, out, err = run("show", thread, "--db", str(store), width=400)
+            assert code == 0, err
+            lines = {
+                line.split("  ", 1)[0]: line.split("  ", 1)[1].strip()
+                for line in out.split("in LangGraph\n", 1)[1].split("\n\n", 1)[0].splitlines()
+            }
+            config = json.loads(lines["config"])
+            assert config["configurable"]["thread_id"] == thread
+            assert (
+                graphs[thread].get_state(config).config["configurable"]["checkpoint_id"]
+                == (config["configurable"]["checkpoint_id"])
+            )
+            call = lines["resume"].replace("...", '{"approved": True, "answer": "yes"}')
+            eval(call, {"graph": graphs[thread], "Command": Command})
+            after = graphs[thread].get_state({"configurable": {"thread_id": thread}})
+            assert not after.interrupts, (thread, after.interrupts)
+        failed = manifest["fanout_error"]
+        code, out, _ = run("show", failed, "--db", str(store), width=400)
+        retry = next(line for line in out.splitlines() if line.startswith("retry"))
+        before = len(list(saver.list({"configurable": {"thread_id": failed}})))
+        with pytest.raises(ValueError, match="cannot parse"):
+            eval(retry.split("  ", 1)[1].strip(), {"graph": graphs[failed]})
+        # The failed worker ran again from the newest checkpoint: no new step was saved.
+        assert len(list(saver.list({"configurable": {"thread_id": failed}}))) == before

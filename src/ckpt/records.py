@@ -114,6 +114,12 @@ class ThreadRecord(TypedDict):
     metadata: dict[str, Any]
 
 
+class ConfigRecord(TypedDict):
+    """LangGraph's RunnableConfig of one checkpoint: paste it into get_state or invoke."""
+
+    configurable: dict[str, str]
+
+
 class CheckpointRecord(TypedDict):
     """One checkpoint of `show`, `history`, `dump`: LangGraph's own key names, and what
     `get_state(checkpoint_id)` says of it. Body fields ckpt does not model are added
@@ -136,6 +142,7 @@ class CheckpointRecord(TypedDict):
     pending_sends: list[Any]
     pending_writes: list[WriteRecord] | None
     size: int
+    config: ConfigRecord  # what graph.get_state(config) / graph.invoke take for it
     channel_values: NotRequired[dict[str, Any] | None]  # with values only
     delta_channels: NotRequired[dict[str, DeltaRecord]]  # with values, when there are some
     checkpoint: NotRequired[Any]  # the body, when it could not be read
@@ -669,6 +676,41 @@ def _failed_elsewhere(checkpoint: Checkpoint, due: set[str]) -> list[TaskRecord]
     return found
 
 
+PASTE_LIMIT = 2_000  # characters of a config worth pasting; LangGraph's ids are 36
+
+
+def paste_back(record: CheckpointRecord, *, latest: bool) -> list[tuple[str, str]]:
+    """Python to paste into LangGraph for this checkpoint, as (what, code): its `config`;
+    and when it is the newest of its thread's root, the call that answers each interrupt
+    still waiting (`resume`, one entry per id, `...` standing for the answer) or retries
+    the failed tasks (`retry`). Both run the root graph on the thread: LangGraph routes an
+    answer to the subgraph that asked. Nothing when the ids are too long to paste (a
+    hostile store's 10 MB id is shown once, folded, not three times as code)."""
+    config = _py(record["config"])
+    if len(config) > PASTE_LIMIT:
+        return []
+    lines = [("config", config)]
+    if not latest:
+        return lines
+    thread = _py({"configurable": {"thread_id": record["thread_id"]}})
+    waiting = [
+        i["id"]
+        for i in record["interrupts"]
+        if not i["answered"] and 0 < len(i["id"] or "") <= PASTE_LIMIT
+    ]
+    if waiting:
+        answers = ", ".join(f"{_py(i)}: ..." for i in waiting)
+        lines.append(("resume", f"graph.invoke(Command(resume={{{answers}}}), {thread})"))
+    if any(t["state"] == "failed" for t in record["tasks"] or []):
+        lines.append(("retry", f"graph.invoke(None, {thread})"))
+    return lines
+
+
+def _py(value: Any) -> str:
+    """A str-keyed dict of strings as Python source (JSON's spelling is Python's here)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
 def updated_at(checkpoint: Checkpoint) -> str | None:
     """When a checkpoint was written: its `ts`, else the time inside its uuid6 id."""
     if checkpoint.ts:
@@ -750,6 +792,13 @@ def checkpoint_record(
             else None
         ),
         "size": checkpoint.size,
+        "config": {
+            "configurable": {
+                "thread_id": checkpoint.thread_id,
+                "checkpoint_ns": checkpoint.checkpoint_ns,
+                "checkpoint_id": checkpoint.checkpoint_id,
+            }
+        },
     }
     if tasks is None:
         record["next_unknown"] = why_next_unknown(checkpoint) or "unknown"

@@ -202,6 +202,7 @@ class BrowseApp(App[None]):
                 ("c", "copy('selector')", "Copy id", True),
                 ("C", "copy('show')", "Copy show command", False),
                 ("D", "copy('diff')", "Copy diff command", False),
+                ("g", "copy('langgraph')", "Copy LangGraph call", False),
                 ("x", "export", "Export", True),
                 ("p", "pager", "Pager", True),
                 ("r", "reload", "Reload", False),
@@ -690,6 +691,17 @@ class BrowseApp(App[None]):
         self._start(partial(self._copy, what, self.loaded.record), group="copy", exclusive=True)
 
     async def _copy(self, what: str, record: CheckpointRecord) -> None:
+        if what == "langgraph":
+            # The call that acts on the checkpoint: the answer to its interrupts, the retry
+            # of its failed tasks, else its config (ckpt.records.paste_back).
+            from ckpt.records import paste_back
+
+            latest = self.loaded is not None and self.loaded.latest
+            calls = dict(paste_back(record, latest=latest and not record["checkpoint_ns"]))
+            text = calls.get("resume") or calls.get("retry") or calls["config"]
+            self.copy_to_clipboard(text)
+            self.notify(clean_line(text), title="copied", timeout=6)
+            return
         selector = await self._ask("selector", self.session.selector, record, self.history)
         if what == "selector":
             text = shell_join(selector.words())  # pasteable after `ckpt show`
@@ -835,7 +847,11 @@ class _Drawing:
             return views.tasks_view(record, full=self.full)
         if self.mode == "values":
             return views.values_view(record, full=self.full)
-        return views.overview_view(record, latest=self.loaded.latest, full=self.full)
+        from ckpt.records import paste_back
+
+        latest = self.loaded.latest
+        paste = paste_back(record, latest=latest and not record["checkpoint_ns"])
+        return views.overview_view(record, latest=latest, full=self.full, paste=paste)
 
 
 def _json_part(mode: str, record: CheckpointRecord) -> Any:

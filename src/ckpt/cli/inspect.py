@@ -241,7 +241,7 @@ def show(
 
     Example: ckpt show support-1~2 --blobs --db chat.sqlite
     """
-    from ckpt.records import dump_document
+    from ckpt.records import dump_document, paste_back
     from ckpt.render import human
 
     with_values = blobs or bool(channel)
@@ -256,14 +256,16 @@ def show(
                 shown = {k: record[k] for k in keys}  # type: ignore[assignment,literal-required]
             output.lines(dump_document(shown))
         else:
+            latest = checkpoints.is_latest(record)
             view = human.checkpoint_view(
                 record,
                 output,
                 values=with_values,
                 writes_only=writes,
                 full=full,
-                latest=checkpoints.is_latest(record),
+                latest=latest,
                 last=last,
+                paste=paste_back(record, latest=latest and not record["checkpoint_ns"]),
             )
             output.show(view)
 

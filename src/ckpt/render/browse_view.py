@@ -10,7 +10,7 @@ never disagree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -209,10 +209,23 @@ def checkpoint_title(record: CheckpointRecord) -> Text:
     return text
 
 
-def overview_view(record: CheckpointRecord, *, latest: bool, full: bool) -> RenderableType:
-    """`ckpt show`: ids, step, `next`, metadata, versions, Sends and pending writes."""
+def overview_view(
+    record: CheckpointRecord,
+    *,
+    latest: bool,
+    full: bool,
+    paste: Sequence[tuple[str, str]] = (),
+) -> RenderableType:
+    """`ckpt show`: ids, step, `next`, what to paste into LangGraph, metadata, versions,
+    Sends and pending writes."""
     return human.checkpoint_view(
-        record, terminal_output(), values=False, writes_only=False, full=full, latest=latest
+        record,
+        terminal_output(),
+        values=False,
+        writes_only=False,
+        full=full,
+        latest=latest,
+        paste=paste,
     )
 
 

@@ -4,6 +4,7 @@ computes status, `next` or tasks: the records carry them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich import box
@@ -547,8 +548,10 @@ def checkpoint_view(
     full: bool,
     latest: bool = False,
     last: int | None = None,
+    paste: Sequence[tuple[str, str]] = (),
 ) -> RenderableType:
-    """`ckpt show`: the header, metadata, versions, Sends, pending writes and values."""
+    """`ckpt show`: the header, what to paste into LangGraph (ckpt.records.paste_back),
+    metadata, versions, Sends, pending writes and values."""
     parts: list[RenderableType] = []
     header = Table(box=None, show_header=False, pad_edge=False)
     header.add_column(style="bold")
@@ -578,6 +581,9 @@ def checkpoint_view(
     if record["updated_channels"] is not None:
         header.add_row("updated", ", ".join(record["updated_channels"]))
     parts.append(header)
+    if paste:
+        parts.append(Text("\nin LangGraph", style="bold underline"))
+        parts.append(paste_table(paste))
     if not writes_only:
         parts.append(Text("\nmetadata", style="bold underline"))
         parts.append(_kv_table(metadata, full))
@@ -592,6 +598,16 @@ def checkpoint_view(
         parts.append(Text("\nchannel values", style="bold underline"))
         parts.extend(_values_view(record, full, last))
     return Group(*parts)
+
+
+def paste_table(paste: Sequence[tuple[str, str]]) -> Table:
+    """Code to paste, a row each, folded under its own column when the line is narrow."""
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for what, code in paste:
+        table.add_row(what, Text(code, style="green"))
+    return table
 
 
 def _values_view(
