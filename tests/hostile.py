@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 import shutil
 import sqlite3
 import struct
@@ -931,3 +932,27 @@ def is_unsafe(char: str) -> bool:
     """Whether one character must never reach a terminal raw (ckpt.escapes.UNSAFE_RANGES)."""
     code = ord(char)
     return any(first <= code <= last for first, last in UNSAFE_RANGES)
+
+
+def _unsafe_pattern(allowed: str) -> re.Pattern[str]:
+    """One character class of UNSAFE_RANGES less the `allowed` characters."""
+    spans: list[tuple[int, int]] = []
+    for first, last in UNSAFE_RANGES:
+        start = first
+        for code in sorted(ord(char) for char in allowed if first <= ord(char) <= last):
+            if start < code:
+                spans.append((start, code - 1))
+            start = code + 1
+        if start <= last:
+            spans.append((start, last))
+    return re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in spans) + "]")
+
+
+_UNSAFE_BUT_NEWLINE = _unsafe_pattern("\n")
+
+
+def first_unsafe(text: str) -> str | None:
+    """The first character of `text` that is_unsafe, a newline aside (None: none is): one
+    regular expression, as a checker of megabytes of output must be."""
+    found = _UNSAFE_BUT_NEWLINE.search(text)
+    return found.group() if found else None

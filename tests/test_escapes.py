@@ -25,7 +25,7 @@ from ckpt.cli import app
 from ckpt.decoders.values import bytes_record, float_record
 from ckpt.escapes import UNSAFE_RANGES, escape_json_text, for_terminal
 from ckpt.records import as_json, dumps
-from hostile import is_unsafe
+from hostile import first_unsafe, is_unsafe
 
 runner = CliRunner()
 CKPT = str(Path(sys.executable).parent / "ckpt")
@@ -64,6 +64,16 @@ def test_every_code_point() -> None:
         elif tabled and not set(shown) <= PRINTABLE_ASCII:
             wrong.append(f"U+{code:04X} as {shown!r}")
     assert wrong == [], f"{len(wrong)} code points, e.g. {wrong[:10]}"
+
+
+def test_the_hostile_checks_one_pattern_finds_what_the_table_lists() -> None:
+    """tests/hostile.py checks megabytes of output with one regular expression: it finds
+    exactly the code points in_table, a newline aside, and the first of them."""
+    every = "".join(chr(code) for code in range(0x110000))
+    found = [i for i, char in enumerate(every) if first_unsafe(char) is not None]
+    assert found == [code for code in range(0x110000) if in_table(code) and code != 10]
+    assert first_unsafe("ok\nok") is None
+    assert first_unsafe("a\u202eb\x1bc") == "\u202e"
 
 
 def test_the_table_matches_this_pythons_unicode() -> None:
