@@ -7,10 +7,8 @@ EXTRAS := test,postgres,demo,dev,tui
 # on purpose; `make test-latest` runs the suite on the newest releases to see drift first.
 CONSTRAINTS := requirements/ci-constraints.txt
 PIP_INSTALL := -c $(CONSTRAINTS)
-# A new pyproject.toml or lock means a new stamp, hence a reinstall; so does new source of
-# the compiled module (setup.py builds it from these files when the package installs).
-COMPILED := setup.py src/ckpt/stores/pickle_lean.py src/ckpt/stores/pickle_lean.pxd
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CONSTRAINTS) $(COMPILED) | cksum | cut -d' ' -f1)
+# A new pyproject.toml or lock means a new stamp, hence a reinstall.
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CONSTRAINTS) | cksum | cut -d' ' -f1)
 LATEST := .venv-latest
 # e.g. make pytest PYTEST_ARGS='-m "not postgres"' (the tests that need no PostgreSQL server)
 PYTEST_ARGS ?=
@@ -25,13 +23,13 @@ $(BIN)/python:
 	echo '*' > $(VENV)/.gitignore
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml $(CONSTRAINTS) $(COMPILED) | $(BIN)/python
+$(STAMP): pyproject.toml $(CONSTRAINTS) | $(BIN)/python
 	@# A venv made before the distribution was renamed (ckpt -> langgraph-ckpt) holds both.
 	@$(BIN)/python -m pip uninstall --quiet --yes ckpt 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet $(PIP_INSTALL) -e ".[$(EXTRAS)]"
 	@# Packages the lock does not pin at that version: new in pyproject.toml (make lock),
 	@# installed by hand, or, under test-latest, the drift from the lock.
-	@$(BIN)/python -m pip freeze --exclude-editable --exclude langgraph-ckpt \
+	@$(BIN)/python -m pip freeze --all --exclude pip --exclude-editable --exclude langgraph-ckpt \
 		| grep -vxFf $(CONSTRAINTS) | sed 's|^|not as in $(CONSTRAINTS): |' || true
 	@# Editable installs get no bytecode; with PYTHONDONTWRITEBYTECODE set every run
 	@# would recompile ckpt (~25 ms of each command's start-up).
@@ -44,8 +42,8 @@ demo: $(STAMP)
 	$(BIN)/ckpt history support-1 --db demo/chat.sqlite
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests fixtures bench docs setup.py
-	$(BIN)/ruff format --check src tests fixtures bench docs setup.py
+	$(BIN)/ruff check src tests fixtures bench docs
+	$(BIN)/ruff format --check src tests fixtures bench docs
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -75,7 +73,7 @@ lock:
 	{ echo "# The versions CI tests ckpt against (make test: pip install -c this file)."; \
 	  echo "# Written by make lock: pip freeze of a fresh venv holding the newest releases"; \
 	  echo "# pyproject.toml allows, with every extra, ckpt left out. Do not edit by hand."; \
-	  $(LATEST)/bin/python -m pip freeze --exclude-editable --exclude langgraph-ckpt; } > $(CONSTRAINTS).new
+	  $(LATEST)/bin/python -m pip freeze --all --exclude pip --exclude-editable --exclude langgraph-ckpt; } > $(CONSTRAINTS).new
 	mv $(CONSTRAINTS).new $(CONSTRAINTS)
 
 bench: $(STAMP)
@@ -108,7 +106,6 @@ docs: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(LATEST) demo bench/out build .pytest_cache .mypy_cache .ruff_cache .hypothesis
-	rm -f src/ckpt/stores/*.so
 
 # LangGraph.js fixture packages (fixtures/js, used by tests/test_js_fixtures.py). npm ci
 # compiles better-sqlite3 (~1.5 min), so it runs again only when the npm manifests change.

@@ -161,6 +161,23 @@ in turns, one row each, and cold the wall here is the disk's, not the CPU's. Mem
 kept only for the threads its record lists), types 28 MB, dump 26 MB, prune --all
 --keep-last 2 40 MB; on 8 GB every command 21-50 MB.
 
+Measured 2026-12-04 (issue 30: the Cython build dropped; load average ~1.2), the 1.8 GB
+dev folder (`make_store.py --dev-folder ... --checkpoints 100000`), `ckpt threads --json`,
+medians of 5 pairs, warm:
+
+    pass                                     wall    peak   in-process: storage, writes, blobs
+    compiled (Cython, at b394026)            0.78 s  46 MB  0.15 + 0.18 + 0.30 s
+    the same as Python (CKPT_PURE_PYTHON=1)  1.89 s  46 MB  0.48 + 0.59 + 0.70 s
+    Python, ckpt.stores.pickle.lean today    1.86 s  42 MB
+    reading the three files through (floor)  0.22 s  12 MB
+
+The target (within 1.5x of the compiled pass: 1.17 s) is not reached: the pass is one
+Python loop over every opcode (millions here), already fused so that each object and
+the BINPUT after it take one turn; what remains is the interpreter's cost per opcode.
+A development-only format at 1.9 s for 100,000 checkpoints was judged worth a wheel that
+installs anywhere without a compiler. What would reach it without C: scanning the three
+files in parallel processes (about max(0.48, 0.59, 0.70) + start-up on two cores).
+
 A STORE that is a folder is a `langgraph dev` folder (or the project holding one): its
 floor is reading its three pickle files through once, in 1 MB reads, and nothing else.
 

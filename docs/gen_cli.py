@@ -49,7 +49,6 @@ links).
 | `NO_COLOR` | no colour, even on a terminal |
 | `COLUMNS` | width of human output when it is not a terminal (default 120) |
 | `CKPT_DEBUG` | show the Python traceback of an internal error |
-| `CKPT_PURE_PYTHON` | read `langgraph dev` folders by the Python pass, not its compiled copy |
 
 Colour and box drawing appear only when stdout is a terminal. Data goes to stdout,
 errors and notes to stderr as one line: `ckpt: error: ...`.

@@ -344,7 +344,7 @@ def test_pickle_bombs_are_refused_before_unpickling() -> None:
     import io
 
     from ckpt.errors import StoreCorrupt
-    from ckpt.stores.unpickler import load_pickle
+    from ckpt.stores.pickle.unpickler import load_pickle
     from hostile import PICKLES
 
     for name in ("hash-bomb", "memo-bomb", "hash-bomb-p2", "memo-bomb-p2"):

@@ -252,3 +252,48 @@ def test_noqa_names_only_enabled_rules() -> None:
                 if not any(code.startswith(prefix) for prefix in enabled):
                     stale.append(f"{path.relative_to(PACKAGE)}:{number} {code}")
     assert stale == []
+
+
+# -- the distribution (issue 30): pure Python, so pipx and uv install it without a compiler --
+
+
+def test_the_wheel_is_pure_python(tmp_path: Path) -> None:
+    """`pip wheel .` gives one py3-none-any wheel of Python source and py.typed only (built
+    from a copy, so that setuptools' build/ stays out of the checkout)."""
+    import zipfile
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    # What setuptools reads (a setup.py or setup.cfg that came back would build too).
+    for name in ("pyproject.toml", "README.md", "LICENSE", "setup.py", "setup.cfg", "MANIFEST.in"):
+        if (ROOT / name).exists():
+            (tree / name).write_bytes((ROOT / name).read_bytes())
+    for path in PACKAGE.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".so":
+            target = tree / "src" / path.relative_to(ROOT / "src")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-w",
+            str(tmp_path / "wheels"),
+            str(tree),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    wheels = sorted((tmp_path / "wheels").iterdir())
+    assert [w.name.endswith("-py3-none-any.whl") for w in wheels] == [True], wheels
+    with zipfile.ZipFile(wheels[0]) as archive:
+        shipped = {Path(name).suffix for name in archive.namelist() if name.startswith("ckpt/")}
+    assert shipped == {".py", ".typed"}, shipped

@@ -33,11 +33,11 @@ from ckpt.decoders import pickle_globals
 from ckpt.errors import CkptError, ExitCode, RefusedGlobal, StoreCorrupt
 from ckpt.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.stores import discover, open_store
-from ckpt.stores.persistent_dict import PickleStore
-from ckpt.stores.pickle_index import PickleFile, StoredText, Unsupported
-from ckpt.stores.pickle_lean import scan_kept
+from ckpt.stores.pickle.index import PickleFile, StoredText, Unsupported
+from ckpt.stores.pickle.lean import scan_kept
+from ckpt.stores.pickle.store import PickleStore
+from ckpt.stores.pickle.unpickler import load_pickle
 from ckpt.stores.sqlite import SqliteStore
-from ckpt.stores.unpickler import load_pickle
 from hostile import tuple_bomb
 from normalize import normalize
 
@@ -911,7 +911,7 @@ def _read_each(target: Path, *reads: Callable[[PickleStore], Any]) -> tuple[Any,
 def test_threads_only_pass_lists_what_the_full_read_lists(
     dev_folder: Path, name: str, cut: int | None, flips: list[tuple[int, int]]
 ) -> None:
-    """The threads-only pass (stores/pickle_lean.py), and the one-thread passes of show
+    """The threads-only pass (stores/pickle/lean.py), and the one-thread passes of show
     and history, give the same summaries, checkpoints, errors, refused globals and notices
     as reading the three dicts whole, on damaged files too."""
     with PickleStore(dev_folder) as pristine:
@@ -930,8 +930,8 @@ def test_threads_only_pass_lists_what_the_full_read_lists(
 def full_read() -> Iterator[None]:
     """PickleStore reading each file the full way (the restricted unpickler): neither the
     threads-only and one-thread passes nor the whole dicts with their bytes left in the
-    file (stores/pickle_lean.py)."""
-    import ckpt.stores.persistent_dict as persistent_dict
+    file (stores/pickle/lean.py)."""
+    import ckpt.stores.pickle.store as persistent_dict
 
     lean_storage, spanned = persistent_dict._lean_storage, persistent_dict._spanned
     persistent_dict._lean_storage = lambda path: None  # type: ignore[assignment]

@@ -28,8 +28,8 @@ from langgraph.graph import END, START, StateGraph
 import ckpt
 from ckpt.api import CheckpointStore, diff
 from ckpt.model import CheckpointKey
-from ckpt.stores import persistent_dict
-from ckpt.stores.persistent_dict import PickleStore
+from ckpt.stores.pickle import store as persistent_dict
+from ckpt.stores.pickle.store import PickleStore
 from ckpt.stores.sqlite import THREADS_PER_BATCH, SqliteStore
 
 THREADS = THREADS_PER_BATCH + 50  # more than one batch of latest checkpoints
@@ -317,7 +317,7 @@ def test_dev_folder_threads_keeps_only_the_latest(
 ) -> None:
     """`threads` on a dev folder builds none of the store's three dicts: it keeps each
     namespace's count and latest entry, and only those entries' writes and blobs
-    (stores/pickle_lean.py), and lists what reading the whole dicts lists."""
+    (stores/pickle/lean.py), and lists what reading the whole dicts lists."""
     with ckpt.open(dev_folder_of_notes) as store:
         lean = store.threads(sort="thread")
         raw = store.backend

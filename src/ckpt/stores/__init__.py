@@ -41,7 +41,7 @@ def open_store(
         # A pipe (`<(cat db)`) or FIFO: SQLite cannot read one, and opening a FIFO waits.
         raise StoreUnreadable(f"{spec}: not a regular file (a pipe?); copy it to a file first")
     if path.is_dir() or _looks_like_pickle(path):
-        from ckpt.stores.persistent_dict import PickleStore
+        from ckpt.stores.pickle import PickleStore
 
         return PickleStore(path, aes_key=aes_key)
     from ckpt.stores.sqlite import SqliteStore

@@ -34,9 +34,9 @@ from ckpt.model import (
 from ckpt.stores import PICKLE_NAMES
 from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
-from ckpt.stores.lean import materialize, scan_kept, scan_storage
-from ckpt.stores.pickle_index import Namespaces, PickleFile, StoredText, Summary, Unsupported
-from ckpt.stores.unpickler import (
+from ckpt.stores.pickle.index import Namespaces, PickleFile, StoredText, Summary, Unsupported
+from ckpt.stores.pickle.lean import materialize, scan_kept, scan_storage
+from ckpt.stores.pickle.unpickler import (
     Refused,
     collector_paused,
     latin1_bytes,

@@ -77,7 +77,7 @@ def load_pickle(
     raises RefusedGlobal. StoreCorrupt for a truncated or damaged stream. `source` names
     the file in messages. `counted=False` skips counting shared references (see
     expanded_size) for a file whose references are already known to be bounded: one the
-    threads-only pass (ckpt.stores.pickle_lean) read whole.
+    threads-only pass (ckpt.stores.pickle.lean) read whole.
     """
     if counted:
         _check_expansion(file, source)

@@ -7,7 +7,7 @@ as the restricted unpickler would, but drops what the listing does not need as s
 is built, so memory follows the listing and not the file.
 
 It is a pickle machine for the protocol 2 subset PersistentDict writes, and it is
-deliberately stricter than the restricted unpickler (ckpt.stores.unpickler): anything
+deliberately stricter than the restricted unpickler (ckpt.stores.pickle.unpickler): anything
 outside that subset raises `Unsupported`, and the caller then reads the file the full way,
 which accepts, refuses or reports it exactly as before. Among what it turns away:
 
@@ -31,20 +31,15 @@ from __future__ import annotations
 import os
 from typing import Any, Final
 
-from ckpt.stores.pickle_index import CHUNK as _CHUNK
-from ckpt.stores.pickle_index import I32 as _I32
-from ckpt.stores.pickle_index import MAX_NAME as _MAX_NAME
-from ckpt.stores.pickle_index import SHARED_BYTES as _SHARED
-from ckpt.stores.pickle_index import SLACK as _SLACK
-from ckpt.stores.pickle_index import U16 as _U16
-from ckpt.stores.pickle_index import U32 as _U32
-from ckpt.stores.pickle_index import Namespaces, StoredText, Summary, Unsupported
-from ckpt.stores.unpickler import LATIN1
-
-try:  # Cython reads this import itself: `cython.compiled` is True in the compiled copy
-    import cython
-except ImportError:  # pure Python, without Cython installed
-    from ckpt.stores import _cython_absent as cython
+from ckpt.stores.pickle.index import CHUNK as _CHUNK
+from ckpt.stores.pickle.index import I32 as _I32
+from ckpt.stores.pickle.index import MAX_NAME as _MAX_NAME
+from ckpt.stores.pickle.index import SHARED_BYTES as _SHARED
+from ckpt.stores.pickle.index import SLACK as _SLACK
+from ckpt.stores.pickle.index import U16 as _U16
+from ckpt.stores.pickle.index import U32 as _U32
+from ckpt.stores.pickle.index import Namespaces, StoredText, Summary, Unsupported
+from ckpt.stores.pickle.unpickler import LATIN1
 
 _SHARED_BYTES: Final = _SHARED  # bytes values up to this long are text, kept in the memo
 
@@ -65,16 +60,6 @@ _STORAGE_GLOBALS: Final = {
     (b"builtins", b"dict"): _DICT,
 }
 _MARKERS: Final = frozenset(map(id, (_ENCODE, _BYTES, _DEFAULTDICT, _DICT)))
-
-
-def _u32at(buf: bytes, pos: int) -> int:
-    """The little-endian unsigned 32-bit number at `pos`, as `_U32.unpack_from` reads it: in
-    the compiled copy, C arithmetic on the buffer instead of a call (pickle_lean.pxd). In
-    pure Python the call is the faster, and the loop makes it itself."""
-    # Each byte in a 64-bit variable first (the .pxd): shifted as a C int, a high byte
-    # would overflow it and make a length negative.
-    low, second, third, high = buf[pos], buf[pos + 1], buf[pos + 2], buf[pos + 3]
-    return low | second << 8 | third << 16 | high << 24
 
 
 def scan_storage(
@@ -169,7 +154,7 @@ class _Scan:
             op = buf[pos]
             pos += 1
             if op == 0x58:  # BINUNICODE
-                size = _u32at(buf, pos) if cython.compiled else u32(buf, pos)[0]
+                size = u32(buf, pos)[0]
                 pos += 4
                 if base + pos + size > file_size:
                     raise Unsupported("truncated")
@@ -222,7 +207,7 @@ class _Scan:
                         count += 1
                         pos += 2
                     elif op == 0x72:
-                        index = _u32at(buf, pos + 1) if cython.compiled else u32(buf, pos + 1)[0]
+                        index = u32(buf, pos + 1)[0]
                         if index != count:
                             raise Unsupported("memo order")
                         remember(kept)
@@ -239,7 +224,7 @@ class _Scan:
                             index = buf[at + 1]
                             at += 2
                         elif op == 0x6A:
-                            index = _u32at(buf, at + 1) if cython.compiled else u32(buf, at + 1)[0]
+                            index = u32(buf, at + 1)[0]
                             at += 5
                         else:
                             continue
@@ -250,7 +235,7 @@ class _Scan:
                             index = buf[at + 2]
                             at += 3
                         elif op == 0x72:
-                            index = _u32at(buf, at + 2) if cython.compiled else u32(buf, at + 2)[0]
+                            index = u32(buf, at + 2)[0]
                             at += 6
                         else:
                             continue
@@ -261,7 +246,7 @@ class _Scan:
                             index = buf[at + 2]
                             at += 3
                         elif op == 0x72:
-                            index = _u32at(buf, at + 2) if cython.compiled else u32(buf, at + 2)[0]
+                            index = u32(buf, at + 2)[0]
                             at += 6
                         else:
                             continue
@@ -280,11 +265,7 @@ class _Scan:
                                 index = buf[pos + 2]
                                 at = pos + 3
                             elif op == 0x72:
-                                index = (
-                                    _u32at(buf, pos + 2)
-                                    if cython.compiled
-                                    else u32(buf, pos + 2)[0]
-                                )
+                                index = u32(buf, pos + 2)[0]
                                 at = pos + 6
                             else:
                                 continue
@@ -301,7 +282,7 @@ class _Scan:
                         index = buf[pos]
                         pos += 1
                     else:
-                        index = _u32at(buf, pos) if cython.compiled else u32(buf, pos)[0]
+                        index = u32(buf, pos)[0]
                         pos += 4
                     if index >= count or (found := memo[index]) is gone:
                         raise Unsupported("memo reference")
@@ -323,9 +304,7 @@ class _Scan:
                             index = buf[pos + 1]
                             pos += 2
                         else:
-                            index = (
-                                _u32at(buf, pos + 1) if cython.compiled else u32(buf, pos + 1)[0]
-                            )
+                            index = u32(buf, pos + 1)[0]
                             pos += 5
                         if index != count:
                             raise Unsupported("memo order")
@@ -344,7 +323,7 @@ class _Scan:
                     index = buf[pos]
                     pos += 1
                 else:
-                    index = _u32at(buf, pos) if cython.compiled else u32(buf, pos)[0]
+                    index = u32(buf, pos)[0]
                     pos += 4
                 if index != count or not stack:
                     raise Unsupported("memo order")
@@ -371,9 +350,7 @@ class _Scan:
                             index = buf[pos + 1]
                             pos += 2
                         else:
-                            index = (
-                                _u32at(buf, pos + 1) if cython.compiled else u32(buf, pos + 1)[0]
-                            )
+                            index = u32(buf, pos + 1)[0]
                             pos += 5
                         if index != count:
                             raise Unsupported("memo order")
@@ -391,9 +368,7 @@ class _Scan:
                             index = buf[pos + 1]
                             pos += 2
                         else:
-                            index = (
-                                _u32at(buf, pos + 1) if cython.compiled else u32(buf, pos + 1)[0]
-                            )
+                            index = u32(buf, pos + 1)[0]
                             pos += 5
                         if index != count:
                             raise Unsupported("memo order")
@@ -428,9 +403,7 @@ class _Scan:
                             index = buf[pos + 1]
                             pos += 2
                         else:
-                            index = (
-                                _u32at(buf, pos + 1) if cython.compiled else u32(buf, pos + 1)[0]
-                            )
+                            index = u32(buf, pos + 1)[0]
                             pos += 5
                         if index != count:
                             raise Unsupported("memo order")
@@ -451,9 +424,7 @@ class _Scan:
                             index = buf[pos + 1]
                             pos += 2
                         else:
-                            index = (
-                                _u32at(buf, pos + 1) if cython.compiled else u32(buf, pos + 1)[0]
-                            )
+                            index = u32(buf, pos + 1)[0]
                             pos += 5
                         if index != count:
                             raise Unsupported("memo order")

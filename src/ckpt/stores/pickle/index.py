@@ -1,7 +1,7 @@
 """Index a protocol-2 PersistentDict file without unpickling it: bytes values stay in the file.
 
 Used for the `langgraph dev` blobs file (format.md §7.3). The scanner builds plain data only;
-any stream it does not handle is read by the restricted unpickler (ckpt.stores.unpickler).
+any stream it does not handle is read by the restricted unpickler (ckpt.stores.pickle.unpickler).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ckpt.stores.unpickler import LATIN1, collector_paused, load_pickle
+from ckpt.stores.pickle.unpickler import LATIN1, collector_paused, load_pickle
 
 
 class StoredText(int):

@@ -1,0 +1,8 @@
+"""`langgraph dev` stores (format.md §7): pickled PersistentDict files, read without running
+them. store.py is the reader (PickleStore); lean.py the threads-only pass over a file;
+index.py the whole-dict pass with spans; unpickler.py the restricted unpickler that reads
+values, and every file the passes turn away."""
+
+from ckpt.stores.pickle.store import PickleStore
+
+__all__ = ["PickleStore"]
