@@ -1,7 +1,9 @@
-"""Index a protocol-2 PersistentDict file without unpickling it: bytes values stay in the file.
+"""A PersistentDict file read without unpickling it: bytes values stay in the file.
 
-Used for the `langgraph dev` blobs file (format.md §7.3). The scanner builds plain data only;
-any stream it does not handle is read by the restricted unpickler (ckpt.stores.pickle.unpickler).
+The types the pickle passes share (StoredText, Summary, Unsupported) and PickleFile, one
+open file whose values are read when needed. There is one pass over the opcodes
+(lean.py); any stream it does not handle is read by the restricted unpickler
+(ckpt.stores.pickle.unpickler), which also reads every value that is shown.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ckpt.stores.pickle.unpickler import LATIN1, collector_paused, load_pickle
+from ckpt.stores.pickle.unpickler import collector_paused, load_pickle
 
 
 class StoredText(int):
@@ -93,14 +95,16 @@ class PickleFile:
         self.fd = os.open(path, os.O_RDONLY) if fd is None else fd
 
     def load(self, refused: list[str] | None = None) -> Any:
-        """The unpickled object: scanned when the stream is the plain protocol 2 shape
-        PersistentDict writes for the blobs and writes dicts, else unpickled (restricted;
-        the names of refused globals go into `refused`)."""
+        """The unpickled object: scanned by the pass of lean.py when the stream is the plain
+        protocol 2 shape PersistentDict writes (bytes values left in the file), else
+        unpickled (restricted; the names of refused globals go into `refused`)."""
+        from ckpt.stores.pickle.lean import scan_kept  # lean.py builds on this module
+
         try:
             with collector_paused():
-                return self._scan()
-        except Exception:  # the scanner only builds plain data, so any surprise
-            pass  # means not the plain shape, and the restricted unpickler reads it or says why
+                return scan_kept(self.fd, None, check=False)
+        except (Unsupported, OSError):  # not the plain shape: the restricted unpickler
+            pass  # reads it or says why
         # The same open file, not the path again: the dev server replaces its files by
         # renaming a new one over the old (format.md §7.2), and offsets must match what we read.
         with open(os.dup(self.fd), "rb") as handle:
@@ -121,177 +125,3 @@ class PickleFile:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
-
-    def _scan(self) -> Any:
-        """A pickle machine for the opcodes protocol 2 writes for dicts of tuples of str,
-        int, None and bytes; anything else raises Unsupported.
-
-        It only ever builds dicts, tuples, strings, ints and StoredTexts; there is nothing in
-        it that can call or import. The payload of `_codecs.encode(<str>, "latin1")` is
-        skipped, not read: it becomes a StoredText. One loop with the opcodes in order of
-        frequency: this runs ~3 million times for a 100,000-checkpoint blobs file.
-        """
-        fd = self.fd
-        pread = os.pread
-        u32, i32, u16 = U32.unpack_from, I32.unpack_from, U16.unpack_from
-        base = 0  # file offset of buf[0]
-        buf = pread(fd, CHUNK, 0)
-        if buf[:2] != b"\x80\x02":
-            raise Unsupported("not protocol 2")
-        pos = 2
-        limit = len(buf) - SLACK
-        # The memo as a list: the pickler numbers its puts 0, 1, 2... in order, so each
-        # put appends. A dict of int keys cost ~60 bytes an entry (the blobs file of a dev
-        # folder puts ~5 per value); a list slot costs 8. Any other numbering: Unsupported.
-        memo: list[Any] = []
-        remember = memo.append
-        stack: list[Any] = []
-        marks: list[int] = []
-        push = stack.append
-        while True:
-            if pos > limit:
-                base += pos
-                buf = pread(fd, CHUNK, base)
-                pos = 0
-                limit = len(buf) - SLACK
-                if not buf:
-                    raise Unsupported("truncated")
-            op = buf[pos]
-            pos += 1
-            if op == 0x68:  # BINGET
-                push(memo[buf[pos]])
-                pos += 1
-            elif op == 0x72:  # LONG_BINPUT
-                if u32(buf, pos)[0] != len(memo):
-                    raise Unsupported("memo order")
-                remember(stack[-1])
-                pos += 4
-            elif op == 0x6A:  # LONG_BINGET
-                push(memo[u32(buf, pos)[0]])
-                pos += 4
-            elif op == 0x58:  # BINUNICODE
-                size = u32(buf, pos)[0]
-                pos += 4
-                if stack and stack[-1] is _ENCODE_MARK:  # a bytes value
-                    if size <= SHARED_BYTES:
-                        # Read at once: a short value may be shared through the memo (CPython
-                        # keeps one str per character), and where it is a key, it is text.
-                        if pos + size > len(buf):
-                            raise Unsupported("truncated")
-                        push(buf[pos : pos + size].decode("utf-8", "surrogatepass"))
-                    else:
-                        push(StoredText.of(base + pos, size))  # left in the file
-                else:
-                    if pos + size > len(buf):
-                        if size > MAX_NAME:
-                            raise Unsupported("long string")
-                        base += pos
-                        buf = pread(fd, size + CHUNK, base)
-                        pos = 0
-                        limit = len(buf) - SLACK
-                        if len(buf) < size:
-                            raise Unsupported("truncated")
-                    push(buf[pos : pos + size].decode("utf-8", "surrogatepass"))
-                pos += size
-            elif op == 0x86:  # TUPLE2
-                last = stack.pop()
-                stack[-1] = (stack[-1], last)
-            elif op == 0x28:  # MARK
-                marks.append(len(stack))
-            elif op == 0x74:  # TUPLE
-                start = marks.pop()
-                built = tuple(stack[start:])
-                del stack[start:]
-                push(built)
-            elif op == 0x71:  # BINPUT
-                if buf[pos] != len(memo):
-                    raise Unsupported("memo order")
-                remember(stack[-1])
-                pos += 1
-            elif op == 0x52:  # REDUCE
-                args = stack.pop()
-                func = stack.pop()
-                if func is _ENCODE_MARK and len(args) == 2 and args[1] in LATIN1:
-                    push(args[0])  # the StoredText (or str) stands for the bytes
-                elif func is _BYTES_MARK and args == ():
-                    push("")
-                else:
-                    raise Unsupported("REDUCE")
-            elif op == 0x75:  # SETITEMS
-                start = marks.pop()
-                target = stack[start - 1] if start else None
-                if type(target) is not dict:
-                    raise Unsupported("SETITEMS")
-                items = stack[start:]
-                del stack[start:]
-                keys = items[::2]
-                for key in keys:
-                    if type(key) is tuple or type(key) is StoredText:
-                        _check_flat(key)
-                target.update(zip(keys, items[1::2], strict=True))
-            elif op == 0x4B:  # BININT1
-                push(buf[pos])
-                pos += 1
-            elif op == 0x7D:  # EMPTY_DICT
-                push({})
-            elif op == 0x29:  # EMPTY_TUPLE
-                push(())
-            elif op == 0x85:  # TUPLE1
-                stack[-1] = (stack[-1],)
-            elif op == 0x87:  # TUPLE3
-                third = stack.pop()
-                second = stack.pop()
-                stack[-1] = (stack[-1], second, third)
-            elif op == 0x4E:  # NONE
-                push(None)
-            elif op == 0x4A:  # BININT
-                push(i32(buf, pos)[0])
-                pos += 4
-            elif op == 0x4D:  # BININT2
-                push(u16(buf, pos)[0])
-                pos += 2
-            elif op == 0x73:  # SETITEM
-                value = stack.pop()
-                key = stack.pop()
-                if type(stack[-1]) is not dict:
-                    raise Unsupported("SETITEM")
-                if type(key) is tuple or type(key) is StoredText:
-                    _check_flat(key)
-                stack[-1][key] = value
-            elif op == 0x63:  # GLOBAL: only the two the bytes values need
-                end = buf.find(b"\n", pos, pos + SLACK)
-                stop = buf.find(b"\n", end + 1, pos + SLACK)
-                if end < 0 or stop < 0:
-                    raise Unsupported("GLOBAL")
-                name = (buf[pos:end], buf[end + 1 : stop])
-                pos = stop + 1
-                if name == (b"_codecs", b"encode"):
-                    push(_ENCODE_MARK)
-                elif name in _BYTES_NAMES:
-                    push(_BYTES_MARK)
-                else:
-                    raise Unsupported("GLOBAL")  # the unpickler refuses it by name
-            elif op == 0x2E:  # STOP
-                if len(stack) != 1 or marks:
-                    raise Unsupported("STOP")
-                return stack[0]
-            else:
-                raise Unsupported(f"opcode {op:#x}")
-
-
-_BYTES_NAMES: Final = frozenset({(b"__builtin__", b"bytes"), (b"builtins", b"bytes")})
-
-
-def _check_flat(key: Any) -> None:
-    """A dict key of a PersistentDict file is a string or a tuple of strings and numbers.
-
-    A tuple of tuples is left to the restricted unpickler, which counts its shared
-    references first (unpickler.expanded_size): hashing `(t, t)` with t = `(t', t')` ...
-    sixty levels deep, built in a few hundred bytes of memo references, takes 2**60 steps.
-    So is a key holding a bytes value left in the file, which the unpickler reads as text.
-    """
-    for part in key if type(key) is tuple else (key,):
-        if type(part) is tuple:
-            raise Unsupported("a key holding a tuple")
-        if type(part) is StoredText:
-            raise Unsupported("a key holding bytes")
