@@ -1,5 +1,6 @@
 """Names and limits defined once: thread statuses and sort orders, the Postgres statement
-timeout, and how many matches an ambiguous id lists. Imported by the CLI at start-up: keep
+timeout, how many matches an ambiguous id lists, and the file names of a `langgraph dev`
+folder (which finding a store and reading one both need). Imported by the CLI at start-up: keep
 it tiny."""
 
 from __future__ import annotations
@@ -27,5 +28,11 @@ def install_hint(extra: str) -> str:
     return f"pip install '{DISTRIBUTION}[{extra}]'"
 
 
+# The three PersistentDict files of a `langgraph dev` folder: storage, writes, blobs.
+PICKLE_NAMES: Final = (
+    ".langgraph_checkpoint.1.pckl",
+    ".langgraph_checkpoint.2.pckl",
+    ".langgraph_checkpoint.3.pckl",
+)
 DEFAULT_TIMEOUT: Final = 5.0  # seconds: the Postgres statement timeout
 FIND_LIMIT: Final = 50  # candidates a store returns for an id fragment

@@ -7,12 +7,7 @@ from pathlib import Path
 
 from ckpt.errors import StoreNotFound, StoreUnreadable
 from ckpt.stores.base import Store
-
-PICKLE_NAMES = (
-    ".langgraph_checkpoint.1.pckl",
-    ".langgraph_checkpoint.2.pckl",
-    ".langgraph_checkpoint.3.pckl",
-)
+from ckpt.vocabulary import PICKLE_NAMES
 
 
 def is_postgres(spec: str) -> bool:

@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ckpt.stores.pickle.unpickler import collector_paused, load_pickle
+from ckpt.stores.pickle.unpickler import load_pickle
 
 
 class StoredText(int):
@@ -95,16 +95,8 @@ class PickleFile:
         self.fd = os.open(path, os.O_RDONLY) if fd is None else fd
 
     def load(self, refused: list[str] | None = None) -> Any:
-        """The unpickled object: scanned by the pass of lean.py when the stream is the plain
-        protocol 2 shape PersistentDict writes (bytes values left in the file), else
-        unpickled (restricted; the names of refused globals go into `refused`)."""
-        from ckpt.stores.pickle.lean import scan_kept  # lean.py builds on this module
-
-        try:
-            with collector_paused():
-                return scan_kept(self.fd, None, check=False)
-        except (Unsupported, OSError):  # not the plain shape: the restricted unpickler
-            pass  # reads it or says why
+        """The file read by the restricted unpickler (the names of refused globals go
+        into `refused`): for a stream the pass of lean.py turns away."""
         # The same open file, not the path again: the dev server replaces its files by
         # renaming a new one over the old (format.md §7.2), and offsets must match what we read.
         with open(os.dup(self.fd), "rb") as handle:

@@ -31,7 +31,6 @@ from ckpt.model import (
     ThreadBytes,
     ThreadSummary,
 )
-from ckpt.stores import PICKLE_NAMES
 from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
 from ckpt.stores.pickle.index import Namespaces, PickleFile, StoredText, Summary, Unsupported
@@ -43,7 +42,7 @@ from ckpt.stores.pickle.unpickler import (
     load_pickle,
     refused_record,
 )
-from ckpt.vocabulary import FIND_LIMIT
+from ckpt.vocabulary import FIND_LIMIT, PICKLE_NAMES
 
 if TYPE_CHECKING:
     from ckpt.prune import Strategy, ThreadRows
@@ -148,7 +147,11 @@ class PickleStore(Store):
                 if self._blobs_file is not None:  # a failed load, tried again
                     self._blobs_file.close()
                 self._blobs_file = PickleFile(str(path), source=str(path))
-                loaded = self._blobs_file.load(self.refused)
+                try:  # values left in the file (StoredText) by the pass of lean.py
+                    with collector_paused():
+                        loaded = scan_kept(self._blobs_file.fd, None, check=False)
+                except (Unsupported, OSError):  # not the plain shape: the full read
+                    loaded = self._blobs_file.load(self.refused)
             elif role == "writes":
                 if self._writes_file is not None:  # a failed load, tried again
                     self._writes_file.close()
