@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from ckpt.cli import app
 from ckpt.errors import ExitCode
+from ckpt.render.text import cell_width
 
 runner = CliRunner()
 CKPT = str(Path(sys.executable).with_name("ckpt"))
@@ -399,3 +400,160 @@ def test_the_printed_calls_run_in_langgraph(tmp_path: Path) -> None:
             eval(retry.split("  ", 1)[1].strip(), {"graph": graphs[failed]})
         # The failed worker ran again from the newest checkpoint: no new step was saved.
         assert len(list(saver.list({"configurable": {"thread_id": failed}}))) == before
+
+
+# -- views at 80 columns (issue 26, 4) -----------------------------------------------------------
+
+NARROW = {"plain": {}, "terminal": {"CKPT_FORCE_TTY": "1", "NO_COLOR": "1"}}
+_SIZE = r"\b\d+(?:\.\d)? (?:B|KB|MB|GB)\b"
+
+
+def _copy(store: Path, tmp_path: Path, name: str = "chat.sqlite") -> Path:
+    """A copy of the session's store (WAL included), for commands that may change one."""
+    copy = tmp_path / name
+    with closing(sqlite3.connect(store)) as source, closing(sqlite3.connect(copy)) as target:
+        source.backup(target)
+    return copy
+
+
+def run_at(width: int, *args: str, env: dict[str, str] | None = None) -> str:
+    result = runner.invoke(app, list(args), env={"COLUMNS": str(width), **(env or {})})
+    assert result.exit_code in (0, 1), (args, result.stderr)  # diff exits 1: they differ
+    return result.stdout
+
+
+@pytest.mark.parametrize("mode", sorted(NARROW))
+def test_every_view_fits_80_columns(sqlite_store: Path, tmp_path: Path, mode: str) -> None:
+    store = _copy(sqlite_store, tmp_path)
+    db = ("--db", str(store))
+    views = [
+        ["threads", str(store)],
+        ["types", str(store)],
+        ["prune", str(store), "--all"],
+        ["show", "approval-2", "--writes", *db],
+        ["show", "fanout-1", *db],
+        ["show", "subgraph-2", *db],
+        ["diff", "fork-1", *db],
+        ["vacuum", str(store)],
+        ["vacuum", str(store), "--into", str(tmp_path / "copy.sqlite")],
+    ]
+    for args in views:
+        out = run_at(80, *args, env=NARROW[mode])
+        assert "\x1b[" not in out, args  # not a terminal, or NO_COLOR: no styles
+        too_wide = [line for line in out.splitlines() if cell_width(line) > 80]
+        assert not too_wide, (args, too_wide)
+        assert all(line == line.rstrip() for line in out.splitlines()), args
+
+
+def test_threads_at_80_columns_keep_interrupt_ids_and_errors_whole(sqlite_store: Path) -> None:
+    """The id is what Command(resume={id: ...}) needs, the error what went wrong: a detail
+    that does not fit on the row goes under it, whole."""
+    threads = json.loads(run_at(80, "threads", str(sqlite_store), "--json"))
+    ids = [t["interrupts"][0]["id"] for t in threads if t["interrupts"]]
+    errors = [t["failed_tasks"][0]["error"] for t in threads if t["failed_tasks"]]
+    assert ids and errors
+    for mode in NARROW.values():
+        out = run_at(80, "threads", str(sqlite_store), env=mode)
+        for interrupt_id in ids:
+            assert interrupt_id in out
+        for error in errors:
+            assert error in " ".join(out.split())
+        rows = out.splitlines()
+        under = [line for line in rows if line.startswith(" ")]
+        assert len(under) >= len(ids) + len(errors)
+        assert all(line.startswith(" " * 12) for line in under), under  # under STATUS
+        assert len(rows) - len(under) == 1 + len(threads)  # the header, a row per thread
+    # Into a pipe nothing is fitted: each thread is one line, its detail on it.
+    piped = runner.invoke(app, ["threads", str(sqlite_store)], env={"COLUMNS": ""}).stdout
+    assert not any(line.startswith(" ") for line in piped.splitlines())
+    assert all(i in piped for i in ids) and all(e in piped for e in errors)
+
+
+def test_types_at_80_columns_shows_every_class_name_whole(sqlite_store: Path) -> None:
+    record = json.loads(run_at(80, "types", str(sqlite_store), "--json"))
+    names = []
+    for t in record["types"]:
+        name = f"{t['module']}.{t['name']}" if t["module"] else t["name"]
+        names.append(f"{name}.{t['method']}()" if t["method"] else name)
+    assert any(len(n) > 40 for n in names)  # langchain_core.messages.human.HumanMessage
+    for width in (80, 100, 120):
+        for mode in NARROW.values():
+            out = run_at(width, "types", str(sqlite_store), env=mode)
+            table = out.split("Classes named by stored values", 1)[1].split("\n\n", 2)[:2]
+            shown = re.findall(r"[\w.]+(?:\(\))?", "\n".join(table))
+            missing = [n for n in names if n not in shown]
+            assert not missing, (width, mode, missing)
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_wrapped_lines_of_show_keep_their_indent(sqlite_store: Path, width: int) -> None:
+    """Under `pending writes` only a task's heading starts at column 0; what wraps goes on
+    indented under the line it belongs to."""
+    for thread in ("approval-2", "fanout-1", "subgraph-2", "subgraph-1~1"):
+        out = run_at(width, "show", thread, "--writes", "--db", str(sqlite_store))
+        writes = out.split("pending writes\n", 1)[1].splitlines()
+        headings = [i for i, line in enumerate(writes) if line.startswith("task ")]
+        assert headings and headings[0] == 0, (thread, writes)
+        for line in writes:
+            assert line.startswith(("task ", "  ")) or not line, (thread, line)
+        ids = [line for line in writes if "id=" in line]
+        if thread in ("approval-2", "subgraph-2"):
+            assert ids and all(line.startswith("      id=") for line in ids), ids
+    # A task's path goes on under its heading; the subgraph selector stays one line.
+    out = run_at(80, "show", "fanout-1", "--writes", "--db", str(sqlite_store))
+    assert re.search(r"^task worker\[1\]  [0-9a-f-]{36}\n    ~__pregel_push, 0+1, 0+$", out, re.M)
+    out = run_at(80, "show", "subgraph-2", "--writes", "--db", str(sqlite_store))
+    assert re.search(r"^    ckpt show subgraph-2 --ns 'research:[0-9a-f-]{36}'$", out, re.M)
+
+
+@pytest.mark.parametrize("width", [60, 70, 80])
+def test_the_diff_header_wraps_under_the_id_and_keeps_sizes_whole(
+    sqlite_store: Path, width: int
+) -> None:
+    out = run_at(width, "diff", "fork-1", "--db", str(sqlite_store))
+    header = out.split("\n\n", 1)[0].splitlines()
+    assert header[0] == "thread fork-1" and header[-1].strip() == "B is A's child"
+    assert all(line.startswith(("A  ", "B  ", "   ")) for line in header[1:]), header
+    assert len(re.findall(_SIZE, "\n".join(header))) == 2
+    assert not any(re.fullmatch(r"\s*" + _SIZE, line) for line in header), header
+
+
+def test_prune_at_80_columns_keeps_namespaces_and_reasons(
+    sqlite_store: Path, tmp_path: Path
+) -> None:
+    store = _copy(sqlite_store, tmp_path)
+    plan = json.loads(run_at(80, "prune", str(store), "--all", "--json"))
+    namespaces = [
+        (ns["checkpoint_ns"], ns["kept"] or ns["whole"])
+        for t in plan["threads"]
+        for ns in t["namespaces"]
+        if ns["checkpoint_ns"]
+    ]
+    assert namespaces
+    out = run_at(80, "prune", str(store), "--all")
+    assert all(cell_width(line) <= 80 for line in out.splitlines())
+    for ns, _ in namespaces:
+        assert re.search(rf"^\S+  {re.escape(ns)}$", out, re.M), ns  # whole, on a line
+    assert "nothing: a subgraph call from a deleted root checkpoint" in out
+    # Into a pipe: a row per namespace, what it keeps at its end.
+    piped = runner.invoke(app, ["prune", str(store), "--all"], env={"COLUMNS": ""}).stdout
+    rows = [line for line in piped.splitlines() if "research:" in line]
+    assert len(rows) == len(namespaces) and all(
+        line.endswith(("checkpoint", "head")) for line in rows
+    )
+
+
+def test_vacuum_into_without_apply_says_apply_writes_the_copy(
+    sqlite_store: Path, tmp_path: Path
+) -> None:
+    store = _copy(sqlite_store, tmp_path)
+    into = tmp_path / "compacted.sqlite"
+    out = run_at(80, "vacuum", str(store), "--into", str(into))
+    # Compared without spaces: a long temporary path may wrap anywhere at 80 columns.
+    said = "".join(out.split())
+    wanted = f"nothing changed: run again with --apply to write the copy to {into}"
+    assert said.endswith("".join(wanted.split()))
+    assert "--into FILE" not in out
+    assert not into.exists()
+    out = run_at(80, "vacuum", str(store))
+    assert out.splitlines()[-1] == "nothing changed: --apply runs VACUUM, --into FILE writes a copy"

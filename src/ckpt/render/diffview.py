@@ -17,7 +17,7 @@ from ckpt.decoders import parse_version
 from ckpt.messages import is_message
 from ckpt.model import is_internal
 from ckpt.records import CheckpointRecord
-from ckpt.render.human import content_text, role_of, task_labels
+from ckpt.render.human import Hanging, content_text, role_of, task_labels
 from ckpt.render.text import brief, cut, human_size, short_time, task_name, zone_label
 
 # Sections in reading order: errors and interrupts, then what the step did, bookkeeping
@@ -157,14 +157,16 @@ def _meta(record: CheckpointRecord) -> dict[str, Any]:
     return metadata if isinstance(metadata, dict) else {}
 
 
-def _header(a: CheckpointRecord, b: CheckpointRecord, local: bool = False) -> Text:
-    text = Text()
+def _header(a: CheckpointRecord, b: CheckpointRecord, local: bool = False) -> RenderableType:
+    """The two checkpoints, a line each; a line the width wraps goes on under the id, its
+    parts (a time, a size like `4.5 KB`) whole."""
+    lines: list[RenderableType] = []
     one_thread = (a["thread_id"], a["checkpoint_ns"]) == (b["thread_id"], b["checkpoint_ns"])
     if one_thread:
-        text.append(f"thread {a['thread_id']}", style="bold")
+        title = Text(f"thread {a['thread_id']}", style="bold")
         if a["checkpoint_ns"]:
-            text.append(f"  ns {a['checkpoint_ns']}", style="bold")
-        text.append("\n")
+            title.append(f"  ns {a['checkpoint_ns']}", style="bold")
+        lines.append(title)
     for label, style, record in (("A", "bold red", a), ("B", "bold green", b)):
         step = _meta(record).get("step")
         source = _meta(record).get("source")
@@ -175,12 +177,15 @@ def _header(a: CheckpointRecord, b: CheckpointRecord, local: bool = False) -> Te
             if record["checkpoint_ns"]:
                 parts.append(f"ns {record['checkpoint_ns']}")
         when = short_time(record["ts"], local)
-        parts += [f"{when} {zone_label(local)}" if when else "", human_size(record["size"])]
-        text.append(f"{label}  ", style=style)
-        text.append(record["checkpoint_id"], style="yellow")
-        text.append("  " + "  ".join(p for p in parts if p), style="dim")
-        text.append("\n" if label == "A" else "")
-    return text
+        # The time and the size go on together: a size alone on a line reads as a stray.
+        when = f"{when} {zone_label(local)}  " if when else ""
+        parts.append(when + human_size(record["size"]))
+        first = Text()
+        first.append(f"{label}  ", style=style)
+        first.append(record["checkpoint_id"], style="yellow")
+        pieces = [first, *(Text(p, style="dim") for p in parts if p)]
+        lines.append(Hanging(pieces, hang=3))
+    return Group(*lines)
 
 
 def _relation(a: CheckpointRecord, b: CheckpointRecord) -> str:

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.markup import escape
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -51,6 +53,71 @@ _STATE_STYLE = {
 
 def _boxed(output: Output) -> box.Box | None:
     return box.SIMPLE_HEAD if output.terminal else None
+
+
+class Hanging:
+    """Text whose lines, when the width wraps them, go on at their own indent plus `hang`
+    (Rich's Text goes on at column 0, out of the block the line belongs to).
+
+    Given a list of pieces, they are joined by `sep` and a piece that does not fit on the
+    line moves whole to the next one (`4.5 KB` is not broken apart); a piece wider than
+    the line is wrapped like any text.
+    """
+
+    def __init__(self, text: Text | Sequence[Text], hang: int = 2, sep: str = "  ") -> None:
+        self.pieces = [text] if isinstance(text, Text) else list(text)
+        self.hang = hang
+        self.sep = sep
+
+    def _joined(self) -> Text:
+        return Text(self.sep).join(self.pieces)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self._joined())
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        for line in self._lines(console, width):
+            yield from line.render(console)
+            yield Segment.line()
+
+    def _lines(self, console: Console, width: int) -> list[Text]:
+        if len(self.pieces) == 1:
+            lines: list[Text] = []
+            for line in self.pieces[0].split("\n", allow_blank=True):
+                lines += self._wrap(console, line, width)
+            return lines
+        first = self.pieces[0]
+        lead = " " * (len(first.plain) - len(first.plain.lstrip(" ")) + self.hang)
+        rows = [Text() + first]  # the separators take no piece's style
+        for piece in self.pieces[1:]:
+            room = width if len(rows) == 1 else width - len(lead)
+            if rows[-1].cell_len + len(self.sep) + piece.cell_len <= room:
+                rows[-1].append(self.sep)
+                rows[-1].append_text(piece)
+            else:
+                rows.append(Text(lead) + piece)
+        lines = []
+        for row in rows:
+            lines += self._wrap(console, row, width)
+        return lines
+
+    def _wrap(self, console: Console, line: Text, width: int) -> list[Text]:
+        if line.cell_len <= width:
+            return [line]
+        indent = len(line.plain) - len(line.plain.lstrip(" ")) + self.hang
+        wrapped = line.wrap(console, width, overflow="fold")
+        if len(wrapped) < 2 or width - indent < 20:
+            return list(wrapped)
+        first = wrapped[0]
+        rest = line[len(first.plain) :]
+        rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]
+        first.rstrip()
+        lines = [first]
+        for piece in rest.wrap(console, width - indent, overflow="fold"):
+            piece.rstrip()
+            lines.append(Text(" " * indent) + piece)
+        return lines
 
 
 # -- values ---------------------------------------------------------------------------------
@@ -591,7 +658,7 @@ def checkpoint_view(
         parts.append(_versions_table(record, output))
         if record["pending_sends"]:
             parts.append(Text("\npending sends", style="bold underline"))
-            parts.extend(Text(brief(send, full)) for send in record["pending_sends"])
+            parts.extend(Hanging(Text(brief(send, full))) for send in record["pending_sends"])
     parts.append(Text("\npending writes", style="bold underline"))
     parts.append(_writes_view(record, full))
     if values and not writes_only:
@@ -640,7 +707,7 @@ def _values_view(
             for write in delta["writes"]:
                 line = Text(f"  + {short_id(write['checkpoint_id'])} ", style="dim")
                 line.append(brief(write["value"], full))
-                parts.append(line)
+                parts.append(Hanging(line))
     return parts
 
 
@@ -769,13 +836,18 @@ def _task_context(
             if task["input"] is not None
             else "input: the state at this checkpoint (ckpt show --blobs)"
         )
-        lines.append(Text(f"  {given}", style="red"))
+        lines.append(Hanging(Text(f"  {given}", style="red")))
         lines.append(
-            Text("  (LangGraph stores the error's repr only: there is no traceback)", style="dim")
+            Hanging(
+                Text(
+                    "  (LangGraph stores the error's repr only: there is no traceback)", style="dim"
+                )
+            )
         )
     if task["subgraph_ns"]:
+        where = Text("  subgraph checkpoints:", style="blue")
         lines.append(
-            Text(f"  subgraph checkpoints: {_subgraph_selector(record, task)}", style="blue")
+            Hanging([where, Text(_subgraph_selector(record, task), style="blue")], sep=" ")
         )
     return lines
 
@@ -784,14 +856,14 @@ def _subgraph_selector(record: CheckpointRecord, task: TaskRecord) -> str:
     return f"ckpt show {record['thread_id']} --ns '{task['subgraph_ns']}'"
 
 
-def _task_heading(write: WriteRecord, labels: dict[str, str]) -> Text:
+def _task_heading(write: WriteRecord, labels: dict[str, str]) -> RenderableType:
     if write["task_id"] == NULL_TASK_ID:
         return Text("input / update_state (no task)", style="bold")
     name = labels.get(write["task_id"]) or write["task_id"][:8]
-    path = f"  {write['task_path']}" if write["task_path"] else ""
-    heading = Text(f"task {name}", style="bold")
-    heading.append(f"  {write['task_id']}{path}", style="dim")
-    return heading
+    pieces = [Text(f"task {name}", style="bold"), Text(write["task_id"], style="bold dim")]
+    if write["task_path"]:
+        pieces.append(Text(write["task_path"], style="bold dim"))
+    return Hanging(pieces, hang=4)
 
 
 def _write_lines(write: WriteRecord, task: TaskRecord | None, full: bool) -> list[RenderableType]:
@@ -804,7 +876,7 @@ def _write_lines(write: WriteRecord, task: TaskRecord | None, full: bool) -> lis
         return [
             line,
             *(
-                _interrupt_line(interrupt, infos[i] if i < len(infos) else None, full)
+                Hanging(_interrupt_line(interrupt, infos[i] if i < len(infos) else None, full))
                 for i, interrupt in enumerate(value)
             ),
         ]
@@ -813,4 +885,4 @@ def _write_lines(write: WriteRecord, task: TaskRecord | None, full: bool) -> lis
     ):
         return [line, value_view(value, full)]
     line.append(" " + brief(value, full), style=style)
-    return [line]
+    return [Hanging(line)]

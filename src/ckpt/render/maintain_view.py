@@ -13,7 +13,7 @@ from rich.text import Text
 
 from ckpt.records import NamespacePlanRecord, ThreadPlanRecord
 from ckpt.render.output import Output
-from ckpt.render.plain import SPOOL_BYTES, ansi_paint
+from ckpt.render.plain import SPOOL_BYTES, ansi_paint, wrap_text
 from ckpt.render.text import cell_width, clean_line, human_size
 
 
@@ -33,7 +33,9 @@ def prune_lines(
     """The plan (or what was done) for people: a row per thread and namespace that loses
     or keeps something, then the totals and the threads left alone. Drawn by hand, as the
     threads table is (ckpt.render.plain): a Rich table of 100,000 rows takes minutes and
-    gigabytes. Two passes in flat memory: the rows are measured and spooled, then laid out."""
+    gigabytes. Two passes in flat memory: the rows are measured and spooled, then laid out,
+    fitted to the width on a terminal (or with COLUMNS): a namespace too wide for its column
+    on a line of its own, what is kept under the row when it does not fit at its end."""
     headers = ["THREAD", "NAMESPACE", "CHECKPOINTS", "WRITES", "BLOBS", "FREES", "KEEPS"]
     widths = [cell_width(h) for h in headers[:-1]]
     right = (False, False, True, True, True, True)
@@ -42,7 +44,17 @@ def prune_lines(
     def paint(text: str, style: str) -> str:
         return ansi_paint(text, style, colour=colour)
 
+    def said(text: str, style: str) -> str:
+        """A line of its own, wrapped to the width (a terminal, or COLUMNS) under itself."""
+        room = output.columns() if output.wraps else 0
+        lines = wrap_text(text, room, room - 2) if room >= 20 else [text]
+        return "".join(
+            paint(("  " if i else "") + line, style) + "\n" for i, line in enumerate(lines)
+        )
+
     count = 0
+    ns_widths: set[int] = set()  # how wide the namespaces are: the column may leave some out
+    keeps_width = cell_width(headers[-1])
     with (
         tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8") as rows,
         tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES, mode="w+", encoding="utf-8") as left,
@@ -67,16 +79,44 @@ def prune_lines(
                 ]
                 for i, width in enumerate(widths):
                     widths[i] = max(width, cell_width(cells[i]))
+                ns_widths.add(cell_width(cells[1]))
+                keeps_width = max(keeps_width, cell_width(cells[-1]))
                 rows.write("\0".join(cells) + "\n")
+
+        # Fitted to the width (a terminal, or COLUMNS): a namespace too wide for its column
+        # goes on the row's first line alone and the numbers on the next; what a namespace
+        # keeps, when it does not fit at the end of the row, goes under it.
+        columns = output.columns() if output.wraps else 0
+        ns_width = widths[1]
+        if columns and sum(widths) + 2 * len(widths) + keeps_width > columns:
+            room = columns - sum(widths) - 2 * len(widths) + widths[1]
+            ns_width = max(
+                [cell_width(headers[1]), *(w for w in ns_widths if w <= room)], default=0
+            )
+        widths[1] = ns_width
+        keeps_room = columns - sum(widths) - 2 * len(widths) if columns else 0
+        indent = widths[0] + 2
 
         def line(cells: list[str]) -> str:
             padded = [
                 " " * (w - cell_width(c)) + c if r else c + " " * (w - cell_width(c))
                 for c, w, r in zip(cells, widths, right, strict=False)
             ]
-            return ("  ".join([*padded, cells[-1]])).rstrip()
+            keeps = cells[-1]
+            lines: list[str] = []
+            if cell_width(cells[1]) > widths[1]:  # the namespace alone, the rest under it
+                lines.append(f"{cells[0]}  {cells[1]}")
+                padded[:2] = [" " * widths[0], " " * widths[1]]
+            if not columns or cell_width(keeps) <= keeps_room or cells is headers:
+                return "\n".join([*lines, "  ".join([*padded, keeps]).rstrip()])
+            lines.append("  ".join(padded).rstrip())
+            wrapped = wrap_text(f"keeps {keeps}", columns - indent, columns - indent - 2)
+            lines += [" " * (indent + (2 if i else 0)) + text for i, text in enumerate(wrapped)]
+            return "\n".join(lines)
 
         if rows.tell():
+            if columns and cell_width(headers[-1]) > keeps_room:
+                headers[-1] = ""  # each row says what it keeps under it
             yield paint(line(headers), "bold") + "\n"
             rows.seek(0)
             for row in rows:
@@ -84,21 +124,18 @@ def prune_lines(
         done = totals()
         applied = head["applied"]
         verb = "deleted" if applied else "would delete"
-        yield (
-            paint(
-                f"{verb} {done['checkpoints']:,} checkpoints, {done['writes']:,} writes"
-                + (f", {done['blobs']:,} blobs" if done["blobs"] else "")
-                + f" ({human_size(done['bytes'])}) in {done['threads']:,} of "
-                f"{count:,} selected threads",
-                "bold",
-            )
-            + "\n"
+        yield said(
+            f"{verb} {done['checkpoints']:,} checkpoints, {done['writes']:,} writes"
+            + (f", {done['blobs']:,} blobs" if done["blobs"] else "")
+            + f" ({human_size(done['bytes'])}) in {done['threads']:,} of "
+            f"{count:,} selected threads",
+            "bold",
         )
         left.seek(0)
         for refused in left:
-            yield paint(refused[:-1], "yellow") + "\n"
+            yield said(refused[:-1], "yellow")
     if head["backup"]:
-        yield f"backup written first: {clean_line(head['backup'])}\n"
+        yield said(f"backup written first: {clean_line(head['backup'])}", "")
     if applied:
         yield (
             paint(
@@ -157,9 +194,11 @@ def vacuum_view(record: dict[str, Any]) -> RenderableType:
                 style="" if room else "yellow",
             )
         )
-        lines.append(
-            Text("nothing changed: --apply runs VACUUM, --into FILE writes a copy", style="dim")
-        )
+        if record.get("into"):  # --into given: --apply is what writes the copy
+            hint = f"nothing changed: run again with --apply to write the copy to {record['into']}"
+        else:
+            hint = "nothing changed: --apply runs VACUUM, --into FILE writes a copy"
+        lines.append(Text(hint, style="dim"))
         return Group(*lines)
     table = Table(box=None, header_style="bold", pad_edge=False)
     for name in ("TABLE", "SIZE", "LIVE ROWS", "DEAD ROWS", "BLOAT"):

@@ -46,7 +46,9 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
     Fitted to the width when there is one (a terminal, or COLUMNS): columns that say
     nothing on this store (SOURCE the same on every row, NS and PENDING all zero) are left
     out, times drop the date when it is today's, and the detail gets the rest of the line.
-    Thread ids and interrupt ids are never cut: they are what the user pastes.
+    Thread ids and interrupt ids are never cut: they are what the user pastes. A detail the
+    rest of the line would cut that short (an interrupt id, a task's error) goes on lines of
+    its own under the row, indented under STATUS.
 
     Two passes in flat memory: the first measures the columns and spools each row, as one
     line of its cells, to a temporary buffer (in memory up to a few MB, then a file); the
@@ -150,35 +152,66 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
         widths = [full_widths[i] for i in shown]
         colour = output.colour
         used = sum(widths) + 2 * len(widths)
-        # On a terminal (or with COLUMNS set) the detail is cut to the width; into a pipe or
-        # a file, lines stay whole.
+        # On a terminal (or with COLUMNS set) the detail is fitted to the width; into a pipe
+        # or a file, lines stay whole.
         room = max(output.columns() - used, 16) if fitted else 10**9
+        # A detail that would lose what the user needs (an interrupt id, a task's error) goes
+        # on lines of its own under the row, indented under STATUS.
+        indent = widths[0] + 2 if output.columns() - widths[0] - 2 >= 40 else 4
+        below = max(output.columns() - indent, 16)
 
         def paint(text: str, style: str) -> str:
             return ansi_paint(text, style, colour=colour)
 
+        def fitted_detail(keep: str, rest: str, short: str, error: bool) -> list[str]:
+            """The detail on the row, and the lines under the row it takes (if any)."""
+            if cell_width(keep + rest) <= room:
+                return [keep + rest]
+            if short and cell_width(keep + short) <= room:
+                return [keep + short]  # a failed task's error before its input
+            if (keep and cell_width(keep) + 12 <= room) or (not keep and not error):
+                return [keep + cut(rest, False, max(room - cell_width(keep), 12))]
+            if error and room >= 20:  # an error of two lines wraps in its column
+                column = wrap_text(short or rest, room, room)
+                if len(column) <= 2:
+                    return [column[0], *(" " * used + text for text in column[1:])]
+            if error:  # whole, under the row, over as many lines as it takes
+                lines = wrapped(rest if cell_width(rest) <= below else short or rest)
+            elif cell_width(keep) + 12 <= below:  # the interrupt id, then its value
+                lines = [keep + cut(rest, False, below - cell_width(keep))]
+            else:
+                lines = [*wrapped(keep.rstrip()), cut(rest, False, below)]
+            return ["", *(" " * indent + text for text in lines)]
+
+        def wrapped(text: str) -> list[str]:
+            return wrap_text(text, below, below)
+
         def line(
-            cells: list[str], detail: tuple[str, str], status_style: str, short: str = ""
+            cells: list[str],
+            detail: tuple[str, str],
+            status_style: str,
+            short: str = "",
+            error: bool = False,
         ) -> str:
             padded = [
                 c.rjust(w) if h in right else c + " " * (w - cell_width(c))
                 for c, w, h in zip(cells, widths, headers, strict=True)
             ]
             padded[1] = paint(padded[1], status_style)
-            keep, rest = detail
-            if short and cell_width(keep + rest) > room:
-                rest = short  # a failed task's error before its input
-            if keep and cell_width(keep) + 12 > room:
-                keep = "waiting: "  # no room for the whole id: `ckpt show THREAD` has it
-            text = keep + cut(rest, False, max(room - cell_width(keep), 12))
-            return ("  ".join(padded) + "  " + text).rstrip() + "\n"
+            first, *under = fitted_detail(*detail, short, error)
+            lines = [("  ".join(padded) + "  " + first).rstrip(), *under]
+            return "\n".join(lines) + "\n"
 
         yield paint(line(headers, ("", "NEXT / DETAIL"), "").rstrip("\n"), "bold") + "\n"
         spool.seek(0)
         for row in spool:
             status, keep, detail, short, *cells = row[:-1].split("\0")
             yield line(
-                [cells[i] for i in shown], (keep, detail), STATUS_STYLE.get(status, ""), short
+                [cells[i] for i in shown],
+                (keep, detail),
+                STATUS_STYLE.get(status, ""),
+                short,
+                error=status == "error",
             )
 
 
@@ -262,6 +295,12 @@ def tree_lines(root: TreeNode, output: Output) -> Iterator[str]:
                     under + ("    " if last else "│   "),
                 )
             )
+
+
+def wrap_text(text: str, room: int, rest: int) -> list[str]:
+    """Plain text cut into lines of at most `room` columns (`rest` after the first), at a
+    space where one is near; no line ends in a space."""
+    return ["".join(t for t, _ in line).rstrip(" ") for line in _wrap([(text, "")], room, rest)]
 
 
 def _wrap(runs: Runs, room: int, rest: int) -> list[Runs]:

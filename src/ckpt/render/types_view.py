@@ -12,8 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ckpt.records import TypesRecord, TypeUseRecord
+from ckpt.render.human import Hanging
 from ckpt.render.output import Output
-from ckpt.render.text import clean_line
+from ckpt.render.text import cell_width, clean_line
 from ckpt.safe_types import status_words
 from ckpt.selector import short_id
 
@@ -35,7 +36,7 @@ def types_view(record: TypesRecord, output: Output) -> RenderableType:
     parts: list[RenderableType] = [_header(record), Text()]
     parts += [_tags_table(record, output), Text()]
     if record["types"]:
-        parts += [_types_table(record, output), _legend(record), Text()]
+        parts += [_types_table(record, output), Hanging(_legend(record)), Text()]
     else:
         parts += [Text("No class is named by the values read."), Text()]
     if record["pickle"]["values"]:
@@ -96,22 +97,118 @@ def _tags_table(record: TypesRecord, output: Output) -> Table:
     return table
 
 
-def _types_table(record: TypesRecord, output: Output) -> Table:
+_TYPE_COLUMNS = ("CLASS", "STATUS", "STORED AS", "COUNT", "THREADS", "WHERE", "EXAMPLE")
+_WRAPPED = ("WHERE", "EXAMPLE")  # the columns that give way when the line is narrow
+
+
+def _types_table(record: TypesRecord, output: Output) -> RenderableType:
+    """A row per class, the class name always whole: it is what the allowlist needs. When
+    the width does not hold every column, WHERE and EXAMPLE wrap in their columns; when it
+    does not hold the class names and the other columns even so, each class name goes on a
+    line of its own with its columns under it (`_stacked`)."""
+    rows = [_type_cells(item) for item in record["types"]]
+    table = _types_rows(rows, output)
+    if not output.wraps:
+        return table  # into a pipe: one line a class, however long
+    from rich.measure import Measurement
+
+    console = output.console()
+    width = output.columns()
+    unlimited = console.options.update_width(1 << 20)
+    natural = Measurement.get(console, unlimited, table).maximum
+    if natural <= width:
+        return table
+    widths = [
+        max(cell_width(column), *(cell_width(_plain(row[i])) for row in rows))
+        for i, column in enumerate(_TYPE_COLUMNS)
+    ]
+    overhead = natural - sum(widths)
+    fixed = sum(w for w, c in zip(widths, _TYPE_COLUMNS, strict=True) if c not in _WRAPPED)
+    room = width - overhead - fixed  # for WHERE and EXAMPLE together
+    least = [
+        max(
+            cell_width(column),
+            *(cell_width(word) for row in rows for word in _plain(row[i]).split()),
+        )
+        for i, column in enumerate(_TYPE_COLUMNS)
+    ]
+    where, example = _TYPE_COLUMNS.index("WHERE"), _TYPE_COLUMNS.index("EXAMPLE")
+    if least[where] + least[example] > room:
+        return _stacked(rows, output)
+    example_width = max(least[example], min(widths[example], room - widths[where]))
+    where_width = min(widths[where], room - example_width)
+    return _types_rows(rows, output, {"WHERE": where_width, "EXAMPLE": example_width})
+
+
+TypeRow = tuple[str, Text, str, str, str, str, str]
+
+
+def _type_cells(item: TypeUseRecord) -> TypeRow:
+    return (
+        _class_name(item),
+        Text(item["status"], style=_STATUS_STYLE.get(item["status"], "")),
+        _stored_as(item),
+        f"{item['count']:,}",
+        f"{item['threads']:,}",
+        _where(item["channels"], item["writes"], item["elsewhere"]),
+        _example(item),
+    )
+
+
+def _plain(cell: str | Text) -> str:
+    return cell.plain if isinstance(cell, Text) else cell
+
+
+def _types_rows(rows: list[TypeRow], output: Output, widths: dict[str, int] | None = None) -> Table:
     table = Table(box=_boxed(output), header_style="bold", pad_edge=False, title_justify="left")
     table.title = "Classes named by stored values"
-    for column in ("CLASS", "STATUS", "STORED AS", "COUNT", "THREADS", "WHERE", "EXAMPLE"):
-        table.add_column(column, justify="right" if column in ("COUNT", "THREADS") else "left")
-    for item in record["types"]:
-        table.add_row(
-            _class_name(item),
-            Text(item["status"], style=_STATUS_STYLE.get(item["status"], "")),
-            _stored_as(item),
-            f"{item['count']:,}",
-            f"{item['threads']:,}",
-            _where(item["channels"], item["writes"], item["elsewhere"]),
-            _example(item),
+    for column in _TYPE_COLUMNS:
+        table.add_column(
+            column,
+            justify="right" if column in ("COUNT", "THREADS") else "left",
+            no_wrap=widths is not None and column not in _WRAPPED,
+            width=(widths or {}).get(column),
         )
+    for row in rows:
+        table.add_row(*row)
     return table
+
+
+def _stacked(rows: list[TypeRow], output: Output) -> RenderableType:
+    """Each class name on a line of its own, its other columns on the line under it."""
+    columns = _TYPE_COLUMNS[1:]
+    widths = [
+        max(cell_width(column), *(cell_width(_plain(row[i + 1])) for row in rows))
+        for i, column in enumerate(columns)
+    ]
+
+    def line(cells: tuple[str | Text, ...]) -> Text:
+        text = Text("  ")
+        for i, (cell, width, column) in enumerate(zip(cells, widths, columns, strict=True)):
+            pad = " " * (width - cell_width(_plain(cell)))
+            if i:
+                text.append("  ")
+            if column in ("COUNT", "THREADS"):
+                text.append(pad)
+            text.append(cell)
+            if column not in ("COUNT", "THREADS"):
+                text.append(pad)
+        text.rstrip()
+        return text
+
+    header = line(columns)
+    header.stylize("bold")
+    parts: list[RenderableType] = [
+        Text("Classes named by stored values", style="table.title"),
+        Text("CLASS", style="bold"),
+        Hanging(header),
+    ]
+    if output.terminal:
+        parts.append(Text("─" * min(output.columns(), 2 + sum(widths) + 2 * (len(widths) - 1))))
+    for row in rows:
+        parts.append(Text(row[0]))
+        parts.append(Hanging(line(row[1:])))
+    return Group(*parts)
 
 
 def _class_name(item: TypeUseRecord) -> str:
