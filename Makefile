@@ -103,6 +103,7 @@ fuzz: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python docs/gen_cli.py
+	$(BIN)/python docs/gen_readme.py
 
 clean:
 	rm -rf $(VENV) $(LATEST) demo bench/out build .pytest_cache .mypy_cache .ruff_cache .hypothesis
