@@ -18,7 +18,7 @@ fails when it is out of date. Every command answers `--help` / `-h`.
 
 ## Choosing the store
 
-Store-level commands (`threads`, `dump`) take the store as a positional argument.
+Store-level commands ({store_commands}) take the store as a positional argument.
 Every command also takes `--db STORE`; then `$CKPT_DB`; then ckpt looks in the current
 folder for exactly one `.langgraph_api/` folder or SQLite file (`*.sqlite`, `*.db`,
 `*.sqlite3`) that holds a `checkpoints` table. None or several found is an error
@@ -47,7 +47,7 @@ links).
 | `CKPT_DB` | the store, when no argument or `--db` is given |
 | `LANGGRAPH_AES_KEY` | the key of `EncryptedSerializer` stores (as LangGraph reads it) |
 | `NO_COLOR` | no colour, even on a terminal |
-| `COLUMNS` | width of human output when it is not a terminal (default 120) |
+| `COLUMNS` | width of human output; unset, piped output is not wrapped (for grep, jq) |
 | `CKPT_DEBUG` | show the Python traceback of an internal error |
 
 Colour and box drawing appear only when stdout is a terminal. Data goes to stdout,
@@ -82,8 +82,8 @@ WHEN = {
     "`--timeout`; the thread being pruned was rolled back (threads before it stay pruned)",
     ExitCode.UNSAFE: "`prune`/`vacuum`: refused as unsafe (a `langgraph dev` folder a server "
     "rewrites, a `--backup`/`--into` file that exists, too little disk); nothing changed",
-    ExitCode.UNSUPPORTED: "`prune`/`vacuum`: not supported on this kind of store yet (Redis, "
-    "MongoDB); nothing changed",
+    ExitCode.UNSUPPORTED: "a kind of store ckpt does not read yet (a `redis://` or `mongodb://` "
+    "URL), or `prune`/`vacuum` on a kind they do not support yet; nothing was read or changed",
     ExitCode.INTERNAL: "an internal error: a bug in ckpt, not a problem of the store (please "
     "report it; `CKPT_DEBUG=1` shows the traceback)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
@@ -97,6 +97,18 @@ def command_names() -> list[str]:
     return list(group.commands)  # type: ignore[attr-defined]
 
 
+def store_commands() -> list[str]:
+    """The commands whose positional arguments include the store."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    return [
+        name
+        for name, command in group.commands.items()  # type: ignore[attr-defined]
+        if any(p.name == "store" and p.param_type_name == "argument" for p in command.params)
+    ]
+
+
 def help_text(args: list[str]) -> str:
     result = CliRunner().invoke(
         app, [*args, "--help"], prog_name="ckpt", terminal_width=100, env={"COLUMNS": "100"}
@@ -108,7 +120,11 @@ def help_text(args: list[str]) -> str:
 
 def render() -> str:
     codes = "\n".join(f"| {int(c)} | {c.name} | {WHEN[c]} |" for c in ExitCode)
-    parts = [HEADER.format(exit_codes=codes), "## ckpt\n\n```text\n" + help_text([]) + "```\n"]
+    stores = ", ".join(f"`{name}`" for name in store_commands())
+    parts = [
+        HEADER.format(exit_codes=codes, store_commands=stores),
+        "## ckpt\n\n```text\n" + help_text([]) + "```\n",
+    ]
     for name in command_names():
         parts.append(f"## ckpt {name}\n\n```text\n" + help_text([name]) + "```\n")
     return "\n".join(parts)

@@ -228,6 +228,18 @@ def pg_dsn(pg_new_database: NewDatabase) -> str:
 
 
 @pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A Redis 8.2 with RedisJSON and RediSearch on a free port, for this test process
+    (fixtures/redis_server.py), holding every scenario RedisSaver writes."""
+    from fixtures.redis_server import RedisServer
+    from fixtures.redis_stores import build_redis
+
+    with RedisServer() as server:
+        build_redis(server.url)
+        yield server.url
+
+
+@pytest.fixture(scope="session")
 def pg_store(pg_new_database: NewDatabase) -> PgStore:
     """Every scenario through PostgresSaver."""
     from fixtures.postgres import build_postgres

@@ -4,14 +4,31 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Final
 
-from ckpt.errors import StoreNotFound, StoreUnreadable
+from ckpt.errors import NotSupported, StoreNotFound, StoreUnreadable
 from ckpt.stores.base import Store
 from ckpt.vocabulary import PICKLE_NAMES
 
 
 def is_postgres(spec: str) -> bool:
     return spec.startswith(("postgresql://", "postgres://"))
+
+
+# Store kinds ckpt names by their URL but does not read yet (issue 27), by URL scheme.
+NOT_YET: Final = {
+    "redis": "Redis",
+    "rediss": "Redis",
+    "unix": "Redis",
+    "mongodb": "MongoDB",
+    "mongodb+srv": "MongoDB",
+}
+
+
+def _not_yet(spec: str) -> str | None:
+    """The kind of a store URL ckpt knows of but cannot read yet (None: any other spec)."""
+    scheme, found, _ = spec.partition("://")
+    return NOT_YET.get(scheme.lower()) if found else None
 
 
 def open_store(
@@ -26,6 +43,11 @@ def open_store(
         from ckpt.stores.postgres import PostgresStore
 
         return PostgresStore(spec, aes_key=aes_key, schema=schema, timeout=timeout)
+    if (kind := _not_yet(spec)) is not None:
+        # The URL is not echoed: it may hold a password.
+        raise NotSupported(
+            f"{kind} stores are not supported yet (SQLite, Postgres and `langgraph dev` are)"
+        )
     path = Path(spec).expanduser()
     if not path.exists():
         raise StoreNotFound(f"{spec}: no such file or folder")
