@@ -184,6 +184,8 @@ def make_commands() -> list[str]:
     done = subprocess.run(
         ["make", "-n", "--no-print-directory", "test"],
         cwd=ROOT,
+        # As a user types it: not with the flags and variables of a make this runs under.
+        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")},
         capture_output=True,
         text=True,
         check=True,

@@ -371,3 +371,32 @@ def test_a_bug_in_ckpt_has_an_exit_code_of_its_own(
     result = run("threads", str(sqlite_store))
     assert result.exit_code == ExitCode.INTERNAL == 70
     assert one_error_line(result) and "internal error: ZeroDivisionError: planted" in result.stderr
+
+
+@pytest.mark.parametrize("how", ["added", "metadata"])
+def test_a_generated_column_is_refused_at_open(tmp_path: Path, how: str) -> None:
+    """issue 29: a generated column whose expression is slow made every read slow (`threads`
+    52 s). LangGraph's schemas have none: one line, exit 4, nothing read."""
+    store = tmp_path / "store.db"
+    shutil.copy(Path(__file__).parent / "data" / "sqlite_checkpoints.db", store)
+    with sqlite3.connect(store) as conn:
+        if how == "added":
+            conn.execute(
+                "ALTER TABLE checkpoints ADD COLUMN slow TEXT GENERATED ALWAYS AS (upper(type))"
+            )
+        else:  # `metadata` itself generated, as the hostile store had it
+            conn.executescript(
+                "ALTER TABLE checkpoints RENAME TO old;"
+                "CREATE TABLE checkpoints (thread_id TEXT, checkpoint_ns TEXT, checkpoint_id "
+                "TEXT, parent_checkpoint_id TEXT, type TEXT, checkpoint BLOB, metadata BLOB "
+                "GENERATED ALWAYS AS (zeroblob(10)) VIRTUAL);"
+                "INSERT INTO checkpoints SELECT thread_id, checkpoint_ns, checkpoint_id, "
+                "parent_checkpoint_id, type, checkpoint FROM old;"
+                "DROP TABLE old;"
+            )
+    column = "slow" if how == "added" else "metadata"
+    for command in (["threads", str(store)], ["dump", str(store)], ["stats", str(store)]):
+        result = run(*command)
+        assert result.exit_code == ExitCode.UNREADABLE, result.output
+        assert one_error_line(result)
+        assert f"generated column checkpoints.{column}" in result.stderr

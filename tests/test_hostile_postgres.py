@@ -28,6 +28,7 @@ pytestmark = pytest.mark.postgres
 
 TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
 THREAD = "thread-1"
+CKPT = str(Path(sys.executable).with_name("ckpt"))
 
 # name -> SQL run in the case's schema after the copy (psycopg placeholders: none).
 CASES: dict[str, list[str]] = {
@@ -252,3 +253,60 @@ def test_a_connection_killed_mid_dump_is_one_line(hostile_db: str) -> None:
         assert "Traceback" not in err and "internal error" not in err, err
         assert len(err.splitlines()) <= 1, err
     assert any(code == ExitCode.UNREADABLE for code, _ in outcomes), outcomes
+
+
+# A wrong type for each column ckpt decodes (ckpt.stores.postgres.schema.READ_AS): `text`
+# for the binary and JSON columns, `bytea` for the text ones, `text` for idx.
+def _wrong_type(column: str, types: frozenset[str]) -> tuple[str, str]:
+    if "bytea" in types or "jsonb" in types:
+        return "text", f"{column}::text"
+    if "integer" in types:
+        return "text", f"{column}::text"
+    return "bytea", f"convert_to({column}, 'UTF8')"
+
+
+def test_a_column_of_an_unexpected_type_is_one_line_naming_it(
+    pg_new_database: Callable[[], str],
+) -> None:
+    """issue 29: a `checkpoint_blobs.blob` of type text was an internal error. Every column
+    ckpt decodes, given another type, is refused at open: exit 4 and one line naming the
+    table, the column and its type, for every command (threads and dump here)."""
+    import psycopg
+    from fixtures.postgres import load_pg_dump
+    from psycopg.conninfo import conninfo_to_dict
+
+    from ckpt.stores.postgres.schema import READ_AS
+
+    dsn = pg_new_database()
+    load_pg_dump(dsn, Path(__file__).parent / "data" / "postgres_current_pg_dump.sql")
+    params = conninfo_to_dict(dsn)
+    url = f"postgresql://{params.get('user', '')}@{params.get('host', '127.0.0.1')}:" + (
+        f"{params.get('port', 5432)}/{params['dbname']}"
+    )
+    cases = [(t, c, types) for t, columns in READ_AS.items() for c, types in columns.items()]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for index, (table, column, types) in enumerate(cases):
+            conn.execute(f"CREATE SCHEMA w{index}")
+            for name in TABLES[:3]:
+                conn.execute(f"CREATE TABLE w{index}.{name} AS TABLE public.{name}")
+            kind, using = _wrong_type(column, types)
+            conn.execute(
+                f"ALTER TABLE w{index}.{table} ALTER COLUMN {column} TYPE {kind} USING {using}"
+            )
+    failures = []
+    for index, (table, column, _) in enumerate(cases):
+        for command in (["threads"], ["dump", "-q"]):
+            done = subprocess.run(
+                [CKPT, *command, url, "--schema", f"w{index}"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            said = done.stderr.strip()
+            if (
+                done.returncode != ExitCode.UNREADABLE
+                or len(said.splitlines()) != 1
+                or f"`{table}.{column}` is " not in said
+            ):
+                failures.append(f"{table}.{column} {command[0]}: exit {done.returncode} {said!r}")
+    assert not failures, "\n".join(failures)

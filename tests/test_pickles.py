@@ -1017,3 +1017,22 @@ def test_stored_text_packs_its_span() -> None:
     assert (span.start, span.size, span.chars) == (5_000_000_000, 300_000, 200_000)
     assert StoredText.of(7, 4).chars == 4  # not counted (the blobs file): its size
     assert type(span) is StoredText and type(int(span)) is int
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x80\x05\x96" + (2**33).to_bytes(8, "little") + b"abc",
+        b"\x80\x05}\x94(\x8c\x01a\x94\x96" + (2**33).to_bytes(8, "little") + b"abc",
+        b"\x80\x05}\x94(\x8c\x01a\x94\x96" + (2**62).to_bytes(8, "little"),
+    ],
+)
+def test_a_huge_bytearray_is_one_line_on_stderr(tmp_path: Path, data: bytes) -> None:
+    """issue 29: BYTEARRAY8 with a huge length made CPython print `SystemError: deallocated
+    bytearray object has exported buffers` before ckpt's own error."""
+    path = tmp_path / "store.pkl"
+    path.write_bytes(data)
+    for command in (["threads", str(path)], ["dump", str(path), "-q"]):
+        done = subprocess.run([str(CKPT), *command], capture_output=True, text=True, check=False)
+        assert done.returncode == ExitCode.CORRUPT, done.stderr
+        assert done.stderr.startswith("ckpt: error: ") and done.stderr.count("\n") == 1, done.stderr

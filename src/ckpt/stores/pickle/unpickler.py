@@ -8,6 +8,7 @@ import io
 import os
 import pickle
 import struct
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any, Final
@@ -84,11 +85,19 @@ def load_pickle(
     unpickler = RestrictedUnpickler(file, source=source)
     try:
         with (
+            _unraisable_quiet(),
             collector_paused(),
             escapes_unwarned(),
             _memory_capped(_MEMORY_PER_BYTE * _size_of(file) + _MEMORY_FLOOR),
         ):
-            loaded = unpickler.load()
+            refused_names = unpickler.refused
+            try:
+                loaded = unpickler.load()
+            finally:
+                # Freed here, under the quiet hook: a load that failed half-way may free a
+                # buffer it exported (BYTEARRAY8 with a huge length), which CPython reports
+                # as an "unraisable" SystemError on stderr, beside ckpt's own one line.
+                del unpickler
     except (RefusedGlobal, StoreCorrupt):
         raise
     except MemoryError:
@@ -105,8 +114,24 @@ def load_pickle(
             "are read; nothing was run"
         )
     if refused is not None:
-        refused.extend(unpickler.refused)
+        refused.extend(refused_names)
     return loaded
+
+
+@contextmanager
+def _unraisable_quiet() -> Iterator[None]:
+    """No lines of CPython's own on stderr while a pickle loads ("Exception ignored in",
+    "SystemError: deallocated bytearray object has exported buffers"): the error a damaged
+    file gets is ckpt's one line (issue 29)."""
+    # CPython reports a bytearray freed with an exported buffer by PyErr_Print, which
+    # calls sys.excepthook; other errors in deallocators go to sys.unraisablehook.
+    previous = sys.unraisablehook, sys.excepthook
+    sys.unraisablehook = lambda unraisable: None
+    sys.excepthook = lambda kind, value, trace: None
+    try:
+        yield
+    finally:
+        sys.unraisablehook, sys.excepthook = previous
 
 
 # A pickle's objects, counted as if every memo reference were a copy, may be this many

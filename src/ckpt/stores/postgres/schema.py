@@ -15,6 +15,20 @@ if TYPE_CHECKING:
 
 TABLES: Final = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 
+# The columns whose values ckpt decodes, by table, and the types it reads them as; any
+# other type (a hand-made `text` blob column, say) is refused at open with one line that
+# names it (issue 29). Keys (thread, namespace and checkpoint ids) may be of any type.
+_TEXT: Final = frozenset({"text", "character varying", "character"})
+_INTEGER: Final = frozenset({"integer", "bigint", "smallint"})
+READ_AS: Final[dict[str, dict[str, frozenset[str]]]] = {
+    "checkpoints": {"checkpoint": frozenset({"jsonb"}), "metadata": frozenset({"jsonb", "json"}),
+                    "type": _TEXT},
+    "checkpoint_blobs": {"blob": frozenset({"bytea"}), "type": _TEXT},
+    "checkpoint_writes": {"blob": frozenset({"bytea"}), "type": _TEXT, "idx": _INTEGER,
+                          "channel": _TEXT, "task_path": _TEXT},
+}  # fmt: skip
+
+
 # How every size ckpt shows counts a row (`threads`, `stats`, the dump's `size`): a
 # checkpoint as stored (JSONB, possibly compressed), a blob or a write as its bytes.
 CHECKPOINT_BYTES: Final = (
@@ -101,11 +115,15 @@ def detect_layout(session: PgSession, schema: str | None) -> PgLayout:
         raise NotACheckpointStore(
             f"{location}: has a `checkpoints` table, but not one PostgresSaver wrote"
         )
-    if columns.get("checkpoint") != "jsonb":
-        raise NotACheckpointStore(
-            f"{location}: `checkpoints.checkpoint` is {columns.get('checkpoint')}, "
-            "not the jsonb PostgresSaver writes"
-        )
+    for table, wanted in READ_AS.items():
+        for column, types in wanted.items():
+            kind = found[table][2].get(column)
+            if kind is not None and not any(kind.startswith(t) for t in types):
+                expected = " or ".join(sorted(types))
+                raise NotACheckpointStore(
+                    f"{location}: `{table}.{column}` is {kind}, not the {expected} "
+                    "PostgresSaver writes"
+                )
     qualify = (lambda n: sql.Identifier(schema, n)) if schema else sql.Identifier
     blob_columns = found["checkpoint_blobs"][2]
     write_columns = found["checkpoint_writes"][2]

@@ -116,12 +116,8 @@ class SqliteStore(Store):
                 f"{self.location}: SQLite, but not a LangGraph checkpoint store "
                 "(no `checkpoints` table)"
             )
-        columns = {row[1] for row in self._run("PRAGMA table_info(checkpoints)")}
-        write_columns = (
-            {row[1] for row in self._run("PRAGMA table_info(writes)")}
-            if "writes" in tables
-            else set()
-        )
+        columns = self._columns("checkpoints")
+        write_columns = self._columns("writes") if "writes" in tables else set()
         self.has_writes = "writes" in tables
         if "thread_ts" in columns:
             # langgraph <= 0.1.x: no namespace, no type column, ids in thread_ts (format.md §4.1).
@@ -147,6 +143,20 @@ class SqliteStore(Store):
             raise NotACheckpointStore(
                 f"{self.location}: has a `checkpoints` table, but not one LangGraph wrote"
             )
+
+    def _columns(self, table: str) -> set[str]:
+        """The table's column names. A generated column (table_xinfo's hidden 2 or 3) is
+        refused: LangGraph's schemas have none, and one whose expression is slow would
+        make every read of the store slow (issue 29)."""
+        columns = set()
+        for row in self._run(f"PRAGMA table_xinfo({table})"):
+            if row[6] in (2, 3):
+                raise NotACheckpointStore(
+                    f"{self.location}: the store's schema is not LangGraph's: "
+                    f"generated column {table}.{row[1]}"
+                )
+            columns.add(row[1])
+        return columns
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
