@@ -5,6 +5,7 @@ pseudo-terminal under tmux."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import re
@@ -20,9 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from textual import events
+from textual.geometry import Region
 from textual.pilot import Pilot
+from textual.widget import Widget
 from textual.widgets import Input
+from textual.widgets._footer import FooterKey
 from typer.testing import CliRunner
 
 import ckpt
@@ -36,7 +41,7 @@ from ckpt.browse.session import (
     shell_join,
     show_command,
 )
-from ckpt.browse.widgets import FilterInput, HistoryRows, LinesView, ThreadRows
+from ckpt.browse.widgets import FilterInput, HistoryRows, KeyBar, LinesView, ThreadRows
 from ckpt.cli import app as cli
 from ckpt.errors import ExitCode, NotFound
 from ckpt.records import dumps
@@ -44,6 +49,7 @@ from store_files import folder_hashes, unexpected_changes
 
 CKPT = str(Path(sys.executable).with_name("ckpt"))
 SIZE = (120, 40)
+WIDE = {"COLUMNS": "200"}  # what the CLI prints is not cut
 runner = CliRunner()
 
 
@@ -374,7 +380,8 @@ def test_ten_thousand_checkpoints_draw_only_what_is_seen(long_store: Path) -> No
         for _ in range(30):
             rows.action_page(1)  # holding the key
         await settle(pilot)
-        assert shown_record(pilot)["metadata"]["step"] > 400
+        # 32 pages of a screenful each (the pane's height less one row), most of them
+        assert shown_record(pilot)["metadata"]["step"] > 24 * (rows.size.height - 1)
         assert round(rows.scroll_y) <= rows.cursor < round(rows.scroll_y) + rows.size.height
         assert len(rows._strips) <= rows.KEPT_ROWS  # not all 10,002
         await press(pilot, "end")
@@ -914,6 +921,140 @@ def test_a_pipe_is_refused_and_store_errors_come_first(sqlite_store: Path, tmp_p
     assert missing.exit_code == ExitCode.NO_STORE and missing.stderr.count("\n") == 1
 
 
+# -- layout: what a small terminal shows ---------------------------------------------------------
+
+
+def screen_lines(pilot: Pilot[Any]) -> list[str]:
+    """The screen as text, a line per row: what App.export_screenshot draws, as text."""
+    app = pilot.app
+    width, height = app.size
+    console = Console(
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        record=True,
+        force_terminal=True,
+        legacy_windows=False,
+        safe_box=False,
+    )
+    console.print(app.screen._compositor.render_update(full=True))
+    lines = console.export_text(styles=False).splitlines()
+    assert len(lines) == height
+    return lines
+
+
+def shown_in(pilot: Pilot[Any], widget: Widget) -> list[str]:
+    """The screen's text inside a widget's region: what it shows, line by line."""
+    region = widget.region
+    lines = screen_lines(pilot)[region.y : region.bottom]
+    return [line[region.x : region.right] for line in lines]
+
+
+def test_a_100x30_terminal_shows_many_threads(sqlite_store: Path) -> None:
+    """The threads pane has the screen's height (the history and the checkpoint are on the
+    right): at least ten threads show at 100x30, each with its status."""
+    with ckpt.open(sqlite_store) as store:
+        threads = store.threads()
+    assert len(threads) >= 10
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        rows = browser(pilot).query_one(ThreadRows)
+        shown = shown_in(pilot, rows)
+        assert shown[0].split()[:2] == ["THREAD", "STATUS"]
+        listed = [line.split() for line in shown[1:] if line.strip()]
+        assert len(listed) >= 10
+        for words, thread in zip(listed, threads, strict=False):  # in the order of the list
+            assert thread["thread_id"] in words and thread["status"] in words, words
+
+    drive(sqlite_store, scenario, size=(100, 30))
+
+
+def test_a_100x30_terminal_shows_what_ran(sqlite_store: Path, manifest: dict[str, Any]) -> None:
+    """Each history line at 100x30 shows its checkpoint, step and source, and what ran
+    after it whole, as `ckpt history` says it."""
+    thread = manifest["delta"]
+    printed = runner.invoke(cli, ["history", thread, "--db", str(sqlite_store)], env=WIDE)
+    assert printed.exit_code == 0
+    wanted = [
+        found.groups()
+        for found in re.finditer(
+            r"([0-9a-f]{8})  (step -?\d+  \w+)  \d\d:\d\d:\d\d.*?(ran: .*)?$",
+            printed.stdout,
+            re.MULTILINE,
+        )
+    ]
+    assert len(wanted) >= 5 and any(ran == "ran: __start__ → log, n" for *_, ran in wanted)
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await go_to_thread(pilot, thread)
+        shown = shown_in(pilot, browser(pilot).query_one(HistoryRows))
+        for short, step, ran in wanted:
+            line = next(line for line in shown if short in line)
+            assert f"{short}  {step}" in line
+            if ran is not None:
+                assert ran in line, (ran, line)
+
+    drive(sqlite_store, scenario, size=(100, 30))
+
+
+@pytest.mark.parametrize("size", [(100, 30), (80, 24), (160, 50)])
+def test_every_key_of_the_key_bar_shows_whole(sqlite_store: Path, size: tuple[int, int]) -> None:
+    """The footer's keys, whichever pane has the focus: each key and its name on the
+    screen's last line, none cut (fewer and shorter ones on a narrow screen)."""
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        app = browser(pilot)
+        for pane in ("1", "2", "3"):
+            await press(pilot, pane)
+            await pilot.pause(0.05)  # the footer is made again after the focus moved
+            await settle(pilot)
+            bar = app.query_one(KeyBar)
+            keys = list(bar.query(FooterKey))
+            assert len(keys) >= 6  # ? Help and q Quit among them
+            last = screen_lines(pilot)[-1]
+            for key in keys:
+                label = f"{key.key_display} {key.description}".strip()
+                assert label in last, (label, last)
+                assert 0 <= key.region.x and key.region.right <= size[0], label
+            regions = [key.region for key in keys]
+            for one, other in zip(regions, regions[1:], strict=False):
+                assert not one.overlaps(other)
+            assert {"? Help", "q Quit"} <= {f"{k.key_display} {k.description}" for k in keys}
+
+    drive(sqlite_store, scenario, size=size)
+
+
+def test_the_layout_fits_the_terminal(sqlite_store: Path) -> None:
+    """Narrow (100x30): the threads on the left, full height; the history over the
+    checkpoint on the right. Wide (160x50): the threads over the history on the left, the
+    checkpoint on the right, full height, as before."""
+
+    def panes(pilot: Pilot[Any]) -> tuple[Region, Region, Region]:
+        app = browser(pilot)
+        threads, history, checkpoint = (
+            app.query_one(f"#{name}-pane").region for name in ("threads", "history", "checkpoint")
+        )
+        return threads, history, checkpoint
+
+    async def narrow(pilot: Pilot[Any]) -> None:
+        threads, history, checkpoint = panes(pilot)
+        main = browser(pilot).query_one("#main").region
+        assert threads.height == main.height and threads.x == 0
+        assert history.x == checkpoint.x == threads.right
+        assert history.bottom == checkpoint.y and checkpoint.bottom == main.bottom
+        assert history.width >= 60
+
+    async def wide(pilot: Pilot[Any]) -> None:
+        threads, history, checkpoint = panes(pilot)
+        main = browser(pilot).query_one("#main").region
+        assert threads.x == history.x == 0 and threads.bottom == history.y
+        assert checkpoint.height == main.height and checkpoint.x == threads.right
+        assert threads.width == round(160 * 0.45)
+
+    drive(sqlite_store, narrow, size=(100, 30))
+    drive(sqlite_store, wide, size=(160, 50))
+
+
 # -- snapshots: checked-in stores, whose ids and times never change ---------------------------
 
 Snap = Callable[..., bool]
@@ -1017,6 +1158,8 @@ async def _to_the_fan_out(pilot: Pilot[Any]) -> None:
     [
         ("opened", (), (120, 36)),
         ("opened_80", (), (80, 24)),
+        ("opened_100", (), (100, 30)),
+        ("opened_160", (), (160, 50)),
         ("history", ("2", "home"), (120, 36)),
         ("tasks", ("t",), (120, 36)),
         ("values", ("v",), (120, 36)),
@@ -1084,14 +1227,15 @@ def test_in_a_real_terminal(sqlite_store: Path, manifest: dict[str, Any], tmp_pa
     done = tmp_path / "exit-status"
     command = f"{shlex.quote(CKPT)} browse {shlex.quote(str(sqlite_store))}; echo $? > {done}"
     with tmux(command, width=120, height=40) as screen:
-        first = screen(until="channel versions")
+        first = screen(until="namespace   (root)")  # the checkpoint is shown
         assert f"Threads {len(threads)}" in first and f"History {threads[0]['thread_id']}" in first
-        # The next failed thread: its history opens (the error is in its row at once, so
-        # the history's title is what says the jump has been acted on).
+        # The next failed thread: its history opens (the error is in its detail at once,
+        # so the history's title is what says the jump has been acted on).
         shown = screen("e", until=f"History {failed['thread_id']}")
-        assert error in shown
-        shown = screen("t", until="failed")  # its tasks: the failed one with its input
+        assert error in flat(left_column(shown))
+        # Its tasks: the failed one with its input.
         task = next(t for t in store_tasks(sqlite_store, failed) if t["error"] is not None)
+        shown = screen("t", until=f"failed  {task['id']}")
         assert flat(json.dumps(task["input"])) in flat(shown)
         screen("/", *chat, until=f"Threads 1/{len(threads)}")
         screen(until=f"History {chat}")  # its history has come (keys pressed before it
@@ -1105,6 +1249,14 @@ def test_in_a_real_terminal(sqlite_store: Path, manifest: dict[str, Any], tmp_pa
         while not done.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
     assert done.read_text().strip() == "0"
+
+
+def left_column(screen: str) -> str:
+    """The text of the screen's left column of panes (the threads pane, narrow): each line
+    from its first border to the next."""
+    return "\n".join(
+        line[1 : line.index("│", 1)] for line in screen.splitlines() if line.count("│") >= 2
+    )
 
 
 def store_tasks(store: Path, thread: Any) -> list[Any]:

@@ -21,16 +21,16 @@ from typing import Any, ClassVar, TypeVar
 
 from rich.console import RenderableType
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.actions import SkipAction
 from textual.app import App, ComposeResult, SuspendNotSupported, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Footer, Header, Input, Label, Static, Tab, Tabs
+from textual.widgets import Header, Input, Label, Static, Tab, Tabs
 from textual.worker import WorkType
 
 from ckpt.browse.model import History, Key, ThreadList, key_of
@@ -46,6 +46,7 @@ from ckpt.browse.session import (
 from ckpt.browse.widgets import (
     FilterInput,
     HistoryRows,
+    KeyBar,
     LinesView,
     RowList,
     ThreadRows,
@@ -67,6 +68,7 @@ LAID_OUT = 12  # views kept laid out: going back to one is instant
 JSON_LIMIT = 1_000_000
 LOADING_AFTER = 0.15  # seconds a query runs before its pane shows that it is loading
 PAGER_WIDTH = 120
+NARROW = 140  # columns from which the threads and the history share the left
 
 
 class ExportScreen(ModalScreen[str | None]):
@@ -122,13 +124,15 @@ class BrowseApp(App[None]):
     """Threads, history and checkpoints of one store, read-only."""
 
     TITLE = "ckpt browse"
+    # Wide (NARROW and up): the threads over the history on the left, the checkpoint on
+    # the right, full height. Narrow: the threads on the left, full height (many rows), and
+    # on the right, as wide as the screen allows, the history (its lines whole) over the
+    # checkpoint. The panes are siblings in both, in the order the keys move through them;
+    # which one is docked is all that changes.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW, "-wide")]
     CSS = """
     #main {
         height: 1fr;
-    }
-    #left {
-        width: 45%;
-        min-width: 32;
     }
     .pane {
         border: round $panel-lighten-2;
@@ -147,7 +151,23 @@ class BrowseApp(App[None]):
         height: 3fr;
     }
     #checkpoint-pane {
+        dock: right;
+        width: 55%;
+    }
+    Screen.-narrow #threads-pane {
+        dock: left;
+        width: 36%;
+        min-width: 30;
+        height: 1fr;
+    }
+    Screen.-narrow #history-pane {
+        height: 2fr;
+        min-height: 6;
+    }
+    Screen.-narrow #checkpoint-pane {
+        dock: none;
         width: 1fr;
+        height: 3fr;
     }
     #filter {
         border: none;
@@ -166,6 +186,9 @@ class BrowseApp(App[None]):
         max-height: 4;
         padding: 0 1;
         border-top: solid $panel-lighten-2;
+    }
+    Screen.-narrow #thread-detail {
+        max-height: 8;  /* as many words as wide, and the pane is the screen's height */
     }
     #tabs {
         height: 2;
@@ -236,22 +259,26 @@ class BrowseApp(App[None]):
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="◆")
-        with Horizontal(id="main"):
-            with Vertical(id="left"):
-                with Vertical(id="threads-pane", classes="pane"):
-                    yield FilterInput(
-                        list_id="threads",
-                        placeholder="/ filter: words, a status, KEY=VALUE",
-                        id="filter",
-                    )
-                    yield ThreadRows(id="threads", then="#history")
-                    yield Static(id="thread-detail")
-                with Vertical(id="history-pane", classes="pane"):
-                    yield HistoryRows(id="history", then="#view")
+        with Vertical(id="main"):
+            with Vertical(id="threads-pane", classes="pane"):
+                yield FilterInput(
+                    list_id="threads",
+                    placeholders=(
+                        "/ filter: words, a status, KEY=VALUE",
+                        "/ filter: words, status, KEY=VALUE",
+                        "/ words, status, KEY=VALUE",
+                        "/ filter",
+                    ),
+                    id="filter",
+                )
+                yield ThreadRows(id="threads", then="#history")
+                yield Static(id="thread-detail")
+            with Vertical(id="history-pane", classes="pane"):
+                yield HistoryRows(id="history", then="#view")
             with Vertical(id="checkpoint-pane", classes="pane"):
                 yield Tabs(*(Tab(label, id=mode) for mode, label in MODES.items()), id="tabs")
                 yield LinesView(id="view")
-        yield Footer()
+        yield KeyBar(compact_below=NARROW)
 
     def on_mount(self) -> None:
         self.sub_title = clean_line(self.session.spec.shown)
@@ -489,6 +516,9 @@ class BrowseApp(App[None]):
         view.show(lines)
         self._title_checkpoint()
 
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._title_threads)  # once the panes have their new size
+
     @on(LinesView.Resized)
     def view_resized(self) -> None:
         if self.loaded is not None:
@@ -502,13 +532,19 @@ class BrowseApp(App[None]):
         title.append(f" · {self.threads.sort}", style="dim")
         pane.border_title = title
         counts = self.threads.counts()
-        subtitle = Text()
-        for status in ("error", "interrupted", "pending"):
-            if counts.get(status):
-                if subtitle:
-                    subtitle.append(" ")
-                mark = views.STATUS_MARK[status]
-                subtitle.append(f"{mark} {counts[status]} {status}", STATUS_STYLE[status])
+        # "✗ 1 error ⏸ 2 interrupted", or "✗ 1 ⏸ 2" where the pane is too narrow for it
+        room = pane.outer_size.width - 6  # the corners, and a space and a line either side
+        for named in (True, False):
+            subtitle = Text()
+            for status in ("error", "interrupted", "pending"):
+                if counts.get(status):
+                    if subtitle:
+                        subtitle.append(" ")
+                    mark = views.STATUS_MARK[status]
+                    count = f"{mark} {counts[status]}" + (f" {status}" if named else "")
+                    subtitle.append(count, STATUS_STYLE[status])
+            if subtitle.cell_len <= room or room <= 0:
+                break
         pane.border_subtitle = subtitle or None
 
     def _title_history(self) -> None:

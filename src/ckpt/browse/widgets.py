@@ -6,20 +6,24 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from rich.console import Console, RenderableType
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Input
+from textual.widget import Widget
+from textual.widgets import Footer, Input
+from textual.widgets._footer import FooterKey  # what Footer yields; not exported
 
 from ckpt.browse.model import History, Key, ThreadList, key_of
 from ckpt.records import CheckpointRecord, ThreadRecord, dumps
@@ -280,7 +284,8 @@ class ThreadRows(RowList):
 ## Threads
 
 Every thread of the store, as `ckpt threads` lists it: status, step, size, checkpoints
-and when it was last written. The highlighted thread's history opens below.
+and when it was last written (the columns the pane has room for). The highlighted
+thread's history opens in the history pane.
 
 - **/** filter: words match thread ids and metadata values; a status (`error`,
   `interrupted` ...) keeps that status; `KEY=VALUE` matches the latest metadata
@@ -328,9 +333,10 @@ class HistoryRows(RowList):
 ## History
 
 The thread's checkpoints as `ckpt history` draws them: oldest first, forks and subgraph
-runs as branches under the checkpoint they leave. **✗** marks a checkpoint whose task
-failed (dim: it was retried), **⏸** one with an interrupt (dim: answered), **◆** the
-checkpoint marked for diff.
+runs as branches under the checkpoint they leave. A line gives the id, step and source,
+then what ran after the checkpoint, what it updated and, last, its time. **✗** marks a
+checkpoint whose task failed (dim: it was retried), **⏸** one with an interrupt (dim:
+answered), **◆** the checkpoint marked for diff.
 The cursor starts on the thread's newest checkpoint.
 
 - **e** / **E** next / previous task error, **i** / **I** next / previous interrupt.
@@ -419,7 +425,7 @@ The cursor starts on the thread's newest checkpoint.
 
 
 class FilterInput(Input):
-    """The threads pane's filter."""
+    """The threads pane's filter: its hint the longest of `placeholders` that fits."""
 
     HELP = """
 ## Filter
@@ -439,9 +445,15 @@ The threads pane keeps the threads every word matches, as you type:
         Binding("down", "done", "To the list", show=False, priority=True),
     ]
 
-    def __init__(self, *, list_id: str, placeholder: str, id: str | None = None) -> None:
-        super().__init__(placeholder=placeholder, id=id)
+    def __init__(self, *, list_id: str, placeholders: Sequence[str], id: str | None = None) -> None:
+        super().__init__(placeholder=placeholders[0], id=id)
         self.list_id = list_id
+        self.placeholders = placeholders
+
+    def on_resize(self, event: events.Resize) -> None:
+        room = self.content_region.width - 1  # and the cursor
+        fits = [hint for hint in self.placeholders if cell_len(hint) <= room]
+        self.placeholder = fits[0] if fits else self.placeholders[-1]
 
     def action_clear(self) -> None:
         self.value = ""
@@ -510,3 +522,66 @@ the checkpoint's JSON to a file, **p** opens the view in `$PAGER`.
             return Strip.blank(width, base)
         x = round(self.scroll_x)
         return self.lines[index].crop_extend(x, x + width, base).apply_style(base)
+
+
+class KeyBar(Footer):
+    """The footer: the keys of the focused pane and the app's, each shown whole. When they
+    do not fit they come closer together, then with shorter names, then the least needed
+    go (the help, ?, and the command palette list every key)."""
+
+    SHORT: ClassVar[dict[str, str]] = {
+        "Next error": "Error",
+        "Next interrupt": "Interrupt",
+        "Copy id": "Copy",
+    }
+    # Left out in this order while the keys do not fit (by key).
+    LEAST_NEEDED: ClassVar[tuple[str, ...]] = ("p", "x", "m", "j", "c", "s", "slash")
+
+    def __init__(self, *, compact_below: int = 0) -> None:
+        super().__init__()
+        self.compact_below = compact_below  # a narrower screen has the keys close always
+        self._width = 0
+
+    def compose(self) -> ComposeResult:
+        widgets = list(super().compose())
+        keys = [w for w in widgets if isinstance(w, FooterKey) and not _palette(w)]
+        room = self.size.width or self.app.size.width
+        compact = room < self.compact_below or _keys_width(widgets, compact=False) > room
+        if compact and _keys_width(widgets, compact=True) > room:
+            for key in keys:
+                key.description = self.SHORT.get(key.description, key.description)
+            for name in self.LEAST_NEEDED:
+                if _keys_width(widgets, compact=True) <= room:
+                    break
+                widgets = [w for w in widgets if not (w in keys and w.key == name)]
+            if _keys_width(widgets, compact=True) > room:
+                widgets = [w for w in widgets if not _palette(w)]
+        self.compact = compact
+        yield from widgets
+
+    def on_resize(self, event: events.Resize) -> None:
+        if event.size.width != self._width:
+            self._width = event.size.width
+            self.call_after_refresh(self.recompose)
+
+
+def _palette(widget: Widget) -> bool:
+    return widget.has_class("-command-palette")
+
+
+def _keys_width(widgets: Sequence[Widget], *, compact: bool) -> int:
+    """The cells the footer's keys take, as Footer's and FooterKey's CSS lay them out: the
+    key, a space and its name; padded around when not compact, a margin after each when
+    compact; the palette key has a border on its left and, when not compact, a padding."""
+    width = 0
+    for widget in widgets:
+        if not isinstance(widget, FooterKey):
+            return 10_000  # a group of keys: not used here, never counted as fitting
+        label = cell_len(widget.key_display)
+        if widget.description:
+            label += 1 + cell_len(widget.description)
+        if _palette(widget):
+            width += label + (2 if compact else 4)
+        else:
+            width += label + (1 if compact else 2)
+    return width

@@ -34,10 +34,11 @@ from ckpt.render.text import (
 )
 from ckpt.selector import short_id
 
-# A history line as `ckpt history` draws it, and the channel values as `ckpt show --blobs`
-# shows them: human.py keeps both private today; one name each here, so that the day
-# they become public is a two-line change.
+# A history line as `ckpt history` draws it (and its "ran:" part), and the channel values
+# as `ckpt show --blobs` shows them: human.py keeps them private today; one name each
+# here, so that the day they become public is a three-line change.
 _history_label = human._node_label
+_writes_brief = human._writes_brief
 _channel_values = human._values_view
 
 STATUS_MARK = {"error": "✗", "interrupted": "⏸", "pending": "…", "unknown": "?", "done": " "}
@@ -179,7 +180,39 @@ def history_row(prefix: str, record: CheckpointRecord, *, marked: bool) -> Text:
     text = Text(mark, style=style)
     text.append(" ")
     text.append(prefix, style="dim")
-    text.append_text(_history_label(record, short_time(record["ts"])[11:]))
+    text.append_text(_history_line(record))
+    return text
+
+
+_RAN = "  ran: "
+
+
+def _history_line(record: CheckpointRecord) -> Text:
+    """The line `ckpt history` prints for a checkpoint (human.py draws it), its parts in
+    the order that tells most in a pane narrower than the line: the id, step and source,
+    then what ran after it, then what it updated, and its time last."""
+    when = short_time(record["ts"])[11:]
+    line = _history_label(record, "")
+    # The id, step and source alone: the line of the same record with nothing updated,
+    # no task and no write.
+    bare = record.copy()
+    bare["updated_channels"], bare["tasks"], bare["pending_writes"] = [], [], []
+    bare.pop("checkpoint", None)
+    head = _history_label(bare, "").plain
+    ran = _writes_brief(record)
+    ran_at = len(line) - (len(_RAN) + len(ran) if ran else 0)
+    plain = line.plain
+    if (
+        not plain.startswith(head)
+        or len(head) > ran_at
+        or plain[ran_at:] != (_RAN + ran.plain if ran else "")
+    ):
+        return _history_label(record, when)  # not as expected: the CLI's line as it is
+    text = line[: len(head)]
+    text.append_text(line[ran_at:])
+    text.append_text(line[len(head) : ran_at])
+    if when:
+        text.append(f"  {when}", style="dim")
     return text
 
 
