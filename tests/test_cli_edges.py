@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import os
 import shutil
 import sqlite3
@@ -400,3 +401,29 @@ def test_a_generated_column_is_refused_at_open(tmp_path: Path, how: str) -> None
         assert result.exit_code == ExitCode.UNREADABLE, result.output
         assert one_error_line(result)
         assert f"generated column checkpoints.{column}" in result.stderr
+
+
+def test_metadata_too_large_to_fetch_is_a_record_and_the_rest_shows(tmp_path: Path) -> None:
+    """issue 29: a 300 MB metadata row ran threads, dump and show out of memory. Metadata
+    over METADATA_LIMIT is not fetched (SQLite knows its length without reading it): the
+    checkpoint shows, its metadata a `too_large` record with its size."""
+    from ckpt.stores.sqlite.store import METADATA_LIMIT
+
+    store = tmp_path / "store.db"
+    shutil.copy(Path(__file__).parent / "data" / "sqlite_checkpoints.db", store)
+    size = METADATA_LIMIT + 1
+    with sqlite3.connect(store) as conn:
+        (checkpoint,) = conn.execute(
+            "SELECT checkpoint_id FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "UPDATE checkpoints SET metadata = zeroblob(?) WHERE checkpoint_id = ?",
+            (size, checkpoint),
+        )
+    for command in (["threads", str(store)], ["dump", str(store), "-q"]):
+        assert run(*command).exit_code == 0
+    shown = run("show", checkpoint, "--db", str(store), "--json")
+    assert shown.exit_code == 0, shown.output
+    record = json.loads(shown.stdout)
+    assert record["metadata"] == {"__ckpt__": "too_large", "size": size}
+    assert record["checkpoint_id"] == checkpoint and "channel_versions" in record

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from ckpt.decoders import (
     ABSENT,
+    MARK_KEY,
     decode,
     decode_json_text,
     is_marked,
@@ -46,10 +47,18 @@ def decode_value(
         return undecodable_record(payload, str(exc), tag=tag)
 
 
+# What a store reads instead of a metadata value too large to fetch, followed by its size in
+# bytes (ckpt.stores.sqlite.store.METADATA_LIMIT): no JSON starts with a NUL.
+TOO_LARGE: Final = b"\x00ckpt-too-large "
+
+
 def decode_metadata(payload: bytes) -> dict[str, Any]:
-    """SQLite metadata is UTF-8 JSON (with lc envelopes in stores before 2.0.12, format.md §3.2)."""
+    """SQLite metadata is UTF-8 JSON (with lc envelopes in stores before 2.0.12, format.md §3.2).
+    A value the store left unread as too large is a `too_large` record with its size."""
     if not payload:
         return {}
+    if payload.startswith(TOO_LARGE):
+        return {MARK_KEY: "too_large", "size": int(payload[len(TOO_LARGE) :])}
     try:
         metadata = decode_json_text(payload)
     except DecodeError:

@@ -30,7 +30,13 @@ from ckpt.model import (
     WriteTotals,
 )
 from ckpt.stores.base import Store, Writer
-from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
+from ckpt.stores.body import (
+    TOO_LARGE,
+    checkpoint_from_body,
+    decode_metadata,
+    decode_value,
+    sort_writes,
+)
 from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, rows, translate
 from ckpt.vocabulary import FIND_LIMIT
 
@@ -48,6 +54,16 @@ _ERAS: Final[dict[str, str]] = {
     "pre-task_path": "SqliteSaver tables of checkpoint-sqlite 1.0.0 - 3.1.1 (no writes.task_path)",
     "0.1": "langgraph 0.1 tables (thread_ts ids, untyped blobs): current LangGraph reads none",
 }
+
+
+# Metadata larger than this is not fetched (issue 29: a 300 MB metadata row ran a read out
+# of memory): SQLite knows a value's length without reading it, and the row's metadata
+# reads as a `too_large` record that says how large it is (body.TOO_LARGE, docs/json.md).
+METADATA_LIMIT: Final = 16 << 20
+_METADATA: Final = (
+    f"CASE WHEN length(metadata) > {METADATA_LIMIT} THEN CAST(char(0) || "
+    f"'{TOO_LARGE[1:].decode()}' || length(metadata) AS BLOB) ELSE metadata END AS metadata"
+)
 
 
 class SqliteStore(Store):
@@ -124,7 +140,7 @@ class SqliteStore(Store):
             self._era = "0.1"
             self._cp_cols = (
                 "thread_id, '' AS checkpoint_ns, thread_ts AS checkpoint_id, "
-                "parent_ts AS parent_checkpoint_id, NULL AS type, checkpoint, metadata"
+                f"parent_ts AS parent_checkpoint_id, NULL AS type, checkpoint, {_METADATA}"
             )
             self._id, self._ns = "thread_ts", "''"
             self._w_id, self._w_ns = "thread_ts", "''"
@@ -133,7 +149,7 @@ class SqliteStore(Store):
             self._era = "current" if "task_path" in write_columns else "pre-task_path"
             self._cp_cols = (
                 "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
-                "checkpoint, metadata"
+                f"checkpoint, {_METADATA}"
             )
             self._id, self._ns = "checkpoint_id", "checkpoint_ns"
             self._w_id, self._w_ns = "checkpoint_id", "checkpoint_ns"
