@@ -13,6 +13,7 @@ import string
 import subprocess
 import sys
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -379,3 +380,100 @@ def test_only_small_plain_records_are_written_as_one_text() -> None:
     for large in ({"s": ["x" * 60_000] * 40}, {"n": list(range(10_000))}, {"f": 1.5}):
         assert not _orjson_writes_as_json(large)
         assert dumps(large, indent=2) == json.dumps(large, indent=2)
+
+
+# -- an escape in any string field (issue 29): every column and body field that is text ----
+
+_THREAD = "fanout-1"  # writes, Sends, an error: the most fields a view shows
+
+
+def _rebody(conn: sqlite3.Connection, change: Callable[[dict[str, Any]], None]) -> None:
+    """Rewrite the thread's msgpack checkpoint bodies through `change`, ext values kept."""
+    import ormsgpack
+
+    option = ormsgpack.OPT_NON_STR_KEYS
+    rows = conn.execute(
+        "SELECT rowid, checkpoint FROM checkpoints WHERE thread_id = ? AND type = 'msgpack'",
+        (_THREAD,),
+    ).fetchall()
+    for rowid, blob in rows:
+        body = ormsgpack.unpackb(blob, ext_hook=ormsgpack.Ext, option=option)
+        change(body)
+        conn.execute(
+            "UPDATE checkpoints SET checkpoint = ? WHERE rowid = ?",
+            (ormsgpack.packb(body, option=option), rowid),
+        )
+
+
+def _rename_channel(body: dict[str, Any]) -> None:
+    for part in ("channel_values", "channel_versions"):
+        if "items" in body.get(part, {}):
+            body[part][HOSTILE] = body[part].pop("items")
+
+
+_FIELDS: dict[str, Callable[[sqlite3.Connection], None]] = {
+    **{
+        f"{table}.{column}": (
+            lambda conn, table=table, column=column, value=value: conn.execute(
+                f"UPDATE {table} SET {column} = {value} WHERE thread_id = ?", (HOSTILE, _THREAD)
+            )
+        )
+        for table, column, value in [
+            ("checkpoints", "checkpoint_ns", "?"),
+            ("writes", "checkpoint_ns", "?"),
+            ("checkpoints", "checkpoint_id", "checkpoint_id || ?"),
+            ("checkpoints", "parent_checkpoint_id", "parent_checkpoint_id || ?"),
+            ("checkpoints", "type", "?"),
+            ("writes", "task_id", "task_id || ?"),
+            ("writes", "task_path", "?"),
+            ("writes", "channel", "?"),
+            ("writes", "type", "?"),
+            ("checkpoints", "metadata", "CAST(json_set(CAST(metadata AS TEXT), '$.k', ?) AS BLOB)"),
+        ]
+    },
+    "metadata key": lambda conn: conn.execute(
+        "UPDATE checkpoints SET metadata = CAST(json_set(CAST(metadata AS TEXT), "
+        "'$.\"' || ? || '\"', 1) AS BLOB) WHERE thread_id = ?",
+        (HOSTILE, _THREAD),
+    ),
+    "body ts": lambda conn: _rebody(conn, lambda body: body.__setitem__("ts", HOSTILE)),
+    "body channel name": lambda conn: _rebody(conn, _rename_channel),
+}
+
+
+@pytest.mark.parametrize("field", sorted(_FIELDS))
+def test_an_escape_in_any_string_field_never_reaches_a_terminal(
+    sqlite_store: Path, tmp_path: Path, field: str
+) -> None:
+    """HOSTILE (OSC 52, CSI, bidi and tag characters) in one text field of the thread's
+    rows or bodies at a time: no human view on a terminal, and no error message, prints
+    one raw."""
+    store = tmp_path / "store.sqlite"
+    shutil.copy(sqlite_store, store)
+    with sqlite3.connect(store) as conn:
+        _FIELDS[field](conn)
+    db = ["--db", str(store)]
+    env = {"COLUMNS": "100", "CKPT_FORCE_TTY": "1"}
+    for args in (
+        ["threads", str(store)],
+        ["history", _THREAD, *db],
+        ["show", _THREAD, "--blobs", "--full", *db],
+        ["versions", _THREAD, *db],
+        ["diff", _THREAD, *db],
+        ["stats", str(store), "--quiet"],
+        ["types", str(store), "--quiet"],
+    ):
+        result = runner.invoke(app, args, env=env)
+        assert result.exit_code in (0, 1, 5, 7), (field, args, result.stderr)
+        assert unsafe_left(OWN_STYLES.sub("", result.stdout)) == [], (field, args)
+        assert unsafe_left(result.stderr) == [], (field, args)
+
+
+def test_the_text_guard_keeps_ckpts_colours_and_escapes_the_rest() -> None:
+    from ckpt.render.output import guarded
+
+    line = f"\x1b[1;31merror\x1b[0m  {HOSTILE}\tnext\n"
+    shown = guarded(line)
+    assert shown.startswith("\x1b[1;31merror\x1b[0m  ") and shown.endswith("\tnext\n")
+    assert unsafe_left(OWN_STYLES.sub("", shown)) == []
+    assert guarded("plain text") == "plain text"

@@ -81,7 +81,7 @@ def threads(
         elif json_out:
             output.lines(stream_json_array(records))
         elif (header := next(table := threads_table(records, output), None)) is not None:
-            output.lines(itertools.chain([header], table))
+            output.text(itertools.chain([header], table))
         else:
             # Nothing on stdout: an empty listing; the explanation is talk, for stderr.
             what = "no threads match" if filters or status else "no threads"
@@ -145,7 +145,7 @@ def history(
             view = human.history_view(
                 thread, tree, last=last, earlier=earlier, written=written, local=local
             )
-            output.lines(tree_lines(view, output))
+            output.text(tree_lines(view, output))
 
 
 UPDATE_VALUES = 20  # update_state checkpoints whose values history loads (the newest)

@@ -132,7 +132,7 @@ def prune(
                 )
             )
         else:
-            output.lines(prune_lines(run.head, run, lambda: run.totals, output))
+            output.text(prune_lines(run.head, run, lambda: run.totals, output))
 
 
 @store_options

@@ -107,6 +107,13 @@ class Output:
                     write(line[start : start + WRITE_SLICE])
         self.stdout.flush()
 
+    def text(self, lines: Iterable[str]) -> None:
+        """Human text lines that skip Rich (the fast threads table, the history tree, the
+        prune plan), each guarded on the way out: any control character in them but the
+        colour codes ckpt adds is escaped, whichever field it came from. Rich's output
+        passes the same filter in `_console` (issue 29: one place, not one per field)."""
+        self.lines(map(guarded, lines))
+
     def show(self, renderable: RenderableType) -> None:
         """A view's renderable (a table, a tree, a group of them), without the trailing
         spaces a layout engine pads its cells with."""
@@ -119,6 +126,17 @@ class Output:
 
 WRITE_SLICE: Final = 1 << 20  # characters
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def guarded(line: str) -> str:
+    """`line` with every unsafe character escaped (render/text.py `clean`: newlines and
+    tabs kept) except ckpt's own SGR colour codes."""
+    if "\x1b" not in line:
+        return clean(line)
+    parts = _SGR.split(line)
+    codes = _SGR.findall(line)
+    codes.append("")
+    return "".join(clean(part) + code for part, code in zip(parts, codes, strict=True))
 
 
 def strip_trailing(text: str) -> str:

@@ -83,13 +83,14 @@ def human_size(size: int) -> str:
 
 def short_time(iso: str | None, local: bool = False) -> str:
     """`2026-11-30 04:01:43`: a stored time in UTC (LangGraph writes UTC), or in the local
-    zone with `local` (`--local`); a time that does not parse is shown as it is."""
+    zone with `local` (`--local`); a time that does not parse is shown as it is, escaped
+    (a stored `ts` is the store's text: issue 29 found an ESC in one)."""
     if not iso:
         return ""
     try:
         when = datetime.fromisoformat(iso)
-    except ValueError:
-        return iso.replace("T", " ")[:19]
+    except (ValueError, TypeError):
+        return clean_line(str(iso).replace("T", " ")[:19])
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     when = when.astimezone() if local else when.astimezone(UTC)
