@@ -41,6 +41,8 @@ _VARYING = [
     # Channel versions end in a random float of varying length: sizes move by a few bytes.
     (re.compile(r"\b\d+(\.\d+)? (B|KB|MB|GB)\b"), "<size>"),
     (re.compile(r"\b\d+(\.\d+)?%"), "<share>"),
+    (re.compile(r"\b\d+ pages\b"), "<pages>"),  # and so, a page more or less
+    (re.compile("[\u2581-\u2588]+"), "<sparkline>"),  # bars of those sizes
     (re.compile(r" +"), " "),  # so that a size one digit wider keeps a table's lines equal
 ]
 
@@ -230,7 +232,9 @@ def check_block(block: Block, folder: Path) -> Problem | None:
         printed = out.rstrip("\n").split("\n") if out else []
         expected = "\n".join(step.output).rstrip("\n").split("\n") if step.output else []
         if not matches(expected, printed):
-            return Problem(block, f"`{step.command}` prints otherwise now")
+            shown = [normalize(line) for line in expected if line != "..."]
+            new = next((normalize(line) for line in printed if normalize(line) not in shown), "")
+            return Problem(block, f"`{step.command}` prints otherwise now, e.g. {new!r}")
     return None
 
 
