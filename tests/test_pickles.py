@@ -7,11 +7,12 @@ import io
 import json
 import os
 import pickle
+import pickletools
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -1036,3 +1037,198 @@ def test_a_huge_bytearray_is_one_line_on_stderr(tmp_path: Path, data: bytes) -> 
         done = subprocess.run([str(CKPT), *command], capture_output=True, text=True, check=False)
         assert done.returncode == ExitCode.CORRUPT, done.stderr
         assert done.stderr.startswith("ckpt: error: ") and done.stderr.count("\n") == 1, done.stderr
+
+
+# -- BUILD opcodes (issue 29, 6) -------------------------------------------------------------
+
+
+class Built:
+    """Pickles as `value` (a dict or a defaultdict, with its items) followed by BUILD with
+    `state`, as CPython writes an object whose `__reduce__` returns a state. CPython's BUILD
+    sets the state's names as attributes, which a dict does not have."""
+
+    def __init__(self, value: dict[Any, Any], state: Any) -> None:
+        self.value = value
+        self.state = state
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        value = self.value
+        if isinstance(value, defaultdict):
+            args: tuple[Any, ...] = (value.default_factory,)
+            return (defaultdict, args, self.state, None, iter(value.items()))
+        return (dict, (), self.state, None, iter(value.items()))
+
+
+BUILD_STATES = {"slots": (None, {"x": 1}), "dict": {"x": 1}, "not-a-dict": 5}
+
+
+def built_pickle(value: Any) -> bytes:
+    """`value` pickled as PersistentDict does (protocol 2), with a BUILD in it."""
+    data = pickle.dumps(value, 2)
+    assert any(op.name == "BUILD" for op, _, _ in pickletools.genops(data))
+    return data
+
+
+def refused_builds(value: Any) -> list[str]:
+    """The names of the refused records in a command's JSON that stand for a BUILD."""
+    if isinstance(value, dict):
+        if value.get("__ckpt__") == "refused" and "BUILD" in str(value.get("global")):
+            return [str(value["global"])]
+        return [name for part in value.values() for name in refused_builds(part)]
+    if isinstance(value, list):
+        return [name for part in value for name in refused_builds(part)]
+    return []
+
+
+def test_build_on_an_allowed_object_sets_nothing(tmp_path: Path) -> None:
+    """BUILD on a defaultdict, a dict or one of the stubs: a refused value, not an error
+    for the whole file, and no attribute set on anything (a stub was a bound method, whose
+    `__dict__` is its function's: BUILD wrote into ckpt's own code)."""
+    splice = b"ccollections\ndefaultdict\nN\x85R" + b"N}X\x01\x00\x00\x00xK\x01s\x86b"
+    cases = {
+        "defaultdict": b"\x80\x02}X\x01\x00\x00\x00k" + splice + b"s.",
+        "empty-dict": b"\x80\x02}X\x01\x00\x00\x00k}N}X\x01\x00\x00\x00xK\x01s\x86bs.",
+        "stub": b"\x80\x02}X\x01\x00\x00\x00kc_codecs\nencode\n}X\x01\x00\x00\x00xK\x01sbs.",
+    }
+    for name, data in cases.items():
+        refused: list[str] = []
+        loaded = load_pickle(io.BytesIO(data), source=name, refused=refused)
+        assert list(loaded) == ["k"] and loaded["k"] == {}, name
+        assert type(loaded["k"]).__name__ == "Refused", name
+        assert len(refused) == 1 and "BUILD" in refused[0], refused
+    assert "_codecs.encode" in refused[0]
+    # The same object twice (the second a memo reference): refused both times.
+    odd = Built(defaultdict(dict), (None, {"x": 1}))
+    loaded = load_pickle(io.BytesIO(built_pickle({"a": odd, "b": [odd]})), source="twice")
+    assert type(loaded["a"]).__name__ == "Refused" and loaded["b"][0] is loaded["a"]
+    # What CPython's BUILD leaves unchanged (no state) still loads as itself.
+    nothing = pickle.dumps({"k": Built(defaultdict(dict, a={}), (None, {}))}, 2)
+    assert load_pickle(io.BytesIO(nothing), source="nothing") == {"k": {"a": {}}}
+
+
+@pytest.mark.parametrize("state", BUILD_STATES.values(), ids=BUILD_STATES.keys())
+@pytest.mark.parametrize("where", ["metadata", "body"])
+def test_build_on_a_value_in_a_single_file(
+    memory_pkl: Path, tmp_path: Path, where: str, state: Any
+) -> None:
+    """The value is refused, the thread shown (it was exit 5: the whole file corrupt)."""
+    with memory_pkl.open("rb") as handle:
+        storage = pickle.load(handle)  # the test's own fixture, the standard unpickler
+    thread_id = next(iter(storage))
+    entries = storage[thread_id][""]
+    latest = max(entries)
+    body, metadata, parent = entries[latest]
+    odd = Built(defaultdict(dict), state)
+    entries[latest] = (body, odd, parent) if where == "metadata" else (odd, metadata, parent)
+    path = tmp_path / "memory.pkl"
+    path.write_bytes(built_pickle(storage))
+    threads = run("threads", str(path), "--json")
+    assert_refused_value(threads, "BUILD")
+    assert thread_id in [row["thread_id"] for row in json.loads(threads.stdout)]
+    for command in (
+        ("history", thread_id, "--db", str(path), "--json"),
+        ("dump", str(path)),
+    ):
+        result = run(*command)
+        assert_refused_value(result, "BUILD", "defaultdict")
+        assert thread_id in result.stdout
+    shown = run("show", thread_id, "--db", str(path), "--json")
+    assert_refused_value(shown, "BUILD", "defaultdict")
+    checkpoint = json.loads(shown.stdout)
+    assert checkpoint["checkpoint_id"] == latest
+    # The body is shown as `checkpoint` when it cannot be read.
+    assert refused_builds(checkpoint["metadata" if where == "metadata" else "checkpoint"])
+
+
+@pytest.mark.parametrize("where", ["thread", "namespace", "thread-global"])
+def test_a_refused_thread_dict_is_refused_not_missing(
+    memory_pkl: Path, tmp_path: Path, where: str
+) -> None:
+    """A refused value where a thread's or a namespace's dict goes: the file says so
+    (exit 9), never "no thread or checkpoint matches" (exit 7, as a Refused is an empty
+    dict, and empty threads are dropped)."""
+    with memory_pkl.open("rb") as handle:
+        storage = pickle.load(handle)
+    thread_id = next(iter(storage))
+    marker = tmp_path / "pwned"
+    if where == "thread":
+        storage[thread_id] = Built(storage[thread_id], (None, {"x": 1}))
+    elif where == "namespace":
+        storage[thread_id][""] = Built(storage[thread_id][""], (None, {"x": 1}))
+    else:
+        storage[thread_id] = Payload(marker)
+    path = tmp_path / "memory.pkl"
+    path.write_bytes(pickle.dumps(storage, 2))
+    for command in (
+        ("show", thread_id, "--db", str(path)),
+        ("history", thread_id, "--db", str(path)),
+        ("threads", str(path)),
+        ("dump", str(path)),
+    ):
+        result = run(*command)
+        assert_one_line_error(result, ExitCode.REFUSED, repr(thread_id), "nothing was run")
+        assert "no thread" not in result.stderr
+    assert not marker.exists()
+
+
+def _dev_with_build(dev_folder: Path, folder: Path, name: str, state: Any) -> tuple[str, str]:
+    """A copy of the dev folder whose file `name` holds a BUILD where one value of
+    support-1's latest checkpoint goes (its metadata, a pending write, its channel values);
+    (the thread, that checkpoint's id)."""
+    copy_dev_folder(dev_folder, folder)
+    with (folder / STORAGE).open("rb") as handle:
+        storage = pickle.load(handle)
+    entries = storage["support-1"][""]
+    latest = max(entries)
+    odd = Built(defaultdict(dict), state)
+    if name == STORAGE:
+        body, _, parent = entries[latest]
+        entries[latest] = (body, odd, parent)
+        changed: Any = storage
+    else:
+        with (folder / name).open("rb") as handle:
+            changed = pickle.load(handle)
+        if name == WRITES:
+            changed[("support-1", "", latest)] = {("t-odd", 0): ("t-odd", "messages", odd, "")}
+        else:
+            # Every value of the thread: as a whole (tag, bytes) pair or as its bytes.
+            kept = [key for key, value in changed.items() if key[0] == "support-1"]
+            for index, key in enumerate(kept):
+                if changed[key][0] != "empty":
+                    changed[key] = odd if index % 2 else (changed[key][0], odd)
+    (folder / name).write_bytes(built_pickle(changed))
+    return "support-1", latest
+
+
+@pytest.mark.parametrize("state", BUILD_STATES.values(), ids=BUILD_STATES.keys())
+@pytest.mark.parametrize("name", DEV_FILES)
+def test_build_on_a_value_in_the_dev_folder(
+    dev_folder: Path, tmp_path: Path, name: str, state: Any
+) -> None:
+    """Storage, writes or blobs file: the value is refused, the thread shown (exit 5 before)."""
+    folder = tmp_path / ".langgraph_api"
+    thread_id, latest = _dev_with_build(dev_folder, folder, name, state)
+    shown = run("show", thread_id, "--db", str(folder), "--blobs", "--json")
+    assert_refused_value(shown, "BUILD", name)
+    checkpoint = json.loads(shown.stdout)
+    assert checkpoint["thread_id"] == thread_id and checkpoint["checkpoint_id"] == latest
+    assert refused_builds(checkpoint), checkpoint
+    for command in (
+        ("threads", str(folder), "--json"),
+        ("history", thread_id, "--db", str(folder), "--json"),
+        ("dump", str(folder)),
+    ):
+        result = run(*command)
+        assert_refused_value(result, "BUILD", name)
+        assert thread_id in result.stdout
+
+
+def test_build_on_a_thread_in_the_dev_folder(dev_folder: Path, tmp_path: Path) -> None:
+    folder = copy_dev_folder(dev_folder, tmp_path / ".langgraph_api")
+    with (folder / STORAGE).open("rb") as handle:
+        storage = pickle.load(handle)
+    storage["support-1"] = Built(storage["support-1"], (None, {"default_factory": None, "x": 1}))
+    (folder / STORAGE).write_bytes(built_pickle(storage))
+    for command in ("show", "history"):
+        result = run(command, "support-1", "--db", str(folder))
+        assert_one_line_error(result, ExitCode.REFUSED, "'support-1'", "BUILD", STORAGE)

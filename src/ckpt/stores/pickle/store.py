@@ -13,6 +13,7 @@ from ckpt.errors import (
     DecodeError,
     NotACheckpointStore,
     NotFound,
+    RefusedGlobal,
     StoreNotFound,
     StoreUnreadable,
     Unsafe,
@@ -655,6 +656,8 @@ class PickleStore(Store):
         if writes is None:
             return None
         task_writes = writes.get((key.thread_id, key.checkpoint_ns, key.checkpoint_id))
+        if isinstance(task_writes, Refused):  # the checkpoint's writes: one refused value
+            return [PendingWrite("", "", 0, "", None, refused_record(task_writes))]
         if not isinstance(task_writes, dict):
             return []
         return sort_writes(
@@ -664,6 +667,8 @@ class PickleStore(Store):
     def _write(self, inner_key: Any, stored: Any) -> PendingWrite:
         # Key (task_id, idx); value (task_id, channel, (tag, bytes), task_path), without the
         # task_path before checkpoint 2.0.x added it (cp/memory put_writes, format.md §7.1).
+        if isinstance(stored, Refused) and type(inner_key) is tuple and len(inner_key) == 2:
+            stored = (inner_key[0], "", stored, "")  # a refused write: its value shows so
         if (
             not isinstance(inner_key, tuple)
             or len(inner_key) != 2
@@ -1119,7 +1124,7 @@ def _role_of(loaded: dict[Any, Any], path: Path) -> str:
         return "storage"  # thread_id -> checkpoint_ns -> checkpoint_id -> entry
     if isinstance(key, tuple) and len(key) == 3 and isinstance(value, dict):
         return "writes"  # (thread_id, ns, checkpoint_id) -> {(task_id, idx): write}
-    if isinstance(key, tuple) and len(key) == 4 and isinstance(value, tuple):
+    if isinstance(key, tuple) and len(key) == 4 and isinstance(value, tuple | Refused):
         return "blobs"  # (thread_id, ns, channel, version) -> (tag, bytes)
     raise NotACheckpointStore(f"{path}: a pickled dict, but not one InMemorySaver wrote")
 
@@ -1131,6 +1136,9 @@ def _storage_index(
 
     Empty threads and namespaces are dropped: InMemorySaver's defaultdicts grow an empty
     entry whenever a missing thread is looked up, and LangGraph lists nothing for them.
+    A refused value where a thread's or a namespace's dict goes is not one of those (a
+    Refused is an empty dict): the thread's checkpoints cannot be read, which is said,
+    rather than answering that the thread does not exist.
     """
     index: dict[str, dict[str, dict[str, tuple[Any, Any, str | None]]]] = {}
     for thread_id, namespaces in loaded.items():
@@ -1138,13 +1146,19 @@ def _storage_index(
             raise NotACheckpointStore(
                 f"{path}: thread {thread_id!r} is not a LangGraph checkpoints dict"
             )
+        _not_refused(namespaces, path, f"thread {thread_id!r}")
         kept: dict[str, dict[str, tuple[Any, Any, str | None]]] = {}
         for ns, entries in namespaces.items():
             if not isinstance(ns, str) or not isinstance(entries, dict):
                 raise NotACheckpointStore(
                     f"{path}: thread {thread_id!r}, namespace {ns!r} is not a dict of checkpoints"
                 )
+            _not_refused(entries, path, f"thread {thread_id!r}, namespace {ns!r}")
             for checkpoint_id, entry in entries.items():
+                if isinstance(entry, Refused):
+                    # A refused value where the whole entry goes: its checkpoint and its
+                    # metadata show as refused, no parent.
+                    entry = entries[checkpoint_id] = (entry, entry, None)
                 if type(entry) is tuple and len(entry) == 3 and isinstance(entry[2], Refused):
                     # A refused value where the parent id goes: no parent is shown.
                     entry = entries[checkpoint_id] = (entry[0], entry[1], None)
@@ -1163,6 +1177,15 @@ def _storage_index(
         if kept:
             index[thread_id] = kept
     return index
+
+
+def _not_refused(value: dict[Any, Any], path: Path, where: str) -> None:
+    """RefusedGlobal if `value`, a thread's or a namespace's dict, is a refused value."""
+    if isinstance(value, Refused):
+        raise RefusedGlobal(
+            f"refused to load {value.global_name} from {path}: it is where the checkpoints "
+            f"of {where} go, so they cannot be read; nothing was run"
+        )
 
 
 # -- raw values -----------------------------------------------------------------------------

@@ -9,9 +9,9 @@ import os
 import pickle
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any, Final
+from typing import IO, Any, ClassVar, Final, cast
 
 from ckpt.decoders.pickle_imports import escapes_unwarned
 from ckpt.errors import RefusedGlobal, StoreCorrupt
@@ -73,16 +73,16 @@ def load_pickle(
     exactly its size even when a hostile file memo-fetches one large string many times.
     A pickle written with protocol 3 or later holds real `bytes`, which pass through.
 
-    A global outside format.md §7.2's list, a persistent id or an odd call of an allowed stub
-    becomes a `Refused` stand-in (its name added to `refused`); a whole file that is one
-    raises RefusedGlobal. StoreCorrupt for a truncated or damaged stream. `source` names
+    A global outside format.md §7.2's list, a persistent id, an odd call of an allowed stub
+    or an object a BUILD opcode would set attributes of (_load_build_safe) becomes a
+    `Refused` stand-in (its name added to `refused`); a whole file that is one raises
+    RefusedGlobal. StoreCorrupt for a truncated or damaged stream. `source` names
     the file in messages. `counted=False` skips counting shared references (see
     expanded_size) for a file whose references are already known to be bounded: one the
     threads-only pass (ckpt.stores.pickle.lean) read whole.
     """
     if counted:
         _check_expansion(file, source)
-    unpickler = RestrictedUnpickler(file, source=source)
     try:
         with (
             _unraisable_quiet(),
@@ -90,14 +90,7 @@ def load_pickle(
             escapes_unwarned(),
             _memory_capped(_MEMORY_PER_BYTE * _size_of(file) + _MEMORY_FLOOR),
         ):
-            refused_names = unpickler.refused
-            try:
-                loaded = unpickler.load()
-            finally:
-                # Freed here, under the quiet hook: a load that failed half-way may free a
-                # buffer it exported (BYTEARRAY8 with a huge length), which CPython reports
-                # as an "unraisable" SystemError on stderr, beside ckpt's own one line.
-                del unpickler
+            loaded, refused_names = _load_build_safe(file, source)
     except (RefusedGlobal, StoreCorrupt):
         raise
     except MemoryError:
@@ -116,6 +109,62 @@ def load_pickle(
     if refused is not None:
         refused.extend(refused_names)
     return loaded
+
+
+def _load_build_safe(file: IO[bytes], source: str) -> tuple[Any, list[str]]:
+    """The file unpickled by RestrictedUnpickler (CPython's C unpickler); if that stops at a
+    BUILD opcode, by _BuildSafeUnpickler from the start again (what it loaded, and the
+    refused names).
+
+    No PersistentDict file holds a BUILD (format.md §7.2), but a hostile one can apply one
+    to any object: CPython's BUILD sets attributes, which a dict, a tuple or a string do not
+    have, so it stops the whole load, and one odd value would make the whole file unreadable.
+    The pure-Python unpickler, whose BUILD can be replaced, reads such a file instead, making
+    each BUILD's object a refused value. It is several times slower, so it reads only files
+    the C one stopped on, up to the size `_check_expansion` scans; a larger one, or one it
+    cannot read either, is reported with the C unpickler's error.
+    """
+    start = _tell(file)
+    try:
+        return _run(RestrictedUnpickler(file, source=source))
+    except Exception as exc:
+        if start is None or not _stopped_by_build(exc) or _size_of(file) > SCANNED_UP_TO:
+            raise
+        failed = exc
+    file.seek(start)
+    try:
+        return _run(_BuildSafeUnpickler(file, source=source))
+    except RefusedGlobal:  # too many refused names
+        raise
+    except Exception:
+        raise failed from None
+
+
+def _run(unpickler: RestrictedUnpickler | _BuildSafeUnpickler) -> tuple[Any, list[str]]:
+    refused_names = unpickler.refused
+    try:
+        return unpickler.load(), refused_names
+    finally:
+        # Freed here, under the quiet hook: a load that failed half-way may free a
+        # buffer it exported (BYTEARRAY8 with a huge length), which CPython reports
+        # as an "unraisable" SystemError on stderr, beside ckpt's own one line.
+        del unpickler
+
+
+def _stopped_by_build(exc: Exception) -> bool:
+    """Whether the C unpickler's error may come from a BUILD: setting an attribute of an
+    object that has none (AttributeError, TypeError), a state that is not a dict, or BUILD
+    on one of the stubs (_BuildRefused). Other errors (truncation) are not retried."""
+    if isinstance(exc, AttributeError | TypeError | _BuildRefused):
+        return True
+    return isinstance(exc, pickle.UnpicklingError) and "state is not a dictionary" in str(exc)
+
+
+def _tell(file: IO[bytes]) -> int | None:
+    try:
+        return file.tell() if file.seekable() else None
+    except (OSError, ValueError):
+        return None
 
 
 @contextmanager
@@ -251,39 +300,37 @@ def _check_expansion(file: IO[bytes], source: str) -> None:
         )
 
 
-class RestrictedUnpickler(pickle.Unpickler):
+class _Allowlist:
     """`find_class` allows exactly the globals above; persistent ids are refused.
 
     Every way a pickle builds an object goes through one of these two methods: GLOBAL,
     STACK_GLOBAL and the EXT opcodes call `find_class`, REDUCE/NEWOBJ/BUILD/INST/OBJ only
     act on what it returned, and PERSID/BINPERSID call `persistent_load`. So a stream can
     make dicts, defaultdicts, tuples, lists, sets, strings and numbers, and nothing else.
-    Read from a file, not from memory: a length field that claims more than the file holds
-    then reads what is there and fails as truncation, and nothing is held twice.
+    Shared by both unpicklers below.
     """
 
-    def __init__(self, file: IO[bytes], *, source: str) -> None:
-        super().__init__(file)
+    def __init__(self, source: str) -> None:
         self.source = source
         self.refused: list[str] = []
         self._stand_ins: dict[str, type[Refused]] = {}
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) == _ENCODE:
-            return self._encode_latin1
+            return _EncodeLatin1(self)
         if (module, name) in _BYTES:
-            return self._empty_bytes
+            return _EmptyBytes(self)
         if (module, name) in _BYTEARRAY:
-            return self._bytearray
+            return _Bytearray(self)
         found = _CLASSES.get((module, name))
         if found is None:
-            return self._stand_in(f"{_printable(module)}.{_printable(name)}")
+            return self.stand_in(f"{_printable(module)}.{_printable(name)}")
         return found
 
     def persistent_load(self, pid: Any) -> Any:
-        return self._stand_in("a persistent object reference")()
+        return self.stand_in("a persistent object reference")()
 
-    def _stand_in(self, what: str) -> type[Refused]:
+    def stand_in(self, what: str) -> type[Refused]:
         """The Refused class for one refused global (built once per name; only the name,
         a string, goes into it)."""
         self.refused.append(f"{what} (in {os.path.basename(self.source)})")
@@ -298,34 +345,167 @@ class RestrictedUnpickler(pickle.Unpickler):
             self._stand_ins[what] = stand_in
         return stand_in
 
-    def _encode_latin1(self, text: Any, encoding: Any = None, *rest: Any) -> str | Refused:
-        """Stands in for `_codecs.encode`: only the `(str, "latin1")` call protocol 2 writes.
 
-        Returns the text itself (see load_pickle): encoding it would copy every value.
-        """
+class RestrictedUnpickler(pickle.Unpickler):
+    """CPython's C unpickler with the globals of _Allowlist only.
+
+    Read from a file, not from memory: a length field that claims more than the file holds
+    then reads what is there and fails as truncation, and nothing is held twice.
+    """
+
+    def __init__(self, file: IO[bytes], *, source: str) -> None:
+        super().__init__(file)
+        self.allowed = _Allowlist(source)
+        self.refused = self.allowed.refused
+
+    def find_class(self, module: str, name: str) -> Any:
+        return self.allowed.find_class(module, name)
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self.allowed.persistent_load(pid)
+
+
+def _replacing(load: Callable[[Any], None]) -> Callable[[Any], None]:
+    """A GET opcode of _BuildSafeUnpickler: the refused value of an object a BUILD refused."""
+
+    def get(self: _BuildSafeUnpickler) -> None:
+        load(self)
+        if self.replaced:
+            found = self.replaced.get(id(self.stack[-1]))
+            if found is not None and found[0] is self.stack[-1]:
+                self.stack[-1] = found[1]
+
+    return get
+
+
+class _BuildSafeUnpickler(pickle._Unpickler):
+    """The pure-Python unpickler with the same globals, whose BUILD sets nothing: it makes
+    the object a refused value (see _load_build_safe). Only for files the C one stopped on."""
+
+    stack: list[Any]
+
+    def __init__(self, file: IO[bytes], *, source: str) -> None:
+        super().__init__(file)
+        self.allowed = _Allowlist(source)
+        self.refused = self.allowed.refused
+        # id(object) -> (the object, the refused value a BUILD made of it): a memo
+        # reference (GET) to a refused object gives its refused value too.
+        self.replaced: dict[int, tuple[Any, Refused]] = {}
+
+    def find_class(self, module: str, name: str) -> Any:
+        return self.allowed.find_class(module, name)
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self.allowed.persistent_load(pid)
+
+    def load_build_refused(self) -> None:
+        """BUILD: a state with nothing in it (what CPython's BUILD leaves unchanged too)
+        does nothing, as does any BUILD on a refused value; any other replaces its object,
+        on the stack and where the memo refers to it, by a refused value naming it. No
+        attribute of anything is set."""
+        state = self.stack.pop()
+        inst = self.stack[-1]
+        if isinstance(inst, Refused):
+            return
+        slots = None
+        if type(state) is tuple and len(state) == 2:
+            state, slots = state
+        if (state is None or state == {}) and (slots is None or slots == {}):
+            return
+        what = "BUILD slot state" if slots else "BUILD state"
+        refused = self.allowed.stand_in(f"{what} on {_described(inst)}")()
+        self.replaced[id(inst)] = (inst, refused)
+        self.stack[-1] = refused
+
+    dispatch = {
+        **pickle._Unpickler.dispatch,
+        pickle.BUILD[0]: cast("Callable[[pickle.Unpickler], None]", load_build_refused),
+        **{
+            opcode[0]: _replacing(pickle._Unpickler.dispatch[opcode[0]])
+            for opcode in (pickle.GET, pickle.BINGET, pickle.LONG_BINGET)
+        },
+    }
+
+
+def _described(value: Any) -> str:
+    """What a BUILD was applied to, for the refused value's name."""
+    if isinstance(value, _Stub):
+        return value.name
+    if isinstance(value, type):
+        if issubclass(value, Refused):
+            return value.global_name
+        return f"{_printable(value.__module__)}.{_printable(value.__qualname__)}"
+    return f"a {type(value).__name__}"
+
+
+class _BuildRefused(Exception):
+    """A BUILD on a stub, which stops the C unpickler (see _Stub)."""
+
+
+class _Stub:
+    """The stand-in for a callable format.md §7.2 names, as find_class gives it.
+
+    An object of its own rather than a bound method: BUILD with a dict state on a bound
+    method writes into its function's `__dict__` (one of ckpt's own functions), so a stub
+    has no `__dict__`, and a `__setstate__` that stops the C unpickler, for the build-safe
+    one to read the file (_load_build_safe).
+    """
+
+    __slots__ = ("allowed",)
+    name: ClassVar[str] = ""
+
+    def __init__(self, allowed: _Allowlist) -> None:
+        self.allowed = allowed
+
+    def __setstate__(self, state: Any) -> None:
+        raise _BuildRefused(self.name)
+
+
+class _EncodeLatin1(_Stub):
+    """Stands in for `_codecs.encode`: only the `(str, "latin1")` call protocol 2 writes.
+
+    Returns the text itself (see load_pickle): encoding it would copy every value.
+    """
+
+    __slots__ = ()
+    name: ClassVar[str] = "_codecs.encode"
+
+    def __call__(self, text: Any, encoding: Any = None, *rest: Any) -> str | Refused:
         if rest or not isinstance(text, str) or encoding not in LATIN1:
             shown = encoding if isinstance(encoding, str) else type(encoding).__name__
-            return self._stand_in(f"_codecs.encode(..., {_printable(shown)!r})")()
+            return self.allowed.stand_in(f"_codecs.encode(..., {_printable(shown)!r})")()
         return text
 
-    def _empty_bytes(self, *args: Any) -> str | Refused:
-        """Stands in for `bytes`: only the argument-less `bytes()` protocol 2 writes for b""."""
+
+class _EmptyBytes(_Stub):
+    """Stands in for `bytes`: only the argument-less `bytes()` protocol 2 writes for b""."""
+
+    __slots__ = ()
+    name: ClassVar[str] = "bytes"
+
+    def __call__(self, *args: Any) -> str | Refused:
         if args:
-            return self._stand_in("bytes(...) with arguments")()  # bytes(n) allocates n bytes
+            return self.allowed.stand_in("bytes(...) with arguments")()  # bytes(n): n bytes
         return ""
 
-    def _bytearray(self, *args: Any) -> str | bytes | Refused:
-        """Stands in for `bytearray`: `bytearray()`, `bytearray(<bytes>)` as protocol 2
-        writes it (the bytes come from the `_codecs.encode` stub, as latin-1 text) and
-        protocol 3+ (real bytes), or `bytearray(<str>, "latin-1")`. Like bytes values, it
-        comes back as its latin-1 text (or the bytes themselves)."""
+
+class _Bytearray(_Stub):
+    """Stands in for `bytearray`: `bytearray()`, `bytearray(<bytes>)` as protocol 2
+    writes it (the bytes come from the `_codecs.encode` stub, as latin-1 text) and
+    protocol 3+ (real bytes), or `bytearray(<str>, "latin-1")`. Like bytes values, it
+    comes back as its latin-1 text (or the bytes themselves)."""
+
+    __slots__ = ()
+    name: ClassVar[str] = "bytearray"
+
+    def __call__(self, *args: Any) -> str | bytes | Refused:
         if not args:
             return ""
         if len(args) == 1 and isinstance(args[0], str | bytes):
             return args[0]
         if len(args) == 2 and isinstance(args[0], str) and args[1] in LATIN1:
             return args[0]
-        return self._stand_in("bytearray(...) with other arguments")()
+        return self.allowed.stand_in("bytearray(...) with other arguments")()
 
 
 @contextmanager
