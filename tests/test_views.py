@@ -557,3 +557,13 @@ def test_vacuum_into_without_apply_says_apply_writes_the_copy(
     assert not into.exists()
     out = run_at(80, "vacuum", str(store))
     assert out.splitlines()[-1] == "nothing changed: --apply runs VACUUM, --into FILE writes a copy"
+
+
+def test_stats_health_lines_wrap_under_their_text(sqlite_store: Path) -> None:
+    """A health line the width wraps goes on two spaces in, under its text, not at column 0."""
+    out = run_at(60, "stats", str(sqlite_store), "--quiet")
+    health = out.split("\nHealth\n", 1)[1].splitlines()
+    assert any(line.startswith("  ") for line in health), health
+    for line in health:
+        assert line[:1] in ("✓", "!", "·") or line.startswith("  "), line
+        assert len(line) <= 60, line

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ckpt.records import GrowthRecord, HealthRecord, StatsRecord
-from ckpt.render.human import _boxed
+from ckpt.render.human import Hanging, _boxed
 from ckpt.render.output import Output
 from ckpt.render.text import brief, clean_line, human_size
 
@@ -290,11 +290,12 @@ def _prune(record: StatsRecord, total: int) -> list[RenderableType]:
 def _health(health: HealthRecord) -> list[RenderableType]:
     lines: list[RenderableType] = [Text(""), Text("Health", style="bold")]
 
+    # A line the width wraps goes on under its text, not at column 0.
     def good(text: str) -> None:
-        lines.append(Text(f"✓ {text}", style="green"))
+        lines.append(Hanging(Text(f"✓ {text}", style="green")))
 
     def bad(text: str, style: str = "yellow") -> None:
-        lines.append(Text(f"! {text}", style=style))
+        lines.append(Hanging(Text(f"! {text}", style=style)))
 
     orphans = health["orphan_writes"]
     if orphans["count"]:
@@ -348,12 +349,14 @@ def _health(health: HealthRecord) -> list[RenderableType]:
     for delta in health["delta_channels"]:
         snapshot = delta["snapshot_checkpoint_id"] or "(none: replays from empty)"
         lines.append(
-            Text(
-                f"· delta channel {delta['channel']} of {clean_line(delta['thread_id'])}: "
-                f"snapshot at "
-                f"{snapshot}, {delta['writes_to_replay']:,} writes to replay"
-                + ("" if delta["complete"] else " (an ancestor is missing)"),
-                style="cyan" if delta["complete"] else "yellow",
+            Hanging(
+                Text(
+                    f"· delta channel {delta['channel']} of {clean_line(delta['thread_id'])}: "
+                    f"snapshot at "
+                    f"{snapshot}, {delta['writes_to_replay']:,} writes to replay"
+                    + ("" if delta["complete"] else " (an ancestor is missing)"),
+                    style="cyan" if delta["complete"] else "yellow",
+                )
             )
         )
     return lines
