@@ -427,3 +427,21 @@ def test_metadata_too_large_to_fetch_is_a_record_and_the_rest_shows(tmp_path: Pa
     record = json.loads(shown.stdout)
     assert record["metadata"] == {"__ckpt__": "too_large", "size": size}
     assert record["checkpoint_id"] == checkpoint and "channel_versions" in record
+
+
+def test_a_sqlite_read_past_its_timeout_stops_with_one_line(sqlite_store: Path) -> None:
+    """issue 29: with --timeout (the API's `timeout`) no SQLite statement steps longer than
+    it: SQLite's progress handler stops it, and the read ends with one line (exit 4). Without
+    one there is no limit: an aggregate over a 20 GB store may take longer than any default."""
+    import ckpt
+    from ckpt.errors import StoreUnreadable
+
+    with ckpt.open(sqlite_store, timeout=1e-9) as store, pytest.raises(StoreUnreadable) as caught:
+        store.threads()
+    assert "ran past the 1e-09 s --timeout" in str(caught.value)
+    with ckpt.open(sqlite_store, timeout=60) as store:
+        assert store.threads()
+    with ckpt.open(sqlite_store) as store:  # no limit
+        assert store.threads()
+    result = run("threads", str(sqlite_store), "--timeout", "30")
+    assert result.exit_code == 0, result.stderr

@@ -32,7 +32,7 @@ from ckpt.records import (
 )
 from ckpt.stores.base import Store
 from ckpt.tasks import Task
-from ckpt.vocabulary import DEFAULT_TIMEOUT, Status, ThreadSort
+from ckpt.vocabulary import Status, ThreadSort
 
 if TYPE_CHECKING:
     from ckpt.census import RawRow
@@ -487,7 +487,7 @@ def open(  # the library's entry point, named as sqlite3.connect or open() are
     *,
     aes_key: str | bytes | None = None,
     schema: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float | None = None,
     hidden: Hidden = "raise",
 ) -> CheckpointStore:
     """Open a checkpoint store read-only: a SqliteSaver file, a `.langgraph_api` folder or
@@ -496,7 +496,8 @@ def open(  # the library's entry point, named as sqlite3.connect or open() are
     `spec` None means `$CKPT_DB`, else the one store in the current folder. `aes_key` is
     the EncryptedSerializer key (16, 24 or 32 bytes; default `$LANGGRAPH_AES_KEY`); a
     wrong key raises EncryptedError. `schema` is the Postgres schema of the checkpoint
-    tables; `timeout` the Postgres statement timeout in seconds. `hidden`: values that
+    tables; `timeout` the statement timeout in seconds: Postgres (None: 5 s) and, when
+    given, how long SQLite may step one statement. `hidden`: values that
     stay encrypted raise EncryptedError ("raise", with what was read in its `partial`) or
     are kept marked in the records, the errors in `store.hidden` ("keep"). Raises
     StoreNotFound, StoreUnreadable, NotACheckpointStore, StoreCorrupt (ckpt.errors).

@@ -17,13 +17,13 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ckpt.vocabulary import DEFAULT_TIMEOUT, STATUSES, THREAD_SORTS
+from ckpt.vocabulary import STATUSES, THREAD_SORTS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _finite(value: float, name: str) -> float:
-    if value != value:  # NaN passes every range check
+def _finite(value: float | None, name: str) -> float | None:
+    if value is not None and value != value:  # NaN passes every range check
         raise typer.BadParameter("must be a number of seconds", param_hint=name)
     return value
 
@@ -66,11 +66,12 @@ SchemaOpt = Annotated[
     ),
 ]
 TimeoutOpt = Annotated[
-    float,
+    float | None,
     typer.Option(
         "--timeout",
         metavar="SECONDS",
-        help="Postgres statement timeout in seconds (default 5).",
+        help="Statement timeout in seconds: Postgres (default 5), and SQLite reads when "
+        "given (default: none).",
         show_default=False,
         min=0.1,
         max=86_400.0,  # also refuses inf and, through the callback, nan
@@ -86,14 +87,14 @@ class StoreOptions:
     db: str | None = None
     aes_key: str | None = None
     schema: str | None = None
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float | None = None  # Postgres: DEFAULT_TIMEOUT; SQLite: no limit
 
 
 _STORE_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
     ("db", DbOpt, None),
     ("aes_key", AesKeyOpt, None),
     ("schema", SchemaOpt, None),
-    ("timeout", TimeoutOpt, DEFAULT_TIMEOUT),
+    ("timeout", TimeoutOpt, None),
 )
 
 

@@ -63,7 +63,7 @@ def open_store(
         return PickleStore(path, aes_key=aes_key)
     from ckpt.stores.sqlite import SqliteStore
 
-    return SqliteStore(path, aes_key=aes_key)
+    return SqliteStore(path, aes_key=aes_key, timeout=timeout)
 
 
 def _is_dev_folder(path: Path) -> bool:

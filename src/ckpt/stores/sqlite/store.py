@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,6 +62,8 @@ _ERAS: Final[dict[str, str]] = {
 # of memory): SQLite knows a value's length without reading it, and the row's metadata
 # reads as a `too_large` record that says how large it is (body.TOO_LARGE, docs/json.md).
 METADATA_LIMIT: Final = 16 << 20
+# SQLite calls the progress handler (the --timeout check) every this many VM instructions.
+PROGRESS_STEPS: Final = 1_000
 _METADATA: Final = (
     f"CASE WHEN length(metadata) > {METADATA_LIMIT} THEN CAST(char(0) || "
     f"'{TOO_LARGE[1:].decode()}' || length(metadata) AS BLOB) ELSE metadata END AS metadata"
@@ -72,12 +76,25 @@ class SqliteStore(Store):
     kind = "sqlite"
     thread_orders = frozenset({"thread", "updated"})
 
-    def __init__(self, path: str | os.PathLike[str], *, aes_key: bytes | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        aes_key: bytes | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """`timeout`: seconds SQLite may step one statement, or fetch one batch of its rows,
+        before the read stops with one line (`--timeout`; None: no limit, as a legitimate
+        aggregate over a 20 GB store may take longer than any default)."""
         super().__init__(str(path), aes_key=aes_key)
         self.path = Path(path)
         self._link = connect(self.path)
         self.conn = self._link.conn
         self._reading = 0  # methods inside the open read transaction (`_snapshot`)
+        self._timeout = timeout
+        self._deadline = math.inf  # set while _run or _stream steps a statement
+        if timeout is not None:
+            self.conn.set_progress_handler(self._over_time, PROGRESS_STEPS)
         try:
             self._detect_schema()
         except BaseException:
@@ -115,6 +132,11 @@ class SqliteStore(Store):
                     pass
 
     def _error(self, exc: sqlite3.Error) -> CkptError:
+        if self._timeout is not None and "interrupted" in str(exc):
+            return StoreUnreadable(
+                f"{self.location}: a read ran past the {self._timeout:g} s --timeout (a slow "
+                "schema, or a very large store); allow more with --timeout"
+            )
         if self._link.changed():
             return StoreUnreadable(
                 f"{self.location}: the file changed while it was read (a writer attached to "
@@ -176,15 +198,40 @@ class SqliteStore(Store):
 
     def _run(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         try:
+            self._deadline = self._start()
             return list(rows(self.conn, sql, params))
         except sqlite3.Error as exc:
             raise self._error(exc) from None
+        finally:
+            self._deadline = math.inf
 
     def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
+        """The rows of one statement; with a `timeout`, each fetch of them is timed, not the
+        time the caller takes between rows."""
+        found = rows(self.conn, sql, params)
         try:
-            yield from rows(self.conn, sql, params)
+            while True:
+                self._deadline = self._start()
+                try:
+                    row = next(found)
+                except StopIteration:
+                    return
+                self._deadline = math.inf
+                yield row
         except sqlite3.Error as exc:
             raise self._error(exc) from None
+        finally:
+            self._deadline = math.inf
+            close = getattr(found, "close", None)
+            if close is not None:
+                close()
+
+    def _start(self) -> float:
+        return math.inf if self._timeout is None else time.monotonic() + self._timeout
+
+    def _over_time(self) -> int:
+        """SQLite's progress handler: non-zero stops the statement (`interrupted`)."""
+        return 1 if time.monotonic() > self._deadline else 0
 
     # -- listing ---------------------------------------------------------------------------
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
@@ -863,7 +910,7 @@ class SqliteStore(Store):
 
     def fork(self) -> SqliteStore:
         # Its own read-only connection: sqlite3 releases the GIL while a query runs.
-        return SqliteStore(self.path, aes_key=self.aes_key)
+        return SqliteStore(self.path, aes_key=self.aes_key, timeout=self._timeout)
 
     def encrypted_sample(self) -> tuple[str, bytes] | None:
         if self.era == "0.1":
