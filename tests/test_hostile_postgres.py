@@ -9,6 +9,7 @@ reads each with `--schema`, under the promises of tests/test_hostile_stores.py.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -310,3 +311,40 @@ def test_a_column_of_an_unexpected_type_is_one_line_naming_it(
             ):
                 failures.append(f"{table}.{column} {command[0]}: exit {done.returncode} {said!r}")
     assert not failures, "\n".join(failures)
+
+
+def test_metadata_too_large_to_fetch_is_a_record(pg_new_database: Callable[[], str]) -> None:
+    """issue 29: metadata over METADATA_LIMIT is measured on the server and not fetched; the
+    checkpoint shows with a `too_large` record in its place, as on SQLite."""
+    import psycopg
+    from fixtures.postgres import load_pg_dump
+    from psycopg.conninfo import conninfo_to_dict
+
+    from ckpt.stores.postgres.store import METADATA_LIMIT
+
+    dsn = pg_new_database()
+    load_pg_dump(dsn, Path(__file__).parent / "data" / "postgres_current_pg_dump.sql")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        (checkpoint,) = conn.execute(
+            "SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = %s", (THREAD,)
+        ).fetchone() or (None,)
+        conn.execute(
+            "UPDATE checkpoints SET metadata = jsonb_build_object('big', repeat('x', %s)) "
+            "WHERE checkpoint_id = %s",
+            (METADATA_LIMIT, checkpoint),
+        )
+    params = conninfo_to_dict(dsn)
+    url = f"postgresql://{params.get('user', '')}@{params.get('host', '127.0.0.1')}:" + (
+        f"{params.get('port', 5432)}/{params['dbname']}"
+    )
+    listed = subprocess.run([CKPT, "threads", url], capture_output=True, text=True, check=False)
+    assert listed.returncode == 0, listed.stderr
+    shown = subprocess.run(
+        [CKPT, "show", str(checkpoint), "--db", url, "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shown.returncode in (0, ExitCode.ENCRYPTED), shown.stderr
+    record = json.loads(shown.stdout)
+    assert record["metadata"] == {"__ckpt__": "too_large", "size": METADATA_LIMIT + 11}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
-from ckpt.decoders import decode_json_text
+from ckpt.decoders import MARK_KEY, decode_json_text
 from ckpt.errors import BadOption, DecodeError, NotFound
 from ckpt.model import (
     TASKS,
@@ -151,12 +151,12 @@ class PostgresStore(Store):
         on the server and only their keys come back (which channels hold a value)."""
         if values:
             return self.layout.sql(
-                "c.thread_id, c.checkpoint_ns, {id}, {parent}, c.checkpoint, c.metadata, "
-                f"{CHECKPOINT_BYTES}, NULL::text[]"
+                "c.thread_id, c.checkpoint_ns, {id}, {parent}, c.checkpoint, "
+                f"{_METADATA}, {CHECKPOINT_BYTES}, NULL::text[]"
             )
         return self.layout.sql(
             "c.thread_id, c.checkpoint_ns, {id}, {parent}, c.checkpoint - 'channel_values', "
-            f"c.metadata, {CHECKPOINT_BYTES}, "
+            f"{_METADATA}, {CHECKPOINT_BYTES}, "
             "CASE WHEN jsonb_typeof(c.checkpoint->'channel_values') = 'object' "
             "THEN ARRAY(SELECT jsonb_object_keys(c.checkpoint->'channel_values')) END"
         )
@@ -1275,12 +1275,29 @@ class PostgresStore(Store):
 # -- helpers -----------------------------------------------------------------------------
 
 
+# Metadata whose text is longer than this is not fetched (issue 29): the server measures it
+# and sends a string saying so instead, which reads as a `too_large` record (docs/json.md).
+# PostgresSaver's metadata is always an object, so no real row holds such a string.
+METADATA_LIMIT: Final = 16 << 20
+_TOO_LARGE: Final = "\u2063ckpt-too-large "  # an invisible separator: no metadata starts so
+# The stored (maybe compressed) size first, which costs nothing: 32 KB stored is at most
+# ~8 MB of text under pglz or lz4 (at most ~255x), so only larger rows are measured.
+_METADATA: Final = (
+    f"CASE WHEN pg_column_size(c.metadata) > 32768 "
+    f"AND octet_length(c.metadata::text) > {METADATA_LIMIT} "
+    f"THEN to_jsonb('{_TOO_LARGE}' || octet_length(c.metadata::text)) ELSE c.metadata END"
+)
+
+
 def _metadata(raw: Any) -> dict[str, Any]:
     """Metadata is JSONB, already a dict. Only legacy metadata (langgraph <= 0.4) has
     `writes`, holding full values as LangChain envelopes (format.md §3.2): those are decoded
-    as for SQLite, so both stores show the same values."""
+    as for SQLite, so both stores show the same values. One too large to fetch (_METADATA)
+    is a `too_large` record."""
     if raw is None:
         return {}
+    if isinstance(raw, str) and raw.startswith(_TOO_LARGE):
+        return {MARK_KEY: "too_large", "size": int(raw[len(_TOO_LARGE) :])}
     if not isinstance(raw, dict):
         return {"value": raw}
     if "writes" not in raw:
