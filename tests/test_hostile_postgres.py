@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from fixtures.js_stores import node_dsn
 
 from ckpt.errors import ExitCode
 from ckpt_runner import Runner
@@ -172,12 +173,7 @@ SHARDS = 3  # the cases run as this many tests, which make test's processes shar
 def test_every_command_on_hostile_postgres_schemas(
     hostile_db: str, tmp_path: Path, shard: int
 ) -> None:
-    from psycopg.conninfo import conninfo_to_dict
-
-    params = conninfo_to_dict(hostile_db)
-    url = f"postgresql://{params.get('user', '')}@{params.get('host', '127.0.0.1')}:" + (
-        f"{params.get('port', 5432)}/{params['dbname']}"
-    )
+    url = node_dsn(hostile_db)  # the URL form the CLI takes
     built = Built(tmp_path, url, THREAD)  # nothing on disk: the folder stays empty
     failures: list[str] = []
     runs = 0
@@ -274,16 +270,12 @@ def test_a_column_of_an_unexpected_type_is_one_line_naming_it(
     table, the column and its type, for every command (threads and dump here)."""
     import psycopg
     from fixtures.postgres import load_pg_dump
-    from psycopg.conninfo import conninfo_to_dict
 
     from ckpt.stores.postgres.schema import READ_AS
 
     dsn = pg_new_database()
     load_pg_dump(dsn, Path(__file__).parent / "data" / "postgres_current_pg_dump.sql")
-    params = conninfo_to_dict(dsn)
-    url = f"postgresql://{params.get('user', '')}@{params.get('host', '127.0.0.1')}:" + (
-        f"{params.get('port', 5432)}/{params['dbname']}"
-    )
+    url = node_dsn(dsn)  # the URL form the CLI takes
     cases = [(t, c, types) for t, columns in READ_AS.items() for c, types in columns.items()]
     with psycopg.connect(dsn, autocommit=True) as conn:
         for index, (table, column, types) in enumerate(cases):
@@ -318,7 +310,6 @@ def test_metadata_too_large_to_fetch_is_a_record(pg_new_database: Callable[[], s
     checkpoint shows with a `too_large` record in its place, as on SQLite."""
     import psycopg
     from fixtures.postgres import load_pg_dump
-    from psycopg.conninfo import conninfo_to_dict
 
     from ckpt.stores.postgres.store import METADATA_LIMIT
 
@@ -333,10 +324,7 @@ def test_metadata_too_large_to_fetch_is_a_record(pg_new_database: Callable[[], s
             "WHERE checkpoint_id = %s",
             (METADATA_LIMIT, checkpoint),
         )
-    params = conninfo_to_dict(dsn)
-    url = f"postgresql://{params.get('user', '')}@{params.get('host', '127.0.0.1')}:" + (
-        f"{params.get('port', 5432)}/{params['dbname']}"
-    )
+    url = node_dsn(dsn)  # the URL form the CLI takes
     listed = subprocess.run([CKPT, "threads", url], capture_output=True, text=True, check=False)
     assert listed.returncode == 0, listed.stderr
     shown = subprocess.run(

@@ -52,13 +52,18 @@ def decode_value(
 TOO_LARGE: Final = b"\x00ckpt-too-large "
 
 
+def too_large_record(size: int) -> dict[str, Any]:
+    """What a store shows for a value it did not fetch as too large (docs/json.md)."""
+    return {MARK_KEY: "too_large", "size": size}
+
+
 def decode_metadata(payload: bytes) -> dict[str, Any]:
     """SQLite metadata is UTF-8 JSON (with lc envelopes in stores before 2.0.12, format.md §3.2).
     A value the store left unread as too large is a `too_large` record with its size."""
     if not payload:
         return {}
     if payload.startswith(TOO_LARGE):
-        return {MARK_KEY: "too_large", "size": int(payload[len(TOO_LARGE) :])}
+        return too_large_record(int(payload[len(TOO_LARGE) :]))
     try:
         metadata = decode_json_text(payload)
     except DecodeError:

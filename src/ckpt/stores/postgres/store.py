@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
-from ckpt.decoders import MARK_KEY, decode_json_text
+from ckpt.decoders import decode_json_text
 from ckpt.errors import BadOption, DecodeError, NotFound
 from ckpt.model import (
     TASKS,
@@ -27,7 +27,7 @@ from ckpt.model import (
     WriteTotals,
 )
 from ckpt.stores.base import Store, Writer
-from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
+from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes, too_large_record
 from ckpt.stores.postgres.schema import CHECKPOINT_BYTES, detect_layout
 from ckpt.stores.postgres.session import PgSession
 from ckpt.vocabulary import FIND_LIMIT
@@ -1297,7 +1297,7 @@ def _metadata(raw: Any) -> dict[str, Any]:
     if raw is None:
         return {}
     if isinstance(raw, str) and raw.startswith(_TOO_LARGE):
-        return {MARK_KEY: "too_large", "size": int(raw[len(_TOO_LARGE) :])}
+        return too_large_record(int(raw[len(_TOO_LARGE) :]))
     if not isinstance(raw, dict):
         return {"value": raw}
     if "writes" not in raw:
