@@ -1,21 +1,67 @@
-"""Redis stores (issue 27), first step: a real RedisSaver store on a real Redis 8.2 with
-RedisJSON and RediSearch, its layout as docs/format.md describes it, and ckpt's answer
-until it reads one: a one-line "not supported yet" (exit 13) that leaves every key as it
-was."""
+"""Redis stores (issue 27): a real RedisSaver store on a real Redis 8.2 with RedisJSON and
+RediSearch (fixtures/redis_server.py), its layout as docs/format.md §7b describes it, every
+read command on it leaving every key, TTL and index as it was and sending only read
+commands, and one line for every way the server can be missing a part.
+
+What ckpt says about each checkpoint is compared with RedisSaver's own answers in
+tests/test_fidelity_redis.py."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pytest
 from fixtures.graphs import SCENARIO_STATUS
+from fixtures.redis_server import RedisServer
 from fixtures.redis_stores import KEY_FAMILIES, REDIS_SCENARIOS, key_snapshot
 
 from ckpt.errors import ExitCode
+from ckpt.stores.redis.session import READ_COMMANDS
 
 CKPT = str(Path(sys.executable).with_name("ckpt"))
+
+READ_COMMANDS_RUN = [
+    ["threads"],
+    ["threads", "--json"],
+    ["threads", "--size"],
+    ["history", "subgraph-1"],
+    ["history", "fork-1", "--json"],
+    ["show", "approval-1", "--writes", "--json"],
+    ["show", "fanout-1", "--writes"],
+    ["versions", "support-1"],
+    ["diff", "approval-1"],
+    ["dump"],
+    ["dump", "--thread", "delta-1", "--latest"],
+    ["stats"],
+    ["stats", "--json"],
+    ["types"],
+    ["types", "--json"],
+]
+
+
+def ckpt(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CKPT, *args], capture_output=True, text=True, check=False)
+
+
+def command_counts(url: str) -> Counter[str]:
+    """How often the server ran each command (INFO commandstats)."""
+    import redis
+
+    # RESP2 and no driver info: this client sends no HELLO or CLIENT SETINFO of its own.
+    client = redis.Redis.from_url(url, protocol=2, driver_info=None)
+    try:
+        stats: dict[str, Any] = client.info("commandstats")
+    finally:
+        client.close()
+    return Counter(
+        {name.removeprefix("cmdstat_").lower(): int(v["calls"]) for name, v in stats.items()}
+    )
 
 
 def test_redis_saver_writes_the_documented_layout(redis_url: str) -> None:
@@ -35,13 +81,117 @@ def test_redis_saver_writes_the_documented_layout(redis_url: str) -> None:
     assert kind == "ReJSON-RL" and {"type", "blob", "task_path", "idx"} <= set(write)
 
 
-def test_a_redis_url_is_not_read_yet_and_nothing_changes(redis_url: str) -> None:
+def test_every_read_command_reads_and_changes_nothing(redis_url: str) -> None:
     before = key_snapshot(redis_url)
-    secret_url = redis_url.replace("redis://", "redis://:hunter2@")
-    for args in (["threads", secret_url], ["history", "support-1", "--db", secret_url]):
-        done = subprocess.run([CKPT, *args], capture_output=True, text=True, check=False)
-        assert done.returncode == ExitCode.UNSUPPORTED
-        assert done.stdout == ""
-        assert done.stderr.count("\n") == 1 and "Redis stores are not supported yet" in done.stderr
-        assert "hunter2" not in done.stderr
+    counts = command_counts(redis_url)
+    for args in READ_COMMANDS_RUN:
+        done = ckpt(*args, "--db", redis_url)
+        expected = ExitCode.DIFFERENT if args[0] == "diff" else ExitCode.OK
+        assert done.returncode == expected, (args, done.stderr)
+        assert "Traceback" not in done.stderr and "internal error" not in done.stderr, args
+        assert done.stdout, args
+    sent = command_counts(redis_url) - counts
+    # This test's own INFO and key_snapshot's reads aside, only READ_COMMANDS ran.
+    allowed = {c.lower() for c in READ_COMMANDS} | {"module|list", "json.debug|memory"}
+    ran = {name for name in sent if sent[name]}
+    assert ran <= allowed, ran - allowed
+    assert {"scan", "json.mget", "ft.search", "zrange"} <= ran
     assert key_snapshot(redis_url) == before
+
+
+def test_threads_lists_every_thread_with_its_status(redis_url: str) -> None:
+    done = ckpt("threads", "--json", "--db", redis_url)
+    assert done.returncode == 0, done.stderr
+    rows = {row["thread_id"]: row for row in json.loads(done.stdout)}
+    assert set(rows) == set(SCENARIO_STATUS) - {"rich-1"}
+    assert rows["fanout-1"]["status"] == "error"
+    assert rows["subgraph-2"]["status"] == "interrupted"
+    assert rows["support-1"]["checkpoints"] == 15
+    assert rows["subgraph-1"]["namespaces"][0] == "" and len(rows["subgraph-1"]["namespaces"]) == 2
+
+
+@pytest.mark.parametrize(
+    "command", [["prune", "--keep-last", "1", "--apply"], ["vacuum", "--apply"]]
+)
+def test_prune_and_vacuum_are_not_supported_and_change_nothing(
+    redis_url: str, command: list[str]
+) -> None:
+    before = key_snapshot(redis_url)
+    done = ckpt(*command, "--db", redis_url)
+    assert done.returncode == ExitCode.UNSUPPORTED
+    assert done.stderr.count("\n") == 1 and "not supported on Redis stores yet" in done.stderr
+    assert key_snapshot(redis_url) == before
+
+
+def test_a_password_is_never_shown(redis_url: str) -> None:
+    secret_url = redis_url.replace("redis://", "redis://:hunter2@")
+    done = ckpt("threads", secret_url)
+    assert done.returncode == ExitCode.UNREADABLE
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("ckpt: error: ")
+    assert "hunter2" not in done.stderr
+
+
+def test_a_refused_connection_is_one_line() -> None:
+    from fixtures.redis_server import _free_port
+
+    done = ckpt("threads", f"redis://127.0.0.1:{_free_port()}/0")
+    assert done.returncode == ExitCode.UNREADABLE
+    assert done.stderr.count("\n") == 1 and "cannot connect" in done.stderr, done.stderr
+
+
+def test_a_server_that_does_not_answer_in_time_is_one_line(redis_url: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    try:
+        client.execute_command("CLIENT", "PAUSE", 3000, "ALL")
+        done = ckpt("threads", redis_url, "--timeout", "0.5")
+    finally:
+        client.execute_command("CLIENT", "UNPAUSE")
+        client.close()
+    assert done.returncode == ExitCode.UNREADABLE
+    assert done.stderr.count("\n") == 1 and "no answer within 0.5 s" in done.stderr, done.stderr
+
+
+@pytest.fixture(scope="module")
+def json_only_url(redis_url: str) -> Iterator[str]:
+    """A Redis with RedisJSON but no RediSearch, holding the same keys (DUMP / RESTORE)."""
+    import redis
+
+    with RedisServer(modules=("rejson.so",)) as server:
+        source = redis.Redis.from_url(redis_url)
+        target = redis.Redis.from_url(server.url)
+        for key in source.scan_iter(count=1000):
+            target.restore(key, 0, source.dump(key))
+        source.close()
+        target.close()
+        yield server.url
+
+
+def test_without_redisearch_ckpt_reads_by_scan_and_says_so(
+    redis_url: str, json_only_url: str
+) -> None:
+    indexed = ckpt("threads", "--json", "--db", redis_url)
+    scanned = ckpt("threads", "--json", "--db", json_only_url)
+    assert scanned.returncode == 0, scanned.stderr
+    assert json.loads(scanned.stdout) == json.loads(indexed.stdout)
+    assert "SCAN" in scanned.stderr and "no RediSearch" in scanned.stderr
+    history = ckpt("history", "subgraph-1", "--json", "--db", json_only_url)
+    assert (
+        history.returncode == 0
+        and history.stdout == ckpt("history", "subgraph-1", "--json", "--db", redis_url).stdout
+    )
+
+
+def test_without_redisjson_it_is_one_line_naming_the_module() -> None:
+    with RedisServer(modules=False) as server:
+        done = ckpt("threads", server.url)
+    assert done.returncode == ExitCode.UNREADABLE
+    assert done.stderr.count("\n") == 1 and "RedisJSON" in done.stderr, done.stderr
+
+
+def test_an_empty_server_is_not_a_checkpoint_store() -> None:
+    with RedisServer(modules=("rejson.so",)) as server:
+        done = ckpt("threads", server.url)
+    assert done.returncode == ExitCode.UNREADABLE
+    assert done.stderr.count("\n") == 1 and "not a RedisSaver store" in done.stderr

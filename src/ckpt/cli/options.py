@@ -32,7 +32,7 @@ StoreArg = Annotated[
     str | None,
     typer.Argument(
         metavar="STORE",
-        help="SQLite file, .langgraph_api folder or .pckl file, or postgresql:// URL. "
+        help="SQLite file, .langgraph_api folder or .pckl file, or postgresql:// or redis:// URL. "
         "Default: --db, then $CKPT_DB, then the one store in the current folder.",
         show_default=False,
     ),
@@ -43,7 +43,7 @@ DbOpt = Annotated[
         "--db",
         envvar="CKPT_DB",
         metavar="STORE",
-        help="The store (path or postgresql:// URL); also $CKPT_DB.",
+        help="The store (path, postgresql:// or redis:// URL); also $CKPT_DB.",
         show_default=False,
     ),
 ]

@@ -52,6 +52,14 @@ def _summary(record: StatsRecord) -> RenderableType:
             f"(heap {human_size(info['table_bytes'])}, indexes "
             f"{human_size(info['index_bytes'])}, TOAST {human_size(info['toast_bytes'])})",
         )
+    server = storage.get("server")
+    if server:  # Redis
+        table.add_row(
+            "server",
+            f"Redis {server['version']}: {server['keys']:,} keys, "
+            f"{human_size(server['used_memory_bytes'])} used"
+            + ("" if server["indexed"] else " (no RediSearch index: read by SCAN)"),
+        )
     for file_info in storage.get("files", []):  # pickle folder
         table.add_row("file", f"{file_info['file']}: {human_size(file_info['bytes'])}")
     selection = record["selection"]

@@ -15,11 +15,12 @@ def is_postgres(spec: str) -> bool:
     return spec.startswith(("postgresql://", "postgres://"))
 
 
+def is_redis(spec: str) -> bool:
+    return spec.lower().startswith(("redis://", "rediss://", "unix://"))
+
+
 # Store kinds ckpt names by their URL but does not read yet (issue 27), by URL scheme.
 NOT_YET: Final = {
-    "redis": "Redis",
-    "rediss": "Redis",
-    "unix": "Redis",
     "mongodb": "MongoDB",
     "mongodb+srv": "MongoDB",
 }
@@ -43,10 +44,14 @@ def open_store(
         from ckpt.stores.postgres import PostgresStore
 
         return PostgresStore(spec, aes_key=aes_key, schema=schema, timeout=timeout)
+    if is_redis(spec):
+        from ckpt.stores.redis import RedisStore
+
+        return RedisStore(spec, aes_key=aes_key, timeout=timeout)
     if (kind := _not_yet(spec)) is not None:
         # The URL is not echoed: it may hold a password.
         raise NotSupported(
-            f"{kind} stores are not supported yet (SQLite, Postgres and `langgraph dev` are)"
+            f"{kind} stores are not supported yet (SQLite, Postgres, Redis and `langgraph dev` are)"
         )
     path = Path(spec).expanduser()
     if not path.exists():

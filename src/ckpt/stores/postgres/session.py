@@ -8,9 +8,10 @@ import os
 from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from ckpt.errors import CkptError, MissingDependency, NotACheckpointStore, StoreUnreadable
+from ckpt.stores.location import redact_url
 from ckpt.vocabulary import DEFAULT_TIMEOUT, install_hint
 
 if TYPE_CHECKING:
@@ -168,20 +169,3 @@ def _secrets_of(spec: str) -> list[str]:
     if env := os.environ.get("PGPASSWORD"):
         secrets.append(env)
     return sorted({s for s in secrets if s}, key=len, reverse=True)
-
-
-def redact_url(spec: str) -> str:
-    """The store spec as messages show it: no password, in the URL or its query string."""
-    if "://" not in spec:
-        words = [w for w in spec.split() if not w.startswith("password=")]
-        return " ".join(words)
-    try:
-        parts = urlsplit(spec)
-        netloc = parts.netloc
-        if "@" in netloc:
-            userinfo, _, hostport = netloc.rpartition("@")
-            netloc = f"{userinfo.split(':', 1)[0]}@{hostport}"
-        query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "password"])
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return spec.split("://", 1)[0] + "://…"

@@ -1,0 +1,87 @@
+"""RedisSaver's JSON (langgraph-checkpoint-redis 0.5, format.md §7b): LangChain lc envelopes
+plus the saver's own markers, decoded as data and never constructed.
+
+`JsonPlusRedisSerializer` writes a value as JSON (tag `json`) with:
+
+* `{"__bytes__": base64}`: bytes inside a value the saver first packed as msgpack;
+* `{"__send__": true, "node", "arg"}`: a `Send`;
+* `{"__interrupt__": true, "value", "id" | "resumable", "ns", "when"}`: an `Interrupt`;
+* `{"__delta_snapshot__": true, "value"}`: a DeltaChannel snapshot;
+* lc:1 constructor dicts (`Serializable.to_json()`, messages) and lc:2 ones (sets,
+  dataclasses, any object by its `__dict__`), which ckpt.decoders.lcjson reads.
+
+Each becomes what the msgpack decoder gives for the same value (docs/json.md).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any, Final
+
+from ckpt.decoders.ext import send_record
+from ckpt.decoders.lcjson import decode_json_text
+from ckpt.decoders.serde import decode
+from ckpt.decoders.values import MARK_KEY, TYPE_KEY, bytes_record
+
+INTERRUPT_TYPE: Final = "langgraph.types.Interrupt"
+_MARKERS: Final = (b'"__bytes__"', b'"__send__"', b'"__interrupt__"', b'"__delta_snapshot__"')
+_INTERRUPT_FIELDS: Final = ("id", "resumable", "ns", "when")
+
+
+def decode_redis_json(text: bytes) -> Any:
+    """One JSON text RedisSaver wrote (a document, a checkpoint, a write's value)."""
+    value = decode_json_text(text)
+    if any(marker in text for marker in _MARKERS):
+        value = convert_markers(value)
+    return value
+
+
+def decode_redis_value(tag: str | None, payload: bytes | None, aes_key: bytes | None) -> Any:
+    """A write's (type, bytes) as RedisSaver typed it: `json` is its marked JSON; every
+    other tag (`msgpack`, `null`, `bytes`, encrypted ...) is LangGraph's serde."""
+    if tag == "json" and payload is not None:
+        return decode_redis_json(payload)
+    return decode(tag, payload, aes_key=aes_key)
+
+
+def convert_markers(root: Any) -> Any:
+    """The saver's marker dicts -> ckpt's records, bottom-up, without recursion."""
+    if type(root) is not dict and type(root) is not list:
+        return root
+    holder = [root]
+    pending: list[tuple[Any, Any]] = [(holder, 0)]
+    dicts: list[tuple[Any, Any]] = []
+    while pending:
+        parent, key = pending.pop()
+        node = parent[key]
+        if type(node) is dict:
+            dicts.append((parent, key))
+            children: Any = node.items()
+        else:
+            children = enumerate(node)
+        for child_key, child in children:
+            if type(child) is dict or type(child) is list:
+                pending.append((node, child_key))
+    for parent, key in reversed(dicts):
+        parent[key] = _marker(parent[key])
+    return holder[0]
+
+
+def _marker(node: dict[str, Any]) -> Any:
+    if len(node) == 1 and type(node.get("__bytes__")) is str:
+        try:
+            return bytes_record(base64.b64decode(node["__bytes__"], validate=True))
+        except (binascii.Error, ValueError):
+            return node
+    if node.get("__send__") is True and len(node) == 3 and "node" in node and "arg" in node:
+        return send_record(node["node"], node["arg"])
+    if node.get("__interrupt__") is True and "value" in node:
+        record: dict[str, Any] = {TYPE_KEY: INTERRUPT_TYPE, "value": node["value"]}
+        for field in _INTERRUPT_FIELDS:
+            if field in node:
+                record[field] = node[field]
+        return record
+    if node.get("__delta_snapshot__") is True and len(node) == 2 and "value" in node:
+        return {MARK_KEY: "delta_snapshot", "value": node["value"]}
+    return node

@@ -1,0 +1,122 @@
+"""RedisSaver's key names, read back (format.md §7b).
+
+    {prefix}:{thread}:{ns}:{checkpoint_id}                       a checkpoint
+    {write_prefix}:{thread}:{ns}:{checkpoint_id}:{task_id}:{idx}  one pending write
+    write_keys_zset:{thread}:{ns}:{checkpoint_id}                 its writes' keys
+    {prefix}_latest:{thread}:{ns}                                 its newest checkpoint's key
+
+The root namespace is `__empty__`, an empty thread or checkpoint id the nil UUID. Thread
+ids may hold `:`, and so do subgraph namespaces (`node:task_id|node:task_id`), so a key is
+read from its right: ids and task ids are UUIDs, and a namespace is `__empty__` or
+`name:uuid` parts joined by `|` (LangGraph forbids `:` and `|` in node names). A key that
+does not read so is None, and its document's own fields say what it is.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, NamedTuple
+
+EMPTY_NS: Final = "__empty__"
+EMPTY_ID: Final = "00000000-0000-0000-0000-000000000000"
+_UUID: Final = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+
+
+class CheckpointName(NamedTuple):
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+
+
+class WriteName(NamedTuple):
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    task_id: str
+    idx: int
+
+
+def from_storage_id(value: str) -> str:
+    return "" if value == EMPTY_ID else value
+
+
+def from_storage_ns(value: str) -> str:
+    return "" if value == EMPTY_NS else value
+
+
+def to_storage_id(value: str) -> str:
+    return value or EMPTY_ID
+
+
+def to_storage_ns(value: str) -> str:
+    return value or EMPTY_NS
+
+
+def _split_thread_ns(parts: list[str]) -> tuple[str, str] | None:
+    """`parts` = thread segments + namespace segments (the key split on `:`)."""
+    if len(parts) < 2:
+        return None
+    if parts[-1] == EMPTY_NS:
+        return from_storage_id(":".join(parts[:-1])), ""
+    # name:uuid(|name:uuid)*: from the right, a uuid; then "uuid|name" segments; then name.
+    if not _UUID.fullmatch(parts[-1]):
+        return None
+    j = len(parts) - 2
+    while j >= 1:
+        segment = parts[j]
+        if "|" not in segment:
+            break
+        left, _, right = segment.partition("|")
+        if not _UUID.fullmatch(left) or not right or "|" in right:
+            return None
+        j -= 1
+    if j < 1:
+        return None
+    return from_storage_id(":".join(parts[:j])), ":".join(parts[j:])
+
+
+def checkpoint_name(key: str, prefix: str) -> CheckpointName | None:
+    if not key.startswith(prefix + ":"):
+        return None
+    parts = key[len(prefix) + 1 :].split(":")
+    if len(parts) < 3:
+        return None
+    split = _split_thread_ns(parts[:-1])
+    if split is None:
+        return None
+    return CheckpointName(split[0], split[1], from_storage_id(parts[-1]))
+
+
+def write_name(key: str, prefix: str) -> WriteName | None:
+    if not key.startswith(prefix + ":"):
+        return None
+    parts = key[len(prefix) + 1 :].split(":")
+    if len(parts) < 5:
+        return None
+    try:
+        idx = int(parts[-1])
+    except ValueError:
+        return None
+    split = _split_thread_ns(parts[:-3])
+    if split is None:
+        return None
+    return WriteName(split[0], split[1], from_storage_id(parts[-3]), parts[-2], idx)
+
+
+def checkpoint_key(prefix: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
+    return f"{prefix}:{to_storage_id(thread_id)}:{to_storage_ns(checkpoint_ns)}:" + to_storage_id(
+        checkpoint_id
+    )
+
+
+def latest_key(prefix: str, thread_id: str, checkpoint_ns: str) -> str:
+    return f"{prefix}_latest:{to_storage_id(thread_id)}:{to_storage_ns(checkpoint_ns)}"
+
+
+def write_zset_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
+    return (
+        f"write_keys_zset:{to_storage_id(thread_id)}:{to_storage_ns(checkpoint_ns)}:"
+        + to_storage_id(checkpoint_id)
+    )

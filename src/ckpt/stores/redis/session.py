@@ -1,0 +1,181 @@
+"""A Redis connection for reading a RedisSaver store: only read commands, time-limited, its
+errors told in one line without passwords, and what the server can do (modules, indexes)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any, Final
+
+from ckpt.errors import MissingDependency, StoreUnreadable
+from ckpt.stores.location import redact_url
+from ckpt.vocabulary import DEFAULT_TIMEOUT, install_hint
+
+# The only commands ckpt sends (tests/test_redis.py checks the server's command log
+# against it): reads, and the two the connection itself needs.
+READ_COMMANDS: Final = frozenset(
+    {
+        "PING",
+        "MODULE",  # MODULE LIST
+        "INFO",
+        "DBSIZE",
+        "SCAN",
+        "TYPE",
+        "GET",
+        "ZRANGE",
+        "JSON.GET",
+        "JSON.MGET",
+        "JSON.DEBUG",  # JSON.DEBUG MEMORY
+        "FT._LIST",
+        "FT.SEARCH",
+    }
+)
+SCAN_BATCH: Final = 2000
+GET_BATCH: Final = 200
+
+
+def _import_redis() -> ModuleType:
+    try:
+        import redis
+    except ImportError:
+        raise MissingDependency(
+            f"reading a Redis store needs redis-py: {install_hint('redis')}"
+        ) from None
+    return redis
+
+
+class RedisSession:
+    """One client. `modules` and `indexes` say what the server has (RedisJSON is needed;
+    RediSearch indexes are used when the saver's are there)."""
+
+    def __init__(self, spec: str, *, timeout: float | None = None) -> None:
+        self.redis = _import_redis()
+        self.location = redact_url(spec)
+        self.timeout = timeout if timeout is not None and timeout > 0 else DEFAULT_TIMEOUT
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        try:
+            self.client = self.redis.Redis.from_url(
+                spec,
+                socket_timeout=self.timeout,
+                socket_connect_timeout=self.timeout,
+                retry=Retry(NoBackoff(), 0),
+                retry_on_timeout=False,
+                protocol=2,  # the replies this module parses, whatever the library's default
+                **_no_client_info(self.redis),
+            )
+        except ValueError as exc:
+            raise StoreUnreadable(f"{self.location}: not a valid Redis URL ({exc})") from None
+        with self.errors("cannot connect"):
+            self.client.execute_command("PING")
+            modules = self.client.execute_command("MODULE", "LIST")
+        self.modules = {_text(_module_name(m)).lower() for m in modules or ()}
+        self.indexes: set[str] = set()
+        if "search" in self.modules:
+            with self.errors("cannot list the RediSearch indexes"):
+                self.indexes = {_text(name) for name in self.execute("FT._LIST") or ()}
+
+    @property
+    def has_json(self) -> bool:
+        return "rejson" in self.modules or "redisjson" in self.modules
+
+    @contextmanager
+    def errors(self, doing: str = "cannot read") -> Iterator[None]:
+        """Every redis-py error as one line (exit 4) that names no password."""
+        redis = self.redis
+        try:
+            yield
+        except redis.exceptions.AuthenticationError:
+            raise StoreUnreadable(
+                f"{self.location}: {doing}: wrong user name or password"
+            ) from None
+        except redis.exceptions.TimeoutError:
+            raise StoreUnreadable(
+                f"{self.location}: {doing}: no answer within {self.timeout:g} s "
+                "(--timeout sets the limit)"
+            ) from None
+        except redis.exceptions.ConnectionError as exc:
+            raise StoreUnreadable(f"{self.location}: {doing}: {_clean(exc)}") from None
+        except redis.exceptions.RedisError as exc:
+            raise StoreUnreadable(f"{self.location}: the server refused: {_clean(exc)}") from None
+
+    def execute(self, *args: Any) -> Any:
+        assert str(args[0]).upper() in READ_COMMANDS, args[0]
+        with self.errors():
+            return self.client.execute_command(*args)
+
+    def pipeline(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
+        """Several commands in one round trip; an error reply comes back in its place."""
+        if not commands:
+            return []
+        with self.errors():
+            pipe = self.client.pipeline(transaction=False)
+            for command in commands:
+                assert str(command[0]).upper() in READ_COMMANDS, command[0]
+                pipe.execute_command(*command)
+            return list(pipe.execute(raise_on_error=False))
+
+    def scan(self, match: str) -> Iterator[bytes]:
+        """Every key matching the glob `match`, a batch at a time (SCAN: never blocks the
+        server the way KEYS does)."""
+        cursor: Any = 0
+        while True:
+            cursor, keys = self.execute("SCAN", cursor, "MATCH", match, "COUNT", SCAN_BATCH)
+            yield from keys
+            if int(cursor) == 0:
+                return
+
+    def json_mget(self, keys: Sequence[bytes | str]) -> list[bytes | None]:
+        """The documents at `keys` as JSON text (None where a key is gone), in batches."""
+        found: list[bytes | None] = []
+        for start in range(0, len(keys), GET_BATCH):
+            batch = keys[start : start + GET_BATCH]
+            found.extend(self.execute("JSON.MGET", *batch, "."))
+        return found
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        except Exception:  # noqa: BLE001 - closing must not fail a command
+            pass
+
+
+def _no_client_info(redis: ModuleType) -> dict[str, Any]:
+    """No CLIENT SETINFO on connect (ckpt sends only reads): `driver_info=None` from redis-py
+    7.1 on, `lib_name=None` before it."""
+    import inspect
+
+    from redis.connection import AbstractConnection
+
+    if "driver_info" in inspect.signature(AbstractConnection.__init__).parameters:
+        return {"driver_info": None}
+    return {"lib_name": None, "lib_version": None}
+
+
+def _module_name(module: Any) -> Any:
+    if isinstance(module, dict):
+        return module.get(b"name", module.get("name", b""))
+    if isinstance(module, list | tuple):  # RESP2: [b"name", b"ReJSON", b"ver", ...]
+        pairs = dict(zip(module[::2], module[1::2], strict=False))
+        return pairs.get(b"name", pairs.get("name", b""))
+    return module
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _clean(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def glob_escape(text: str) -> str:
+    """`text` matched literally in a SCAN MATCH pattern."""
+    return "".join("\\" + ch if ch in "*?[]\\^" else ch for ch in text)
+
+
+def tag_escape(text: str) -> str:
+    """`text` as one value of a RediSearch TAG query (`@field:{...}`)."""
+    return "".join(ch if ch.isalnum() or ch == "_" else "\\" + ch for ch in text)

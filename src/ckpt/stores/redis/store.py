@@ -1,0 +1,680 @@
+"""RedisSaver stores (langgraph-checkpoint-redis 0.5, format.md §7b), read-only.
+
+Every checkpoint is a RedisJSON document, found by its key name: through the saver's
+RediSearch index when the server has it (one query per thread), else by SCAN. Key names
+alone give what `threads` counts; only the documents shown are fetched (JSON.MGET), and a
+checkpoint's writes are the keys of its `write_keys_zset`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from ckpt.decoders import is_marked, undecodable_record
+from ckpt.decoders.redisjson import decode_redis_json, decode_redis_value
+from ckpt.errors import (
+    DecodeError,
+    NotACheckpointStore,
+    NotFound,
+    NotSupported,
+    StoreUnreadable,
+)
+from ckpt.model import (
+    Checkpoint,
+    CheckpointKey,
+    DumpQuery,
+    PendingWrite,
+    RawCheckpoint,
+    RawWrite,
+    StoreHealth,
+    ThreadBytes,
+    ThreadSummary,
+)
+from ckpt.stores.base import Store, Writer
+from ckpt.stores.body import checkpoint_from_dict, sort_writes
+from ckpt.stores.redis.keys import (
+    CheckpointName,
+    WriteName,
+    checkpoint_key,
+    checkpoint_name,
+    from_storage_id,
+    from_storage_ns,
+    latest_key,
+    to_storage_id,
+    write_name,
+    write_zset_key,
+)
+from ckpt.stores.redis.session import RedisSession, glob_escape, tag_escape
+from ckpt.vocabulary import FIND_LIMIT
+
+if TYPE_CHECKING:
+    from ckpt.prune import Strategy
+
+PREFIX: Final = "checkpoint"
+WRITE_PREFIX: Final = "checkpoint_write"
+_SEARCH_PAGE: Final = 5000
+_THREAD_BATCH: Final = 200
+
+
+@dataclass
+class _ThreadInfo:
+    checkpoints: int = 0
+    namespaces: set[str] = field(default_factory=set)
+    latest_root: str | None = None  # the newest root checkpoint id
+
+
+class RedisStore(Store):
+    kind = "redis"
+
+    def __init__(
+        self,
+        spec: str,
+        *,
+        aes_key: bytes | None = None,
+        timeout: float | None = None,
+        prefix: str = PREFIX,
+        write_prefix: str | None = None,
+    ) -> None:
+        session = RedisSession(spec, timeout=timeout)
+        super().__init__(session.location, aes_key=aes_key)
+        self.session = session
+        self.prefix = prefix
+        self.write_prefix = write_prefix or (
+            WRITE_PREFIX if prefix == PREFIX else f"{prefix}_write"
+        )
+        try:
+            if not session.has_json:
+                raise StoreUnreadable(
+                    f"{self.location}: the server has no RedisJSON module, which RedisSaver "
+                    "stores need (load ReJSON, or use Redis 8 or Redis Stack)"
+                )
+            # The saver's indexes, when the server has them: one query per thread.
+            self.indexed = {self.prefix, self.write_prefix} <= session.indexes
+            if not self.indexed:
+                if not any(True for _ in self._first_key()):
+                    raise NotACheckpointStore(
+                        f"{self.location}: not a RedisSaver store (no {self.prefix}:* keys "
+                        "and no RediSearch index)"
+                    )
+                why = "no RediSearch" if "search" not in session.modules else "no saver index"
+                self.notices.append(
+                    f"{why} on this server: ckpt finds the checkpoints by SCAN over every "
+                    "key name, which is slower on a large store"
+                )
+        except BaseException:
+            session.close()
+            raise
+        self._catalog_cache: dict[str, _ThreadInfo] | None = None
+        self._told_ignored = False
+
+    def _first_key(self) -> Iterator[bytes]:
+        for key in self.session.scan(glob_escape(self.prefix) + ":*"):
+            yield key
+            return
+
+    @property
+    def era(self) -> str:
+        return "redis"
+
+    @property
+    def era_note(self) -> str:
+        how = "RediSearch index" if self.indexed else "SCAN (no RediSearch index)"
+        return f"RedisSaver (langgraph-checkpoint-redis) JSON documents, found by {how}"
+
+    # -- key names -------------------------------------------------------------------------
+    def _names(self, keys: Iterable[bytes]) -> Iterator[tuple[str, CheckpointName]]:
+        """Checkpoint key names read (those that do not read are looked up)."""
+        unread: list[str] = []
+        for raw in keys:
+            key = raw.decode("utf-8", "surrogateescape")
+            name = checkpoint_name(key, self.prefix)
+            if name is None:
+                unread.append(key)
+            else:
+                yield key, name
+        for start in range(0, len(unread), 500):
+            batch = unread[start : start + 500]
+            found = self.session.pipeline(
+                [
+                    ("JSON.GET", key, "$.thread_id", "$.checkpoint_ns", "$.checkpoint_id")
+                    for key in batch
+                ]
+            )
+            for key, answer in zip(batch, found, strict=True):
+                name = _name_from_fields(answer)
+                if name is not None:
+                    yield key, name
+
+    def _catalog(self) -> dict[str, _ThreadInfo]:
+        """Every thread's count, namespaces and newest root id, from one pass over the key
+        names (nothing fetched)."""
+        if self._catalog_cache is not None:
+            return self._catalog_cache
+        threads: dict[str, _ThreadInfo] = {}
+        for _, name in self._names(self.session.scan(glob_escape(self.prefix) + ":*")):
+            info = threads.get(name.thread_id)
+            if info is None:
+                info = threads[name.thread_id] = _ThreadInfo()
+            info.checkpoints += 1
+            info.namespaces.add(name.checkpoint_ns)
+            if name.checkpoint_ns == "" and (
+                info.latest_root is None or name.checkpoint_id > info.latest_root
+            ):
+                info.latest_root = name.checkpoint_id
+        self._catalog_cache = threads
+        return threads
+
+    def _searchable(self, thread_id: str) -> bool:
+        # A TAG splits at "," and trims spaces: such ids are found by SCAN.
+        return self.indexed and "," not in thread_id and thread_id == thread_id.strip()
+
+    def _search(self, index: str, thread_id: str) -> Iterator[bytes]:
+        query = (
+            "@thread_id:{" + tag_escape(thread_id or "00000000-0000-0000-0000-000000000000") + "}"
+        )
+        offset = 0
+        while True:
+            answer = self.session.execute(
+                "FT.SEARCH", index, query, "NOCONTENT", "LIMIT", offset, _SEARCH_PAGE,
+                "DIALECT", 2,
+            )  # fmt: skip
+            keys = answer[1:] if isinstance(answer, list) else []
+            yield from keys
+            offset += _SEARCH_PAGE
+            if not keys or offset >= int(answer[0]):
+                return
+
+    def _thread_keys(self, prefix: str, thread_id: str) -> Iterable[bytes]:
+        """The key names under `prefix` of (at least) the thread: by its index, or SCAN."""
+        if self._searchable(thread_id):
+            return self._search(prefix, thread_id)
+        return self.session.scan(f"{glob_escape(prefix)}:{glob_escape(to_storage_id(thread_id))}:*")
+
+    def _thread_names(self, thread_id: str) -> list[tuple[str, CheckpointName]]:
+        """The thread's checkpoint keys, by (checkpoint id, namespace)."""
+        keys = self._thread_keys(self.prefix, thread_id)
+        found = [(k, n) for k, n in self._names(keys) if n.thread_id == thread_id]
+        found.sort(key=lambda item: (item[1].checkpoint_id, item[1].checkpoint_ns))
+        return found
+
+    def _thread_write_names(self, thread_id: str) -> list[tuple[str, WriteName]]:
+        found = []
+        for raw in self._thread_keys(self.write_prefix, thread_id):
+            key = raw.decode("utf-8", "surrogateescape")
+            name = write_name(key, self.write_prefix)
+            if name is not None and name.thread_id == thread_id:
+                found.append((key, name))
+        found.sort(key=lambda item: item[1])
+        return found
+
+    # -- listing ---------------------------------------------------------------------------
+    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
+        catalog = self._catalog()
+        thread_ids = sorted(catalog)
+        measured = self.sizes(DumpQuery()) if sizes else {}
+        for start in range(0, len(thread_ids), _THREAD_BATCH):
+            batch = thread_ids[start : start + _THREAD_BATCH]
+            names = [
+                CheckpointName(t, "", root)
+                for t in batch
+                if (root := catalog[t].latest_root) is not None
+            ]
+            latest = {c.thread_id: c for c in self._load_names(names, values=False)}
+            for thread_id in batch:
+                info = catalog[thread_id]
+                bytes_ = measured.get(thread_id)
+                yield ThreadSummary(
+                    thread_id=thread_id,
+                    namespaces=sorted(info.namespaces),
+                    checkpoints=info.checkpoints,
+                    writes=bytes_.writes if bytes_ is not None else (0 if sizes else None),
+                    size=bytes_.total if bytes_ is not None else (0 if sizes else None),
+                    latest=latest.get(thread_id),
+                )
+
+    def thread_exists(self, thread_id: str) -> bool:
+        if self._catalog_cache is not None:
+            return thread_id in self._catalog_cache
+        return bool(self._thread_names(thread_id))
+
+    def thread_ids(self) -> list[str]:
+        return sorted(self._catalog())
+
+    def namespaces(self, thread_id: str) -> list[str]:
+        return sorted({name.checkpoint_ns for _, name in self._thread_names(thread_id)})
+
+    def checkpoints(
+        self, thread_id: str, *, values: bool = False, last: int | None = None
+    ) -> list[Checkpoint]:
+        names = [name for _, name in self._thread_names(thread_id)]
+        if last is not None:
+            names = names[-last:] if last > 0 else []
+        return self._load_names(names, values=values)
+
+    def iter_thread(self, thread_id: str) -> Iterator[Checkpoint]:
+        names = [name for _, name in self._thread_names(thread_id)]
+        for start in range(0, len(names), _THREAD_BATCH):
+            yield from self._load_names(names[start : start + _THREAD_BATCH], values=False)
+
+    # -- finding ---------------------------------------------------------------------------
+    def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
+        if thread_id is not None:
+            names: Iterable[CheckpointName] = (n for _, n in self._thread_names(thread_id))
+        else:
+            names = (n for _, n in self._names(self.session.scan(glob_escape(self.prefix) + ":*")))
+        found: list[CheckpointKey] = []
+        for name in names:
+            if name.checkpoint_id.startswith(fragment) or name.checkpoint_id.endswith(fragment):
+                found.append(CheckpointKey(*name))
+                if len(found) >= FIND_LIMIT:
+                    break
+        found.sort(key=lambda k: (k.thread_id, k.checkpoint_ns, k.checkpoint_id))
+        return found
+
+    def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
+        # The saver's pointer is what its get_state() reads: the last checkpoint put.
+        pointer = self.session.execute("GET", latest_key(self.prefix, thread_id, checkpoint_ns))
+        if isinstance(pointer, bytes):
+            name = checkpoint_name(pointer.decode("utf-8", "surrogateescape"), self.prefix)
+            if name is not None and name.thread_id == thread_id:
+                return CheckpointKey(*name)
+        ids = [
+            n.checkpoint_id
+            for _, n in self._thread_names(thread_id)
+            if n.checkpoint_ns == checkpoint_ns
+        ]
+        return CheckpointKey(thread_id, checkpoint_ns, max(ids)) if ids else None
+
+    # -- loading ---------------------------------------------------------------------------
+    def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
+        found = self._load_names([_name(key)], values=values)
+        if not found:
+            raise NotFound(
+                f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}"
+                + (f" namespace {key.checkpoint_ns!r}" if key.checkpoint_ns else "")
+            )
+        return found[0]
+
+    def load_many(self, keys: Sequence[CheckpointKey], *, values: bool = True) -> list[Checkpoint]:
+        return self._load_names([_name(k) for k in keys], values=values)
+
+    def _load_names(self, names: Sequence[CheckpointName], *, values: bool) -> list[Checkpoint]:
+        """The checkpoints at `names` with their writes (three round trips for any number:
+        the documents, their write-key sets, the writes), missing ones left out."""
+        if not names:
+            return []
+        keys = [checkpoint_key(self.prefix, *name) for name in names]
+        texts = self.session.json_mget(keys)
+        zsets = self.session.pipeline([("ZRANGE", write_zset_key(*name), 0, -1) for name in names])
+        writes = self._writes_at([z if isinstance(z, list) else [] for z in zsets])
+        built = []
+        for name, text, pending in zip(names, texts, writes, strict=True):
+            if text is not None:
+                built.append(self._build(name, text, pending, values=values))
+        return built
+
+    def _writes_at(self, key_lists: list[list[bytes]]) -> list[list[PendingWrite]]:
+        flat = [key for keys in key_lists for key in keys]
+        texts = iter(self.session.json_mget(flat))
+        found: list[list[PendingWrite]] = []
+        for keys in key_lists:
+            writes = []
+            for _ in keys:
+                text = next(texts)
+                if text is not None:
+                    writes.append(self._write(text))
+            found.append(sort_writes(writes))
+        return found
+
+    def _write(self, text: bytes) -> PendingWrite:
+        raw = _write_fields(text)
+        return PendingWrite(
+            task_id=raw.task_id,
+            task_path=raw.task_path,
+            idx=raw.idx,
+            channel=raw.channel,
+            type=raw.type,
+            value=_decoded(raw.type, raw.data, self.aes_key),
+            size=raw.size,
+        )
+
+    def _build(
+        self, name: CheckpointName, text: bytes, writes: list[PendingWrite], *, values: bool
+    ) -> Checkpoint:
+        key = CheckpointKey(*name)
+        try:
+            doc = decode_redis_json(text)
+        except DecodeError as exc:
+            doc = undecodable_record(text, str(exc), tag="json")
+        if not isinstance(doc, dict) or is_marked(doc):
+            return checkpoint_from_dict(
+                key, None, doc, {}, writes=writes, values=values, size=len(text)
+            )
+        body = doc.get("checkpoint")
+        if isinstance(body, dict) and not is_marked(body):
+            body = {k: v for k, v in body.items() if k != "type"}  # the saver's serde tag
+        parent = doc.get("parent_checkpoint_id")
+        if writes and doc.get("has_writes") is not True:
+            # RedisSaver returns a checkpoint's writes only when its document says
+            # has_writes (get_tuple, list): without it LangGraph neither shows nor replays
+            # them, and neither does ckpt; it counts them (format.md §7b).
+            ignored = len(writes)
+            writes = []
+            if isinstance(body, dict):
+                body = {**body, "ignored_writes": ignored}
+            if not self._told_ignored:
+                self._told_ignored = True
+                self.notices.append(
+                    f"checkpoint {name.checkpoint_id} of thread {name.thread_id!r} (and maybe "
+                    "others) has pending writes its has_writes flag hides: RedisSaver never "
+                    "reads them, so ckpt leaves them out too (`ignored_writes` counts them)"
+                )
+        return checkpoint_from_dict(
+            key,
+            from_storage_id(parent) if isinstance(parent, str) and parent else None,
+            body,
+            _metadata(doc.get("metadata")),
+            writes=writes,
+            values=values,
+            size=len(text),
+            keeps_order=True,
+        )
+
+    def count_checkpoints(self, query: DumpQuery) -> int | None:
+        if query.thread_ids or query.checkpoint_ns is not None or query.since_id or query.until_id:
+            return None
+        if query.latest_only:
+            return sum(len(info.namespaces) for info in self._catalog().values())
+        return sum(info.checkpoints for info in self._catalog().values())
+
+    def _selected_names(self, query: DumpQuery) -> Iterator[list[CheckpointName]]:
+        """The query's checkpoint names, a thread at a time, in (thread, ns, id) order."""
+        thread_ids = sorted(set(query.thread_ids)) if query.thread_ids else sorted(self._catalog())
+        for thread_id in thread_ids:
+            names = [
+                n
+                for _, n in self._thread_names(thread_id)
+                if (query.checkpoint_ns is None or n.checkpoint_ns == query.checkpoint_ns)
+                and (query.since_id is None or n.checkpoint_id >= query.since_id)
+                and (query.until_id is None or n.checkpoint_id <= query.until_id)
+            ]
+            names.sort(key=lambda n: (n.checkpoint_ns, n.checkpoint_id))
+            if query.latest_only:
+                newest: dict[str, CheckpointName] = {}
+                for n in names:
+                    newest[n.checkpoint_ns] = n
+                names = list(newest.values())
+            if names:
+                yield names
+
+    def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        for names in self._selected_names(query):
+            for start in range(0, len(names), _THREAD_BATCH):
+                yield from self._load_names(names[start : start + _THREAD_BATCH], values=values)
+
+    # -- sizes, storage, health ------------------------------------------------------------
+    def _memory(self, keys: Sequence[str]) -> list[int]:
+        answers = self.session.pipeline([("JSON.DEBUG", "MEMORY", key) for key in keys])
+        return [a if isinstance(a, int) else 0 for a in answers]
+
+    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        found: dict[str, ThreadBytes] = {}
+        for names in self._selected_names(query):
+            thread_id = names[0].thread_id
+            measured = found[thread_id] = ThreadBytes()
+            keys = [checkpoint_key(self.prefix, *n) for n in names]
+            measured.checkpoints = len(keys)
+            measured.checkpoint_bytes = sum(self._memory(keys))
+            ids = {(n.checkpoint_ns, n.checkpoint_id) for n in names}
+            writes = [
+                key
+                for key, w in self._thread_write_names(thread_id)
+                if (w.checkpoint_ns, w.checkpoint_id) in ids
+            ]
+            measured.writes = len(writes)
+            measured.write_bytes = sum(self._memory(writes))
+        return found
+
+    def storage(self) -> dict[str, Any]:
+        info = self.session.execute("INFO", "memory")
+        used = int(info.get("used_memory", 0)) if isinstance(info, dict) else 0
+        keys = int(self.session.execute("DBSIZE"))
+        server = self.session.execute("INFO", "server")
+        version = str(server.get("redis_version", "")) if isinstance(server, dict) else ""
+        return {
+            "server": {
+                "version": version,
+                "keys": keys,
+                "used_memory_bytes": used,
+                "modules": sorted(self.session.modules),
+                "indexed": self.indexed,
+            },
+            "total_bytes": used,
+        }
+
+    def health(self, query: DumpQuery) -> StoreHealth:
+        health = StoreHealth()
+        parents_missing: list[CheckpointKey] = []
+        orphans: list[CheckpointKey] = []
+        selected = DumpQuery(thread_ids=query.thread_ids)
+        for names in self._selected_names(selected):
+            thread_id = names[0].thread_id
+            by_ns: dict[str, set[str]] = {}
+            for n in names:
+                by_ns.setdefault(n.checkpoint_ns, set()).add(n.checkpoint_id)
+            health.namespaces.extend((thread_id, ns) for ns in sorted(by_ns))
+            keys = [checkpoint_key(self.prefix, *n) for n in names]
+            parents = self.session.pipeline(
+                [("JSON.GET", key, "$.parent_checkpoint_id") for key in keys]
+            )
+            oldest = {ns: min(ids) for ns, ids in by_ns.items()}
+            for n, answer in zip(names, parents, strict=True):
+                parent = _first(answer)
+                if isinstance(parent, str) and parent:
+                    parent = from_storage_id(parent)
+                    if parent not in by_ns[n.checkpoint_ns]:
+                        parents_missing.append(CheckpointKey(*n))
+                        if n.checkpoint_id == oldest[n.checkpoint_ns]:
+                            health.missing_parent_oldest += 1
+            for _, w in self._thread_write_names(thread_id):
+                if w.checkpoint_id not in by_ns.get(w.checkpoint_ns, set()):
+                    orphans.append(CheckpointKey(w.thread_id, w.checkpoint_ns, w.checkpoint_id))
+        health.missing_parents = len(parents_missing)
+        health.missing_parent_threads = len({k.thread_id for k in parents_missing})
+        health.missing_parent_examples = parents_missing[:5]
+        health.orphan_writes = len(orphans)
+        health.orphan_write_threads = len({k.thread_id for k in orphans})
+        health.orphan_write_examples = sorted(
+            set(orphans), key=lambda k: (k.thread_id, k.checkpoint_ns, k.checkpoint_id)
+        )[:5]
+        return health
+
+    # -- raw scans -------------------------------------------------------------------------
+    def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
+        for names in self._selected_names(query):
+            for start in range(0, len(names), _THREAD_BATCH):
+                batch = names[start : start + _THREAD_BATCH]
+                texts = self.session.json_mget([checkpoint_key(self.prefix, *n) for n in batch])
+                for name, text in zip(batch, texts, strict=True):
+                    if text is not None:
+                        yield _raw_checkpoint(name, text, data=data)
+
+    def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
+        for names in self._selected_names(query):
+            ids = {(n.checkpoint_ns, n.checkpoint_id) for n in names}
+            keyed = [
+                (key, w)
+                for key, w in self._thread_write_names(names[0].thread_id)
+                if (w.checkpoint_ns, w.checkpoint_id) in ids
+            ]
+            keyed.sort(key=lambda item: (item[1].checkpoint_ns, item[1].checkpoint_id))
+            for start in range(0, len(keyed), _THREAD_BATCH):
+                batch = keyed[start : start + _THREAD_BATCH]
+                texts = self.session.json_mget([key for key, _ in batch])
+                for (_, w), text in zip(batch, texts, strict=True):
+                    if text is None:
+                        continue
+                    fields = _write_fields(text)
+                    yield RawWrite(
+                        thread_id=w.thread_id,
+                        checkpoint_ns=w.checkpoint_ns,
+                        checkpoint_id=w.checkpoint_id,
+                        task_id=fields.task_id,
+                        idx=fields.idx,
+                        channel=fields.channel,
+                        type=fields.type,
+                        data=fields.data if data else None,
+                        size=fields.size,
+                    )
+
+    # -- changing it: not yet (issue 27) ----------------------------------------------------
+    def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
+        raise NotSupported(f"{self.location}: prune is not supported on Redis stores yet")
+
+    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
+        raise NotSupported(f"{self.location}: vacuum is not supported on Redis stores yet")
+
+    def writer(self, *, timeout: float | None) -> Writer:
+        raise NotSupported(
+            f"{self.location}: prune and vacuum are not supported on Redis stores yet"
+        )
+
+    def close(self) -> None:
+        self.session.close()
+
+
+# -- documents -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _WriteFields:
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    type: str | None
+    data: bytes | None
+    size: int
+
+
+def _name(key: CheckpointKey) -> CheckpointName:
+    return CheckpointName(key.thread_id, key.checkpoint_ns, key.checkpoint_id)
+
+
+def _write_fields(text: bytes) -> _WriteFields:
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        doc = {}
+    if not isinstance(doc, dict):
+        doc = {}
+    blob = doc.get("blob")
+    data: bytes | None = None
+    if isinstance(blob, str):
+        try:
+            data = base64.b64decode(blob, validate=True)
+        except (binascii.Error, ValueError):
+            data = blob.encode("utf-8", "surrogatepass")
+    idx = doc.get("idx")
+    tag = doc.get("type")
+    return _WriteFields(
+        task_id=str(doc.get("task_id", "")),
+        task_path=str(doc.get("task_path", "")),
+        idx=idx if type(idx) is int else 0,
+        channel=str(doc.get("channel", "")),
+        type=tag if isinstance(tag, str) else None,
+        data=data,
+        size=len(data) if data is not None else 0,
+    )
+
+
+def _decoded(tag: str | None, data: bytes | None, aes_key: bytes | None) -> Any:
+    try:
+        return decode_redis_value(tag, data, aes_key)
+    except DecodeError as exc:
+        return undecodable_record(data, str(exc), tag=tag)
+
+
+def _metadata(raw: Any) -> dict[str, Any]:
+    """The document's `metadata`: a JSON string (the saver's serde JSON)."""
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str) or not raw:
+        return {}
+    text = raw.encode("utf-8", "surrogatepass")
+    try:
+        metadata = decode_redis_json(text)
+    except DecodeError:
+        return undecodable_record(text, "metadata is not JSON")
+    return metadata if isinstance(metadata, dict) else {"value": metadata}
+
+
+def _raw_checkpoint(name: CheckpointName, text: bytes, *, data: bool) -> RawCheckpoint:
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        doc = None
+    body = b""
+    metadata = b""
+    parent = None
+    if isinstance(doc, dict):
+        checkpoint = doc.get("checkpoint")
+        body = orjson.dumps(checkpoint) if checkpoint is not None else b""
+        raw_metadata = doc.get("metadata")
+        if isinstance(raw_metadata, str):
+            metadata = raw_metadata.encode("utf-8", "surrogatepass")
+        stored_parent = doc.get("parent_checkpoint_id")
+        parent = from_storage_id(stored_parent) if isinstance(stored_parent, str) else None
+    else:
+        body = text
+    return RawCheckpoint(
+        thread_id=name.thread_id,
+        checkpoint_ns=name.checkpoint_ns,
+        checkpoint_id=name.checkpoint_id,
+        parent_checkpoint_id=parent or None,
+        type="json",
+        body=body if data else b"",
+        metadata_type="json",
+        metadata=metadata if data else b"",
+        body_size=len(body),
+        metadata_size=len(metadata),
+    )
+
+
+def _first(answer: Any) -> Any:
+    """The one match of a `$` path (JSON.GET answers a JSON array)."""
+    if not isinstance(answer, bytes | str):
+        return None
+    try:
+        found = orjson.loads(answer)
+    except orjson.JSONDecodeError:
+        return None
+    return found[0] if isinstance(found, list) and found else None
+
+
+def _name_from_fields(answer: Any) -> CheckpointName | None:
+    if not isinstance(answer, bytes | str):
+        return None
+    try:
+        fields = orjson.loads(answer)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(fields, dict):
+        return None
+    values = [
+        (fields.get(path) or [None])[0]
+        for path in ("$.thread_id", "$.checkpoint_ns", "$.checkpoint_id")
+    ]
+    if not all(isinstance(v, str) for v in values):
+        return None
+    thread_id, ns, checkpoint_id = values
+    return CheckpointName(
+        from_storage_id(thread_id), from_storage_ns(ns), from_storage_id(checkpoint_id)
+    )
