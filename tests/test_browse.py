@@ -171,7 +171,12 @@ async def go_to_checkpoint(pilot: Pilot[Any], checkpoint_id: str, ns: str = "") 
 # -- threads -----------------------------------------------------------------------------------
 
 
-def test_opens_at_the_newest_checkpoint_of_the_latest_thread(sqlite_store: Path) -> None:
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_opens_at_the_newest_checkpoint_of_the_latest_thread(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    """On every kind of store alike (the browser reads through the one interface)."""
+    sqlite_store = request.getfixturevalue("sqlite_store" if kind == "sqlite" else "redis_url")
     with ckpt.open(sqlite_store) as store:
         threads = store.threads()
         newest = store.checkpoint(threads[0]["thread_id"])

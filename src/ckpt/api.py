@@ -487,17 +487,20 @@ def open(  # the library's entry point, named as sqlite3.connect or open() are
     *,
     aes_key: str | bytes | None = None,
     schema: str | None = None,
+    prefix: str | None = None,
     timeout: float | None = None,
     hidden: Hidden = "raise",
 ) -> CheckpointStore:
     """Open a checkpoint store read-only: a SqliteSaver file, a `.langgraph_api` folder or
-    a PersistentDict file, a project folder holding one store, or a `postgresql://` URL.
+    a PersistentDict file, a project folder holding one store, or a `postgresql://` or
+    RedisSaver `redis://` URL.
 
     `spec` None means `$CKPT_DB`, else the one store in the current folder. `aes_key` is
     the EncryptedSerializer key (16, 24 or 32 bytes; default `$LANGGRAPH_AES_KEY`); a
     wrong key raises EncryptedError. `schema` is the Postgres schema of the checkpoint
-    tables; `timeout` the statement timeout in seconds: Postgres (None: 5 s) and, when
-    given, how long SQLite may step one statement. `hidden`: values that
+    tables, `prefix` the key prefix of a RedisSaver store; `timeout` the statement timeout
+    in seconds: Postgres and Redis (None: 5 s) and, when given, how long SQLite may step one
+    statement. `hidden`: values that
     stay encrypted raise EncryptedError ("raise", with what was read in its `partial`) or
     are kept marked in the records, the errors in `store.hidden` ("keep"). Raises
     StoreNotFound, StoreUnreadable, NotACheckpointStore, StoreCorrupt (ckpt.errors).
@@ -513,7 +516,7 @@ def open(  # the library's entry point, named as sqlite3.connect or open() are
         key = key_from_env_or_arg(aes_key)
     except EncryptedError as exc:
         raise BadOption(exc.message) from None
-    store = open_store(text, aes_key=key, schema=schema, timeout=timeout)
+    store = open_store(text, aes_key=key, schema=schema, prefix=prefix, timeout=timeout)
     try:
         verify_key(store)
     except BaseException:

@@ -50,23 +50,28 @@ class StoreSpec:
     location: str  # what the user gave (a path or a URL)
     shown: str  # for titles: the file or folder name, or the URL without its password
     schema: str | None = None
+    prefix: str | None = None
 
     @classmethod
-    def of(cls, given: str, location: str, schema: str | None = None) -> StoreSpec:
+    def of(
+        cls, given: str, location: str, schema: str | None = None, prefix: str | None = None
+    ) -> StoreSpec:
         """The store as the user named it (`given`), opened at `location`. A URL is
         named by its location, without its password (libpq finds it again in PGPASSWORD
         or ~/.pgpass): command lines, the clipboard and the screen never show it. A file
         or folder keeps the path as given, and shows its name."""
         if "://" in given:
-            return cls(location, location, schema)
+            return cls(location, location, schema, prefix)
         from pathlib import Path
 
-        return cls(given, Path(given).name or given, schema)
+        return cls(given, Path(given).name or given, schema, prefix)
 
     def options(self) -> list[str]:
         words = ["--db", self.location]
         if self.schema:
             words += ["--schema", self.schema]
+        if self.prefix:
+            words += ["--prefix", self.prefix]
         return words
 
 

@@ -42,7 +42,9 @@ def browse(
     if not spec:
         raise StoreNotFound("no store given")
     with opened(ctx, store_options, spec, hidden_exit=False) as checkpoints:
-        spec_of = StoreSpec.of(spec, checkpoints.location, store_options.schema)
+        spec_of = StoreSpec.of(
+            spec, checkpoints.location, store_options.schema, store_options.prefix
+        )
         code = run(checkpoints, spec_of, thread_id=thread)
     if code:
         raise typer.Exit(code)

@@ -71,6 +71,7 @@ def opened(
         spec,
         aes_key=options.aes_key,
         schema=options.schema,
+        prefix=options.prefix,
         timeout=options.timeout,
         hidden="keep",
     )

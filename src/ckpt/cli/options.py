@@ -1,6 +1,6 @@
 """Options shared by every command, declared once so each command spells them the same.
 
-The store options (`--db`, `--aes-key`, `--schema`, `--timeout`) come as one decorator,
+The store options (`--db`, `--aes-key`, `--schema`, `--prefix`, `--timeout`) come as one decorator,
 `store_options`, the way sqlite-utils declares its output options: a new backend option
 is added here, in one place, and reaches every command as a field of StoreOptions.
 """
@@ -65,12 +65,22 @@ SchemaOpt = Annotated[
         show_default=False,
     ),
 ]
+PrefixOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--prefix",
+        metavar="PREFIX",
+        help="Key prefix of a RedisSaver store: its checkpoint_prefix, or "
+        "checkpoint_prefix,checkpoint_write_prefix (default checkpoint; writes PREFIX_write).",
+        show_default=False,
+    ),
+]
 TimeoutOpt = Annotated[
     float | None,
     typer.Option(
         "--timeout",
         metavar="SECONDS",
-        help="Statement timeout in seconds: Postgres (default 5), and SQLite reads when "
+        help="Statement timeout in seconds: Postgres and Redis (default 5), and SQLite reads when "
         "given (default: none).",
         show_default=False,
         min=0.1,
@@ -87,6 +97,7 @@ class StoreOptions:
     db: str | None = None
     aes_key: str | None = None
     schema: str | None = None
+    prefix: str | None = None
     timeout: float | None = None  # Postgres: DEFAULT_TIMEOUT; SQLite: no limit
 
 
@@ -94,12 +105,13 @@ _STORE_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
     ("db", DbOpt, None),
     ("aes_key", AesKeyOpt, None),
     ("schema", SchemaOpt, None),
+    ("prefix", PrefixOpt, None),
     ("timeout", TimeoutOpt, None),
 )
 
 
 def store_options(func: F) -> F:
-    """Add --db, --aes-key, --schema and --timeout to a command, handed to it as one
+    """Add --db, --aes-key, --schema, --prefix and --timeout to a command, handed to it as one
     keyword argument `store_options: StoreOptions`."""
     # Resolved here, in the command's own module: the annotations are strings
     # (`from __future__ import annotations`) that Typer would otherwise resolve in this one.

@@ -37,6 +37,7 @@ def open_store(
     *,
     aes_key: bytes | None = None,
     schema: str | None = None,
+    prefix: str | None = None,
     timeout: float | None = None,
 ) -> Store:
     """Open a store by URL or path; the reader is chosen by what the path holds."""
@@ -45,9 +46,9 @@ def open_store(
 
         return PostgresStore(spec, aes_key=aes_key, schema=schema, timeout=timeout)
     if is_redis(spec):
-        from ckpt.stores.redis import RedisStore
+        from ckpt.stores.redis import PREFIX, RedisStore
 
-        return RedisStore(spec, aes_key=aes_key, timeout=timeout)
+        return RedisStore(spec, aes_key=aes_key, timeout=timeout, prefix=prefix or PREFIX)
     if (kind := _not_yet(spec)) is not None:
         # The URL is not echoed: it may hold a password.
         raise NotSupported(

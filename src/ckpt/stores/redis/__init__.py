@@ -1,5 +1,5 @@
 """RedisSaver stores (format.md §7b): read-only, through redis-py."""
 
-from ckpt.stores.redis.store import RedisStore
+from ckpt.stores.redis.store import PREFIX, RedisStore
 
-__all__ = ["RedisStore"]
+__all__ = ["PREFIX", "RedisStore"]

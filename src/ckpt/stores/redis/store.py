@@ -58,7 +58,6 @@ if TYPE_CHECKING:
     from ckpt.prune import Strategy
 
 PREFIX: Final = "checkpoint"
-WRITE_PREFIX: Final = "checkpoint_write"
 _SEARCH_PAGE: Final = 5000
 _THREAD_BATCH: Final = 200
 
@@ -85,10 +84,11 @@ class RedisStore(Store):
         session = RedisSession(spec, timeout=timeout)
         super().__init__(session.location, aes_key=aes_key)
         self.session = session
-        self.prefix = prefix
-        self.write_prefix = write_prefix or (
-            WRITE_PREFIX if prefix == PREFIX else f"{prefix}_write"
-        )
+        # "--prefix P" or "P,W": RedisSaver's checkpoint_prefix and checkpoint_write_prefix
+        # (default P_write, as "checkpoint" has "checkpoint_write").
+        given, _, given_writes = prefix.partition(",")
+        self.prefix = given or PREFIX
+        self.write_prefix = write_prefix or given_writes or f"{self.prefix}_write"
         try:
             if not session.has_json:
                 raise StoreUnreadable(
