@@ -240,6 +240,17 @@ def redis_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def redis_shallow_url() -> Iterator[str]:
+    """Another such server, holding every scenario ShallowRedisSaver writes."""
+    from fixtures.redis_server import RedisServer
+    from fixtures.redis_stores import build_redis_shallow
+
+    with RedisServer() as server:
+        build_redis_shallow(server.url)
+        yield server.url
+
+
+@pytest.fixture(scope="session")
 def pg_store(pg_new_database: NewDatabase) -> PgStore:
     """Every scenario through PostgresSaver."""
     from fixtures.postgres import build_postgres

@@ -31,11 +31,11 @@ READ_COMMANDS_RUN = [
     ["threads", "--json"],
     ["threads", "--size"],
     ["history", "subgraph-1"],
-    ["history", "fork-1", "--json"],
+    ["history", "pending-1", "--json"],
     ["show", "approval-1", "--writes", "--json"],
     ["show", "fanout-1", "--writes"],
     ["versions", "support-1"],
-    ["diff", "approval-1"],
+    ["diff", "approval-1", "approval-2"],
     ["dump"],
     ["dump", "--thread", "delta-1", "--latest"],
     ["stats"],
@@ -81,7 +81,13 @@ def test_redis_saver_writes_the_documented_layout(redis_url: str) -> None:
     assert kind == "ReJSON-RL" and {"type", "blob", "task_path", "idx"} <= set(write)
 
 
-def test_every_read_command_reads_and_changes_nothing(redis_url: str) -> None:
+@pytest.mark.parametrize("saver", ["RedisSaver", "ShallowRedisSaver"])
+def test_every_read_command_reads_and_changes_nothing(
+    saver: str, request: pytest.FixtureRequest
+) -> None:
+    redis_url = request.getfixturevalue(
+        "redis_url" if saver == "RedisSaver" else "redis_shallow_url"
+    )
     before = key_snapshot(redis_url)
     counts = command_counts(redis_url)
     for args in READ_COMMANDS_RUN:

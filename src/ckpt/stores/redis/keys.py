@@ -5,6 +5,10 @@
     write_keys_zset:{thread}:{ns}:{checkpoint_id}                 its writes' keys
     {prefix}_latest:{thread}:{ns}                                 its newest checkpoint's key
 
+ShallowRedisSaver keeps one checkpoint per namespace, `{prefix}:{thread}:{ns}` with the
+root namespace as "" (not `__empty__`), and its writes' keys in
+`write_registry:{thread}:{ns}:shallow` (`__empty__` here), earlier checkpoints' included.
+
 The root namespace is `__empty__`, an empty thread or checkpoint id the nil UUID. Thread
 ids may hold `:`, and so do subgraph namespaces (`node:task_id|node:task_id`), so a key is
 read from its right: ids and task ids are UUIDs, and a namespace is `__empty__` or
@@ -120,3 +124,8 @@ def write_zset_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> st
         f"write_keys_zset:{to_storage_id(thread_id)}:{to_storage_ns(checkpoint_ns)}:"
         + to_storage_id(checkpoint_id)
     )
+
+
+def shallow_registry_key(thread_id: str, checkpoint_ns: str) -> str:
+    """ShallowRedisSaver's registry of a (thread, namespace)'s write keys (thread id as is)."""
+    return f"write_registry:{thread_id}:{to_storage_ns(checkpoint_ns)}:shallow"

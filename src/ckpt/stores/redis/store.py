@@ -47,6 +47,7 @@ from ckpt.stores.redis.keys import (
     from_storage_id,
     from_storage_ns,
     latest_key,
+    shallow_registry_key,
     to_storage_id,
     write_name,
     write_zset_key,
@@ -113,6 +114,17 @@ class RedisStore(Store):
             raise
         self._catalog_cache: dict[str, _ThreadInfo] | None = None
         self._told_ignored = False
+        self._odd_keys: dict[CheckpointName, str] = {}
+
+    def _key(self, name: CheckpointName) -> str:
+        """The key of the checkpoint document `name` (as found, or as the saver makes it)."""
+        odd = self._odd_keys.get(name)
+        return odd if odd is not None else checkpoint_key(self.prefix, *name)
+
+    def _shallow(self, name: CheckpointName) -> bool:
+        """ShallowRedisSaver's one checkpoint per (thread, namespace), keyed without its id."""
+        odd = self._odd_keys.get(name)
+        return odd is not None and not odd.endswith(":" + name.checkpoint_id)
 
     def _first_key(self) -> Iterator[bytes]:
         for key in self.session.scan(glob_escape(self.prefix) + ":*"):
@@ -121,12 +133,14 @@ class RedisStore(Store):
 
     @property
     def era(self) -> str:
-        return "redis"
+        self._catalog()  # reads every key name: what tells the shallow layout
+        return "shallow" if any(map(self._shallow, self._odd_keys)) else "redis"
 
     @property
     def era_note(self) -> str:
         how = "RediSearch index" if self.indexed else "SCAN (no RediSearch index)"
-        return f"RedisSaver (langgraph-checkpoint-redis) JSON documents, found by {how}"
+        saver = "ShallowRedisSaver" if self.era == "shallow" else "RedisSaver"
+        return f"{saver} (langgraph-checkpoint-redis) JSON documents, found by {how}"
 
     # -- key names -------------------------------------------------------------------------
     def _names(self, keys: Iterable[bytes]) -> Iterator[tuple[str, CheckpointName]]:
@@ -150,6 +164,9 @@ class RedisStore(Store):
             for key, answer in zip(batch, found, strict=True):
                 name = _name_from_fields(answer)
                 if name is not None:
+                    # ShallowRedisSaver's `checkpoint:{thread}:{ns}` (no id), or a key of
+                    # a shape no saver writes: reached by its own name from now on.
+                    self._odd_keys[name] = key
                     yield key, name
 
     def _catalog(self) -> dict[str, _ThreadInfo]:
@@ -310,15 +327,35 @@ class RedisStore(Store):
         the documents, their write-key sets, the writes), missing ones left out."""
         if not names:
             return []
-        keys = [checkpoint_key(self.prefix, *name) for name in names]
+        keys = [self._key(name) for name in names]
         texts = self.session.json_mget(keys)
-        zsets = self.session.pipeline([("ZRANGE", write_zset_key(*name), 0, -1) for name in names])
-        writes = self._writes_at([z if isinstance(z, list) else [] for z in zsets])
+        registries = [
+            shallow_registry_key(n.thread_id, n.checkpoint_ns)
+            if self._shallow(n)
+            else write_zset_key(*n)
+            for n in names
+        ]
+        zsets = self.session.pipeline([("ZRANGE", key, 0, -1) for key in registries])
+        key_lists = []
+        for name, found in zip(names, zsets, strict=True):
+            keys_found = found if isinstance(found, list) else []
+            if self._shallow(name):
+                # The thread's registry keeps earlier checkpoints' writes too (and
+                # ShallowRedisSaver hands them all back): those of this checkpoint.
+                keys_found = [k for k in keys_found if self._write_of(k, name)]
+            key_lists.append(keys_found)
+        writes = self._writes_at(key_lists)
         built = []
         for name, text, pending in zip(names, texts, writes, strict=True):
             if text is not None:
-                built.append(self._build(name, text, pending, values=values))
+                built.append(
+                    self._build(name, text, pending, values=values, shallow=self._shallow(name))
+                )
         return built
+
+    def _write_of(self, key: bytes, name: CheckpointName) -> bool:
+        found = write_name(key.decode("utf-8", "surrogateescape"), self.write_prefix)
+        return found is not None and found.checkpoint_id == name.checkpoint_id
 
     def _writes_at(self, key_lists: list[list[bytes]]) -> list[list[PendingWrite]]:
         flat = [key for keys in key_lists for key in keys]
@@ -346,7 +383,13 @@ class RedisStore(Store):
         )
 
     def _build(
-        self, name: CheckpointName, text: bytes, writes: list[PendingWrite], *, values: bool
+        self,
+        name: CheckpointName,
+        text: bytes,
+        writes: list[PendingWrite],
+        *,
+        values: bool,
+        shallow: bool = False,
     ) -> Checkpoint:
         key = CheckpointKey(*name)
         try:
@@ -361,7 +404,7 @@ class RedisStore(Store):
         if isinstance(body, dict) and not is_marked(body):
             body = {k: v for k, v in body.items() if k != "type"}  # the saver's serde tag
         parent = doc.get("parent_checkpoint_id")
-        if writes and doc.get("has_writes") is not True:
+        if writes and not shallow and doc.get("has_writes") is not True:
             # RedisSaver returns a checkpoint's writes only when its document says
             # has_writes (get_tuple, list): without it LangGraph neither shows nor replays
             # them, and neither does ckpt; it counts them (format.md §7b).
@@ -429,7 +472,7 @@ class RedisStore(Store):
         for names in self._selected_names(query):
             thread_id = names[0].thread_id
             measured = found[thread_id] = ThreadBytes()
-            keys = [checkpoint_key(self.prefix, *n) for n in names]
+            keys = [self._key(n) for n in names]
             measured.checkpoints = len(keys)
             measured.checkpoint_bytes = sum(self._memory(keys))
             ids = {(n.checkpoint_ns, n.checkpoint_id) for n in names}
@@ -470,13 +513,15 @@ class RedisStore(Store):
             for n in names:
                 by_ns.setdefault(n.checkpoint_ns, set()).add(n.checkpoint_id)
             health.namespaces.extend((thread_id, ns) for ns in sorted(by_ns))
-            keys = [checkpoint_key(self.prefix, *n) for n in names]
+            keys = [self._key(n) for n in names]
             parents = self.session.pipeline(
                 [("JSON.GET", key, "$.parent_checkpoint_id") for key in keys]
             )
             oldest = {ns: min(ids) for ns, ids in by_ns.items()}
             for n, answer in zip(names, parents, strict=True):
                 parent = _first(answer)
+                if self._shallow(n):
+                    continue  # ShallowRedisSaver keeps no parent: not a missing one
                 if isinstance(parent, str) and parent:
                     parent = from_storage_id(parent)
                     if parent not in by_ns[n.checkpoint_ns]:
@@ -501,7 +546,7 @@ class RedisStore(Store):
         for names in self._selected_names(query):
             for start in range(0, len(names), _THREAD_BATCH):
                 batch = names[start : start + _THREAD_BATCH]
-                texts = self.session.json_mget([checkpoint_key(self.prefix, *n) for n in batch])
+                texts = self.session.json_mget([self._key(n) for n in batch])
                 for name, text in zip(batch, texts, strict=True):
                     if text is not None:
                         yield _raw_checkpoint(name, text, data=data)
@@ -630,6 +675,8 @@ def _raw_checkpoint(name: CheckpointName, text: bytes, *, data: bool) -> RawChec
         raw_metadata = doc.get("metadata")
         if isinstance(raw_metadata, str):
             metadata = raw_metadata.encode("utf-8", "surrogatepass")
+        elif isinstance(raw_metadata, dict):  # ShallowRedisSaver keeps it as an object
+            metadata = orjson.dumps(raw_metadata)
         stored_parent = doc.get("parent_checkpoint_id")
         parent = from_storage_id(stored_parent) if isinstance(stored_parent, str) else None
     else:
