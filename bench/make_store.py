@@ -3,6 +3,7 @@
     python bench/make_store.py bench/out/big.sqlite --threads 1000 --turns 25
     python bench/make_store.py --postgres postgresql://postgres@127.0.0.1/bench --threads 1000
     python bench/make_store.py --dev-folder bench/out/dev --checkpoints 100000
+    python bench/make_store.py --redis redis://127.0.0.1:PORT/0 --threads 10000 --turns 4
 
 Every byte is LangGraph's own: a real growing-chat graph (each turn: a human message,
 an AI message with a tool call, the tool's message, the AI's answer) runs through the
@@ -324,6 +325,65 @@ def make_postgres(dsn: str, threads: int, turns: int, seeds: int) -> None:
 
 
 # --------------------------------------------------------------------------------------
+# Redis (RedisSaver: RedisJSON documents, format.md §7b)
+# --------------------------------------------------------------------------------------
+
+
+def make_redis(url: str, threads: int, turns: int, seeds: int) -> None:
+    """Seeds through the real RedisSaver; every other thread a copy of a seed's keys with
+    the thread id rewritten in key names and documents (what the saver's index reads)."""
+    import redis
+    from langgraph.checkpoint.redis import RedisSaver
+
+    seeds = min(seeds, threads)
+    client = redis.Redis.from_url(url)
+    if client.dbsize():
+        raise SystemExit("the Redis database already holds keys; use an empty one")
+    started = time.perf_counter()
+    with RedisSaver.from_conn_string(url) as saver:
+        saver.setup()
+        run_threads(saver, [thread_name(i) for i in range(seeds)], turns)
+    _say(f"ran {seeds} thread(s) x {turns} turns through RedisSaver", started)
+    started = time.perf_counter()
+    seeded: dict[str, list[tuple[str, bytes, Any]]] = {}
+    for i in range(seeds):
+        name = thread_name(i)
+        keys = []
+        for pattern in (f"*:{name}:*",):
+            for key in client.scan_iter(match=pattern, count=1000):
+                kind = client.type(key)
+                if kind == b"ReJSON-RL":
+                    keys.append((key.decode(), kind, client.execute_command("JSON.GET", key)))
+                elif kind == b"zset":
+                    keys.append((key.decode(), kind, client.zrange(key, 0, -1, withscores=True)))
+                else:
+                    keys.append((key.decode(), kind, client.get(key)))
+        seeded[name] = keys
+    for n in range(seeds, threads):
+        source, target = thread_name(n % seeds), thread_name(n)
+        pipe = client.pipeline(transaction=False)
+        old, new = f":{source}:", f":{target}:"
+        for key, kind, value in seeded[source]:
+            new_key = key.replace(old, new, 1)
+            if kind == b"ReJSON-RL":
+                text = value.replace(
+                    f'"thread_id":"{source}"'.encode(), f'"thread_id":"{target}"'.encode()
+                )
+                pipe.execute_command("JSON.SET", new_key, "$", text)
+            elif kind == b"zset":
+                members = {m.replace(old.encode(), new.encode(), 1): sc for m, sc in value}
+                if members:
+                    pipe.zadd(new_key, members)
+            else:
+                pipe.set(new_key, value.replace(old.encode(), new.encode(), 1))
+        pipe.execute()
+    _say(f"copied keys to {threads - seeds} more thread(s)", started)
+    used = client.info("memory").get("used_memory", 0)
+    _say(f"{client.dbsize():,} keys, {int(used) / 1e6:,.1f} MB used")
+    client.close()
+
+
+# --------------------------------------------------------------------------------------
 # `langgraph dev` folder (.langgraph_api/.langgraph_checkpoint.{1,2,3}.pckl)
 # --------------------------------------------------------------------------------------
 
@@ -403,6 +463,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("out", nargs="?", type=Path, help="SQLite file to write")
     parser.add_argument("--postgres", metavar="DSN", help="write into this (empty) database")
     parser.add_argument("--dev-folder", type=Path, metavar="DIR", help="write DIR/.langgraph_api")
+    parser.add_argument("--redis", metavar="URL", help="write into this (empty) Redis database")
     parser.add_argument("--threads", type=int, default=1000)
     parser.add_argument(
         "--turns",
@@ -424,8 +485,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="threads run through the real graph; the others copy their rows",
     )
     args = parser.parse_args(argv)
-    if sum(x is not None for x in (args.out, args.postgres, args.dev_folder)) != 1:
-        parser.error("give exactly one of OUT, --postgres DSN, --dev-folder DIR")
+    if sum(x is not None for x in (args.out, args.postgres, args.dev_folder, args.redis)) != 1:
+        parser.error("give exactly one of OUT, --postgres DSN, --dev-folder DIR, --redis URL")
     return args
 
 
@@ -443,6 +504,8 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"{args.out}: {_size(args.out) / 1e6:,.1f} MB", None)
     elif args.postgres is not None:
         make_postgres(args.postgres, args.threads, args.turns or 20, args.seed_threads)
+    elif args.redis is not None:
+        make_redis(args.redis, args.threads, args.turns or 4, args.seed_threads)
     else:
         make_dev_folder(args.dev_folder, args.checkpoints, args.turns or 20, args.seed_threads)
         folder = args.dev_folder / ".langgraph_api"
