@@ -263,3 +263,34 @@ def test_a_custom_key_prefix(tmp_path: Path) -> None:
         assert default.returncode == ExitCode.UNREADABLE and "not a RedisSaver store" in (
             default.stderr
         )
+
+
+def test_keys_with_a_ttl_keep_it(tmp_path: Path) -> None:
+    """RedisSaver(ttl=...) refreshes a key's TTL when it reads it (refresh_on_read); ckpt
+    reads every key and never touches one: no TTL grows back, no key loses its TTL."""
+    import redis
+    from fixtures.build import fixture_warnings
+    from fixtures.graphs import run_scenarios
+    from langgraph.checkpoint.redis import RedisSaver
+
+    with RedisServer() as server:
+        ttl = {"default_ttl": 60, "refresh_on_read": True}
+        with fixture_warnings(), RedisSaver.from_conn_string(server.url, ttl=ttl) as saver:
+            saver.setup()
+            run_scenarios(saver, ("approval", "subgraph"))
+        client = redis.Redis.from_url(server.url, protocol=2, driver_info=None)
+
+        def ttls() -> dict[bytes, int]:
+            return {key: client.pttl(key) for key in client.scan_iter(count=1000)}
+
+        before = ttls()
+        assert before and all(0 < ms <= 3_600_000 for ms in before.values()), before
+        for args in READ_COMMANDS_RUN:
+            if "fork-1" in args or "support-1" in args or "fanout-1" in args:
+                continue
+            ckpt(*args, "--db", server.url)
+        after = ttls()
+        client.close()
+    assert after.keys() == before.keys()
+    grown = {key: (before[key], after[key]) for key in after if after[key] > before[key]}
+    assert not grown, grown

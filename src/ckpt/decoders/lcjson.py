@@ -61,6 +61,12 @@ def decode_json_text(text: str | bytes) -> Any:
     return _loads(text)
 
 
+def convert_parsed(root: Any) -> Any:
+    """Already parsed JSON (orjson's, say) -> the same values `decode_json_text` returns:
+    envelopes decoded, non-finite floats and reserved keys marked."""
+    return _convert(root)
+
+
 def _loads(text: str | bytes) -> Any:
     try:
         return json.loads(text)

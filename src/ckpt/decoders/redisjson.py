@@ -19,8 +19,10 @@ import base64
 import binascii
 from typing import Any, Final
 
+import orjson
+
 from ckpt.decoders.ext import send_record
-from ckpt.decoders.lcjson import decode_json_text
+from ckpt.decoders.lcjson import convert_parsed, decode_json_text
 from ckpt.decoders.serde import decode
 from ckpt.decoders.values import MARK_KEY, TYPE_KEY, bytes_record
 
@@ -35,6 +37,49 @@ def decode_redis_json(text: bytes) -> Any:
     if any(marker in text for marker in _MARKERS):
         value = convert_markers(value)
     return value
+
+
+def decode_redis_document(text: bytes, *, values: bool) -> Any:
+    """A checkpoint document. Without `values`, its channel values are left undecoded
+    (None) but for those a listing needs (`__pregel_tasks`, `join:` barriers), and only
+    the parts that may hold an envelope are walked: a listing reads one document per
+    thread, and most of a document is its messages and its versions."""
+    if values:
+        return decode_redis_json(text)
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:  # NaN, an integer past 64 bits ...: json reads those
+        return decode_redis_json(text)
+    body = doc.get("checkpoint") if type(doc) is dict else None
+    if type(body) is not dict or any(
+        type(v) is not str for k, v in doc.items() if k != "checkpoint" and type(v) in (dict, list)
+    ):
+        return convert_markers(convert_parsed(doc))
+    channels = body.get("channel_values")
+    if type(channels) is dict:
+        kept = {
+            k: (v if k == "__pregel_tasks" or k.startswith("join:") else None)
+            for k, v in channels.items()
+        }
+        body["channel_values"] = convert_markers(convert_parsed(kept))
+    for name, part in body.items():
+        if name != "channel_values" and type(part) in (dict, list) and not _plain_strings(part):
+            body[name] = convert_markers(convert_parsed(part))
+    return doc
+
+
+def _plain_strings(part: Any) -> bool:
+    """A dict of strings, or of dicts of strings (versions, versions_seen), or a list of
+    strings: nothing in it to convert."""
+    if type(part) is list:
+        return all(type(v) is str for v in part)
+    for value in part.values():
+        if type(value) is dict:
+            if not all(type(v) is str for v in value.values()):
+                return False
+        elif type(value) is not str:
+            return False
+    return True
 
 
 def decode_redis_value(tag: str | None, payload: bytes | None, aes_key: bytes | None) -> Any:

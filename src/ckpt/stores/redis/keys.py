@@ -84,6 +84,12 @@ def _split_thread_ns(parts: list[str]) -> tuple[str, str] | None:
 def checkpoint_name(key: str, prefix: str) -> CheckpointName | None:
     if not key.startswith(prefix + ":"):
         return None
+    rest, _, checkpoint_id = key.rpartition(":")
+    head, _, ns = rest.rpartition(":")
+    if ns == EMPTY_NS and len(head) > len(prefix):  # the root namespace: most keys
+        return CheckpointName(
+            from_storage_id(head[len(prefix) + 1 :]), "", from_storage_id(checkpoint_id)
+        )
     parts = key[len(prefix) + 1 :].split(":")
     if len(parts) < 3:
         return None

@@ -24,6 +24,7 @@ READ_COMMANDS: Final = frozenset(
         "TYPE",
         "GET",
         "ZRANGE",
+        "ZCARD",
         "JSON.GET",
         "JSON.MGET",
         "JSON.DEBUG",  # JSON.DEBUG MEMORY

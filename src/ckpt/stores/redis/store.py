@@ -11,14 +11,18 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
 from ckpt.decoders import is_marked, undecodable_record
-from ckpt.decoders.redisjson import decode_redis_json, decode_redis_value
+from ckpt.decoders.redisjson import (
+    decode_redis_document,
+    decode_redis_json,
+    decode_redis_value,
+)
 from ckpt.errors import (
     DecodeError,
     NotACheckpointStore,
@@ -63,11 +67,18 @@ _SEARCH_PAGE: Final = 5000
 _THREAD_BATCH: Final = 200
 
 
-@dataclass
+@dataclass(slots=True)
 class _ThreadInfo:
+    """One thread in the listing's catalog: kept small, one per thread of the store."""
+
     checkpoints: int = 0
-    namespaces: set[str] = field(default_factory=set)
+    subgraphs: set[str] | None = None  # namespaces besides the root, when there are any
+    root: bool = False  # has root checkpoints
     latest_root: str | None = None  # the newest root checkpoint id
+
+    @property
+    def namespaces(self) -> set[str]:
+        return ({""} if self.root else set()) | (self.subgraphs or set())
 
 
 class RedisStore(Store):
@@ -180,11 +191,14 @@ class RedisStore(Store):
             if info is None:
                 info = threads[name.thread_id] = _ThreadInfo()
             info.checkpoints += 1
-            info.namespaces.add(name.checkpoint_ns)
-            if name.checkpoint_ns == "" and (
-                info.latest_root is None or name.checkpoint_id > info.latest_root
-            ):
-                info.latest_root = name.checkpoint_id
+            if name.checkpoint_ns:
+                if info.subgraphs is None:
+                    info.subgraphs = set()
+                info.subgraphs.add(name.checkpoint_ns)
+            else:
+                info.root = True
+                if info.latest_root is None or name.checkpoint_id > info.latest_root:
+                    info.latest_root = name.checkpoint_id
         self._catalog_cache = threads
         return threads
 
@@ -335,10 +349,21 @@ class RedisStore(Store):
             else write_zset_key(*n)
             for n in names
         ]
-        zsets = self.session.pipeline([("ZRANGE", key, 0, -1) for key in registries])
+        # A document whose has_writes is false: RedisSaver reads none of its writes, so
+        # only their number is asked (ZCARD) for `ignored_writes` (_build).
+        hidden = [
+            not self._shallow(n) and text is not None and b'"has_writes":true' not in text
+            for n, text in zip(names, texts, strict=True)
+        ]
+        zsets = self.session.pipeline(
+            [
+                ("ZCARD", key) if skip else ("ZRANGE", key, 0, -1)
+                for key, skip in zip(registries, hidden, strict=True)
+            ]
+        )
         key_lists = []
-        for name, found in zip(names, zsets, strict=True):
-            keys_found = found if isinstance(found, list) else []
+        for name, found, skip in zip(names, zsets, hidden, strict=True):
+            keys_found = found if isinstance(found, list) and not skip else []
             if self._shallow(name):
                 # The thread's registry keeps earlier checkpoints' writes too (and
                 # ShallowRedisSaver hands them all back): those of this checkpoint.
@@ -346,11 +371,12 @@ class RedisStore(Store):
             key_lists.append(keys_found)
         writes = self._writes_at(key_lists)
         built = []
-        for name, text, pending in zip(names, texts, writes, strict=True):
+        for name, text, pending, skip, found in zip(
+            names, texts, writes, hidden, zsets, strict=True
+        ):
             if text is not None:
-                built.append(
-                    self._build(name, text, pending, values=values, shallow=self._shallow(name))
-                )
+                ignored = found if skip and isinstance(found, int) else 0
+                built.append(self._build(name, text, pending, values=values, ignored=ignored))
         return built
 
     def _write_of(self, key: bytes, name: CheckpointName) -> bool:
@@ -389,11 +415,11 @@ class RedisStore(Store):
         writes: list[PendingWrite],
         *,
         values: bool,
-        shallow: bool = False,
+        ignored: int = 0,
     ) -> Checkpoint:
         key = CheckpointKey(*name)
         try:
-            doc = decode_redis_json(text)
+            doc = decode_redis_document(text, values=values)
         except DecodeError as exc:
             doc = undecodable_record(text, str(exc), tag="json")
         if not isinstance(doc, dict) or is_marked(doc):
@@ -404,12 +430,10 @@ class RedisStore(Store):
         if isinstance(body, dict) and not is_marked(body):
             body = {k: v for k, v in body.items() if k != "type"}  # the saver's serde tag
         parent = doc.get("parent_checkpoint_id")
-        if writes and not shallow and doc.get("has_writes") is not True:
+        if ignored:
             # RedisSaver returns a checkpoint's writes only when its document says
             # has_writes (get_tuple, list): without it LangGraph neither shows nor replays
             # them, and neither does ckpt; it counts them (format.md §7b).
-            ignored = len(writes)
-            writes = []
             if isinstance(body, dict):
                 body = {**body, "ignored_writes": ignored}
             if not self._told_ignored:
