@@ -27,11 +27,18 @@ that names the candidates.
 A store is a SqliteSaver file (every era since langgraph 0.1), a `langgraph dev`
 `.langgraph_api/` folder or one of its `.pckl` files, a PersistentDict pickle file, or
 a `postgresql://` URL (needs `pip install 'langgraph-ckpt[postgres]'`; libpq `PG*` variables
-fill in what the URL leaves out). Stores are only ever read: SQLite is opened
-read-only, through SQLite's own locking, so reads are right while an application writes
-(a WAL file with no `-shm` gets an empty `-wal` and a `-shm` beside it: see
-docs/security.md); Postgres sessions are `default_transaction_read_only` with a
-statement timeout.
+fill in what the URL leaves out), a RedisSaver or ShallowRedisSaver store's
+`redis://[user:pass@]host:port/db`, `rediss://` or `unix://` URL (needs `pip install
+'langgraph-ckpt[redis]'` and a server with RedisJSON; the saver's RediSearch indexes are
+used when present, docs/format.md §7b), or a MongoDBSaver store's
+`mongodb://host:port/[database]` or `mongodb+srv://` URL (needs `pip install
+'langgraph-ckpt[mongodb]'`; the database defaults to `checkpointing_db`, format.md §7c).
+`--prefix` names a saver's own key prefix or collections. Stores are only ever read:
+SQLite is opened read-only, through SQLite's own locking, so reads are right while an
+application writes (a WAL file with no `-shm` gets an empty `-wal` and a `-shm` beside
+it: see docs/security.md); Postgres sessions are `default_transaction_read_only` with a
+statement timeout; Redis and MongoDB get read commands only, each within `--timeout` (5 s
+by default).
 
 ## Selectors
 

@@ -251,6 +251,18 @@ def redis_shallow_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def mongo_url() -> Iterator[str]:
+    """An nx-27017 server (MongoDB's wire protocol over SQLite, fixtures/mongo_server.py)
+    on a free port for this test process, holding every scenario MongoDBSaver writes."""
+    from fixtures.mongo_server import MongoServer
+    from fixtures.mongo_stores import build_mongo
+
+    with MongoServer() as server:
+        build_mongo(server.url)
+        yield server.url
+
+
+@pytest.fixture(scope="session")
 def pg_store(pg_new_database: NewDatabase) -> PgStore:
     """Every scenario through PostgresSaver."""
     from fixtures.postgres import build_postgres

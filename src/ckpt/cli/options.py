@@ -32,7 +32,8 @@ StoreArg = Annotated[
     str | None,
     typer.Argument(
         metavar="STORE",
-        help="SQLite file, .langgraph_api folder or .pckl file, or postgresql:// or redis:// URL. "
+        help="SQLite file, .langgraph_api folder or .pckl file, or a postgresql://, redis:// or "
+        "mongodb:// URL. "
         "Default: --db, then $CKPT_DB, then the one store in the current folder.",
         show_default=False,
     ),
@@ -43,7 +44,7 @@ DbOpt = Annotated[
         "--db",
         envvar="CKPT_DB",
         metavar="STORE",
-        help="The store (path, postgresql:// or redis:// URL); also $CKPT_DB.",
+        help="The store (path, postgresql://, redis:// or mongodb:// URL); also $CKPT_DB.",
         show_default=False,
     ),
 ]
@@ -70,8 +71,9 @@ PrefixOpt = Annotated[
     typer.Option(
         "--prefix",
         metavar="PREFIX",
-        help="Key prefix of a RedisSaver store: its checkpoint_prefix, or "
-        "checkpoint_prefix,checkpoint_write_prefix (default checkpoint; writes PREFIX_write).",
+        help="Where the saver keeps it. Redis: checkpoint_prefix[,checkpoint_write_prefix] "
+        "(default checkpoint; writes PREFIX_write). MongoDB: the checkpoints collection"
+        "[,writes collection] (default checkpoints,checkpoint_writes; writes NAME_writes).",
         show_default=False,
     ),
 ]
@@ -80,8 +82,8 @@ TimeoutOpt = Annotated[
     typer.Option(
         "--timeout",
         metavar="SECONDS",
-        help="Statement timeout in seconds: Postgres and Redis (default 5), and SQLite reads when "
-        "given (default: none).",
+        help="Statement timeout in seconds: Postgres, Redis and MongoDB (default 5), and "
+        "SQLite reads when given (default: none).",
         show_default=False,
         min=0.1,
         max=86_400.0,  # also refuses inf and, through the callback, nan

@@ -60,6 +60,12 @@ def _summary(record: StatsRecord) -> RenderableType:
             f"{human_size(server['used_memory_bytes'])} used"
             + ("" if server["indexed"] else " (no RediSearch index: read by SCAN)"),
         )
+    for info in storage.get("collections", []):  # MongoDB
+        table.add_row(
+            "collection",
+            f"{storage['database']}.{info['collection']}: {info['documents']:,} documents, "
+            f"{human_size(info['bytes'])} (stored {human_size(info['storage_bytes'])})",
+        )
     for file_info in storage.get("files", []):  # pickle folder
         table.add_row("file", f"{file_info['file']}: {human_size(file_info['bytes'])}")
     selection = record["selection"]

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Final
 
-from ckpt.errors import NotSupported, StoreNotFound, StoreUnreadable
+from ckpt.errors import StoreNotFound, StoreUnreadable
 from ckpt.stores.base import Store
 from ckpt.vocabulary import PICKLE_NAMES
 
@@ -19,17 +18,8 @@ def is_redis(spec: str) -> bool:
     return spec.lower().startswith(("redis://", "rediss://", "unix://"))
 
 
-# Store kinds ckpt names by their URL but does not read yet (issue 27), by URL scheme.
-NOT_YET: Final = {
-    "mongodb": "MongoDB",
-    "mongodb+srv": "MongoDB",
-}
-
-
-def _not_yet(spec: str) -> str | None:
-    """The kind of a store URL ckpt knows of but cannot read yet (None: any other spec)."""
-    scheme, found, _ = spec.partition("://")
-    return NOT_YET.get(scheme.lower()) if found else None
+def is_mongodb(spec: str) -> bool:
+    return spec.lower().startswith(("mongodb://", "mongodb+srv://"))
 
 
 def open_store(
@@ -49,11 +39,10 @@ def open_store(
         from ckpt.stores.redis import PREFIX, RedisStore
 
         return RedisStore(spec, aes_key=aes_key, timeout=timeout, prefix=prefix or PREFIX)
-    if (kind := _not_yet(spec)) is not None:
-        # The URL is not echoed: it may hold a password.
-        raise NotSupported(
-            f"{kind} stores are not supported yet (SQLite, Postgres, Redis and `langgraph dev` are)"
-        )
+    if is_mongodb(spec):
+        from ckpt.stores.mongo import MongoStore
+
+        return MongoStore(spec, aes_key=aes_key, timeout=timeout, collections=prefix)
     path = Path(spec).expanduser()
     if not path.exists():
         raise StoreNotFound(f"{spec}: no such file or folder")

@@ -1,0 +1,663 @@
+"""MongoDBSaver stores (langgraph-checkpoint-mongodb 0.5, format.md §7c), read-only.
+
+Database `checkpointing_db` (the URL's path names another), collections `checkpoints` and
+`checkpoint_writes`. A checkpoint document holds the ids, `type` and `checkpoint` (the
+serialized checkpoint, values inline) and `metadata`, a document whose leaves are
+`[type, bytes]` pairs; a write holds the ids, `task_id`, `task_path`, `idx`, `channel`,
+`type` and `value`. ckpt asks only plain `find`s (filters with `$eq` and `$in`, a
+projection), never creates an index or a database, and never instantiates MongoDBSaver,
+whose constructor creates its indexes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from ckpt.decoders import undecodable_record
+from ckpt.errors import (
+    DecodeError,
+    MissingDependency,
+    NotACheckpointStore,
+    NotFound,
+    NotSupported,
+    StoreUnreadable,
+)
+from ckpt.model import (
+    Checkpoint,
+    CheckpointKey,
+    DumpQuery,
+    PendingWrite,
+    RawCheckpoint,
+    RawWrite,
+    StoreHealth,
+    ThreadBytes,
+    ThreadSummary,
+)
+from ckpt.stores.base import Store, Writer
+from ckpt.stores.body import checkpoint_from_body, decode_value, sort_writes
+from ckpt.stores.location import redact_url
+from ckpt.vocabulary import DEFAULT_TIMEOUT, FIND_LIMIT, install_hint
+
+if TYPE_CHECKING:
+    from pymongo.collection import Collection
+
+    from ckpt.prune import Strategy
+
+DATABASE: Final = "checkpointing_db"
+CHECKPOINTS: Final = "checkpoints"
+WRITES: Final = "checkpoint_writes"
+_BATCH: Final = 200
+_KEY_FIELDS: Final = {"thread_id": 1, "checkpoint_ns": 1, "checkpoint_id": 1, "_id": 0}
+
+
+@dataclass(slots=True)
+class _ThreadInfo:
+    checkpoints: int = 0
+    subgraphs: set[str] | None = None
+    root: bool = False
+    latest_root: str | None = None
+
+    @property
+    def namespaces(self) -> set[str]:
+        return ({""} if self.root else set()) | (self.subgraphs or set())
+
+
+def _import_pymongo() -> Any:
+    try:
+        import pymongo
+        import pymongo.errors
+    except ImportError:
+        raise MissingDependency(
+            f"reading a MongoDB store needs pymongo: {install_hint('mongodb')}"
+        ) from None
+    return pymongo
+
+
+class MongoStore(Store):
+    kind = "mongodb"
+
+    def __init__(
+        self,
+        spec: str,
+        *,
+        aes_key: bytes | None = None,
+        timeout: float | None = None,
+        collections: str | None = None,
+    ) -> None:
+        super().__init__(redact_url(spec), aes_key=aes_key)
+        self.pymongo = _import_pymongo()
+        seconds = timeout if timeout is not None and timeout > 0 else DEFAULT_TIMEOUT
+        self.timeout = seconds
+        try:
+            self.client: Any = self.pymongo.MongoClient(
+                spec,
+                serverSelectionTimeoutMS=int(seconds * 1000),
+                connectTimeoutMS=int(seconds * 1000),
+                socketTimeoutMS=int(seconds * 1000),
+                timeoutMS=int(seconds * 1000),
+                appname="ckpt",
+                retryReads=False,
+            )
+        except (self.pymongo.errors.PyMongoError, ValueError, TypeError) as exc:
+            raise StoreUnreadable(f"{self.location}: not a valid MongoDB URL ({exc})") from None
+        try:
+            default = self.client.get_default_database(default=DATABASE).name
+            # "--prefix CHECKPOINTS[,WRITES]": MongoDBSaver's collection names.
+            given, _, given_writes = (collections or "").partition(",")
+            self.checkpoints_name = given or CHECKPOINTS
+            self.writes_name = given_writes or (WRITES if not given else f"{given}_writes")
+            with self._errors("cannot connect"):
+                names = self.client.list_database_names()
+            # Reading a database that is not there creates it on some servers: never.
+            if default not in names:
+                raise NotACheckpointStore(
+                    f"{self.location}: no database {default!r} on this server (MongoDBSaver's "
+                    f"default is {DATABASE!r}; name another in the URL's path)"
+                )
+            db = self.client[default]
+            with self._errors("cannot list the collections"):
+                collections_there = set(db.list_collection_names())
+            if self.checkpoints_name not in collections_there:
+                raise NotACheckpointStore(
+                    f"{self.location}: not a MongoDBSaver store (database {default!r} has no "
+                    f"{self.checkpoints_name!r} collection)"
+                )
+            self.database = default
+            self.checkpoints_coll: Collection[dict[str, Any]] = db[self.checkpoints_name]
+            self.writes_coll: Collection[dict[str, Any]] | None = (
+                db[self.writes_name] if self.writes_name in collections_there else None
+            )
+        except BaseException:
+            self.client.close()
+            raise
+        self._catalog_cache: dict[str, _ThreadInfo] | None = None
+
+    def _errors(self, doing: str = "cannot read") -> Any:
+        from contextlib import contextmanager
+
+        errors = self.pymongo.errors
+
+        @contextmanager
+        def wrapped() -> Iterator[None]:
+            try:
+                yield
+            except errors.OperationFailure as exc:
+                if exc.code in (13, 18):  # Unauthorized, AuthenticationFailed
+                    raise StoreUnreadable(
+                        f"{self.location}: {doing}: not allowed ({_clean(exc)})"
+                    ) from None
+                raise StoreUnreadable(
+                    f"{self.location}: the server refused: {_clean(exc)}"
+                ) from None
+            except (
+                errors.ServerSelectionTimeoutError,
+                errors.NetworkTimeout,
+                errors.ExecutionTimeout,
+            ):
+                raise StoreUnreadable(
+                    f"{self.location}: {doing}: no answer within {self.timeout:g} s "
+                    "(--timeout sets the limit)"
+                ) from None
+            except errors.PyMongoError as exc:
+                raise StoreUnreadable(f"{self.location}: {doing}: {_clean(exc)}") from None
+
+        return wrapped()
+
+    def _find(
+        self, collection: Collection[dict[str, Any]], query: dict[str, Any], projection: Any = None
+    ) -> Iterator[dict[str, Any]]:
+        with self._errors():
+            yield from collection.find(query, projection, batch_size=1000)
+
+    @property
+    def era(self) -> str:
+        return "mongodb"
+
+    @property
+    def era_note(self) -> str:
+        return (
+            f"MongoDBSaver (langgraph-checkpoint-mongodb) database {self.database!r}, "
+            f"collections {self.checkpoints_name!r} and {self.writes_name!r}"
+        )
+
+    # -- listing ---------------------------------------------------------------------------
+    def _catalog(self) -> dict[str, _ThreadInfo]:
+        """Every thread's count, namespaces and newest root id: one find of the key fields."""
+        if self._catalog_cache is not None:
+            return self._catalog_cache
+        threads: dict[str, _ThreadInfo] = {}
+        for doc in self._find(self.checkpoints_coll, {}, _KEY_FIELDS):
+            key = _key(doc)
+            if key is None:
+                continue
+            info = threads.get(key.thread_id)
+            if info is None:
+                info = threads[key.thread_id] = _ThreadInfo()
+            info.checkpoints += 1
+            if key.checkpoint_ns:
+                if info.subgraphs is None:
+                    info.subgraphs = set()
+                info.subgraphs.add(key.checkpoint_ns)
+            else:
+                info.root = True
+                if info.latest_root is None or key.checkpoint_id > info.latest_root:
+                    info.latest_root = key.checkpoint_id
+        self._catalog_cache = threads
+        return threads
+
+    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
+        catalog = self._catalog()
+        thread_ids = sorted(catalog)
+        measured = self.sizes(DumpQuery()) if sizes else {}
+        for start in range(0, len(thread_ids), _BATCH):
+            batch = thread_ids[start : start + _BATCH]
+            keys = [
+                CheckpointKey(t, "", root)
+                for t in batch
+                if (root := catalog[t].latest_root) is not None
+            ]
+            latest = {c.thread_id: c for c in self._load_keys(keys, values=False)}
+            for thread_id in batch:
+                info = catalog[thread_id]
+                found = measured.get(thread_id)
+                yield ThreadSummary(
+                    thread_id=thread_id,
+                    namespaces=sorted(info.namespaces),
+                    checkpoints=info.checkpoints,
+                    writes=found.writes if found is not None else (0 if sizes else None),
+                    size=found.total if found is not None else (0 if sizes else None),
+                    latest=latest.get(thread_id),
+                )
+
+    def thread_exists(self, thread_id: str) -> bool:
+        if self._catalog_cache is not None:
+            return thread_id in self._catalog_cache
+        with self._errors():
+            return (
+                self.checkpoints_coll.find_one({"thread_id": {"$eq": thread_id}}, _KEY_FIELDS)
+                is not None
+            )
+
+    def thread_ids(self) -> list[str]:
+        return sorted(self._catalog())
+
+    def _thread_keys(self, thread_id: str) -> list[CheckpointKey]:
+        keys = [
+            key
+            for doc in self._find(
+                self.checkpoints_coll, {"thread_id": {"$eq": thread_id}}, _KEY_FIELDS
+            )
+            if (key := _key(doc)) is not None
+        ]
+        keys.sort(key=lambda k: (k.checkpoint_id, k.checkpoint_ns))
+        return keys
+
+    def namespaces(self, thread_id: str) -> list[str]:
+        return sorted({k.checkpoint_ns for k in self._thread_keys(thread_id)})
+
+    def checkpoints(
+        self, thread_id: str, *, values: bool = False, last: int | None = None
+    ) -> list[Checkpoint]:
+        keys = self._thread_keys(thread_id)
+        if last is not None:
+            keys = keys[-last:] if last > 0 else []
+        return self._load_keys(keys, values=values)
+
+    def iter_thread(self, thread_id: str) -> Iterator[Checkpoint]:
+        keys = self._thread_keys(thread_id)
+        for start in range(0, len(keys), _BATCH):
+            yield from self._load_keys(keys[start : start + _BATCH], values=False)
+
+    # -- finding ---------------------------------------------------------------------------
+    def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
+        query: dict[str, Any] = {} if thread_id is None else {"thread_id": {"$eq": thread_id}}
+        found: list[CheckpointKey] = []
+        for doc in self._find(self.checkpoints_coll, query, _KEY_FIELDS):
+            key = _key(doc)
+            if key is None:
+                continue
+            if key.checkpoint_id.startswith(fragment) or key.checkpoint_id.endswith(fragment):
+                found.append(key)
+                if len(found) >= FIND_LIMIT:
+                    break
+        found.sort(key=lambda k: (k.thread_id, k.checkpoint_ns, k.checkpoint_id))
+        return found
+
+    def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
+        ids = [k for k in self._thread_keys(thread_id) if k.checkpoint_ns == checkpoint_ns]
+        return max(ids, key=lambda k: k.checkpoint_id) if ids else None
+
+    # -- loading ---------------------------------------------------------------------------
+    def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
+        found = self._load_keys([key], values=values)
+        if not found:
+            raise NotFound(
+                f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}"
+                + (f" namespace {key.checkpoint_ns!r}" if key.checkpoint_ns else "")
+            )
+        return found[0]
+
+    def load_many(self, keys: Sequence[CheckpointKey], *, values: bool = True) -> list[Checkpoint]:
+        return self._load_keys(keys, values=values)
+
+    def _by_keys(
+        self, collection: Collection[dict[str, Any]], keys: Sequence[CheckpointKey]
+    ) -> Iterator[dict[str, Any]]:
+        """The documents of these checkpoints (a superset, filtered by the caller): one find
+        by thread and checkpoint ids, the fields of the saver's unique index."""
+        threads = sorted({k.thread_id for k in keys})
+        ids = sorted({k.checkpoint_id for k in keys})
+        query = {"thread_id": {"$in": threads}, "checkpoint_id": {"$in": ids}}
+        yield from self._find(collection, query)
+
+    def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
+        """The checkpoints at `keys`, in that order, with their writes; missing ones left out
+        (two finds for any number)."""
+        if not keys:
+            return []
+        wanted = set(keys)
+        docs: dict[CheckpointKey, dict[str, Any]] = {}
+        for doc in self._by_keys(self.checkpoints_coll, keys):
+            key = _key(doc)
+            if key is not None and key in wanted:
+                docs[key] = doc
+        writes: dict[CheckpointKey, list[PendingWrite]] = {}
+        if self.writes_coll is not None and docs:
+            for doc in self._by_keys(self.writes_coll, list(docs)):
+                key = _key(doc)
+                if key is not None and key in docs:
+                    writes.setdefault(key, []).append(self._write(_write_fields(doc)))
+        return [
+            self._build(key, docs[key], sort_writes(writes.get(key, [])), values=values)
+            for key in keys
+            if key in docs
+        ]
+
+    def _write(self, raw: _WriteFields) -> PendingWrite:
+        return PendingWrite(
+            task_id=raw.task_id,
+            task_path=raw.task_path,
+            idx=raw.idx,
+            channel=raw.channel,
+            type=raw.type,
+            value=decode_value(raw.type, raw.data, self.aes_key),
+            size=raw.size,
+        )
+
+    def _build(
+        self, key: CheckpointKey, doc: dict[str, Any], writes: list[PendingWrite], *, values: bool
+    ) -> Checkpoint:
+        body = _bytes(doc.get("checkpoint")) or b""
+        tag = doc.get("type")
+        parent = doc.get("parent_checkpoint_id")
+        metadata_doc = doc.get("metadata")
+        return checkpoint_from_body(
+            key,
+            parent if isinstance(parent, str) and parent else None,
+            tag if isinstance(tag, str) else None,
+            body,
+            self._metadata(metadata_doc),
+            writes=writes,
+            values=values,
+            aes_key=self.aes_key,
+            size=len(body) + _metadata_size(metadata_doc),
+            tolerant=True,
+            keeps_order=True,
+        )
+
+    def _metadata(self, raw: Any) -> dict[str, Any]:
+        """MongoDBSaver's metadata: a document whose leaves are serde `[type, bytes]` pairs
+        (`parents` a nested document of them)."""
+        if not isinstance(raw, dict):
+            return (
+                {}
+                if raw is None
+                else {"value": undecodable_record(None, "metadata is not a document")}
+            )
+        return {str(k): self._metadata_value(v) for k, v in raw.items()}
+
+    def _metadata_value(self, value: Any) -> Any:
+        if (
+            isinstance(value, list)
+            and len(value) == 2
+            and isinstance(value[0], str)
+            and _bytes(value[1]) is not None
+        ):
+            try:
+                return decode_value(value[0], _bytes(value[1]), self.aes_key)
+            except DecodeError as exc:
+                return undecodable_record(_bytes(value[1]), str(exc), tag=value[0])
+        if isinstance(value, dict):
+            return {str(k): self._metadata_value(v) for k, v in value.items()}
+        return value
+
+    def count_checkpoints(self, query: DumpQuery) -> int | None:
+        if query.thread_ids or query.checkpoint_ns is not None or query.since_id or query.until_id:
+            return None
+        catalog = self._catalog().values()
+        if query.latest_only:
+            return sum(len(info.namespaces) for info in catalog)
+        return sum(info.checkpoints for info in catalog)
+
+    def _selected_keys(self, query: DumpQuery) -> Iterator[list[CheckpointKey]]:
+        thread_ids = sorted(set(query.thread_ids)) if query.thread_ids else sorted(self._catalog())
+        for thread_id in thread_ids:
+            keys = [
+                k
+                for k in self._thread_keys(thread_id)
+                if (query.checkpoint_ns is None or k.checkpoint_ns == query.checkpoint_ns)
+                and (query.since_id is None or k.checkpoint_id >= query.since_id)
+                and (query.until_id is None or k.checkpoint_id <= query.until_id)
+            ]
+            keys.sort(key=lambda k: (k.checkpoint_ns, k.checkpoint_id))
+            if query.latest_only:
+                newest: dict[str, CheckpointKey] = {}
+                for k in keys:
+                    newest[k.checkpoint_ns] = k
+                keys = list(newest.values())
+            if keys:
+                yield keys
+
+    def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        for keys in self._selected_keys(query):
+            for start in range(0, len(keys), _BATCH):
+                yield from self._load_keys(keys[start : start + _BATCH], values=values)
+
+    # -- sizes, storage, health ------------------------------------------------------------
+    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        found: dict[str, ThreadBytes] = {}
+        for row in self.raw_checkpoints(query, data=False):
+            measured = found.setdefault(row.thread_id, ThreadBytes())
+            measured.checkpoints += 1
+            measured.checkpoint_bytes += row.body_size + row.metadata_size
+        for write in self.raw_writes(query, data=False):
+            measured = found.setdefault(write.thread_id, ThreadBytes())
+            measured.writes += 1
+            measured.write_bytes += write.size
+        return found
+
+    def storage(self) -> dict[str, Any]:
+        db = self.client[self.database]
+        collections = []
+        for name in (self.checkpoints_name, self.writes_name):
+            try:
+                with self._errors():
+                    stats = db.command("collStats", name)
+            except StoreUnreadable:
+                continue
+            collections.append(
+                {
+                    "collection": name,
+                    "documents": int(stats.get("count", 0)),
+                    "bytes": int(stats.get("size", 0)),
+                    "storage_bytes": int(stats.get("storageSize", 0)),
+                }
+            )
+        return {
+            "database": self.database,
+            "collections": collections,
+            "total_bytes": sum(c["storage_bytes"] or c["bytes"] for c in collections),
+        }
+
+    def health(self, query: DumpQuery) -> StoreHealth:
+        health = StoreHealth()
+        parents_missing: list[CheckpointKey] = []
+        orphans: list[CheckpointKey] = []
+        selected = DumpQuery(thread_ids=query.thread_ids)
+        for keys in self._selected_keys(selected):
+            thread_id = keys[0].thread_id
+            by_ns: dict[str, set[str]] = {}
+            for k in keys:
+                by_ns.setdefault(k.checkpoint_ns, set()).add(k.checkpoint_id)
+            health.namespaces.extend((thread_id, ns) for ns in sorted(by_ns))
+            oldest = {ns: min(ids) for ns, ids in by_ns.items()}
+            parents = {
+                key: doc.get("parent_checkpoint_id")
+                for doc in self._find(
+                    self.checkpoints_coll,
+                    {"thread_id": {"$eq": thread_id}},
+                    {**_KEY_FIELDS, "parent_checkpoint_id": 1},
+                )
+                if (key := _key(doc)) is not None
+            }
+            for k, parent in sorted(parents.items(), key=lambda kv: kv[0].checkpoint_id):
+                if isinstance(parent, str) and parent and parent not in by_ns[k.checkpoint_ns]:
+                    parents_missing.append(k)
+                    if k.checkpoint_id == oldest[k.checkpoint_ns]:
+                        health.missing_parent_oldest += 1
+            if self.writes_coll is not None:
+                for doc in self._find(
+                    self.writes_coll, {"thread_id": {"$eq": thread_id}}, _KEY_FIELDS
+                ):
+                    key = _key(doc)
+                    if key is not None and key.checkpoint_id not in by_ns.get(
+                        key.checkpoint_ns, ()
+                    ):
+                        orphans.append(key)
+        health.missing_parents = len(parents_missing)
+        health.missing_parent_threads = len({k.thread_id for k in parents_missing})
+        health.missing_parent_examples = parents_missing[:5]
+        health.orphan_writes = len(orphans)
+        health.orphan_write_threads = len({k.thread_id for k in orphans})
+        health.orphan_write_examples = sorted(
+            set(orphans), key=lambda k: (k.thread_id, k.checkpoint_ns, k.checkpoint_id)
+        )[:5]
+        return health
+
+    # -- raw scans -------------------------------------------------------------------------
+    def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
+        for keys in self._selected_keys(query):
+            for start in range(0, len(keys), _BATCH):
+                batch = keys[start : start + _BATCH]
+                docs = {_key(d): d for d in self._by_keys(self.checkpoints_coll, batch)}
+                for key in batch:
+                    doc = docs.get(key)
+                    if doc is None:
+                        continue
+                    body = _bytes(doc.get("checkpoint")) or b""
+                    metadata = _metadata_json(doc.get("metadata"))
+                    tag = doc.get("type")
+                    parent = doc.get("parent_checkpoint_id")
+                    yield RawCheckpoint(
+                        thread_id=key.thread_id,
+                        checkpoint_ns=key.checkpoint_ns,
+                        checkpoint_id=key.checkpoint_id,
+                        parent_checkpoint_id=parent if isinstance(parent, str) and parent else None,
+                        type=tag if isinstance(tag, str) else None,
+                        body=body if data else b"",
+                        metadata_type="json",
+                        metadata=metadata if data else b"",
+                        body_size=len(body),
+                        metadata_size=len(metadata),
+                    )
+
+    def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
+        if self.writes_coll is None:
+            return
+        for keys in self._selected_keys(query):
+            wanted = set(keys)
+            rows = []
+            for doc in self._find(self.writes_coll, {"thread_id": {"$eq": keys[0].thread_id}}):
+                key = _key(doc)
+                if key is None or key not in wanted:
+                    continue
+                rows.append((key, _write_fields(doc)))
+            rows.sort(
+                key=lambda r: (r[0].checkpoint_ns, r[0].checkpoint_id, r[1].task_id, r[1].idx)
+            )
+            for key, fields in rows:
+                yield RawWrite(
+                    thread_id=key.thread_id,
+                    checkpoint_ns=key.checkpoint_ns,
+                    checkpoint_id=key.checkpoint_id,
+                    task_id=fields.task_id,
+                    idx=fields.idx,
+                    channel=fields.channel,
+                    type=fields.type,
+                    data=fields.data if data else None,
+                    size=fields.size,
+                )
+
+    # -- changing it: not yet (issue 27) ----------------------------------------------------
+    def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
+        raise NotSupported(f"{self.location}: prune is not supported on MongoDB stores yet")
+
+    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
+        raise NotSupported(f"{self.location}: vacuum is not supported on MongoDB stores yet")
+
+    def writer(self, *, timeout: float | None) -> Writer:
+        raise NotSupported(
+            f"{self.location}: prune and vacuum are not supported on MongoDB stores yet"
+        )
+
+    def close(self) -> None:
+        try:
+            self.client.close()
+        except Exception:  # noqa: BLE001 - closing must not fail a command
+            pass
+
+
+# -- documents -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _WriteFields:
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    type: str | None
+    data: bytes | None
+    size: int
+
+
+def _key(doc: dict[str, Any]) -> CheckpointKey | None:
+    thread_id, ns, checkpoint_id = (
+        doc.get("thread_id"),
+        doc.get("checkpoint_ns"),
+        doc.get("checkpoint_id"),
+    )
+    if not (isinstance(thread_id, str) and isinstance(ns, str) and isinstance(checkpoint_id, str)):
+        return None
+    return CheckpointKey(thread_id, ns, checkpoint_id)
+
+
+def _bytes(value: Any) -> bytes | None:
+    """BSON binary (bson.Binary is a bytes subclass) as bytes; None for anything else."""
+    return bytes(value) if isinstance(value, bytes | bytearray) else None
+
+
+def _write_fields(doc: dict[str, Any]) -> _WriteFields:
+    data = _bytes(doc.get("value"))
+    idx = doc.get("idx")
+    tag = doc.get("type")
+    return _WriteFields(
+        task_id=str(doc.get("task_id", "")),
+        task_path=str(doc.get("task_path", "")),
+        idx=idx if type(idx) is int else 0,
+        channel=str(doc.get("channel", "")),
+        type=tag if isinstance(tag, str) else None,
+        data=data,
+        size=len(data) if data is not None else 0,
+    )
+
+
+def _metadata_size(raw: Any) -> int:
+    """Bytes of the metadata's stored values (the pairs' payloads)."""
+    if isinstance(raw, dict):
+        return sum(_metadata_size(v) for v in raw.values())
+    if isinstance(raw, list):
+        return sum(_metadata_size(v) for v in raw)
+    data = _bytes(raw)
+    return len(data) if data is not None else len(str(raw)) if raw is not None else 0
+
+
+def _metadata_json(raw: Any) -> bytes:
+    """The metadata as JSON text for `stats` and `types` (payloads as base64 records)."""
+    import base64
+
+    import orjson
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        data = _bytes(value)
+        if data is not None:
+            return {
+                "__ckpt__": "bytes",
+                "base64": base64.b64encode(data).decode(),
+                "size": len(data),
+            }
+        return value if isinstance(value, str | int | float | bool) or value is None else str(value)
+
+    return orjson.dumps(plain(raw)) if raw is not None else b""
+
+
+def _clean(exc: BaseException) -> str:
+    text = str(exc).split(", full error:", 1)[0]
+    return " ".join(text.split())[:300] or type(exc).__name__

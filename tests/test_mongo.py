@@ -1,0 +1,181 @@
+"""MongoDB stores (issue 27): a real MongoDBSaver store on the nx-27017 test server
+(fixtures/mongo_server.py: MongoDB's wire protocol over SQLite, since no mongod installs
+here), every read command on it leaving every document, index and database as it was and
+sending only read commands, and one line for each way the server can be missing a part.
+
+What ckpt says about each checkpoint is compared with MongoDBSaver's own answers in
+tests/test_fidelity_mongo.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.graphs import SCENARIO_STATUS
+from fixtures.mongo_server import MongoServer
+from fixtures.mongo_stores import DATABASE, document_snapshot
+
+from ckpt.errors import ExitCode
+
+CKPT = str(Path(sys.executable).with_name("ckpt"))
+
+READ_COMMANDS_RUN = [
+    ["threads"],
+    ["threads", "--json"],
+    ["threads", "--size"],
+    ["history", "subgraph-1"],
+    ["history", "fork-1", "--json"],
+    ["show", "approval-1", "--writes", "--json"],
+    ["show", "rich-1", "--blobs"],
+    ["versions", "support-1"],
+    ["diff", "approval-1"],
+    ["dump"],
+    ["dump", "--thread", "delta-1", "--latest"],
+    ["stats"],
+    ["stats", "--json"],
+    ["types"],
+    ["types", "--json"],
+]
+
+
+def ckpt(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CKPT, *args], capture_output=True, text=True, check=False)
+
+
+def test_mongodb_saver_writes_the_documented_layout(mongo_url: str) -> None:
+    snapshot = document_snapshot(mongo_url)
+    assert DATABASE in snapshot["databases"]
+    checkpoints = snapshot["checkpoints"]["documents"]
+    writes = snapshot["checkpoint_writes"]["documents"]
+    assert {d["thread_id"] for d in checkpoints} == set(SCENARIO_STATUS)
+    doc = checkpoints[0]
+    assert doc["type"] == "msgpack" and isinstance(doc["checkpoint"], bytes)
+    assert all(
+        isinstance(pair, list) and pair[0] == "msgpack"
+        for key, pair in doc["metadata"].items()
+        if key != "parents"
+    )
+    assert {"task_path", "idx", "channel", "type", "value"} <= set(writes[0])
+    assert "created_at" not in doc  # no ttl given to the saver
+
+
+def test_every_read_command_reads_and_changes_nothing(mongo_url: str) -> None:
+    before = document_snapshot(mongo_url)
+    for args in READ_COMMANDS_RUN:
+        done = ckpt(*args, "--db", mongo_url)
+        expected = ExitCode.DIFFERENT if args[0] == "diff" else ExitCode.OK
+        assert done.returncode == expected, (args, done.stderr)
+        assert "Traceback" not in done.stderr and "internal error" not in done.stderr, args
+        assert done.stdout, args
+    assert document_snapshot(mongo_url) == before
+
+
+def test_only_read_commands_are_sent(mongo_url: str) -> None:
+    """Every command the driver sends for ckpt, seen by pymongo's own command monitoring."""
+    from pymongo import monitoring
+
+    import ckpt as api
+
+    class Listener(monitoring.CommandListener):
+        def __init__(self) -> None:
+            self.commands: set[str] = set()
+
+        def started(self, event: monitoring.CommandStartedEvent) -> None:
+            self.commands.add(event.command_name)
+
+        def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+            pass
+
+        def failed(self, event: monitoring.CommandFailedEvent) -> None:
+            pass
+
+    listener = Listener()
+    monitoring.register(listener)
+    with api.open(mongo_url) as store:
+        for thread in store.threads():
+            store.history(thread["thread_id"])
+            store.checkpoint(thread["thread_id"])
+        list(store.dump())
+        store.stats()
+        store.types()
+    reads = {"find", "getMore", "listDatabases", "listCollections", "collStats", "killCursors"}
+    reads |= {"endSessions", "ping", "hello", "isMaster", "ismaster"}
+    assert {"find", "listDatabases"} <= listener.commands <= reads, listener.commands
+
+
+def test_threads_lists_every_thread_with_its_status(mongo_url: str) -> None:
+    done = ckpt("threads", "--json", "--db", mongo_url)
+    assert done.returncode == 0, done.stderr
+    rows = {row["thread_id"]: row for row in json.loads(done.stdout)}
+    assert {t: rows[t]["status"] for t in rows} == dict(SCENARIO_STATUS)
+
+
+def test_the_python_api_reads_mongodb_as_the_cli_does(mongo_url: str) -> None:
+    import ckpt as api
+
+    def plain(record: Any) -> Any:
+        return json.loads(api.records.dumps(record))  # type: ignore[attr-defined]
+
+    def cli(*args: str) -> Any:
+        done = ckpt(*args, "--db", mongo_url, "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    with api.open(mongo_url) as store:
+        assert store.kind == "mongodb"
+        threads = store.threads(sort="thread")
+        assert plain(threads) == cli("threads", "--sort", "thread")
+        # A CLI run costs 0.6 s here (pymongo's monitor threads stop at exit): four threads.
+        for thread_id in ("approval-1", "fanout-1", "subgraph-2", "rich-1"):
+            assert plain(store.history(thread_id)) == cli("history", thread_id), thread_id
+            shown = cli("show", thread_id, "--blobs")
+            assert plain(store.checkpoint(thread_id)) == shown, thread_id
+
+
+def test_diff_against_the_same_scenario_in_sqlite(mongo_url: str, sqlite_store: Path) -> None:
+    done = ckpt("diff", "approval-1", "--db", mongo_url, "--db2", str(sqlite_store), "--json")
+    assert done.returncode == ExitCode.DIFFERENT, done.stderr
+    paths = {op["path"].split("/")[1] for op in json.loads(done.stdout)}
+    assert paths <= {"checkpoint_id", "parent_checkpoint_id", "ts", "channel_versions",
+                     "versions_seen", "config", "size", "pending_writes"}, paths  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "command", [["prune", "--keep-last", "1", "--apply"], ["vacuum", "--apply"]]
+)
+def test_prune_and_vacuum_are_not_supported_and_change_nothing(
+    mongo_url: str, command: list[str]
+) -> None:
+    before = document_snapshot(mongo_url)
+    done = ckpt(*command, "--db", mongo_url)
+    assert done.returncode == ExitCode.UNSUPPORTED
+    assert done.stderr.count("\n") == 1 and "not supported on MongoDB stores yet" in done.stderr
+    assert document_snapshot(mongo_url) == before
+
+
+def test_a_missing_database_is_one_line_and_is_not_created(mongo_url: str) -> None:
+    other = mongo_url.rstrip("/") + "/no_such_db"
+    done = ckpt("threads", other)
+    assert done.returncode == ExitCode.UNREADABLE
+    assert done.stderr.count("\n") == 1 and "no database 'no_such_db'" in done.stderr
+    assert "no_such_db" not in document_snapshot(mongo_url)["databases"]
+
+
+def test_a_server_without_the_store_is_not_a_checkpoint_store() -> None:
+    with MongoServer() as server:
+        done = ckpt("threads", server.url)
+    assert done.returncode == ExitCode.UNREADABLE
+    assert done.stderr.count("\n") == 1 and "no database 'checkpointing_db'" in done.stderr
+
+
+def test_a_refused_connection_is_one_line_and_names_no_password() -> None:
+    from fixtures.mongo_server import _free_port
+
+    done = ckpt("threads", f"mongodb://ckpt:hunter2@127.0.0.1:{_free_port()}/", "--timeout", "1")
+    assert done.returncode == ExitCode.UNREADABLE
+    assert done.stderr.count("\n") == 1 and "no answer within 1 s" in done.stderr, done.stderr
+    assert "hunter2" not in done.stderr
