@@ -4,6 +4,7 @@
     python bench/make_store.py --postgres postgresql://postgres@127.0.0.1/bench --threads 1000
     python bench/make_store.py --dev-folder bench/out/dev --checkpoints 100000
     python bench/make_store.py --redis redis://127.0.0.1:PORT/0 --threads 10000 --turns 4
+    python bench/make_store.py --mongodb mongodb://127.0.0.1:PORT/ --threads 10000 --turns 4
 
 Every byte is LangGraph's own: a real growing-chat graph (each turn: a human message,
 an AI message with a tool call, the tool's message, the AI's answer) runs through the
@@ -383,6 +384,41 @@ def make_redis(url: str, threads: int, turns: int, seeds: int) -> None:
     client.close()
 
 
+def make_mongodb(url: str, threads: int, turns: int, seeds: int) -> None:
+    """Seeds through the real MongoDBSaver; every other thread a copy of a seed's
+    documents under its own thread id (database checkpointing_db)."""
+    import pymongo
+    from langgraph.checkpoint.mongodb import MongoDBSaver
+
+    seeds = min(seeds, threads)
+    client: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(url)
+    db = client["checkpointing_db"]
+    if "checkpoints" in db.list_collection_names() and db.checkpoints.find_one():
+        raise SystemExit("checkpointing_db already holds checkpoints; use an empty server")
+    started = time.perf_counter()
+    with MongoDBSaver.from_conn_string(url) as saver:
+        run_threads(saver, [thread_name(i) for i in range(seeds)], turns)
+    _say(f"ran {seeds} thread(s) x {turns} turns through MongoDBSaver", started)
+    started = time.perf_counter()
+    for name in ("checkpoints", "checkpoint_writes"):
+        collection = db[name]
+        seeded: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for doc in collection.find({"thread_id": {"$in": [thread_name(i) for i in range(seeds)]}}):
+            doc.pop("_id", None)
+            seeded[doc["thread_id"]].append(doc)
+        batch: list[dict[str, Any]] = []
+        for n in range(seeds, threads):
+            for doc in seeded[thread_name(n % seeds)]:
+                batch.append({**doc, "thread_id": thread_name(n)})
+            if len(batch) >= 5000:
+                collection.insert_many(batch, ordered=False)
+                batch = []
+        if batch:
+            collection.insert_many(batch, ordered=False)
+    _say(f"copied documents to {threads - seeds} more thread(s)", started)
+    client.close()
+
+
 # --------------------------------------------------------------------------------------
 # `langgraph dev` folder (.langgraph_api/.langgraph_checkpoint.{1,2,3}.pckl)
 # --------------------------------------------------------------------------------------
@@ -464,6 +500,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--postgres", metavar="DSN", help="write into this (empty) database")
     parser.add_argument("--dev-folder", type=Path, metavar="DIR", help="write DIR/.langgraph_api")
     parser.add_argument("--redis", metavar="URL", help="write into this (empty) Redis database")
+    parser.add_argument("--mongodb", metavar="URL", help="write into this MongoDB server")
     parser.add_argument("--threads", type=int, default=1000)
     parser.add_argument(
         "--turns",
@@ -485,8 +522,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="threads run through the real graph; the others copy their rows",
     )
     args = parser.parse_args(argv)
-    if sum(x is not None for x in (args.out, args.postgres, args.dev_folder, args.redis)) != 1:
-        parser.error("give exactly one of OUT, --postgres DSN, --dev-folder DIR, --redis URL")
+    targets = (args.out, args.postgres, args.dev_folder, args.redis, args.mongodb)
+    if sum(x is not None for x in targets) != 1:
+        parser.error("give exactly one of OUT, --postgres, --dev-folder, --redis, --mongodb")
     return args
 
 
@@ -506,6 +544,8 @@ def main(argv: list[str] | None = None) -> int:
         make_postgres(args.postgres, args.threads, args.turns or 20, args.seed_threads)
     elif args.redis is not None:
         make_redis(args.redis, args.threads, args.turns or 4, args.seed_threads)
+    elif args.mongodb is not None:
+        make_mongodb(args.mongodb, args.threads, args.turns or 4, args.seed_threads)
     else:
         make_dev_folder(args.dev_folder, args.checkpoints, args.turns or 20, args.seed_threads)
         folder = args.dev_folder / ".langgraph_api"

@@ -179,3 +179,56 @@ def test_a_refused_connection_is_one_line_and_names_no_password() -> None:
     assert done.returncode == ExitCode.UNREADABLE
     assert done.stderr.count("\n") == 1 and "no answer within 1 s" in done.stderr, done.stderr
     assert "hunter2" not in done.stderr
+
+
+def test_each_query_agrees_with_a_plain_reading_of_every_document(mongo_url: str) -> None:
+    """ckpt's finds ($eq and $in filters, projections) give what Python finds in a full
+    read of the collections: nothing rests on the stand-in server answering as MongoDB."""
+    from ckpt.model import CheckpointKey
+    from ckpt.stores.mongo import MongoStore
+
+    snapshot = document_snapshot(mongo_url)
+    docs = snapshot["checkpoints"]["documents"]
+    writes = snapshot["checkpoint_writes"]["documents"]
+
+    def key(doc: dict[str, Any]) -> CheckpointKey:
+        return CheckpointKey(doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"])
+
+    with MongoStore(mongo_url) as store:
+        assert isinstance(store, MongoStore)
+        catalog = store._catalog()
+        assert set(catalog) == {d["thread_id"] for d in docs}
+        for thread_id, info in catalog.items():
+            mine = [d for d in docs if d["thread_id"] == thread_id]
+            assert info.checkpoints == len(mine)
+            assert info.namespaces == {d["checkpoint_ns"] for d in mine}
+            roots = [d["checkpoint_id"] for d in mine if d["checkpoint_ns"] == ""]
+            assert info.latest_root == (max(roots) if roots else None)
+            assert store._thread_keys(thread_id) == sorted(
+                (key(d) for d in mine), key=lambda k: (k.checkpoint_id, k.checkpoint_ns)
+            )
+        some = [key(d) for d in docs[::7]]
+        found = list(store._by_keys(store.checkpoints_coll, some))
+        wanted_threads = {k.thread_id for k in some}
+        wanted_ids = {k.checkpoint_id for k in some}
+        expected = [
+            d for d in docs if d["thread_id"] in wanted_threads and d["checkpoint_id"] in wanted_ids
+        ]
+        assert sorted(map(key, found), key=str) == sorted(map(key, expected), key=str)
+        assert store.writes_coll is not None
+        got = list(store._by_keys(store.writes_coll, some))
+        expected_writes = [
+            w
+            for w in writes
+            if w["thread_id"] in wanted_threads and w["checkpoint_id"] in wanted_ids
+        ]
+        assert len(got) == len(expected_writes) > 0
+        for fragment in (docs[5]["checkpoint_id"][:20], docs[3]["checkpoint_id"][-8:]):
+            matching = [
+                key(d)
+                for d in docs
+                if d["checkpoint_id"].startswith(fragment) or d["checkpoint_id"].endswith(fragment)
+            ]
+            assert 0 < len(matching) < 50
+            order = sorted(matching, key=lambda k: (k.thread_id, k.checkpoint_ns, k.checkpoint_id))
+            assert store.find(fragment) == order
