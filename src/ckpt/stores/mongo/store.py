@@ -96,8 +96,9 @@ class MongoStore(Store):
                 spec,
                 serverSelectionTimeoutMS=int(seconds * 1000),
                 connectTimeoutMS=int(seconds * 1000),
+                # Per round trip (a batch of a cursor), as Postgres's statement timeout:
+                # not timeoutMS, which would bound a whole listing of a large store.
                 socketTimeoutMS=int(seconds * 1000),
-                timeoutMS=int(seconds * 1000),
                 appname="ckpt",
                 retryReads=False,
             )

@@ -1,0 +1,153 @@
+"""An escape in any string field of a Redis or MongoDB store never reaches a terminal
+(issue 29, for the server stores of issue 27): tests/test_escapes.py's field-by-field
+property, on a copy of the fixture store with one field of thread fanout-1 (writes, Sends,
+an error) rewritten to hold HOSTILE (OSC 52, CSI, bidi and tag characters)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fixtures.mongo_server import MongoServer
+from fixtures.redis_server import RedisServer
+from typer.testing import CliRunner
+
+from ckpt.cli import app
+from test_escapes import HOSTILE, OWN_STYLES, unsafe_left
+
+runner = CliRunner()
+THREAD = "fanout-1"
+
+
+def _views(url: str, thread: str) -> list[list[str]]:
+    db = ["--db", url]
+    return [
+        ["threads", url],
+        ["history", thread, *db],
+        ["show", thread, "--blobs", "--full", "--writes", *db],
+        ["versions", thread, *db],
+        ["diff", thread, *db],
+        ["stats", url, "--quiet"],
+        ["types", url, "--quiet"],
+        ["show", f"{thread}x", *db],  # an error message naming it
+    ]
+
+
+def _check(url: str, thread: str, field: str) -> None:
+    env = {"COLUMNS": "100", "CKPT_FORCE_TTY": "1"}
+    for args in _views(url, thread):
+        result = runner.invoke(app, args, env=env)
+        assert result.exit_code in (0, 1, 5, 7), (field, args, result.stderr, result.exception)
+        assert unsafe_left(OWN_STYLES.sub("", result.stdout)) == [], (field, args)
+        assert unsafe_left(result.stderr) == [], (field, args)
+
+
+# -- Redis --------------------------------------------------------------------------------
+
+
+def _redis_docs(client: Any, pattern: str) -> Iterator[bytes]:
+    yield from client.scan_iter(match=pattern, count=1000)
+
+
+def _redis_set(client: Any, pattern: str, path: str, value: Any) -> None:
+    for key in _redis_docs(client, pattern):
+        client.execute_command("JSON.SET", key, path, json.dumps(value))
+
+
+def _redis_metadata(client: Any, key_of: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    for key in _redis_docs(client, f"checkpoint:{THREAD}:*"):
+        metadata = json.loads(json.loads(client.execute_command("JSON.GET", key, "$.metadata"))[0])
+        client.execute_command(
+            "JSON.SET", key, "$.metadata", json.dumps(json.dumps(key_of(metadata)))
+        )
+
+
+def _redis_rename_thread(client: Any) -> None:
+    for key in list(_redis_docs(client, f"*:{THREAD}:*")):
+        new = key.replace(f":{THREAD}:".encode(), f":{HOSTILE}:".encode(), 1)
+        client.rename(key, new)
+        if client.type(new) == b"ReJSON-RL":
+            client.execute_command("JSON.SET", new, "$.thread_id", json.dumps(HOSTILE))
+
+
+REDIS_FIELDS: dict[str, Callable[[Any], None]] = {
+    "thread id": _redis_rename_thread,
+    "body ts": lambda c: _redis_set(c, f"checkpoint:{THREAD}:*", "$.checkpoint.ts", HOSTILE),
+    "metadata value": lambda c: _redis_metadata(c, lambda m: {**m, "k": HOSTILE}),
+    "metadata key": lambda c: _redis_metadata(c, lambda m: {**m, HOSTILE: 1}),
+    "write task_path": lambda c: _redis_set(
+        c, f"checkpoint_write:{THREAD}:*", "$.task_path", HOSTILE
+    ),
+    "write channel": lambda c: _redis_set(c, f"checkpoint_write:{THREAD}:*", "$.channel", HOSTILE),
+    "write type": lambda c: _redis_set(c, f"checkpoint_write:{THREAD}:*", "$.type", HOSTILE),
+    "write task id": lambda c: _redis_set(c, f"checkpoint_write:{THREAD}:*", "$.task_id", HOSTILE),
+}
+
+
+@pytest.fixture(scope="module")
+def redis_copy_server() -> Iterator[str]:
+    with RedisServer() as server:
+        yield server.url
+
+
+@pytest.mark.parametrize("field", sorted(REDIS_FIELDS))
+def test_an_escape_in_any_redis_field_never_reaches_a_terminal(
+    redis_url: str, redis_copy_server: str, field: str
+) -> None:
+    import redis
+
+    source = redis.Redis.from_url(redis_url)
+    target = redis.Redis.from_url(redis_copy_server)
+    try:
+        target.flushall()
+        for key in source.scan_iter(count=1000):
+            target.restore(key, 0, source.dump(key))
+        REDIS_FIELDS[field](target)
+    finally:
+        source.close()
+        target.close()
+    _check(redis_copy_server, HOSTILE if field == "thread id" else THREAD, field)
+
+
+# -- MongoDB ------------------------------------------------------------------------------
+
+MONGO_FIELDS: dict[str, tuple[str, dict[str, Any]]] = {
+    "thread id": ("both", {"thread_id": HOSTILE}),
+    "namespace": ("both", {"checkpoint_ns": HOSTILE}),
+    "metadata value": ("checkpoints", {"metadata.k": ["json", json.dumps(HOSTILE).encode()]}),
+    "metadata key": ("checkpoints", {f"metadata.{HOSTILE}": ["json", b"1"]}),
+    "body type": ("checkpoints", {"type": HOSTILE}),
+    "write task_path": ("checkpoint_writes", {"task_path": HOSTILE}),
+    "write channel": ("checkpoint_writes", {"channel": HOSTILE}),
+    "write type": ("checkpoint_writes", {"type": HOSTILE}),
+    "write task id": ("checkpoint_writes", {"task_id": HOSTILE}),
+}
+
+
+@pytest.mark.parametrize("field", sorted(MONGO_FIELDS))
+def test_an_escape_in_any_mongodb_field_never_reaches_a_terminal(
+    mongo_url: str, field: str
+) -> None:
+    import pymongo
+
+    where, change = MONGO_FIELDS[field]
+    with MongoServer() as server:
+        source: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(mongo_url)
+        target: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(server.url)
+        try:
+            for name in ("checkpoints", "checkpoint_writes"):
+                docs = list(source["checkpointing_db"][name].find({}, {"_id": 0}))
+                for doc in docs:
+                    if doc["thread_id"] == THREAD and where in (name, "both"):
+                        for path, value in change.items():
+                            if "." in path:  # metadata.<key>: set in the nested document
+                                doc["metadata"][path.split(".", 1)[1]] = value
+                            else:
+                                doc[path] = value
+                target["checkpointing_db"][name].insert_many(docs)
+        finally:
+            source.close()
+            target.close()
+        _check(server.url, HOSTILE if field == "thread id" else THREAD, field)
