@@ -186,28 +186,43 @@ class MongoStore(Store):
 
     # -- listing ---------------------------------------------------------------------------
     def _catalog(self) -> dict[str, _ThreadInfo]:
-        """Every thread's count, namespaces and newest root id: one find of the key fields."""
+        """Every thread's count, namespaces and newest root id, counted by the server: two
+        `$group`s on one field and a find of the subgraph checkpoints' key fields. (A find
+        of every checkpoint would do, but a server may build it whole before answering.)"""
         if self._catalog_cache is not None:
             return self._catalog_cache
         threads: dict[str, _ThreadInfo] = {}
-        for doc in self._find(self.checkpoints_coll, {}, _KEY_FIELDS):
+        counts: list[dict[str, Any]] = [{"$group": {"_id": "$thread_id", "n": {"$sum": 1}}}]
+        for row in self._aggregate(self.checkpoints_coll, counts):
+            thread_id, n = row.get("_id"), row.get("n")
+            if isinstance(thread_id, str) and type(n) is int:
+                threads[thread_id] = _ThreadInfo(checkpoints=n)
+        roots: list[dict[str, Any]] = [
+            {"$match": {"checkpoint_ns": {"$eq": ""}}},
+            {"$group": {"_id": "$thread_id", "latest": {"$max": "$checkpoint_id"}}},
+        ]
+        for row in self._aggregate(self.checkpoints_coll, roots):
+            thread_id, latest = row.get("_id"), row.get("latest")
+            info = threads.get(thread_id) if isinstance(thread_id, str) else None
+            if info is not None and isinstance(latest, str):
+                info.root = True
+                info.latest_root = latest
+        subgraphs = {"checkpoint_ns": {"$ne": ""}}
+        for doc in self._find(self.checkpoints_coll, subgraphs, _KEY_FIELDS):
             key = _key(doc)
-            if key is None:
-                continue
-            info = threads.get(key.thread_id)
-            if info is None:
-                info = threads[key.thread_id] = _ThreadInfo()
-            info.checkpoints += 1
-            if key.checkpoint_ns:
+            info = threads.get(key.thread_id) if key is not None else None
+            if key is not None and info is not None:
                 if info.subgraphs is None:
                     info.subgraphs = set()
                 info.subgraphs.add(key.checkpoint_ns)
-            else:
-                info.root = True
-                if info.latest_root is None or key.checkpoint_id > info.latest_root:
-                    info.latest_root = key.checkpoint_id
         self._catalog_cache = threads
         return threads
+
+    def _aggregate(
+        self, collection: Collection[dict[str, Any]], pipeline: list[dict[str, Any]]
+    ) -> Iterator[dict[str, Any]]:
+        with self._errors():
+            yield from collection.aggregate(pipeline, batchSize=1000)
 
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         catalog = self._catalog()
@@ -308,10 +323,14 @@ class MongoStore(Store):
         self, collection: Collection[dict[str, Any]], keys: Sequence[CheckpointKey]
     ) -> Iterator[dict[str, Any]]:
         """The documents of these checkpoints (a superset, filtered by the caller): one find
-        by thread and checkpoint ids, the fields of the saver's unique index."""
+        over the range of their threads on the saver's unique index, by checkpoint id. (A
+        range, not `$in` on thread_id, which a server may answer by reading every row.)"""
         threads = sorted({k.thread_id for k in keys})
         ids = sorted({k.checkpoint_id for k in keys})
-        query = {"thread_id": {"$in": threads}, "checkpoint_id": {"$in": ids}}
+        query = {
+            "thread_id": {"$gte": threads[0], "$lte": threads[-1]},
+            "checkpoint_id": {"$in": ids},
+        }
         yield from self._find(collection, query)
 
     def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
