@@ -4,8 +4,11 @@ get_state_history, on the nx-27017 test server (fixtures/mongo_server.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from fixtures.fidelity import FidelityCase, build_mongo_cases
+from fixtures.fidelity import FidelityCase, build_js_server_cases, build_mongo_cases
+from fixtures.mongo_server import MongoServer
 
 from fidelity import compare_case
 
@@ -31,3 +34,18 @@ def test_every_mongodb_checkpoint_agrees_with_langgraph(
         assert report.compared["tasks"] > 50 and report.compared["values"] > 100
         assert report.compared["interrupts"] > 0
         assert set(report.differences) <= {"empty channel shown as empty"}
+
+
+def test_every_js_mongodb_checkpoint_agrees_with_langgraph_js(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store LangGraph.js's MongoDBSaver wrote (JSON text as binary, in database `test`),
+    against LangGraph.js's getState / getStateHistory."""
+    with MongoServer() as server:
+        (case,) = build_js_server_cases(tmp_path, mongo_url=server.url)
+        report = compare_case(case)
+    with capsys.disabled():
+        print(f"\n{case['name']}: compared {dict(report.compared)}")
+    assert not report.mismatches, "\n".join(report.mismatches[:60])
+    assert report.compared["checkpoints"] > 100 and report.compared["tasks"] > 50
+    assert report.compared["interrupts"] > 0

@@ -37,7 +37,7 @@ from ckpt.model import (
     ThreadSummary,
 )
 from ckpt.stores.base import Store, Writer
-from ckpt.stores.body import checkpoint_from_body, decode_value, sort_writes
+from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
 from ckpt.stores.location import redact_url
 from ckpt.vocabulary import DEFAULT_TIMEOUT, FIND_LIMIT, install_hint
 
@@ -391,12 +391,11 @@ class MongoStore(Store):
     def _metadata(self, raw: Any) -> dict[str, Any]:
         """MongoDBSaver's metadata: a document whose leaves are serde `[type, bytes]` pairs
         (`parents` a nested document of them)."""
+        data = _bytes(raw)
+        if data is not None:  # LangGraph.js's MongoDBSaver: its JSON text, as binary
+            return decode_metadata(data)
         if not isinstance(raw, dict):
-            return (
-                {}
-                if raw is None
-                else {"value": undecodable_record(None, "metadata is not a document")}
-            )
+            return {} if raw is None else {"value": str(raw)}
         return {str(k): self._metadata_value(v) for k, v in raw.items()}
 
     def _metadata_value(self, value: Any) -> Any:
@@ -656,7 +655,10 @@ def _metadata_size(raw: Any) -> int:
 
 
 def _metadata_json(raw: Any) -> bytes:
-    """The metadata as JSON text for `stats` and `types` (payloads as base64 records)."""
+    """The metadata as JSON text for `stats` and `types` (payloads as base64 records;
+    LangGraph.js's is JSON text already)."""
+    if (data := _bytes(raw)) is not None:
+        return data
     import base64
 
     import orjson
