@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from fixtures.fidelity import FidelityCase, build_js_server_cases, build_mongo_cases
 from fixtures.mongo_server import MongoServer
+from fixtures.mongo_stores import document_snapshot
 
 from fidelity import compare_case
 
@@ -43,7 +44,9 @@ def test_every_js_mongodb_checkpoint_agrees_with_langgraph_js(
     against LangGraph.js's getState / getStateHistory."""
     with MongoServer() as server:
         (case,) = build_js_server_cases(tmp_path, mongo_url=server.url)
+        before = document_snapshot(server.url, "test")
         report = compare_case(case)
+        assert document_snapshot(server.url, "test") == before  # ckpt changed nothing
     with capsys.disabled():
         print(f"\n{case['name']}: compared {dict(report.compared)}")
     assert not report.mismatches, "\n".join(report.mismatches[:60])

@@ -5,8 +5,12 @@ contradicts itself, the documented differences of tests/fidelity.py say so and c
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from fixtures.fidelity import FidelityCase, build_redis_cases
+from fixtures.fidelity import FidelityCase, build_js_server_cases, build_redis_cases
+from fixtures.redis_server import RedisServer
+from fixtures.redis_stores import key_snapshot
 
 from fidelity import (
     LEGACY_MESSAGE,
@@ -49,3 +53,23 @@ def test_every_redis_checkpoint_agrees_with_langgraph(
         known = {REDIS_HISTORY, REDIS_EXCEPTION, REDIS_EMPTY_NS, LEGACY_MESSAGE}
         known.add("empty channel shown as empty")
         assert set(report.differences) <= known, set(report.differences) - known
+
+
+def test_every_js_redis_checkpoint_agrees_with_langgraph_js(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store LangGraph.js's RedisSaver wrote (its own key layout: the root namespace an
+    empty segment, values apart as blobs by channel and version, has_writes a string),
+    against LangGraph.js's getState / getStateHistory."""
+    with RedisServer() as server:
+        (case,) = build_js_server_cases(tmp_path, redis_url=server.url)
+        before = key_snapshot(server.url)
+        report = compare_case(case)
+        assert key_snapshot(server.url) == before  # ckpt changed nothing
+    with capsys.disabled():
+        print(f"\n{case['name']}: compared {dict(report.compared)}")
+        for reason, count in sorted(report.differences.items()):
+            print(f"  documented difference x{count}: {reason}")
+    assert not report.mismatches, "\n".join(report.mismatches[:60])
+    assert report.compared["checkpoints"] > 100 and report.compared["tasks"] > 50
+    assert report.compared["interrupts"] > 0

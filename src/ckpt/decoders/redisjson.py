@@ -130,3 +130,37 @@ def _marker(node: dict[str, Any]) -> Any:
     if node.get("__delta_snapshot__") is True and len(node) == 2 and "value" in node:
         return {MARK_KEY: "delta_snapshot", "value": node["value"]}
     return node
+
+
+def decode_js_redis(parsed: Any) -> Any:
+    """LangGraph.js RedisSaver's JSON, parsed: lc envelopes, and its `lg_name`-tagged Send
+    (`{"lg_name": "Send", "node", "args"}`) and DeltaSnapshot, as LangGraph.js's serde
+    elsewhere writes them (`{"node", "args"}`; a delta_snapshot record)."""
+    return _js_markers(convert_parsed(parsed))
+
+
+def _js_markers(root: Any) -> Any:
+    if type(root) is not dict and type(root) is not list:
+        return root
+    holder = [root]
+    pending: list[tuple[Any, Any]] = [(holder, 0)]
+    dicts: list[tuple[Any, Any]] = []
+    while pending:
+        parent, key = pending.pop()
+        node = parent[key]
+        if type(node) is dict:
+            dicts.append((parent, key))
+            children: Any = node.items()
+        else:
+            children = enumerate(node)
+        for child_key, child in children:
+            if type(child) is dict or type(child) is list:
+                pending.append((node, child_key))
+    for parent, key in reversed(dicts):
+        node = parent[key]
+        tag = node.get("lg_name")
+        if tag == "Send" and "node" in node:
+            parent[key] = {k: v for k, v in node.items() if k != "lg_name"}
+        elif tag == "DeltaSnapshot" and node.keys() == {"lg_name", "value"}:
+            parent[key] = {MARK_KEY: "delta_snapshot", "value": node["value"]}
+    return holder[0]

@@ -58,11 +58,11 @@ def to_storage_ns(value: str) -> str:
     return value or EMPTY_NS
 
 
-def _split_thread_ns(parts: list[str]) -> tuple[str, str] | None:
+def _split_thread_ns(parts: list[str], root: str = EMPTY_NS) -> tuple[str, str] | None:
     """`parts` = thread segments + namespace segments (the key split on `:`)."""
     if len(parts) < 2:
         return None
-    if parts[-1] == EMPTY_NS:
+    if parts[-1] == root:
         return from_storage_id(":".join(parts[:-1])), ""
     # name:uuid(|name:uuid)*: from the right, a uuid; then "uuid|name" segments; then name.
     if not _UUID.fullmatch(parts[-1]):
@@ -81,25 +81,27 @@ def _split_thread_ns(parts: list[str]) -> tuple[str, str] | None:
     return from_storage_id(":".join(parts[:j])), ":".join(parts[j:])
 
 
-def checkpoint_name(key: str, prefix: str) -> CheckpointName | None:
+def checkpoint_name(key: str, prefix: str, root: str = EMPTY_NS) -> CheckpointName | None:
+    """`root`: how the key spells the root namespace: `__empty__` (Python's savers) or an
+    empty segment (LangGraph.js's)."""
     if not key.startswith(prefix + ":"):
         return None
     rest, _, checkpoint_id = key.rpartition(":")
     head, _, ns = rest.rpartition(":")
-    if ns == EMPTY_NS and len(head) > len(prefix):  # the root namespace: most keys
+    if ns == root and len(head) > len(prefix):  # the root namespace: most keys
         return CheckpointName(
             from_storage_id(head[len(prefix) + 1 :]), "", from_storage_id(checkpoint_id)
         )
     parts = key[len(prefix) + 1 :].split(":")
     if len(parts) < 3:
         return None
-    split = _split_thread_ns(parts[:-1])
+    split = _split_thread_ns(parts[:-1], root)
     if split is None:
         return None
     return CheckpointName(split[0], split[1], from_storage_id(parts[-1]))
 
 
-def write_name(key: str, prefix: str) -> WriteName | None:
+def write_name(key: str, prefix: str, root: str = EMPTY_NS) -> WriteName | None:
     if not key.startswith(prefix + ":"):
         return None
     parts = key[len(prefix) + 1 :].split(":")
@@ -109,7 +111,7 @@ def write_name(key: str, prefix: str) -> WriteName | None:
         idx = int(parts[-1])
     except ValueError:
         return None
-    split = _split_thread_ns(parts[:-3])
+    split = _split_thread_ns(parts[:-3], root)
     if split is None:
         return None
     return WriteName(split[0], split[1], from_storage_id(parts[-3]), parts[-2], idx)
@@ -135,3 +137,19 @@ def write_zset_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> st
 def shallow_registry_key(thread_id: str, checkpoint_ns: str) -> str:
     """ShallowRedisSaver's registry of a (thread, namespace)'s write keys (thread id as is)."""
     return f"write_registry:{thread_id}:{to_storage_ns(checkpoint_ns)}:shallow"
+
+
+# LangGraph.js's RedisSaver (@langchain/langgraph-checkpoint-redis): the namespace as it is
+# in every key (the root an empty segment), values apart as blobs by (channel, version).
+
+
+def js_checkpoint_key(prefix: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
+    return f"{prefix}:{thread_id}:{checkpoint_ns}:{checkpoint_id}"
+
+
+def js_write_zset_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> str:
+    return f"write_keys_zset:{thread_id}:{checkpoint_ns}:{checkpoint_id}"
+
+
+def js_blob_key(thread_id: str, checkpoint_ns: str, channel: str, version: object) -> str:
+    return f"checkpoint_blob:{thread_id}:{checkpoint_ns}:{channel}:{version}"

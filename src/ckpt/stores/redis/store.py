@@ -44,12 +44,16 @@ from ckpt.model import (
 from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
 from ckpt.stores.redis.keys import (
+    EMPTY_NS,
     CheckpointName,
     WriteName,
     checkpoint_key,
     checkpoint_name,
     from_storage_id,
     from_storage_ns,
+    js_blob_key,
+    js_checkpoint_key,
+    js_write_zset_key,
     latest_key,
     shallow_registry_key,
     to_storage_id,
@@ -107,14 +111,25 @@ class RedisStore(Store):
                     f"{self.location}: the server has no RedisJSON module, which RedisSaver "
                     "stores need (load ReJSON, or use Redis 8 or Redis Stack)"
                 )
-            # The saver's indexes, when the server has them: one query per thread.
-            self.indexed = {self.prefix, self.write_prefix} <= session.indexes
+            # The saver's indexes, when the server has them: one query per thread. Python's
+            # RedisSaver names them by its prefixes, LangGraph.js's by their plurals.
+            python_indexes = (self.prefix, self.write_prefix)
+            js_indexes = (self.prefix + "s", self.write_prefix + "s")
+            self.js = False
+            self.search_names = python_indexes
+            if set(js_indexes) <= session.indexes and not set(python_indexes) <= session.indexes:
+                self.js, self.search_names = True, js_indexes
+            self.indexed = set(self.search_names) <= session.indexes
             if not self.indexed:
-                if not any(True for _ in self._first_key()):
+                first = next(self._first_key(), None)
+                if first is None:
                     raise NotACheckpointStore(
                         f"{self.location}: not a RedisSaver store (no {self.prefix}:* keys "
                         "and no RediSearch index)"
                     )
+                # LangGraph.js keeps has_writes as the string "true" or "false".
+                flag = _first(session.execute("JSON.GET", first, "$.has_writes"))
+                self.js = isinstance(flag, str)
                 why = "no RediSearch" if "search" not in session.modules else "no saver index"
                 self.notices.append(
                     f"{why} on this server: ckpt finds the checkpoints by SCAN over every "
@@ -126,11 +141,17 @@ class RedisStore(Store):
         self._catalog_cache: dict[str, _ThreadInfo] | None = None
         self._told_ignored = False
         self._odd_keys: dict[CheckpointName, str] = {}
+        # How keys spell the root namespace: `__empty__`, or LangGraph.js's empty segment.
+        self.root = "" if self.js else EMPTY_NS
 
     def _key(self, name: CheckpointName) -> str:
         """The key of the checkpoint document `name` (as found, or as the saver makes it)."""
         odd = self._odd_keys.get(name)
-        return odd if odd is not None else checkpoint_key(self.prefix, *name)
+        if odd is not None:
+            return odd
+        return (
+            js_checkpoint_key(self.prefix, *name) if self.js else checkpoint_key(self.prefix, *name)
+        )
 
     def _shallow(self, name: CheckpointName) -> bool:
         """ShallowRedisSaver's one checkpoint per (thread, namespace), keyed without its id."""
@@ -144,12 +165,19 @@ class RedisStore(Store):
 
     @property
     def era(self) -> str:
+        if self.js:
+            return "js"
         self._catalog()  # reads every key name: what tells the shallow layout
         return "shallow" if any(map(self._shallow, self._odd_keys)) else "redis"
 
     @property
     def era_note(self) -> str:
         how = "RediSearch index" if self.indexed else "SCAN (no RediSearch index)"
+        if self.js:
+            return (
+                "LangGraph.js RedisSaver (@langchain/langgraph-checkpoint-redis) JSON "
+                f"documents and blobs, found by {how}"
+            )
         saver = "ShallowRedisSaver" if self.era == "shallow" else "RedisSaver"
         return f"{saver} (langgraph-checkpoint-redis) JSON documents, found by {how}"
 
@@ -159,7 +187,7 @@ class RedisStore(Store):
         unread: list[str] = []
         for raw in keys:
             key = raw.decode("utf-8", "surrogateescape")
-            name = checkpoint_name(key, self.prefix)
+            name = checkpoint_name(key, self.prefix, self.root)
             if name is None:
                 unread.append(key)
             else:
@@ -225,7 +253,8 @@ class RedisStore(Store):
     def _thread_keys(self, prefix: str, thread_id: str) -> Iterable[bytes]:
         """The key names under `prefix` of (at least) the thread: by its index, or SCAN."""
         if self._searchable(thread_id):
-            return self._search(prefix, thread_id)
+            index = self.search_names[0 if prefix == self.prefix else 1]
+            return self._search(index, thread_id)
         return self.session.scan(f"{glob_escape(prefix)}:{glob_escape(to_storage_id(thread_id))}:*")
 
     def _thread_names(self, thread_id: str) -> list[tuple[str, CheckpointName]]:
@@ -239,7 +268,7 @@ class RedisStore(Store):
         found = []
         for raw in self._thread_keys(self.write_prefix, thread_id):
             key = raw.decode("utf-8", "surrogateescape")
-            name = write_name(key, self.write_prefix)
+            name = write_name(key, self.write_prefix, self.root)
             if name is not None and name.thread_id == thread_id:
                 found.append((key, name))
         found.sort(key=lambda item: item[1])
@@ -310,8 +339,13 @@ class RedisStore(Store):
         return found
 
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
-        # The saver's pointer is what its get_state() reads: the last checkpoint put.
-        pointer = self.session.execute("GET", latest_key(self.prefix, thread_id, checkpoint_ns))
+        # The saver's pointer is what its get_state() reads: the last checkpoint put
+        # (LangGraph.js's keeps none).
+        pointer = (
+            None
+            if self.js
+            else self.session.execute("GET", latest_key(self.prefix, thread_id, checkpoint_ns))
+        )
         if isinstance(pointer, bytes):
             name = checkpoint_name(pointer.decode("utf-8", "surrogateescape"), self.prefix)
             if name is not None and name.thread_id == thread_id:
@@ -346,13 +380,19 @@ class RedisStore(Store):
         registries = [
             shallow_registry_key(n.thread_id, n.checkpoint_ns)
             if self._shallow(n)
+            else js_write_zset_key(*n)
+            if self.js
             else write_zset_key(*n)
             for n in names
         ]
         # A document whose has_writes is false: RedisSaver reads none of its writes, so
-        # only their number is asked (ZCARD) for `ignored_writes` (_build).
+        # only their number is asked (ZCARD) for `ignored_writes` (_build). LangGraph.js
+        # writes the flag as a string.
         hidden = [
-            not self._shallow(n) and text is not None and b'"has_writes":true' not in text
+            not self._shallow(n)
+            and text is not None
+            and b'"has_writes":true' not in text
+            and b'"has_writes":"true"' not in text
             for n, text in zip(names, texts, strict=True)
         ]
         zsets = self.session.pipeline(
@@ -370,17 +410,52 @@ class RedisStore(Store):
                 keys_found = [k for k in keys_found if self._write_of(k, name)]
             key_lists.append(keys_found)
         writes = self._writes_at(key_lists)
+        blobs = self._js_blobs(names, texts) if self.js else {}
         built = []
         for name, text, pending, skip, found in zip(
             names, texts, writes, hidden, zsets, strict=True
         ):
             if text is not None:
                 ignored = found if skip and isinstance(found, int) else 0
-                built.append(self._build(name, text, pending, values=values, ignored=ignored))
+                built.append(
+                    self._build(name, text, pending, values=values, ignored=ignored, blobs=blobs)
+                )
         return built
 
+    def _js_blobs(
+        self, names: Sequence[CheckpointName], texts: Sequence[bytes | None]
+    ) -> dict[str, Any]:
+        """LangGraph.js keeps inline only the channels a step changed; the others are
+        `checkpoint_blob:{thread}:{ns}:{channel}:{version}` documents: blob key -> value."""
+        wanted: list[str] = []
+        for name, text in zip(names, texts, strict=True):
+            if text is None:
+                continue
+            try:
+                body = orjson.loads(text).get("checkpoint") or {}
+            except (orjson.JSONDecodeError, AttributeError):
+                continue
+            versions = body.get("channel_versions") if isinstance(body, dict) else None
+            inline = body.get("channel_values") if isinstance(body, dict) else None
+            if not isinstance(versions, dict):
+                continue
+            for channel, version in versions.items():
+                if not isinstance(inline, dict) or channel not in inline:
+                    wanted.append(js_blob_key(name.thread_id, name.checkpoint_ns, channel, version))
+        found: dict[str, Any] = {}
+        for key, text in zip(wanted, self.session.json_mget(wanted), strict=True):
+            if text is None:
+                continue
+            try:
+                blob = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(blob, dict) and "value" in blob:
+                found[key] = blob["value"]
+        return found
+
     def _write_of(self, key: bytes, name: CheckpointName) -> bool:
-        found = write_name(key.decode("utf-8", "surrogateescape"), self.write_prefix)
+        found = write_name(key.decode("utf-8", "surrogateescape"), self.write_prefix, self.root)
         return found is not None and found.checkpoint_id == name.checkpoint_id
 
     def _writes_at(self, key_lists: list[list[bytes]]) -> list[list[PendingWrite]]:
@@ -404,7 +479,11 @@ class RedisStore(Store):
             idx=raw.idx,
             channel=raw.channel,
             type=raw.type,
-            value=_decoded(raw.type, raw.data, self.aes_key),
+            value=(
+                _js_value(raw.data)
+                if self.js and raw.type == "json"
+                else _decoded(raw.type, raw.data, self.aes_key)
+            ),
             size=raw.size,
         )
 
@@ -416,10 +495,14 @@ class RedisStore(Store):
         *,
         values: bool,
         ignored: int = 0,
+        blobs: dict[str, Any] | None = None,
     ) -> Checkpoint:
         key = CheckpointKey(*name)
         try:
-            doc = decode_redis_document(text, values=values)
+            if self.js:
+                doc = _js_document(text, name, blobs or {})
+            else:
+                doc = decode_redis_document(text, values=values)
         except DecodeError as exc:
             doc = undecodable_record(text, str(exc), tag="json")
         if not isinstance(doc, dict) or is_marked(doc):
@@ -452,6 +535,7 @@ class RedisStore(Store):
             values=values,
             size=len(text),
             keeps_order=True,
+            js_if_int_versions=self.js,
         )
 
     def count_checkpoints(self, query: DumpQuery) -> int | None:
@@ -646,6 +730,19 @@ def _write_fields(text: bytes) -> _WriteFields:
         doc = {}
     blob = doc.get("blob")
     data: bytes | None = None
+    if "blob" not in doc and "value" in doc:
+        # LangGraph.js: the value itself, as JSON (type "json", or "string" for a primitive).
+        data = orjson.dumps(doc["value"])
+        tag = doc.get("type")
+        return _WriteFields(
+            task_id=str(doc.get("task_id", "")),
+            task_path=str(doc.get("task_path", "")),
+            idx=doc["idx"] if type(doc.get("idx")) is int else 0,
+            channel=str(doc.get("channel", "")),
+            type="json" if tag in ("json", "string") else (tag if isinstance(tag, str) else None),
+            data=data,
+            size=len(data),
+        )
     if isinstance(blob, str):
         try:
             data = base64.b64decode(blob, validate=True)
@@ -749,3 +846,40 @@ def _name_from_fields(answer: Any) -> CheckpointName | None:
     return CheckpointName(
         from_storage_id(thread_id), from_storage_ns(ns), from_storage_id(checkpoint_id)
     )
+
+
+def _js_document(text: bytes, name: CheckpointName, blobs: dict[str, Any]) -> Any:
+    """A LangGraph.js RedisSaver document with its channel values whole (the inline ones,
+    then the blobs of the others), decoded: lc envelopes, and its `lg_name` Send and
+    DeltaSnapshot, which LangGraph.js's own JSON elsewhere writes without the tag."""
+    from ckpt.decoders.redisjson import decode_js_redis
+
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(f"invalid JSON: {exc}") from None
+    body = doc.get("checkpoint") if isinstance(doc, dict) else None
+    if isinstance(body, dict):
+        values = dict(body.get("channel_values") or {})
+        versions = body.get("channel_versions")
+        for channel, version in versions.items() if isinstance(versions, dict) else ():
+            key = js_blob_key(name.thread_id, name.checkpoint_ns, channel, version)
+            if channel not in values and key in blobs:
+                values[channel] = blobs[key]
+        body["channel_values"] = values
+    metadata = doc.get("metadata") if isinstance(doc, dict) else None
+    if isinstance(doc, dict) and isinstance(metadata, dict):
+        doc["metadata"] = orjson.dumps(metadata).decode()  # as Python's saver keeps it
+    return decode_js_redis(doc)
+
+
+def _js_value(data: bytes | None) -> Any:
+    """A LangGraph.js write's value (JSON we re-serialized from its document)."""
+    from ckpt.decoders.redisjson import decode_js_redis
+
+    if data is None:
+        return None
+    try:
+        return decode_js_redis(orjson.loads(data))
+    except orjson.JSONDecodeError as exc:
+        return undecodable_record(data, str(exc), tag="json")
