@@ -235,3 +235,26 @@ def test_each_query_agrees_with_a_plain_reading_of_every_document(mongo_url: str
             assert 0 < len(matching) < 50
             order = sorted(matching, key=lambda k: (k.thread_id, k.checkpoint_ns, k.checkpoint_id))
             assert store.find(fragment) == order
+
+
+def test_collections_that_are_not_the_savers_are_listed_and_never_read(mongo_url: str) -> None:
+    import pymongo
+
+    with MongoServer() as server:
+        source: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(mongo_url)
+        target: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(server.url)
+        for name in ("checkpoints", "checkpoint_writes"):
+            docs = list(source[DATABASE][name].find({}, {"_id": 0}))
+            target[DATABASE][name].insert_many(docs)
+        target[DATABASE]["sessions"].insert_one({"user": "a"})
+        target[DATABASE]["checkpoints"].insert_one({"thread_id": 7, "junk": True})
+        source.close()
+        target.close()
+        done = ckpt("threads", server.url, "--json")
+        assert done.returncode == 0, done.stderr
+        assert {row["thread_id"] for row in json.loads(done.stdout)} == set(SCENARIO_STATUS)
+        stats = json.loads(ckpt("stats", server.url, "--json").stdout)
+        assert stats["storage"]["other_collections"] == ["sessions"]
+        for args in (["history", "approval-1"], ["dump"], ["types"]):
+            again = ckpt(*args, "--db", server.url)
+            assert again.returncode == 0 and "internal error" not in again.stderr, args

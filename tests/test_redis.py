@@ -294,3 +294,31 @@ def test_keys_with_a_ttl_keep_it(tmp_path: Path) -> None:
     assert after.keys() == before.keys()
     grown = {key: (before[key], after[key]) for key in after if after[key] > before[key]}
     assert not grown, grown
+
+
+def test_keys_that_are_not_the_savers_are_listed_and_never_read(redis_url: str) -> None:
+    """Another application's keys in the same database, and junk under the saver's own
+    prefix: every command still answers, stats counts them as other, nothing crashes."""
+    import redis
+
+    with RedisServer() as server:
+        source = redis.Redis.from_url(redis_url)
+        target = redis.Redis.from_url(server.url)
+        for key in source.scan_iter(count=1000):
+            target.restore(key, 0, source.dump(key))
+        target.set("session:1", "x")
+        target.hset("user:7", mapping={"name": "a"})
+        target.lpush("queue", "job")
+        target.set("checkpoint:junk", "not json")
+        target.execute_command("JSON.SET", "checkpoint:odd:doc", "$", '{"a": 1}')
+        source.close()
+        target.close()
+        expected = json.loads(ckpt("threads", redis_url, "--json").stdout)
+        for args in READ_COMMANDS_RUN:
+            done = ckpt(*args, "--db", server.url)
+            assert done.returncode in (0, 1), (args, done.stderr)
+            assert "internal error" not in done.stderr, args
+        assert json.loads(ckpt("threads", server.url, "--json").stdout) == expected
+        stats = json.loads(ckpt("stats", server.url, "--json").stdout)
+        families = stats["storage"]["server"]["key_families"]
+        assert families["other"] == 3 and families["checkpoint"] > 70, families

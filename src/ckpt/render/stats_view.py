@@ -60,11 +60,24 @@ def _summary(record: StatsRecord) -> RenderableType:
             f"{human_size(server['used_memory_bytes'])} used"
             + ("" if server["indexed"] else " (no RediSearch index: read by SCAN)"),
         )
+        families = server.get("key_families") or {}
+        table.add_row(
+            "keys",
+            ", ".join(
+                f"{name}: {count:,}" + (" (not the saver's: not read)" if name == "other" else "")
+                for name, count in families.items()
+            ),
+        )
     for info in storage.get("collections", []):  # MongoDB
         table.add_row(
             "collection",
             f"{storage['database']}.{info['collection']}: {info['documents']:,} documents, "
             f"{human_size(info['bytes'])} (stored {human_size(info['storage_bytes'])})",
+        )
+    if storage.get("other_collections"):
+        table.add_row(
+            "other",
+            f"{', '.join(storage['other_collections'])} (not the saver's collections: not read)",
         )
     for file_info in storage.get("files", []):  # pickle folder
         table.add_row("file", f"{file_info['file']}: {human_size(file_info['bytes'])}")

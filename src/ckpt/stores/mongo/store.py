@@ -475,9 +475,14 @@ class MongoStore(Store):
                     "storage_bytes": int(stats.get("storageSize", 0)),
                 }
             )
+        with self._errors():
+            others = sorted(
+                set(db.list_collection_names()) - {self.checkpoints_name, self.writes_name}
+            )
         return {
             "database": self.database,
             "collections": collections,
+            "other_collections": others,  # not the saver's: listed, never read
             "total_bytes": sum(c["storage_bytes"] or c["bytes"] for c in collections),
         }
 

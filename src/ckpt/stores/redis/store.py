@@ -599,6 +599,21 @@ class RedisStore(Store):
         keys = int(self.session.execute("DBSIZE"))
         server = self.session.execute("INFO", "server")
         version = str(server.get("redis_version", "")) if isinstance(server, dict) else ""
+        # Every key by family: the saver's, and any other (another application's keys in
+        # the same database), which ckpt lists but never reads.
+        families: dict[str, int] = {}
+        known = {
+            self.prefix,
+            self.write_prefix,
+            "write_keys_zset",
+            f"{self.prefix}_latest",
+            "checkpoint_blob",
+            "write_registry",
+        }
+        for key in self.session.scan("*"):
+            family = key.split(b":", 1)[0].decode("utf-8", "replace") if b":" in key else ""
+            family = family if family in known else "other"
+            families[family] = families.get(family, 0) + 1
         return {
             "server": {
                 "version": version,
@@ -606,6 +621,7 @@ class RedisStore(Store):
                 "used_memory_bytes": used,
                 "modules": sorted(self.session.modules),
                 "indexed": self.indexed,
+                "key_families": dict(sorted(families.items())),
             },
             "total_bytes": used,
         }
