@@ -427,6 +427,15 @@ def test_metadata_too_large_to_fetch_is_a_record_and_the_rest_shows(tmp_path: Pa
     record = json.loads(shown.stdout)
     assert record["metadata"] == {"__ckpt__": "too_large", "size": size}
     assert record["checkpoint_id"] == checkpoint and "channel_versions" in record
+    # The raw scans of stats and types do not fetch it either; its bytes are still counted.
+    from ckpt.model import DumpQuery
+    from ckpt.stores import open_store
+
+    with open_store(str(store)) as opened:
+        (row,) = [r for r in opened.raw_checkpoints(DumpQuery()) if r.checkpoint_id == checkpoint]
+    assert row.metadata.startswith(b"\x00ckpt-too-large ") and row.metadata_size == size
+    for command in (["stats", str(store), "--json"], ["types", str(store), "--json"]):
+        assert run(*command).exit_code == 0, command
 
 
 def test_a_sqlite_read_past_its_timeout_stops_with_one_line(sqlite_store: Path) -> None:
@@ -439,6 +448,12 @@ def test_a_sqlite_read_past_its_timeout_stops_with_one_line(sqlite_store: Path) 
     with ckpt.open(sqlite_store, timeout=1e-9) as store, pytest.raises(StoreUnreadable) as caught:
         store.threads()
     assert "ran past the 1e-09 s --timeout" in str(caught.value)
+    # The size aggregates too (threads --size, stats): every row's header is read.
+    from ckpt.model import DumpQuery
+    from ckpt.stores import open_store
+
+    with open_store(str(sqlite_store), timeout=1e-9) as opened, pytest.raises(StoreUnreadable):
+        opened.sizes(DumpQuery())
     with ckpt.open(sqlite_store, timeout=60) as store:
         assert store.threads()
     with ckpt.open(sqlite_store) as store:  # no limit

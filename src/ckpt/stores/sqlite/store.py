@@ -320,7 +320,10 @@ class SqliteStore(Store):
         where, params = self._dump_filter(query, self._id, self._ns)
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         found: dict[str, ThreadBytes] = {}
+        timed = conn is self.conn  # the reader's own connection: under --timeout
         try:
+            if timed:
+                self._deadline = self._start()
             for thread_id, count, size in rows(
                 conn,
                 f"SELECT thread_id, count(*), sum(coalesce({_bytes('checkpoint')}, 0) "
@@ -341,7 +344,10 @@ class SqliteStore(Store):
                     sized = found.setdefault(thread_id, ThreadBytes())
                     sized.writes, sized.write_bytes = count, size or 0
         except sqlite3.Error as exc:
-            raise translate(exc, self.location) from None
+            raise (self._error(exc) if timed else translate(exc, self.location)) from None
+        finally:
+            if timed:
+                self._deadline = math.inf
         return found
 
     def thread_exists(self, thread_id: str) -> bool:
@@ -825,8 +831,10 @@ class SqliteStore(Store):
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         tag = "type" if self.era != "0.1" else "NULL"
         # length() reads a blob's size from its record header, never the blob itself.
+        # Metadata over METADATA_LIMIT is not fetched (the too_large sentinel), as when
+        # checkpoints are loaded: a scan of every row must not hold one 300 MB value.
         columns = (
-            f"checkpoint, metadata, {_bytes('checkpoint')}, {_bytes('metadata')}"
+            f"checkpoint, {_METADATA}, {_bytes('checkpoint')}, {_bytes('metadata')}"
             if data
             else f"NULL, NULL, {_bytes('checkpoint')}, {_bytes('metadata')}"
         )
