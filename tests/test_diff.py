@@ -433,3 +433,49 @@ def test_a_list_that_changes_in_many_elements_is_one_change() -> None:
     assert [(c.kind, c.pointer, c.new) for c in grown] == [
         ("added", f"/big/{len(big)}", "one more")
     ]
+
+
+def test_a_large_changed_string_is_named_by_size_and_hash(tmp_path: Path) -> None:
+    """issue 29: a word diff of two 16 MB strings held ~300 MB and printed all of them.
+    Past LARGE_TEXT a changed string is named by its size and sha256 (git's short form);
+    --full still diffs it."""
+    import hashlib
+    import sqlite3
+    from typing import TypedDict
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+
+    from ckpt.render.diffview import LARGE_TEXT
+
+    class State(TypedDict):
+        blob: str
+        n: int
+
+    size = LARGE_TEXT + 10
+    texts = ["x" * size, "y" * size]
+
+    def step(state: State) -> dict[str, object]:
+        return {"blob": texts[state["n"]], "n": state["n"] + 1}
+
+    graph = StateGraph(State)
+    graph.add_node("step", step)
+    graph.add_edge(START, "step")
+    graph.add_edge("step", END)
+    store = tmp_path / "big.sqlite"
+    conn = sqlite3.connect(store, check_same_thread=False)
+    app = graph.compile(checkpointer=SqliteSaver(conn))
+    config = {"configurable": {"thread_id": "big"}}
+    app.invoke({"blob": "", "n": 0}, config)  # type: ignore[arg-type]
+    app.invoke({"blob": "", "n": 1}, config)  # type: ignore[arg-type]
+    conn.close()
+    done = run("diff", "big~2", "big", "--db", str(store))
+    assert done.exit_code == 1, done.stderr
+    digests = [hashlib.sha256(t.encode()).hexdigest()[:12] for t in texts]
+    line = next(line for line in done.stdout.splitlines() if "~ blob  value changed" in line)
+    assert f"sha256 {digests[0]}… → " in line and f"sha256 {digests[1]}…" in line, line
+    assert len(done.stdout) < 5000
+    whole = run("diff", "big~2", "big", "--db", str(store), "--full")
+    assert (
+        whole.exit_code == 1 and whole.stdout.count("x") > size and whole.stdout.count("y") > size
+    )

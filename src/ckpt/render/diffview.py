@@ -39,6 +39,9 @@ SECTION_ORDER = (
 VERSION_SECTIONS = frozenset({"channel_versions", "versions_seen"})
 INLINE = 48  # old and new both shorter than this: one line "old → new"
 LONG_TEXT = 80  # strings longer than this (or multi-line) are diffed, not shown whole
+# Strings longer than this (characters) are named by size and hash, not diffed, unless
+# --full: a word diff of two 16 MB strings held ~300 MB and printed all 32 MB (issue 29).
+LARGE_TEXT = 1 << 20
 KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow"}
 KIND_MARK = {"added": "+", "removed": "-", "changed": "~"}
 
@@ -277,6 +280,18 @@ def _leaf(parent: Tree, change: Change, section: str, full: bool, labels: dict[s
         label.append(" → ")
         label.append(_version(new, old), style="green")
         parent.add(label)
+    elif (
+        isinstance(old, str)
+        and isinstance(new, str)
+        and not full
+        and max(len(old), len(new)) > LARGE_TEXT
+    ):
+        label.append(
+            f"  value changed ({_text_size(old)}, sha256 {_digest(old)} → "
+            f"{_text_size(new)}, sha256 {_digest(new)}; --full diffs it)",
+            style="yellow",
+        )
+        parent.add(label)
     elif isinstance(old, str) and isinstance(new, str) and _long(old, new):
         parent.add(Group(label, _text_diff(old, new, full)))
     else:
@@ -289,6 +304,17 @@ def _leaf(parent: Tree, change: Change, section: str, full: bool, labels: dict[s
             parent.add(label)
         else:
             parent.add(Group(label, _side_by_side(old_text, new_text)))
+
+
+def _text_size(text: str) -> str:
+    return human_size(len(text.encode("utf-8", "surrogatepass")))
+
+
+def _digest(text: str) -> str:
+    """The first 12 hex digits of the text's sha256 (UTF-8), as `git` shortens ids."""
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12] + "…"
 
 
 def _brief(value: Any, full: bool) -> str:
