@@ -258,3 +258,27 @@ def test_collections_that_are_not_the_savers_are_listed_and_never_read(mongo_url
         for args in (["history", "approval-1"], ["dump"], ["types"]):
             again = ckpt(*args, "--db", server.url)
             assert again.returncode == 0 and "internal error" not in again.stderr, args
+
+
+def test_stats_finds_missing_parents_and_orphan_writes(mongo_url: str) -> None:
+    import pymongo
+
+    with MongoServer() as server:
+        source: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(mongo_url)
+        target: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(server.url)
+        for name in ("checkpoints", "checkpoint_writes"):
+            docs = list(source[DATABASE][name].find({}, {"_id": 0}))
+            target[DATABASE][name].insert_many(docs)
+        ids = sorted(
+            d["checkpoint_id"]
+            for d in source[DATABASE]["checkpoints"].find({"thread_id": {"$eq": "approval-1"}})
+        )
+        target[DATABASE]["checkpoints"].delete_one(
+            {"thread_id": {"$eq": "approval-1"}, "checkpoint_id": {"$eq": ids[1]}}
+        )
+        source.close()
+        target.close()
+        stats = json.loads(ckpt("stats", server.url, "--json").stdout)
+    health = stats["health"]
+    assert health["missing_parents"]["count"] == 1, health
+    assert health["orphan_writes"]["count"] >= 1, health

@@ -322,3 +322,23 @@ def test_keys_that_are_not_the_savers_are_listed_and_never_read(redis_url: str) 
         stats = json.loads(ckpt("stats", server.url, "--json").stdout)
         families = stats["storage"]["server"]["key_families"]
         assert families["other"] == 3 and families["checkpoint"] > 70, families
+
+
+def test_stats_finds_missing_parents_and_orphan_writes(redis_url: str) -> None:
+    """A checkpoint deleted under its child and its writes: health says so."""
+    import redis
+
+    with RedisServer() as server:
+        source = redis.Redis.from_url(redis_url)
+        target = redis.Redis.from_url(server.url)
+        for key in source.scan_iter(count=1000):
+            target.restore(key, 0, source.dump(key))
+        source.close()
+        # approval-1's second checkpoint: its child loses its parent, its writes their home.
+        keys = sorted(k.decode() for k in target.scan_iter(match="checkpoint:approval-1:*"))
+        target.delete(keys[1])
+        target.close()
+        stats = json.loads(ckpt("stats", server.url, "--json").stdout)
+    health = stats["health"]
+    assert health["missing_parents"]["count"] == 1, health
+    assert health["orphan_writes"]["count"] >= 1, health

@@ -92,6 +92,12 @@ def decode_redis_value(tag: str | None, payload: bytes | None, aes_key: bytes | 
 
 def convert_markers(root: Any) -> Any:
     """The saver's marker dicts -> ckpt's records, bottom-up, without recursion."""
+    return _rewrite_dicts(root, _marker)
+
+
+def _rewrite_dicts(root: Any, rewrite: Any) -> Any:
+    """`rewrite(d)` in place of every dict `d` under `root`, children before parents,
+    without recursion (any depth the JSON parser accepted)."""
     if type(root) is not dict and type(root) is not list:
         return root
     holder = [root]
@@ -109,7 +115,7 @@ def convert_markers(root: Any) -> Any:
             if type(child) is dict or type(child) is list:
                 pending.append((node, child_key))
     for parent, key in reversed(dicts):
-        parent[key] = _marker(parent[key])
+        parent[key] = rewrite(parent[key])
     return holder[0]
 
 
@@ -140,27 +146,13 @@ def decode_js_redis(parsed: Any) -> Any:
 
 
 def _js_markers(root: Any) -> Any:
-    if type(root) is not dict and type(root) is not list:
-        return root
-    holder = [root]
-    pending: list[tuple[Any, Any]] = [(holder, 0)]
-    dicts: list[tuple[Any, Any]] = []
-    while pending:
-        parent, key = pending.pop()
-        node = parent[key]
-        if type(node) is dict:
-            dicts.append((parent, key))
-            children: Any = node.items()
-        else:
-            children = enumerate(node)
-        for child_key, child in children:
-            if type(child) is dict or type(child) is list:
-                pending.append((node, child_key))
-    for parent, key in reversed(dicts):
-        node = parent[key]
-        tag = node.get("lg_name")
-        if tag == "Send" and "node" in node:
-            parent[key] = {k: v for k, v in node.items() if k != "lg_name"}
-        elif tag == "DeltaSnapshot" and node.keys() == {"lg_name", "value"}:
-            parent[key] = {MARK_KEY: "delta_snapshot", "value": node["value"]}
-    return holder[0]
+    return _rewrite_dicts(root, _js_marker)
+
+
+def _js_marker(node: dict[str, Any]) -> Any:
+    tag = node.get("lg_name")
+    if tag == "Send" and "node" in node:
+        return {k: v for k, v in node.items() if k != "lg_name"}
+    if tag == "DeltaSnapshot" and node.keys() == {"lg_name", "value"}:
+        return {MARK_KEY: "delta_snapshot", "value": node["value"]}
+    return node

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ckpt.decoders import undecodable_record
@@ -21,8 +20,6 @@ from ckpt.errors import (
     DecodeError,
     MissingDependency,
     NotACheckpointStore,
-    NotFound,
-    NotSupported,
     StoreUnreadable,
 )
 from ckpt.model import (
@@ -32,37 +29,21 @@ from ckpt.model import (
     PendingWrite,
     RawCheckpoint,
     RawWrite,
-    StoreHealth,
     ThreadBytes,
-    ThreadSummary,
 )
-from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
+from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo
 from ckpt.stores.location import redact_url
-from ckpt.vocabulary import DEFAULT_TIMEOUT, FIND_LIMIT, install_hint
+from ckpt.vocabulary import DEFAULT_TIMEOUT, install_hint
 
 if TYPE_CHECKING:
     from pymongo.collection import Collection
 
-    from ckpt.prune import Strategy
 
 DATABASE: Final = "checkpointing_db"
 CHECKPOINTS: Final = "checkpoints"
 WRITES: Final = "checkpoint_writes"
-_BATCH: Final = 200
 _KEY_FIELDS: Final = {"thread_id": 1, "checkpoint_ns": 1, "checkpoint_id": 1, "_id": 0}
-
-
-@dataclass(slots=True)
-class _ThreadInfo:
-    checkpoints: int = 0
-    subgraphs: set[str] | None = None
-    root: bool = False
-    latest_root: str | None = None
-
-    @property
-    def namespaces(self) -> set[str]:
-        return ({""} if self.root else set()) | (self.subgraphs or set())
 
 
 def _import_pymongo() -> Any:
@@ -76,8 +57,9 @@ def _import_pymongo() -> Any:
     return pymongo
 
 
-class MongoStore(Store):
+class MongoStore(DocumentStore):
     kind = "mongodb"
+    label = "MongoDB"
 
     def __init__(
         self,
@@ -134,7 +116,6 @@ class MongoStore(Store):
         except BaseException:
             self.client.close()
             raise
-        self._catalog_cache: dict[str, _ThreadInfo] | None = None
 
     def _errors(self, doing: str = "cannot read") -> Any:
         from contextlib import contextmanager
@@ -185,18 +166,16 @@ class MongoStore(Store):
         )
 
     # -- listing ---------------------------------------------------------------------------
-    def _catalog(self) -> dict[str, _ThreadInfo]:
+    def _read_catalog(self) -> dict[str, ThreadInfo]:
         """Every thread's count, namespaces and newest root id, counted by the server: two
         `$group`s on one field and a find of the subgraph checkpoints' key fields. (A find
         of every checkpoint would do, but a server may build it whole before answering.)"""
-        if self._catalog_cache is not None:
-            return self._catalog_cache
-        threads: dict[str, _ThreadInfo] = {}
+        threads: dict[str, ThreadInfo] = {}
         counts: list[dict[str, Any]] = [{"$group": {"_id": "$thread_id", "n": {"$sum": 1}}}]
         for row in self._aggregate(self.checkpoints_coll, counts):
             thread_id, n = row.get("_id"), row.get("n")
             if isinstance(thread_id, str) and type(n) is int:
-                threads[thread_id] = _ThreadInfo(checkpoints=n)
+                threads[thread_id] = ThreadInfo(checkpoints=n)
         roots: list[dict[str, Any]] = [
             {"$match": {"checkpoint_ns": {"$eq": ""}}},
             {"$group": {"_id": "$thread_id", "latest": {"$max": "$checkpoint_id"}}},
@@ -215,7 +194,6 @@ class MongoStore(Store):
                 if info.subgraphs is None:
                     info.subgraphs = set()
                 info.subgraphs.add(key.checkpoint_ns)
-        self._catalog_cache = threads
         return threads
 
     def _aggregate(
@@ -223,30 +201,6 @@ class MongoStore(Store):
     ) -> Iterator[dict[str, Any]]:
         with self._errors():
             yield from collection.aggregate(pipeline, batchSize=1000)
-
-    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
-        catalog = self._catalog()
-        thread_ids = sorted(catalog)
-        measured = self.sizes(DumpQuery()) if sizes else {}
-        for start in range(0, len(thread_ids), _BATCH):
-            batch = thread_ids[start : start + _BATCH]
-            keys = [
-                CheckpointKey(t, "", root)
-                for t in batch
-                if (root := catalog[t].latest_root) is not None
-            ]
-            latest = {c.thread_id: c for c in self._load_keys(keys, values=False)}
-            for thread_id in batch:
-                info = catalog[thread_id]
-                found = measured.get(thread_id)
-                yield ThreadSummary(
-                    thread_id=thread_id,
-                    namespaces=sorted(info.namespaces),
-                    checkpoints=info.checkpoints,
-                    writes=found.writes if found is not None else (0 if sizes else None),
-                    size=found.total if found is not None else (0 if sizes else None),
-                    latest=latest.get(thread_id),
-                )
 
     def thread_exists(self, thread_id: str) -> bool:
         if self._catalog_cache is not None:
@@ -256,9 +210,6 @@ class MongoStore(Store):
                 self.checkpoints_coll.find_one({"thread_id": {"$eq": thread_id}}, _KEY_FIELDS)
                 is not None
             )
-
-    def thread_ids(self) -> list[str]:
-        return sorted(self._catalog())
 
     def _thread_keys(self, thread_id: str) -> list[CheckpointKey]:
         keys = [
@@ -271,54 +222,12 @@ class MongoStore(Store):
         keys.sort(key=lambda k: (k.checkpoint_id, k.checkpoint_ns))
         return keys
 
-    def namespaces(self, thread_id: str) -> list[str]:
-        return sorted({k.checkpoint_ns for k in self._thread_keys(thread_id)})
-
-    def checkpoints(
-        self, thread_id: str, *, values: bool = False, last: int | None = None
-    ) -> list[Checkpoint]:
-        keys = self._thread_keys(thread_id)
-        if last is not None:
-            keys = keys[-last:] if last > 0 else []
-        return self._load_keys(keys, values=values)
-
-    def iter_thread(self, thread_id: str) -> Iterator[Checkpoint]:
-        keys = self._thread_keys(thread_id)
-        for start in range(0, len(keys), _BATCH):
-            yield from self._load_keys(keys[start : start + _BATCH], values=False)
-
-    # -- finding ---------------------------------------------------------------------------
-    def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
-        query: dict[str, Any] = {} if thread_id is None else {"thread_id": {"$eq": thread_id}}
-        found: list[CheckpointKey] = []
-        for doc in self._find(self.checkpoints_coll, query, _KEY_FIELDS):
-            key = _key(doc)
-            if key is None:
-                continue
-            if key.checkpoint_id.startswith(fragment) or key.checkpoint_id.endswith(fragment):
-                found.append(key)
-                if len(found) >= FIND_LIMIT:
-                    break
-        found.sort(key=lambda k: (k.thread_id, k.checkpoint_ns, k.checkpoint_id))
-        return found
-
-    def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
-        ids = [k for k in self._thread_keys(thread_id) if k.checkpoint_ns == checkpoint_ns]
-        return max(ids, key=lambda k: k.checkpoint_id) if ids else None
+    def _all_keys(self) -> Iterator[CheckpointKey]:
+        for doc in self._find(self.checkpoints_coll, {}, _KEY_FIELDS):
+            if (key := _key(doc)) is not None:
+                yield key
 
     # -- loading ---------------------------------------------------------------------------
-    def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
-        found = self._load_keys([key], values=values)
-        if not found:
-            raise NotFound(
-                f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}"
-                + (f" namespace {key.checkpoint_ns!r}" if key.checkpoint_ns else "")
-            )
-        return found[0]
-
-    def load_many(self, keys: Sequence[CheckpointKey], *, values: bool = True) -> list[Checkpoint]:
-        return self._load_keys(keys, values=values)
-
     def _by_keys(
         self, collection: Collection[dict[str, Any]], keys: Sequence[CheckpointKey]
     ) -> Iterator[dict[str, Any]]:
@@ -413,38 +322,6 @@ class MongoStore(Store):
             return {str(k): self._metadata_value(v) for k, v in value.items()}
         return value
 
-    def count_checkpoints(self, query: DumpQuery) -> int | None:
-        if query.thread_ids or query.checkpoint_ns is not None or query.since_id or query.until_id:
-            return None
-        catalog = self._catalog().values()
-        if query.latest_only:
-            return sum(len(info.namespaces) for info in catalog)
-        return sum(info.checkpoints for info in catalog)
-
-    def _selected_keys(self, query: DumpQuery) -> Iterator[list[CheckpointKey]]:
-        thread_ids = sorted(set(query.thread_ids)) if query.thread_ids else sorted(self._catalog())
-        for thread_id in thread_ids:
-            keys = [
-                k
-                for k in self._thread_keys(thread_id)
-                if (query.checkpoint_ns is None or k.checkpoint_ns == query.checkpoint_ns)
-                and (query.since_id is None or k.checkpoint_id >= query.since_id)
-                and (query.until_id is None or k.checkpoint_id <= query.until_id)
-            ]
-            keys.sort(key=lambda k: (k.checkpoint_ns, k.checkpoint_id))
-            if query.latest_only:
-                newest: dict[str, CheckpointKey] = {}
-                for k in keys:
-                    newest[k.checkpoint_ns] = k
-                keys = list(newest.values())
-            if keys:
-                yield keys
-
-    def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
-        for keys in self._selected_keys(query):
-            for start in range(0, len(keys), _BATCH):
-                yield from self._load_keys(keys[start : start + _BATCH], values=values)
-
     # -- sizes, storage, health ------------------------------------------------------------
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         found: dict[str, ThreadBytes] = {}
@@ -486,56 +363,30 @@ class MongoStore(Store):
             "total_bytes": sum(c["storage_bytes"] or c["bytes"] for c in collections),
         }
 
-    def health(self, query: DumpQuery) -> StoreHealth:
-        health = StoreHealth()
-        parents_missing: list[CheckpointKey] = []
-        orphans: list[CheckpointKey] = []
-        selected = DumpQuery(thread_ids=query.thread_ids)
-        for keys in self._selected_keys(selected):
-            thread_id = keys[0].thread_id
-            by_ns: dict[str, set[str]] = {}
-            for k in keys:
-                by_ns.setdefault(k.checkpoint_ns, set()).add(k.checkpoint_id)
-            health.namespaces.extend((thread_id, ns) for ns in sorted(by_ns))
-            oldest = {ns: min(ids) for ns, ids in by_ns.items()}
-            parents = {
-                key: doc.get("parent_checkpoint_id")
-                for doc in self._find(
-                    self.checkpoints_coll,
-                    {"thread_id": {"$eq": thread_id}},
-                    {**_KEY_FIELDS, "parent_checkpoint_id": 1},
-                )
-                if (key := _key(doc)) is not None
-            }
-            for k, parent in sorted(parents.items(), key=lambda kv: kv[0].checkpoint_id):
-                if isinstance(parent, str) and parent and parent not in by_ns[k.checkpoint_ns]:
-                    parents_missing.append(k)
-                    if k.checkpoint_id == oldest[k.checkpoint_ns]:
-                        health.missing_parent_oldest += 1
-            if self.writes_coll is not None:
-                for doc in self._find(
-                    self.writes_coll, {"thread_id": {"$eq": thread_id}}, _KEY_FIELDS
-                ):
-                    key = _key(doc)
-                    if key is not None and key.checkpoint_id not in by_ns.get(
-                        key.checkpoint_ns, ()
-                    ):
-                        orphans.append(key)
-        health.missing_parents = len(parents_missing)
-        health.missing_parent_threads = len({k.thread_id for k in parents_missing})
-        health.missing_parent_examples = parents_missing[:5]
-        health.orphan_writes = len(orphans)
-        health.orphan_write_threads = len({k.thread_id for k in orphans})
-        health.orphan_write_examples = sorted(
-            set(orphans), key=lambda k: (k.thread_id, k.checkpoint_ns, k.checkpoint_id)
-        )[:5]
-        return health
+    def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
+        fields = {**_KEY_FIELDS, "parent_checkpoint_id": 1}
+        query = {"thread_id": {"$eq": keys[0].thread_id}}
+        return {
+            key: parent if isinstance(parent := doc.get("parent_checkpoint_id"), str) else None
+            for doc in self._find(self.checkpoints_coll, query, fields)
+            if (key := _key(doc)) is not None
+        }
+
+    def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
+        if self.writes_coll is None:
+            return []
+        query = {"thread_id": {"$eq": thread_id}}
+        return [
+            key
+            for doc in self._find(self.writes_coll, query, _KEY_FIELDS)
+            if (key := _key(doc)) is not None
+        ]
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
         for keys in self._selected_keys(query):
-            for start in range(0, len(keys), _BATCH):
-                batch = keys[start : start + _BATCH]
+            for start in range(0, len(keys), BATCH):
+                batch = keys[start : start + BATCH]
                 docs = {_key(d): d for d in self._by_keys(self.checkpoints_coll, batch)}
                 for key in batch:
                     doc = docs.get(key)
@@ -586,16 +437,6 @@ class MongoStore(Store):
                 )
 
     # -- changing it: not yet (issue 27) ----------------------------------------------------
-    def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
-        raise NotSupported(f"{self.location}: prune is not supported on MongoDB stores yet")
-
-    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
-        raise NotSupported(f"{self.location}: vacuum is not supported on MongoDB stores yet")
-
-    def writer(self, *, timeout: float | None) -> Writer:
-        raise NotSupported(
-            f"{self.location}: prune and vacuum are not supported on MongoDB stores yet"
-        )
 
     def close(self) -> None:
         try:

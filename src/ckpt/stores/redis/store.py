@@ -12,7 +12,6 @@ import base64
 import binascii
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -26,8 +25,6 @@ from ckpt.decoders.redisjson import (
 from ckpt.errors import (
     DecodeError,
     NotACheckpointStore,
-    NotFound,
-    NotSupported,
     StoreUnreadable,
 )
 from ckpt.model import (
@@ -37,12 +34,10 @@ from ckpt.model import (
     PendingWrite,
     RawCheckpoint,
     RawWrite,
-    StoreHealth,
     ThreadBytes,
-    ThreadSummary,
 )
-from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
+from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo
 from ckpt.stores.redis.keys import (
     EMPTY_NS,
     CheckpointName,
@@ -61,32 +56,17 @@ from ckpt.stores.redis.keys import (
     write_zset_key,
 )
 from ckpt.stores.redis.session import RedisSession, glob_escape, tag_escape
-from ckpt.vocabulary import FIND_LIMIT
 
 if TYPE_CHECKING:
-    from ckpt.prune import Strategy
+    pass
 
 PREFIX: Final = "checkpoint"
 _SEARCH_PAGE: Final = 5000
-_THREAD_BATCH: Final = 200
 
 
-@dataclass(slots=True)
-class _ThreadInfo:
-    """One thread in the listing's catalog: kept small, one per thread of the store."""
-
-    checkpoints: int = 0
-    subgraphs: set[str] | None = None  # namespaces besides the root, when there are any
-    root: bool = False  # has root checkpoints
-    latest_root: str | None = None  # the newest root checkpoint id
-
-    @property
-    def namespaces(self) -> set[str]:
-        return ({""} if self.root else set()) | (self.subgraphs or set())
-
-
-class RedisStore(Store):
+class RedisStore(DocumentStore):
     kind = "redis"
+    label = "Redis"
 
     def __init__(
         self,
@@ -138,7 +118,6 @@ class RedisStore(Store):
         except BaseException:
             session.close()
             raise
-        self._catalog_cache: dict[str, _ThreadInfo] | None = None
         self._told_ignored = False
         self._odd_keys: dict[CheckpointName, str] = {}
         # How keys spell the root namespace: `__empty__`, or LangGraph.js's empty segment.
@@ -208,26 +187,15 @@ class RedisStore(Store):
                     self._odd_keys[name] = key
                     yield key, name
 
-    def _catalog(self) -> dict[str, _ThreadInfo]:
+    def _read_catalog(self) -> dict[str, ThreadInfo]:
         """Every thread's count, namespaces and newest root id, from one pass over the key
         names (nothing fetched)."""
-        if self._catalog_cache is not None:
-            return self._catalog_cache
-        threads: dict[str, _ThreadInfo] = {}
+        threads: dict[str, ThreadInfo] = {}
         for _, name in self._names(self.session.scan(glob_escape(self.prefix) + ":*")):
             info = threads.get(name.thread_id)
             if info is None:
-                info = threads[name.thread_id] = _ThreadInfo()
-            info.checkpoints += 1
-            if name.checkpoint_ns:
-                if info.subgraphs is None:
-                    info.subgraphs = set()
-                info.subgraphs.add(name.checkpoint_ns)
-            else:
-                info.root = True
-                if info.latest_root is None or name.checkpoint_id > info.latest_root:
-                    info.latest_root = name.checkpoint_id
-        self._catalog_cache = threads
+                info = threads[name.thread_id] = ThreadInfo()
+            info.add(CheckpointKey(*name))
         return threads
 
     def _searchable(self, thread_id: str) -> bool:
@@ -250,7 +218,7 @@ class RedisStore(Store):
             if not keys or offset >= int(answer[0]):
                 return
 
-    def _thread_keys(self, prefix: str, thread_id: str) -> Iterable[bytes]:
+    def _thread_key_names(self, prefix: str, thread_id: str) -> Iterable[bytes]:
         """The key names under `prefix` of (at least) the thread: by its index, or SCAN."""
         if self._searchable(thread_id):
             index = self.search_names[0 if prefix == self.prefix else 1]
@@ -259,14 +227,28 @@ class RedisStore(Store):
 
     def _thread_names(self, thread_id: str) -> list[tuple[str, CheckpointName]]:
         """The thread's checkpoint keys, by (checkpoint id, namespace)."""
-        keys = self._thread_keys(self.prefix, thread_id)
+        keys = self._thread_key_names(self.prefix, thread_id)
         found = [(k, n) for k, n in self._names(keys) if n.thread_id == thread_id]
         found.sort(key=lambda item: (item[1].checkpoint_id, item[1].checkpoint_ns))
         return found
 
+    def _thread_keys(self, thread_id: str) -> list[CheckpointKey]:
+        return [CheckpointKey(*name) for _, name in self._thread_names(thread_id)]
+
+    def _all_keys(self) -> Iterator[CheckpointKey]:
+        for _, name in self._names(self.session.scan(glob_escape(self.prefix) + ":*")):
+            yield CheckpointKey(*name)
+
+    def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
+        return self._load_names([_name(k) for k in keys], values=values)
+
+    def _selected_names(self, query: DumpQuery) -> Iterator[list[CheckpointName]]:
+        for keys in self._selected_keys(query):
+            yield [_name(k) for k in keys]
+
     def _thread_write_names(self, thread_id: str) -> list[tuple[str, WriteName]]:
         found = []
-        for raw in self._thread_keys(self.write_prefix, thread_id):
+        for raw in self._thread_key_names(self.write_prefix, thread_id):
             key = raw.decode("utf-8", "surrogateescape")
             name = write_name(key, self.write_prefix, self.root)
             if name is not None and name.thread_id == thread_id:
@@ -275,68 +257,8 @@ class RedisStore(Store):
         return found
 
     # -- listing ---------------------------------------------------------------------------
-    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
-        catalog = self._catalog()
-        thread_ids = sorted(catalog)
-        measured = self.sizes(DumpQuery()) if sizes else {}
-        for start in range(0, len(thread_ids), _THREAD_BATCH):
-            batch = thread_ids[start : start + _THREAD_BATCH]
-            names = [
-                CheckpointName(t, "", root)
-                for t in batch
-                if (root := catalog[t].latest_root) is not None
-            ]
-            latest = {c.thread_id: c for c in self._load_names(names, values=False)}
-            for thread_id in batch:
-                info = catalog[thread_id]
-                bytes_ = measured.get(thread_id)
-                yield ThreadSummary(
-                    thread_id=thread_id,
-                    namespaces=sorted(info.namespaces),
-                    checkpoints=info.checkpoints,
-                    writes=bytes_.writes if bytes_ is not None else (0 if sizes else None),
-                    size=bytes_.total if bytes_ is not None else (0 if sizes else None),
-                    latest=latest.get(thread_id),
-                )
-
-    def thread_exists(self, thread_id: str) -> bool:
-        if self._catalog_cache is not None:
-            return thread_id in self._catalog_cache
-        return bool(self._thread_names(thread_id))
-
-    def thread_ids(self) -> list[str]:
-        return sorted(self._catalog())
-
-    def namespaces(self, thread_id: str) -> list[str]:
-        return sorted({name.checkpoint_ns for _, name in self._thread_names(thread_id)})
-
-    def checkpoints(
-        self, thread_id: str, *, values: bool = False, last: int | None = None
-    ) -> list[Checkpoint]:
-        names = [name for _, name in self._thread_names(thread_id)]
-        if last is not None:
-            names = names[-last:] if last > 0 else []
-        return self._load_names(names, values=values)
-
-    def iter_thread(self, thread_id: str) -> Iterator[Checkpoint]:
-        names = [name for _, name in self._thread_names(thread_id)]
-        for start in range(0, len(names), _THREAD_BATCH):
-            yield from self._load_names(names[start : start + _THREAD_BATCH], values=False)
 
     # -- finding ---------------------------------------------------------------------------
-    def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
-        if thread_id is not None:
-            names: Iterable[CheckpointName] = (n for _, n in self._thread_names(thread_id))
-        else:
-            names = (n for _, n in self._names(self.session.scan(glob_escape(self.prefix) + ":*")))
-        found: list[CheckpointKey] = []
-        for name in names:
-            if name.checkpoint_id.startswith(fragment) or name.checkpoint_id.endswith(fragment):
-                found.append(CheckpointKey(*name))
-                if len(found) >= FIND_LIMIT:
-                    break
-        found.sort(key=lambda k: (k.thread_id, k.checkpoint_ns, k.checkpoint_id))
-        return found
 
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
         # The saver's pointer is what its get_state() reads: the last checkpoint put
@@ -358,17 +280,6 @@ class RedisStore(Store):
         return CheckpointKey(thread_id, checkpoint_ns, max(ids)) if ids else None
 
     # -- loading ---------------------------------------------------------------------------
-    def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
-        found = self._load_names([_name(key)], values=values)
-        if not found:
-            raise NotFound(
-                f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}"
-                + (f" namespace {key.checkpoint_ns!r}" if key.checkpoint_ns else "")
-            )
-        return found[0]
-
-    def load_many(self, keys: Sequence[CheckpointKey], *, values: bool = True) -> list[Checkpoint]:
-        return self._load_names([_name(k) for k in keys], values=values)
 
     def _load_names(self, names: Sequence[CheckpointName], *, values: bool) -> list[Checkpoint]:
         """The checkpoints at `names` with their writes (three round trips for any number:
@@ -538,38 +449,6 @@ class RedisStore(Store):
             js_if_int_versions=self.js,
         )
 
-    def count_checkpoints(self, query: DumpQuery) -> int | None:
-        if query.thread_ids or query.checkpoint_ns is not None or query.since_id or query.until_id:
-            return None
-        if query.latest_only:
-            return sum(len(info.namespaces) for info in self._catalog().values())
-        return sum(info.checkpoints for info in self._catalog().values())
-
-    def _selected_names(self, query: DumpQuery) -> Iterator[list[CheckpointName]]:
-        """The query's checkpoint names, a thread at a time, in (thread, ns, id) order."""
-        thread_ids = sorted(set(query.thread_ids)) if query.thread_ids else sorted(self._catalog())
-        for thread_id in thread_ids:
-            names = [
-                n
-                for _, n in self._thread_names(thread_id)
-                if (query.checkpoint_ns is None or n.checkpoint_ns == query.checkpoint_ns)
-                and (query.since_id is None or n.checkpoint_id >= query.since_id)
-                and (query.until_id is None or n.checkpoint_id <= query.until_id)
-            ]
-            names.sort(key=lambda n: (n.checkpoint_ns, n.checkpoint_id))
-            if query.latest_only:
-                newest: dict[str, CheckpointName] = {}
-                for n in names:
-                    newest[n.checkpoint_ns] = n
-                names = list(newest.values())
-            if names:
-                yield names
-
-    def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
-        for names in self._selected_names(query):
-            for start in range(0, len(names), _THREAD_BATCH):
-                yield from self._load_names(names[start : start + _THREAD_BATCH], values=values)
-
     # -- sizes, storage, health ------------------------------------------------------------
     def _memory(self, keys: Sequence[str]) -> list[int]:
         answers = self.session.pipeline([("JSON.DEBUG", "MEMORY", key) for key in keys])
@@ -626,50 +505,32 @@ class RedisStore(Store):
             "total_bytes": used,
         }
 
-    def health(self, query: DumpQuery) -> StoreHealth:
-        health = StoreHealth()
-        parents_missing: list[CheckpointKey] = []
-        orphans: list[CheckpointKey] = []
-        selected = DumpQuery(thread_ids=query.thread_ids)
-        for names in self._selected_names(selected):
-            thread_id = names[0].thread_id
-            by_ns: dict[str, set[str]] = {}
-            for n in names:
-                by_ns.setdefault(n.checkpoint_ns, set()).add(n.checkpoint_id)
-            health.namespaces.extend((thread_id, ns) for ns in sorted(by_ns))
-            keys = [self._key(n) for n in names]
-            parents = self.session.pipeline(
-                [("JSON.GET", key, "$.parent_checkpoint_id") for key in keys]
+    def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
+        names = [_name(k) for k in keys]
+        answers = self.session.pipeline(
+            [("JSON.GET", self._key(n), "$.parent_checkpoint_id") for n in names]
+        )
+        found: dict[CheckpointKey, str | None] = {}
+        for key, name, answer in zip(keys, names, answers, strict=True):
+            parent = _first(answer)
+            # ShallowRedisSaver keeps no parent: not a missing one.
+            shallow = self._shallow(name)
+            found[key] = (
+                from_storage_id(parent) if isinstance(parent, str) and not shallow else None
             )
-            oldest = {ns: min(ids) for ns, ids in by_ns.items()}
-            for n, answer in zip(names, parents, strict=True):
-                parent = _first(answer)
-                if self._shallow(n):
-                    continue  # ShallowRedisSaver keeps no parent: not a missing one
-                if isinstance(parent, str) and parent:
-                    parent = from_storage_id(parent)
-                    if parent not in by_ns[n.checkpoint_ns]:
-                        parents_missing.append(CheckpointKey(*n))
-                        if n.checkpoint_id == oldest[n.checkpoint_ns]:
-                            health.missing_parent_oldest += 1
-            for _, w in self._thread_write_names(thread_id):
-                if w.checkpoint_id not in by_ns.get(w.checkpoint_ns, set()):
-                    orphans.append(CheckpointKey(w.thread_id, w.checkpoint_ns, w.checkpoint_id))
-        health.missing_parents = len(parents_missing)
-        health.missing_parent_threads = len({k.thread_id for k in parents_missing})
-        health.missing_parent_examples = parents_missing[:5]
-        health.orphan_writes = len(orphans)
-        health.orphan_write_threads = len({k.thread_id for k in orphans})
-        health.orphan_write_examples = sorted(
-            set(orphans), key=lambda k: (k.thread_id, k.checkpoint_ns, k.checkpoint_id)
-        )[:5]
-        return health
+        return found
+
+    def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
+        return [
+            CheckpointKey(w.thread_id, w.checkpoint_ns, w.checkpoint_id)
+            for _, w in self._thread_write_names(thread_id)
+        ]
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
         for names in self._selected_names(query):
-            for start in range(0, len(names), _THREAD_BATCH):
-                batch = names[start : start + _THREAD_BATCH]
+            for start in range(0, len(names), BATCH):
+                batch = names[start : start + BATCH]
                 texts = self.session.json_mget([self._key(n) for n in batch])
                 for name, text in zip(batch, texts, strict=True):
                     if text is not None:
@@ -684,8 +545,8 @@ class RedisStore(Store):
                 if (w.checkpoint_ns, w.checkpoint_id) in ids
             ]
             keyed.sort(key=lambda item: (item[1].checkpoint_ns, item[1].checkpoint_id))
-            for start in range(0, len(keyed), _THREAD_BATCH):
-                batch = keyed[start : start + _THREAD_BATCH]
+            for start in range(0, len(keyed), BATCH):
+                batch = keyed[start : start + BATCH]
                 texts = self.session.json_mget([key for key, _ in batch])
                 for (_, w), text in zip(batch, texts, strict=True):
                     if text is None:
@@ -704,16 +565,6 @@ class RedisStore(Store):
                     )
 
     # -- changing it: not yet (issue 27) ----------------------------------------------------
-    def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
-        raise NotSupported(f"{self.location}: prune is not supported on Redis stores yet")
-
-    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
-        raise NotSupported(f"{self.location}: vacuum is not supported on Redis stores yet")
-
-    def writer(self, *, timeout: float | None) -> Writer:
-        raise NotSupported(
-            f"{self.location}: prune and vacuum are not supported on Redis stores yet"
-        )
 
     def close(self) -> None:
         self.session.close()

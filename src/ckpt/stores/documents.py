@@ -1,0 +1,246 @@
+"""What the document stores share (Redis, MongoDB): one document per checkpoint, found by
+thread. A kind of such store says how to count its threads (`_catalog`), list a thread's
+checkpoints (`_thread_keys`) and load some (`_load_keys`); listing, finding, dumping and
+refusing changes are the same for all of them, here."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from ckpt.errors import NotFound, NotSupported
+from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, StoreHealth, ThreadSummary
+from ckpt.stores.base import Store, Writer
+from ckpt.vocabulary import FIND_LIMIT
+
+if TYPE_CHECKING:
+    from ckpt.prune import Strategy
+
+BATCH: Final = 200  # threads, or checkpoints, loaded per round of queries
+
+
+@dataclass(slots=True)
+class ThreadInfo:
+    """One thread in a listing's catalog: kept small, one per thread of the store."""
+
+    checkpoints: int = 0
+    subgraphs: set[str] | None = None  # namespaces besides the root, when there are any
+    root: bool = False  # has root checkpoints
+    latest_root: str | None = None  # the newest root checkpoint id
+
+    @property
+    def namespaces(self) -> set[str]:
+        return ({""} if self.root else set()) | (self.subgraphs or set())
+
+    def add(self, key: CheckpointKey) -> None:
+        """Count one checkpoint of the thread."""
+        self.checkpoints += 1
+        if key.checkpoint_ns:
+            if self.subgraphs is None:
+                self.subgraphs = set()
+            self.subgraphs.add(key.checkpoint_ns)
+        else:
+            self.root = True
+            if self.latest_root is None or key.checkpoint_id > self.latest_root:
+                self.latest_root = key.checkpoint_id
+
+
+def key_order(key: CheckpointKey) -> tuple[str, str, str]:
+    return (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
+
+
+class DocumentStore(Store):
+    label: ClassVar[str]  # "Redis", "MongoDB": for messages
+
+    def __init__(self, location: str, *, aes_key: bytes | None = None) -> None:
+        super().__init__(location, aes_key=aes_key)
+        self._catalog_cache: dict[str, ThreadInfo] | None = None
+
+    # -- what each kind says ---------------------------------------------------------------
+    @abstractmethod
+    def _read_catalog(self) -> dict[str, ThreadInfo]:
+        """Every thread's count, namespaces and newest root id, as cheaply as the store
+        can say it."""
+
+    @abstractmethod
+    def _thread_keys(self, thread_id: str) -> list[CheckpointKey]:
+        """The thread's checkpoints, by (checkpoint id, namespace)."""
+
+    @abstractmethod
+    def _all_keys(self) -> Iterator[CheckpointKey]:
+        """Every checkpoint's key, in no order (what `find` without a thread reads)."""
+
+    @abstractmethod
+    def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
+        """The checkpoints at `keys`, in that order, with their writes; missing ones left
+        out."""
+
+    @abstractmethod
+    def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
+        """The parent id each of one thread's checkpoints names (None: none, or a layout
+        that keeps none, as a shallow saver's)."""
+
+    @abstractmethod
+    def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
+        """The checkpoint each of the thread's stored writes belongs to (one per write)."""
+
+    def _catalog(self) -> dict[str, ThreadInfo]:
+        if self._catalog_cache is None:
+            self._catalog_cache = self._read_catalog()
+        return self._catalog_cache
+
+    # -- listing ---------------------------------------------------------------------------
+    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
+        catalog = self._catalog()
+        thread_ids = sorted(catalog)
+        measured = self.sizes(DumpQuery()) if sizes else {}
+        for start in range(0, len(thread_ids), BATCH):
+            batch = thread_ids[start : start + BATCH]
+            keys = [
+                CheckpointKey(t, "", root)
+                for t in batch
+                if (root := catalog[t].latest_root) is not None
+            ]
+            latest = {c.thread_id: c for c in self._load_keys(keys, values=False)}
+            for thread_id in batch:
+                info = catalog[thread_id]
+                found = measured.get(thread_id)
+                yield ThreadSummary(
+                    thread_id=thread_id,
+                    namespaces=sorted(info.namespaces),
+                    checkpoints=info.checkpoints,
+                    writes=found.writes if found is not None else (0 if sizes else None),
+                    size=found.total if found is not None else (0 if sizes else None),
+                    latest=latest.get(thread_id),
+                )
+
+    def thread_exists(self, thread_id: str) -> bool:
+        if self._catalog_cache is not None:
+            return thread_id in self._catalog_cache
+        return bool(self._thread_keys(thread_id))
+
+    def thread_ids(self) -> list[str]:
+        return sorted(self._catalog())
+
+    def namespaces(self, thread_id: str) -> list[str]:
+        return sorted({k.checkpoint_ns for k in self._thread_keys(thread_id)})
+
+    def checkpoints(
+        self, thread_id: str, *, values: bool = False, last: int | None = None
+    ) -> list[Checkpoint]:
+        keys = self._thread_keys(thread_id)
+        if last is not None:
+            keys = keys[-last:] if last > 0 else []
+        return self._load_keys(keys, values=values)
+
+    def iter_thread(self, thread_id: str) -> Iterator[Checkpoint]:
+        keys = self._thread_keys(thread_id)
+        for start in range(0, len(keys), BATCH):
+            yield from self._load_keys(keys[start : start + BATCH], values=False)
+
+    # -- finding ---------------------------------------------------------------------------
+    def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
+        keys = iter(self._thread_keys(thread_id)) if thread_id is not None else self._all_keys()
+        found: list[CheckpointKey] = []
+        for key in keys:
+            if key.checkpoint_id.startswith(fragment) or key.checkpoint_id.endswith(fragment):
+                found.append(key)
+                if len(found) >= FIND_LIMIT:
+                    break
+        return sorted(found, key=key_order)
+
+    def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
+        keys = [k for k in self._thread_keys(thread_id) if k.checkpoint_ns == checkpoint_ns]
+        return max(keys, key=lambda k: k.checkpoint_id) if keys else None
+
+    # -- loading ---------------------------------------------------------------------------
+    def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
+        found = self._load_keys([key], values=values)
+        if not found:
+            raise NotFound(
+                f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}"
+                + (f" namespace {key.checkpoint_ns!r}" if key.checkpoint_ns else "")
+            )
+        return found[0]
+
+    def load_many(self, keys: Sequence[CheckpointKey], *, values: bool = True) -> list[Checkpoint]:
+        return self._load_keys(keys, values=values)
+
+    def count_checkpoints(self, query: DumpQuery) -> int | None:
+        if query.thread_ids or query.checkpoint_ns is not None or query.since_id or query.until_id:
+            return None
+        catalog = self._catalog().values()
+        if query.latest_only:
+            return sum(len(info.namespaces) for info in catalog)
+        return sum(info.checkpoints for info in catalog)
+
+    def _selected_keys(self, query: DumpQuery) -> Iterator[list[CheckpointKey]]:
+        """The query's checkpoints, a thread at a time, in (thread, ns, id) order."""
+        thread_ids = sorted(set(query.thread_ids)) if query.thread_ids else sorted(self._catalog())
+        for thread_id in thread_ids:
+            keys = [
+                k
+                for k in self._thread_keys(thread_id)
+                if (query.checkpoint_ns is None or k.checkpoint_ns == query.checkpoint_ns)
+                and (query.since_id is None or k.checkpoint_id >= query.since_id)
+                and (query.until_id is None or k.checkpoint_id <= query.until_id)
+            ]
+            keys.sort(key=key_order)
+            if query.latest_only:
+                newest: dict[str, CheckpointKey] = {}
+                for k in keys:
+                    newest[k.checkpoint_ns] = k
+                keys = list(newest.values())
+            if keys:
+                yield keys
+
+    def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        for keys in self._selected_keys(query):
+            for start in range(0, len(keys), BATCH):
+                yield from self._load_keys(keys[start : start + BATCH], values=values)
+
+    def health(self, query: DumpQuery) -> StoreHealth:
+        health = StoreHealth()
+        parents_missing: list[CheckpointKey] = []
+        orphans: list[CheckpointKey] = []
+        for keys in self._selected_keys(DumpQuery(thread_ids=query.thread_ids)):
+            thread_id = keys[0].thread_id
+            by_ns: dict[str, set[str]] = {}
+            for key in keys:
+                by_ns.setdefault(key.checkpoint_ns, set()).add(key.checkpoint_id)
+            health.namespaces.extend((thread_id, ns) for ns in sorted(by_ns))
+            oldest = {ns: min(ids) for ns, ids in by_ns.items()}
+            parents = self._parents(keys)
+            for key in keys:
+                parent = parents.get(key)
+                if parent and parent not in by_ns[key.checkpoint_ns]:
+                    parents_missing.append(key)
+                    if key.checkpoint_id == oldest[key.checkpoint_ns]:
+                        health.missing_parent_oldest += 1
+            orphans.extend(
+                key
+                for key in self._write_keys(thread_id)
+                if key.checkpoint_id not in by_ns.get(key.checkpoint_ns, ())
+            )
+        health.missing_parents = len(parents_missing)
+        health.missing_parent_threads = len({k.thread_id for k in parents_missing})
+        health.missing_parent_examples = parents_missing[:5]
+        health.orphan_writes = len(orphans)
+        health.orphan_write_threads = len({k.thread_id for k in orphans})
+        health.orphan_write_examples = sorted(set(orphans), key=key_order)[:5]
+        return health
+
+    # -- changing it: not yet (issue 27) ----------------------------------------------------
+    def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
+        raise NotSupported(f"{self.location}: prune is not supported on {self.label} stores yet")
+
+    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
+        raise NotSupported(f"{self.location}: vacuum is not supported on {self.label} stores yet")
+
+    def writer(self, *, timeout: float | None) -> Writer:
+        raise NotSupported(
+            f"{self.location}: prune and vacuum are not supported on {self.label} stores yet"
+        )
