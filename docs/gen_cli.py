@@ -33,7 +33,8 @@ fill in what the URL leaves out), a RedisSaver or ShallowRedisSaver store's
 used when present, docs/format.md §7b), or a MongoDBSaver store's
 `mongodb://host:port/[database]` or `mongodb+srv://` URL (needs `pip install
 'langgraph-ckpt[mongodb]'`; the database defaults to `checkpointing_db`, format.md §7c).
-`--prefix` names a saver's own key prefix or collections. Stores are only ever read:
+`--prefix` (also spelled `--collection`) names a saver's own key prefix or collections,
+`--database` a MongoDB store's database. Stores are only ever read:
 SQLite is opened read-only, through SQLite's own locking, so reads are right while an
 application writes (a WAL file with no `-shm` gets an empty `-wal` and a `-shm` beside
 it: see docs/security.md); Postgres sessions are `default_transaction_read_only` with a

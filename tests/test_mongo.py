@@ -282,3 +282,28 @@ def test_stats_finds_missing_parents_and_orphan_writes(mongo_url: str) -> None:
     health = stats["health"]
     assert health["missing_parents"]["count"] == 1, health
     assert health["orphan_writes"]["count"] >= 1, health
+
+
+def test_another_database_and_collections(mongo_url: str) -> None:
+    """MongoDBSaver(db_name=..., checkpoint_collection_name=..., writes_collection_name=...):
+    --database (or the URL's path) and --collection find them."""
+    import pymongo
+
+    with MongoServer() as server:
+        source: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(mongo_url)
+        target: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(server.url)
+        for name, other in (("checkpoints", "agent_cps"), ("checkpoint_writes", "agent_w")):
+            target["agents"][other].insert_many(list(source[DATABASE][name].find({}, {"_id": 0})))
+        source.close()
+        target.close()
+        expected = json.loads(ckpt("threads", mongo_url, "--json").stdout)
+        for args in (
+            ["--database", "agents", "--collection", "agent_cps,agent_w"],
+            ["--prefix", "agent_cps,agent_w"],
+        ):
+            url = server.url if args[0] == "--database" else server.url.rstrip("/") + "/agents"
+            done = ckpt("threads", url, "--json", *args)
+            assert done.returncode == 0, (args, done.stderr)
+            assert json.loads(done.stdout) == expected
+        missing = ckpt("threads", server.url, "--database", "agents")
+        assert missing.returncode == ExitCode.UNREADABLE and "'checkpoints'" in missing.stderr

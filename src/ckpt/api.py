@@ -488,6 +488,7 @@ def open(  # the library's entry point, named as sqlite3.connect or open() are
     aes_key: str | bytes | None = None,
     schema: str | None = None,
     prefix: str | None = None,
+    database: str | None = None,
     timeout: float | None = None,
     hidden: Hidden = "raise",
 ) -> CheckpointStore:
@@ -498,7 +499,8 @@ def open(  # the library's entry point, named as sqlite3.connect or open() are
     `spec` None means `$CKPT_DB`, else the one store in the current folder. `aes_key` is
     the EncryptedSerializer key (16, 24 or 32 bytes; default `$LANGGRAPH_AES_KEY`); a
     wrong key raises EncryptedError. `schema` is the Postgres schema of the checkpoint
-    tables, `prefix` the key prefix of a RedisSaver store; `timeout` the statement timeout
+    tables, `prefix` the key prefix of a RedisSaver store (the collections of a
+    MongoDBSaver one), `database` a MongoDB store's database; `timeout` the statement timeout
     in seconds: Postgres and Redis (None: 5 s) and, when given, how long SQLite may step one
     statement. `hidden`: values that
     stay encrypted raise EncryptedError ("raise", with what was read in its `partial`) or
@@ -516,7 +518,9 @@ def open(  # the library's entry point, named as sqlite3.connect or open() are
         key = key_from_env_or_arg(aes_key)
     except EncryptedError as exc:
         raise BadOption(exc.message) from None
-    store = open_store(text, aes_key=key, schema=schema, prefix=prefix, timeout=timeout)
+    store = open_store(
+        text, aes_key=key, schema=schema, prefix=prefix, database=database, timeout=timeout
+    )
     try:
         verify_key(store)
     except BaseException:

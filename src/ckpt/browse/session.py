@@ -51,20 +51,26 @@ class StoreSpec:
     shown: str  # for titles: the file or folder name, or the URL without its password
     schema: str | None = None
     prefix: str | None = None
+    database: str | None = None
 
     @classmethod
     def of(
-        cls, given: str, location: str, schema: str | None = None, prefix: str | None = None
+        cls,
+        given: str,
+        location: str,
+        schema: str | None = None,
+        prefix: str | None = None,
+        database: str | None = None,
     ) -> StoreSpec:
         """The store as the user named it (`given`), opened at `location`. A URL is
         named by its location, without its password (libpq finds it again in PGPASSWORD
         or ~/.pgpass): command lines, the clipboard and the screen never show it. A file
         or folder keeps the path as given, and shows its name."""
         if "://" in given:
-            return cls(location, location, schema, prefix)
+            return cls(location, location, schema, prefix, database)
         from pathlib import Path
 
-        return cls(given, Path(given).name or given, schema, prefix)
+        return cls(given, Path(given).name or given, schema, prefix, database)
 
     def options(self) -> list[str]:
         words = ["--db", self.location]
@@ -72,6 +78,8 @@ class StoreSpec:
             words += ["--schema", self.schema]
         if self.prefix:
             words += ["--prefix", self.prefix]
+        if self.database:
+            words += ["--database", self.database]
         return words
 
 

@@ -43,7 +43,11 @@ def browse(
         raise StoreNotFound("no store given")
     with opened(ctx, store_options, spec, hidden_exit=False) as checkpoints:
         spec_of = StoreSpec.of(
-            spec, checkpoints.location, store_options.schema, store_options.prefix
+            spec,
+            checkpoints.location,
+            store_options.schema,
+            store_options.prefix,
+            store_options.database,
         )
         code = run(checkpoints, spec_of, thread_id=thread)
     if code:

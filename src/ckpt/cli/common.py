@@ -72,6 +72,7 @@ def opened(
         aes_key=options.aes_key,
         schema=options.schema,
         prefix=options.prefix,
+        database=options.database,
         timeout=options.timeout,
         hidden="keep",
     )

@@ -70,10 +70,21 @@ PrefixOpt = Annotated[
     str | None,
     typer.Option(
         "--prefix",
+        "--collection",
         metavar="PREFIX",
         help="Where the saver keeps it. Redis: checkpoint_prefix[,checkpoint_write_prefix] "
         "(default checkpoint; writes PREFIX_write). MongoDB: the checkpoints collection"
         "[,writes collection] (default checkpoints,checkpoint_writes; writes NAME_writes).",
+        show_default=False,
+    ),
+]
+DatabaseOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--database",
+        metavar="NAME",
+        help="MongoDB database holding the saver's collections (default: the URL's path, "
+        "else checkpointing_db, MongoDBSaver's).",
         show_default=False,
     ),
 ]
@@ -100,6 +111,7 @@ class StoreOptions:
     aes_key: str | None = None
     schema: str | None = None
     prefix: str | None = None
+    database: str | None = None
     timeout: float | None = None  # Postgres: DEFAULT_TIMEOUT; SQLite: no limit
 
 
@@ -108,6 +120,7 @@ _STORE_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
     ("aes_key", AesKeyOpt, None),
     ("schema", SchemaOpt, None),
     ("prefix", PrefixOpt, None),
+    ("database", DatabaseOpt, None),
     ("timeout", TimeoutOpt, None),
 )
 

@@ -28,6 +28,7 @@ def open_store(
     aes_key: bytes | None = None,
     schema: str | None = None,
     prefix: str | None = None,
+    database: str | None = None,
     timeout: float | None = None,
 ) -> Store:
     """Open a store by URL or path; the reader is chosen by what the path holds."""
@@ -42,7 +43,9 @@ def open_store(
     if is_mongodb(spec):
         from ckpt.stores.mongo import MongoStore
 
-        return MongoStore(spec, aes_key=aes_key, timeout=timeout, collections=prefix)
+        return MongoStore(
+            spec, aes_key=aes_key, timeout=timeout, collections=prefix, database=database
+        )
     path = Path(spec).expanduser()
     if not path.exists():
         raise StoreNotFound(f"{spec}: no such file or folder")

@@ -68,6 +68,7 @@ class MongoStore(DocumentStore):
         aes_key: bytes | None = None,
         timeout: float | None = None,
         collections: str | None = None,
+        database: str | None = None,
     ) -> None:
         super().__init__(redact_url(spec), aes_key=aes_key)
         self.pymongo = _import_pymongo()
@@ -87,7 +88,7 @@ class MongoStore(DocumentStore):
         except (self.pymongo.errors.PyMongoError, ValueError, TypeError) as exc:
             raise StoreUnreadable(f"{self.location}: not a valid MongoDB URL ({exc})") from None
         try:
-            default = self.client.get_default_database(default=DATABASE).name
+            default = database or self.client.get_default_database(default=DATABASE).name
             # "--prefix CHECKPOINTS[,WRITES]": MongoDBSaver's collection names.
             given, _, given_writes = (collections or "").partition(",")
             self.checkpoints_name = given or CHECKPOINTS
