@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -151,3 +152,107 @@ def test_an_escape_in_any_mongodb_field_never_reaches_a_terminal(
             source.close()
             target.close()
         _check(server.url, HOSTILE if field == "thread id" else THREAD, field)
+
+
+# -- Postgres -----------------------------------------------------------------------------
+
+PG_FIELDS: dict[str, list[str]] = {
+    "thread id": [
+        f"UPDATE {table} SET thread_id = %(h)s WHERE thread_id = %(t)s"
+        for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+    ],
+    "namespace": [
+        f"UPDATE {table} SET checkpoint_ns = %(h)s WHERE thread_id = %(t)s"
+        for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+    ],
+    "metadata value": [
+        "UPDATE checkpoints SET metadata = metadata || jsonb_build_object('k', %(h)s::text) "
+        "WHERE thread_id = %(t)s"
+    ],
+    "metadata key": [
+        "UPDATE checkpoints SET metadata = metadata || jsonb_build_object(%(h)s::text, 1) "
+        "WHERE thread_id = %(t)s"
+    ],
+    "body ts": [
+        "UPDATE checkpoints SET checkpoint = jsonb_set(checkpoint, '{ts}', to_jsonb(%(h)s::text)) "
+        "WHERE thread_id = %(t)s"
+    ],
+    "blob channel": [
+        "UPDATE checkpoint_blobs SET channel = %(h)s WHERE thread_id = %(t)s AND channel = 'items'"
+    ],
+    "write task_path": ["UPDATE checkpoint_writes SET task_path = %(h)s WHERE thread_id = %(t)s"],
+    "write channel": ["UPDATE checkpoint_writes SET channel = %(h)s WHERE thread_id = %(t)s"],
+    "write type": ["UPDATE checkpoint_writes SET type = %(h)s WHERE thread_id = %(t)s"],
+    "write task id": [
+        "UPDATE checkpoint_writes SET task_id = task_id || %(h)s WHERE thread_id = %(t)s"
+    ],
+}
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("field", sorted(PG_FIELDS))
+def test_an_escape_in_any_postgres_field_never_reaches_a_terminal(
+    pg_new_database: Callable[[], str], field: str
+) -> None:
+    """Postgres keeps NULs out of text: HOSTILE without them, the rest as in SQLite."""
+    import psycopg
+    from fixtures.build import fixture_warnings
+    from fixtures.graphs import run_scenarios
+    from fixtures.js_stores import node_dsn
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    dsn = pg_new_database()
+    with fixture_warnings(), PostgresSaver.from_conn_string(dsn) as saver:
+        saver.setup()
+        run_scenarios(saver, ("fanout",))
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for statement in PG_FIELDS[field]:
+            conn.execute(statement, {"h": HOSTILE, "t": THREAD})  # type: ignore[arg-type]
+    _check(node_dsn(dsn), HOSTILE if field == "thread id" else THREAD, field)
+
+
+# -- the `langgraph dev` folder (pickles) --------------------------------------------------
+
+
+def test_an_escape_in_a_dev_folders_fields_never_reaches_a_terminal(tmp_path: Path) -> None:
+    """The pickle files hold what the app gave LangGraph: HOSTILE as thread ids, metadata
+    keys and values, an error's message and an interrupt's value, written by the real
+    saver of `langgraph dev`."""
+    from typing import TypedDict
+
+    from fixtures.build import DevServerSaver, fixture_warnings
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
+    class State(TypedDict):
+        note: str
+
+    def fail(state: State) -> State:
+        raise ValueError(HOSTILE)
+
+    def ask(state: State) -> State:
+        return {"note": str(interrupt({HOSTILE: HOSTILE}))}
+
+    folder = tmp_path / ".langgraph_api"
+    with fixture_warnings(), DevServerSaver(folder) as saver:
+        for name, node in (("fail", fail), ("ask", ask)):
+            graph = StateGraph(State)
+            graph.add_node(name, node)  # type: ignore[call-overload]
+            graph.add_edge(START, name)
+            graph.add_edge(name, END)
+            compiled = graph.compile(checkpointer=saver)
+            config: Any = {
+                "configurable": {"thread_id": f"{HOSTILE}-{name}"},
+                "metadata": {HOSTILE: HOSTILE},
+            }
+            try:
+                compiled.invoke({"note": HOSTILE}, config)
+            except ValueError:
+                pass
+    listed = runner.invoke(app, ["threads", str(folder), "--json"])
+    rows = {row["thread_id"]: row for row in json.loads(listed.stdout)}
+    assert set(rows) == {f"{HOSTILE}-fail", f"{HOSTILE}-ask"}  # JSON keeps them exactly
+    assert rows[f"{HOSTILE}-fail"]["status"] == "error"
+    assert rows[f"{HOSTILE}-ask"]["status"] == "interrupted"
+    for name in ("fail", "ask"):
+        _check(str(folder), f"{HOSTILE}-{name}", f"dev folder {name}")
