@@ -342,3 +342,15 @@ def test_stats_finds_missing_parents_and_orphan_writes(redis_url: str) -> None:
     health = stats["health"]
     assert health["missing_parents"]["count"] == 1, health
     assert health["orphan_writes"]["count"] >= 1, health
+
+
+def test_junk_under_the_savers_prefix_alone_is_no_crash() -> None:
+    import redis
+
+    with RedisServer(modules=("rejson.so",)) as server:
+        client = redis.Redis.from_url(server.url)
+        client.set("checkpoint:junk", "not json")
+        client.close()
+        done = ckpt("threads", server.url, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [] and "internal error" not in done.stderr

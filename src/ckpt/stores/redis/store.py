@@ -12,7 +12,7 @@ import base64
 import binascii
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import orjson
 
@@ -56,9 +56,6 @@ from ckpt.stores.redis.keys import (
     write_zset_key,
 )
 from ckpt.stores.redis.session import RedisSession, glob_escape, tag_escape
-
-if TYPE_CHECKING:
-    pass
 
 PREFIX: Final = "checkpoint"
 _SEARCH_PAGE: Final = 5000
@@ -108,7 +105,9 @@ class RedisStore(DocumentStore):
                         "and no RediSearch index)"
                     )
                 # LangGraph.js keeps has_writes as the string "true" or "false".
-                flag = _first(session.execute("JSON.GET", first, "$.has_writes"))
+                # (In a pipeline: a key of another type there answers an error, not raises.)
+                (answer,) = session.pipeline([("JSON.GET", first, "$.has_writes")])
+                flag = _first(answer)
                 self.js = isinstance(flag, str)
                 why = "no RediSearch" if "search" not in session.modules else "no saver index"
                 self.notices.append(
