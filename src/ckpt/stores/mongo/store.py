@@ -93,10 +93,9 @@ class MongoStore(DocumentStore):
             given, _, given_writes = (collections or "").partition(",")
             self.checkpoints_name = given or CHECKPOINTS
             self.writes_name = given_writes or (WRITES if not given else f"{given}_writes")
-            with self._errors("cannot connect"):
-                names = self.client.list_database_names()
+            names = self._database_names()
             # Reading a database that is not there creates it on some servers: never.
-            if default not in names:
+            if names is not None and default not in names:
                 raise NotACheckpointStore(
                     f"{self.location}: no database {default!r} on this server (MongoDBSaver's "
                     f"default is {DATABASE!r}; name another in the URL's path)"
@@ -117,6 +116,22 @@ class MongoStore(DocumentStore):
         except BaseException:
             self.client.close()
             raise
+
+    def _database_names(self) -> list[str] | None:
+        """The server's databases; None for a user who may not list them (a role on one
+        database only): then the collections of the named one are all ckpt can check."""
+        try:
+            names: list[str] = self.client.list_database_names()
+            return names
+        except self.pymongo.errors.OperationFailure as exc:
+            if exc.code == 13:  # Unauthorized
+                return None
+            with self._errors("cannot connect"):
+                raise
+        except self.pymongo.errors.PyMongoError:
+            with self._errors("cannot connect"):
+                raise
+        return None  # not reached: _errors raises
 
     def _errors(self, doing: str = "cannot read") -> Any:
         from contextlib import contextmanager
