@@ -460,3 +460,34 @@ def test_a_sqlite_read_past_its_timeout_stops_with_one_line(sqlite_store: Path) 
         assert store.threads()
     result = run("threads", str(sqlite_store), "--timeout", "30")
     assert result.exit_code == 0, result.stderr
+
+
+def test_a_body_too_large_to_fetch_is_a_record_and_the_rest_shows(tmp_path: Path) -> None:
+    """issue 29: a checkpoint body over BODY_LIMIT is not fetched (SQLite measures it in the
+    header): the checkpoint shows with a `too_large` body and a note, the thread's other
+    checkpoints whole, and stats and types count it without reading it."""
+    from ckpt.stores.sqlite.store import BODY_LIMIT
+
+    store = tmp_path / "store.db"
+    shutil.copy(Path(__file__).parent / "data" / "sqlite_checkpoints.db", store)
+    size = BODY_LIMIT + 1
+    with sqlite3.connect(store) as conn:
+        (checkpoint,) = conn.execute(
+            "SELECT checkpoint_id FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "UPDATE checkpoints SET checkpoint = zeroblob(?) WHERE checkpoint_id = ?",
+            (size, checkpoint),
+        )
+    shown = run("show", checkpoint, "--db", str(store), "--json")
+    assert shown.exit_code == 0, shown.output
+    record = json.loads(shown.stdout)
+    assert record["checkpoint"] == {"__ckpt__": "too_large", "size": size}
+    assert record["next"] is None and record["size"] == size
+    assert "over the 128 MB ckpt reads" in shown.stderr
+    history = json.loads(run("history", "thread-1", "--db", str(store), "--json").stdout)
+    assert sum(1 for c in history if c.get("next") is not None) >= 5
+    for command in (["threads", str(store)], ["dump", str(store), "-q"], ["stats", str(store)]):
+        assert run(*command).exit_code == 0, command
+    types = json.loads(run("types", str(store), "--json").stdout)
+    assert [p["checkpoint_id"] for p in types["undecodable"]] == [checkpoint]

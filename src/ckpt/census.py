@@ -69,6 +69,7 @@ from ckpt.records import (
 )
 from ckpt.safe_types import RELEASE, SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
 from ckpt.stores.base import Store
+from ckpt.vocabulary import TOO_LARGE
 
 RawRow = RawCheckpoint | RawBlob | RawWrite
 Progress = Callable[[Iterator[RawRow]], Iterator[RawRow]]
@@ -372,6 +373,11 @@ class _Census:
             # Postgres: the JSONB body holds primitives only; its values are blobs.
             self._count_tag("jsonb", "checkpoints")
             self._version(_json_version(row.body))
+            return
+        if row.body.startswith(TOO_LARGE):  # a body the store did not fetch (BODY_LIMIT)
+            self._version(None)
+            size = int(row.body[len(TOO_LARGE) :])
+            self._problem(row, "checkpoint", row.type, f"not read: {size:,} bytes, too large")
             return
         tag, data = self._open(row.type, row.body, "checkpoints", row)
         if data is None:

@@ -36,3 +36,8 @@ PICKLE_NAMES: Final = (
 )
 DEFAULT_TIMEOUT: Final = 5.0  # seconds: the Postgres statement timeout
 FIND_LIMIT: Final = 50  # candidates a store returns for an id fragment
+
+# What a store reads instead of a metadata value or body too large to fetch, followed by its
+# size in bytes (ckpt.stores.sqlite.store: METADATA_LIMIT, BODY_LIMIT): no JSON starts with
+# a NUL, nor does a serialized checkpoint.
+TOO_LARGE: Final = b"\x00ckpt-too-large "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any
 
 from ckpt.decoders import (
     ABSENT,
@@ -25,6 +25,7 @@ from ckpt.model import (
     NotLoaded,
     PendingWrite,
 )
+from ckpt.vocabulary import TOO_LARGE
 
 # Body keys we lift into Checkpoint fields; anything else goes to `extra` (format.md §3.1).
 _KNOWN_BODY_KEYS = BODY_KEYS
@@ -45,11 +46,6 @@ def decode_value(
         return decode(tag, payload, aes_key=aes_key)
     except DecodeError as exc:
         return undecodable_record(payload, str(exc), tag=tag)
-
-
-# What a store reads instead of a metadata value too large to fetch, followed by its size in
-# bytes (ckpt.stores.sqlite.store.METADATA_LIMIT): no JSON starts with a NUL.
-TOO_LARGE: Final = b"\x00ckpt-too-large "
 
 
 def too_large_record(size: int) -> dict[str, Any]:
@@ -96,6 +92,19 @@ def checkpoint_from_body(
     which is what makes listing threads fast; Sends are still decoded for `next`.
     `tolerant` turns a damaged body into a marked checkpoint instead of an error.
     """
+    if body.startswith(TOO_LARGE):
+        # Not fetched (ckpt.stores.sqlite.store.BODY_LIMIT): a marked body, kept visible.
+        size = int(body[len(TOO_LARGE) :])
+        return checkpoint_from_dict(
+            key,
+            parent_checkpoint_id,
+            too_large_record(size),
+            metadata,
+            writes=writes,
+            values=values,
+            size=size,
+            keeps_order=keeps_order,
+        )
     untyped = tag is None
     if untyped:
         tag = "pickle" if body.startswith(b"\x80") and body.endswith(b".") else "json"

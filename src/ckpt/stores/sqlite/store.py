@@ -33,14 +33,13 @@ from ckpt.model import (
 )
 from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import (
-    TOO_LARGE,
     checkpoint_from_body,
     decode_metadata,
     decode_value,
     sort_writes,
 )
 from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, rows, translate
-from ckpt.vocabulary import FIND_LIMIT
+from ckpt.vocabulary import FIND_LIMIT, TOO_LARGE
 
 if TYPE_CHECKING:
     from ckpt.prune import Strategy, ThreadRows
@@ -60,10 +59,17 @@ _ERAS: Final[dict[str, str]] = {
 
 # Metadata larger than this is not fetched (issue 29: a 300 MB metadata row ran a read out
 # of memory): SQLite knows a value's length without reading it, and the row's metadata
-# reads as a `too_large` record that says how large it is (body.TOO_LARGE, docs/json.md).
+# reads as a `too_large` record that says how large it is (vocabulary.TOO_LARGE, docs/json.md).
 METADATA_LIMIT: Final = 16 << 20
+# A checkpoint body (all of its channel values) larger than this is not fetched either: it
+# reads as a `too_large` record, its thread still listed and its other checkpoints shown.
+BODY_LIMIT: Final = 128 << 20
 # SQLite calls the progress handler (the --timeout check) every this many VM instructions.
 PROGRESS_STEPS: Final = 1_000
+_BODY: Final = (
+    f"CASE WHEN length(checkpoint) > {BODY_LIMIT} THEN CAST(char(0) || "
+    f"'{TOO_LARGE[1:].decode()}' || length(checkpoint) AS BLOB) ELSE checkpoint END AS checkpoint"
+)
 _METADATA: Final = (
     f"CASE WHEN length(metadata) > {METADATA_LIMIT} THEN CAST(char(0) || "
     f"'{TOO_LARGE[1:].decode()}' || length(metadata) AS BLOB) ELSE metadata END AS metadata"
@@ -92,6 +98,7 @@ class SqliteStore(Store):
         self.conn = self._link.conn
         self._reading = 0  # methods inside the open read transaction (`_snapshot`)
         self._timeout = timeout
+        self._told_large = False
         self._deadline = math.inf  # set while _run or _stream steps a statement
         if timeout is not None:
             self.conn.set_progress_handler(self._over_time, PROGRESS_STEPS)
@@ -162,7 +169,7 @@ class SqliteStore(Store):
             self._era = "0.1"
             self._cp_cols = (
                 "thread_id, '' AS checkpoint_ns, thread_ts AS checkpoint_id, "
-                f"parent_ts AS parent_checkpoint_id, NULL AS type, checkpoint, {_METADATA}"
+                f"parent_ts AS parent_checkpoint_id, NULL AS type, {_BODY}, {_METADATA}"
             )
             self._id, self._ns = "thread_ts", "''"
             self._w_id, self._w_ns = "thread_ts", "''"
@@ -171,7 +178,7 @@ class SqliteStore(Store):
             self._era = "current" if "task_path" in write_columns else "pre-task_path"
             self._cp_cols = (
                 "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
-                f"checkpoint, {_METADATA}"
+                f"{_BODY}, {_METADATA}"
             )
             self._id, self._ns = "checkpoint_id", "checkpoint_ns"
             self._w_id, self._w_ns = "checkpoint_id", "checkpoint_ns"
@@ -592,6 +599,13 @@ class SqliteStore(Store):
         thread_id, checkpoint_ns, checkpoint_id, parent_id, tag, body, metadata = row
         body_bytes = bytes(body) if body is not None else b""
         meta_bytes = bytes(metadata) if metadata is not None else b""
+        if body_bytes.startswith(TOO_LARGE) and not self._told_large:
+            self._told_large = True
+            self.notices.append(
+                f"checkpoint {checkpoint_id} of thread {thread_id!r} (and maybe others): its "
+                f"body is {int(body_bytes[len(TOO_LARGE) :]):,} bytes, over the "
+                f"{BODY_LIMIT >> 20} MB ckpt reads; shown as too_large"
+            )
         return checkpoint_from_body(
             CheckpointKey(thread_id, checkpoint_ns, checkpoint_id),
             parent_id,
@@ -834,7 +848,7 @@ class SqliteStore(Store):
         # Metadata over METADATA_LIMIT is not fetched (the too_large sentinel), as when
         # checkpoints are loaded: a scan of every row must not hold one 300 MB value.
         columns = (
-            f"checkpoint, {_METADATA}, {_bytes('checkpoint')}, {_bytes('metadata')}"
+            f"{_BODY}, {_METADATA}, {_bytes('checkpoint')}, {_bytes('metadata')}"
             if data
             else f"NULL, NULL, {_bytes('checkpoint')}, {_bytes('metadata')}"
         )
