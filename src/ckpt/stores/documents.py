@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ckpt.errors import NotFound, NotSupported
-from ckpt.model import Checkpoint, CheckpointKey, DumpQuery, StoreHealth, ThreadSummary
+from ckpt.model import (
+    Checkpoint,
+    CheckpointKey,
+    DumpQuery,
+    PendingWrite,
+    RawWrite,
+    StoreHealth,
+    ThreadSummary,
+)
 from ckpt.stores.base import Store, Writer
 from ckpt.vocabulary import FIND_LIMIT
 
@@ -46,6 +54,43 @@ class ThreadInfo:
             self.root = True
             if self.latest_root is None or key.checkpoint_id > self.latest_root:
                 self.latest_root = key.checkpoint_id
+
+
+@dataclass(frozen=True, slots=True)
+class WriteFields:
+    """One stored write's fields, as its document holds them (value still encoded)."""
+
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    type: str | None
+    data: bytes | None
+    size: int
+
+    def pending(self, value: Any) -> PendingWrite:
+        return PendingWrite(
+            task_id=self.task_id,
+            task_path=self.task_path,
+            idx=self.idx,
+            channel=self.channel,
+            type=self.type,
+            value=value,
+            size=self.size,
+        )
+
+    def raw(self, key: CheckpointKey, *, data: bool) -> RawWrite:
+        return RawWrite(
+            thread_id=key.thread_id,
+            checkpoint_ns=key.checkpoint_ns,
+            checkpoint_id=key.checkpoint_id,
+            task_id=self.task_id,
+            idx=self.idx,
+            channel=self.channel,
+            type=self.type,
+            data=self.data if data else None,
+            size=self.size,
+        )
 
 
 def key_order(key: CheckpointKey) -> tuple[str, str, str]:

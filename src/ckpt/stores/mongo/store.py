@@ -12,7 +12,6 @@ whose constructor creates its indexes.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ckpt.decoders import undecodable_record
@@ -32,7 +31,7 @@ from ckpt.model import (
     ThreadBytes,
 )
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
-from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo
+from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields
 from ckpt.stores.location import redact_url
 from ckpt.vocabulary import DEFAULT_TIMEOUT, install_hint
 
@@ -281,16 +280,8 @@ class MongoStore(DocumentStore):
             if key in docs
         ]
 
-    def _write(self, raw: _WriteFields) -> PendingWrite:
-        return PendingWrite(
-            task_id=raw.task_id,
-            task_path=raw.task_path,
-            idx=raw.idx,
-            channel=raw.channel,
-            type=raw.type,
-            value=decode_value(raw.type, raw.data, self.aes_key),
-            size=raw.size,
-        )
+    def _write(self, raw: WriteFields) -> PendingWrite:
+        return raw.pending(decode_value(raw.type, raw.data, self.aes_key))
 
     def _build(
         self, key: CheckpointKey, doc: dict[str, Any], writes: list[PendingWrite], *, values: bool
@@ -440,19 +431,7 @@ class MongoStore(DocumentStore):
                 key=lambda r: (r[0].checkpoint_ns, r[0].checkpoint_id, r[1].task_id, r[1].idx)
             )
             for key, fields in rows:
-                yield RawWrite(
-                    thread_id=key.thread_id,
-                    checkpoint_ns=key.checkpoint_ns,
-                    checkpoint_id=key.checkpoint_id,
-                    task_id=fields.task_id,
-                    idx=fields.idx,
-                    channel=fields.channel,
-                    type=fields.type,
-                    data=fields.data if data else None,
-                    size=fields.size,
-                )
-
-    # -- changing it: not yet (issue 27) ----------------------------------------------------
+                yield fields.raw(key, data=data)
 
     def close(self) -> None:
         try:
@@ -462,17 +441,6 @@ class MongoStore(DocumentStore):
 
 
 # -- documents -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _WriteFields:
-    task_id: str
-    task_path: str
-    idx: int
-    channel: str
-    type: str | None
-    data: bytes | None
-    size: int
 
 
 def _key(doc: dict[str, Any]) -> CheckpointKey | None:
@@ -491,11 +459,11 @@ def _bytes(value: Any) -> bytes | None:
     return bytes(value) if isinstance(value, bytes | bytearray) else None
 
 
-def _write_fields(doc: dict[str, Any]) -> _WriteFields:
+def _write_fields(doc: dict[str, Any]) -> WriteFields:
     data = _bytes(doc.get("value"))
     idx = doc.get("idx")
     tag = doc.get("type")
-    return _WriteFields(
+    return WriteFields(
         task_id=str(doc.get("task_id", "")),
         task_path=str(doc.get("task_path", "")),
         idx=idx if type(idx) is int else 0,

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
@@ -37,7 +36,7 @@ from ckpt.model import (
     ThreadBytes,
 )
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
-from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo
+from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields
 from ckpt.stores.redis.keys import (
     EMPTY_NS,
     CheckpointName,
@@ -383,19 +382,12 @@ class RedisStore(DocumentStore):
 
     def _write(self, text: bytes) -> PendingWrite:
         raw = _write_fields(text)
-        return PendingWrite(
-            task_id=raw.task_id,
-            task_path=raw.task_path,
-            idx=raw.idx,
-            channel=raw.channel,
-            type=raw.type,
-            value=(
-                _js_value(raw.data)
-                if self.js and raw.type == "json"
-                else _decoded(raw.type, raw.data, self.aes_key)
-            ),
-            size=raw.size,
+        value = (
+            _js_value(raw.data)
+            if self.js and raw.type == "json"
+            else _decoded(raw.type, raw.data, self.aes_key)
         )
+        return raw.pending(value)
 
     def _build(
         self,
@@ -551,19 +543,7 @@ class RedisStore(DocumentStore):
                     if text is None:
                         continue
                     fields = _write_fields(text)
-                    yield RawWrite(
-                        thread_id=w.thread_id,
-                        checkpoint_ns=w.checkpoint_ns,
-                        checkpoint_id=w.checkpoint_id,
-                        task_id=fields.task_id,
-                        idx=fields.idx,
-                        channel=fields.channel,
-                        type=fields.type,
-                        data=fields.data if data else None,
-                        size=fields.size,
-                    )
-
-    # -- changing it: not yet (issue 27) ----------------------------------------------------
+                    yield fields.raw(CheckpointKey(*w[:3]), data=data)
 
     def close(self) -> None:
         self.session.close()
@@ -572,22 +552,11 @@ class RedisStore(DocumentStore):
 # -- documents -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _WriteFields:
-    task_id: str
-    task_path: str
-    idx: int
-    channel: str
-    type: str | None
-    data: bytes | None
-    size: int
-
-
 def _name(key: CheckpointKey) -> CheckpointName:
     return CheckpointName(key.thread_id, key.checkpoint_ns, key.checkpoint_id)
 
 
-def _write_fields(text: bytes) -> _WriteFields:
+def _write_fields(text: bytes) -> WriteFields:
     try:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -600,7 +569,7 @@ def _write_fields(text: bytes) -> _WriteFields:
         # LangGraph.js: the value itself, as JSON (type "json", or "string" for a primitive).
         data = orjson.dumps(doc["value"])
         tag = doc.get("type")
-        return _WriteFields(
+        return WriteFields(
             task_id=str(doc.get("task_id", "")),
             task_path=str(doc.get("task_path", "")),
             idx=doc["idx"] if type(doc.get("idx")) is int else 0,
@@ -616,7 +585,7 @@ def _write_fields(text: bytes) -> _WriteFields:
             data = blob.encode("utf-8", "surrogatepass")
     idx = doc.get("idx")
     tag = doc.get("type")
-    return _WriteFields(
+    return WriteFields(
         task_id=str(doc.get("task_id", "")),
         task_path=str(doc.get("task_path", "")),
         idx=idx if type(idx) is int else 0,
