@@ -177,10 +177,12 @@ def test_a_server_without_the_store_is_not_a_checkpoint_store() -> None:
     assert done.stderr.count("\n") == 1 and "no database 'checkpointing_db'" in done.stderr
 
 
-def test_a_refused_connection_is_one_line_and_names_no_password() -> None:
-    from fixtures.mongo_server import _free_port
+@pytest.mark.parametrize("query", ["", "?bogusOption=1"])  # pymongo warns of the second
+def test_a_refused_connection_is_one_line_and_names_no_password(query: str) -> None:
+    from fixtures.servers import free_port
 
-    done = ckpt("threads", f"mongodb://ckpt:hunter2@127.0.0.1:{_free_port()}/", "--timeout", "1")
+    url = f"mongodb://ckpt:hunter2@127.0.0.1:{free_port()}/{query}"
+    done = ckpt("threads", url, "--timeout", "1")
     assert done.returncode == ExitCode.UNREADABLE
     assert done.stderr.count("\n") == 1 and "no answer within 1 s" in done.stderr, done.stderr
     assert "hunter2" not in done.stderr

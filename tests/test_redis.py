@@ -138,9 +138,9 @@ def test_a_password_is_never_shown(redis_url: str) -> None:
 
 
 def test_a_refused_connection_is_one_line() -> None:
-    from fixtures.redis_server import _free_port
+    from fixtures.servers import free_port
 
-    done = ckpt("threads", f"redis://127.0.0.1:{_free_port()}/0")
+    done = ckpt("threads", f"redis://127.0.0.1:{free_port()}/0")
     assert done.returncode == ExitCode.UNREADABLE
     assert done.stderr.count("\n") == 1 and "cannot connect" in done.stderr, done.stderr
 

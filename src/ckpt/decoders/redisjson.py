@@ -52,8 +52,9 @@ def decode_redis_document(text: bytes, *, values: bool) -> Any:
         return decode_redis_json(text)
     body = doc.get("checkpoint") if type(doc) is dict else None
     if type(body) is not dict or any(
-        type(v) is not str for k, v in doc.items() if k != "checkpoint" and type(v) in (dict, list)
+        type(v) in (dict, list) for k, v in doc.items() if k != "checkpoint"
     ):
+        # Not the saver's document (its other fields are scalars): walk all of it.
         return convert_markers(convert_parsed(doc))
     channels = body.get("channel_values")
     if type(channels) is dict:

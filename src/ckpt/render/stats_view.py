@@ -53,12 +53,12 @@ def _summary(record: StatsRecord) -> RenderableType:
             f"{human_size(info['index_bytes'])}, TOAST {human_size(info['toast_bytes'])})",
         )
     server = storage.get("server")
-    if server:  # Redis
+    if server:  # a key-value server (Redis)
         table.add_row(
             "server",
-            f"Redis {server['version']}: {server['keys']:,} keys, "
+            f"{server['product']} {server['version']}: {server['keys']:,} keys, "
             f"{human_size(server['used_memory_bytes'])} used"
-            + ("" if server["indexed"] else " (no RediSearch index: read by SCAN)"),
+            + (f" ({server['note']})" if server.get("note") else ""),
         )
         families = server.get("key_families") or {}
         table.add_row(

@@ -11,7 +11,9 @@ whose constructor creates its indexes.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from ckpt.decoders import undecodable_record
@@ -74,16 +76,19 @@ class MongoStore(DocumentStore):
         seconds = timeout if timeout is not None and timeout > 0 else DEFAULT_TIMEOUT
         self.timeout = seconds
         try:
-            self.client: Any = self.pymongo.MongoClient(
-                spec,
-                serverSelectionTimeoutMS=int(seconds * 1000),
-                connectTimeoutMS=int(seconds * 1000),
-                # Per round trip (a batch of a cursor), as Postgres's statement timeout:
-                # not timeoutMS, which would bound a whole listing of a large store.
-                socketTimeoutMS=int(seconds * 1000),
-                appname="ckpt",
-                retryReads=False,
-            )
+            # pymongo warns on stderr of options it does not know: one line is ckpt's.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.client: Any = self.pymongo.MongoClient(
+                    spec,
+                    serverSelectionTimeoutMS=int(seconds * 1000),
+                    connectTimeoutMS=int(seconds * 1000),
+                    # Per round trip (a batch of a cursor), as Postgres's statement timeout:
+                    # not timeoutMS, which would bound a whole listing of a large store.
+                    socketTimeoutMS=int(seconds * 1000),
+                    appname="ckpt",
+                    retryReads=False,
+                )
         except (self.pymongo.errors.PyMongoError, ValueError, TypeError) as exc:
             raise StoreUnreadable(f"{self.location}: not a valid MongoDB URL ({exc})") from None
         try:
@@ -119,49 +124,35 @@ class MongoStore(DocumentStore):
     def _database_names(self) -> list[str] | None:
         """The server's databases; None for a user who may not list them (a role on one
         database only): then the collections of the named one are all ckpt can check."""
-        try:
-            names: list[str] = self.client.list_database_names()
-            return names
-        except self.pymongo.errors.OperationFailure as exc:
-            if exc.code == 13:  # Unauthorized
-                return None
-            with self._errors("cannot connect"):
-                raise
-        except self.pymongo.errors.PyMongoError:
-            with self._errors("cannot connect"):
-                raise
-        return None  # not reached: _errors raises
-
-    def _errors(self, doing: str = "cannot read") -> Any:
-        from contextlib import contextmanager
-
         errors = self.pymongo.errors
-
-        @contextmanager
-        def wrapped() -> Iterator[None]:
+        with self._errors("cannot connect"):
             try:
-                yield
+                names: list[str] = self.client.list_database_names()
             except errors.OperationFailure as exc:
-                if exc.code in (13, 18):  # Unauthorized, AuthenticationFailed
-                    raise StoreUnreadable(
-                        f"{self.location}: {doing}: not allowed ({_clean(exc)})"
-                    ) from None
-                raise StoreUnreadable(
-                    f"{self.location}: the server refused: {_clean(exc)}"
-                ) from None
-            except (
-                errors.ServerSelectionTimeoutError,
-                errors.NetworkTimeout,
-                errors.ExecutionTimeout,
-            ):
-                raise StoreUnreadable(
-                    f"{self.location}: {doing}: no answer within {self.timeout:g} s "
-                    "(--timeout sets the limit)"
-                ) from None
-            except errors.PyMongoError as exc:
-                raise StoreUnreadable(f"{self.location}: {doing}: {_clean(exc)}") from None
+                if exc.code != 13:  # Unauthorized
+                    raise
+                return None
+        return names
 
-        return wrapped()
+    @contextmanager
+    def _errors(self, doing: str = "cannot read") -> Iterator[None]:
+        """Every pymongo error as one line (exit 4) that names no password."""
+        errors = self.pymongo.errors
+        try:
+            yield
+        except errors.OperationFailure as exc:
+            if exc.code in (13, 18):  # Unauthorized, AuthenticationFailed
+                raise StoreUnreadable(
+                    f"{self.location}: {doing}: not allowed ({_clean(exc)})"
+                ) from None
+            raise StoreUnreadable(f"{self.location}: the server refused: {_clean(exc)}") from None
+        except (errors.ServerSelectionTimeoutError, errors.NetworkTimeout, errors.ExecutionTimeout):
+            raise StoreUnreadable(
+                f"{self.location}: {doing}: no answer within {self.timeout:g} s "
+                "(--timeout sets the limit)"
+            ) from None
+        except errors.PyMongoError as exc:
+            raise StoreUnreadable(f"{self.location}: {doing}: {_clean(exc)}") from None
 
     def _find(
         self, collection: Collection[dict[str, Any]], query: dict[str, Any], projection: Any = None

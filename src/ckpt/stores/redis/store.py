@@ -486,12 +486,14 @@ class RedisStore(DocumentStore):
             families[family] = families.get(family, 0) + 1
         return {
             "server": {
+                "product": "Redis",
                 "version": version,
                 "keys": keys,
                 "used_memory_bytes": used,
                 "modules": sorted(self.session.modules),
                 "indexed": self.indexed,
                 "key_families": dict(sorted(families.items())),
+                "note": "" if self.indexed else "no RediSearch index: read by SCAN",
             },
             "total_bytes": used,
         }
