@@ -41,6 +41,37 @@ it: see docs/security.md); Postgres sessions are `default_transaction_read_only`
 statement timeout; Redis and MongoDB get read commands only, each within `--timeout` (5 s
 by default).
 
+## Copying threads (`ckpt copy`)
+
+`ckpt copy SRC DST` carries threads from any store ckpt can copy from (SqliteSaver files of
+checkpoint-sqlite 1.0 and later, PostgresSaver databases, `langgraph dev` folders, the
+PersistentDict files of checkpoint 2.0.21 and older) into a SqliteSaver file
+or a PostgresSaver database. The source is opened read-only, as every read command opens
+it, and stays byte-identical.
+
+- **Without `--apply` nothing changes**: the plan lists each thread's checkpoints, writes,
+  blobs and bytes, and the threads already on the target. `--json` prints it as a record.
+- **Exact.** Values move as the bytes they are, never decoded and re-encoded: a SQLite body
+  is cut into Postgres' JSONB (ids, versions and the primitives PostgresSaver keeps inline)
+  and blobs by byte span, and Postgres' blobs are spliced back into a SQLite body. Checkpoint
+  ids, parent links, namespaces, pending writes (with `task_path` where the target has the
+  column), delta snapshots and metadata are all carried. `--rename OLD=NEW` changes only the
+  thread id.
+- **Refused, never converted.** A value that cannot be carried exactly (a `pickle` blob, an
+  encrypted body that Postgres would need split) leaves its thread out, named; the other
+  threads are copied and the run exits 12. Encrypted values are copied still encrypted
+  into a layout that keeps them whole, with no key needed.
+- **One transaction per thread** on the target: a copy stopped or killed midway leaves
+  every thread whole or absent. A missing SQLite file, or missing PostgresSaver tables, are
+  created with the schema the saver's `setup()` makes (SQLite in WAL mode, Postgres at
+  migration 9); a target already migrated further is refused (exit 12).
+- **Conflicts**: a thread already on the target stops an applied copy before it writes
+  anything (exit 12), unless `--on-conflict skip` (leave it) or `replace` (delete its rows in
+  the same transaction).
+- Not yet: Redis and MongoDB sources (RedisSaver keeps values as JSON, MongoDBSaver its
+  metadata as serialized pairs), ShallowPostgresSaver sources,
+  langgraph 0.1 SQLite files, and `--redact`.
+
 ## Selectors
 
 `show` and `diff` name a checkpoint by: its full id; a unique prefix of it; the short id
@@ -76,7 +107,7 @@ WHEN = {
     ExitCode.USAGE: "bad arguments or options",
     ExitCode.NO_STORE: "the store path does not exist; no store or several found",
     ExitCode.UNREADABLE: "not SQLite; not a checkpoint store; server down, login or "
-    "permission refused",
+    "permission refused; a `copy` target that is read-only, full or not the saver's tables",
     ExitCode.CORRUPT: "the store or a blob is truncated or corrupt",
     ExitCode.ENCRYPTED: "values are encrypted and no key (or a wrong key) was given; "
     "what is readable is still printed",
@@ -86,12 +117,14 @@ WHEN = {
     "the allowlist; nothing was run. A `pickle`-tagged value inside a store is only listed",
     ExitCode.MISSING_DEPENDENCY: "an optional extra is needed (`langgraph-ckpt[postgres]`, "
     "`langgraph-ckpt[demo]`, `langgraph-ckpt[tui]`)",
-    ExitCode.BUSY: "`prune`/`vacuum --apply`: another connection held the store past "
-    "`--timeout`; the thread being pruned was rolled back (threads before it stay pruned)",
+    ExitCode.BUSY: "`prune`/`vacuum`/`copy --apply`: another connection held the store past "
+    "`--timeout`; the thread being changed was rolled back (threads before it stay done)",
     ExitCode.UNSAFE: "`prune`/`vacuum`: refused as unsafe (a `langgraph dev` folder a server "
-    "rewrites, a `--backup`/`--into` file that exists, too little disk); nothing changed",
-    ExitCode.UNSUPPORTED: "a kind of store ckpt does not read yet (a `redis://` or `mongodb://` "
-    "URL), or `prune`/`vacuum` on a kind they do not support yet; nothing was read or changed",
+    "rewrites, a `--backup`/`--into` file that exists, too little disk); nothing changed. "
+    "`copy`: threads already on the target (nothing copied), a thread that cannot be "
+    "carried exactly (left out, the others copied), a target schema newer than ckpt knows",
+    ExitCode.UNSUPPORTED: "`prune`/`vacuum` on a kind of store they do not support yet, or "
+    "`copy` from or into one; nothing was read or changed",
     ExitCode.INTERNAL: "an internal error: a bug in ckpt, not a problem of the store (please "
     "report it; `CKPT_DEBUG=1` shows the traceback)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",

@@ -137,3 +137,10 @@ class Unsafe(CkptError):
     `langgraph dev` folder a server rewrites, a thread whose plan needs the key)."""
 
     exit_code = ExitCode.UNSAFE
+
+
+class CopyRefused(CkptError):
+    """`ckpt copy`: a thread ckpt cannot carry exactly into the target's layout (a pickle,
+    an encrypted body to split): left out and named, never converted."""
+
+    exit_code = ExitCode.UNSAFE

@@ -32,10 +32,11 @@ class Selection:
     status: Status | None = None
     where: tuple[tuple[str, str], ...] = ()
     everything: bool = False
+    since: dt.datetime | None = None  # latest checkpoint at or after (`ckpt copy --since`)
 
     @property
     def given(self) -> bool:
-        return bool(self.threads or self.older_than or self.status or self.where)
+        return bool(self.threads or self.older_than or self.status or self.where or self.since)
 
 
 def parse_age(text: str) -> dt.timedelta:
@@ -49,13 +50,29 @@ def parse_age(text: str) -> dt.timedelta:
     ) * amount
 
 
+def parse_since(text: str) -> dt.datetime:
+    """`2026-11-01`, `2026-11-01T12:00`, or an age (`7d`): the oldest latest checkpoint a
+    selected thread may have."""
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        try:
+            return dt.datetime.now(dt.UTC) - parse_age(text)
+        except BadOption:
+            raise BadOption(
+                f"--since {text!r}: give a date (2026-11-01), a time (2026-11-01T12:00) or an "
+                "age (7d)"
+            ) from None
+    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+
+
 def select(store: CheckpointStore, selection: Selection) -> list[str]:
     """The ids of the threads a selection names, in thread id order. The records are
     streamed and dropped (a store of 100,000 threads holds only their ids here)."""
     if not selection.given and not selection.everything:
         raise BadOption(
-            "say which threads: --thread, --older-than, --status, --where, or --all for every "
-            "thread"
+            "say which threads: --thread, --older-than, --since, --status, --where, or --all "
+            "for every thread"
         )
     wanted = set(selection.threads)
     for thread_id in selection.threads:
@@ -71,6 +88,10 @@ def select(store: CheckpointStore, selection: Selection) -> list[str]:
         if wanted and record["thread_id"] not in wanted:
             continue
         if cutoff is not None and not ((updated := _updated(record)) and updated < cutoff):
+            continue
+        if selection.since is not None and not (
+            (updated := _updated(record)) and updated >= selection.since
+        ):
             continue
         chosen.append(record["thread_id"])
     return chosen

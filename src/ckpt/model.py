@@ -241,6 +241,7 @@ class RawWrite:
     type: str | None
     data: bytes | None  # None when the scan was asked for sizes only, or the row holds none
     size: int
+    task_path: str = ""  # '' where the store keeps none (SQLite before checkpoint-sqlite 3.1.2)
 
 
 @dataclass(slots=True)

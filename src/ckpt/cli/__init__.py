@@ -170,6 +170,7 @@ COMMAND_MODULES: dict[str, str] = {
     "types": "types_cmd",
     "prune": "maintain",
     "vacuum": "maintain",
+    "copy": "copy_cmd",
     "browse": "browse_cmd",
     "demo": "demo",
 }
@@ -191,6 +192,8 @@ def _register(module: str) -> None:
         from ckpt.cli.types_cmd import register
     elif module == "maintain":
         from ckpt.cli.maintain import register
+    elif module == "copy_cmd":
+        from ckpt.cli.copy_cmd import register
     elif module == "browse_cmd":
         from ckpt.cli.browse_cmd import register
     else:

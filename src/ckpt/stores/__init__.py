@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ckpt.errors import StoreNotFound, StoreUnreadable
-from ckpt.stores.base import Store
+from ckpt.errors import NotSupported, StoreNotFound, StoreUnreadable
+from ckpt.stores.base import Store, Target
 from ckpt.vocabulary import PICKLE_NAMES
 
 
@@ -62,6 +62,28 @@ def open_store(
     from ckpt.stores.sqlite import SqliteStore
 
     return SqliteStore(path, aes_key=aes_key, timeout=timeout)
+
+
+def open_target(spec: str, *, timeout: float | None = None) -> Target:
+    """The store `ckpt copy` writes into: a SqliteSaver file (created when missing) or a
+    PostgresSaver database. Opening it changes nothing."""
+    if is_postgres(spec):
+        from ckpt.stores.postgres.target import PostgresTarget
+
+        return PostgresTarget(spec, timeout=timeout)
+    if is_redis(spec) or is_mongodb(spec) or "://" in spec:
+        raise NotSupported(
+            f"{spec.split('://')[0]}:// targets are not supported: copy into a SQLite file or "
+            "a postgresql:// database"
+        )
+    from ckpt.stores.sqlite.target import SqliteTarget
+
+    path = Path(spec).expanduser()
+    if path.is_dir() or path.name in PICKLE_NAMES or path.suffix in {".pckl", ".pkl"}:
+        raise NotSupported(f"{spec}: copy writes SQLite files and Postgres databases only")
+    if not path.parent.is_dir():
+        raise StoreNotFound(f"{spec}: no folder {str(path.parent)!r} to create the file in")
+    return SqliteTarget(path, busy_timeout=timeout or 5.0)
 
 
 def _is_dev_folder(path: Path) -> bool:

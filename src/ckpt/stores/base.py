@@ -7,7 +7,8 @@ is opened by ckpt.stores.open_store; nothing outside ckpt/stores names a kind of
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -211,6 +212,10 @@ class Store(ABC):
         `ckpt vacuum --json` after "store" and "applied" (docs/json.md)."""
         raise NotSupported(f"{self.location}: vacuum is not supported on {self.kind} stores yet")
 
+    def check_copy(self) -> None:  # noqa: B027 - optional hook
+        """Refuse, before anything is read, a `ckpt copy` from a store whose layout ckpt
+        cannot carry exactly (NotSupported, naming why); stores that can say nothing."""
+
     def writer(self, *, timeout: float | None) -> Writer:
         """A writable connection to this same store (closing this reader where its engine
         wants no reader beside the writer, as SQLite does). NotSupported or Unsafe where
@@ -275,3 +280,81 @@ class Writer(ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """A checkpoint in a target's layout: the row its ThreadSink takes, the bytes it
+    stores, and the blobs it names ((ns, channel, version) -> bytes; the sink writes each
+    once)."""
+
+    row: Any
+    size: int
+    blobs: dict[tuple[str, str, str], int]
+
+
+class Target(ABC):
+    """A store `ckpt copy` writes threads into, in the layout of the saver that owns it:
+    "inline" (SqliteSaver: values inside the body) or "split" (PostgresSaver: blobs).
+
+    Opening one changes nothing: a missing store or schema is created by `setup()`, which
+    only an applied copy calls. Each thread is written in one transaction (`thread`): a
+    copy stopped midway leaves every thread whole or absent."""
+
+    location: str
+    layout: ClassVar[str]
+    # What the target holds before the copy: "new" (nothing yet: setup() creates the
+    # saver's schema), or "ready" (the saver's schema is there).
+    state: str
+    notices: list[str]
+
+    @abstractmethod
+    def carry(self, row: RawCheckpoint, blobs: Mapping[tuple[str, str, str], Any]) -> Carried:
+        """A source checkpoint row in this target's layout (ckpt.stores.transfer), with the
+        stored values it needs from `blobs` ((ns, channel, version) -> (tag, bytes));
+        raises CopyRefused for what cannot be carried exactly."""
+
+    @abstractmethod
+    def setup(self) -> None:
+        """Create the store and the saver's schema where missing (an applied copy only)."""
+
+    @abstractmethod
+    def existing(self, thread_ids: Sequence[str]) -> set[str]:
+        """Which of these threads the target already holds (any row of theirs)."""
+
+    @abstractmethod
+    def thread(self, thread_id: str, *, replace: bool) -> ThreadSink:
+        """A transaction that writes one thread; `replace` deletes its rows first."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Target:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class ThreadSink(ABC):
+    """One thread's transaction on a Target: rows go in, `commit()` makes them visible;
+    leaving it any other way (an error, a kill) leaves the target as it was."""
+
+    @abstractmethod
+    def checkpoint(self, row: Any) -> None:
+        """One checkpoint, as the target's `carry` made it."""
+
+    @abstractmethod
+    def write(self, write: RawWrite) -> None:
+        """One pending write, its bytes as stored."""
+
+    @abstractmethod
+    def commit(self) -> None: ...
+
+    @abstractmethod
+    def rollback(self) -> None: ...

@@ -90,6 +90,7 @@ class WriteFields:
             type=self.type,
             data=self.data if data else None,
             size=self.size,
+            task_path=self.task_path,
         )
 
 

@@ -21,6 +21,7 @@ from ckpt.errors import (
     DecodeError,
     MissingDependency,
     NotACheckpointStore,
+    NotSupported,
     StoreUnreadable,
 )
 from ckpt.model import (
@@ -423,6 +424,14 @@ class MongoStore(DocumentStore):
             )
             for key, fields in rows:
                 yield fields.raw(key, data=data)
+
+    def check_copy(self) -> None:
+        # MongoDBSaver serializes each metadata value on its own ([type, bytes] pairs):
+        # their JSON form, which SqliteSaver and PostgresSaver keep, is not built yet.
+        raise NotSupported(
+            f"{self.location}: copy from MongoDB is not supported yet (MongoDBSaver keeps "
+            "metadata as serialized pairs)"
+        )
 
     def close(self) -> None:
         try:

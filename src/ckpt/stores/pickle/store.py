@@ -13,6 +13,7 @@ from ckpt.errors import (
     DecodeError,
     NotACheckpointStore,
     NotFound,
+    NotSupported,
     RefusedGlobal,
     StoreNotFound,
     StoreUnreadable,
@@ -859,6 +860,7 @@ class PickleStore(Store):
                     type=_tag(stored[2]),
                     data=pair[1] if pair else None,
                     size=_pair_size(stored[2]),
+                    task_path=stored[3] if len(stored) > 3 and isinstance(stored[3], str) else "",
                 )
 
     def _entries(self, query: DumpQuery) -> Iterator[tuple[str, str, str, Any]]:
@@ -877,6 +879,13 @@ class PickleStore(Store):
                     yield thread_id, ns, checkpoint_id, namespaces[ns][checkpoint_id]
 
     # -- changing it: never (the dev server rewrites these files) ----------------------------
+    def check_copy(self) -> None:
+        if self.layout.single_file and not self._inline_values:
+            raise NotSupported(
+                f"{self.location}: this PersistentDict file keeps no channel values and no "
+                "pending writes (format.md 7.2); a copy could not resume"
+            )
+
     def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
         raise Unsafe(f"{self.location}: {DEV_FOLDER_REFUSAL}")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from ckpt.decoders import decode_json_text
-from ckpt.errors import BadOption, DecodeError, NotFound
+from ckpt.errors import BadOption, DecodeError, NotFound, NotSupported
 from ckpt.model import (
     TASKS,
     BlobRef,
@@ -855,12 +855,13 @@ class PostgresStore(Store):
             "SELECT w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel, "
             "w.type, "
             + ("w.blob" if data else "NULL::bytea")
-            + f", {WRITE_BYTES} FROM {{wr}} w"
+            + f", {WRITE_BYTES}, {{task_path}} FROM {{wr}} w"
             + where
-            + " ORDER BY w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx"
+            + " ORDER BY w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx",
+            task_path=self.layout.task_path_expr,
         )
         for row in self._stream_rows(statement, params):
-            thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size = row
+            thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size, path = row
             yield RawWrite(
                 thread_id=thread_id,
                 checkpoint_ns=ns,
@@ -871,6 +872,7 @@ class PostgresStore(Store):
                 type=kind,
                 data=bytes(blob) if blob is not None else None,
                 size=int(size or 0),
+                task_path=path if isinstance(path, str) else "",
             )
 
     def _raw_filter(self, query: DumpQuery, alias: str, *, ids: bool) -> tuple[str, list[Any]]:
@@ -1219,6 +1221,12 @@ class PostgresStore(Store):
         )
 
     # -- changing it -----------------------------------------------------------------------
+    def check_copy(self) -> None:
+        if self.shallow:
+            raise NotSupported(
+                f"{self.location}: copy from a ShallowPostgresSaver store is not supported yet"
+            )
+
     def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
         from ckpt.stores.postgres.writer import refuse_shallow_keep
 

@@ -24,6 +24,7 @@ from ckpt.decoders.redisjson import (
 from ckpt.errors import (
     DecodeError,
     NotACheckpointStore,
+    NotSupported,
     StoreUnreadable,
 )
 from ckpt.model import (
@@ -546,6 +547,14 @@ class RedisStore(DocumentStore):
                         continue
                     fields = _write_fields(text)
                     yield fields.raw(CheckpointKey(*w[:3]), data=data)
+
+    def check_copy(self) -> None:
+        # RedisSaver keeps values as JSON documents (format.md §7b): carrying them into a
+        # msgpack store would mean decoding and re-encoding them, which copy never does.
+        raise NotSupported(
+            f"{self.location}: copy from Redis is not supported yet (RedisSaver keeps values "
+            "as JSON, not the serializer's bytes)"
+        )
 
     def close(self) -> None:
         self.session.close()

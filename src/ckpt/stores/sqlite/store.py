@@ -16,6 +16,7 @@ from ckpt.errors import (
     CkptError,
     NotACheckpointStore,
     NotFound,
+    NotSupported,
     StoreUnreadable,
     Unsafe,
 )
@@ -879,13 +880,14 @@ class SqliteStore(Store):
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         tag = "type" if self.era != "0.1" else "NULL"
         value = "value" if data else "NULL"
+        task_path = "task_path" if self._era == "current" else "''"
         sql = (
             f"SELECT thread_id, {self._w_ns}, {self._w_id}, task_id, idx, channel, {tag}, "
-            f"{value}, {_bytes('value')} FROM writes{clause} "
+            f"{value}, {_bytes('value')}, {task_path} FROM writes{clause} "
             f"ORDER BY thread_id, {self._w_ns}, {self._w_id}, task_id, idx"
         )
         for row in self._stream(sql, params):
-            thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size = row
+            thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size, path = row
             yield RawWrite(
                 thread_id=thread_id,
                 checkpoint_ns=ns,
@@ -896,9 +898,17 @@ class SqliteStore(Store):
                 type=kind,
                 data=bytes(blob) if blob is not None else None,
                 size=size or 0,
+                task_path=path if isinstance(path, str) else "",
             )
 
     # -- changing it -----------------------------------------------------------------------
+    def check_copy(self) -> None:
+        if self._era == "0.1":
+            raise NotSupported(
+                f"{self.location}: langgraph 0.1's tables (thread_ts, untyped values) have no "
+                "form today's savers read; copy is not supported from them"
+            )
+
     def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
         if self._era == "0.1":
             raise Unsafe(

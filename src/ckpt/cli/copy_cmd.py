@@ -1,0 +1,159 @@
+"""`ckpt copy`: threads from any store into a SQLite file or a Postgres database, exactly.
+
+Without --apply it prints the plan and changes nothing (ckpt.copying)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ckpt.cli.common import opened, state
+from ckpt.cli.options import (
+    JsonOpt,
+    QuietOpt,
+    StatusOpt,
+    StoreOptions,
+    ThreadsOpt,
+    WhereOpt,
+    parse_where,
+    store_options,
+)
+
+
+@store_options
+def copy(
+    ctx: typer.Context,
+    src: Annotated[
+        str, typer.Argument(metavar="SRC", help="The store to copy from (any store ckpt reads).")
+    ],
+    dst: Annotated[
+        str,
+        typer.Argument(
+            metavar="DST",
+            help="A SQLite file (created when missing) or a postgresql:// database.",
+        ),
+    ],
+    thread: ThreadsOpt = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="DATE",
+            help="Threads updated at or after DATE (2026-11-01, 2026-11-01T12:00, or 7d).",
+            show_default=False,
+        ),
+    ] = None,
+    older_than: Annotated[
+        str | None,
+        typer.Option(
+            "--older-than",
+            metavar="AGE",
+            help="Threads whose latest checkpoint is older than AGE (30d, 12h, 2w).",
+            show_default=False,
+        ),
+    ] = None,
+    status: StatusOpt = None,
+    where: WhereOpt = None,
+    every: Annotated[
+        bool, typer.Option("--all", help="Every thread (needed when nothing else selects).")
+    ] = False,
+    rename: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--rename",
+            metavar="OLD=NEW",
+            help="Give thread OLD the id NEW on the target (repeatable).",
+        ),
+    ] = None,
+    on_conflict: Annotated[
+        str,
+        typer.Option(
+            "--on-conflict",
+            metavar="fail|skip|replace",
+            help="A thread already on the target: stop before copying anything (fail), "
+            "leave it (skip), or delete and copy it in the same transaction (replace).",
+        ),
+    ] = "fail",
+    apply: Annotated[
+        bool, typer.Option("--apply", help="Copy (without it: print the plan only).")
+    ] = False,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+    *,
+    store_options: StoreOptions,
+) -> None:
+    """Copy threads into a SQLite file or Postgres database, byte for byte.
+
+    Every checkpoint, parent link, namespace, pending write and metadata is carried; values
+    are moved as the bytes they are, never decoded and re-encoded. A thread ckpt cannot
+    carry exactly is left out and named (exit 12). Each thread is one transaction on the
+    target: a copy stopped midway leaves every thread whole or absent. Prints the plan and
+    changes nothing unless --apply; a missing SQLite file or PostgresSaver schema is
+    created then, as setup() makes it. Exit 12: threads already on the target (see
+    --on-conflict), or a thread refused.
+    Example: ckpt copy .langgraph_api postgresql://localhost/app --all --apply
+    """
+    from ckpt import copying, maintenance
+    from ckpt.errors import Unsafe
+    from ckpt.records import dump_document
+    from ckpt.render.copy_view import copy_lines
+    from ckpt.render.progress import advancing
+    from ckpt.stores import open_target
+
+    if on_conflict not in copying.ON_CONFLICT:
+        raise typer.BadParameter("choose fail, skip or replace", param_hint="--on-conflict")
+    selection = maintenance.Selection(
+        threads=tuple(dict.fromkeys(thread or ())),
+        older_than=maintenance.parse_age(older_than) if older_than else None,
+        since=maintenance.parse_since(since) if since else None,
+        status=status.value if status else None,  # type: ignore[arg-type]
+        where=tuple(parse_where(w) for w in where or ()),
+        everything=every,
+    )
+    renames = copying.parse_rename(tuple(rename or ()))
+    output = state(ctx).output
+    with opened(ctx, store_options, src) as checkpoints:
+        with open_target(dst, timeout=store_options.timeout) as target:
+            if target.location == checkpoints.location or _same_file(dst, checkpoints.location):
+                raise Unsafe(f"{dst}: the source and the target are the same store; nothing copied")
+            output.notices(target.notices)
+            show_progress = apply and not quiet and output.stderr.isatty()
+            with advancing(enabled=show_progress, label="copying", unit="rows") as tick:
+                run = copying.copy_run(
+                    checkpoints,
+                    target,
+                    selection,
+                    on_conflict=on_conflict,
+                    renames=renames,
+                    apply=apply,
+                    on_rows=tick,
+                )
+                records = list(run)
+            output.notices(target.notices)
+        record = {**run.head, "threads": records, "totals": run.totals}
+        if json_out:
+            output.lines(dump_document(record))
+        else:
+            output.text(copy_lines(record, output))
+        if run.totals["refused"]:
+            refused = next(r for r in records if r["action"] == "refused")
+            more = run.totals["refused"] - 1
+            raise Unsafe(
+                f"{refused['thread_id']}: {refused['refused']}"
+                + (f" (and {more} more threads refused)" if more else "")
+            )
+
+
+def _same_file(dst: str, location: str) -> bool:
+    """Whether `dst` names the file the source was opened from."""
+    from pathlib import Path
+
+    try:
+        return Path(dst).expanduser().resolve() == Path(location).expanduser().resolve()
+    except (OSError, ValueError):
+        return False
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(copy)

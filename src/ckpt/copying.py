@@ -1,0 +1,191 @@
+"""`ckpt copy`: carry threads from any store into a SqliteSaver file or a PostgresSaver
+database, exactly, one thread per transaction on the target.
+
+The source is read through its read-only raw scans (the stored bytes, nothing decoded);
+ckpt.stores.transfer moves each checkpoint into the target's layout by byte spans. A dry
+run does the same work without a target transaction, so its plan names every refusal the
+copy would meet; only `apply` creates the target's schema and writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ckpt.api import CheckpointStore
+from ckpt.errors import BadOption, CopyRefused, Unsafe
+from ckpt.maintenance import Selection, select
+from ckpt.model import DumpQuery
+from ckpt.stores.base import Store, Target, ThreadSink
+
+OnConflict = Literal["fail", "skip", "replace"]
+ON_CONFLICT: tuple[OnConflict, ...] = ("fail", "skip", "replace")
+
+
+def parse_rename(pairs: tuple[str, ...]) -> dict[str, str]:
+    """`OLD=NEW` pairs: the thread ids to give copied threads on the target."""
+    renames: dict[str, str] = {}
+    for pair in pairs:
+        old, sep, new = pair.partition("=")
+        if not sep or not old or not new:
+            raise BadOption(f"--rename {pair!r}: give OLD=NEW (two thread ids)")
+        renames[old] = new
+    return renames
+
+
+@dataclass
+class CopyRun:
+    """A copy as it runs: iterating it copies (or plans) one thread at a time and yields
+    its record (docs/json.md, `ckpt copy`); `totals` are complete once it ends."""
+
+    head: dict[str, Any]
+    records: Iterator[dict[str, Any]]
+    totals: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("threads", "checkpoints", "writes", "blobs", "bytes", "skipped", "refused"), 0
+        )
+    )
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for record in self.records:
+            totals = self.totals
+            if record["action"] == "refused":
+                totals["refused"] += 1
+            elif record["action"] == "skip":
+                totals["skipped"] += 1
+            else:
+                totals["threads"] += 1
+                for key in ("checkpoints", "writes", "blobs", "bytes"):
+                    totals[key] += record[key]
+            yield record
+
+
+def copy_run(
+    store: CheckpointStore,
+    target: Target,
+    selection: Selection,
+    *,
+    on_conflict: OnConflict = "fail",
+    renames: Mapping[str, str] | None = None,
+    apply: bool = False,
+    on_rows: Callable[[int], None] | None = None,
+) -> CopyRun:
+    """Plan (and with `apply`, carry out) the copy of the selected threads into `target`.
+
+    Conflicts are settled before anything is written: with `on_conflict="fail"` an applied
+    copy that would meet a thread already on the target changes nothing. `on_rows` hears
+    of every row moved (the progress bar)."""
+    if on_conflict not in ON_CONFLICT:
+        raise BadOption(f"--on-conflict {on_conflict!r}: choose fail, skip or replace")
+    source = store.backend
+    source.check_copy()
+    renames = dict(renames or {})
+    threads = select(store, selection)
+    unknown = sorted(set(renames) - set(threads))
+    if unknown:
+        raise BadOption(f"--rename {unknown[0]}=...: that thread is not among those copied")
+    names = {t: renames.get(t, t) for t in threads}
+    if len(set(names.values())) < len(names):
+        raise BadOption("--rename: two threads would get the same id on the target")
+    existing = target.existing(list(names.values()))
+    if existing and on_conflict == "fail" and apply:
+        shown = ", ".join(repr(t) for t in sorted(existing)[:3])
+        more = f" and {len(existing) - 3} more" if len(existing) > 3 else ""
+        raise Unsafe(
+            f"{target.location} already holds {len(existing)} of these threads ({shown}{more}): "
+            "pass --on-conflict skip or replace; nothing copied"
+        )
+    head: dict[str, Any] = {
+        "source": {"kind": store.kind, "location": store.location},
+        "target": {"layout": target.layout, "location": target.location, "state": target.state},
+        "applied": apply,
+        "on_conflict": on_conflict,
+    }
+    if apply:
+        target.setup()
+
+    def records() -> Iterator[dict[str, Any]]:
+        for thread_id in threads:
+            to = names[thread_id]
+            conflict = to in existing
+            record: dict[str, Any] = {
+                "thread_id": thread_id,
+                "to": to,
+                "conflict": conflict,
+                "action": "replace" if conflict and on_conflict == "replace" else "copy",
+                "applied": False,
+                "refused": None,
+                "checkpoints": 0,
+                "writes": 0,
+                "blobs": 0,
+                "bytes": 0,
+            }
+            if conflict and on_conflict == "skip":
+                record["action"] = "skip"
+                yield record
+                continue
+            if conflict and on_conflict == "fail":
+                record["action"] = "conflict"
+            sink = (
+                target.thread(to, replace=conflict)
+                if apply and record["action"] != "conflict"
+                else None
+            )
+            try:
+                _copy_thread(source, target, thread_id, sink, record, on_rows)
+                if sink is not None:
+                    sink.commit()
+                    record["applied"] = True
+            except CopyRefused as refusal:
+                if sink is not None:
+                    sink.rollback()
+                record.update(action="refused", refused=str(refusal), applied=False)
+                for key in ("checkpoints", "writes", "blobs", "bytes"):
+                    record[key] = 0
+            except BaseException:
+                if sink is not None:
+                    sink.rollback()
+                raise
+            yield record
+
+    return CopyRun(head, records())
+
+
+def _copy_thread(
+    source: Store,
+    target: Target,
+    thread_id: str,
+    sink: ThreadSink | None,
+    record: dict[str, Any],
+    on_rows: Callable[[int], None] | None,
+) -> None:
+    """Move one thread's rows into `sink` (None: count them only, the dry run)."""
+    query = DumpQuery(thread_ids=(thread_id,))
+    # The thread's separately stored values (Postgres, the dev folder), by version.
+    blobs = {
+        (b.checkpoint_ns, b.channel, b.version): (b.type, b.data)
+        for b in source.raw_blobs(query)
+        if b.version is not None
+    }
+    seen: set[tuple[str, str, str]] = set()
+    for raw in source.raw_checkpoints(query):
+        carried = target.carry(raw, blobs)
+        record["bytes"] += carried.size
+        for key, size in carried.blobs.items():
+            if key not in seen:
+                seen.add(key)
+                record["blobs"] += 1
+                record["bytes"] += size
+        record["checkpoints"] += 1
+        if sink is not None:
+            sink.checkpoint(carried.row)
+        if on_rows is not None:
+            on_rows(1)
+    for write in source.raw_writes(query):
+        record["writes"] += 1
+        record["bytes"] += len(write.data or b"")
+        if sink is not None:
+            sink.write(write)
+        if on_rows is not None:
+            on_rows(1)

@@ -1,0 +1,93 @@
+"""`ckpt copy` for people: a row per thread (what it carries, or why it is left), then what
+the whole copy did or would do."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ckpt.render.output import Output
+from ckpt.render.plain import ansi_paint
+from ckpt.render.text import cell_width, clean_line, human_size
+
+_ACTIONS = {
+    "copy": ("copy", "copied"),
+    "replace": ("replace", "replaced"),
+    "skip": ("skip (on target)", "skipped (on target)"),
+    "conflict": ("CONFLICT: on target", "CONFLICT: on target"),
+    "refused": ("refused", "refused"),
+}
+
+
+def copy_lines(record: Mapping[str, Any], output: Output) -> Iterator[str]:
+    """The plan (or what was done) as aligned text lines, then the totals and what to do."""
+    applied = record["applied"]
+    headers = ["THREAD", "CHECKPOINTS", "WRITES", "BLOBS", "SIZE", "ACTION"]
+    rows: list[list[str]] = []
+    refusals: list[str] = []
+    for thread in record["threads"]:
+        name = clean_line(thread["thread_id"])
+        if thread["to"] != thread["thread_id"]:
+            name += f" -> {clean_line(thread['to'])}"
+        action = _ACTIONS[thread["action"]][1 if applied else 0]
+        rows.append(
+            [
+                name,
+                f"{thread['checkpoints']:,}",
+                f"{thread['writes']:,}",
+                f"{thread['blobs']:,}",
+                human_size(thread["bytes"]),
+                action,
+            ]
+        )
+        if thread["refused"]:
+            refusals.append(f"refused {clean_line(thread['thread_id'])}: "
+                            f"{clean_line(thread['refused'])}")  # fmt: skip
+    widths = [
+        max([cell_width(h)] + [cell_width(r[i]) for r in rows]) for i, h in enumerate(headers)
+    ]
+
+    def line(cells: list[str]) -> str:
+        parts = [
+            cell.ljust(widths[i]) if i in (0, 5) else cell.rjust(widths[i])
+            for i, cell in enumerate(cells)
+        ]
+        return "  ".join(parts).rstrip() + "\n"
+
+    def paint(text: str, style: str) -> str:
+        return ansi_paint(text, style, colour=output.colour)
+
+    if rows:
+        yield paint(line(headers).rstrip("\n"), "bold") + "\n"
+        yield from (line(r) for r in rows)
+    for text in refusals:
+        yield paint(text, "yellow") + "\n"
+    totals = record["totals"]
+    target = record["target"]
+    where = clean_line(target["location"])
+    if target["state"] == "new" and not applied:
+        where += " (created with the saver's schema on --apply)"
+    verb = "copied" if applied else "would copy"
+    summary = (
+        f"{verb} {totals['threads']:,} threads ({totals['checkpoints']:,} checkpoints, "
+        f"{totals['writes']:,} writes, {totals['blobs']:,} blobs, "
+        f"{human_size(totals['bytes'])}) into {where}"
+    )
+    extra = [
+        f"{totals['skipped']:,} skipped" if totals["skipped"] else "",
+        f"{totals['refused']:,} refused" if totals["refused"] else "",
+    ]
+    summary += "".join(f"; {e}" for e in extra if e)
+    yield summary + "\n"
+    conflicts = sum(1 for t in record["threads"] if t["action"] == "conflict")
+    if conflicts:
+        yield (
+            paint(
+                f"{conflicts:,} threads are already on the target: --apply would stop; pass "
+                "--on-conflict skip or replace",
+                "yellow",
+            )
+            + "\n"
+        )
+    elif not applied and totals["threads"]:
+        yield "nothing changed: run again with --apply to copy\n"

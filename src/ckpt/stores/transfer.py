@@ -1,0 +1,315 @@
+"""Moving a checkpoint between store layouts without decoding its values (`ckpt copy`).
+
+Stores keep a checkpoint in one of three forms (format.md §4.2, 5.2, 7.1):
+
+- **inline**: one serde body with every channel value inside (SQLite, MongoDB, the
+  single-file PersistentDict of checkpoint ≤2.0.21);
+- **jsonb**: Postgres' JSONB without the values, primitives inline, every other value a
+  blob keyed by (channel, version);
+- **skeleton**: the InMemorySaver's msgpack body without `channel_values`, every value a
+  blob keyed by (channel, version) (the `langgraph dev` folder).
+
+Values move as the bytes they are: a msgpack value is cut out of a body, or spliced into
+one, by its byte span (ckpt.spans.skip); only the fields LangGraph itself keeps as JSON
+in Postgres (ids, versions, primitives) are decoded, and those are plain msgpack types
+that re-encode to the same bytes (ormsgpack writes the smallest encoding, as LangGraph
+does). A value that cannot be carried exactly (a pickle, an encrypted value a layout
+would have to split) raises CopyRefused, which names it; nothing is ever converted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import ormsgpack
+
+from ckpt.errors import CopyRefused
+from ckpt.model import RawCheckpoint
+from ckpt.spans import SpanError, ext_code, skip
+from ckpt.vocabulary import TOO_LARGE
+
+# LangGraph's own order of a checkpoint's fields (langgraph/checkpoint/base create_checkpoint).
+FIELD_ORDER: Final = (
+    "v", "ts", "id", "channel_values", "channel_versions", "versions_seen", "updated_channels"
+)  # fmt: skip
+DELTA_SNAPSHOT_EXT: Final = 7  # format.md §2.3, §3.8
+# msgpack first bytes of the values PostgresSaver keeps inline in the JSONB (None, bool,
+# int, float, str: format.md §5.2).
+_PRIMITIVE: Final = frozenset(
+    [*range(0x00, 0x80), *range(0xE0, 0x100), *range(0xA0, 0xC0),
+     0xC0, 0xC2, 0xC3, 0xCA, 0xCB, *range(0xCC, 0xD4), 0xD9, 0xDA, 0xDB]
+)  # fmt: skip
+_BIN: Final = frozenset({0xC4, 0xC5, 0xC6})
+
+Blob = tuple[str | None, bytes | None]  # (serde tag, bytes) of one stored value
+BlobKey = tuple[str, str, str]  # (checkpoint_ns, channel, version)
+
+
+@dataclass(frozen=True, slots=True)
+class InlineRow:
+    """A checkpoint as SqliteSaver stores it: one typed body, metadata as JSON text."""
+
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    type: str | None
+    body: bytes
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SplitRow:
+    """A checkpoint as PostgresSaver stores it: JSONB text, metadata JSONB text, and the
+    blobs its channel_versions name (every one, the caller writes each version once)."""
+
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    checkpoint: str
+    metadata: str
+    blobs: dict[tuple[str, str], Blob]  # (channel, version) -> value
+
+
+def form(row: RawCheckpoint) -> str:
+    """Which of the three forms a raw checkpoint row is in."""
+    if row.type == "jsonb":
+        return "jsonb"
+    return "inline" if row.channel_versions is None else "skeleton"
+
+
+def _checked(row: RawCheckpoint) -> None:
+    if row.body.startswith(TOO_LARGE) or row.metadata.startswith(TOO_LARGE):
+        raise CopyRefused(
+            f"checkpoint {row.checkpoint_id} is larger than ckpt reads in one piece "
+            f"({row.size:,} bytes)"
+        )
+
+
+# -- metadata --------------------------------------------------------------------------------
+
+
+def metadata_json(row: RawCheckpoint) -> bytes:
+    """The metadata as JSON text: as stored when it is JSON already (SQLite, Postgres,
+    MongoDB's decoded fields), else a msgpack map of plain values (the pickle folder)."""
+    if row.metadata_type in ("json", "jsonb") or not row.metadata:
+        return row.metadata or b"{}"
+    if row.metadata_type == "msgpack":
+        try:
+            value = ormsgpack.unpackb(row.metadata)
+            return json.dumps(value, ensure_ascii=False).encode()
+        except (ValueError, TypeError) as exc:
+            raise CopyRefused(
+                f"checkpoint {row.checkpoint_id}: its metadata is not plain data ({exc})"
+            ) from None
+    raise CopyRefused(
+        f"checkpoint {row.checkpoint_id}: metadata stored as {row.metadata_type!r} has no JSON form"
+    )
+
+
+# -- msgpack spans ---------------------------------------------------------------------------
+
+
+def _map_entries(data: bytes, what: str) -> list[tuple[str, bytes]]:
+    """The (key, value bytes) of a msgpack map, in order; keys must be strings."""
+    try:
+        header = data[0]
+        if 0x80 <= header <= 0x8F:
+            count, i = header - 0x80, 1
+        elif header == 0xDE:
+            count, i = int.from_bytes(data[1:3]), 3
+        elif header == 0xDF:
+            count, i = int.from_bytes(data[1:5]), 5
+        else:
+            raise CopyRefused(f"{what} is not a msgpack map")
+        entries = []
+        for _ in range(count):
+            end = skip(data, i)
+            key = ormsgpack.unpackb(data[i:end])
+            if not isinstance(key, str):
+                raise CopyRefused(f"{what} has a key that is not a string ({key!r})")
+            value_end = skip(data, end)
+            entries.append((key, data[end:value_end]))
+            i = value_end
+        if i != len(data):
+            raise CopyRefused(f"{what} has bytes after its end")
+    except (SpanError, IndexError, ValueError, TypeError) as exc:
+        if isinstance(exc, CopyRefused):
+            raise
+        raise CopyRefused(f"{what} is damaged ({exc})") from None
+    return entries
+
+
+def _map_header(count: int) -> bytes:
+    if count < 16:
+        return bytes([0x80 + count])
+    if count < 0x10000:
+        return b"\xde" + count.to_bytes(2)
+    return b"\xdf" + count.to_bytes(4)
+
+
+def _pack_map(entries: list[tuple[str, bytes]]) -> bytes:
+    return _map_header(len(entries)) + b"".join(
+        ormsgpack.packb(key) + value for key, value in entries
+    )
+
+
+def _plain(packed: bytes, what: str) -> Any:
+    """A msgpack field LangGraph keeps as JSON in Postgres, decoded (no ext allowed)."""
+    try:
+        return ormsgpack.unpackb(packed)
+    except (ValueError, TypeError):
+        raise CopyRefused(f"{what} holds a value JSON cannot keep") from None
+
+
+def _packed_json(value: Any) -> bytes:
+    return ormsgpack.packb(value)
+
+
+def _inline_value(channel: str, blob: Blob, where: str) -> bytes | None:
+    """A stored value as the msgpack it is inside a body; None for `empty` (no value)."""
+    tag, data = blob
+    if tag == "empty":
+        return None
+    if tag == "msgpack" and data:
+        return data
+    if tag == "null":
+        return b"\xc0"
+    if tag in ("bytes", "bytearray"):
+        # What SqliteSaver writes for either inside its body: a msgpack bin (ormsgpack has
+        # one binary type), which reads back as bytes, as it does from a SqliteSaver store.
+        return ormsgpack.packb(bytes(data or b""))
+    raise CopyRefused(
+        f"{where}: channel {channel!r} is stored as {tag!r}, which a SQLite body cannot hold "
+        "without decoding it"
+    )
+
+
+# -- into the inline form (SQLite) -----------------------------------------------------------
+
+
+def to_inline(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob]) -> InlineRow:
+    """The row as SqliteSaver keeps it; `blobs` are the thread's stored values."""
+    _checked(row)
+    kind = form(row)
+    where = f"checkpoint {row.checkpoint_id}"
+    if kind == "inline":
+        tag, body = row.type, row.body
+    else:
+        versions = row.channel_versions or {}
+        if kind == "jsonb":
+            try:
+                document = json.loads(row.body)
+            except ValueError:
+                raise CopyRefused(f"{where}: its JSONB is not JSON") from None
+            if not isinstance(document, dict):
+                raise CopyRefused(f"{where}: its JSONB is not an object")
+            inline = document.pop("channel_values", None) or {}
+            head = [(key, _packed_json(value)) for key, value in document.items()]
+            values = {str(ch): _packed_json(v) for ch, v in inline.items()}
+        else:
+            if row.type != "msgpack":
+                raise CopyRefused(f"{where}: its body is {row.type!r}, not msgpack")
+            head = [e for e in _map_entries(row.body, where) if e[0] != "channel_values"]
+            values = {}
+        for channel, version in versions.items():
+            blob = blobs.get((row.checkpoint_ns, channel, version))
+            if blob is None:
+                continue
+            packed = _inline_value(channel, blob, where)
+            if packed is not None:
+                values[channel] = packed  # a blob overrides an inline marker (§5.3)
+        head.append(("channel_values", _pack_map(list(values.items()))))
+        rank = {name: i for i, name in enumerate(FIELD_ORDER)}
+        head.sort(key=lambda entry: rank.get(entry[0], len(rank)))
+        tag, body = "msgpack", _pack_map(head)
+    metadata = metadata_json(row)
+    if kind == "jsonb":  # as SqliteSaver writes it: json.dumps(..., ensure_ascii=False)
+        metadata = json.dumps(json.loads(metadata), ensure_ascii=False).encode()
+    return InlineRow(
+        row.checkpoint_ns, row.checkpoint_id, row.parent_checkpoint_id, tag, body, metadata
+    )
+
+
+# -- into the split form (Postgres) ----------------------------------------------------------
+
+
+def to_split(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob]) -> SplitRow:
+    """The row as PostgresSaver keeps it: primitives inline in the JSONB, other values as
+    blobs at their versions (a DeltaChannel snapshot both: `true` and its blob)."""
+    _checked(row)
+    kind = form(row)
+    where = f"checkpoint {row.checkpoint_id}"
+    metadata = metadata_json(row).decode("utf-8", "replace")
+    versions = row.channel_versions or {}
+    out: dict[tuple[str, str], Blob] = {}
+    if kind == "jsonb":
+        for channel, version in versions.items():
+            blob = blobs.get((row.checkpoint_ns, channel, version))
+            if blob is not None:
+                out[(channel, version)] = blob
+        return SplitRow(
+            row.checkpoint_ns,
+            row.checkpoint_id,
+            row.parent_checkpoint_id,
+            row.body.decode(),
+            metadata,
+            out,
+        )
+    if row.type != "msgpack":
+        raise CopyRefused(
+            f"{where}: its body is stored as {row.type!r}; only a msgpack body can be split "
+            "into Postgres' layout"
+        )
+    document: dict[str, Any] = {}
+    values: dict[str, bytes | Blob] = {}
+    for key, packed in _map_entries(row.body, where):
+        if key == "channel_values":
+            values.update(_map_entries(packed, f"{where}'s channel_values"))
+        else:
+            document[key] = _plain(packed, f"{where}'s {key!r}")
+    if kind == "skeleton":
+        for channel, version in versions.items():
+            blob = blobs.get((row.checkpoint_ns, channel, version))
+            if blob is None or blob[0] == "empty":
+                continue
+            if blob[0] == "null":
+                values[channel] = b"\xc0"
+            elif blob[0] == "msgpack" and blob[1]:
+                values[channel] = blob[1]
+            else:
+                values[channel] = blob
+    else:
+        plain_versions = document.get("channel_versions")
+        versions = (
+            {str(k): str(v) for k, v in plain_versions.items()}
+            if isinstance(plain_versions, dict)
+            else {}
+        )
+    inline: dict[str, Any] = {}
+    for channel, value in values.items():
+        if isinstance(value, tuple):  # a stored blob of another tag ("bytes", ...)
+            blob = value
+        elif value[0] in _PRIMITIVE:
+            inline[channel] = _plain(value, f"{where}'s channel {channel!r}")
+            continue
+        elif value[0] in _BIN:
+            blob = ("bytes", ormsgpack.unpackb(value))
+        else:
+            blob = ("msgpack", value)
+            if ext_code(value, 0) == DELTA_SNAPSHOT_EXT:
+                inline[channel] = True  # PostgresSaver's marker (format.md §3.8)
+        at = versions.get(channel)
+        if at is None:
+            raise CopyRefused(f"{where}: channel {channel!r} has a value but no version")
+        out[(channel, at)] = blob
+    document["channel_values"] = inline
+    try:
+        text = json.dumps(document, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise CopyRefused(f"{where}: a value JSON cannot keep (NaN or infinity)") from None
+    return SplitRow(
+        row.checkpoint_ns, row.checkpoint_id, row.parent_checkpoint_id, text, metadata, out
+    )

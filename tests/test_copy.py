@@ -1,0 +1,392 @@
+"""`ckpt copy`: threads carried from SQLite, Postgres and a `langgraph dev` folder into
+SQLite and Postgres read back and resume through LangGraph's own savers exactly as they do
+on the source, the source untouched; dry runs, conflicts, renames and refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from fixtures.agent_stores import build_dev_folder, build_postgres, build_sqlite, dev_folder_saver
+from fixtures.agents import GRAPH_FACTORIES, AgentManifest
+from fixtures.oracle import quiet_serde_log
+from fixtures.state_oracle import state_oracle
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from ckpt.stores.postgres.target import MIGRATIONS
+from ckpt.stores.sqlite.target import SCHEMA
+from test_postgres import url_of
+from test_prune import carry_on, ckpt
+
+ROOT = Path(__file__).resolve().parent.parent
+NewDatabase = Callable[[], str]
+
+
+def digest_tree(path: Path) -> str:
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    sha = hashlib.sha256()
+    for file in files:
+        sha.update(file.name.encode() + file.read_bytes())
+    return sha.hexdigest()
+
+
+def pg_rows_digest(dsn: str) -> str:
+    sha = hashlib.sha256()
+    with psycopg.connect(dsn) as conn:
+        for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
+            for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3, 4"):  # noqa: S608
+                sha.update(repr(row).encode())
+    return sha.hexdigest()
+
+
+@contextmanager
+def saver_for(kind: str, spec: str) -> Iterator[BaseCheckpointSaver[Any]]:
+    """LangGraph's own saver on a store (SQLite on the file itself: these are scratch)."""
+    if kind == "sqlite":
+        with closing(sqlite3.connect(spec, check_same_thread=False)) as conn:
+            yield SqliteSaver(conn)
+    elif kind == "postgres":
+        with PostgresSaver.from_conn_string(spec) as saver:
+            yield saver
+    else:
+        yield dev_folder_saver(Path(spec).parent)
+
+
+def what_langgraph_says(saver: BaseCheckpointSaver[Any], manifest: AgentManifest) -> list[Any]:
+    """get_state at every checkpoint, get_state_history and the live state of every thread
+    and namespace (fixtures.state_oracle)."""
+    graphs = {t: GRAPH_FACTORIES[g](saver) for t, g in manifest["threads"].items()}
+    return state_oracle(saver, graphs, store="", kind="")["snapshots"]  # type: ignore[no-any-return]
+
+
+def carried_on(saver: BaseCheckpointSaver[Any], manifest: AgentManifest) -> dict[str, Any]:
+    """What resuming each thread that stopped (an interrupt, an error, a pending task) gives."""
+    outcome = {}
+    with quiet_serde_log():
+        for thread_id, graph_name in sorted(manifest["threads"].items()):
+            status = manifest["status"].get(thread_id, "done")
+            if status == "done":
+                continue
+            graph = GRAPH_FACTORIES[graph_name](saver)
+            outcome[thread_id] = carry_on(graph, thread_id, status)
+    return outcome
+
+
+class Source:
+    def __init__(self, kind: str, spec: str, manifest: AgentManifest, scratch: Callable[[], str]):
+        self.kind, self.spec, self.manifest, self.scratch = kind, spec, manifest, scratch
+        self._said: tuple[list[Any], dict[str, Any]] | None = None
+
+    def langgraph(self) -> tuple[list[Any], dict[str, Any]]:
+        """LangGraph's history of every checkpoint, then what resuming gives (on a scratch
+        copy: resuming writes)."""
+        if self._said is None:
+            with saver_for(self.kind, self.spec) as saver, quiet_serde_log():
+                history = what_langgraph_says(saver, self.manifest)
+            with saver_for(self.kind, self.scratch()) as saver:
+                self._said = (history, carried_on(saver, self.manifest))
+        return self._said
+
+
+@pytest.fixture(scope="module")
+def sources(
+    tmp_path_factory: pytest.TempPathFactory, pg_new_database: NewDatabase
+) -> dict[str, Source]:
+    folder = tmp_path_factory.mktemp("copy-sources")
+    sqlite_path = folder / "agents.sqlite"
+    sqlite_manifest = build_sqlite(sqlite_path)
+    dsn = pg_new_database()
+    pg_manifest = build_postgres(dsn)
+    dev_manifest = build_dev_folder(folder / "dev")
+    counter = iter(range(1000))
+
+    def sqlite_scratch() -> str:
+        path = folder / f"scratch-{next(counter)}.sqlite"
+        shutil.copy(sqlite_path, path)
+        return str(path)
+
+    def pg_scratch() -> str:
+        copy = pg_new_database()
+        dbname = psycopg.conninfo.conninfo_to_dict(copy)["dbname"]
+        source_db = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+        admin = psycopg.conninfo.make_conninfo(dsn, dbname="postgres")
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE "{dbname}"')
+            conn.execute(f'CREATE DATABASE "{dbname}" TEMPLATE "{source_db}"')
+        return copy
+
+    return {
+        "sqlite": Source("sqlite", str(sqlite_path), sqlite_manifest, sqlite_scratch),
+        "postgres": Source("postgres", dsn, pg_manifest, pg_scratch),
+        "dev": Source(
+            "dev",
+            str(folder / "dev" / ".langgraph_api"),
+            dev_manifest,
+            lambda: str(folder / "dev" / ".langgraph_api"),
+        ),
+    }
+
+
+def source_spec(source: Source) -> str:
+    return url_of(source.spec) if source.kind == "postgres" else source.spec
+
+
+def source_digest(source: Source) -> str:
+    if source.kind == "postgres":
+        return pg_rows_digest(source.spec)
+    return digest_tree(Path(source.spec))
+
+
+@pytest.mark.parametrize("target_kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("source_kind", ["sqlite", "postgres", "dev"])
+def test_copied_threads_read_and_resume_as_on_the_source(
+    sources: dict[str, Source],
+    source_kind: str,
+    target_kind: str,
+    tmp_path: Path,
+    pg_new_database: NewDatabase,
+) -> None:
+    source = sources[source_kind]
+    before = source_digest(source)
+    if target_kind == "sqlite":
+        target_spec = target = str(tmp_path / "copy.sqlite")
+    else:
+        target = pg_new_database()
+        target_spec = url_of(target)
+    plan = ckpt("copy", source_spec(source), target_spec, "--all", "--json")
+    assert plan.exit_code == 0, plan.output
+    planned = json.loads(plan.stdout)
+    assert not planned["applied"] and planned["totals"]["threads"] == len(
+        source.manifest["threads"]
+    )
+    if target_kind == "sqlite":
+        assert not Path(target).exists()  # a dry run creates nothing
+    done = ckpt("copy", source_spec(source), target_spec, "--all", "--apply", "--json")
+    assert done.exit_code == 0, done.output
+    copied = json.loads(done.stdout)
+    assert copied["applied"] and copied["totals"] == planned["totals"]
+    assert source_digest(source) == before  # the source is byte-identical
+    history, resumed = source.langgraph()
+    with saver_for(target_kind, target) as saver, quiet_serde_log():
+        assert what_langgraph_says(saver, source.manifest) == history
+        assert carried_on(saver, source.manifest) == resumed
+    assert resumed  # interrupts, errors and pending tasks were resumed
+
+
+def test_sqlite_to_sqlite_is_byte_exact(sources: dict[str, Source], tmp_path: Path) -> None:
+    source = sources["sqlite"]
+    target = tmp_path / "copy.sqlite"
+    assert ckpt("copy", source.spec, str(target), "--all", "--apply").exit_code == 0
+    query = (
+        "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+        "checkpoint, metadata FROM checkpoints ORDER BY 1, 2, 3"
+    )
+    writes = "SELECT * FROM writes ORDER BY 1, 2, 3, 4, 5"
+    with closing(sqlite3.connect(source.spec)) as a, closing(sqlite3.connect(target)) as b:
+        assert a.execute(query).fetchall() == b.execute(query).fetchall()
+        assert a.execute(writes).fetchall() == b.execute(writes).fetchall()
+
+
+def test_the_target_schema_is_the_savers(tmp_path: Path, pg_new_database: NewDatabase) -> None:
+    """ckpt makes the tables LangGraph's setup() makes, column by column, index by index."""
+    ours, theirs = tmp_path / "ours.sqlite", tmp_path / "theirs.sqlite"
+    with closing(sqlite3.connect(ours)) as conn:
+        conn.executescript(SCHEMA)
+    with closing(sqlite3.connect(theirs, check_same_thread=False)) as conn:
+        SqliteSaver(conn).setup()
+
+    def sqlite_schema(path: Path) -> Any:
+        with closing(sqlite3.connect(path)) as conn:
+            tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master ORDER BY 1")]
+            return [
+                (t, conn.execute(f"PRAGMA table_xinfo({t})").fetchall(),
+                 conn.execute(f"PRAGMA index_list({t})").fetchall(),
+                 conn.execute("PRAGMA journal_mode").fetchone())
+                for t in tables
+            ]  # fmt: skip
+
+    assert sqlite_schema(ours) == sqlite_schema(theirs)
+    mine, saver_db = pg_new_database(), pg_new_database()
+    with psycopg.connect(mine, autocommit=True) as conn:
+        for version, statement in enumerate(MIGRATIONS):
+            conn.execute(statement)  # type: ignore[arg-type]
+            conn.execute("INSERT INTO checkpoint_migrations (v) VALUES (%s)", (version,))
+    with PostgresSaver.from_conn_string(saver_db) as saver:
+        saver.setup()
+
+    def pg_schema(dsn: str) -> Any:
+        with psycopg.connect(dsn) as conn:
+            columns = conn.execute(
+                "SELECT table_name, column_name, data_type, is_nullable, column_default "
+                "FROM information_schema.columns WHERE table_schema = 'public' ORDER BY 1, 2"
+            ).fetchall()
+            indexes = conn.execute(
+                "SELECT tablename, indexname, indexdef FROM pg_indexes "
+                "WHERE schemaname = 'public' ORDER BY 1, 2"
+            ).fetchall()
+            versions = conn.execute("SELECT v FROM checkpoint_migrations ORDER BY v").fetchall()
+        return columns, indexes, versions
+
+    assert pg_schema(mine) == pg_schema(saver_db)
+
+
+def test_copy_makes_the_savers_schema_on_a_new_target(
+    sources: dict[str, Source], tmp_path: Path, pg_new_database: NewDatabase
+) -> None:
+    source = sources["sqlite"]
+    thread = sorted(source.manifest["threads"])[0]
+    target = pg_new_database()
+    result = ckpt("copy", source.spec, url_of(target), "-t", thread, "--apply")
+    assert result.exit_code == 0, result.output
+    with psycopg.connect(target) as conn:
+        assert conn.execute("SELECT max(v) FROM checkpoint_migrations").fetchone() == (
+            len(MIGRATIONS) - 1,
+        )
+        assert conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall() == [(thread,)]
+
+
+def test_conflicts_rename_skip_and_replace(sources: dict[str, Source], tmp_path: Path) -> None:
+    source = sources["sqlite"]
+    threads = sorted(source.manifest["threads"])
+    target = tmp_path / "copy.sqlite"
+    assert ckpt("copy", source.spec, str(target), "-t", threads[0], "--apply").exit_code == 0
+    copied = digest_tree(target)
+    again = ckpt("copy", source.spec, str(target), "-t", threads[0], "-t", threads[1], "--apply")
+    assert again.exit_code == 12, again.output
+    assert "already holds 1 of these threads" in again.output and "--on-conflict" in again.output
+    assert len(again.output.strip().splitlines()) == 1
+    assert digest_tree(target) == copied  # nothing copied, not even the other thread
+    dry = ckpt("copy", source.spec, str(target), "-t", threads[0])
+    assert dry.exit_code == 0 and "CONFLICT" in dry.stdout and "--on-conflict" in dry.stdout
+    skipped = json.loads(
+        ckpt("copy", source.spec, str(target), "-t", threads[0], "-t", threads[1],
+             "--on-conflict", "skip", "--apply", "--json").stdout
+    )  # fmt: skip
+    assert [t["action"] for t in skipped["threads"]] == ["skip", "copy"]
+    replaced = ckpt("copy", source.spec, str(target), "-t", threads[0], "--on-conflict",
+                    "replace", "--apply", "--json")  # fmt: skip
+    assert replaced.exit_code == 0 and json.loads(replaced.stdout)["threads"][0]["action"] == (
+        "replace"
+    )
+    renamed = ckpt("copy", source.spec, str(target), "-t", threads[0], "--rename",
+                   f"{threads[0]}=try-fix", "--apply")  # fmt: skip
+    assert renamed.exit_code == 0, renamed.output
+    with closing(sqlite3.connect(target)) as conn:
+        count = "SELECT count(*) FROM checkpoints WHERE thread_id = ?"
+        assert (
+            conn.execute(count, ("try-fix",)).fetchone()
+            == conn.execute(count, (threads[0],)).fetchone()
+        )
+        assert conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone() == (3,)
+    same = ckpt("copy", source.spec, source.spec, "--all")
+    assert same.exit_code == 12 and "same store" in same.output
+    bad = ckpt("copy", source.spec, str(target), "--all", "--rename", "x")
+    assert bad.exit_code == 2
+
+
+def test_refusals_are_one_line_each(
+    sources: dict[str, Source], tmp_path: Path, samples: Path
+) -> None:
+    source = sources["sqlite"]
+    nothing = ckpt("copy", source.spec, str(tmp_path / "t.sqlite"))
+    assert nothing.exit_code == 2 and "--all" in nothing.output
+    missing = ckpt("copy", source.spec, str(tmp_path / "no" / "t.sqlite"), "--all")
+    assert missing.exit_code == 3 and len(missing.output.strip().splitlines()) == 1
+    junk = tmp_path / "junk.sqlite"
+    with closing(sqlite3.connect(junk)) as conn:
+        conn.execute("CREATE TABLE checkpoints (x)")
+    other = ckpt("copy", source.spec, str(junk), "--all", "--apply")
+    assert other.exit_code == 4 and "not SqliteSaver's" in other.output
+    old = ckpt("copy", str(samples / "legacy_lg0.1.19_sqlite.db"), str(tmp_path / "o.sqlite"),
+               "--all")  # fmt: skip
+    assert old.exit_code == 13 and len(old.output.strip().splitlines()) == 1
+
+
+def test_encrypted_bodies_copy_into_sqlite_but_not_split_without_a_key(
+    encrypted_store: Path, tmp_path: Path, pg_new_database: NewDatabase, encryption_key: bytes
+) -> None:
+    source = tmp_path / "enc.sqlite"
+    shutil.copy(encrypted_store, source)
+    into_sqlite = ckpt("copy", str(source), str(tmp_path / "copy.sqlite"), "--all", "--apply")
+    assert into_sqlite.exit_code == 0, into_sqlite.output  # still encrypted: no key needed
+    with closing(sqlite3.connect(tmp_path / "copy.sqlite")) as conn:
+        assert {t for (t,) in conn.execute("SELECT DISTINCT type FROM checkpoints")} == {
+            "msgpack+aes"
+        }
+    target = url_of(pg_new_database())
+    split = ckpt("copy", str(source), target, "--all", "--apply")
+    assert split.exit_code == 12, split.output
+    assert "msgpack+aes" in split.output
+
+
+def test_a_killed_copy_leaves_no_half_thread(sources: dict[str, Source], tmp_path: Path) -> None:
+    """Kill the process while it copies: every thread on the target is whole or absent."""
+    source = sources["sqlite"]
+    big = tmp_path / "big.sqlite"
+    with closing(sqlite3.connect(big)) as conn:
+        conn.executescript(SCHEMA)
+        body = os.urandom(64)
+        rows = [
+            (f"t{t:03d}", "", f"{c:08d}", f"{c - 1:08d}" if c else None, "msgpack",
+             b"\x82\xa1v\x04\xa1x\xc4\x40" + body, b"{}")
+            for t in range(40) for c in range(1500)
+        ]  # fmt: skip
+        conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.commit()
+    del source
+    target = tmp_path / "copy.sqlite"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ckpt", "copy", str(big), str(target), "--all", "--apply"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if _committed_threads(target) >= 3:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with closing(sqlite3.connect(target)) as conn:
+        counts = conn.execute(
+            "SELECT thread_id, count(*) FROM checkpoints GROUP BY thread_id"
+        ).fetchall()
+    assert 3 <= len(counts) < 40, counts  # killed midway
+    assert all(n == 1500 for _, n in counts), counts
+
+
+def _committed_threads(path: Path) -> int:
+    if not path.exists():
+        return 0
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=0.1)) as conn:
+            return int(
+                conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()[0]
+            )
+    except sqlite3.Error:
+        return 0
+
+
+def test_redis_and_mongodb_sources_are_refused_in_one_line(
+    redis_url: str, mongo_url: str, tmp_path: Path
+) -> None:
+    for url in (redis_url, mongo_url):
+        done = ckpt("copy", url, str(tmp_path / "t.sqlite"), "--all")
+        assert done.exit_code == 13, done.output
+        assert len(done.output.strip().splitlines()) == 1 and "not supported yet" in done.output
+    assert not (tmp_path / "t.sqlite").exists()
