@@ -13,6 +13,15 @@ process, measured by GNU time).
 - **LangGraph**: `SqliteSaver.list(None)` then `PostgresSaver.put` and `put_writes` for
   every checkpoint, on the first `--langgraph-threads` threads (it decodes and re-encodes
   every value); the rate is extrapolated to the whole store and said so.
+
+Measured (2 cores, 2026-12-04; a 2.0 GB store of 600 threads x 25 turns: 75,000
+checkpoints, 105,000 writes):
+
+    ckpt copy into Postgres      57.3 s   60 MB peak   (75,000 blobs split out, 1.5 GB)
+    floor: COPY of bare rows     46.6 s   38 MB
+    ckpt copy into SQLite        21.6 s   41 MB
+    floor: executemany           23.8 s   27 MB
+    LangGraph list/put/put_writes  9.7 s for 20 threads: ~290 s for the store, 89 MB
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ def child(code: str, *args: str) -> tuple[float, float]:
             ["/usr/bin/time", "-f", "%M", "-o", rss.name, PY, "-c", code, *args],
             check=True,
             cwd=ROOT,
+            stdout=subprocess.DEVNULL,
         )
         seconds = time.perf_counter() - start
         return round(seconds, 2), round(int(rss.read().split()[-1]) / 1024, 1)

@@ -68,8 +68,9 @@ it, and stays byte-identical.
 - **Conflicts**: a thread already on the target stops an applied copy before it writes
   anything (exit 12), unless `--on-conflict skip` (leave it) or `replace` (delete its rows in
   the same transaction).
-- Not yet: Redis and MongoDB sources (RedisSaver keeps values as JSON, MongoDBSaver its
-  metadata as serialized pairs), ShallowPostgresSaver sources,
+- Not yet: Redis sources (RedisSaver keeps values as JSON), MongoDB sources (MongoDBSaver
+  counts channel versions 1, 2, 3, which SqliteSaver and PostgresSaver cannot resume from),
+  ShallowPostgresSaver sources,
   langgraph 0.1 SQLite files, and `--redact`.
 
 ## Selectors

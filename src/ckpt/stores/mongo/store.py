@@ -426,11 +426,12 @@ class MongoStore(DocumentStore):
                 yield fields.raw(key, data=data)
 
     def check_copy(self) -> None:
-        # MongoDBSaver serializes each metadata value on its own ([type, bytes] pairs):
-        # their JSON form, which SqliteSaver and PostgresSaver keep, is not built yet.
+        # Checked with LangGraph: a MongoDBSaver thread copied into SqliteSaver reads back
+        # the same, then fails to resume (TypeError comparing str and int versions).
         raise NotSupported(
-            f"{self.location}: copy from MongoDB is not supported yet (MongoDBSaver keeps "
-            "metadata as serialized pairs)"
+            f"{self.location}: copy from MongoDB is not supported: MongoDBSaver counts "
+            "channel versions 1, 2, 3, and SqliteSaver and PostgresSaver cannot resume a "
+            "thread from those (format.md 3.4)"
         )
 
     def close(self) -> None:
