@@ -68,10 +68,17 @@ it, and stays byte-identical.
 - **Conflicts**: a thread already on the target stops an applied copy before it writes
   anything (exit 12), unless `--on-conflict skip` (leave it) or `replace` (delete its rows in
   the same transaction).
+- **`--redact`** makes a store for a bug report: every string value (message text, tool
+  arguments, interrupt values, error messages, metadata the application added) becomes a
+  placeholder of the same length and shape (`Xxxxx 00-xx`), every bytes value zero bytes of
+  the same length, inside ext payloads too; the structure stays (threads, namespaces,
+  steps, parent links, versions, channel, task and node names, dict keys), and the types
+  (class paths, ids, `type` fields, tool names, numbers, datetimes). Nothing is imported or
+  constructed. `--keep-key KEY` keeps a key's values, `--keep-errors` the error type names.
+  Encrypted values need the key and are written decrypted, so the report needs none.
 - Not yet: Redis sources (RedisSaver keeps values as JSON), MongoDB sources (MongoDBSaver
   counts channel versions 1, 2, 3, which SqliteSaver and PostgresSaver cannot resume from),
-  ShallowPostgresSaver sources,
-  langgraph 0.1 SQLite files, and `--redact`.
+  ShallowPostgresSaver sources and langgraph 0.1 SQLite files (exit 13).
 
 ## Selectors
 

@@ -209,7 +209,7 @@ def test_nothing_outside_stores_names_a_kind_of_store() -> None:
             and n not in {"ckpt.stores", "ckpt.stores.base"}
             and not n.startswith(("ckpt.stores.base.", "ckpt.stores.discover"))
             and n.rsplit(".", 1)[-1]
-            not in {"open_store", "open_target", "discover", "PICKLE_NAMES"}
+            not in {"open_store", "open_target", "redactor", "Redactor", "discover", "PICKLE_NAMES"}
         )
         for module, names in package_modules().items()
         if not module.startswith("stores/")

@@ -35,12 +35,13 @@ __all__ = [
     "StoreUnreadable",
     "ThreadRecord",
     "__version__",
+    "copy",
     "diff",
     "open",
 ]
 
 if TYPE_CHECKING:
-    from ckpt.api import CheckpointStore, diff, open
+    from ckpt.api import CheckpointStore, copy, diff, open
     from ckpt.errors import (
         Ambiguous,
         CkptError,
@@ -59,6 +60,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "CheckpointStore": "ckpt.api",
+    "copy": "ckpt.api",
     "diff": "ckpt.api",
     "open": "ckpt.api",
     "CheckpointRecord": "ckpt.records",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -536,3 +536,58 @@ def diff(a: CheckpointRecord, b: CheckpointRecord) -> list[PatchOperation]:
     from ckpt.records import as_json
 
     return json_patch(diff_values(as_json(a), as_json(b)))
+
+
+def copy(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    threads: Sequence[str] | None = None,
+    rename: Mapping[str, str] | None = None,
+    on_conflict: Literal["fail", "skip", "replace"] = "fail",
+    redact: bool = False,
+    keep_keys: Sequence[str] = (),
+    keep_errors: bool = False,
+    apply: bool = False,
+    aes_key: str | bytes | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Copy threads from the store `src` into a SqliteSaver file or PostgresSaver database
+    `dst` (`ckpt copy`): `threads` (None: every thread), `rename` {old: new}, `on_conflict`
+    "fail", "skip" or "replace", `redact` (with `keep_keys`, `keep_errors`). Without
+    `apply` nothing changes and the plan is returned; with it, each thread is copied in
+    its own transaction. Returns the record `ckpt copy --json` prints (docs/json.md).
+    Raises Unsafe for threads already on the target (with "fail"), and, after copying the
+    others, for a thread it refused (the CLI's exit 12)."""
+    from ckpt import copying
+    from ckpt.errors import Unsafe
+    from ckpt.maintenance import Selection
+    from ckpt.stores import open_target
+
+    if on_conflict not in copying.ON_CONFLICT:
+        raise BadOption(f"on_conflict={on_conflict!r}: choose fail, skip or replace")
+    selection = Selection(threads=tuple(threads or ()), everything=threads is None)
+    redaction = (
+        copying.Redaction(keep_keys=frozenset(keep_keys), keep_errors=keep_errors)
+        if redact
+        else None
+    )
+    with (
+        open(src, aes_key=aes_key, timeout=timeout, hidden="keep") as store,
+        open_target(os.fspath(dst), timeout=timeout) as target,
+    ):
+        run = copying.copy_run(
+            store,
+            target,
+            selection,
+            on_conflict=on_conflict,
+            renames=rename,
+            apply=apply,
+            redaction=redaction,
+        )
+        records = list(run)
+    record = {**run.head, "threads": records, "totals": run.totals}
+    if run.totals["refused"]:
+        refused = next(r for r in records if r["action"] == "refused")
+        raise Unsafe(f"{refused['thread_id']}: {refused['refused']}")
+    return record

@@ -11,15 +11,30 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
+from ckpt import stores
 from ckpt.api import CheckpointStore
 from ckpt.errors import BadOption, CopyRefused, Unsafe
 from ckpt.maintenance import Selection, select
 from ckpt.model import DumpQuery
 from ckpt.stores.base import Store, Target, ThreadSink
 
+if TYPE_CHECKING:
+    from ckpt.stores import Redactor
+
 OnConflict = Literal["fail", "skip", "replace"]
+
+
+@dataclass(frozen=True, slots=True)
+class Redaction:
+    """`--redact`: more keys to keep as they are (`--keep-key`), and error type names."""
+
+    keep_keys: frozenset[str] = frozenset()
+    keep_errors: bool = False
+
+
 ON_CONFLICT: tuple[OnConflict, ...] = ("fail", "skip", "replace")
 
 
@@ -69,6 +84,7 @@ def copy_run(
     on_conflict: OnConflict = "fail",
     renames: Mapping[str, str] | None = None,
     apply: bool = False,
+    redaction: Redaction | None = None,
     on_rows: Callable[[int], None] | None = None,
 ) -> CopyRun:
     """Plan (and with `apply`, carry out) the copy of the selected threads into `target`.
@@ -78,8 +94,21 @@ def copy_run(
     of every row moved (the progress bar)."""
     if on_conflict not in ON_CONFLICT:
         raise BadOption(f"--on-conflict {on_conflict!r}: choose fail, skip or replace")
+    if target.location == store.location or _same_file(target.location, store.location):
+        raise Unsafe(
+            f"{target.location}: the source and the target are the same store; nothing copied"
+        )
     source = store.backend
     source.check_copy()
+    redactor = (
+        stores.redactor(
+            keep_keys=redaction.keep_keys,
+            keep_errors=redaction.keep_errors,
+            aes_key=source.aes_key,
+        )
+        if redaction is not None
+        else None
+    )
     renames = dict(renames or {})
     threads = select(store, selection)
     unknown = sorted(set(renames) - set(threads))
@@ -101,6 +130,7 @@ def copy_run(
         "target": {"layout": target.layout, "location": target.location, "state": target.state},
         "applied": apply,
         "on_conflict": on_conflict,
+        "redacted": redaction is not None,
     }
     if apply:
         target.setup()
@@ -133,7 +163,7 @@ def copy_run(
                 else None
             )
             try:
-                _copy_thread(source, target, thread_id, sink, record, on_rows)
+                _copy_thread(source, target, thread_id, sink, record, redactor, on_rows)
                 if sink is not None:
                     sink.commit()
                     record["applied"] = True
@@ -158,18 +188,27 @@ def _copy_thread(
     thread_id: str,
     sink: ThreadSink | None,
     record: dict[str, Any],
+    redactor: Redactor | None,
     on_rows: Callable[[int], None] | None,
 ) -> None:
     """Move one thread's rows into `sink` (None: count them only, the dry run)."""
     query = DumpQuery(thread_ids=(thread_id,))
     # The thread's separately stored values (Postgres, the dev folder), by version.
     blobs = {
-        (b.checkpoint_ns, b.channel, b.version): (b.type, b.data)
+        (b.checkpoint_ns, b.channel, b.version): (
+            redactor.value(
+                b.channel, b.type, b.data, f"channel {b.channel!r} at version {b.version}"
+            )
+            if redactor is not None
+            else (b.type, b.data)
+        )
         for b in source.raw_blobs(query)
         if b.version is not None
     }
     seen: set[tuple[str, str, str]] = set()
     for raw in source.raw_checkpoints(query):
+        if redactor is not None:
+            raw = redactor.checkpoint(raw)
         carried = target.carry(raw, blobs)
         record["bytes"] += carried.size
         for key, size in carried.blobs.items():
@@ -183,9 +222,19 @@ def _copy_thread(
         if on_rows is not None:
             on_rows(1)
     for write in source.raw_writes(query):
+        if redactor is not None:
+            write = redactor.write(write)
         record["writes"] += 1
         record["bytes"] += len(write.data or b"")
         if sink is not None:
             sink.write(write)
         if on_rows is not None:
             on_rows(1)
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two locations name one file (a relative and an absolute path, a symlink)."""
+    try:
+        return Path(a).expanduser().resolve() == Path(b).expanduser().resolve()
+    except (OSError, ValueError):
+        return False

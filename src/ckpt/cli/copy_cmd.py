@@ -75,6 +75,25 @@ def copy(
             "leave it (skip), or delete and copy it in the same transaction (replace).",
         ),
     ] = "fail",
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact",
+            help="Replace every string and bytes value by a placeholder of the same length "
+            "and shape; keep structure, ids, types (a store for a bug report).",
+        ),
+    ] = False,
+    keep_key: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--keep-key",
+            metavar="KEY",
+            help="With --redact: keep the values of this dict key as they are (repeatable).",
+        ),
+    ] = None,
+    keep_errors: Annotated[
+        bool, typer.Option("--keep-errors", help="With --redact: keep error type names.")
+    ] = False,
     apply: Annotated[
         bool, typer.Option("--apply", help="Copy (without it: print the plan only).")
     ] = False,
@@ -112,11 +131,16 @@ def copy(
         everything=every,
     )
     renames = copying.parse_rename(tuple(rename or ()))
+    if (keep_key or keep_errors) and not redact:
+        raise typer.BadParameter("only with --redact", param_hint="--keep-key/--keep-errors")
+    redaction = (
+        copying.Redaction(keep_keys=frozenset(keep_key or ()), keep_errors=keep_errors)
+        if redact
+        else None
+    )
     output = state(ctx).output
     with opened(ctx, store_options, src) as checkpoints:
         with open_target(dst, timeout=store_options.timeout) as target:
-            if target.location == checkpoints.location or _same_file(dst, checkpoints.location):
-                raise Unsafe(f"{dst}: the source and the target are the same store; nothing copied")
             output.notices(target.notices)
             show_progress = apply and not quiet and output.stderr.isatty()
             with advancing(enabled=show_progress, label="copying", unit="rows") as tick:
@@ -127,6 +151,7 @@ def copy(
                     on_conflict=on_conflict,
                     renames=renames,
                     apply=apply,
+                    redaction=redaction,
                     on_rows=tick,
                 )
                 records = list(run)
@@ -143,16 +168,6 @@ def copy(
                 f"{refused['thread_id']}: {refused['refused']}"
                 + (f" (and {more} more threads refused)" if more else "")
             )
-
-
-def _same_file(dst: str, location: str) -> bool:
-    """Whether `dst` names the file the source was opened from."""
-    from pathlib import Path
-
-    try:
-        return Path(dst).expanduser().resolve() == Path(location).expanduser().resolve()
-    except (OSError, ValueError):
-        return False
 
 
 def register(app: typer.Typer) -> None:

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ckpt.errors import NotSupported, StoreNotFound, StoreUnreadable
 from ckpt.stores.base import Store, Target
+
+if TYPE_CHECKING:
+    from ckpt.stores.redact import Redactor as Redactor
 from ckpt.vocabulary import PICKLE_NAMES
 
 
@@ -84,6 +88,13 @@ def open_target(spec: str, *, timeout: float | None = None) -> Target:
     if not path.parent.is_dir():
         raise StoreNotFound(f"{spec}: no folder {str(path.parent)!r} to create the file in")
     return SqliteTarget(path, busy_timeout=timeout or 5.0)
+
+
+def redactor(*, keep_keys: frozenset[str], keep_errors: bool, aes_key: bytes | None) -> Redactor:
+    """What `ckpt copy --redact` passes every row through (ckpt.stores.redact)."""
+    from ckpt.stores.redact import Redactor as Redactor
+
+    return Redactor(keep_keys=keep_keys, keep_errors=keep_errors, aes_key=aes_key)
 
 
 def _is_dev_folder(path: Path) -> bool:
