@@ -535,3 +535,44 @@ def test_redact_options(sources: dict[str, Source], tmp_path: Path) -> None:
         assert [e.split("(")[0] for e in said] == [e.split("(")[0] for e in before[thread_id]]
         assert said != before[thread_id]
     assert ckpt("copy", source.spec, str(target), "--all", "--keep-errors").exit_code == 2
+
+
+def test_target_errors_are_one_line_each(
+    sources: dict[str, Source], tmp_path: Path, pg_new_database: NewDatabase
+) -> None:
+    source = sources["sqlite"]
+    thread = sorted(source.manifest["threads"])[0]
+
+    def one_line(result: Any, code: int, words: str) -> None:
+        assert result.exit_code == code, result.output
+        assert len(result.output.strip().splitlines()) == 1 and words in result.output
+
+    down = ckpt("copy", source.spec, "postgresql://postgres@127.0.0.1:1/x", "-t", thread)
+    one_line(down, 4, "cannot connect")
+    newer = pg_new_database()
+    with psycopg.connect(newer, autocommit=True) as conn:
+        conn.execute("CREATE TABLE checkpoint_migrations (v INTEGER PRIMARY KEY)")
+        conn.execute("INSERT INTO checkpoint_migrations SELECT generate_series(0, 10)")
+    one_line(ckpt("copy", source.spec, url_of(newer), "-t", thread, "--apply"), 12, "newer")
+    readonly = tmp_path / "readonly.sqlite"
+    assert ckpt("copy", source.spec, str(readonly), "-t", thread, "--apply").exit_code == 0
+    before = digest_tree(readonly)
+    # Read-only for root too: the immutable attribute (chmod does not stop root).
+    if subprocess.run(["chattr", "+i", str(readonly)], capture_output=True).returncode:
+        pytest.skip("chattr +i is not available here")
+    try:
+        other = sorted(source.manifest["threads"])[1]
+        one_line(ckpt("copy", source.spec, str(readonly), "-t", other, "--apply"), 4, "read")
+    finally:
+        subprocess.run(["chattr", "-i", str(readonly)], check=True)
+    assert digest_tree(readonly) == before
+
+
+def test_since_selects_recent_threads(sources: dict[str, Source], tmp_path: Path) -> None:
+    source = sources["sqlite"]
+    target = str(tmp_path / "t.sqlite")
+    recent = json.loads(ckpt("copy", source.spec, target, "--since", "1d", "--json").stdout)
+    assert recent["totals"]["threads"] == len(source.manifest["threads"])
+    future = json.loads(ckpt("copy", source.spec, target, "--since", "2999-01-01", "--json").stdout)
+    assert future["threads"] == []
+    assert ckpt("copy", source.spec, target, "--since", "someday").exit_code == 2

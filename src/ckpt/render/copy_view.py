@@ -68,8 +68,9 @@ def copy_lines(record: Mapping[str, Any], output: Output) -> Iterator[str]:
     if target["state"] == "new" and not applied:
         where += " (created with the saver's schema on --apply)"
     verb = "copied" if applied else "would copy"
+    threads = "thread" if totals["threads"] == 1 else "threads"
     summary = (
-        f"{verb} {totals['threads']:,} threads ({totals['checkpoints']:,} checkpoints, "
+        f"{verb} {totals['threads']:,} {threads} ({totals['checkpoints']:,} checkpoints, "
         f"{totals['writes']:,} writes, {totals['blobs']:,} blobs, "
         f"{human_size(totals['bytes'])}) into {where}"
     )

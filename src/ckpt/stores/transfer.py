@@ -100,9 +100,10 @@ def metadata_json(row: RawCheckpoint) -> bytes:
         try:
             value = ormsgpack.unpackb(row.metadata)
             return json.dumps(value, ensure_ascii=False).encode()
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError):
             raise CopyRefused(
-                f"checkpoint {row.checkpoint_id}: its metadata is not plain data ({exc})"
+                f"checkpoint {row.checkpoint_id}: its metadata holds a typed value (a msgpack "
+                "ext) that the target's JSON metadata cannot keep"
             ) from None
     raise CopyRefused(
         f"checkpoint {row.checkpoint_id}: metadata stored as {row.metadata_type!r} has no JSON form"
