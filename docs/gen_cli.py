@@ -55,8 +55,9 @@ it, and stays byte-identical.
   is cut into Postgres' JSONB (ids, versions and the primitives PostgresSaver keeps inline)
   and blobs by byte span, and Postgres' blobs are spliced back into a SQLite body. Checkpoint
   ids, parent links, namespaces, pending writes (with `task_path` where the target has the
-  column), delta snapshots and metadata are all carried. `--rename OLD=NEW` changes only the
-  thread id.
+  column), delta snapshots and metadata are all carried; a pre-v4 checkpoint's pending Sends
+  move between SqliteSaver's body and the parent's `__pregel_tasks` writes, where
+  PostgresSaver reads them. `--rename OLD=NEW` changes only the thread id.
 - **Refused, never converted.** A value that cannot be carried exactly (a `pickle` blob, an
   encrypted body that Postgres would need split) leaves its thread out, named; the other
   threads are copied and the run exits 12. Encrypted values are copied still encrypted

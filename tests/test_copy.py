@@ -23,10 +23,20 @@ import psycopg
 import pytest
 from fixtures.agent_stores import build_dev_folder, build_postgres, build_sqlite, dev_folder_saver
 from fixtures.agents import GRAPH_FACTORIES, AgentManifest
+from fixtures.legacy_graphs import (
+    LEGACY_GRAPHS,
+    LEGACY_KINDS,
+    SAMPLE_DIR,
+    SAMPLE_KEY,
+    open_sample,
+    postgres_saver,
+    sqlite_copy_saver,
+)
 from fixtures.oracle import quiet_serde_log
 from fixtures.state_oracle import state_oracle
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from ckpt.model import trigger_node
@@ -576,3 +586,70 @@ def test_since_selects_recent_threads(sources: dict[str, Source], tmp_path: Path
     future = json.loads(ckpt("copy", source.spec, target, "--since", "2999-01-01", "--json").stdout)
     assert future["threads"] == []
     assert ckpt("copy", source.spec, target, "--since", "someday").exit_code == 2
+
+
+# -- every sample of every era: copied as LangGraph reads it, or refused with the reason ------
+
+# What copy refuses, by (sample, target), and a word of why; every other pair copies every
+# thread and LangGraph reads each checkpoint of the copy as it reads the sample.
+SAMPLE_REFUSALS = {
+    ("sqlite_encrypted.db", "postgres"): "msgpack+aes",
+    ("legacy_lg0.2.16_cp1.0.9_sqlite.db", "postgres"): "'json'",
+    ("memory_persistentdict_cp2.0.21.pkl", "sqlite"): "metadata",
+    ("memory_persistentdict_cp2.0.21.pkl", "postgres"): "metadata",
+    ("postgres_current_pg_dump.sql", "sqlite"): "msgpack+aes",  # thread e1 only
+}
+SAMPLES = [n for n in sorted(LEGACY_GRAPHS) if LEGACY_KINDS[n] != "postgres_shallow"
+           and n != "memory_persistentdict.pkl"]  # fmt: skip
+
+
+@pytest.mark.parametrize("target_kind", ["sqlite", "postgres"])
+@pytest.mark.parametrize("name", SAMPLES)
+def test_every_sample_copies_as_langgraph_reads_it_or_is_refused(
+    name: str,
+    target_kind: str,
+    tmp_path: Path,
+    pg_new_database: NewDatabase,
+    pg_dump_loader: Callable[[str], str],
+) -> None:
+    kind = LEGACY_KINDS[name]
+    if kind == "postgres":
+        dsn = pg_dump_loader(name.removeprefix("postgres_").removesuffix("_pg_dump.sql"))
+        spec = url_of(dsn)
+    else:
+        spec = str(tmp_path / name)
+        shutil.copy(SAMPLE_DIR / name, spec)
+    target = str(tmp_path / "copy.sqlite") if target_kind == "sqlite" else pg_new_database()
+    target_spec = url_of(target) if target_kind == "postgres" else target
+    done = ckpt("copy", spec, target_spec, "--all", "--apply", "--json")
+    refusal = SAMPLE_REFUSALS.get((name, target_kind))
+    if done.exit_code != 0:
+        assert refusal is not None and done.exit_code == 12, done.output
+        errors = [line for line in done.stderr.splitlines() if line.startswith("ckpt: error:")]
+        assert len(errors) == 1 and refusal in errors[0], done.stderr
+        copied = [t for t in json.loads(done.stdout)["threads"] if t["applied"]]
+        if not copied:
+            return
+    else:
+        assert refusal is None, f"{name} into {target_kind} was expected to be refused"
+        copied = json.loads(done.stdout)["threads"]
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=SAMPLE_KEY)
+    sample: Any = (
+        postgres_saver(dsn, serde=serde) if kind == "postgres" else open_sample(name, tmp_path)
+    )
+    with sample as saver, quiet_serde_log():
+        graphs = LEGACY_GRAPHS[name](saver)
+        wanted = {t["thread_id"] for t in copied}
+        source = [
+            s for s in state_oracle(saver, graphs, store="", kind="")["snapshots"]
+            if s["thread_id"] in wanted
+        ]  # fmt: skip
+    assert source  # every copied thread's checkpoints are compared
+    copy_saver: Any
+    if target_kind == "sqlite":
+        copy_saver = sqlite_copy_saver(target, tmp_path / "work", serde)
+    else:
+        copy_saver = postgres_saver(target, serde=serde)
+    with copy_saver as saver, quiet_serde_log():
+        graphs = {t: g for t, g in LEGACY_GRAPHS[name](saver).items() if t in wanted}
+        assert state_oracle(saver, graphs, store="", kind="")["snapshots"] == source

@@ -18,7 +18,7 @@ from ckpt import stores
 from ckpt.api import CheckpointStore
 from ckpt.errors import BadOption, CopyRefused, Unsafe
 from ckpt.maintenance import Selection, select
-from ckpt.model import DumpQuery
+from ckpt.model import TASKS, DumpQuery
 from ckpt.stores.base import Store, Target, ThreadSink
 
 if TYPE_CHECKING:
@@ -205,11 +205,27 @@ def _copy_thread(
         for b in source.raw_blobs(query)
         if b.version is not None
     }
+    # Writes first (the same transaction: nothing sees them before the checkpoints), and
+    # with them the `__pregel_tasks` writes where Postgres keeps pre-v4 Sends.
+    sends: dict[str, list[tuple[tuple[str, str, int], Any]]] = {}
+    for write in source.raw_writes(query):
+        if redactor is not None:
+            write = redactor.write(write)
+        if write.channel == TASKS:
+            order = (write.task_path, write.task_id, write.idx)
+            sends.setdefault(write.checkpoint_id, []).append((order, (write.type, write.data)))
+        record["writes"] += 1
+        record["bytes"] += len(write.data or b"")
+        if sink is not None:
+            sink.write(write)
+        if on_rows is not None:
+            on_rows(1)
+    ordered = {cid: [blob for _, blob in sorted(found)] for cid, found in sends.items()}
     seen: set[tuple[str, str, str]] = set()
     for raw in source.raw_checkpoints(query):
         if redactor is not None:
             raw = redactor.checkpoint(raw)
-        carried = target.carry(raw, blobs)
+        carried = target.carry(raw, blobs, ordered)
         record["bytes"] += carried.size
         for key, size in carried.blobs.items():
             if key not in seen:
@@ -219,15 +235,6 @@ def _copy_thread(
         record["checkpoints"] += 1
         if sink is not None:
             sink.checkpoint(carried.row)
-        if on_rows is not None:
-            on_rows(1)
-    for write in source.raw_writes(query):
-        if redactor is not None:
-            write = redactor.write(write)
-        record["writes"] += 1
-        record["bytes"] += len(write.data or b"")
-        if sink is not None:
-            sink.write(write)
         if on_rows is not None:
             on_rows(1)
 

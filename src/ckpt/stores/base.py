@@ -309,10 +309,16 @@ class Target(ABC):
     notices: list[str]
 
     @abstractmethod
-    def carry(self, row: RawCheckpoint, blobs: Mapping[tuple[str, str, str], Any]) -> Carried:
+    def carry(
+        self,
+        row: RawCheckpoint,
+        blobs: Mapping[tuple[str, str, str], Any],
+        sends: Mapping[str, list[Any]],
+    ) -> Carried:
         """A source checkpoint row in this target's layout (ckpt.stores.transfer), with the
-        stored values it needs from `blobs` ((ns, channel, version) -> (tag, bytes));
-        raises CopyRefused for what cannot be carried exactly."""
+        stored values it needs from `blobs` ((ns, channel, version) -> (tag, bytes)) and
+        `sends` (checkpoint id -> its `__pregel_tasks` writes, where Postgres keeps a
+        pre-v4 checkpoint's Sends); raises CopyRefused for what cannot be carried exactly."""
 
     @abstractmethod
     def setup(self) -> None:

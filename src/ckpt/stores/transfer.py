@@ -46,6 +46,9 @@ _BIN: Final = frozenset({0xC4, 0xC5, 0xC6})
 
 Blob = tuple[str | None, bytes | None]  # (serde tag, bytes) of one stored value
 BlobKey = tuple[str, str, str]  # (checkpoint_ns, channel, version)
+# checkpoint id -> its `__pregel_tasks` writes in PostgresSaver's order (task_path, task_id,
+# idx): where a pre-v4 checkpoint's pending Sends live in Postgres (format.md §5.3).
+Sends = Mapping[str, list[Blob]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,8 +194,55 @@ def _inline_value(channel: str, blob: Blob, where: str) -> bytes | None:
 # -- into the inline form (SQLite) -----------------------------------------------------------
 
 
-def to_inline(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob]) -> InlineRow:
-    """The row as SqliteSaver keeps it; `blobs` are the thread's stored values."""
+def _legacy(version: Any) -> bool:
+    return isinstance(version, int) and not isinstance(version, bool) and version < 4
+
+
+def _parent_sends(row: RawCheckpoint, sends: Sends, where: str) -> list[bytes]:
+    """The Sends a pre-v4 checkpoint runs, as its parent's `__pregel_tasks` writes hold
+    them (what PostgresSaver reads them from), each as its msgpack bytes."""
+    found = []
+    for tag, data in sends.get(row.parent_checkpoint_id or "", []):
+        if tag != "msgpack" or not data:
+            raise CopyRefused(f"{where}: a pending Send is stored as {tag!r}, not msgpack")
+        found.append(data)
+    return found
+
+
+def _array(items: list[bytes]) -> bytes:
+    count = len(items)
+    header = (
+        bytes([0x90 + count]) if count < 16
+        else b"\xdc" + count.to_bytes(2) if count < 0x10000
+        else b"\xdd" + count.to_bytes(4)
+    )  # fmt: skip
+    return header + b"".join(items)
+
+
+def _array_items(data: bytes, where: str) -> list[bytes]:
+    try:
+        header = data[0]
+        if 0x90 <= header <= 0x9F:
+            count, i = header - 0x90, 1
+        elif header == 0xDC:
+            count, i = int.from_bytes(data[1:3]), 3
+        elif header == 0xDD:
+            count, i = int.from_bytes(data[1:5]), 5
+        else:
+            raise CopyRefused(f"{where} is not an array")
+        items = []
+        for _ in range(count):
+            end = skip(data, i)
+            items.append(data[i:end])
+            i = end
+    except (SpanError, IndexError) as exc:
+        raise CopyRefused(f"{where} is damaged ({exc})") from None
+    return items
+
+
+def to_inline(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) -> InlineRow:
+    """The row as SqliteSaver keeps it; `blobs` are the thread's stored values, `sends`
+    its `__pregel_tasks` writes by checkpoint id."""
     _checked(row)
     kind = form(row)
     where = f"checkpoint {row.checkpoint_id}"
@@ -208,7 +258,16 @@ def to_inline(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob]) -> InlineRow:
             if not isinstance(document, dict):
                 raise CopyRefused(f"{where}: its JSONB is not an object")
             inline = document.pop("channel_values", None) or {}
+            if _legacy(document.get("v")) and row.parent_checkpoint_id:
+                # Postgres keeps a pre-v4 checkpoint's Sends as its parent's writes, and
+                # SqliteSaver in the body's `pending_sends`: moved there, as stored.
+                pending = _parent_sends(row, sends, where)
+                document.pop("pending_sends", None)
+            else:
+                pending = None
             head = [(key, _packed_json(value)) for key, value in document.items()]
+            if pending is not None:
+                head.append(("pending_sends", _array(pending)))
             values = {str(ch): _packed_json(v) for ch, v in inline.items()}
         else:
             if row.type != "msgpack":
@@ -237,7 +296,7 @@ def to_inline(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob]) -> InlineRow:
 # -- into the split form (Postgres) ----------------------------------------------------------
 
 
-def to_split(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob]) -> SplitRow:
+def to_split(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) -> SplitRow:
     """The row as PostgresSaver keeps it: primitives inline in the JSONB, other values as
     blobs at their versions (a DeltaChannel snapshot both: `true` and its blob)."""
     _checked(row)
@@ -266,11 +325,25 @@ def to_split(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob]) -> SplitRow:
         )
     document: dict[str, Any] = {}
     values: dict[str, bytes | Blob] = {}
+    pending: list[bytes] = []
     for key, packed in _map_entries(row.body, where):
         if key == "channel_values":
             values.update(_map_entries(packed, f"{where}'s channel_values"))
+        elif key == "pending_sends":
+            pending = _array_items(packed, f"{where}'s pending_sends")
+            document[key] = []
         else:
             document[key] = _plain(packed, f"{where}'s {key!r}")
+    if pending and not (
+        _legacy(document.get("v"))
+        and row.parent_checkpoint_id
+        and pending == _parent_sends(row, sends, where)
+    ):
+        # PostgresSaver reads a pre-v4 checkpoint's Sends from its parent's writes only.
+        raise CopyRefused(
+            f"{where}: its pending_sends are not its parent's __pregel_tasks writes, where "
+            "Postgres keeps them"
+        )
     if kind == "skeleton":
         for channel, version in versions.items():
             blob = blobs.get((row.checkpoint_ns, channel, version))
