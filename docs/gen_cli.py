@@ -44,7 +44,8 @@ by default).
 ## Copying threads (`ckpt copy`)
 
 `ckpt copy SRC DST` carries threads from any store ckpt can copy from (SqliteSaver files of
-checkpoint-sqlite 1.0 and later, PostgresSaver databases, `langgraph dev` folders, the
+checkpoint-sqlite 1.0 and later, PostgresSaver and ShallowPostgresSaver databases,
+`langgraph dev` folders, the
 PersistentDict files of checkpoint 2.0.21 and older) into a SqliteSaver file
 or a PostgresSaver database. The source is opened read-only, as every read command opens
 it, and stays byte-identical.
@@ -78,8 +79,8 @@ it, and stays byte-identical.
   constructed. `--keep-key KEY` keeps a key's values, `--keep-errors` the error type names.
   Encrypted values need the key and are written decrypted, so the report needs none.
 - Not yet: Redis sources (RedisSaver keeps values as JSON), MongoDB sources (MongoDBSaver
-  counts channel versions 1, 2, 3, which SqliteSaver and PostgresSaver cannot resume from),
-  ShallowPostgresSaver sources and langgraph 0.1 SQLite files (exit 13).
+  counts channel versions 1, 2, 3, which SqliteSaver and PostgresSaver cannot resume from)
+  and langgraph 0.1 SQLite files (exit 13).
 
 ## Selectors
 

@@ -599,8 +599,7 @@ SAMPLE_REFUSALS = {
     ("memory_persistentdict_cp2.0.21.pkl", "postgres"): "metadata",
     ("postgres_current_pg_dump.sql", "sqlite"): "msgpack+aes",  # thread e1 only
 }
-SAMPLES = [n for n in sorted(LEGACY_GRAPHS) if LEGACY_KINDS[n] != "postgres_shallow"
-           and n != "memory_persistentdict.pkl"]  # fmt: skip
+SAMPLES = [n for n in sorted(LEGACY_GRAPHS) if n != "memory_persistentdict.pkl"]
 
 
 @pytest.mark.parametrize("target_kind", ["sqlite", "postgres"])
@@ -613,7 +612,7 @@ def test_every_sample_copies_as_langgraph_reads_it_or_is_refused(
     pg_dump_loader: Callable[[str], str],
 ) -> None:
     kind = LEGACY_KINDS[name]
-    if kind == "postgres":
+    if kind.startswith("postgres"):
         dsn = pg_dump_loader(name.removeprefix("postgres_").removesuffix("_pg_dump.sql"))
         spec = url_of(dsn)
     else:
@@ -635,7 +634,9 @@ def test_every_sample_copies_as_langgraph_reads_it_or_is_refused(
         copied = json.loads(done.stdout)["threads"]
     serde = EncryptedSerializer.from_pycryptodome_aes(key=SAMPLE_KEY)
     sample: Any = (
-        postgres_saver(dsn, serde=serde) if kind == "postgres" else open_sample(name, tmp_path)
+        postgres_saver(dsn, serde=serde, shallow=kind == "postgres_shallow")
+        if kind.startswith("postgres")
+        else open_sample(name, tmp_path)
     )
     with sample as saver, quiet_serde_log():
         graphs = LEGACY_GRAPHS[name](saver)
@@ -653,3 +654,57 @@ def test_every_sample_copies_as_langgraph_reads_it_or_is_refused(
     with copy_saver as saver, quiet_serde_log():
         graphs = {t: g for t, g in LEGACY_GRAPHS[name](saver).items() if t in wanted}
         assert state_oracle(saver, graphs, store="", kind="")["snapshots"] == source
+
+
+# -- ShallowPostgresSaver: its one checkpoint per namespace, resumed as on the source ---------
+
+DEMO_RESUME = {
+    "approval-2": {"approved": True, "by": "bob"},
+    "subgraph-2": "looks good",
+    "fanout-1": None,
+    "pending-1": None,
+}
+
+
+def resumed_demo(saver: BaseCheckpointSaver[Any]) -> dict[str, Any]:
+    """Resume the demo threads that stopped: answer the interrupts, retry the failure,
+    run the pending task; what each gives."""
+    from fixtures.state_oracle import demo_graphs
+    from langgraph.types import Command
+
+    graphs = demo_graphs(saver)
+    outcome = {}
+    with quiet_serde_log(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the shallow saver's own
+        for thread_id, answer in DEMO_RESUME.items():
+            config: Any = {"configurable": {"thread_id": thread_id}}
+            step = Command(resume=answer) if answer is not None else None
+            try:
+                graphs[thread_id].invoke(step, config)
+                result: Any = "ok"
+            except Exception as exc:  # the source must fail the same way
+                result = type(exc).__name__
+            values = graphs[thread_id].get_state(config).values
+            outcome[thread_id] = (result, json.dumps(values, default=repr, sort_keys=True))
+    return outcome
+
+
+def test_shallow_postgres_threads_copy_and_resume_as_on_the_source(
+    pg_new_database: NewDatabase, tmp_path: Path
+) -> None:
+    from fixtures.postgres import build_postgres_shallow
+    from langgraph.checkpoint.postgres.shallow import ShallowPostgresSaver
+
+    source = pg_new_database()
+    build_postgres_shallow(source)
+    target = str(tmp_path / "copy.sqlite")
+    done = ckpt("copy", url_of(source), target, "--all", "--apply", "--json")
+    assert done.exit_code == 0, done.output
+    with closing(sqlite3.connect(target, check_same_thread=False)) as conn:
+        copied = resumed_demo(SqliteSaver(conn))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with ShallowPostgresSaver.from_conn_string(source) as saver:
+            original = resumed_demo(saver)
+    assert copied == original
+    assert "ok" in {result for result, _ in original.values()}

@@ -195,15 +195,14 @@ def _copy_thread(
     query = DumpQuery(thread_ids=(thread_id,))
     # The thread's separately stored values (Postgres, the dev folder), by version.
     blobs = {
-        (b.checkpoint_ns, b.channel, b.version): (
+        (b.checkpoint_ns, b.channel, b.version or ""): (
             redactor.value(
                 b.channel, b.type, b.data, f"channel {b.channel!r} at version {b.version}"
             )
             if redactor is not None
             else (b.type, b.data)
         )
-        for b in source.raw_blobs(query)
-        if b.version is not None
+        for b in source.raw_blobs(query)  # version None: ShallowPostgresSaver's, one a channel
     }
     # Writes first (the same transaction: nothing sees them before the checkpoints), and
     # with them the `__pregel_tasks` writes where Postgres keeps pre-v4 Sends.

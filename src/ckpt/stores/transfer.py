@@ -194,6 +194,14 @@ def _inline_value(channel: str, blob: Blob, where: str) -> bytes | None:
 # -- into the inline form (SQLite) -----------------------------------------------------------
 
 
+def stored(blobs: Mapping[BlobKey, Blob], ns: str, channel: str, version: str) -> Blob | None:
+    """A channel's stored value at a version. ShallowPostgresSaver keeps one blob per
+    channel, without a version (format.md §6), keyed here by version "": the value of its
+    one checkpoint."""
+    found = blobs.get((ns, channel, version))
+    return found if found is not None else blobs.get((ns, channel, ""))
+
+
 def _legacy(version: Any) -> bool:
     return isinstance(version, int) and not isinstance(version, bool) and version < 4
 
@@ -275,7 +283,7 @@ def to_inline(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) -
             head = [e for e in _map_entries(row.body, where) if e[0] != "channel_values"]
             values = {}
         for channel, version in versions.items():
-            blob = blobs.get((row.checkpoint_ns, channel, version))
+            blob = stored(blobs, row.checkpoint_ns, channel, version)
             if blob is None:
                 continue
             packed = _inline_value(channel, blob, where)
@@ -307,7 +315,7 @@ def to_split(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) ->
     out: dict[tuple[str, str], Blob] = {}
     if kind == "jsonb":
         for channel, version in versions.items():
-            blob = blobs.get((row.checkpoint_ns, channel, version))
+            blob = stored(blobs, row.checkpoint_ns, channel, version)
             if blob is not None:
                 out[(channel, version)] = blob
         return SplitRow(
@@ -346,7 +354,7 @@ def to_split(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) ->
         )
     if kind == "skeleton":
         for channel, version in versions.items():
-            blob = blobs.get((row.checkpoint_ns, channel, version))
+            blob = stored(blobs, row.checkpoint_ns, channel, version)
             if blob is None or blob[0] == "empty":
                 continue
             if blob[0] == "null":

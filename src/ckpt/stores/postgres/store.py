@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from ckpt.decoders import decode_json_text
-from ckpt.errors import BadOption, DecodeError, NotFound, NotSupported
+from ckpt.errors import BadOption, DecodeError, NotFound
 from ckpt.model import (
     TASKS,
     BlobRef,
@@ -1221,12 +1221,6 @@ class PostgresStore(Store):
         )
 
     # -- changing it -----------------------------------------------------------------------
-    def check_copy(self) -> None:
-        if self.shallow:
-            raise NotSupported(
-                f"{self.location}: copy from a ShallowPostgresSaver store is not supported yet"
-            )
-
     def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
         from ckpt.stores.postgres.writer import refuse_shallow_keep
 
