@@ -45,10 +45,9 @@ by default).
 
 `ckpt copy SRC DST` carries threads from any store ckpt can copy from (SqliteSaver files of
 checkpoint-sqlite 1.0 and later, PostgresSaver and ShallowPostgresSaver databases,
-`langgraph dev` folders, the
-PersistentDict files of checkpoint 2.0.21 and older) into a SqliteSaver file
-or a PostgresSaver database. The source is opened read-only, as every read command opens
-it, and stays byte-identical.
+`langgraph dev` folders, the PersistentDict files of checkpoint 2.0.21 and older,
+MongoDBSaver) into a SqliteSaver file or a PostgresSaver database. The source is opened
+read-only, as every read command opens it, and stays byte-identical.
 
 - **Without `--apply` nothing changes**: the plan lists each thread's checkpoints, writes,
   blobs and bytes, and the threads already on the target. `--json` prints it as a record.
@@ -78,9 +77,14 @@ it, and stays byte-identical.
   (class paths, ids, `type` fields, tool names, numbers, datetimes). Nothing is imported or
   constructed. `--keep-key KEY` keeps a key's values, `--keep-errors` the error type names.
   Encrypted values need the key and are written decrypted, so the report needs none.
-- Not yet: Redis sources (RedisSaver keeps values as JSON), MongoDB sources (MongoDBSaver
-  counts channel versions 1, 2, 3, which SqliteSaver and PostgresSaver cannot resume from)
-  and langgraph 0.1 SQLite files (exit 13).
+- **MongoDB** sources need `--renumber-versions`: MongoDBSaver counts channel versions 1, 2,
+  3, and SqliteSaver and PostgresSaver, which write `0000…0003.0.27…`, fail to resume a
+  thread from those (checked with LangGraph). The option writes them in that format, in
+  `channel_versions` and `versions_seen` only, their order kept. Into Postgres, which keeps
+  one value per version, a thread whose forks hold different values under one version is
+  refused.
+- Not yet: Redis sources (RedisSaver keeps values as JSON, not the serializer's bytes) and
+  langgraph 0.1 SQLite files (exit 13).
 
 ## Selectors
 

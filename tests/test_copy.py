@@ -397,7 +397,7 @@ def _committed_threads(path: Path) -> int:
 def test_redis_and_mongodb_sources_are_refused_in_one_line(
     redis_url: str, mongo_url: str, tmp_path: Path
 ) -> None:
-    for url, why in ((redis_url, "not supported yet"), (mongo_url, "channel versions")):
+    for url, why in ((redis_url, "not supported yet"), (mongo_url, "--renumber-versions")):
         done = ckpt("copy", url, str(tmp_path / "t.sqlite"), "--all")
         assert done.exit_code == 13, done.output
         assert len(done.output.strip().splitlines()) == 1 and why in done.output
@@ -708,3 +708,44 @@ def test_shallow_postgres_threads_copy_and_resume_as_on_the_source(
             original = resumed_demo(saver)
     assert copied == original
     assert "ok" in {result for result, _ in original.values()}
+
+
+# -- MongoDB: --renumber-versions (on nx-27017, a server of its own: resuming writes to it) ---
+
+
+def test_mongodb_threads_copy_and_resume_with_renumbered_versions(
+    tmp_path: Path, pg_new_database: NewDatabase
+) -> None:
+    from fixtures.mongo_server import MongoServer
+    from fixtures.mongo_stores import build_mongo, document_snapshot
+    from fixtures.state_oracle import demo_graphs
+    from langgraph.checkpoint.mongodb import MongoDBSaver
+    from pymongo import MongoClient
+
+    targets = {"sqlite": str(tmp_path / "copy.sqlite"), "postgres": pg_new_database()}
+    with MongoServer() as server:
+        build_mongo(server.url)
+        before = document_snapshot(server.url)
+        for kind, target in targets.items():
+            spec = url_of(target) if kind == "postgres" else target
+            done = ckpt("copy", server.url, spec, "--all", "--renumber-versions", "--apply",
+                        "--json")  # fmt: skip
+            refused = {t["thread_id"] for t in json.loads(done.stdout)["threads"] if t["refused"]}
+            # The fork's two branches hold different values under one version (1, 2, 3
+            # counted): SQLite keeps each checkpoint's values, Postgres one per version.
+            assert refused == ({"fork-1"} if kind == "postgres" else set()), done.output
+            assert done.exit_code == (12 if refused else 0), done.output
+        assert document_snapshot(server.url) == before
+        with MongoClient(server.url) as client, quiet_serde_log():
+            saver = MongoDBSaver(client)
+            history = state_oracle(saver, demo_graphs(saver), store="", kind="")["snapshots"]
+            resumed = resumed_demo(saver)
+    for kind, target in targets.items():
+        with saver_for(kind, target) as saver, quiet_serde_log():
+            graphs = demo_graphs(saver)
+            if kind == "postgres":
+                graphs.pop("fork-1")
+            copied = state_oracle(saver, graphs, store="", kind="")["snapshots"]
+            assert copied == [s for s in history if s["thread_id"] in graphs], kind
+            assert resumed_demo(saver) == resumed, kind
+    assert "ok" in {result for result, _ in resumed.values()}

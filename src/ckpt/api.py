@@ -548,13 +548,15 @@ def copy(
     redact: bool = False,
     keep_keys: Sequence[str] = (),
     keep_errors: bool = False,
+    renumber_versions: bool = False,
     apply: bool = False,
     aes_key: str | bytes | None = None,
     timeout: float | None = None,
 ) -> dict[str, Any]:
     """Copy threads from the store `src` into a SqliteSaver file or PostgresSaver database
     `dst` (`ckpt copy`): `threads` (None: every thread), `rename` {old: new}, `on_conflict`
-    "fail", "skip" or "replace", `redact` (with `keep_keys`, `keep_errors`). Without
+    "fail", "skip" or "replace", `redact` (with `keep_keys`, `keep_errors`),
+    `renumber_versions` (integer channel versions in the target's format). Without
     `apply` nothing changes and the plan is returned; with it, each thread is copied in
     its own transaction. Returns the record `ckpt copy --json` prints (docs/json.md).
     Raises Unsafe for threads already on the target (with "fail"), and, after copying the
@@ -584,6 +586,7 @@ def copy(
             renames=rename,
             apply=apply,
             redaction=redaction,
+            renumber_versions=renumber_versions,
         )
         records = list(run)
     record = {**run.head, "threads": records, "totals": run.totals}

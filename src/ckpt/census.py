@@ -132,7 +132,9 @@ _MAX_UNDECODABLE: Final = 20  # examples kept; scanned.undecodable counts them a
 CACHE_BYTES: Final = 32 << 20  # ext payload bytes kept for look-ups (per thread, at most)
 MAX_INTERNED: Final = 10_000  # distinct ext contents shared as one object
 PG_BATCH: Final = 500  # Postgres: threads whose blobs and writes are read together
-_SERDE_METADATA: Final = frozenset({"json", "jsonb"})  # metadata formats LangGraph never revives
+# Metadata formats LangGraph never revives ("mongodb-pairs": MongoDBSaver's typed values,
+# shown as stored when one is not plain data; its census is not taken yet).
+_SERDE_METADATA: Final = frozenset({"json", "jsonb", "mongodb-pairs"})
 
 
 def census(

@@ -9,6 +9,7 @@ copy would meet; only `apply` creates the target's schema and writes.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +86,7 @@ def copy_run(
     renames: Mapping[str, str] | None = None,
     apply: bool = False,
     redaction: Redaction | None = None,
+    renumber_versions: bool = False,
     on_rows: Callable[[int], None] | None = None,
 ) -> CopyRun:
     """Plan (and with `apply`, carry out) the copy of the selected threads into `target`.
@@ -99,7 +101,7 @@ def copy_run(
             f"{target.location}: the source and the target are the same store; nothing copied"
         )
     source = store.backend
-    source.check_copy()
+    source.check_copy(renumber_versions=renumber_versions)
     redactor = (
         stores.redactor(
             keep_keys=redaction.keep_keys,
@@ -131,6 +133,7 @@ def copy_run(
         "applied": apply,
         "on_conflict": on_conflict,
         "redacted": redaction is not None,
+        "renumbered_versions": renumber_versions,
     }
     if apply:
         target.setup()
@@ -163,7 +166,9 @@ def copy_run(
                 else None
             )
             try:
-                _copy_thread(source, target, thread_id, sink, record, redactor, on_rows)
+                _copy_thread(
+                    source, target, thread_id, sink, record, redactor, renumber_versions, on_rows
+                )
                 if sink is not None:
                     sink.commit()
                     record["applied"] = True
@@ -189,6 +194,7 @@ def _copy_thread(
     sink: ThreadSink | None,
     record: dict[str, Any],
     redactor: Redactor | None,
+    renumber: bool,
     on_rows: Callable[[int], None] | None,
 ) -> None:
     """Move one thread's rows into `sink` (None: count them only, the dry run)."""
@@ -220,17 +226,27 @@ def _copy_thread(
         if on_rows is not None:
             on_rows(1)
     ordered = {cid: [blob for _, blob in sorted(found)] for cid, found in sends.items()}
-    seen: set[tuple[str, str, str]] = set()
+    seen: dict[tuple[str, str, str], bytes] = {}
     for raw in source.raw_checkpoints(query):
         if redactor is not None:
             raw = redactor.checkpoint(raw)
-        carried = target.carry(raw, blobs, ordered)
+        carried = target.carry(raw, blobs, ordered, renumber=renumber)
         record["bytes"] += carried.size
-        for key, size in carried.blobs.items():
+        for key, data in carried.blobs.items():
+            digest = hashlib.blake2b(data or b"", digest_size=16).digest()
             if key not in seen:
-                seen.add(key)
+                seen[key] = digest
                 record["blobs"] += 1
-                record["bytes"] += size
+                record["bytes"] += len(data or b"")
+            elif seen[key] != digest:
+                # One value per (namespace, channel, version) in the target: two checkpoints
+                # that hold different values under one version (forks, in a store that
+                # counts versions 1, 2, 3) cannot both be carried exactly.
+                raise CopyRefused(
+                    f"checkpoint {raw.checkpoint_id}: channel {key[1]!r} holds another value "
+                    f"than an earlier checkpoint under the same version {key[2]}, and the "
+                    "target keeps one value per version"
+                )
         record["checkpoints"] += 1
         if sink is not None:
             sink.checkpoint(carried.row)

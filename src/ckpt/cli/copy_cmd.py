@@ -94,6 +94,14 @@ def copy(
     keep_errors: Annotated[
         bool, typer.Option("--keep-errors", help="With --redact: keep error type names.")
     ] = False,
+    renumber_versions: Annotated[
+        bool,
+        typer.Option(
+            "--renumber-versions",
+            help="Write integer channel versions (MongoDBSaver's) in SqliteSaver's and "
+            "PostgresSaver's format, their order kept, so the copy can resume.",
+        ),
+    ] = False,
     apply: Annotated[
         bool, typer.Option("--apply", help="Copy (without it: print the plan only).")
     ] = False,
@@ -152,6 +160,7 @@ def copy(
                     renames=renames,
                     apply=apply,
                     redaction=redaction,
+                    renumber_versions=renumber_versions,
                     on_rows=tick,
                 )
                 records = list(run)

@@ -212,9 +212,10 @@ class Store(ABC):
         `ckpt vacuum --json` after "store" and "applied" (docs/json.md)."""
         raise NotSupported(f"{self.location}: vacuum is not supported on {self.kind} stores yet")
 
-    def check_copy(self) -> None:  # noqa: B027 - optional hook
+    def check_copy(self, *, renumber_versions: bool = False) -> None:  # noqa: B027 - optional hook
         """Refuse, before anything is read, a `ckpt copy` from a store whose layout ckpt
-        cannot carry exactly (NotSupported, naming why); stores that can say nothing."""
+        cannot carry exactly (NotSupported, naming why); stores that can say nothing.
+        `renumber_versions`: the copy rewrites integer channel versions."""
 
     def writer(self, *, timeout: float | None) -> Writer:
         """A writable connection to this same store (closing this reader where its engine
@@ -285,12 +286,12 @@ class Writer(ABC):
 @dataclass(frozen=True, slots=True)
 class Carried:
     """A checkpoint in a target's layout: the row its ThreadSink takes, the bytes it
-    stores, and the blobs it names ((ns, channel, version) -> bytes; the sink writes each
-    once)."""
+    stores, and the blobs it names ((ns, channel, version) -> the value's bytes; the sink
+    writes each version once)."""
 
     row: Any
     size: int
-    blobs: dict[tuple[str, str, str], int]
+    blobs: dict[tuple[str, str, str], bytes | None]
 
 
 class Target(ABC):
@@ -314,11 +315,14 @@ class Target(ABC):
         row: RawCheckpoint,
         blobs: Mapping[tuple[str, str, str], Any],
         sends: Mapping[str, list[Any]],
+        *,
+        renumber: bool = False,
     ) -> Carried:
         """A source checkpoint row in this target's layout (ckpt.stores.transfer), with the
         stored values it needs from `blobs` ((ns, channel, version) -> (tag, bytes)) and
         `sends` (checkpoint id -> its `__pregel_tasks` writes, where Postgres keeps a
-        pre-v4 checkpoint's Sends); raises CopyRefused for what cannot be carried exactly."""
+        pre-v4 checkpoint's Sends); `renumber`: integer channel versions written as the
+        target's saver writes its own. Raises CopyRefused for what cannot be carried."""
 
     @abstractmethod
     def setup(self) -> None:

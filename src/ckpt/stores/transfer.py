@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import ormsgpack
@@ -99,6 +99,11 @@ def metadata_json(row: RawCheckpoint) -> bytes:
     MongoDB's decoded fields), else a msgpack map of plain values (the pickle folder)."""
     if row.metadata_type in ("json", "jsonb") or not row.metadata:
         return row.metadata or b"{}"
+    if row.metadata_type == "mongodb-pairs":
+        raise CopyRefused(
+            f"checkpoint {row.checkpoint_id}: its metadata holds a typed value (a msgpack "
+            "ext) that the target's JSON metadata cannot keep"
+        )
     if row.metadata_type == "msgpack":
         try:
             value = ormsgpack.unpackb(row.metadata)
@@ -395,3 +400,30 @@ def to_split(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) ->
     return SplitRow(
         row.checkpoint_ns, row.checkpoint_id, row.parent_checkpoint_id, text, metadata, out
     )
+
+
+# -- integer channel versions (MongoDBSaver, custom savers: format.md §3.4) -------------------
+
+
+def renumbered(row: RawCheckpoint) -> RawCheckpoint:
+    """The row with integer channel versions written as SqliteSaver and PostgresSaver write
+    theirs (`f"{n:032}.{0.0:016}"`), in `channel_versions` and `versions_seen`: their
+    order kept, and new versions (n + 1 and up, any suffix) sort after them. Values are
+    not touched. Only for bodies that keep their values inline (MongoDBSaver's)."""
+    where = f"checkpoint {row.checkpoint_id}"
+    if form(row) != "inline" or row.type != "msgpack":
+        raise CopyRefused(f"{where}: --renumber-versions reads msgpack bodies, not {row.type!r}")
+    entries = []
+    for key, packed in _map_entries(row.body, where):
+        if key in ("channel_versions", "versions_seen"):
+            packed = ormsgpack.packb(_as_text(_plain(packed, f"{where}'s {key!r}")))
+        entries.append((key, packed))
+    return replace(row, body=_pack_map(entries))
+
+
+def _as_text(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _as_text(v) for k, v in value.items()}
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:032}.{0.0:016}"
+    return value

@@ -392,7 +392,10 @@ class MongoStore(DocumentStore):
                     if doc is None:
                         continue
                     body = _bytes(doc.get("checkpoint")) or b""
-                    metadata = _metadata_json(doc.get("metadata"))
+                    stored = doc.get("metadata")
+                    metadata = _metadata_json(stored)
+                    size = len(metadata)
+                    plain = _metadata_plain(stored)
                     tag = doc.get("type")
                     parent = doc.get("parent_checkpoint_id")
                     yield RawCheckpoint(
@@ -402,10 +405,12 @@ class MongoStore(DocumentStore):
                         parent_checkpoint_id=parent if isinstance(parent, str) and parent else None,
                         type=tag if isinstance(tag, str) else None,
                         body=body if data else b"",
-                        metadata_type="json",
-                        metadata=metadata if data else b"",
+                        # As SqliteSaver and PostgresSaver keep it when every value is
+                        # plain data; else the pairs, their payloads as base64 records.
+                        metadata_type="json" if plain is not None else "mongodb-pairs",
+                        metadata=(plain if plain is not None else metadata) if data else b"",
                         body_size=len(body),
-                        metadata_size=len(metadata),
+                        metadata_size=size,
                     )
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
@@ -425,14 +430,15 @@ class MongoStore(DocumentStore):
             for key, fields in rows:
                 yield fields.raw(key, data=data)
 
-    def check_copy(self) -> None:
-        # Checked with LangGraph: a MongoDBSaver thread copied into SqliteSaver reads back
-        # the same, then fails to resume (TypeError comparing str and int versions).
-        raise NotSupported(
-            f"{self.location}: copy from MongoDB is not supported: MongoDBSaver counts "
-            "channel versions 1, 2, 3, and SqliteSaver and PostgresSaver cannot resume a "
-            "thread from those (format.md 3.4)"
-        )
+    def check_copy(self, *, renumber_versions: bool = False) -> None:
+        # Checked with LangGraph: a MongoDBSaver thread copied into SqliteSaver as it is
+        # reads back the same, then fails to resume (TypeError comparing str and int).
+        if not renumber_versions:
+            raise NotSupported(
+                f"{self.location}: MongoDBSaver counts channel versions 1, 2, 3, and "
+                "SqliteSaver and PostgresSaver cannot resume a thread from those (format.md "
+                "3.4): pass --renumber-versions to write them in their format"
+            )
 
     def close(self) -> None:
         try:
@@ -509,6 +515,36 @@ def _metadata_json(raw: Any) -> bytes:
         return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
     return orjson.dumps(plain(raw)) if raw is not None else b""
+
+
+def _metadata_plain(raw: Any) -> bytes | None:
+    """MongoDBSaver's metadata as the JSON text SqliteSaver and PostgresSaver keep, when
+    every value in it is plain data (a `msgpack` or `null` pair, format.md §7c);
+    LangGraph.js's is its JSON text already. None when a value is not plain."""
+    if (data := _bytes(raw)) is not None:
+        return data
+    import json
+
+    import ormsgpack
+
+    class NotPlain(Exception):
+        pass
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): plain(v) for k, v in value.items()}
+        if isinstance(value, list) and len(value) == 2 and isinstance(value[0], str):
+            payload = _bytes(value[1])
+            if value[0] == "null":
+                return None
+            if value[0] == "msgpack" and payload:
+                return ormsgpack.unpackb(payload)  # ValueError on an ext type
+        raise NotPlain
+
+    try:
+        return json.dumps(plain(raw) if raw is not None else {}, ensure_ascii=False).encode()
+    except (NotPlain, ValueError, TypeError):
+        return None
 
 
 def _clean(exc: BaseException) -> str:

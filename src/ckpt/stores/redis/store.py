@@ -548,7 +548,7 @@ class RedisStore(DocumentStore):
                     fields = _write_fields(text)
                     yield fields.raw(CheckpointKey(*w[:3]), data=data)
 
-    def check_copy(self) -> None:
+    def check_copy(self, *, renumber_versions: bool = False) -> None:
         # RedisSaver keeps values as JSON documents (format.md §7b): carrying them into a
         # msgpack store would mean decoding and re-encoding them, which copy never does.
         raise NotSupported(
