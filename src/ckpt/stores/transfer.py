@@ -14,7 +14,9 @@ one, by its byte span (ckpt.spans.skip); only the fields LangGraph itself keeps 
 in Postgres (ids, versions, primitives) are decoded, and those are plain msgpack types
 that re-encode to the same bytes (ormsgpack writes the smallest encoding, as LangGraph
 does). A value that cannot be carried exactly (a pickle, an encrypted value a layout
-would have to split) raises CopyRefused, which names it; nothing is ever converted.
+would have to split) raises CopyRefused, which names it; nothing is ever converted. The
+one rewrite is asked for by name: `--renumber-versions` (`renumbered`), for integer
+channel versions the target's saver cannot resume from; values stay as they are.
 """
 
 from __future__ import annotations
