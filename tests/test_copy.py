@@ -749,3 +749,29 @@ def test_mongodb_threads_copy_and_resume_with_renumbered_versions(
             assert copied == [s for s in history if s["thread_id"] in graphs], kind
             assert resumed_demo(saver) == resumed, kind
     assert "ok" in {result for result, _ in resumed.values()}
+
+
+def test_a_nul_in_a_string_refuses_its_thread_into_postgres(
+    tmp_path: Path, pg_new_database: NewDatabase
+) -> None:
+    """JSONB holds no NUL character (PostgresSaver fails on one): that thread is refused,
+    named, and the others are copied."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    source = tmp_path / "nul.sqlite"
+    with closing(sqlite3.connect(source, check_same_thread=False)) as conn:
+        saver = SqliteSaver(conn)
+        for thread_id, text in (("clean", "plain text"), ("nul", "a\x00b")):
+            checkpoint = empty_checkpoint()
+            checkpoint["channel_values"] = {"note": text}
+            checkpoint["channel_versions"] = {"note": saver.get_next_version(None, None)}
+            config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+            saver.put(config, checkpoint, {"source": "input", "step": -1}, {})
+    target = pg_new_database()
+    done = ckpt("copy", str(source), url_of(target), "--all", "--apply", "--json")
+    assert done.exit_code == 12, done.output
+    assert "nul: " in done.stderr and "NUL character" in done.stderr
+    actions = {t["thread_id"]: t["action"] for t in json.loads(done.stdout)["threads"]}
+    assert actions == {"clean": "copy", "nul": "refused"}
+    with psycopg.connect(target) as conn:
+        assert conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall() == [("clean",)]

@@ -317,7 +317,7 @@ def to_split(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) ->
     _checked(row)
     kind = form(row)
     where = f"checkpoint {row.checkpoint_id}"
-    metadata = metadata_json(row).decode("utf-8", "replace")
+    metadata = _jsonb_text(metadata_json(row), f"{where}'s metadata")
     versions = row.channel_versions or {}
     out: dict[tuple[str, str], Blob] = {}
     if kind == "jsonb":
@@ -399,9 +399,34 @@ def to_split(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) ->
         text = json.dumps(document, ensure_ascii=False, allow_nan=False)
     except ValueError:
         raise CopyRefused(f"{where}: a value JSON cannot keep (NaN or infinity)") from None
+    if _has_nul(document):
+        raise CopyRefused(f"{where}: a string holds a NUL character, which JSONB cannot hold")
     return SplitRow(
         row.checkpoint_ns, row.checkpoint_id, row.parent_checkpoint_id, text, metadata, out
     )
+
+
+def _jsonb_text(data: bytes, where: str) -> str:
+    """JSON text Postgres' JSONB takes as it is: UTF-8, no NUL in a string (PostgresSaver
+    itself fails on those); anything else is refused rather than altered."""
+    try:
+        text = data.decode()
+        parsed = json.loads(text)
+    except (UnicodeDecodeError, ValueError):
+        raise CopyRefused(f"{where} is not UTF-8 JSON") from None
+    if _has_nul(parsed):
+        raise CopyRefused(f"{where}: a string holds a NUL character, which JSONB cannot hold")
+    return text
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 # -- integer channel versions (MongoDBSaver, custom savers: format.md §3.4) -------------------
