@@ -562,7 +562,6 @@ def copy(
     Raises Unsafe for threads already on the target (with "fail"), and, after copying the
     others, for a thread it refused (the CLI's exit 12)."""
     from ckpt import copying
-    from ckpt.errors import Unsafe
     from ckpt.maintenance import Selection
     from ckpt.stores import open_target
 
@@ -590,7 +589,6 @@ def copy(
         )
         records = list(run)
     record = {**run.head, "threads": records, "totals": run.totals}
-    if run.totals["refused"]:
-        refused = next(r for r in records if r["action"] == "refused")
-        raise Unsafe(f"{refused['thread_id']}: {refused['refused']}")
+    if (refusal := run.refusal()) is not None:
+        raise refusal
     return record

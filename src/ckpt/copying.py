@@ -59,15 +59,28 @@ class CopyRun:
     records: Iterator[dict[str, Any]]
     totals: dict[str, int] = field(
         default_factory=lambda: dict.fromkeys(
-            ("threads", "checkpoints", "writes", "blobs", "bytes", "skipped", "refused"), 0
-        )
+            (
+                "threads",
+                "checkpoints",
+                "writes",
+                "blobs",
+                "bytes",
+                "skipped",
+                "refused",
+                "conflicts",
+            ),
+            0,
+        )  # fmt: skip
     )
+    first_refused: dict[str, Any] | None = None
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for record in self.records:
             totals = self.totals
+            totals["conflicts"] += record["action"] == "conflict"
             if record["action"] == "refused":
                 totals["refused"] += 1
+                self.first_refused = self.first_refused or record
             elif record["action"] == "skip":
                 totals["skipped"] += 1
             else:
@@ -75,6 +88,17 @@ class CopyRun:
                 for key in ("checkpoints", "writes", "blobs", "bytes"):
                     totals[key] += record[key]
             yield record
+
+    def refusal(self) -> Unsafe | None:
+        """The error a run that refused threads ends with (exit 12), once it has run."""
+        first = self.first_refused
+        if first is None:
+            return None
+        more = self.totals["refused"] - 1
+        return Unsafe(
+            f"{first['thread_id']}: {first['refused']}"
+            + (f" (and {more} more threads refused)" if more else "")
+        )
 
 
 def copy_run(

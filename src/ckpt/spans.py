@@ -286,7 +286,7 @@ def ext_code(data: bytes, i: int) -> int | None:
     return code - 256 if code > 127 else code
 
 
-def _container(data: bytes, i: int) -> tuple[str, int, int] | None:
+def container(data: bytes, i: int) -> tuple[str, int, int] | None:
     """("map" | "array", item count, offset of the first item) if a container starts at i."""
     c = data[i]
     if 0x80 <= c <= 0x8F:
@@ -316,7 +316,7 @@ def _key(data: bytes, i: int) -> tuple[str, int]:
 
 def _msgpack_value(data: bytes, i: int) -> tuple[int, list[tuple[int, int]] | None]:
     """The end of the value at i and, when it is an array, each element's span."""
-    shape = _container(data, i)
+    shape = container(data, i)
     if shape is None or shape[0] != "array":
         return skip(data, i), None
     _, count, j = shape
@@ -329,7 +329,7 @@ def _msgpack_value(data: bytes, i: int) -> tuple[int, list[tuple[int, int]] | No
 
 
 def _msgpack_body(data: bytes) -> BodyLayout:
-    shape = _container(data, 0)
+    shape = container(data, 0)
     if shape is None or shape[0] != "map":
         raise SpanError("a checkpoint body is a map")
     _, count, i = shape
@@ -339,7 +339,7 @@ def _msgpack_body(data: bytes) -> BodyLayout:
     for _ in range(count):
         key, i = _key(data, i)
         if key == "channel_values":
-            inner = _container(data, i)
+            inner = container(data, i)
             if inner is None or inner[0] != "map":
                 i = skip(data, i)
                 continue

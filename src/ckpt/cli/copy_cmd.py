@@ -10,7 +10,10 @@ import typer
 
 from ckpt.cli.common import opened, state
 from ckpt.cli.options import (
+    AllOpt,
+    ApplyOpt,
     JsonOpt,
+    OlderThanOpt,
     QuietOpt,
     StatusOpt,
     StoreOptions,
@@ -44,20 +47,10 @@ def copy(
             show_default=False,
         ),
     ] = None,
-    older_than: Annotated[
-        str | None,
-        typer.Option(
-            "--older-than",
-            metavar="AGE",
-            help="Threads whose latest checkpoint is older than AGE (30d, 12h, 2w).",
-            show_default=False,
-        ),
-    ] = None,
+    older_than: OlderThanOpt = None,
     status: StatusOpt = None,
     where: WhereOpt = None,
-    every: Annotated[
-        bool, typer.Option("--all", help="Every thread (needed when nothing else selects).")
-    ] = False,
+    every: AllOpt = False,
     rename: Annotated[
         list[str] | None,
         typer.Option(
@@ -102,9 +95,7 @@ def copy(
             "PostgresSaver's format, their order kept, so the copy can resume.",
         ),
     ] = False,
-    apply: Annotated[
-        bool, typer.Option("--apply", help="Copy (without it: print the plan only).")
-    ] = False,
+    apply: ApplyOpt = False,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
     *,
@@ -122,7 +113,6 @@ def copy(
     Example: ckpt copy .langgraph_api postgresql://localhost/app --all --apply
     """
     from ckpt import copying, maintenance
-    from ckpt.errors import Unsafe
     from ckpt.records import dump_document
     from ckpt.render.copy_view import copy_lines
     from ckpt.render.progress import advancing
@@ -170,13 +160,8 @@ def copy(
             output.lines(dump_document(record))
         else:
             output.text(copy_lines(record, output))
-        if run.totals["refused"]:
-            refused = next(r for r in records if r["action"] == "refused")
-            more = run.totals["refused"] - 1
-            raise Unsafe(
-                f"{refused['thread_id']}: {refused['refused']}"
-                + (f" (and {more} more threads refused)" if more else "")
-            )
+        if (refusal := run.refusal()) is not None:
+            raise refusal
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,10 @@ import typer
 
 from ckpt.cli.common import opened, state
 from ckpt.cli.options import (
+    AllOpt,
+    ApplyOpt,
     JsonOpt,
+    OlderThanOpt,
     StatusOpt,
     StoreArg,
     StoreOptions,
@@ -26,30 +29,16 @@ from ckpt.cli.options import (
 if TYPE_CHECKING:
     from ckpt.records import ThreadPlanRecord
 
-ApplyOpt = Annotated[
-    bool, typer.Option("--apply", help="Make the change (without it: print the plan only).")
-]
-
 
 @store_options
 def prune(
     ctx: typer.Context,
     store: StoreArg = None,
     thread: ThreadsOpt = None,
-    older_than: Annotated[
-        str | None,
-        typer.Option(
-            "--older-than",
-            metavar="AGE",
-            help="Threads whose latest checkpoint is older than AGE (30d, 12h, 2w).",
-            show_default=False,
-        ),
-    ] = None,
+    older_than: OlderThanOpt = None,
     status: StatusOpt = None,
     where: WhereOpt = None,
-    every: Annotated[
-        bool, typer.Option("--all", help="Every thread (needed when nothing else selects).")
-    ] = False,
+    every: AllOpt = False,
     keep_latest: Annotated[
         bool,
         typer.Option(

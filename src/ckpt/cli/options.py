@@ -200,6 +200,23 @@ StatusOpt = Annotated[
 ]
 
 
+OlderThanOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--older-than",
+        metavar="AGE",
+        help="Threads whose latest checkpoint is older than AGE (30d, 12h, 2w).",
+        show_default=False,
+    ),
+]
+AllOpt = Annotated[
+    bool, typer.Option("--all", help="Every thread (needed when nothing else selects).")
+]
+ApplyOpt = Annotated[
+    bool, typer.Option("--apply", help="Make the change (without it: print the plan only).")
+]
+
+
 def parse_where(text: str) -> tuple[str, str]:
     """A --where KEY=VALUE, or the usage error that says what is wrong with it."""
     key, eq, value = text.partition("=")

@@ -80,7 +80,7 @@ def copy_lines(record: Mapping[str, Any], output: Output) -> Iterator[str]:
     ]
     summary += "".join(f"; {e}" for e in extra if e)
     yield summary + "\n"
-    conflicts = sum(1 for t in record["threads"] if t["action"] == "conflict")
+    conflicts = totals["conflicts"]
     if conflicts:
         yield (
             paint(

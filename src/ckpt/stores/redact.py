@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Final
 
@@ -206,13 +205,13 @@ class Redactor:
         if code not in _EXT_CLASS or not isinstance(payload, list) or len(payload) < 3:
             return ext  # an ext LangGraph does not write: nothing of ours to read in it
         module, name, argument, *rest = payload
-        kept: Callable[[Any], Any] = lambda v: self._walk(v, None)  # noqa: E731
         if code == 3 or (code == 0 and module in _KEEP_SINGLE_ARG):
             redacted = argument  # datetime.fromisoformat's text, a UUID, a zone name
         elif (module, name) == ("langgraph.types", "Send") and isinstance(argument, list):
-            redacted = [argument[0], *map(kept, argument[1:])]  # the node it goes to
+            # The node it goes to stays; its argument is content.
+            redacted = [argument[0], *(self._walk(v, None) for v in argument[1:])]
         else:
-            redacted = kept(argument)
+            redacted = self._walk(argument, None)
         return _ext(code, _pack([module, name, redacted, *rest]))
 
     # -- metadata --------------------------------------------------------------------------

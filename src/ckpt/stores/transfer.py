@@ -22,6 +22,7 @@ channel versions the target's saver cannot resume from; values stay as they are.
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -30,7 +31,7 @@ import ormsgpack
 
 from ckpt.errors import CopyRefused
 from ckpt.model import RawCheckpoint
-from ckpt.spans import SpanError, ext_code, skip
+from ckpt.spans import SpanError, container, ext_code, skip
 from ckpt.vocabulary import TOO_LARGE
 
 # LangGraph's own order of a checkpoint's fields (langgraph/checkpoint/base create_checkpoint).
@@ -123,46 +124,53 @@ def metadata_json(row: RawCheckpoint) -> bytes:
 # -- msgpack spans ---------------------------------------------------------------------------
 
 
+def _items(data: bytes, kind: str, what: str) -> list[bytes]:
+    """The items of the one msgpack map (keys and values in turn) or array `data` is, each
+    as its bytes (the header walk of ckpt.spans)."""
+    try:
+        shape = container(data, 0)
+        if shape is None or shape[0] != kind:
+            raise CopyRefused(f"{what} is not a msgpack {kind}")
+        _, count, i = shape
+        items = []
+        for _ in range(2 * count if kind == "map" else count):
+            end = skip(data, i)
+            items.append(data[i:end])
+            i = end
+    except (SpanError, IndexError, struct.error) as exc:
+        raise CopyRefused(f"{what} is damaged ({exc})") from None
+    if i != len(data):
+        raise CopyRefused(f"{what} has bytes after its end")
+    return items
+
+
 def _map_entries(data: bytes, what: str) -> list[tuple[str, bytes]]:
     """The (key, value bytes) of a msgpack map, in order; keys must be strings."""
-    try:
-        header = data[0]
-        if 0x80 <= header <= 0x8F:
-            count, i = header - 0x80, 1
-        elif header == 0xDE:
-            count, i = int.from_bytes(data[1:3]), 3
-        elif header == 0xDF:
-            count, i = int.from_bytes(data[1:5]), 5
-        else:
-            raise CopyRefused(f"{what} is not a msgpack map")
-        entries = []
-        for _ in range(count):
-            end = skip(data, i)
-            key = ormsgpack.unpackb(data[i:end])
-            if not isinstance(key, str):
-                raise CopyRefused(f"{what} has a key that is not a string ({key!r})")
-            value_end = skip(data, end)
-            entries.append((key, data[end:value_end]))
-            i = value_end
-        if i != len(data):
-            raise CopyRefused(f"{what} has bytes after its end")
-    except (SpanError, IndexError, ValueError, TypeError) as exc:
-        if isinstance(exc, CopyRefused):
-            raise
-        raise CopyRefused(f"{what} is damaged ({exc})") from None
+    items = _items(data, "map", what)
+    entries = []
+    for packed, value in zip(items[::2], items[1::2], strict=True):
+        try:
+            key = ormsgpack.unpackb(packed)
+        except (ValueError, TypeError):
+            raise CopyRefused(f"{what} has a key that is not plain data") from None
+        if not isinstance(key, str):
+            raise CopyRefused(f"{what} has a key that is not a string ({key!r})")
+        entries.append((key, value))
     return entries
 
 
-def _map_header(count: int) -> bytes:
+def _header(kind: str, count: int) -> bytes:
+    """A msgpack map or array header for `count` items, in its smallest form."""
+    small, wide16, wide32 = (0x80, b"\xde", b"\xdf") if kind == "map" else (0x90, b"\xdc", b"\xdd")
     if count < 16:
-        return bytes([0x80 + count])
+        return bytes([small + count])
     if count < 0x10000:
-        return b"\xde" + count.to_bytes(2)
-    return b"\xdf" + count.to_bytes(4)
+        return wide16 + count.to_bytes(2)
+    return wide32 + count.to_bytes(4)
 
 
 def _pack_map(entries: list[tuple[str, bytes]]) -> bytes:
-    return _map_header(len(entries)) + b"".join(
+    return _header("map", len(entries)) + b"".join(
         ormsgpack.packb(key) + value for key, value in entries
     )
 
@@ -225,34 +233,7 @@ def _parent_sends(row: RawCheckpoint, sends: Sends, where: str) -> list[bytes]:
 
 
 def _array(items: list[bytes]) -> bytes:
-    count = len(items)
-    header = (
-        bytes([0x90 + count]) if count < 16
-        else b"\xdc" + count.to_bytes(2) if count < 0x10000
-        else b"\xdd" + count.to_bytes(4)
-    )  # fmt: skip
-    return header + b"".join(items)
-
-
-def _array_items(data: bytes, where: str) -> list[bytes]:
-    try:
-        header = data[0]
-        if 0x90 <= header <= 0x9F:
-            count, i = header - 0x90, 1
-        elif header == 0xDC:
-            count, i = int.from_bytes(data[1:3]), 3
-        elif header == 0xDD:
-            count, i = int.from_bytes(data[1:5]), 5
-        else:
-            raise CopyRefused(f"{where} is not an array")
-        items = []
-        for _ in range(count):
-            end = skip(data, i)
-            items.append(data[i:end])
-            i = end
-    except (SpanError, IndexError) as exc:
-        raise CopyRefused(f"{where} is damaged ({exc})") from None
-    return items
+    return _header("array", len(items)) + b"".join(items)
 
 
 def to_inline(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) -> InlineRow:
@@ -345,7 +326,7 @@ def to_split(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) ->
         if key == "channel_values":
             values.update(_map_entries(packed, f"{where}'s channel_values"))
         elif key == "pending_sends":
-            pending = _array_items(packed, f"{where}'s pending_sends")
+            pending = _items(packed, "array", f"{where}'s pending_sends")
             document[key] = []
         else:
             document[key] = _plain(packed, f"{where}'s {key!r}")
