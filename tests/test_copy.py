@@ -585,7 +585,14 @@ def test_since_selects_recent_threads(sources: dict[str, Source], tmp_path: Path
     assert recent["totals"]["threads"] == len(source.manifest["threads"])
     future = json.loads(ckpt("copy", source.spec, target, "--since", "2999-01-01", "--json").stdout)
     assert future["threads"] == []
-    assert ckpt("copy", source.spec, target, "--since", "someday").exit_code == 2
+    # One syntax for every --since (dump's too): text that is no time names a checkpoint.
+    unknown = ckpt("copy", source.spec, target, "--since", "someday")
+    assert unknown.exit_code == 7 and "--since 'someday' is neither" in unknown.output
+    assert ckpt("copy", source.spec, target, "--since", "2026-13-45").exit_code == 2
+    # a thread's latest checkpoint: the threads updated since (it among them)
+    newest = max(recent["threads"], key=lambda t: t["thread_id"])["thread_id"]
+    since_thread = json.loads(ckpt("copy", source.spec, target, "--since", newest, "--json").stdout)
+    assert newest in [t["thread_id"] for t in since_thread["threads"]]
 
 
 # -- every sample of every era: copied as LangGraph reads it, or refused with the reason ------

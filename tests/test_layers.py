@@ -298,3 +298,55 @@ def test_the_wheel_is_pure_python(tmp_path: Path) -> None:
     with zipfile.ZipFile(wheels[0]) as archive:
         shipped = {Path(name).suffix for name in archive.namelist() if name.startswith("ckpt/")}
     assert shipped == {".py", ".typed"}, shipped
+
+
+# -- the CLI is a face over the API (issue 38) ---------------------------------------------
+
+# What a command module may import of ckpt: the API, the records and errors it hands on, the
+# renderers, and its own modules. Besides those: ckpt.vocabulary (the statuses and sorts
+# its options declare at start-up, where importing the API would cost every run ~40 ms),
+# the browser (another face, only `browse` imports it) and the package's __version__.
+CLI_MAY_IMPORT = ("ckpt.api", "ckpt.records", "ckpt.render", "ckpt.errors", "ckpt.cli",
+                  "ckpt.vocabulary", "ckpt.browse")  # fmt: skip
+CLI_MAY_NAME = {"ckpt", "ckpt.__version__"}
+
+
+def cli_reaches_past_the_api(path: Path) -> list[str]:
+    return sorted(
+        name
+        for name in imported_modules(path)
+        if under(name, "ckpt")
+        and name not in CLI_MAY_NAME
+        and not any(under(name, allowed) for allowed in CLI_MAY_IMPORT)
+    )
+
+
+def test_the_cli_imports_only_the_api_records_renderers_and_errors() -> None:
+    found = {
+        path.relative_to(PACKAGE).as_posix(): cli_reaches_past_the_api(path)
+        for path in sorted((PACKAGE / "cli").rglob("*.py"))
+    }
+    assert {m: n for m, n in found.items() if n} == {}
+    assert any(under(n, "ckpt.api") for n in imported_modules(PACKAGE / "cli" / "common.py"))
+
+
+def test_the_cli_import_check_fires(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from ckpt.api import CheckpointStore\n"
+        "from ckpt import __version__\n"
+        "from ckpt import maintenance\n"
+        "def f():\n"
+        "    from ckpt.stores import open_target\n"
+        "    import ckpt.changes\n"
+        "if False:\n"
+        "    from ckpt.census import RawRow\n"
+    )
+    assert cli_reaches_past_the_api(probe) == [
+        "ckpt.census",
+        "ckpt.census.RawRow",
+        "ckpt.changes",
+        "ckpt.maintenance",
+        "ckpt.stores",
+        "ckpt.stores.open_target",
+    ]

@@ -377,26 +377,23 @@ def test_the_streamed_plan_is_the_whole_record(agents: tuple[Path, AgentManifest
     """`prune --json` writes the record a thread at a time: the same text as the whole
     record written at once, and each thread is planned only when the output asks for it."""
     import ckpt
-    from ckpt import maintenance
     from ckpt.records import dump_document
     from ckpt.render.output import stream_json_record
 
-    def whole(selection: maintenance.Selection, strategy: Any, keep: int) -> str:
+    def whole(selection: dict[str, Any], strategy: Any, keep: int) -> str:
         with closing(ckpt.open(source)) as store:
-            run = maintenance.prune_run(store, selection, strategy=strategy, keep=keep)
-            threads = list(run)
-            return "".join(dump_document({**run.head, "threads": threads, "totals": run.totals}))
+            record = store.prune(**selection, strategy=strategy, keep=keep)
+            return "".join(dump_document(record))
 
-    def streamed(run: maintenance.PruneRun) -> Iterator[str]:
+    def streamed(run: Any) -> Iterator[str]:
         return stream_json_record(run.head, "threads", run, lambda: {"totals": run.totals})
 
     source, _ = agents
-    every = maintenance.Selection(everything=True)
+    every: dict[str, Any] = {"all": True}
     with closing(ckpt.open(source)) as store:
         planned: list[str] = []
-        run = maintenance.prune_run(
-            store,
-            every,
+        run = store.iter_prune(
+            **every,
             strategy="keep_last",
             keep=2,
             on_thread=lambda plan: planned.append(plan["thread_id"]),
@@ -411,9 +408,9 @@ def test_the_streamed_plan_is_the_whole_record(agents: tuple[Path, AgentManifest
     assert len(planned) == len(json.loads(text)["threads"]) > 1
     assert text == whole(every, "keep_last", 2)
     # and with no thread selected: an empty array, as json writes it
-    none = maintenance.Selection(status="error", where=(("no such key", "x"),))
+    none: dict[str, Any] = {"status": "error", "where": {"no such key": "x"}}
     with closing(ckpt.open(source)) as store:
-        empty = "".join(streamed(maintenance.prune_run(store, none, strategy="keep_latest")))
+        empty = "".join(streamed(store.iter_prune(**none, strategy="keep_latest")))
     assert empty == whole(none, "keep_latest", 1)
     assert '"threads": [],' in empty
 

@@ -11,13 +11,19 @@ is built on this module, so the two never disagree. See docs/api.md.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, overload
 
-from ckpt.errors import BadOption, EncryptedError, NotFound
+from ckpt.decoders import uuid6_time
+from ckpt.errors import BadOption, EncryptedError, MissingDependency, NotFound
 from ckpt.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.records import (
     CheckpointRecord,
@@ -32,13 +38,45 @@ from ckpt.records import (
 )
 from ckpt.stores.base import Store
 from ckpt.tasks import Task
-from ckpt.vocabulary import Status, ThreadSort
+from ckpt.vocabulary import Status, ThreadSort, install_hint
+from ckpt.when import When, updated_at
 
 if TYPE_CHECKING:
-    from ckpt.census import RawRow
+    from ckpt.census import RawRow as RawRow
+    from ckpt.changes import Change
+    from ckpt.copying import CopyRun
+    from ckpt.maintenance import PruneRun
+    from ckpt.records import CopyRecord, PruneRecord, ThreadPlanRecord
 
 
 Hidden = Literal["raise", "keep"]
+Strategy = Literal["keep_latest", "keep_last", "delete"]
+OnConflict = Literal["fail", "skip", "replace"]
+_UUID: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Two checkpoints and what differs between them (`ckpt diff`): `a` and `b` are their
+    records (`show --json --blobs`), `changes` every difference in order (ckpt.changes)."""
+
+    a: CheckpointRecord
+    b: CheckpointRecord
+    changes: list[Change]
+
+    @property
+    def differ(self) -> bool:
+        """Whether they differ in anything but the bytes they take on disk (diff's exit 1)."""
+        from ckpt.changes import differs
+
+        return differs(self.changes)
+
+    @property
+    def patch(self) -> list[PatchOperation]:
+        """The RFC 6902 JSON Patch that turns `a` into `b` (`ckpt diff --json`)."""
+        from ckpt.changes import json_patch
+
+        return json_patch(self.changes)
 
 
 class CheckpointStore:
@@ -93,8 +131,8 @@ class CheckpointStore:
 
     @property
     def backend(self) -> Store:
-        """The store's kind underneath (a ckpt.stores.base.Store), for ckpt's own library
-        modules (maintenance): the commands use this class's methods only."""
+        """The store's kind underneath (a ckpt.stores.base.Store), for tests that look at
+        its statements; neither the commands nor ckpt's library modules use it."""
         return self._store
 
     def thread_exists(self, thread_id: str) -> bool:
@@ -275,22 +313,22 @@ class CheckpointStore:
         *,
         threads: Sequence[str] = (),
         ns: str | None = None,
-        since_id: str | None = None,
-        until_id: str | None = None,
+        since: When | None = None,
+        until: When | None = None,
         latest: bool = False,
         values: bool = True,
+        since_id: str | None = None,
+        until_id: str | None = None,
     ) -> Iterator[CheckpointRecord]:
         """Stream checkpoints (`ckpt dump`) in (thread, namespace, id) order, one decoded
-        at a time: memory stays flat however large the store. Unknown `threads` raise
-        NotFound at once, before anything streams; a namespace `ns` that holds nothing
-        (outside a --since/--until window) raises it once the stream ends empty."""
-        query = DumpQuery(
-            thread_ids=self._known_threads(threads),
-            checkpoint_ns=ns,
-            since_id=since_id,
-            until_id=until_id,
-            latest_only=latest,
-        )
+        at a time: memory stays flat however large the store. `since` and `until` bound
+        them by time: a datetime, an age (timedelta, or text: `7d`), an ISO time, or a
+        checkpoint id or thread (from, or up to, that checkpoint); `since_id`/`until_id`
+        are raw checkpoint id bounds. Unknown `threads` raise NotFound at once, before
+        anything streams; a namespace `ns` that holds nothing (outside a since/until
+        window) raises it once the stream ends empty."""
+        query = self._dump_query(threads, ns, since, until, since_id, until_id, latest)
+        query = replace(query, thread_ids=self._known_threads(threads))
         return self._dump(query, values=values)
 
     def dump_total(
@@ -298,21 +336,76 @@ class CheckpointStore:
         *,
         threads: Sequence[str] = (),
         ns: str | None = None,
+        since: When | None = None,
+        until: When | None = None,
+        latest: bool = False,
         since_id: str | None = None,
         until_id: str | None = None,
-        latest: bool = False,
     ) -> int | None:
         """How many records `dump` with the same filters streams, when the store can count
         them cheaply (a count over the key index; pickle files: their loaded index); None
         when the store cannot say (a Postgres count that ran out of time)."""
-        query = DumpQuery(
+        query = self._dump_query(threads, ns, since, until, since_id, until_id, latest)
+        return self._store.count_checkpoints(query)
+
+    def _dump_query(
+        self,
+        threads: Sequence[str],
+        ns: str | None,
+        since: When | None,
+        until: When | None,
+        since_id: str | None,
+        until_id: str | None,
+        latest: bool,
+    ) -> DumpQuery:
+        if since is not None and since_id is not None:
+            raise BadOption("`since` and `since_id`: give one")
+        if until is not None and until_id is not None:
+            raise BadOption("`until` and `until_id`: give one")
+        now = dt.datetime.now(dt.UTC)
+        return DumpQuery(
             thread_ids=tuple(threads),
             checkpoint_ns=ns,
-            since_id=since_id,
-            until_id=until_id,
+            since_id=self._id_bound(since, "since", now) if since is not None else since_id,
+            until_id=self._id_bound(until, "until", now) if until is not None else until_id,
             latest_only=latest,
         )
-        return self._store.count_checkpoints(query)
+
+    def _id_bound(self, value: When, name: str, now: dt.datetime) -> str:
+        """A time as a checkpoint id bound (uuid6 ids sort by time, format.md §3.3)."""
+        from ckpt.decoders import uuid6_lower_bound
+        from ckpt.when import EXAMPLES, moment, parse_when
+
+        parsed = parse_when(value, name)
+        if not isinstance(parsed, str):
+            return uuid6_lower_bound(moment(parsed, now))
+        if _UUID.fullmatch(parsed):
+            return parsed.lower()
+        try:
+            return self.resolve(parsed).checkpoint_id
+        except NotFound as exc:
+            raise NotFound(
+                f"`{name}` {parsed!r} is neither {EXAMPLES} nor a checkpoint or thread ({exc})"
+            ) from None
+
+    def _time_of(self, value: When, name: str, now: dt.datetime) -> dt.datetime:
+        """A time as a moment: a checkpoint id or thread gives its checkpoint's time."""
+        from ckpt.when import EXAMPLES, moment, parse_when
+
+        parsed = parse_when(value, name)
+        if not isinstance(parsed, str):
+            return moment(parsed, now)
+        try:
+            key = self.resolve(parsed)
+        except NotFound as exc:
+            raise NotFound(
+                f"`{name}` {parsed!r} is neither {EXAMPLES} nor a checkpoint or thread ({exc})"
+            ) from None
+        # Its `ts`, which the threads' `updated_at` is, else the time in its uuid6 id.
+        when = updated_at(self._store.load(key, values=False).ts) or uuid6_time(key.checkpoint_id)
+        if when is None:
+            raise BadOption(f"`{name}` {parsed!r}: checkpoint {key.checkpoint_id} tells no time")
+        return when
 
     def _dump(self, query: DumpQuery, *, values: bool) -> Iterator[CheckpointRecord]:
         from ckpt.encryption import record_error, record_hides_values
@@ -334,8 +427,8 @@ class CheckpointStore:
             # Like an unknown thread: a namespace that matches nothing is a mistake (often
             # `node` instead of `node:<task id>`), not an empty store.
             raise NotFound(
-                f"no checkpoints in namespace {query.checkpoint_ns!r}; `ckpt threads --json` "
-                "lists namespaces"
+                f"no checkpoints in namespace {query.checkpoint_ns!r}; the thread records "
+                "list their namespaces"
             )
 
     def stats(
@@ -416,7 +509,7 @@ class CheckpointStore:
     def _known_threads(self, threads: Sequence[str]) -> tuple[str, ...]:
         for thread_id in threads:
             if not thread_id.strip():
-                raise BadOption("empty thread id in --thread")
+                raise BadOption("empty thread id in `threads`")
             if not self._store.thread_exists(thread_id):
                 raise NotFound(f"no thread {thread_id!r} in {self._store.location}")
         return tuple(dict.fromkeys(threads))
@@ -465,6 +558,270 @@ class CheckpointStore:
         if channels:
             checkpoint = pick_channels(checkpoint, list(channels))
         return checkpoint, tasks
+
+    # -- choosing threads (prune, copy) -----------------------------------------------------
+    def _chooser(
+        self,
+        threads: Sequence[str],
+        older_than: When | None,
+        since: When | None,
+        status: Status | None,
+        where: Mapping[str, str] | None,
+        every: bool,
+    ) -> Callable[[], list[str]]:
+        """The selection checked now, the threads chosen when called (after the store has
+        said it can do what is asked): their ids in thread id order. Every given condition
+        must hold; the records are streamed and dropped (100,000 threads: their ids only)."""
+        from ckpt.when import parse_age, parse_when
+
+        if not (threads or older_than is not None or since is not None or status or where):
+            if not every:
+                raise BadOption(
+                    "say which threads: `threads`, `older_than`, `since`, `status`, `where`, "
+                    "or `all=True` for every thread"
+                )
+        now = dt.datetime.now(dt.UTC)
+        old = parse_age(older_than, "older_than") if older_than is not None else None
+        new = parse_when(since, "since") if since is not None else None
+        wanted = set(self._known_threads(threads))
+
+        def choose() -> list[str]:
+            before = self._time_of(old, "older_than", now) if old is not None else None
+            after = self._time_of(new, "since", now) if new is not None else None
+            chosen: list[str] = []
+            for record in self.iter_threads(status=status, where=dict(where or {}), sort="thread"):
+                if wanted and record["thread_id"] not in wanted:
+                    continue
+                updated = updated_at(record["updated_at"])
+                if before is not None and not (updated and updated < before):
+                    continue
+                if after is not None and not (updated and updated >= after):
+                    continue
+                chosen.append(record["thread_id"])
+            return chosen
+
+        return choose
+
+    # -- changing a store: prune, vacuum (apply=True only) --------------------------------
+    def iter_prune(
+        self,
+        *,
+        threads: Sequence[str] = (),
+        older_than: When | None = None,
+        since: When | None = None,
+        status: Status | None = None,
+        where: Mapping[str, str] | None = None,
+        all: bool = False,  # the CLI's --all, by its name
+        strategy: Strategy = "keep_latest",
+        keep: int = 1,
+        backup: str | os.PathLike[str] | None = None,
+        apply: bool = False,
+        timeout: float | None = None,
+        on_thread: Callable[[ThreadPlanRecord], None] | None = None,
+    ) -> PruneRun:
+        """`prune`, streamed: a PruneRun, whose iteration plans (with `apply`, prunes) one
+        thread at a time and yields its record; its `head` is the rest of the record and
+        its `totals` are complete once it ends. Nothing is read before the first thread
+        is asked for, so memory stays flat however many threads are selected."""
+        from ckpt import maintenance
+
+        if strategy not in ("keep_latest", "keep_last", "delete"):
+            raise BadOption(
+                f"`strategy` must be keep_latest, keep_last or delete, not {strategy!r}"
+            )
+        if keep < 1:
+            raise BadOption(f"`keep` must be 1 or more, not {keep}")
+        choose = self._chooser(threads, older_than, since, status, where, all)
+        return maintenance.prune_run(
+            self._store,
+            choose,
+            strategy=strategy,
+            keep=keep,
+            apply=apply,
+            backup=Path(backup) if backup is not None else None,
+            timeout=timeout,
+            on_thread=on_thread,
+        )
+
+    def prune(
+        self,
+        *,
+        threads: Sequence[str] = (),
+        older_than: When | None = None,
+        since: When | None = None,
+        status: Status | None = None,
+        where: Mapping[str, str] | None = None,
+        all: bool = False,  # the CLI's --all, by its name
+        strategy: Strategy = "keep_latest",
+        keep: int = 1,
+        backup: str | os.PathLike[str] | None = None,
+        apply: bool = False,
+        timeout: float | None = None,
+        on_thread: Callable[[ThreadPlanRecord], None] | None = None,
+    ) -> PruneRecord:
+        """Delete old checkpoints safely, keeping what resuming each thread needs (`ckpt
+        prune --json`; docs/json.md). The threads: `threads`, `older_than` (an age: `30d`,
+        a timedelta, or a time), `since`, `status`, `where` (every condition holds), or
+        `all=True`. `strategy`: "keep_latest", "keep_last" (the last `keep`) or "delete"
+        (whole threads). Without `apply` nothing changes and the plan is returned; with it
+        each thread is pruned in its own transaction (`backup`: SQLite's online backup to
+        that new file first; `timeout`: how long to wait for a lock). The one method that
+        changes a store, with vacuum, and only with `apply=True`."""
+        run = self.iter_prune(
+            threads=threads, older_than=older_than, since=since, status=status, where=where,
+            all=all, strategy=strategy, keep=keep, backup=backup, apply=apply,
+            timeout=timeout, on_thread=on_thread,
+        )  # fmt: skip
+        records = list(run)
+        return {**run.head, "threads": records, "totals": run.totals}
+
+    def vacuum(
+        self,
+        *,
+        into: str | os.PathLike[str] | None = None,
+        apply: bool = False,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Give the space of deleted rows back (`ckpt vacuum --json`): what VACUUM would
+        free, or with `apply` run it (SQLite: VACUUM, or VACUUM INTO the new file `into`;
+        Postgres: VACUUM (ANALYZE) of the checkpoint tables)."""
+        from ckpt import maintenance
+
+        return maintenance.vacuum(
+            self._store,
+            apply=apply,
+            into=Path(into) if into is not None else None,
+            timeout=timeout,
+        )
+
+    # -- copying threads into another store --------------------------------------------------
+    def iter_copy(
+        self,
+        dst: str | os.PathLike[str],
+        *,
+        threads: Sequence[str] = (),
+        older_than: When | None = None,
+        since: When | None = None,
+        status: Status | None = None,
+        where: Mapping[str, str] | None = None,
+        all: bool = False,  # the CLI's --all, by its name
+        rename: Mapping[str, str] | None = None,
+        on_conflict: OnConflict = "fail",
+        redact: bool = False,
+        keep_keys: Sequence[str] = (),
+        keep_errors: bool = False,
+        renumber_versions: bool = False,
+        apply: bool = False,
+        timeout: float | None = None,
+        on_rows: Callable[[int], None] | None = None,
+    ) -> CopyRun:
+        """`copy`, streamed: a CopyRun (a context manager that closes the target), whose
+        iteration copies (or plans) one thread at a time and yields its record; `head`,
+        `totals` and `notices` (what the target has to say) as PruneRun's. `on_rows`
+        hears of every row moved."""
+        from ckpt import copying
+        from ckpt.stores import open_target
+
+        if (keep_keys or keep_errors) and not redact:
+            raise BadOption("`keep_keys` and `keep_errors` are for `redact=True`")
+        choose = self._chooser(threads, older_than, since, status, where, all)
+        redaction = (
+            copying.Redaction(keep_keys=frozenset(keep_keys), keep_errors=keep_errors)
+            if redact
+            else None
+        )
+        target = open_target(os.fspath(dst), timeout=timeout)
+        try:
+            run = copying.copy_run(
+                self._store,
+                target,
+                choose,
+                on_conflict=on_conflict,
+                renames=rename,
+                apply=apply,
+                redaction=redaction,
+                renumber_versions=renumber_versions,
+                on_rows=on_rows,
+            )
+        except BaseException:
+            target.close()
+            raise
+        run.target = target
+        return run
+
+    def copy(
+        self,
+        dst: str | os.PathLike[str],
+        *,
+        threads: Sequence[str] = (),
+        older_than: When | None = None,
+        since: When | None = None,
+        status: Status | None = None,
+        where: Mapping[str, str] | None = None,
+        all: bool = False,  # the CLI's --all, by its name
+        rename: Mapping[str, str] | None = None,
+        on_conflict: OnConflict = "fail",
+        redact: bool = False,
+        keep_keys: Sequence[str] = (),
+        keep_errors: bool = False,
+        renumber_versions: bool = False,
+        apply: bool = False,
+        timeout: float | None = None,
+        on_rows: Callable[[int], None] | None = None,
+    ) -> CopyRecord:
+        """Copy threads into a SqliteSaver file or PostgresSaver database `dst` (`ckpt
+        copy`; docs/json.md): the threads as `prune` chooses them; `rename` {old: new};
+        `on_conflict` "fail", "skip" or "replace"; `redact` (with `keep_keys`,
+        `keep_errors`); `renumber_versions` (integer channel versions in the target's
+        format). Without `apply` nothing changes and the plan is returned; with it each
+        thread is copied in its own transaction. Raises Unsafe for threads already on the
+        target (with "fail"), and, after copying the others, for a thread it refused (the
+        CLI's exit 12); CopyInterrupted on Ctrl-C, with how many threads were copied."""
+        with self.iter_copy(
+            dst, threads=threads, older_than=older_than, since=since, status=status,
+            where=where, all=all, rename=rename, on_conflict=on_conflict, redact=redact,
+            keep_keys=keep_keys, keep_errors=keep_errors,
+            renumber_versions=renumber_versions, apply=apply, timeout=timeout,
+            on_rows=on_rows,
+        ) as run:  # fmt: skip
+            records = list(run)
+        if (refusal := run.refusal()) is not None:
+            raise refusal
+        return {**run.head, "threads": records, "totals": run.totals}
+
+    # -- comparing checkpoints ---------------------------------------------------------------
+    def diff(
+        self,
+        a: str,
+        b: str | None = None,
+        *,
+        ns: str | None = None,
+        other: CheckpointStore | None = None,
+    ) -> Comparison:
+        """Compare two checkpoints (`ckpt diff A B`): selectors as `checkpoint` takes them.
+        Without `b`, A is compared with its parent; with `other` (another store, e.g. a
+        copy after a migration), B (or A again) is read there. Raises NotFound, naming
+        the side, when a checkpoint is missing or A has no parent."""
+        from ckpt.changes import diff_records
+
+        if b is None and other is None:
+            right = self.checkpoint(a, ns=ns)
+            left = self.parent(right)
+            if left is None:
+                raise NotFound(
+                    f"checkpoint {right['checkpoint_id']} of thread {right['thread_id']!r} has "
+                    "no parent to compare with; give two checkpoints"
+                )
+        else:
+            left = self.checkpoint(a, ns=ns)
+            where = other or self
+            try:
+                right = where.checkpoint(a if b is None else b, ns=ns)
+            except NotFound as exc:
+                if other is None:
+                    raise
+                raise NotFound(f"in {other.location} (`other`): {exc.message}") from None
+        return Comparison(left, right, diff_records(left, right))
 
     # -- lifetime ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -529,22 +886,83 @@ def open(  # the library's entry point, named as sqlite3.connect or open() are
     return CheckpointStore(store, hidden=hidden)
 
 
-def diff(a: CheckpointRecord, b: CheckpointRecord) -> list[PatchOperation]:
-    """The RFC 6902 JSON Patch that turns record `a` into record `b` (`ckpt diff --json`):
-    messages matched by id, writes by (task, idx); [] when they hold the same."""
-    from ckpt.changes import diff_values, json_patch
-    from ckpt.records import as_json
+StoreLike = str | os.PathLike[str] | CheckpointStore
 
-    return json_patch(diff_values(as_json(a), as_json(b)))
+
+@contextmanager
+def _store(
+    store: StoreLike, aes_key: str | bytes | None, timeout: float | None
+) -> Iterator[CheckpointStore]:
+    """A store as given: one already open (left open), or opened here (and closed)."""
+    if isinstance(store, CheckpointStore):
+        yield store
+        return
+    with open(store, aes_key=aes_key, timeout=timeout, hidden="keep") as opened:
+        yield opened
+
+
+@overload
+def diff(a: CheckpointRecord, b: CheckpointRecord) -> list[PatchOperation]: ...
+
+
+@overload
+def diff(
+    a: str,
+    b: str | None = None,
+    *,
+    store: StoreLike | None = None,
+    ns: str | None = None,
+    other: StoreLike | None = None,
+    aes_key: str | bytes | None = None,
+    timeout: float | None = None,
+) -> Comparison: ...
+
+
+def diff(
+    a: CheckpointRecord | str,
+    b: CheckpointRecord | str | None = None,
+    *,
+    store: StoreLike | None = None,
+    ns: str | None = None,
+    other: StoreLike | None = None,
+    aes_key: str | bytes | None = None,
+    timeout: float | None = None,
+) -> list[PatchOperation] | Comparison:
+    """Two checkpoint records: the RFC 6902 JSON Patch that turns `a` into `b` (`ckpt diff
+    --json`): messages matched by id, writes by (task, idx); [] when they hold the same.
+
+    Two selectors, or one (compared with its parent), and the `store` they are in (an open
+    CheckpointStore, or what `open` takes; None: `$CKPT_DB`, else the one store here):
+    `ckpt diff A [B] [--ns NS] [--db2 OTHER]`, as a Comparison (the two records and their
+    changes; `.patch`, `.differ`). `other`: B is read from that store."""
+    if isinstance(a, dict):
+        from ckpt.changes import diff_values, json_patch
+        from ckpt.records import as_json
+
+        if not isinstance(b, dict):
+            raise BadOption("`b`: give a second checkpoint record to compare `a` with")
+        return json_patch(diff_values(as_json(a), as_json(b)))
+    if b is not None and not isinstance(b, str):
+        raise BadOption("`b`: give a selector, as `a` is one")
+    with _store(store if store is not None else find_store(), aes_key, timeout) as first:
+        if other is None:
+            return first.diff(a, b, ns=ns)
+        with _store(other, aes_key, timeout) as second:
+            return first.diff(a, b, ns=ns, other=second)
 
 
 def copy(
-    src: str | os.PathLike[str],
+    src: StoreLike,
     dst: str | os.PathLike[str],
     *,
-    threads: Sequence[str] | None = None,
+    threads: Sequence[str] = (),
+    older_than: When | None = None,
+    since: When | None = None,
+    status: Status | None = None,
+    where: Mapping[str, str] | None = None,
+    all: bool = False,  # the CLI's --all, by its name
     rename: Mapping[str, str] | None = None,
-    on_conflict: Literal["fail", "skip", "replace"] = "fail",
+    on_conflict: OnConflict = "fail",
     redact: bool = False,
     keep_keys: Sequence[str] = (),
     keep_errors: bool = False,
@@ -552,43 +970,118 @@ def copy(
     apply: bool = False,
     aes_key: str | bytes | None = None,
     timeout: float | None = None,
-) -> dict[str, Any]:
-    """Copy threads from the store `src` into a SqliteSaver file or PostgresSaver database
-    `dst` (`ckpt copy`): `threads` (None: every thread), `rename` {old: new}, `on_conflict`
-    "fail", "skip" or "replace", `redact` (with `keep_keys`, `keep_errors`),
-    `renumber_versions` (integer channel versions in the target's format). Without
-    `apply` nothing changes and the plan is returned; with it, each thread is copied in
-    its own transaction. Returns the record `ckpt copy --json` prints (docs/json.md).
-    Raises Unsafe for threads already on the target (with "fail"), and, after copying the
-    others, for a thread it refused (the CLI's exit 12)."""
-    from ckpt import copying
-    from ckpt.maintenance import Selection
-    from ckpt.stores import open_target
+    on_rows: Callable[[int], None] | None = None,
+) -> CopyRecord:
+    """`ckpt copy SRC DST`: `CheckpointStore.copy` on `src` (an open store, or what `open`
+    takes, opened with `aes_key` and `timeout`)."""
+    with _store(src, aes_key, timeout) as store:
+        return store.copy(
+            dst, threads=threads, older_than=older_than, since=since, status=status,
+            where=where, all=all, rename=rename, on_conflict=on_conflict, redact=redact,
+            keep_keys=keep_keys, keep_errors=keep_errors,
+            renumber_versions=renumber_versions, apply=apply, timeout=timeout,
+            on_rows=on_rows,
+        )  # fmt: skip
 
-    if on_conflict not in copying.ON_CONFLICT:
-        raise BadOption(f"on_conflict={on_conflict!r}: choose fail, skip or replace")
-    selection = Selection(threads=tuple(threads or ()), everything=threads is None)
-    redaction = (
-        copying.Redaction(keep_keys=frozenset(keep_keys), keep_errors=keep_errors)
-        if redact
-        else None
-    )
-    with (
-        open(src, aes_key=aes_key, timeout=timeout, hidden="keep") as store,
-        open_target(os.fspath(dst), timeout=timeout) as target,
-    ):
-        run = copying.copy_run(
-            store,
-            target,
-            selection,
-            on_conflict=on_conflict,
-            renames=rename,
-            apply=apply,
-            redaction=redaction,
-            renumber_versions=renumber_versions,
-        )
-        records = list(run)
-    record = {**run.head, "threads": records, "totals": run.totals}
-    if (refusal := run.refusal()) is not None:
-        raise refusal
-    return record
+
+def prune(
+    store: StoreLike,
+    *,
+    threads: Sequence[str] = (),
+    older_than: When | None = None,
+    since: When | None = None,
+    status: Status | None = None,
+    where: Mapping[str, str] | None = None,
+    all: bool = False,  # the CLI's --all, by its name
+    strategy: Strategy = "keep_latest",
+    keep: int = 1,
+    backup: str | os.PathLike[str] | None = None,
+    apply: bool = False,
+    aes_key: str | bytes | None = None,
+    timeout: float | None = None,
+    on_thread: Callable[[ThreadPlanRecord], None] | None = None,
+) -> PruneRecord:
+    """`ckpt prune`: `CheckpointStore.prune` on `store` (an open store, or what `open`
+    takes)."""
+    with _store(store, aes_key, timeout) as opened:
+        return opened.prune(
+            threads=threads, older_than=older_than, since=since, status=status, where=where,
+            all=all, strategy=strategy, keep=keep, backup=backup, apply=apply,
+            timeout=timeout, on_thread=on_thread,
+        )  # fmt: skip
+
+
+def vacuum(
+    store: StoreLike,
+    *,
+    into: str | os.PathLike[str] | None = None,
+    apply: bool = False,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """`ckpt vacuum`: `CheckpointStore.vacuum` on `store` (an open store, or what `open`
+    takes)."""
+    with _store(store, None, timeout) as opened:
+        return opened.vacuum(into=into, apply=apply, timeout=timeout)
+
+
+def find_store(folder: str | os.PathLike[str] | None = None) -> str:
+    """The store `open(None)` opens: `$CKPT_DB`, else the one store in `folder` (default:
+    the current folder). Raises StoreNotFound when there is none, or several."""
+    from ckpt.stores import discover
+
+    if folder is None and os.environ.get("CKPT_DB"):
+        return os.environ["CKPT_DB"]
+    return discover(Path(folder) if folder is not None else None)
+
+
+INSTALL_DEMO: Final = install_hint("demo")
+
+
+def missing_demo_packages() -> list[str]:
+    """The distributions of the `demo` extra that are not installed: every module ckpt/demo.py
+    imports from outside the standard library (including the lazy SqliteSaver import in
+    write_demo_store). Checked before importing ckpt.demo, so a missing one is one line
+    naming the extra, not a traceback halfway through writing the store. Plain imports of
+    fixed names (ckpt never imports a module by a computed name)."""
+    missing = []
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        missing.append("numpy")
+    try:
+        import pydantic  # noqa: F401
+    except ImportError:
+        missing.append("pydantic")
+    try:
+        import langchain_core  # noqa: F401
+    except ImportError:
+        missing.append("langchain-core")
+    try:
+        import langgraph.graph  # noqa: F401
+    except ImportError:
+        missing.append("langgraph")
+    try:
+        import langgraph.checkpoint.sqlite  # noqa: F401
+    except ImportError:
+        missing.append("langgraph-checkpoint-sqlite")
+    return missing
+
+
+def require_demo() -> None:
+    """Raise MissingDependency, naming what to install, unless `write_demo` can run."""
+    if missing := missing_demo_packages():
+        raise MissingDependency(f"ckpt demo needs {', '.join(missing)}: {INSTALL_DEMO}")
+    try:
+        import ckpt.demo  # noqa: F401
+    except ImportError as exc:
+        # Installed but too old, e.g. a langgraph without DeltaChannel (before 1.2.0).
+        raise MissingDependency(f"ckpt demo needs newer packages: {INSTALL_DEMO} ({exc})") from None
+
+
+def write_demo(path: str | os.PathLike[str]) -> list[str]:
+    """Write the demo store (`ckpt demo`) at `path` by running real LangGraph graphs; the
+    thread ids. Raises MissingDependency without the `demo` extra."""
+    require_demo()
+    from ckpt.demo import write_demo_store
+
+    return write_demo_store(Path(path))

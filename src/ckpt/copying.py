@@ -10,84 +10,114 @@ copy would meet; only `apply` creates the target's schema and writes.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping
+import signal
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ckpt import stores
-from ckpt.api import CheckpointStore
-from ckpt.errors import BadOption, CopyRefused, Unsafe
-from ckpt.maintenance import Selection, select
+from ckpt.errors import BadOption, CopyInterrupted, CopyRefused, Unsafe
 from ckpt.model import TASKS, DumpQuery
+from ckpt.records import CopyHead, CopyThreadRecord, CopyTotals
 from ckpt.stores.base import Store, Target, ThreadSink
 
 if TYPE_CHECKING:
     from ckpt.stores import Redactor
 
 OnConflict = Literal["fail", "skip", "replace"]
+ON_CONFLICT: tuple[OnConflict, ...] = ("fail", "skip", "replace")
 
 
 @dataclass(frozen=True, slots=True)
 class Redaction:
-    """`--redact`: more keys to keep as they are (`--keep-key`), and error type names."""
+    """`redact`: more keys to keep as they are (`keep_keys`), and error type names."""
 
     keep_keys: frozenset[str] = frozenset()
     keep_errors: bool = False
 
 
-ON_CONFLICT: tuple[OnConflict, ...] = ("fail", "skip", "replace")
-
-
-def parse_rename(pairs: tuple[str, ...]) -> dict[str, str]:
-    """`OLD=NEW` pairs: the thread ids to give copied threads on the target."""
-    renames: dict[str, str] = {}
-    for pair in pairs:
-        old, sep, new = pair.partition("=")
-        if not sep or not old or not new:
-            raise BadOption(f"--rename {pair!r}: give OLD=NEW (two thread ids)")
-        renames[old] = new
-    return renames
-
-
 @dataclass
 class CopyRun:
     """A copy as it runs: iterating it copies (or plans) one thread at a time and yields
-    its record (docs/json.md, `ckpt copy`); `totals` are complete once it ends."""
+    its record (docs/json.md, `ckpt copy`); `totals` are complete once it ends. Ctrl-C
+    during an applied copy ends it with CopyInterrupted, which counts the threads
+    committed (`committed`): each whole, the one in flight rolled back."""
 
-    head: dict[str, Any]
-    records: Iterator[dict[str, Any]]
-    totals: dict[str, int] = field(
-        default_factory=lambda: dict.fromkeys(
-            (
-                "threads",
-                "checkpoints",
-                "writes",
-                "blobs",
-                "bytes",
-                "skipped",
-                "refused",
-                "conflicts",
-            ),
-            0,
+    head: CopyHead
+    records: Iterator[CopyThreadRecord]
+    selected: int = 0
+    totals: CopyTotals = field(
+        default_factory=lambda: CopyTotals(
+            threads=0,
+            checkpoints=0,
+            writes=0,
+            blobs=0,
+            bytes=0,
+            skipped=0,
+            refused=0,
+            conflicts=0,
         )  # fmt: skip
     )
-    first_refused: dict[str, Any] | None = None
+    committed: int = 0
+    first_refused: CopyThreadRecord | None = None
+    target: Target | None = None  # closed with the run
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        for record in self.records:
-            totals = self.totals
-            totals["conflicts"] += record["action"] == "conflict"
-            if record["action"] == "refused":
-                totals["refused"] += 1
-                self.first_refused = self.first_refused or record
-            elif record["action"] == "skip":
-                totals["skipped"] += 1
-            else:
-                totals["threads"] += 1
-                for key in ("checkpoints", "writes", "blobs", "bytes"):
-                    totals[key] += record[key]
-            yield record
+    @property
+    def notices(self) -> list[str]:
+        """What the target has to say (read and cleared by the caller)."""
+        return self.target.notices if self.target is not None else []
+
+    def close(self) -> None:
+        if self.target is not None:
+            self.target.close()
+
+    def __enter__(self) -> CopyRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[CopyThreadRecord]:
+        try:
+            for record in self.records:
+                self._count(record)
+                yield record
+        except KeyboardInterrupt:
+            if not self.head["applied"]:
+                raise
+            raise self.interrupted() from None
+
+    def _count(self, record: CopyThreadRecord) -> None:
+        totals = self.totals
+        action = record["action"]
+        if action == "refused":
+            totals["refused"] += 1
+            self.first_refused = self.first_refused or record
+        elif action == "skip":
+            totals["skipped"] += 1
+        elif action == "conflict":
+            totals["conflicts"] += 1
+        else:
+            totals["threads"] += 1
+            totals["checkpoints"] += record["checkpoints"]
+            totals["writes"] += record["writes"]
+            totals["blobs"] += record["blobs"]
+            totals["bytes"] += record["bytes"]
+
+    def interrupted(self) -> CopyInterrupted:
+        """What Ctrl-C during an applied copy ends it with."""
+        copied, selected = self.committed, self.selected
+        if not copied:
+            message = f"interrupted before any of {selected} threads was copied: nothing changed"
+            return CopyInterrupted(message, copied=0, selected=selected)
+        return CopyInterrupted(
+            f"interrupted: {copied} of {selected} threads copied, each whole, none partial; "
+            "copy again with `on_conflict='skip', apply=True` to copy the rest",
+            copied=copied,
+            selected=selected,
+        )
 
     def refusal(self) -> Unsafe | None:
         """The error a run that refused threads ends with (exit 12), once it has run."""
@@ -102,9 +132,9 @@ class CopyRun:
 
 
 def copy_run(
-    store: CheckpointStore,
+    source: Store,
     target: Target,
-    selection: Selection,
+    choose: Callable[[], Sequence[str]],
     *,
     on_conflict: OnConflict = "fail",
     renames: Mapping[str, str] | None = None,
@@ -113,19 +143,22 @@ def copy_run(
     renumber_versions: bool = False,
     on_rows: Callable[[int], None] | None = None,
 ) -> CopyRun:
-    """Plan (and with `apply`, carry out) the copy of the selected threads into `target`.
+    """Plan (and with `apply`, carry out) the copy of the threads `choose` names into
+    `target`.
 
-    Conflicts are settled before anything is written: with `on_conflict="fail"` an applied
-    copy that would meet a thread already on the target changes nothing. `on_rows` hears
-    of every row moved (the progress bar)."""
+    What the source and the target allow is checked before the threads are chosen; a
+    target that cannot be written is refused in a dry run too, with the line the copy
+    would stop at. Conflicts are settled before anything is written: with
+    `on_conflict="fail"` an applied copy that would meet a thread already on the target
+    changes nothing. `on_rows` hears of every row moved (the progress bar)."""
     if on_conflict not in ON_CONFLICT:
-        raise BadOption(f"--on-conflict {on_conflict!r}: choose fail, skip or replace")
-    if target.location == store.location or _same_file(target.location, store.location):
+        raise BadOption(f"`on_conflict` must be fail, skip or replace, not {on_conflict!r}")
+    if target.location == source.location or _same_file(target.location, source.location):
         raise Unsafe(
             f"{target.location}: the source and the target are the same store; nothing copied"
         )
-    source = store.backend
     source.check_copy(renumber_versions=renumber_versions)
+    target.check_writable(replace=on_conflict == "replace")
     redactor = (
         stores.redactor(
             keep_keys=redaction.keep_keys,
@@ -136,37 +169,47 @@ def copy_run(
         else None
     )
     renames = dict(renames or {})
-    threads = select(store, selection)
+    threads = list(choose())
     unknown = sorted(set(renames) - set(threads))
     if unknown:
-        raise BadOption(f"--rename {unknown[0]}=...: that thread is not among those copied")
+        raise BadOption(f"`rename` {unknown[0]!r}: that thread is not among those copied")
     names = {t: renames.get(t, t) for t in threads}
     if len(set(names.values())) < len(names):
-        raise BadOption("--rename: two threads would get the same id on the target")
+        raise BadOption("`rename`: two threads would get the same id on the target")
     existing = target.existing(list(names.values()))
     if existing and on_conflict == "fail" and apply:
         shown = ", ".join(repr(t) for t in sorted(existing)[:3])
         more = f" and {len(existing) - 3} more" if len(existing) > 3 else ""
         raise Unsafe(
             f"{target.location} already holds {len(existing)} of these threads ({shown}{more}): "
-            "pass --on-conflict skip or replace; nothing copied"
+            "pass `on_conflict` skip or replace; nothing copied"
         )
-    head: dict[str, Any] = {
-        "source": {"kind": store.kind, "location": store.location},
-        "target": {"layout": target.layout, "location": target.location, "state": target.state},
+    head: CopyHead = {
+        "source": {"kind": source.kind, "location": source.location},
+        "target": {
+            "layout": target.layout,  # type: ignore[typeddict-item]
+            "location": target.location,
+            "state": target.state,  # type: ignore[typeddict-item]
+        },
         "applied": apply,
         "on_conflict": on_conflict,
         "redacted": redaction is not None,
+        "redaction": (
+            {"keep_keys": sorted(redaction.keep_keys), "keep_errors": redaction.keep_errors}
+            if redaction is not None
+            else None
+        ),
         "renumbered_versions": renumber_versions,
     }
     if apply:
         target.setup()
+    run = CopyRun(head, iter(()), selected=len(threads), target=target)
 
-    def records() -> Iterator[dict[str, Any]]:
+    def records() -> Iterator[CopyThreadRecord]:
         for thread_id in threads:
             to = names[thread_id]
             conflict = to in existing
-            record: dict[str, Any] = {
+            record: CopyThreadRecord = {
                 "thread_id": thread_id,
                 "to": to,
                 "conflict": conflict,
@@ -194,21 +237,39 @@ def copy_run(
                     source, target, thread_id, sink, record, redactor, renumber_versions, on_rows
                 )
                 if sink is not None:
-                    sink.commit()
-                    record["applied"] = True
+                    sink.flush()
+                    with _interrupts_held():  # committed and counted, or neither
+                        sink.commit()
+                        record["applied"] = True
+                        run.committed += 1
             except CopyRefused as refusal:
                 if sink is not None:
                     sink.rollback()
-                record.update(action="refused", refused=str(refusal), applied=False)
-                for key in ("checkpoints", "writes", "blobs", "bytes"):
-                    record[key] = 0
+                record["action"], record["refused"] = "refused", str(refusal)
+                record["applied"] = False
+                record["checkpoints"] = record["writes"] = record["blobs"] = record["bytes"] = 0
             except BaseException:
                 if sink is not None:
                     sink.rollback()
                 raise
             yield record
 
-    return CopyRun(head, records())
+    run.records = records()
+    return run
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Ctrl-C held back while a thread commits and is counted: a copy interrupted there
+    says exactly how many threads it committed (the signal lands once this ends)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _copy_thread(
@@ -216,7 +277,7 @@ def _copy_thread(
     target: Target,
     thread_id: str,
     sink: ThreadSink | None,
-    record: dict[str, Any],
+    record: CopyThreadRecord,
     redactor: Redactor | None,
     renumber: bool,
     on_rows: Callable[[int], None] | None,

@@ -28,7 +28,11 @@ class ExitCode(IntEnum):
 
 
 class CkptError(Exception):
-    """Base of every error ckpt reports to the user as one line and an exit code."""
+    """Base of every error ckpt reports to the user as one line and an exit code.
+
+    The message speaks the API's words: a parameter is named as the API spells it, in
+    backticks (`on_conflict`, `aes_key`, `all=True`), and the CLI says its own flag there
+    instead (--on-conflict: ckpt.cli.options.FLAGS). Notices follow the same rule."""
 
     exit_code: ExitCode = ExitCode.UNREADABLE
 
@@ -144,3 +148,15 @@ class CopyRefused(CkptError):
     an encrypted body to split): left out and named, never converted."""
 
     exit_code = ExitCode.UNSAFE
+
+
+class CopyInterrupted(CkptError):
+    """`ckpt copy --apply` stopped by Ctrl-C: `copied` threads of `selected` were committed,
+    each whole; the one in flight was rolled back (none is partial)."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+    def __init__(self, message: str, *, copied: int, selected: int) -> None:
+        super().__init__(message)
+        self.copied = copied
+        self.selected = selected

@@ -9,103 +9,19 @@ store allows is its own to say (Store.check_prune, vacuum_report, writer).
 
 from __future__ import annotations
 
-import datetime as dt
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ckpt.api import CheckpointStore
-from ckpt.errors import BadOption, NotFound
 from ckpt.prune import Strategy, ThreadPlan, plan_thread
-from ckpt.records import NamespacePlanRecord, ThreadPlanRecord, ThreadRecord
-from ckpt.vocabulary import Status
-
-
-@dataclass(frozen=True, slots=True)
-class Selection:
-    """Which threads a prune touches; every given condition must hold."""
-
-    threads: tuple[str, ...] = ()
-    older_than: dt.timedelta | None = None
-    status: Status | None = None
-    where: tuple[tuple[str, str], ...] = ()
-    everything: bool = False
-    since: dt.datetime | None = None  # latest checkpoint at or after (`ckpt copy --since`)
-
-    @property
-    def given(self) -> bool:
-        return bool(self.threads or self.older_than or self.status or self.where or self.since)
-
-
-def parse_age(text: str) -> dt.timedelta:
-    """`30d`, `12h`, `2w`, `90m`: how old a thread's latest checkpoint must be."""
-    match = re.fullmatch(r"\s*(\d+)\s*([mhdw])\s*", text)
-    if not match:
-        raise BadOption(f"--older-than {text!r}: give a number and m, h, d or w (e.g. 30d)")
-    amount, unit = int(match.group(1)), match.group(2)
-    return {"m": dt.timedelta(minutes=1), "h": dt.timedelta(hours=1)}.get(
-        unit, dt.timedelta(days=7 if unit == "w" else 1)
-    ) * amount
-
-
-def parse_since(text: str) -> dt.datetime:
-    """`2026-11-01`, `2026-11-01T12:00`, or an age (`7d`): the oldest latest checkpoint a
-    selected thread may have."""
-    try:
-        when = dt.datetime.fromisoformat(text.strip())
-    except ValueError:
-        try:
-            return dt.datetime.now(dt.UTC) - parse_age(text)
-        except BadOption:
-            raise BadOption(
-                f"--since {text!r}: give a date (2026-11-01), a time (2026-11-01T12:00) or an "
-                "age (7d)"
-            ) from None
-    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
-
-
-def select(store: CheckpointStore, selection: Selection) -> list[str]:
-    """The ids of the threads a selection names, in thread id order. The records are
-    streamed and dropped (a store of 100,000 threads holds only their ids here)."""
-    if not selection.given and not selection.everything:
-        raise BadOption(
-            "say which threads: --thread, --older-than, --since, --status, --where, or --all "
-            "for every thread"
-        )
-    wanted = set(selection.threads)
-    for thread_id in selection.threads:
-        if not store.thread_exists(thread_id):  # a key lookup, not a listing
-            raise NotFound(f"no thread {thread_id!r} in {store.location}")
-    cutoff = None
-    if selection.older_than is not None:
-        cutoff = dt.datetime.now(dt.UTC) - selection.older_than
-    chosen: list[str] = []
-    for record in store.iter_threads(
-        status=selection.status, where=dict(selection.where) or None, sort="thread"
-    ):
-        if wanted and record["thread_id"] not in wanted:
-            continue
-        if cutoff is not None and not ((updated := _updated(record)) and updated < cutoff):
-            continue
-        if selection.since is not None and not (
-            (updated := _updated(record)) and updated >= selection.since
-        ):
-            continue
-        chosen.append(record["thread_id"])
-    return chosen
-
-
-def _updated(record: ThreadRecord) -> dt.datetime | None:
-    text = record["updated_at"]
-    if not text:
-        return None
-    try:
-        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+from ckpt.records import (
+    NamespacePlanRecord,
+    PruneHead,
+    PruneTotals,
+    ThreadPlanRecord,
+)
+from ckpt.stores.base import Store
 
 
 @dataclass
@@ -115,12 +31,12 @@ class PruneRun:
     held; `totals` are complete once the iteration ends. `head` is the rest of the
     record (docs/json.md): store, strategy, keep, applied, backup."""
 
-    head: dict[str, Any]
+    head: PruneHead
     plans: Iterator[tuple[ThreadPlan, bool]]
     on_thread: Callable[[ThreadPlanRecord], None] | None = None  # hears of each when done
-    totals: dict[str, int] = field(
-        default_factory=lambda: dict.fromkeys(
-            ("checkpoints", "writes", "blobs", "bytes", "threads", "refused"), 0
+    totals: PruneTotals = field(
+        default_factory=lambda: PruneTotals(
+            checkpoints=0, writes=0, blobs=0, bytes=0, threads=0, refused=0
         )
     )
 
@@ -130,16 +46,18 @@ class PruneRun:
             record = plan_record(plan, done)
             if self.on_thread is not None:
                 self.on_thread(record)
-            for key in ("checkpoints", "writes", "blobs", "bytes"):
-                totals[key] += record[key]
+            totals["checkpoints"] += record["checkpoints"]
+            totals["writes"] += record["writes"]
+            totals["blobs"] += record["blobs"]
+            totals["bytes"] += record["bytes"]
             totals["threads"] += bool(record["checkpoints"] or record["writes"] or record["blobs"])
             totals["refused"] += bool(record["refused"])
             yield record
 
 
 def prune_run(
-    store: CheckpointStore,
-    selection: Selection,
+    store: Store,
+    choose: Callable[[], Sequence[str]],
     *,
     strategy: Strategy,
     keep: int = 1,
@@ -148,31 +66,30 @@ def prune_run(
     timeout: float | None = None,
     on_thread: Callable[[ThreadPlanRecord], None] | None = None,
 ) -> PruneRun:
-    """Plan (and with `apply`, carry out) the prune of the selected threads, a thread at a
-    time. The selection is checked and the threads chosen here; each thread is planned (or
-    pruned, in its own transaction) as the run is iterated (PruneRun)."""
-    store.backend.check_prune(strategy, backup=backup is not None)
-    threads = select(store, selection)
-    head: dict[str, Any] = {
+    """Plan (and with `apply`, carry out) the prune of the threads `choose` names, a thread
+    at a time. The store says first whether it can be pruned that way, then the threads
+    are chosen; each is planned (or pruned, in its own transaction) as the run is
+    iterated (PruneRun)."""
+    store.check_prune(strategy, backup=backup is not None)
+    threads = list(choose())
+    head: PruneHead = {
         "store": {"kind": store.kind, "location": store.location},
         "strategy": strategy,
         "keep": keep,
         "applied": apply,
         "backup": str(backup) if apply and backup else None,
+        "reclaim": store.reclaim,
     }
     plans: Iterator[tuple[ThreadPlan, bool]]
     if apply:
         plans = _applied(store, threads, strategy, keep, backup, timeout)
     else:
-        plans = (
-            (plan_thread(store.backend.thread_rows(thread_id), strategy, keep), False)
-            for thread_id in threads
-        )
+        plans = ((plan_thread(store.thread_rows(t), strategy, keep), False) for t in threads)
     return PruneRun(head, plans, on_thread)
 
 
 def _applied(
-    store: CheckpointStore,
+    store: Store,
     threads: list[str],
     strategy: Strategy,
     keep: int,
@@ -180,7 +97,7 @@ def _applied(
     timeout: float | None,
 ) -> Iterator[tuple[ThreadPlan, bool]]:
     """Prune each thread in its own transaction, as the caller asks for the next."""
-    with store.backend.writer(timeout=timeout) as writer:
+    with store.writer(timeout=timeout) as writer:
         if backup is not None:
             writer.backup(backup)
         for thread_id in threads:
@@ -224,12 +141,12 @@ def plan_record(plan: ThreadPlan, applied: bool) -> ThreadPlanRecord:
 
 
 def vacuum(
-    store: CheckpointStore, *, apply: bool, into: Path | None, timeout: float | None
+    store: Store, *, apply: bool, into: Path | None, timeout: float | None
 ) -> dict[str, Any]:
     """What VACUUM would give back (SQLite) or the dead rows and bloat (Postgres); with
     `apply`, run it (docs/json.md, `ckpt vacuum`)."""
     head = {"store": {"kind": store.kind, "location": store.location}}
     if not apply:
-        return {**head, "applied": False, **store.backend.vacuum_report(into=into)}
-    with store.backend.writer(timeout=timeout) as writer:
+        return {**head, "applied": False, **store.vacuum_report(into=into)}
+    with store.writer(timeout=timeout) as writer:
         return {**head, "applied": True, **writer.vacuum(into)}

@@ -583,6 +583,101 @@ class ThreadPlanRecord(TypedDict):
     namespaces: list[NamespacePlanRecord]
 
 
+class StoreRef(TypedDict):
+    """Which store a record is about."""
+
+    kind: str  # "sqlite", "postgres", "pickle", "redis", "mongodb"
+    location: str  # a path, or a URL without its password
+
+
+class PruneTotals(TypedDict):
+    checkpoints: int
+    writes: int
+    blobs: int
+    bytes: int
+    threads: int  # threads that lose something
+    refused: int  # threads left alone
+
+
+class PruneHead(TypedDict):
+    """A prune record but its threads and totals: what is known before the first thread."""
+
+    store: StoreRef
+    strategy: Literal["keep_latest", "keep_last", "delete"]
+    keep: int
+    applied: bool
+    backup: str | None  # the backup file written first
+    # How the space of the deleted rows comes back: "vacuum" (the file keeps its size
+    # until VACUUM), "reuse" (the tables reuse it once VACUUM has run); null: not said.
+    reclaim: Literal["vacuum", "reuse"] | None
+
+
+class PruneRecord(PruneHead):
+    """`ckpt prune --json` (docs/json.md, docs/prune.schema.json): the plan, or what was
+    done with `applied`."""
+
+    threads: list[ThreadPlanRecord]
+    totals: PruneTotals
+
+
+CopyAction = Literal["copy", "replace", "skip", "conflict", "refused"]
+
+
+class CopyTargetRef(TypedDict):
+    layout: Literal["inline", "split"]  # SqliteSaver's values in the body; PostgresSaver's blobs
+    location: str
+    state: Literal["new", "ready"]  # "new": the saver's schema is made on apply
+
+
+class RedactionRecord(TypedDict):
+    keep_keys: list[str]  # dict keys whose values were kept besides ckpt's own
+    keep_errors: bool  # error type names kept
+
+
+class CopyThreadRecord(TypedDict):
+    thread_id: str
+    to: str  # its id on the target
+    conflict: bool  # the target already holds that id
+    action: CopyAction
+    applied: bool  # its transaction committed
+    refused: str | None  # why it is left out
+    checkpoints: int
+    writes: int
+    blobs: int
+    bytes: int
+
+
+class CopyTotals(TypedDict):
+    threads: int  # copied (or, in a plan, to copy): conflicts, skips and refusals apart
+    checkpoints: int
+    writes: int
+    blobs: int
+    bytes: int
+    skipped: int
+    refused: int
+    conflicts: int  # threads already on the target that `on_conflict="fail"` stops at
+
+
+class CopyHead(TypedDict):
+    """A copy record but its threads and totals."""
+
+    source: StoreRef
+    target: CopyTargetRef
+    applied: bool
+    on_conflict: Literal["fail", "skip", "replace"]
+    redacted: bool
+    redaction: RedactionRecord | None  # what `redact` kept, when it redacted
+    renumbered_versions: bool
+
+
+class CopyRecord(CopyHead):
+    """`ckpt copy --json` (docs/json.md, docs/copy.schema.json): the plan, or what was done
+    with `applied`."""
+
+    threads: list[CopyThreadRecord]
+    totals: CopyTotals
+
+
 # -- building them -------------------------------------------------------------------------------
 
 

@@ -74,7 +74,9 @@ class CkptGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except CkptError as exc:
-            fail(exc.message, exc.exit_code)
+            from ckpt.cli.options import in_flags
+
+            fail(in_flags(exc.message), exc.exit_code)
         except BrokenPipeError:
             # `ckpt dump | head -1`: the reader left; stop quietly like cat(1) does, with
             # the status the command had already decided on (diff's 1) or 0.

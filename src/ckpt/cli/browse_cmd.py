@@ -34,13 +34,10 @@ def browse(
     """
     from ckpt.browse import require_textual, run
     from ckpt.browse.session import StoreSpec
-    from ckpt.errors import StoreNotFound
-    from ckpt.stores import discover
+    from ckpt.cli.common import source, state
 
     require_textual()  # before the store opens: the one line names the extra
-    spec = store or store_options.db or discover()
-    if not spec:
-        raise StoreNotFound("no store given")
+    spec = source(state(ctx).output, store, store_options)
     with opened(ctx, store_options, spec, hidden_exit=False) as checkpoints:
         spec_of = StoreSpec.of(
             spec,

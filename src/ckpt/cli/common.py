@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ckpt.cli.options import StoreOptions
+from ckpt.cli.options import StoreOptions, in_flags
 from ckpt.errors import BadOption, RefusedGlobal, StoreNotFound
 
 if TYPE_CHECKING:
@@ -57,16 +57,9 @@ def opened(
     end the run with exit 6 (the library's first EncryptedError; `hidden_exit=False`:
     not for the browser, which shows them); refused pickle values end it with exit 9."""
     import ckpt.api
-    from ckpt.stores import discover
 
     output = state(ctx).output
-    spec = store or options.db
-    if not spec:
-        spec = discover()
-        # Say which file was picked: the user named none (git says which repository, too).
-        output.notices([f"reading {os.path.relpath(spec)} (the one store in this folder)"])
-    if not spec:
-        raise StoreNotFound("no store given")
+    spec = source(output, store, options)
     opened_store = ckpt.api.open(
         spec,
         aes_key=options.aes_key,
@@ -77,11 +70,11 @@ def opened(
         hidden="keep",
     )
     try:
-        output.notices(opened_store.notices)
+        notices(output, opened_store.notices)
         yield opened_store
         if opened_store.hidden and hidden_exit:
             raise opened_store.hidden[0]
-        output.notices(opened_store.notices)
+        notices(output, opened_store.notices)
         if opened_store.refused:
             names = sorted(set(opened_store.refused))
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
@@ -91,6 +84,27 @@ def opened(
             )
     finally:
         opened_store.close()
+
+
+def source(output: Output, store: str | None, options: StoreOptions) -> str:
+    """The store a command reads: the positional argument, else --db (or $CKPT_DB, which
+    Typer reads into it), else the one store in the current folder, which is then named."""
+    import ckpt.api
+
+    spec = store or options.db
+    if not spec:
+        spec = ckpt.api.find_store()
+        # Say which file was picked: the user named none (git says which repository, too).
+        output.notices([f"reading {os.path.relpath(spec)} (the one store in this folder)"])
+    if not spec:
+        raise StoreNotFound("no store given")
+    return spec
+
+
+def notices(output: Output, said: list[str]) -> None:
+    """The library's notices on stderr, in the CLI's words; the list is emptied."""
+    output.notices([in_flags(n) for n in said])
+    said.clear()
 
 
 def wants_ndjson(

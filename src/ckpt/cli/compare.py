@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from ckpt.cli.common import opened, state, wants_ndjson
 from ckpt.cli.options import FullOpt, LocalOpt, NsOpt, StoreArg, StoreOptions, store_options
-
-if TYPE_CHECKING:
-    from ckpt.api import CheckpointStore
-    from ckpt.records import CheckpointRecord
 
 
 @store_options
@@ -63,7 +59,6 @@ def diff(
     from contextlib import ExitStack
     from dataclasses import replace
 
-    from ckpt.changes import diff_records, differs, json_patch
     from ckpt.errors import ExitCode
     from ckpt.records import dump_document
     from ckpt.render import diffview
@@ -71,50 +66,21 @@ def diff(
     run = state(ctx)
     with ExitStack() as stack:
         store_a = stack.enter_context(opened(ctx, store_options))
-        store_b = store_a
+        store_b = None
         if db2 is not None:
             store_b = stack.enter_context(opened(ctx, replace(store_options, db=db2)))
-        left, right = _pick(store_a, store_b, a, b, ns=ns, same_store=db2 is None)
-        changes = diff_records(left, right)
-        if differs(changes):
+        compared = store_a.diff(a, b, ns=ns, other=store_b)
+        if compared.differ:
             run.closed_pipe_status = int(ExitCode.DIFFERENT)
         if json_out:
-            run.output.lines(dump_document(json_patch(changes)))
+            run.output.lines(dump_document(compared.patch))
         else:
-            run.output.show(diffview.diff_view(left, right, changes, full=full, local=local))
-    if differs(changes):
-        raise typer.Exit(int(ExitCode.DIFFERENT))
-
-
-def _pick(
-    store_a: CheckpointStore,
-    store_b: CheckpointStore,
-    a: str,
-    b: str | None,
-    *,
-    ns: str | None,
-    same_store: bool,
-) -> tuple[CheckpointRecord, CheckpointRecord]:
-    """Load A and B; with one selector in one store, B is it and A its parent."""
-    from ckpt.errors import NotFound
-
-    if b is None and same_store:
-        right = store_a.checkpoint(a, ns=ns)
-        left = store_a.parent(right)
-        if left is None:
-            raise NotFound(
-                f"checkpoint {right['checkpoint_id']} of thread {right['thread_id']!r} has no "
-                "parent to compare with; give two checkpoints"
+            view = diffview.diff_view(
+                compared.a, compared.b, compared.changes, full=full, local=local
             )
-        return left, right
-    left = store_a.checkpoint(a, ns=ns)
-    try:
-        right = store_b.checkpoint(a if b is None else b, ns=ns)
-    except NotFound as exc:
-        if same_store:
-            raise
-        raise NotFound(f"in {store_b.location} (--db2): {exc.message}") from None
-    return left, right
+            run.output.show(view)
+    if compared.differ:
+        raise typer.Exit(int(ExitCode.DIFFERENT))
 
 
 @store_options
@@ -144,9 +110,9 @@ def dump(
         str | None,
         typer.Option(
             "--since",
-            metavar="TIME|ID",
-            help="Only checkpoints written at or after an ISO time (UTC unless it has an "
-            "offset) or from a checkpoint id on.",
+            metavar="TIME",
+            help="Only checkpoints written at or after TIME: an ISO time (UTC unless it has "
+            "an offset) or date, an age (7d, 12h), or a checkpoint id or thread (from it on).",
             show_default=False,
         ),
     ] = None,
@@ -154,8 +120,9 @@ def dump(
         str | None,
         typer.Option(
             "--until",
-            metavar="TIME|ID",
-            help="Only checkpoints written before an ISO time, or up to a checkpoint id.",
+            metavar="TIME",
+            help="Only checkpoints written before TIME (as --since), or up to a checkpoint "
+            "id or thread.",
             show_default=False,
         ),
     ] = None,
@@ -189,13 +156,11 @@ def dump(
     run = state(ctx)
     as_lines = wants_ndjson(ctx, json_out, ndjson_out, default_when_piped=True)  # checked first
     with opened(ctx, store_options, store) as checkpoints:
-        since_id = _bound(checkpoints, since, "--since") if since is not None else None
-        until_id = _bound(checkpoints, until, "--until") if until is not None else None
         stream = checkpoints.dump(
             threads=thread or (),
             ns=ns,
-            since_id=since_id,
-            until_id=until_id,
+            since=since,
+            until=until,
             latest=latest,
             values=not no_values,
         )
@@ -203,7 +168,7 @@ def dump(
 
         def total() -> int | None:
             return checkpoints.dump_total(
-                threads=thread or (), ns=ns, since_id=since_id, until_id=until_id, latest=latest
+                threads=thread or (), ns=ns, since=since, until=until, latest=latest
             )
 
         with counting(stream, enabled=show_progress, label="dumping", total=total) as counted:
@@ -211,36 +176,6 @@ def dump(
                 run.output.lines(stream_ndjson(counted))
             else:
                 run.output.lines(stream_json_array(counted, pretty=False))
-
-
-def _bound(checkpoints: CheckpointStore, text: str, option: str) -> str:
-    """A --since/--until value as a checkpoint id bound (uuid6 ids sort by time)."""
-    import datetime as dt
-    import re
-
-    from ckpt.decoders import uuid6_lower_bound
-
-    if re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", text, re.I):
-        return text.lower()
-    if re.match(r"\d{4}-\d{2}-\d{2}", text):
-        try:
-            when = dt.datetime.fromisoformat(text)
-        except ValueError:
-            raise typer.BadParameter(
-                f"{text!r} is not an ISO time (e.g. 2026-11-30T09:00:00Z)", param_hint=option
-            ) from None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=dt.UTC)
-        return uuid6_lower_bound(when)
-    from ckpt.errors import NotFound
-
-    try:
-        return checkpoints.resolve(text).checkpoint_id
-    except NotFound as exc:
-        raise NotFound(
-            f"{option} {text!r} is neither an ISO time (e.g. 2026-11-30T09:00:00Z) nor a "
-            f"checkpoint or thread ({exc})"
-        ) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from ckpt.cli.options import (
     JsonOpt,
     OlderThanOpt,
     QuietOpt,
+    SinceOpt,
     StatusOpt,
     StoreOptions,
     ThreadsOpt,
@@ -28,25 +29,24 @@ from ckpt.cli.options import (
 def copy(
     ctx: typer.Context,
     src: Annotated[
-        str, typer.Argument(metavar="SRC", help="The store to copy from (any store ckpt reads).")
-    ],
-    dst: Annotated[
-        str,
-        typer.Argument(
-            metavar="DST",
-            help="A SQLite file (created when missing) or a postgresql:// database.",
-        ),
-    ],
-    thread: ThreadsOpt = None,
-    since: Annotated[
         str | None,
-        typer.Option(
-            "--since",
-            metavar="DATE",
-            help="Threads updated at or after DATE (2026-11-01, 2026-11-01T12:00, or 7d).",
+        typer.Argument(
+            metavar="[SRC]",
+            help="The store to copy from (any store ckpt reads). Default: --db, then "
+            "$CKPT_DB, then the one store in the current folder; DST alone is then given.",
             show_default=False,
         ),
     ] = None,
+    dst: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="DST",
+            help="A SQLite file (created when missing) or a postgresql:// database.",
+            show_default=False,
+        ),
+    ] = None,
+    thread: ThreadsOpt = None,
+    since: SinceOpt = None,
     older_than: OlderThanOpt = None,
     status: StatusOpt = None,
     where: WhereOpt = None,
@@ -112,49 +112,46 @@ def copy(
     --on-conflict), or a thread refused.
     Example: ckpt copy .langgraph_api postgresql://localhost/app --all --apply
     """
-    from ckpt import copying, maintenance
+    from ckpt.cli.common import notices, source
     from ckpt.records import dump_document
     from ckpt.render.copy_view import copy_lines
     from ckpt.render.progress import advancing
-    from ckpt.stores import open_target
 
-    if on_conflict not in copying.ON_CONFLICT:
+    if on_conflict not in ("fail", "skip", "replace"):
         raise typer.BadParameter("choose fail, skip or replace", param_hint="--on-conflict")
-    selection = maintenance.Selection(
-        threads=tuple(dict.fromkeys(thread or ())),
-        older_than=maintenance.parse_age(older_than) if older_than else None,
-        since=maintenance.parse_since(since) if since else None,
-        status=status.value if status else None,  # type: ignore[arg-type]
-        where=tuple(parse_where(w) for w in where or ()),
-        everything=every,
-    )
-    renames = copying.parse_rename(tuple(rename or ()))
     if (keep_key or keep_errors) and not redact:
         raise typer.BadParameter("only with --redact", param_hint="--keep-key/--keep-errors")
-    redaction = (
-        copying.Redaction(keep_keys=frozenset(keep_key or ()), keep_errors=keep_errors)
-        if redact
-        else None
-    )
+    renames = dict(parse_rename(r) for r in rename or ())
     output = state(ctx).output
-    with opened(ctx, store_options, src) as checkpoints:
-        with open_target(dst, timeout=store_options.timeout) as target:
-            output.notices(target.notices)
-            show_progress = apply and not quiet and output.stderr.isatty()
-            with advancing(enabled=show_progress, label="copying", unit="rows") as tick:
-                run = copying.copy_run(
-                    checkpoints,
-                    target,
-                    selection,
-                    on_conflict=on_conflict,
-                    renames=renames,
-                    apply=apply,
-                    redaction=redaction,
-                    renumber_versions=renumber_versions,
-                    on_rows=tick,
-                )
+    if dst is None:  # one positional: the target; the source is --db, $CKPT_DB or found
+        if src is None:
+            raise typer.BadParameter("give the store to copy into", param_hint="DST")
+        src, dst = None, src
+    assert dst is not None
+    with opened(ctx, store_options, source(output, src, store_options)) as checkpoints:
+        show_progress = apply and not quiet and output.stderr.isatty()
+        with advancing(enabled=show_progress, label="copying", unit="rows") as tick:
+            with checkpoints.iter_copy(
+                dst,
+                threads=list(dict.fromkeys(thread or ())),
+                older_than=older_than,
+                since=since,
+                status=status.value if status else None,  # type: ignore[arg-type]
+                where=dict(parse_where(w) for w in where or ()),
+                all=every,
+                rename=renames,
+                on_conflict=on_conflict,  # type: ignore[arg-type]
+                redact=redact,
+                keep_keys=keep_key or (),
+                keep_errors=keep_errors,
+                renumber_versions=renumber_versions,
+                apply=apply,
+                timeout=store_options.timeout,
+                on_rows=tick,
+            ) as run:
+                notices(output, run.notices)
                 records = list(run)
-            output.notices(target.notices)
+                notices(output, run.notices)
         record = {**run.head, "threads": records, "totals": run.totals}
         if json_out:
             output.lines(dump_document(record))
@@ -162,6 +159,14 @@ def copy(
             output.text(copy_lines(record, output))
         if (refusal := run.refusal()) is not None:
             raise refusal
+
+
+def parse_rename(text: str) -> tuple[str, str]:
+    """A --rename OLD=NEW, or the usage error that says what is wrong with it."""
+    old, sep, new = text.partition("=")
+    if not sep or not old or not new:
+        raise typer.BadParameter(f"{text!r}: give OLD=NEW (two thread ids)", param_hint="--rename")
+    return old, new
 
 
 def register(app: typer.Typer) -> None:

@@ -3,43 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Final
+from typing import Annotated
 
 import typer
-
-from ckpt.vocabulary import install_hint
-
-INSTALL_DEMO: Final = install_hint("demo")
-
-
-def missing_demo_packages() -> list[str]:
-    """The distributions of the `demo` extra that are not installed: every module ckpt/demo.py
-    imports from outside the standard library (including the lazy SqliteSaver import in
-    write_demo_store). Checked before importing ckpt.demo, so a missing one is one line
-    naming the extra, not a traceback halfway through writing the store. Plain imports of
-    fixed names (ckpt never imports a module by a computed name)."""
-    missing = []
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        missing.append("numpy")
-    try:
-        import pydantic  # noqa: F401
-    except ImportError:
-        missing.append("pydantic")
-    try:
-        import langchain_core  # noqa: F401
-    except ImportError:
-        missing.append("langchain-core")
-    try:
-        import langgraph.graph  # noqa: F401
-    except ImportError:
-        missing.append("langgraph")
-    try:
-        import langgraph.checkpoint.sqlite  # noqa: F401
-    except ImportError:
-        missing.append("langgraph-checkpoint-sqlite")
-    return missing
 
 
 def demo(
@@ -57,24 +23,19 @@ def demo(
     """
     import sqlite3
 
-    from ckpt.errors import BadOption, CkptError, MissingDependency
+    from ckpt.api import require_demo, write_demo
+    from ckpt.errors import BadOption, CkptError
 
     if path.is_dir():
         raise BadOption(f"{path} is a folder; give the path of the SQLite file to write")
     if path.exists() and not force:
         raise BadOption(f"{path} exists; pass --force to replace it")
-    if missing := missing_demo_packages():
-        raise MissingDependency(f"ckpt demo needs {', '.join(missing)}: {INSTALL_DEMO}")
-    try:
-        from ckpt.demo import write_demo_store
-    except ImportError as exc:
-        # Installed but too old, e.g. a langgraph without DeltaChannel (before 1.2.0).
-        raise MissingDependency(f"ckpt demo needs newer packages: {INSTALL_DEMO} ({exc})") from None
+    require_demo()  # before anything is removed
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():
             path.unlink()
-        threads = write_demo_store(path)
+        threads = write_demo(path)
     except (OSError, sqlite3.Error) as exc:
         raise CkptError(f"cannot write {path}: {exc}") from None
     typer.echo(f"wrote {path} with {len(threads)} threads: {', '.join(threads)}", err=True)

@@ -17,6 +17,7 @@ from ckpt.cli.options import (
     ApplyOpt,
     JsonOpt,
     OlderThanOpt,
+    SinceOpt,
     StatusOpt,
     StoreArg,
     StoreOptions,
@@ -36,6 +37,7 @@ def prune(
     store: StoreArg = None,
     thread: ThreadsOpt = None,
     older_than: OlderThanOpt = None,
+    since: SinceOpt = None,
     status: StatusOpt = None,
     where: WhereOpt = None,
     every: AllOpt = False,
@@ -77,7 +79,6 @@ def prune(
     locked (that thread rolled back); 12: refused as unsafe (nothing changed).
     Example: ckpt prune chat.sqlite --older-than 30d --keep-latest --apply
     """
-    from ckpt import maintenance
     from ckpt.errors import BadOption
     from ckpt.render.maintain_view import plan_line, prune_lines
     from ckpt.render.output import spooled, stream_json_record
@@ -87,13 +88,6 @@ def prune(
     if len(chosen) > 1:
         raise BadOption(f"{' and '.join(chosen)}: choose one strategy")
     strategy = "delete" if delete else "keep_last" if keep_last else "keep_latest"
-    selection = maintenance.Selection(
-        threads=tuple(dict.fromkeys(thread or ())),
-        older_than=maintenance.parse_age(older_than) if older_than else None,
-        status=status.value if status else None,  # type: ignore[arg-type]
-        where=tuple(parse_where(w) for w in where or ()),
-        everything=every,
-    )
     output = state(ctx).output
     with opened(ctx, store_options, store) as checkpoints:
 
@@ -101,13 +95,17 @@ def prune(
             if apply and not json_out and output.stderr.isatty():
                 output.stderr.write(plan_line(plan) + "\n")
 
-        run = maintenance.prune_run(
-            checkpoints,
-            selection,
+        run = checkpoints.iter_prune(
+            threads=list(dict.fromkeys(thread or ())),
+            older_than=older_than,
+            since=since,
+            status=status.value if status else None,  # type: ignore[arg-type]
+            where=dict(parse_where(w) for w in where or ()),
+            all=every,
             strategy=strategy,  # type: ignore[arg-type]
             keep=keep_last or 1,
-            apply=apply,
             backup=backup,
+            apply=apply,
             timeout=store_options.timeout,
             on_thread=said,
         )
@@ -149,15 +147,12 @@ def vacuum(
     Postgres: dead rows and bloat of the checkpoint tables and the VACUUM (ANALYZE)
     statement, run with --apply (no lock that blocks the application).
     """
-    from ckpt import maintenance
     from ckpt.records import dump_document
     from ckpt.render.maintain_view import vacuum_view
 
     output = state(ctx).output
     with opened(ctx, store_options, store) as checkpoints:
-        record = maintenance.vacuum(
-            checkpoints, apply=apply, into=into, timeout=store_options.timeout
-        )
+        record = checkpoints.vacuum(apply=apply, into=into, timeout=store_options.timeout)
         if json_out:
             output.lines(dump_document(record))
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -205,7 +206,18 @@ OlderThanOpt = Annotated[
     typer.Option(
         "--older-than",
         metavar="AGE",
-        help="Threads whose latest checkpoint is older than AGE (30d, 12h, 2w).",
+        help="Threads whose latest checkpoint is older than AGE (30d, 12h, 2w) or than an "
+        "ISO time or date.",
+        show_default=False,
+    ),
+]
+SinceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        metavar="TIME",
+        help="Threads updated at or after TIME: an ISO time or date (2026-11-01), an age "
+        "(7d, 12h), or a checkpoint id or thread (from its time on).",
         show_default=False,
     ),
 ]
@@ -215,6 +227,52 @@ AllOpt = Annotated[
 ApplyOpt = Annotated[
     bool, typer.Option("--apply", help="Make the change (without it: print the plan only).")
 ]
+
+
+# The API's words as library messages name them, in backticks (ckpt.errors.CkptError), and
+# what the command line says instead: its flags.
+FLAGS: dict[str, str] = {
+    "threads": "--thread",
+    "older_than": "--older-than",
+    "since": "--since",
+    "until": "--until",
+    "since_id": "--since",
+    "until_id": "--until",
+    "status": "--status",
+    "where": "--where",
+    "all=True": "--all",
+    "rename": "--rename",
+    "on_conflict": "--on-conflict",
+    "on_conflict='skip', apply=True": "--on-conflict skip --apply",
+    "redact": "--redact",
+    "redact=True": "--redact",
+    "keep_keys": "--keep-key",
+    "keep_errors": "--keep-errors",
+    "renumber_versions": "--renumber-versions",
+    "renumber_versions=True": "--renumber-versions",
+    "strategy": "--keep-latest, --keep-last or --delete",
+    "strategy='delete'": "--delete",
+    "keep": "--keep-last",
+    "backup": "--backup",
+    "into": "--into",
+    "apply": "--apply",
+    "apply=True": "--apply",
+    "timeout": "--timeout",
+    "aes_key": "--aes-key",
+    "schema": "--schema",
+    "prefix": "--prefix",
+    "database": "--database",
+    "ns": "--ns",
+    "other": "--db2",
+    "spec": "--db",
+}
+_NAMED = re.compile(r"`([^`\n]+)`")
+
+
+def in_flags(text: str) -> str:
+    """Library words as the command line says them: each `parameter` FLAGS knows becomes
+    its flag; other backticked words stay as they are."""
+    return _NAMED.sub(lambda m: FLAGS.get(m.group(1), m.group(0)), text)
 
 
 def parse_where(text: str) -> tuple[str, str]:

@@ -20,7 +20,7 @@ from ckpt.cli.options import (
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ckpt.census import RawRow
+    from ckpt.api import RawRow
 
 
 @store_options

@@ -4,14 +4,14 @@ namespace, with what stays and why."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Final
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.records import NamespacePlanRecord, ThreadPlanRecord
+from ckpt.records import NamespacePlanRecord, PruneHead, PruneTotals, ThreadPlanRecord
 from ckpt.render.output import Output
 from ckpt.render.plain import SPOOL_BYTES, ansi_paint, wrap_text
 from ckpt.render.text import cell_width, clean_line, human_size
@@ -25,9 +25,9 @@ def plan_line(plan: ThreadPlanRecord) -> str:
 
 
 def prune_lines(
-    head: Mapping[str, Any],
+    head: PruneHead,
     threads: Iterable[ThreadPlanRecord],
-    totals: Callable[[], Mapping[str, int]],
+    totals: Callable[[], PruneTotals],
     output: Output,
 ) -> Iterator[str]:
     """The plan (or what was done) for people: a row per thread and namespace that loses
@@ -136,18 +136,17 @@ def prune_lines(
             yield said(refused[:-1], "yellow")
     if head["backup"]:
         yield said(f"backup written first: {clean_line(head['backup'])}", "")
-    if applied:
-        yield (
-            paint(
-                "the file keeps its size until `ckpt vacuum --apply`"
-                if head["store"]["kind"] == "sqlite"
-                else "the space is reused after VACUUM: `ckpt vacuum` shows the statement",
-                "dim",
-            )
-            + "\n"
-        )
+    if applied and head["reclaim"] is not None:
+        yield paint(RECLAIM[head["reclaim"]], "dim") + "\n"
     elif done["checkpoints"] or done["writes"]:
         yield paint("nothing changed: run again with --apply to prune", "dim") + "\n"
+
+
+# How the space of the deleted rows comes back, by the record's `reclaim`.
+RECLAIM: Final = {
+    "vacuum": "the file keeps its size until `ckpt vacuum --apply`",
+    "reuse": "the space is reused after VACUUM: `ckpt vacuum` shows the statement",
+}
 
 
 def _kept(ns: NamespacePlanRecord) -> str:

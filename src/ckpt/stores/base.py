@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ckpt.errors import BadOption, NotFound, NotSupported
 from ckpt.model import (
@@ -197,6 +197,11 @@ class Store(ABC):
         """Every pending-write row in (thread, ns, checkpoint id, task, idx) order."""
 
     # -- changing it (prune, vacuum): each kind says what it allows ----------------------
+    # How the space of pruned rows comes back (the prune record's `reclaim`): "vacuum" (the
+    # file keeps its size until VACUUM rewrites it), "reuse" (the tables reuse it once
+    # VACUUM has run, autovacuum or by hand; the files do not shrink); None: no prune.
+    reclaim: ClassVar[Literal["vacuum", "reuse"] | None] = None
+
     def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
         """Refuse, before anything is read, a prune this store cannot take: the kind
         (NotSupported, Unsafe), or the strategy or a --backup it has no way to honour."""
@@ -325,6 +330,12 @@ class Target(ABC):
         target's saver writes its own. Raises CopyRefused for what cannot be carried."""
 
     @abstractmethod
+    def check_writable(self, *, replace: bool) -> None:
+        """Refuse, in a dry run too, a target this copy could not write (read-only, a hot
+        standby, missing privileges; `replace`: deleting rows too), with the line the
+        applied copy would stop at. Changes nothing."""
+
+    @abstractmethod
     def setup(self) -> None:
         """Create the store and the saver's schema where missing (an applied copy only)."""
 
@@ -362,6 +373,10 @@ class ThreadSink(ABC):
     @abstractmethod
     def write(self, write: RawWrite) -> None:
         """One pending write, its bytes as stored."""
+
+    def flush(self) -> None:  # noqa: B027 - optional hook
+        """Send what is still buffered, inside the transaction: `commit()` then only ends
+        it (ckpt.copying holds Ctrl-C back for that moment alone)."""
 
     @abstractmethod
     def commit(self) -> None: ...

@@ -115,6 +115,7 @@ class PostgresStore(Store):
     """
 
     kind = "postgres"
+    reclaim = "reuse"
     rows_in_python_order = False  # ORDER BY thread_id follows the database's collation
 
     def __init__(

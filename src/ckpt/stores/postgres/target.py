@@ -120,6 +120,46 @@ class PostgresTarget(Target):
             },
         )
 
+    def check_writable(self, *, replace: bool) -> None:
+        sql = self.session.pg.sql.SQL
+        standby, read_only = self.session.rows(
+            sql("SELECT pg_is_in_recovery(), current_setting('transaction_read_only')")
+        )[0]
+        if standby:
+            raise StoreUnreadable(f"{self.location}: the target is read-only (a hot standby)")
+        if read_only == "on":
+            raise StoreUnreadable(
+                f"{self.location}: the target is read-only (default_transaction_read_only is on)"
+            )
+        if self.version is None:
+            ((schema, can_create),) = self.session.rows(
+                sql(
+                    "SELECT current_schema(), current_schema() IS NOT NULL AND "
+                    "has_schema_privilege(current_schema(), 'CREATE')"
+                )
+            )
+            if not can_create:
+                where = f"schema {schema}" if schema else "any schema of the search_path"
+                raise StoreUnreadable(
+                    f"{self.location}: permission denied to create tables in {where} "
+                    "(copy makes PostgresSaver's tables there)"
+                )
+            return
+        needed = ["INSERT", "DELETE"] if replace else ["INSERT"]
+        tables = ["checkpoints", "checkpoint_blobs", "checkpoint_writes"]
+        if self.state != "ready":
+            tables.append("checkpoint_migrations")
+        for table in tables:
+            for privilege in needed:
+                (allowed,) = self.session.rows(
+                    sql("SELECT has_table_privilege(%s, %s)"), (table, privilege)
+                )[0]
+                if not allowed:
+                    raise StoreUnreadable(
+                        f"{self.location}: permission denied for table {table} "
+                        f"(copy needs {' and '.join(needed)})"
+                    )
+
     def setup(self) -> None:
         start = -1 if self.version is None else self.version
         conn = self.session.conn
@@ -173,6 +213,7 @@ class _PgSink(ThreadSink):
 
     def __init__(self, target: PostgresTarget, thread_id: str, replace: bool) -> None:
         self.target, self.thread_id, self.replace = target, thread_id, replace
+        self.open = False  # BEGIN sent, COMMIT or ROLLBACK not yet
         self.checkpoints: list[tuple[Any, ...]] = []
         self.blobs: dict[tuple[str, str, str], tuple[Any, ...]] = {}
         self.writes: list[tuple[Any, ...]] = []
@@ -194,11 +235,16 @@ class _PgSink(ThreadSink):
              write.channel, write.type, write.data or b"", write.task_path)
         )  # fmt: skip
 
-    def commit(self) -> None:
+    def flush(self) -> None:
+        """The thread's transaction up to its COMMIT: lock, delete (replace), COPY."""
+        if self.open:
+            return
         session = self.target.session
         conn = session.conn
         try:
-            with conn.transaction(), conn.cursor() as cur:
+            conn.execute("BEGIN")
+            self.open = True
+            with conn.cursor() as cur:
                 cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.thread_id,))
                 if self.replace:
                     for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
@@ -220,12 +266,32 @@ class _PgSink(ThreadSink):
                 _copy(cur, "checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, "
                       "idx, channel, type, blob, task_path)", self.writes)  # fmt: skip
         except session.pg.Error as exc:
-            raise self.target._error(exc) from None
-        finally:
             self.rollback()
+            raise self.target._error(exc) from None
+        except BaseException:
+            self.rollback()
+            raise
+        self.checkpoints, self.blobs, self.writes = [], {}, []
+
+    def commit(self) -> None:
+        self.flush()
+        session = self.target.session
+        try:
+            session.conn.execute("COMMIT")
+            self.open = False
+        except session.pg.Error as exc:
+            self.rollback()
+            raise self.target._error(exc) from None
 
     def rollback(self) -> None:
         self.checkpoints, self.blobs, self.writes = [], {}, []
+        if not self.open:
+            return
+        self.open = False
+        try:
+            self.target.session.conn.execute("ROLLBACK")
+        except self.target.session.pg.Error:
+            pass  # the connection is gone: the server rolled the transaction back
 
 
 def _copy(cur: Any, into: str, rows: Any) -> None:

@@ -11,7 +11,7 @@ primary key (`= ANY(...)`), never by joining two sets of a thread's rows.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ckpt.errors import BadOption, StoreBusy, Unsafe
 from ckpt.prune import (
@@ -31,7 +31,22 @@ from ckpt.stores.prune_rows import metadata_facts
 if TYPE_CHECKING:
     from psycopg import Connection
 
-    from ckpt.stores.postgres.store import PostgresStore
+    from ckpt.stores.postgres.schema import PgLayout
+
+
+class PostgresStore(Protocol):
+    """What the writer reads of the store it writes (ckpt.stores.postgres.store, which
+    imports this module: the store is named by what it offers, not imported)."""
+
+    location: str
+    layout: PgLayout
+
+    @property
+    def shallow(self) -> bool: ...
+
+    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]: ...
+
+    def storage(self) -> dict[str, Any]: ...
 
 
 def thread_rows(reader: PostgresStore, conn: Connection[Any], thread_id: str) -> ThreadRows:

@@ -81,6 +81,7 @@ class SqliteStore(Store):
     """A SqliteSaver file: current, 2.x (no task_path), 1.x (`json` tag) or 0.1.x (thread_ts)."""
 
     kind = "sqlite"
+    reclaim = "vacuum"
     thread_orders = frozenset({"thread", "updated"})
 
     def __init__(

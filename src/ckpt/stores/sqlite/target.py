@@ -3,6 +3,7 @@ one thread per `BEGIN IMMEDIATE` transaction."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -112,6 +113,19 @@ class SqliteTarget(Target):
             row = renumbered(row)
         inline = to_inline(row, blobs, sends)
         return Carried(inline, len(inline.body) + len(inline.metadata), {})
+
+    def check_writable(self, *, replace: bool) -> None:
+        # SQLite writes the file, and beside it its journal (-wal, -shm): both must be
+        # writable (os.access sees the immutable attribute and read-only mounts too).
+        folder = self.path.resolve().parent
+        if self.path.exists() and not os.access(self.path, os.W_OK):
+            raise StoreUnreadable(
+                f"{self.location}: the target is read-only (cannot write the file)"
+            )
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise StoreUnreadable(
+                f"{self.location}: the target is read-only (cannot write in its folder {folder})"
+            )
 
     def setup(self) -> None:
         if self.conn is not None:
