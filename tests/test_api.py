@@ -127,7 +127,7 @@ def test_hidden_values_are_the_librarys_error(
     monkeypatch.delenv("LANGGRAPH_AES_KEY", raising=False)
     with ckpt.open(encrypted_store) as store:
         thread = store.threads(sort="thread")[0]["thread_id"]
-        with pytest.raises(ckpt.EncryptedError, match="pass --aes-key") as raised:
+        with pytest.raises(ckpt.EncryptedError, match="pass `aes_key`") as raised:
             store.checkpoint(thread)
         partial = raised.value.partial
         assert partial["thread_id"] == thread and partial["metadata"]  # clear text is read

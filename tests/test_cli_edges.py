@@ -447,7 +447,7 @@ def test_a_sqlite_read_past_its_timeout_stops_with_one_line(sqlite_store: Path) 
 
     with ckpt.open(sqlite_store, timeout=1e-9) as store, pytest.raises(StoreUnreadable) as caught:
         store.threads()
-    assert "ran past the 1e-09 s --timeout" in str(caught.value)
+    assert "ran past the 1e-09 s `timeout`" in str(caught.value)
     # The size aggregates too (threads --size, stats): every row's header is read.
     from ckpt.model import DumpQuery
     from ckpt.stores import open_store

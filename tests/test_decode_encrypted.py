@@ -51,7 +51,7 @@ def test_without_a_key() -> None:
         "cipher": "aes",
         "inner": "msgpack",
         "size": len(payload),
-        "reason": "no key: pass --aes-key or set LANGGRAPH_AES_KEY",
+        "reason": "no key: it needs the AES key (LANGGRAPH_AES_KEY)",
         "base64": base64.b64encode(payload).decode(),
     }
 
@@ -129,7 +129,7 @@ def test_key_is_utf8_like_langgraph(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("bad", ["short", "0123456789abcdef0", "é" * 9, ""])
 def test_key_length_is_checked(bad: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(EncryptedError, match="--aes-key must be 16, 24 or 32 bytes"):
+    with pytest.raises(EncryptedError, match="`aes_key` must be 16, 24 or 32 bytes"):
         key_from_env_or_arg(bad)
     monkeypatch.setenv("LANGGRAPH_AES_KEY", bad or "x")
     with pytest.raises(EncryptedError, match="LANGGRAPH_AES_KEY must be 16, 24 or 32 bytes"):

@@ -350,3 +350,78 @@ def test_the_cli_import_check_fires(tmp_path: Path) -> None:
         "ckpt.stores",
         "ckpt.stores.open_target",
     ]
+
+
+def message_strings(path: Path) -> list[tuple[int, str]]:
+    """A module's string constants, docstrings aside (those describe; these are said)."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+def library_files() -> list[Path]:
+    """The library: everything but the faces (the CLI, the renderers, the browser)."""
+    return [
+        path
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.relative_to(PACKAGE).parts[0] not in {"cli", "render", "browse"}
+    ]
+
+
+def flag_strings(path: Path) -> list[str]:
+    """What a module says that names a command-line flag."""
+    import re
+
+    return [
+        f"{path.relative_to(PACKAGE)}:{line}: {text[:60]!r}"
+        for line, text in message_strings(path)
+        if re.search(r"(?<![\w-])--[a-z]", text)
+    ]
+
+
+def test_library_words_name_no_flag() -> None:
+    """The library says its own words (`aes_key`, `on_conflict`), the CLI maps them to
+    its flags (cli.options.FLAGS); the renderers and the browser are faces, as cli/ is."""
+    found = [line for path in library_files() for line in flag_strings(path)]
+    assert found == []
+    assert flag_strings(PACKAGE / "cli" / "options.py")  # it finds flags where there are
+
+
+def test_every_parameter_a_library_message_names_has_its_flag() -> None:
+    """A backticked word of a library message that is an API parameter is in FLAGS: the
+    CLI never shows `aes_key` where it means --aes-key."""
+    import inspect
+    import re
+
+    import ckpt.api
+    from ckpt.cli.options import FLAGS, in_flags
+
+    functions = [ckpt.api.open, ckpt.api.copy, ckpt.api.prune, ckpt.api.vacuum]
+    functions += [m for _, m in inspect.getmembers(ckpt.api.CheckpointStore, inspect.isfunction)]
+    parameters = {name for f in functions for name in inspect.signature(f).parameters}
+    named = {
+        word
+        for path in library_files()
+        for _, text in message_strings(path)
+        for word in re.findall(r"`([a-z_]+(?:=[^`]*)?)`", text)
+    }
+    assert {n.split("=")[0] for n in named} & parameters  # it reads the messages
+    missing = sorted(n for n in named if n.split("=")[0] in parameters and n not in FLAGS)
+    assert missing == []
+    assert in_flags("pass `aes_key` or set LANGGRAPH_AES_KEY") == (
+        "pass --aes-key or set LANGGRAPH_AES_KEY"
+    )
+    assert in_flags("`all=True` and `ckpt threads`") == "--all and `ckpt threads`"

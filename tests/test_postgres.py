@@ -703,7 +703,7 @@ def test_every_session_is_read_only_with_a_statement_timeout(pg_store: PgStore) 
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
             opened.conn.execute("DELETE FROM checkpoint_writes")
     with PostgresStore(pg_store.dsn, timeout=0.2) as opened:
-        with pytest.raises(StoreUnreadable, match="statement timeout.*--timeout"):
+        with pytest.raises(StoreUnreadable, match="statement timeout.*`timeout`"):
             opened._rows(sql.SQL("SELECT pg_sleep(2)"))
         assert opened.thread_exists("support-1")  # the connection is still usable
     result = run("threads", url_of(pg_store.dsn), "--timeout", "0.25", "--json")

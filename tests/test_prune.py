@@ -367,7 +367,7 @@ def test_the_planner_keeps_delta_chains_and_refuses_what_it_cannot_see() -> None
     assert ns.deleted == ["1"] and ns.writes == 1 and ns.parents_cleared == ["2"]
     hidden = [row("1", None, None), row("2", "1", None)]
     refused = plan_thread(ThreadRows("t", hidden, []), "keep_latest")
-    assert refused.refused is not None and "--aes-key" in refused.refused
+    assert refused.refused is not None and "the AES key" in refused.refused
 
 
 # -- a thread at a time ---------------------------------------------------------------------------

@@ -309,7 +309,7 @@ def test_encrypted_store_without_the_key_reports_tags_and_exits_6(encrypted_stor
     assert record["types"] == []
     encryption = record["encryption"]
     assert encryption["hidden"] > 0 and not encryption["key"]
-    assert "--aes-key" in encryption["note"]
+    assert "the AES key" in encryption["note"]
     # null+aes is None by its tag alone: nothing is hidden there.
     nulls = sum(t["encrypted"] for t in record["tags"] if t["tag"] == "null")
     assert encryption["encrypted"] == encryption["hidden"] + nulls

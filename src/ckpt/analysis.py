@@ -60,16 +60,16 @@ def why_next_unknown(checkpoint: Checkpoint) -> str | None:
     body = checkpoint.unread_body
     if isinstance(body, dict) and body.get("__ckpt__") == "encrypted":
         if body.get("reason") == "wrong key":
-            return "the checkpoint did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
-        return "the checkpoint is encrypted: pass --aes-key or set LANGGRAPH_AES_KEY"
+            return "the checkpoint did not decrypt: a wrong AES key"
+        return "the checkpoint is encrypted: it needs the AES key (LANGGRAPH_AES_KEY)"
     if body is not None:
         return "the checkpoint body could not be read"
     for channel, marked in checkpoint.unread_values.items():
         what = "the pending Sends" if channel == "__pregel_tasks" else f"channel {channel}"
         if isinstance(marked, dict) and marked.get("__ckpt__") == "encrypted":
             if marked.get("reason") == "wrong key":
-                return f"{what} did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
-            return f"{what} are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY"
+                return f"{what} did not decrypt: a wrong AES key"
+            return f"{what} are encrypted: they need the AES key (LANGGRAPH_AES_KEY)"
         return f"{what} could not be read"
     if checkpoint.value_channels is None:
         return "this store keeps no channel values"

@@ -569,23 +569,23 @@ class CheckpointStore:
         where: Mapping[str, str] | None,
         every: bool,
     ) -> Callable[[], list[str]]:
-        """The selection checked now, the threads chosen when called (after the store has
+        """The threads chosen, and the selection checked, when called (once the store has
         said it can do what is asked): their ids in thread id order. Every given condition
         must hold; the records are streamed and dropped (100,000 threads: their ids only)."""
         from ckpt.when import parse_age, parse_when
 
-        if not (threads or older_than is not None or since is not None or status or where):
-            if not every:
-                raise BadOption(
-                    "say which threads: `threads`, `older_than`, `since`, `status`, `where`, "
-                    "or `all=True` for every thread"
-                )
         now = dt.datetime.now(dt.UTC)
-        old = parse_age(older_than, "older_than") if older_than is not None else None
-        new = parse_when(since, "since") if since is not None else None
-        wanted = set(self._known_threads(threads))
 
         def choose() -> list[str]:
+            if not (threads or older_than is not None or since is not None or status or where):
+                if not every:
+                    raise BadOption(
+                        "say which threads: `threads`, `older_than`, `since`, `status`, "
+                        "`where`, or `all=True` for every thread"
+                    )
+            old = parse_age(older_than, "older_than") if older_than is not None else None
+            new = parse_when(since, "since") if since is not None else None
+            wanted = set(self._known_threads(threads))
             before = self._time_of(old, "older_than", now) if old is not None else None
             after = self._time_of(new, "since", now) if new is not None else None
             chosen: list[str] = []
@@ -940,10 +940,10 @@ def diff(
         from ckpt.records import as_json
 
         if not isinstance(b, dict):
-            raise BadOption("`b`: give a second checkpoint record to compare `a` with")
+            raise BadOption("diff(a, b): b must be a checkpoint record, as a is")
         return json_patch(diff_values(as_json(a), as_json(b)))
     if b is not None and not isinstance(b, str):
-        raise BadOption("`b`: give a selector, as `a` is one")
+        raise BadOption("diff(a, b): b must be a selector, as a is")
     with _store(store if store is not None else find_store(), aes_key, timeout) as first:
         if other is None:
             return first.diff(a, b, ns=ns)

@@ -149,7 +149,7 @@ def census(
     query = query or DumpQuery()
     for thread_id in query.thread_ids:
         if not thread_id.strip():
-            raise BadOption("empty thread id in --thread")
+            raise BadOption("empty thread id in `threads`")
         if not store.thread_exists(thread_id):
             raise NotFound(f"no thread {thread_id!r} in {store.location}")
     scan = _Census(store.aes_key)
@@ -866,8 +866,8 @@ class _Census:
         note = None
         if self.hidden and self.aes_key is None:
             note = (
-                f"{self.hidden} encrypted value(s): the classes inside them need --aes-key "
-                "or LANGGRAPH_AES_KEY; tags and counts are complete"
+                f"{self.hidden} encrypted value(s): the classes inside them need the AES "
+                "key (LANGGRAPH_AES_KEY); tags and counts are complete"
             )
         elif self.wrong_key:
             note = f"{self.wrong_key} value(s) did not decrypt with the key given"

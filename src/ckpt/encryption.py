@@ -23,7 +23,7 @@ def pick_channels(checkpoint: Checkpoint, names: list[str]) -> Checkpoint:
     missing = [n for n in names if n not in known]
     if missing and body_encrypted(checkpoint):
         # Channel names live in the encrypted body: unknown is not the same as absent.
-        raise EncryptedError("the checkpoint is encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
+        raise EncryptedError("the checkpoint is encrypted: pass `aes_key` or set LANGGRAPH_AES_KEY")
     if missing:
         raise NotFound(
             f"no channel {', '.join(map(repr, missing))} in checkpoint {checkpoint.checkpoint_id} "
@@ -74,7 +74,7 @@ def verify_key(store: Store) -> None:
     value = decode(sample[0], sample[1], aes_key=store.aes_key, shallow=True)
     if is_marked(value, "encrypted"):
         raise EncryptedError(
-            f"{store.location}: the key does not decrypt this store: wrong --aes-key / "
+            f"{store.location}: the key does not decrypt this store: wrong `aes_key` / "
             "LANGGRAPH_AES_KEY"
         )
 
@@ -92,11 +92,11 @@ def encrypted_threads_notice(hidden: int, total: int, *, has_key: bool) -> list[
         return []
     if has_key:
         raise EncryptedError(
-            f"{hidden} thread(s) did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
+            f"{hidden} thread(s) did not decrypt: wrong `aes_key` / LANGGRAPH_AES_KEY"
         )
     return [
         f"{hidden} of {total} threads hold encrypted values: status and next "
-        "shown as unknown where they need --aes-key or LANGGRAPH_AES_KEY"
+        "shown as unknown where they need `aes_key` or LANGGRAPH_AES_KEY"
     ]
 
 
@@ -114,14 +114,14 @@ def _hidden_error(hidden: int, *, has_key: bool, bodies: bool) -> EncryptedError
         return None
     if has_key:
         return EncryptedError(
-            f"{hidden} checkpoint(s) did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY"
+            f"{hidden} checkpoint(s) did not decrypt: wrong `aes_key` / LANGGRAPH_AES_KEY"
         )
     if bodies:
         return EncryptedError(
-            f"{hidden} checkpoint(s) are encrypted: versions and values need --aes-key or "
+            f"{hidden} checkpoint(s) are encrypted: versions and values need `aes_key` or "
             "LANGGRAPH_AES_KEY"
         )
-    return EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
+    return EncryptedError("values are encrypted: pass `aes_key` or set LANGGRAPH_AES_KEY")
 
 
 def record_hides_values(record: Any) -> bool:
@@ -145,8 +145,8 @@ def record_error(record: Any, *, has_key: bool) -> EncryptedError | None:
     if not record_hides_values(record):
         return None
     if has_key:
-        return EncryptedError("some values did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY")
-    return EncryptedError("values are encrypted: pass --aes-key or set LANGGRAPH_AES_KEY")
+        return EncryptedError("some values did not decrypt: wrong `aes_key` / LANGGRAPH_AES_KEY")
+    return EncryptedError("values are encrypted: pass `aes_key` or set LANGGRAPH_AES_KEY")
 
 
 def watch_hidden(records: Iterable[Any], hidden: list[Any]) -> Iterator[Any]:
@@ -173,7 +173,7 @@ def stats_error(unmeasured: int) -> EncryptedError | None:
         return None
     return EncryptedError(
         f"{unmeasured} encrypted checkpoint bodies are counted whole: their split by "
-        "channel needs --aes-key or LANGGRAPH_AES_KEY"
+        "channel needs `aes_key` or LANGGRAPH_AES_KEY"
     )
 
 
@@ -183,9 +183,9 @@ def types_error(hidden: int, *, has_key: bool) -> EncryptedError | None:
         return None
     if has_key:
         return EncryptedError(
-            f"{hidden} value(s) did not decrypt: wrong --aes-key / LANGGRAPH_AES_KEY; their "
+            f"{hidden} value(s) did not decrypt: wrong `aes_key` / LANGGRAPH_AES_KEY; their "
             "classes are not listed"
         )
     return EncryptedError(
-        f"{hidden} encrypted value(s): the classes inside need --aes-key or LANGGRAPH_AES_KEY"
+        f"{hidden} encrypted value(s): the classes inside need `aes_key` or LANGGRAPH_AES_KEY"
     )

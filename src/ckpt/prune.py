@@ -189,7 +189,7 @@ def _kept(
         if row.values is None:
             return (
                 "a DeltaChannel thread whose checkpoints are encrypted: finding the snapshots "
-                "a resume replays from needs --aes-key or LANGGRAPH_AES_KEY"
+                "a resume replays from needs the AES key (LANGGRAPH_AES_KEY)"
             )
         for channel in sorted(row.delta_channels - row.values):
             ancestor = by_id.get(row.parent_id) if row.parent_id else None
@@ -198,8 +198,8 @@ def _kept(
                 seen.add(ancestor.checkpoint_id)
                 if ancestor.values is None:
                     return (
-                        "a DeltaChannel chain through an encrypted checkpoint: needs "
-                        "--aes-key or LANGGRAPH_AES_KEY"
+                        "a DeltaChannel chain through an encrypted checkpoint: needs the AES "
+                        "key (LANGGRAPH_AES_KEY)"
                     )
                 if channel in ancestor.values:
                     keep(ancestor.checkpoint_id, f"delta snapshot of {channel}")

@@ -103,7 +103,7 @@ def _latest(store: Store, thread_id: str, checkpoint_ns: str) -> CheckpointKey:
             more = f" and {len(runs) - SHOWN} more" if len(runs) > SHOWN else ""
             raise Ambiguous(
                 f"{checkpoint_ns!r} names {len(runs)} subgraph runs of thread {thread_id!r}: "
-                f"{shown}{more} (pick one with --ns)",
+                f"{shown}{more} (pick one with `ns`)",
                 runs,
             )
     if key is None:
@@ -111,7 +111,7 @@ def _latest(store: Store, thread_id: str, checkpoint_ns: str) -> CheckpointKey:
         others = [ns for ns in store.namespaces(thread_id) if ns != checkpoint_ns]
         shown = ", ".join(repr(ns or "") for ns in others[:SHOWN])
         more = f" and {len(others) - SHOWN} more" if len(others) > SHOWN else ""
-        hint = f"; its namespaces: {shown}{more} (pick one with --ns)" if others else ""
+        hint = f"; its namespaces: {shown}{more} (pick one with `ns`)" if others else ""
         raise NotFound(f"thread {thread_id!r} has no checkpoint in {where}{hint}")
     return key
 

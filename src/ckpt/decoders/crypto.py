@@ -11,7 +11,7 @@ from ckpt.errors import DecodeError, EncryptedError
 
 KEY_ENV: Final = "LANGGRAPH_AES_KEY"
 KEY_SIZES: Final = (16, 24, 32)
-NO_KEY: Final = f"no key: pass --aes-key or set {KEY_ENV}"
+NO_KEY: Final = f"no key: it needs the AES key ({KEY_ENV})"
 WRONG_KEY: Final = "wrong key"
 _NONCE: Final = 16
 _TAG: Final = 16
@@ -22,7 +22,7 @@ def key_from_env_or_arg(arg: str | None) -> bytes | None:
     does (encrypted.py). An empty variable counts as unset. Raises EncryptedError when the
     key is not 16, 24 or 32 bytes long."""
     if arg is not None:
-        text, origin = arg, "--aes-key"
+        text, origin = arg, "`aes_key`"
     else:
         from_env = os.environ.get(KEY_ENV)
         if not from_env:

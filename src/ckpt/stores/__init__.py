@@ -134,7 +134,7 @@ def discover(folder: Path | None = None) -> str:
     if not candidates:
         hint = " (.langgraph_api holds no checkpoint files)" if api.is_dir() else ""
         raise StoreNotFound(
-            f"no checkpoint store found in {folder}{hint}; give a path or URL, --db, or set CKPT_DB"
+            f"no checkpoint store found in {folder}{hint}; give `spec`, or set CKPT_DB"
         )
     if len(candidates) > 1:
         shown = ", ".join(os.path.relpath(c, folder) for c in candidates)

@@ -204,7 +204,7 @@ class Store(ABC):
 
     def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
         """Refuse, before anything is read, a prune this store cannot take: the kind
-        (NotSupported, Unsafe), or the strategy or a --backup it has no way to honour."""
+        (NotSupported, Unsafe), or the strategy or a backup it has no way to honour."""
         raise NotSupported(f"{self.location}: prune is not supported on {self.kind} stores yet")
 
     def thread_rows(self, thread_id: str) -> ThreadRows:
@@ -266,7 +266,7 @@ class Writer(ABC):
 
     def backup(self, destination: Path) -> None:
         """A consistent copy of the whole store at `destination` (a new file)."""
-        raise BadOption(f"{self.location}: --backup is for SQLite stores")
+        raise BadOption(f"{self.location}: `backup` is for SQLite stores")
 
     @abstractmethod
     def vacuum(self, into: Path | None) -> dict[str, Any]:

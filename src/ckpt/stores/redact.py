@@ -76,7 +76,7 @@ def _as_ext(value: Any) -> ormsgpack.Ext:
 
 
 class Redactor:
-    """Redacts the rows of one copy (`keep_keys`: more keys to keep, `--keep-key`)."""
+    """Redacts the rows of one copy (`keep_keys`: more keys to keep)."""
 
     def __init__(
         self, *, keep_keys: frozenset[str], keep_errors: bool, aes_key: bytes | None
@@ -105,7 +105,7 @@ class Redactor:
         else:
             tag, plain = self._open(row.type, row.body, where)
             if tag != "msgpack":
-                raise CopyRefused(f"{where}: --redact reads msgpack bodies, not {tag!r}")
+                raise CopyRefused(f"{where}: redacting reads msgpack bodies, not {tag!r}")
             document = self._unpack(plain, where)
             if not isinstance(document, dict):
                 raise CopyRefused(f"{where}: its body is not a map")
@@ -151,8 +151,8 @@ class Redactor:
             opened = decrypt_aes(data, self.aes_key) if self.aes_key else None
             if opened is None:
                 raise CopyRefused(
-                    f"{where}: encrypted; --redact needs the key (--aes-key or "
-                    "LANGGRAPH_AES_KEY) to read what it replaces"
+                    f"{where}: encrypted; redacting needs the AES key (LANGGRAPH_AES_KEY) to "
+                    "read what it replaces"
                 )
             return tag.removesuffix("+aes"), opened
         return tag, data

@@ -420,7 +420,7 @@ def renumbered(row: RawCheckpoint) -> RawCheckpoint:
     not touched. Only for bodies that keep their values inline (MongoDBSaver's)."""
     where = f"checkpoint {row.checkpoint_id}"
     if form(row) != "inline" or row.type != "msgpack":
-        raise CopyRefused(f"{where}: --renumber-versions reads msgpack bodies, not {row.type!r}")
+        raise CopyRefused(f"{where}: renumbering versions reads msgpack bodies, not {row.type!r}")
     entries = []
     for key, packed in _map_entries(row.body, where):
         if key in ("channel_versions", "versions_seen"):

@@ -150,7 +150,7 @@ class MongoStore(DocumentStore):
         except (errors.ServerSelectionTimeoutError, errors.NetworkTimeout, errors.ExecutionTimeout):
             raise StoreUnreadable(
                 f"{self.location}: {doing}: no answer within {self.timeout:g} s "
-                "(--timeout sets the limit)"
+                "(`timeout` sets the limit)"
             ) from None
         except errors.PyMongoError as exc:
             raise StoreUnreadable(f"{self.location}: {doing}: {_clean(exc)}") from None
@@ -437,7 +437,7 @@ class MongoStore(DocumentStore):
             raise NotSupported(
                 f"{self.location}: MongoDBSaver counts channel versions 1, 2, 3, and "
                 "SqliteSaver and PostgresSaver cannot resume a thread from those (format.md "
-                "3.4): pass --renumber-versions to write them in their format"
+                "3.4): pass `renumber_versions=True` to write them in their format"
             )
 
     def close(self) -> None:

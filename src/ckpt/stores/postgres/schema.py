@@ -171,5 +171,5 @@ def _no_tables_message(session: PgSession, schema: str | None) -> str:
         if name != schema
     ]
     if elsewhere:
-        message += f"; found one in schema {elsewhere[0]!r}: pass --schema {elsewhere[0]}"
+        message += f"; found one in schema {elsewhere[0]!r}: pass `schema` {elsewhere[0]}"
     return message

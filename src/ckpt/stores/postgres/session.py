@@ -125,7 +125,7 @@ class PgSession:
         if isinstance(exc, errors.QueryCanceled):
             return StoreUnreadable(
                 f"{self.location}: a query ran into the {self.timeout:g} s statement timeout "
-                f"({text}); allow more with --timeout"
+                f"({text}); allow more with `timeout`"
             )
         if isinstance(exc, errors.InsufficientPrivilege):
             return StoreUnreadable(f"{self.location}: {text} ({NEEDED})")

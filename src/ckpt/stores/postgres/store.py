@@ -1226,7 +1226,7 @@ class PostgresStore(Store):
         from ckpt.stores.postgres.writer import refuse_shallow_keep
 
         if backup:
-            raise BadOption("--backup is for SQLite stores (use pg_dump for Postgres)")
+            raise BadOption("`backup` is for SQLite stores (use pg_dump for Postgres)")
         refuse_shallow_keep(self, strategy)
 
     def thread_rows(self, thread_id: str) -> ThreadRows:
@@ -1237,7 +1237,7 @@ class PostgresStore(Store):
 
     def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
         if into is not None:
-            raise BadOption("--into is for SQLite stores")
+            raise BadOption("`into` is for SQLite stores")
         storage = self.storage()
         for table in storage["tables"]:
             live, dead = table["live_rows"] or 0, table["dead_rows"] or 0

@@ -220,7 +220,7 @@ class PostgresWriter(Writer):
     def vacuum(self, into: Path | None) -> dict[str, Any]:
         """The dry run's report, then VACUUM, then the tables as they are after it."""
         if into is not None:
-            raise BadOption("--into is for SQLite stores")
+            raise BadOption("`into` is for SQLite stores")
         report = self.reader.vacuum_report(into=None)
         self._vacuum()
         report["after"] = self.reader.storage()["tables"]
@@ -251,5 +251,6 @@ def refuse_shallow_keep(reader: PostgresStore, strategy: Strategy) -> None:
     if reader.shallow and strategy != "delete":
         raise Unsafe(
             f"{reader.location}: a ShallowPostgresSaver store keeps only the latest checkpoint "
-            "of each namespace already: there is nothing to prune but whole threads (--delete)"
+            "of each namespace already: there is nothing to prune but whole threads "
+            "(`strategy='delete'`)"
         )

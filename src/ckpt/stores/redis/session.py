@@ -95,7 +95,7 @@ class RedisSession:
         except redis.exceptions.TimeoutError:
             raise StoreUnreadable(
                 f"{self.location}: {doing}: no answer within {self.timeout:g} s "
-                "(--timeout sets the limit)"
+                "(`timeout` sets the limit)"
             ) from None
         except redis.exceptions.ConnectionError as exc:
             raise StoreUnreadable(f"{self.location}: {doing}: {_clean(exc)}") from None

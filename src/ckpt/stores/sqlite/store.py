@@ -143,8 +143,8 @@ class SqliteStore(Store):
     def _error(self, exc: sqlite3.Error) -> CkptError:
         if self._timeout is not None and "interrupted" in str(exc):
             return StoreUnreadable(
-                f"{self.location}: a read ran past the {self._timeout:g} s --timeout (a slow "
-                "schema, or a very large store); allow more with --timeout"
+                f"{self.location}: a read ran past the {self._timeout:g} s `timeout` (a slow "
+                "schema, or a very large store); allow more with `timeout`"
             )
         if self._link.changed():
             return StoreUnreadable(

@@ -145,7 +145,7 @@ class SqliteWriter(Writer):
         """Copy the store with SQLite's online backup API (a consistent copy, even of a
         store a live application writes)."""
         if destination.exists():
-            raise Unsafe(f"{destination} exists; give a new file for --backup")
+            raise Unsafe(f"{destination} exists; give a new file for `backup`")
         try:
             with sqlite3.connect(destination) as target:
                 self.conn.backup(target)
@@ -192,7 +192,7 @@ class SqliteWriter(Writer):
         space = self.space()
         if into is not None:
             if into.exists():
-                raise Unsafe(f"{into} exists; give a new file for --into")
+                raise Unsafe(f"{into} exists; give a new file for `into`")
             if space["disk_free_bytes"] < space["file_bytes"]:
                 raise Unsafe(f"not enough free disk for {into}; nothing changed")
             try:
@@ -205,7 +205,7 @@ class SqliteWriter(Writer):
             raise Unsafe(
                 f"VACUUM needs up to {space['disk_needed_bytes']:,} bytes free beside "
                 f"{self.path}; {space['disk_free_bytes']:,} are; nothing changed "
-                "(--into FILE writes the copy elsewhere)"
+                "(`into` a file elsewhere writes the copy there)"
             )
         try:
             # An exclusive transaction first: it fails when another connection writes (or,
