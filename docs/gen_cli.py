@@ -121,7 +121,8 @@ WHEN = {
     ExitCode.USAGE: "bad arguments or options",
     ExitCode.NO_STORE: "the store path does not exist; no store or several found",
     ExitCode.UNREADABLE: "not SQLite; not a checkpoint store; server down, login or "
-    "permission refused; a `copy` target that is read-only, full or not the saver's tables",
+    "permission refused; a `copy` target that is read-only (said by the dry run too), full or "
+    "not the saver's tables",
     ExitCode.CORRUPT: "the store or a blob is truncated or corrupt",
     ExitCode.ENCRYPTED: "values are encrypted and no key (or a wrong key) was given; "
     "what is readable is still printed",
@@ -141,7 +142,8 @@ WHEN = {
     "`copy` from or into one; nothing was read or changed",
     ExitCode.INTERNAL: "an internal error: a bug in ckpt, not a problem of the store (please "
     "report it; `CKPT_DEBUG=1` shows the traceback)",
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C); `copy --apply` says how many threads it copied, "
+    "each whole, and how to copy the rest",
 }
 
 

@@ -39,11 +39,12 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from ckpt.cli import app
 from ckpt.model import trigger_node
 from ckpt.stores.postgres.target import MIGRATIONS
 from ckpt.stores.sqlite.target import SCHEMA
 from test_postgres import url_of
-from test_prune import carry_on, ckpt
+from test_prune import carry_on, ckpt, runner
 
 ROOT = Path(__file__).resolve().parent.parent
 NewDatabase = Callable[[], str]
@@ -346,10 +347,10 @@ def test_encrypted_bodies_copy_into_sqlite_but_not_split_without_a_key(
     assert "msgpack+aes" in split.output
 
 
-def test_a_killed_copy_leaves_no_half_thread(sources: dict[str, Source], tmp_path: Path) -> None:
-    """Kill the process while it copies: every thread on the target is whole or absent."""
-    source = sources["sqlite"]
-    big = tmp_path / "big.sqlite"
+@pytest.fixture(scope="module")
+def big_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """40 threads of 1,500 checkpoints each: a copy that runs long enough to stop midway."""
+    big = tmp_path_factory.mktemp("big-source") / "big.sqlite"
     with closing(sqlite3.connect(big)) as conn:
         conn.executescript(SCHEMA)
         body = os.urandom(64)
@@ -360,26 +361,73 @@ def test_a_killed_copy_leaves_no_half_thread(sources: dict[str, Source], tmp_pat
         ]  # fmt: skip
         conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         conn.commit()
-    del source
-    target = tmp_path / "copy.sqlite"
+    return big
+
+
+def copying_in_the_background(source: Path, target: Path) -> subprocess.Popen[bytes]:
+    """`ckpt copy SOURCE TARGET --all --apply` in its own process, once it has committed a
+    few threads (Ctrl-C as the shell delivers it: SIGINT, whatever the test runner ignores)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ckpt", "copy", str(big), str(target), "--all", "--apply"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [sys.executable, "-m", "ckpt", "copy", str(source), str(target), "--all", "--apply"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if _committed_threads(target) >= 3:
-            break
+    while time.monotonic() < deadline and _committed_threads(target) < 3:
         time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    return proc
+
+
+def thread_sizes(target: Path) -> list[int]:
     with closing(sqlite3.connect(target)) as conn:
-        counts = conn.execute(
-            "SELECT thread_id, count(*) FROM checkpoints GROUP BY thread_id"
-        ).fetchall()
+        return [n for (n,) in conn.execute("SELECT count(*) FROM checkpoints GROUP BY thread_id")]
+
+
+def test_a_killed_copy_leaves_no_half_thread(big_source: Path, tmp_path: Path) -> None:
+    """Kill the process while it copies: every thread on the target is whole or absent."""
+    target = tmp_path / "copy.sqlite"
+    proc = copying_in_the_background(big_source, target)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    counts = thread_sizes(target)
     assert 3 <= len(counts) < 40, counts  # killed midway
-    assert all(n == 1500 for _, n in counts), counts
+    assert all(n == 1500 for n in counts), counts
+
+
+def test_ctrl_c_says_what_was_copied_and_the_next_run_finishes(
+    big_source: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C during --apply: one line says how many threads were copied (each whole) and
+    how to copy the rest; the next dry run counts those as conflicts, and the run it names
+    copies the others."""
+    import re
+
+    target = tmp_path / "copy.sqlite"
+    proc = copying_in_the_background(big_source, target)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    said = stderr.decode().splitlines()
+    assert len(said) == 1 and stdout == b"", said
+    match = re.fullmatch(
+        r"ckpt: error: interrupted: (\d+) of 40 threads copied, each whole, none partial; "
+        r"copy again with --on-conflict skip --apply to copy the rest",
+        said[0],
+    )
+    assert match, said
+    copied = int(match.group(1))
+    assert 3 <= copied < 40 and thread_sizes(target) == [1500] * copied
+    dry = ckpt("copy", str(big_source), str(target), "--all")
+    assert dry.exit_code == 0, dry.output
+    assert f"would copy {40 - copied} threads (" in dry.stdout
+    assert f"{copied} threads are already on the target: --apply would stop" in dry.stdout
+    plan = json.loads(ckpt("copy", str(big_source), str(target), "--all", "--json").stdout)
+    assert (plan["totals"]["threads"], plan["totals"]["conflicts"]) == (40 - copied, copied)
+    rest = ckpt("copy", str(big_source), str(target), "--all", "--on-conflict", "skip", "--apply")
+    assert rest.exit_code == 0, rest.output
+    assert f"copied {40 - copied} threads" in rest.stdout and f"{copied} skipped" in rest.stdout
+    assert thread_sizes(target) == [1500] * 40
 
 
 def _committed_threads(path: Path) -> int:
@@ -545,6 +593,42 @@ def test_redact_options(sources: dict[str, Source], tmp_path: Path) -> None:
         assert [e.split("(")[0] for e in said] == [e.split("(")[0] for e in before[thread_id]]
         assert said != before[thread_id]
     assert ckpt("copy", source.spec, str(target), "--all", "--keep-errors").exit_code == 2
+    plan = ckpt("copy", source.spec, str(tmp_path / "plan.sqlite"), "--all", "--redact",
+                "--keep-key", "content")  # fmt: skip
+    assert "redacts: every string and bytes value replaced" in plan.stdout
+    assert "tool and node names kept, key content" in plan.stdout
+    said = json.loads(
+        ckpt(
+            "copy", source.spec, str(tmp_path / "plan.sqlite"), "--all", "--redact", "--json"
+        ).stdout
+    )
+    assert said["redacted"] is True
+    assert said["redaction"] == {"keep_keys": [], "keep_errors": False}
+
+
+def tool_messages(spec: str) -> dict[str, tuple[str, str]]:
+    """Every ToolMessage a store's checkpoints hold: id -> (tool name, content)."""
+    found = {}
+    for line in ckpt("dump", spec, "--ndjson").stdout.splitlines():
+        for value in (json.loads(line).get("channel_values") or {}).values():
+            for item in value if isinstance(value, list) else []:
+                if isinstance(item, dict) and item.get("type") == "tool":
+                    found[item["id"]] = (item["name"], item["content"])
+    return found
+
+
+def test_redact_keeps_the_tool_name_of_a_tool_message(
+    sources: dict[str, Source], tmp_path: Path
+) -> None:
+    """The README says tool names stay: a ToolMessage's `name` as the AI message's tool call
+    keeps it; its content goes."""
+    source = sources["sqlite"]
+    target = tmp_path / "redacted.sqlite"
+    assert ckpt("copy", source.spec, str(target), "--all", "--redact", "--apply").exit_code == 0
+    before, after = tool_messages(source.spec), tool_messages(str(target))
+    assert before and after.keys() == before.keys()
+    assert {i: name for i, (name, _) in after.items()} == {i: n for i, (n, _) in before.items()}
+    assert all(after[i][1] != content for i, (_, content) in before.items() if len(content) > 3)
 
 
 def test_target_errors_are_one_line_each(
@@ -572,10 +656,55 @@ def test_target_errors_are_one_line_each(
         pytest.skip("chattr +i is not available here")
     try:
         other = sorted(source.manifest["threads"])[1]
-        one_line(ckpt("copy", source.spec, str(readonly), "-t", other, "--apply"), 4, "read")
+        applied = ckpt("copy", source.spec, str(readonly), "-t", other, "--apply")
+        one_line(applied, 4, "read-only")
+        planned = ckpt("copy", source.spec, str(readonly), "-t", other)  # the dry run too
+        one_line(planned, 4, "read-only")
+        assert planned.stderr == applied.stderr
     finally:
         subprocess.run(["chattr", "-i", str(readonly)], check=True)
     assert digest_tree(readonly) == before
+
+
+def test_a_read_only_postgres_target_is_refused_by_the_dry_run(
+    sources: dict[str, Source], pg_new_database: NewDatabase
+) -> None:
+    """A database whose transactions are read-only: the plan says so in the line (and exit
+    code) the copy would stop at, rather than planning a copy that cannot happen."""
+    source = sources["sqlite"]
+    thread = sorted(source.manifest["threads"])[0]
+    target = pg_new_database()
+    dbname = psycopg.conninfo.conninfo_to_dict(target)["dbname"]
+    with psycopg.connect(target, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{dbname}" SET default_transaction_read_only = on')
+    planned = ckpt("copy", source.spec, url_of(target), "-t", thread)
+    applied = ckpt("copy", source.spec, url_of(target), "-t", thread, "--apply")
+    for result in (planned, applied):
+        assert result.exit_code == 4, result.output
+        assert result.stdout == "" and result.stderr.count("\n") == 1
+        assert "the target is read-only (default_transaction_read_only is on)" in result.stderr
+    with psycopg.connect(target) as conn:  # nothing was made there
+        assert conn.execute("SELECT to_regclass('checkpoints')").fetchone() == (None,)
+
+
+def test_the_source_may_come_from_db_as_for_every_command(
+    sources: dict[str, Source], tmp_path: Path
+) -> None:
+    """`copy --help` lists --db STORE: with it (or $CKPT_DB) the one positional is DST."""
+    source = sources["sqlite"]
+    target = tmp_path / "t.sqlite"
+    by_option = ckpt("copy", "--db", source.spec, str(target), "--all", "--json")
+    assert by_option.exit_code == 0, by_option.output
+    plan = json.loads(by_option.stdout)
+    assert (plan["source"]["location"], plan["target"]["location"]) == (source.spec, str(target))
+    by_env = runner.invoke(
+        app, ["copy", str(target), "--all", "--json"], env={"CKPT_DB": source.spec}
+    )
+    assert by_env.exit_code == 0 and json.loads(by_env.stdout) == plan
+    both = ckpt("copy", source.spec, str(target), "--all", "--json")  # SRC DST as before
+    assert json.loads(both.stdout) == plan
+    nothing = ckpt("copy", "--all")
+    assert nothing.exit_code == 2 and "DST" in nothing.stderr
 
 
 def test_since_selects_recent_threads(sources: dict[str, Source], tmp_path: Path) -> None:

@@ -106,3 +106,14 @@ def test_install_lines_name_extras_that_exist() -> None:
 def test_a_command_shown_without_output_is_parsed(line: str) -> None:
     assert gen.parses(gen.ckpt_words(line[2:])) is None
     assert gen.parses(gen.ckpt_words(line[2:] + " --bogus")) is not None
+
+
+def test_the_exit_code_list_names_every_code() -> None:
+    """The README's list of exit codes stops at none the CLI can return (ckpt.errors)."""
+    import re
+
+    from ckpt.errors import ExitCode
+
+    section = README.read_text().split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    listed = {int(n) for n in re.findall(r"(?:^|· )(\d+) ", section, re.M)}
+    assert listed == {int(code) for code in ExitCode}

@@ -354,3 +354,14 @@ def test_junk_under_the_savers_prefix_alone_is_no_crash() -> None:
         done = ckpt("threads", server.url, "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [] and "internal error" not in done.stderr
+
+
+def test_a_failed_task_says_what_redis_kept_of_its_error(redis_url: str) -> None:
+    """RedisSaver keeps an error as an object (its type and attributes, not its message):
+    the view says so, not that LangGraph stored its repr (what the msgpack savers keep)."""
+    record = json.loads(ckpt("show", "fanout-1", "--db", redis_url, "--json").stdout)
+    (error,) = [w["value"] for w in record["pending_writes"] if w["channel"] == "__error__"]
+    assert isinstance(error, dict) and error["__type__"] == "builtins.ValueError"
+    shown = ckpt("show", "fanout-1", "--db", redis_url, "--writes").stdout
+    assert "the saver stores only the error's fields shown below: there is no traceback" in shown
+    assert "repr only" not in shown

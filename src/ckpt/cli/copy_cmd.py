@@ -4,7 +4,7 @@ Without --apply it prints the plan and changes nothing (ckpt.copying)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +23,9 @@ from ckpt.cli.options import (
     parse_where,
     store_options,
 )
+
+if TYPE_CHECKING:
+    from ckpt.records import CopyRecord
 
 
 @store_options
@@ -152,7 +155,7 @@ def copy(
                 notices(output, run.notices)
                 records = list(run)
                 notices(output, run.notices)
-        record = {**run.head, "threads": records, "totals": run.totals}
+        record: CopyRecord = {**run.head, "threads": records, "totals": run.totals}
         if json_out:
             output.lines(dump_document(record))
         else:

@@ -3,9 +3,9 @@ the whole copy did or would do."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
+from ckpt.records import CopyRecord
 from ckpt.render.output import Output
 from ckpt.render.plain import ansi_paint
 from ckpt.render.text import cell_width, clean_line, human_size
@@ -19,7 +19,7 @@ _ACTIONS = {
 }
 
 
-def copy_lines(record: Mapping[str, Any], output: Output) -> Iterator[str]:
+def copy_lines(record: CopyRecord, output: Output) -> Iterator[str]:
     """The plan (or what was done) as aligned text lines, then the totals and what to do."""
     applied = record["applied"]
     headers = ["THREAD", "CHECKPOINTS", "WRITES", "BLOBS", "SIZE", "ACTION"]
@@ -80,12 +80,24 @@ def copy_lines(record: Mapping[str, Any], output: Output) -> Iterator[str]:
     ]
     summary += "".join(f"; {e}" for e in extra if e)
     yield summary + "\n"
+    if (redaction := record["redaction"]) is not None:
+        kept = [f"key {clean_line(k)}" for k in redaction["keep_keys"]]
+        kept += ["error type names"] if redaction["keep_errors"] else []
+        yield (
+            ("redacted" if applied else "redacts")
+            + ": every string and bytes value replaced by a placeholder of the same length "
+            "and shape; structure, ids, types, tool and node names kept"
+            + "".join(f", {k}" for k in kept)
+            + "\n"
+        )
     conflicts = totals["conflicts"]
     if conflicts:
+        those = "thread is" if conflicts == 1 else "threads are"
         yield (
             paint(
-                f"{conflicts:,} threads are already on the target: --apply would stop; pass "
-                "--on-conflict skip or replace",
+                f"{conflicts:,} {those} already on the target: --apply would stop and copy "
+                f"nothing; pass --on-conflict skip (copies the other {totals['threads']:,}) "
+                "or replace",
                 "yellow",
             )
             + "\n"

@@ -837,19 +837,22 @@ def _task_context(
             else "input: the state at this checkpoint (ckpt show --blobs)"
         )
         lines.append(Hanging(Text(f"  {given}", style="red")))
-        lines.append(
-            Hanging(
-                Text(
-                    "  (LangGraph stores the error's repr only: there is no traceback)", style="dim"
-                )
-            )
-        )
+        lines.append(Hanging(Text(f"  ({_error_kept(task['error'])})", style="dim")))
     if task["subgraph_ns"]:
         where = Text("  subgraph checkpoints:", style="blue")
         lines.append(
             Hanging([where, Text(_subgraph_selector(record, task), style="blue")], sep=" ")
         )
     return lines
+
+
+def _error_kept(error: object) -> str:
+    """What the store kept of a task's error, as its value shows: LangGraph's msgpack
+    savers store `repr(exc)`, a string; RedisSaver and LangGraph.js store an object (its
+    type and attributes, or {message, name}) whose fields are all there is."""
+    if isinstance(error, str):
+        return "LangGraph stores the error's repr only: there is no traceback"
+    return "the saver stores only the error's fields shown below: there is no traceback"
 
 
 def _subgraph_selector(record: CheckpointRecord, task: TaskRecord) -> str:

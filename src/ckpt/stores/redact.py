@@ -4,13 +4,13 @@ msgpack level, for a store that can go into a bug report.
 Kept: every checkpoint field but the channel values (ids, versions, versions_seen, parent
 links), channel and node names, dict keys, every ext type code and class path, numbers
 and booleans, and the values of the keys that name rather than say: `id`, `type`,
-`tool_call_id`, a tool call's `name`, a Send's node, a datetime, a UUID. Replaced: every
-other string by a placeholder of the same length and shape (letters x/X, digits 0, the
-rest as it was) and every bytes value by zero bytes of the same length, inside ext
-payloads too. No class is imported or constructed: ext payloads are walked as msgpack.
-Metadata keeps LangGraph's own keys (`source`, `step`, `parents`, `langgraph_*` ...).
-Encrypted values need the key; they are written decrypted and redacted (their tag loses
-`+aes`), so that whoever reads the report needs no key.
+`tool_call_id`, the tool `name` of a tool call and of a ToolMessage, a Send's node, a
+datetime, a UUID. Replaced: every other string by a placeholder of the same length and
+shape (letters x/X, digits 0, the rest as it was) and every bytes value by zero bytes of
+the same length, inside ext payloads too. No class is imported or constructed: ext
+payloads are walked as msgpack. Metadata keeps LangGraph's own keys (`source`, `step`,
+`parents`, `langgraph_*` ...). Encrypted values need the key; they are written decrypted
+and redacted (their tag loses `+aes`), so that whoever reads the report needs no key.
 """
 
 from __future__ import annotations
@@ -181,9 +181,11 @@ class Redactor:
         if isinstance(value, bytes):
             return bytes(len(value))
         if isinstance(value, dict):
-            tool_call = "args" in value and "name" in value
+            # A tool call ({name, args, id}) and a ToolMessage ({name, tool_call_id, ...}):
+            # the tool's name names, as the AI message's call to it does.
+            tool = "name" in value and ("args" in value or "tool_call_id" in value)
             return {
-                k: (v if tool_call and k == "name" and isinstance(v, str) else self._walk(v, k))
+                k: (v if tool and k == "name" and isinstance(v, str) else self._walk(v, k))
                 for k, v in value.items()
             }
         if isinstance(value, list):
