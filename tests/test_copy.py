@@ -44,7 +44,7 @@ from ckpt.model import trigger_node
 from ckpt.stores.postgres.target import MIGRATIONS
 from ckpt.stores.sqlite.target import SCHEMA
 from test_postgres import url_of
-from test_prune import carry_on, ckpt, runner
+from test_prune import carry_on, ckpt, follows_schema, runner
 
 ROOT = Path(__file__).resolve().parent.parent
 NewDatabase = Callable[[], str]
@@ -193,6 +193,8 @@ def test_copied_threads_read_and_resume_as_on_the_source(
     assert done.exit_code == 0, done.output
     copied = json.loads(done.stdout)
     assert copied["applied"] and copied["totals"] == planned["totals"]
+    for record in (planned, copied):  # one shape from every source into every target
+        follows_schema(record, "copy.schema.json")
     assert source_digest(source) == before  # the source is byte-identical
     history, resumed = source.langgraph()
     with saver_for(target_kind, target) as saver, quiet_serde_log():
@@ -291,6 +293,12 @@ def test_conflicts_rename_skip_and_replace(sources: dict[str, Source], tmp_path:
              "--on-conflict", "skip", "--apply", "--json").stdout
     )  # fmt: skip
     assert [t["action"] for t in skipped["threads"]] == ["skip", "copy"]
+    follows_schema(skipped, "copy.schema.json")
+    conflicted = json.loads(
+        ckpt("copy", source.spec, str(target), "-t", threads[0], "--json").stdout
+    )
+    assert [t["action"] for t in conflicted["threads"]] == ["conflict"]
+    follows_schema(conflicted, "copy.schema.json")
     replaced = ckpt("copy", source.spec, str(target), "-t", threads[0], "--on-conflict",
                     "replace", "--apply", "--json")  # fmt: skip
     assert replaced.exit_code == 0 and json.loads(replaced.stdout)["threads"][0]["action"] == (
@@ -757,6 +765,7 @@ def test_every_sample_copies_as_langgraph_reads_it_or_is_refused(
     target = str(tmp_path / "copy.sqlite") if target_kind == "sqlite" else pg_new_database()
     target_spec = url_of(target) if target_kind == "postgres" else target
     done = ckpt("copy", spec, target_spec, "--all", "--apply", "--json")
+    follows_schema(json.loads(done.stdout), "copy.schema.json")  # refusals, pickle sources too
     refusal = SAMPLE_REFUSALS.get((name, target_kind))
     if done.exit_code != 0:
         assert refusal is not None and done.exit_code == 12, done.output

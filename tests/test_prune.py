@@ -29,6 +29,16 @@ from ckpt.cli import app
 from test_postgres import url_of
 
 runner = CliRunner()
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def follows_schema(record: Any, name: str = "prune.schema.json") -> None:
+    """A record as docs/<name> says (a JSON Schema, itself checked)."""
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((DOCS / name).read_text())
+    Draft202012Validator.check_schema(schema)
+    Draft202012Validator(schema).validate(record)
 
 
 def ckpt(*args: str) -> Any:
@@ -117,6 +127,9 @@ def test_pruned_sqlite_threads_resume_as_before(
     assert done.exit_code == 0, done.output
     result = json.loads(done.stdout)
     assert result["applied"] and result["totals"] == plan["totals"]
+    for record in (plan, result):  # docs/prune.schema.json, what the view needs included
+        follows_schema(record)
+        assert record["reclaim"] == "vacuum" and record["store"]["kind"] == "sqlite"
     after = counts(pruned)
     assert after[0] == before[0] - plan["totals"]["checkpoints"]
     assert after[1] == before[1] - plan["totals"]["writes"]
@@ -316,6 +329,12 @@ def test_pruned_postgres_threads_resume_as_before(
             done = ckpt("prune", url, "--all", *strategy, "--apply", "--json")
             assert done.exit_code == 0, done.output
             assert json.loads(done.stdout)["totals"] == plan["totals"]
+            for record in (plan, json.loads(done.stdout)):
+                follows_schema(record)
+                assert record["reclaim"] == "reuse" and record["store"]["kind"] == "postgres"
+            assert (
+                "the space is reused after VACUUM" in ckpt("prune", url, "--all", "--apply").stdout
+            )
             with psycopg.connect(pruned) as conn:
                 (orphans,) = conn.execute(
                     "SELECT count(*) FROM checkpoint_writes w WHERE NOT EXISTS (SELECT 1 FROM "
@@ -335,7 +354,7 @@ def test_pruned_postgres_threads_resume_as_before(
 
 
 def test_the_planner_keeps_delta_chains_and_refuses_what_it_cannot_see() -> None:
-    from ckpt.prune import CheckpointRow, ThreadRows, WriteRow, plan_thread
+    from ckpt.pruning import CheckpointRow, ThreadRows, WriteRow, plan_thread
 
     def row(cid: str, parent: str | None, values: set[str] | None, delta: bool = True) -> Any:
         return CheckpointRow(

@@ -8,7 +8,8 @@ As a library::
             print(thread["thread_id"], thread["interrupts"])
 
 `open` returns a CheckpointStore whose methods return the records `--json` prints
-(ckpt.records); `diff` compares two of them. Errors are ckpt.errors exceptions. The names
+(ckpt.records); `diff` compares two checkpoints, `copy`, `prune` and `vacuum` are the
+commands that write (only when told to apply). Errors are ckpt.errors exceptions. The names
 load on first use, so `ckpt --help` starts without them. See docs/api.md.
 """
 
@@ -20,31 +21,41 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Ambiguous",
+    "BadOption",
     "CheckpointRecord",
     "CheckpointStore",
     "CkptError",
+    "Comparison",
+    "CopyInterrupted",
+    "CopyRecord",
     "DecodeError",
     "EncryptedError",
     "ExitCode",
     "NotACheckpointStore",
     "NotFound",
     "NotSupported",
+    "PruneRecord",
     "RefusedGlobal",
     "StoreCorrupt",
     "StoreNotFound",
     "StoreUnreadable",
     "ThreadRecord",
+    "Unsafe",
     "__version__",
     "copy",
     "diff",
     "open",
+    "prune",
+    "vacuum",
 ]
 
 if TYPE_CHECKING:
-    from ckpt.api import CheckpointStore, copy, diff, open
+    from ckpt.api import CheckpointStore, Comparison, copy, diff, open, prune, vacuum
     from ckpt.errors import (
         Ambiguous,
+        BadOption,
         CkptError,
+        CopyInterrupted,
         DecodeError,
         EncryptedError,
         ExitCode,
@@ -55,15 +66,21 @@ if TYPE_CHECKING:
         StoreCorrupt,
         StoreNotFound,
         StoreUnreadable,
+        Unsafe,
     )
-    from ckpt.records import CheckpointRecord, ThreadRecord
+    from ckpt.records import CheckpointRecord, CopyRecord, PruneRecord, ThreadRecord
 
 _HOMES = {
     "CheckpointStore": "ckpt.api",
+    "Comparison": "ckpt.api",
     "copy": "ckpt.api",
     "diff": "ckpt.api",
     "open": "ckpt.api",
+    "prune": "ckpt.api",
+    "vacuum": "ckpt.api",
     "CheckpointRecord": "ckpt.records",
+    "CopyRecord": "ckpt.records",
+    "PruneRecord": "ckpt.records",
     "ThreadRecord": "ckpt.records",
 }
 

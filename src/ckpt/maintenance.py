@@ -1,5 +1,5 @@
-"""`ckpt prune` and `ckpt vacuum`: choose the threads, plan each one, and, only when asked,
-carry the plans out one thread per transaction (the store's Writer, ckpt.stores.base).
+"""`ckpt prune` and `ckpt vacuum` on a store: plan each thread the API chose, and, only when
+asked, carry the plans out one thread per transaction (the store's Writer, ckpt.stores.base).
 
 A dry run reads through the store's read-only connection and changes nothing. `apply`
 opens a separate writable connection; each thread is planned again inside its own
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ckpt.prune import Strategy, ThreadPlan, plan_thread
+from ckpt.pruning import Strategy, ThreadPlan, plan_thread
 from ckpt.records import (
     NamespacePlanRecord,
     PruneHead,

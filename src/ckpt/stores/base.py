@@ -28,7 +28,7 @@ from ckpt.model import (
 )
 
 if TYPE_CHECKING:
-    from ckpt.prune import Strategy, ThreadPlan, ThreadRows
+    from ckpt.pruning import Strategy, ThreadPlan, ThreadRows
 
 
 class Store(ABC):
@@ -208,7 +208,7 @@ class Store(ABC):
         raise NotSupported(f"{self.location}: prune is not supported on {self.kind} stores yet")
 
     def thread_rows(self, thread_id: str) -> ThreadRows:
-        """A thread's bookkeeping for the prune planner (ckpt.prune), read on this
+        """A thread's bookkeeping for the prune planner (ckpt.pruning), read on this
         read-only reader: the dry run plans from it."""
         raise NotSupported(f"{self.location}: prune is not supported on {self.kind} stores yet")
 

@@ -25,7 +25,7 @@ from ckpt.stores.base import Store, Writer
 from ckpt.vocabulary import FIND_LIMIT
 
 if TYPE_CHECKING:
-    from ckpt.prune import Strategy
+    from ckpt.pruning import Strategy
 
 BATCH: Final = 200  # threads, or checkpoints, loaded per round of queries
 

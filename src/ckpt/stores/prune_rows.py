@@ -8,7 +8,7 @@ from typing import Any
 import ormsgpack
 
 from ckpt.delta import COUNTERS
-from ckpt.prune import JS_DELTA_MARK, CheckpointRow
+from ckpt.pruning import JS_DELTA_MARK, CheckpointRow
 from ckpt.spans import body_layout
 
 

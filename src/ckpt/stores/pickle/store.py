@@ -47,7 +47,7 @@ from ckpt.stores.pickle.unpickler import (
 from ckpt.vocabulary import FIND_LIMIT, PICKLE_NAMES
 
 if TYPE_CHECKING:
-    from ckpt.prune import Strategy, ThreadRows
+    from ckpt.pruning import Strategy, ThreadRows
 
 DEV_FOLDER_REFUSAL: Final = (
     "a langgraph dev store (PersistentDict pickles): the dev server rewrites these files "

@@ -35,7 +35,7 @@ from ckpt.vocabulary import FIND_LIMIT
 if TYPE_CHECKING:
     from psycopg.sql import SQL, Composable, Composed
 
-    from ckpt.prune import Strategy, ThreadRows
+    from ckpt.pruning import Strategy, ThreadRows
 
     Query = SQL | Composed
 

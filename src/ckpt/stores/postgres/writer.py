@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ckpt.errors import BadOption, StoreBusy, Unsafe
-from ckpt.prune import (
+from ckpt.pruning import (
     BlobRow,
     CheckpointRow,
     NamespacePlan,

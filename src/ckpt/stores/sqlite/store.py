@@ -43,7 +43,7 @@ from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, rows, translate
 from ckpt.vocabulary import FIND_LIMIT, TOO_LARGE
 
 if TYPE_CHECKING:
-    from ckpt.prune import Strategy, ThreadRows
+    from ckpt.pruning import Strategy, ThreadRows
 
 T = TypeVar("T")
 THREADS_PER_BATCH = 200  # latest checkpoints fetched per statement by `threads`

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ckpt.errors import CkptError, StoreBusy, StoreCorrupt, StoreNotFound, StoreUnreadable, Unsafe
-from ckpt.prune import NamespacePlan, Strategy, ThreadPlan, ThreadRows, WriteRow, plan_thread
+from ckpt.pruning import NamespacePlan, Strategy, ThreadPlan, ThreadRows, WriteRow, plan_thread
 from ckpt.stores.base import Writer
 from ckpt.stores.prune_rows import sqlite_row
 
