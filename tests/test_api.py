@@ -148,3 +148,42 @@ def test_dir_lists_the_api() -> None:
     names = dir(ckpt)
     assert {"open", "diff", "NotFound", "CheckpointStore", "ExitCode"} <= set(names)
     assert not {"Any", "TYPE_CHECKING", "annotations"} & set(names)
+
+
+# What a command's option is called in the API, where the names differ; and the options
+# that are the CLI's own (output, progress) or open the store (ckpt.open's).
+API_NAMES = {"thread": "threads", "every": "all", "keep_key": "keep_keys", "db2": "other",
+             "keep_latest": "strategy", "keep_last": "keep", "delete": "strategy",
+             "db": "spec", "no_values": "values"}  # fmt: skip
+CLI_ONLY = {"ctx", "json_out", "ndjson_out", "quiet", "full", "local", "store", "src"}
+
+
+@pytest.mark.parametrize(
+    ("command", "functions"),
+    [
+        ("copy", ["copy", "iter_copy"]),
+        ("prune", ["prune", "iter_prune"]),
+        ("vacuum", ["vacuum"]),
+        ("diff", ["diff"]),
+        ("dump", ["dump", "dump_total"]),
+    ],
+)
+def test_the_api_takes_every_option_the_command_has(command: str, functions: list[str]) -> None:
+    """Issue 38: each command is a face over one API call, which takes all it can say."""
+    import inspect
+
+    from ckpt.cli import app
+
+    (registered,) = [c for c in app.registered_commands if c.callback.__name__ == command]
+    options = set(inspect.signature(registered.callback).parameters) - CLI_ONLY
+    opening = set(inspect.signature(ckpt.open).parameters)
+    for name in functions:
+        method = getattr(ckpt.CheckpointStore, name)
+        taken = set(inspect.signature(method).parameters) | opening
+        if name == "dump_total":
+            taken.add("values")  # a count of what dump streams, values or not
+        missing = {o for o in options if API_NAMES.get(o, o) not in taken}
+        assert missing == set(), (command, name)
+    if command in ("copy", "prune", "vacuum"):  # and the module-level call too
+        module_level = set(inspect.signature(getattr(ckpt, command)).parameters)
+        assert {API_NAMES.get(o, o) for o in options} - opening - {"spec"} <= module_level
