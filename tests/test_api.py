@@ -158,6 +158,22 @@ API_NAMES = {"thread": "threads", "every": "all", "keep_key": "keep_keys", "db2"
 CLI_ONLY = {"ctx", "json_out", "ndjson_out", "quiet", "full", "local", "store", "src"}
 
 
+def taken_by(function: Any) -> set[str]:
+    """The keywords a function takes: its parameters, and the keys of the TypedDict its
+    `**options: Unpack[...]` names (ckpt.api.CopyOptions, PruneOptions)."""
+    import inspect
+    import re
+
+    names = set()
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            (options,) = re.findall(r"Unpack\[(\w+)\]", str(parameter.annotation))
+            names |= set(getattr(ckpt.api, options).__optional_keys__)
+        else:
+            names.add(parameter.name)
+    return names
+
+
 @pytest.mark.parametrize(
     ("command", "functions"),
     [
@@ -178,12 +194,11 @@ def test_the_api_takes_every_option_the_command_has(command: str, functions: lis
     options = set(inspect.signature(registered.callback).parameters) - CLI_ONLY
     opening = set(inspect.signature(ckpt.open).parameters)
     for name in functions:
-        method = getattr(ckpt.CheckpointStore, name)
-        taken = set(inspect.signature(method).parameters) | opening
+        taken = taken_by(getattr(ckpt.CheckpointStore, name)) | opening
         if name == "dump_total":
             taken.add("values")  # a count of what dump streams, values or not
         missing = {o for o in options if API_NAMES.get(o, o) not in taken}
         assert missing == set(), (command, name)
     if command in ("copy", "prune", "vacuum"):  # and the module-level call too
-        module_level = set(inspect.signature(getattr(ckpt, command)).parameters)
+        module_level = taken_by(getattr(ckpt, command))
         assert {API_NAMES.get(o, o) for o in options} - opening - {"spec"} <= module_level

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal, overload
+from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, overload
 
 from ckpt.decoders import uuid6_time
 from ckpt.errors import BadOption, EncryptedError, MissingDependency, NotFound
@@ -42,6 +42,8 @@ from ckpt.vocabulary import Status, ThreadSort, install_hint
 from ckpt.when import When, updated_at
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from ckpt.census import RawRow as RawRow
     from ckpt.changes import Change
     from ckpt.copying import CopyRun
@@ -77,6 +79,44 @@ class Comparison:
         from ckpt.changes import json_patch
 
         return json_patch(self.changes)
+
+
+class Selection(TypedDict, total=False):
+    """Which threads `prune` and `copy` take: every condition given holds (`all=True`: no
+    condition, every thread). Times as ckpt.when reads them: a datetime, a timedelta, an
+    ISO time or date, an age (`30d`), or a checkpoint id or thread."""
+
+    threads: Sequence[str]
+    older_than: When | None
+    since: When | None
+    status: Status | None
+    where: Mapping[str, str] | None
+    all: bool
+
+
+class PruneOptions(Selection, total=False):
+    """What `prune` takes besides the threads (CheckpointStore.iter_prune)."""
+
+    strategy: Strategy
+    keep: int
+    backup: str | os.PathLike[str] | None
+    apply: bool
+    timeout: float | None
+    on_thread: Callable[[ThreadPlanRecord], None] | None
+
+
+class CopyOptions(Selection, total=False):
+    """What `copy` takes besides the threads and the target (CheckpointStore.iter_copy)."""
+
+    rename: Mapping[str, str] | None
+    on_conflict: OnConflict
+    redact: bool
+    keep_keys: Sequence[str]
+    keep_errors: bool
+    renumber_versions: bool
+    apply: bool
+    timeout: float | None
+    on_rows: Callable[[int], None] | None
 
 
 class CheckpointStore:
@@ -643,22 +683,7 @@ class CheckpointStore:
             on_thread=on_thread,
         )
 
-    def prune(
-        self,
-        *,
-        threads: Sequence[str] = (),
-        older_than: When | None = None,
-        since: When | None = None,
-        status: Status | None = None,
-        where: Mapping[str, str] | None = None,
-        all: bool = False,  # the CLI's --all, by its name
-        strategy: Strategy = "keep_latest",
-        keep: int = 1,
-        backup: str | os.PathLike[str] | None = None,
-        apply: bool = False,
-        timeout: float | None = None,
-        on_thread: Callable[[ThreadPlanRecord], None] | None = None,
-    ) -> PruneRecord:
+    def prune(self, **options: Unpack[PruneOptions]) -> PruneRecord:
         """Delete old checkpoints safely, keeping what resuming each thread needs (`ckpt
         prune --json`; docs/json.md). The threads: `threads`, `older_than` (an age: `30d`,
         a timedelta, or a time), `since`, `status`, `where` (every condition holds), or
@@ -667,11 +692,7 @@ class CheckpointStore:
         each thread is pruned in its own transaction (`backup`: SQLite's online backup to
         that new file first; `timeout`: how long to wait for a lock). The one method that
         changes a store, with vacuum, and only with `apply=True`."""
-        run = self.iter_prune(
-            threads=threads, older_than=older_than, since=since, status=status, where=where,
-            all=all, strategy=strategy, keep=keep, backup=backup, apply=apply,
-            timeout=timeout, on_thread=on_thread,
-        )  # fmt: skip
+        run = self.iter_prune(**options)
         records = list(run)
         return {**run.head, "threads": records, "totals": run.totals}
 
@@ -749,26 +770,7 @@ class CheckpointStore:
         run.target = target
         return run
 
-    def copy(
-        self,
-        dst: str | os.PathLike[str],
-        *,
-        threads: Sequence[str] = (),
-        older_than: When | None = None,
-        since: When | None = None,
-        status: Status | None = None,
-        where: Mapping[str, str] | None = None,
-        all: bool = False,  # the CLI's --all, by its name
-        rename: Mapping[str, str] | None = None,
-        on_conflict: OnConflict = "fail",
-        redact: bool = False,
-        keep_keys: Sequence[str] = (),
-        keep_errors: bool = False,
-        renumber_versions: bool = False,
-        apply: bool = False,
-        timeout: float | None = None,
-        on_rows: Callable[[int], None] | None = None,
-    ) -> CopyRecord:
+    def copy(self, dst: str | os.PathLike[str], **options: Unpack[CopyOptions]) -> CopyRecord:
         """Copy threads into a SqliteSaver file or PostgresSaver database `dst` (`ckpt
         copy`; docs/json.md): the threads as `prune` chooses them; `rename` {old: new};
         `on_conflict` "fail", "skip" or "replace"; `redact` (with `keep_keys`,
@@ -777,13 +779,7 @@ class CheckpointStore:
         thread is copied in its own transaction. Raises Unsafe for threads already on the
         target (with "fail"), and, after copying the others, for a thread it refused (the
         CLI's exit 12); CopyInterrupted on Ctrl-C, with how many threads were copied."""
-        with self.iter_copy(
-            dst, threads=threads, older_than=older_than, since=since, status=status,
-            where=where, all=all, rename=rename, on_conflict=on_conflict, redact=redact,
-            keep_keys=keep_keys, keep_errors=keep_errors,
-            renumber_versions=renumber_versions, apply=apply, timeout=timeout,
-            on_rows=on_rows,
-        ) as run:  # fmt: skip
+        with self.iter_copy(dst, **options) as run:
             records = list(run)
         if (refusal := run.refusal()) is not None:
             raise refusal
@@ -955,60 +951,22 @@ def copy(
     src: StoreLike,
     dst: str | os.PathLike[str],
     *,
-    threads: Sequence[str] = (),
-    older_than: When | None = None,
-    since: When | None = None,
-    status: Status | None = None,
-    where: Mapping[str, str] | None = None,
-    all: bool = False,  # the CLI's --all, by its name
-    rename: Mapping[str, str] | None = None,
-    on_conflict: OnConflict = "fail",
-    redact: bool = False,
-    keep_keys: Sequence[str] = (),
-    keep_errors: bool = False,
-    renumber_versions: bool = False,
-    apply: bool = False,
     aes_key: str | bytes | None = None,
-    timeout: float | None = None,
-    on_rows: Callable[[int], None] | None = None,
+    **options: Unpack[CopyOptions],
 ) -> CopyRecord:
     """`ckpt copy SRC DST`: `CheckpointStore.copy` on `src` (an open store, or what `open`
-    takes, opened with `aes_key` and `timeout`)."""
-    with _store(src, aes_key, timeout) as store:
-        return store.copy(
-            dst, threads=threads, older_than=older_than, since=since, status=status,
-            where=where, all=all, rename=rename, on_conflict=on_conflict, redact=redact,
-            keep_keys=keep_keys, keep_errors=keep_errors,
-            renumber_versions=renumber_versions, apply=apply, timeout=timeout,
-            on_rows=on_rows,
-        )  # fmt: skip
+    takes, opened with `aes_key` and the `timeout` of the options)."""
+    with _store(src, aes_key, options.get("timeout")) as store:
+        return store.copy(dst, **options)
 
 
 def prune(
-    store: StoreLike,
-    *,
-    threads: Sequence[str] = (),
-    older_than: When | None = None,
-    since: When | None = None,
-    status: Status | None = None,
-    where: Mapping[str, str] | None = None,
-    all: bool = False,  # the CLI's --all, by its name
-    strategy: Strategy = "keep_latest",
-    keep: int = 1,
-    backup: str | os.PathLike[str] | None = None,
-    apply: bool = False,
-    aes_key: str | bytes | None = None,
-    timeout: float | None = None,
-    on_thread: Callable[[ThreadPlanRecord], None] | None = None,
+    store: StoreLike, *, aes_key: str | bytes | None = None, **options: Unpack[PruneOptions]
 ) -> PruneRecord:
     """`ckpt prune`: `CheckpointStore.prune` on `store` (an open store, or what `open`
     takes)."""
-    with _store(store, aes_key, timeout) as opened:
-        return opened.prune(
-            threads=threads, older_than=older_than, since=since, status=status, where=where,
-            all=all, strategy=strategy, keep=keep, backup=backup, apply=apply,
-            timeout=timeout, on_thread=on_thread,
-        )  # fmt: skip
+    with _store(store, aes_key, options.get("timeout")) as opened:
+        return opened.prune(**options)
 
 
 def vacuum(

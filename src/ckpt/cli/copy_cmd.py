@@ -20,7 +20,7 @@ from ckpt.cli.options import (
     StoreOptions,
     ThreadsOpt,
     WhereOpt,
-    parse_where,
+    selection,
     store_options,
 )
 
@@ -136,12 +136,7 @@ def copy(
         with advancing(enabled=show_progress, label="copying", unit="rows") as tick:
             with checkpoints.iter_copy(
                 dst,
-                threads=list(dict.fromkeys(thread or ())),
-                older_than=older_than,
-                since=since,
-                status=status.value if status else None,  # type: ignore[arg-type]
-                where=dict(parse_where(w) for w in where or ()),
-                all=every,
+                **selection(thread, older_than, since, status, where, every),
                 rename=renames,
                 on_conflict=on_conflict,  # type: ignore[arg-type]
                 redact=redact,

@@ -23,7 +23,7 @@ from ckpt.cli.options import (
     StoreOptions,
     ThreadsOpt,
     WhereOpt,
-    parse_where,
+    selection,
     store_options,
 )
 
@@ -96,12 +96,7 @@ def prune(
                 output.stderr.write(plan_line(plan) + "\n")
 
         run = checkpoints.iter_prune(
-            threads=list(dict.fromkeys(thread or ())),
-            older_than=older_than,
-            since=since,
-            status=status.value if status else None,  # type: ignore[arg-type]
-            where=dict(parse_where(w) for w in where or ()),
-            all=every,
+            **selection(thread, older_than, since, status, where, every),
             strategy=strategy,  # type: ignore[arg-type]
             keep=keep_last or 1,
             backup=backup,

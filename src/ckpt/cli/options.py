@@ -275,6 +275,26 @@ def in_flags(text: str) -> str:
     return _NAMED.sub(lambda m: FLAGS.get(m.group(1), m.group(0)), text)
 
 
+def selection(
+    thread: list[str] | None,
+    older_than: str | None,
+    since: str | None,
+    status: Any,
+    where: list[str] | None,
+    every: bool,
+) -> dict[str, Any]:
+    """The threads `prune` and `copy` select, as the API's keywords (ckpt.api's `threads`,
+    `older_than`, `since`, `status`, `where`, `all`): times stay text, the API parses it."""
+    return {
+        "threads": list(dict.fromkeys(thread or ())),
+        "older_than": older_than,
+        "since": since,
+        "status": status.value if status else None,
+        "where": dict(parse_where(w) for w in where or ()),
+        "all": every,
+    }
+
+
 def parse_where(text: str) -> tuple[str, str]:
     """A --where KEY=VALUE, or the usage error that says what is wrong with it."""
     key, eq, value = text.partition("=")
