@@ -120,17 +120,13 @@ def copy(
     from ckpt.render.copy_view import copy_lines
     from ckpt.render.progress import advancing
 
-    if on_conflict not in ("fail", "skip", "replace"):
-        raise typer.BadParameter("choose fail, skip or replace", param_hint="--on-conflict")
-    if (keep_key or keep_errors) and not redact:
-        raise typer.BadParameter("only with --redact", param_hint="--keep-key/--keep-errors")
     renames = dict(parse_rename(r) for r in rename or ())
     output = state(ctx).output
     if dst is None:  # one positional: the target; the source is --db, $CKPT_DB or found
         if src is None:
             raise typer.BadParameter("give the store to copy into", param_hint="DST")
-        src, dst = None, src
-    assert dst is not None
+        dst = src
+        src = None
     with opened(ctx, store_options, source(output, src, store_options)) as checkpoints:
         show_progress = apply and not quiet and output.stderr.isatty()
         with advancing(enabled=show_progress, label="copying", unit="rows") as tick:
