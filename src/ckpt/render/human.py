@@ -37,6 +37,7 @@ from ckpt.render.text import (
     cut,
     human_size,
     short_time,
+    task_name,
     today,
     zone_label,
 )
@@ -223,8 +224,7 @@ def task_labels(record: CheckpointRecord) -> dict[str, str]:
     labels: dict[str, str] = {}
     for task in record["tasks"] or []:
         if task["id"]:
-            index = task["send_index"]
-            labels[task["id"]] = f"{task['name']}[{index}]" if index is not None else task["name"]
+            labels[task["id"]] = task_name(task)
     for write in record["pending_writes"] or []:
         labels.setdefault(write["task_id"], write["task"])
     return labels
@@ -792,8 +792,7 @@ def _next_text(tasks: list[TaskRecord], *, latest: bool) -> Text:
     for i, task in enumerate(tasks):
         if i:
             text.append(", ")
-        index = task["send_index"]
-        text.append(f"{task['name']}[{index}]" if index is not None else task["name"])
+        text.append(task_name(task))
         state = task["state"]
         text.append(f" ({state.replace('_', ' ')})", style=_STATE_STYLE.get(state, "dim"))
     if latest:
