@@ -32,7 +32,7 @@ def missing_demo_packages() -> list[str]:
     except ImportError:
         missing.append("langchain-core")
     try:
-        import langgraph.graph  # noqa: F401
+        import langgraph.graph
     except ImportError:
         missing.append("langgraph")
     try:
