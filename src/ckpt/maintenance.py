@@ -19,7 +19,13 @@ from typing import Any
 from ckpt.api import CheckpointStore
 from ckpt.errors import BadOption, NotFound
 from ckpt.prune import Strategy, ThreadPlan, plan_thread
-from ckpt.records import NamespacePlanRecord, ThreadPlanRecord, ThreadRecord
+from ckpt.records import (
+    NamespacePlanRecord,
+    StoreRecord,
+    ThreadPlanRecord,
+    ThreadRecord,
+    VacuumRecord,
+)
 from ckpt.vocabulary import Status
 
 
@@ -159,6 +165,7 @@ def prune_run(
         "keep": keep,
         "applied": apply,
         "backup": str(backup) if apply and backup else None,
+        "reclaim": store.backend.reclaim,  # how `ckpt vacuum` gives the space back
     }
     plans: Iterator[tuple[ThreadPlan, bool]]
     if apply:
@@ -225,11 +232,11 @@ def plan_record(plan: ThreadPlan, applied: bool) -> ThreadPlanRecord:
 
 def vacuum(
     store: CheckpointStore, *, apply: bool, into: Path | None, timeout: float | None
-) -> dict[str, Any]:
+) -> VacuumRecord:
     """What VACUUM would give back (SQLite) or the dead rows and bloat (Postgres); with
-    `apply`, run it (docs/json.md, `ckpt vacuum`)."""
-    head = {"store": {"kind": store.kind, "location": store.location}}
+    `apply`, run it (docs/json.md, `ckpt vacuum`): one shape for every kind of store."""
+    where: StoreRecord = {"kind": store.kind, "location": store.location}
     if not apply:
-        return {**head, "applied": False, **store.backend.vacuum_report(into=into)}
+        return {"store": where, "applied": False, **store.backend.vacuum_report(into=into)}
     with store.backend.writer(timeout=timeout) as writer:
-        return {**head, "applied": True, **writer.vacuum(into)}
+        return {"store": where, "applied": True, **writer.vacuum(into)}

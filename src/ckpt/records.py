@@ -226,6 +226,115 @@ class PatchOperation(TypedDict):
 # -- ckpt stats (docs/json.md "ckpt stats") ---------------------------------------------------
 
 
+class StoreRecord(TypedDict):
+    """Which store a record is of: `stats`, `prune` and `vacuum` name it so."""
+
+    kind: str  # sqlite | postgres | pickle | redis | mongodb
+    location: str
+
+
+class FilePagesRecord(TypedDict):
+    """A database file and its pages (SQLite): null for a store kept otherwise."""
+
+    file_bytes: int | None
+    page_size: int | None
+    pages: int | None
+    free_pages: int | None
+    free_bytes: int | None  # the freelist: what VACUUM gives back at least
+    wal_bytes: int | None
+
+
+class TableBytesRecord(TypedDict):
+    """A table as the server sizes it (Postgres): the planner's row counts are estimates,
+    -1 or null before the table was first analyzed."""
+
+    table: str
+    total_bytes: int
+    table_bytes: int
+    index_bytes: int
+    toast_bytes: int
+    rows_estimate: int | None
+    live_rows: int | None
+    dead_rows: int | None
+
+
+class ServerRecord(TypedDict):
+    """A key-value server (Redis): what it holds, and how ckpt reads it."""
+
+    product: str
+    version: str
+    keys: int
+    used_memory_bytes: int
+    modules: list[str]
+    indexed: bool  # the saver's RediSearch indexes are there
+    key_families: dict[str, int]  # keys by name prefix; "other": not the saver's, never read
+    note: str  # how ckpt reads it when not by the saver's index; "" when it does
+
+
+class CollectionRecord(TypedDict):
+    """A collection as `collStats` sizes it (MongoDB)."""
+
+    collection: str
+    documents: int
+    bytes: int
+    storage_bytes: int
+
+
+class StoreFileRecord(TypedDict):
+    """A file of a `langgraph dev` folder (or a single PersistentDict file)."""
+
+    file: str
+    role: Literal["storage", "writes", "blobs"]
+    bytes: int
+
+
+class StorageRecord(FilePagesRecord):
+    """What a store takes, as its backend reports it (`Store.storage`): the same keys for
+    every kind, null where a kind has no such part (docs/json.md, "ckpt stats")."""
+
+    total_bytes: int  # the store's footprint: file and WAL, tables, memory or collections
+    tables: list[TableBytesRecord] | None
+    server: ServerRecord | None
+    database: str | None
+    collections: list[CollectionRecord] | None
+    other_collections: list[str] | None  # the database's others: listed, never read
+    files: list[StoreFileRecord] | None
+
+
+NO_PAGES: Final[FilePagesRecord] = {
+    "file_bytes": None,
+    "page_size": None,
+    "pages": None,
+    "free_pages": None,
+    "free_bytes": None,
+    "wal_bytes": None,
+}
+
+
+def storage_record(
+    total_bytes: int,
+    *,
+    pages: FilePagesRecord | None = None,
+    tables: list[TableBytesRecord] | None = None,
+    server: ServerRecord | None = None,
+    database: str | None = None,
+    collections: list[CollectionRecord] | None = None,
+    other_collections: list[str] | None = None,
+    files: list[StoreFileRecord] | None = None,
+) -> StorageRecord:
+    """A StorageRecord of the parts a store has, every other part null."""
+    return {
+        **(pages or NO_PAGES),
+        "total_bytes": total_bytes,
+        "tables": tables,
+        "server": server,
+        "database": database,
+        "collections": collections,
+        "other_collections": other_collections,
+        "files": files,
+    }
+
+
 class UnmeasuredBodies(TypedDict):
     """Checkpoint bodies whose inline values could not be measured (encrypted without the
     key, a pickle, damaged): counted whole as body bytes."""
@@ -385,9 +494,9 @@ class HealthRecord(TypedDict):
 class StatsRecord(TypedDict):
     """`ckpt stats --json` (docs/json.md, docs/stats.schema.json)."""
 
-    store: dict[str, Any]
+    store: StoreRecord
     selection: dict[str, Any]
-    storage: dict[str, Any]
+    storage: StorageRecord
     totals: StatsTotals
     threads: list[ThreadBytesRecord]
     namespaces: list[NamespaceBytesRecord]
@@ -581,6 +690,52 @@ class ThreadPlanRecord(TypedDict):
     blobs: int
     bytes: int
     namespaces: list[NamespacePlanRecord]
+
+
+# How VACUUM gives the space of deleted rows back: "file", it rewrites the database file,
+# whose free pages go back to the file system (SQLite; `--into` writes the compacted copy
+# elsewhere); "reuse", it makes the space of dead rows reusable by the same tables, whose
+# files keep their size (Postgres: only VACUUM FULL, which locks, would shrink them).
+Reclaim = Literal["file", "reuse"]
+
+
+class VacuumTableRecord(TableBytesRecord):
+    bloat_estimate_bytes: int  # the heap's share of dead row versions: what VACUUM reuses
+
+
+class VacuumSpaceRecord(FilePagesRecord):
+    """The store as VACUUM finds or leaves it: a file, its pages and the disk room VACUUM
+    needs (SQLite), or tables and their dead rows (Postgres); null where there is none."""
+
+    disk_free_bytes: int | None
+    disk_needed_bytes: int | None  # VACUUM writes a copy of the file: up to twice its size
+    tables: list[VacuumTableRecord] | None
+
+
+class VacuumStateRecord(VacuumSpaceRecord):
+    """The store before or after `vacuum --apply`, as the writer saw it."""
+
+    journal_mode: str | None  # SQLite's, from the writer's connection
+
+
+class VacuumReport(VacuumSpaceRecord):
+    """What a store says of VACUUM (`Store.vacuum_report`, `Writer.vacuum`): every field of
+    `ckpt vacuum --json` but `store` and `applied`. The fields above are the store when
+    the report was made: now for a dry run, before VACUUM once applied."""
+
+    reclaim: Reclaim
+    statement: str  # what runs: VACUUM, VACUUM INTO 'file', VACUUM (ANALYZE) tables
+    into: str | None  # --into: the compacted copy's file (SQLite)
+    before: VacuumStateRecord | None  # applied: the store before VACUUM
+    after: VacuumStateRecord | None  # applied in place: the store after (null with --into)
+
+
+class VacuumRecord(VacuumReport):
+    """`ckpt vacuum --json` (docs/json.md, docs/vacuum.schema.json): one shape for every kind
+    of store, null where a kind has no such part."""
+
+    store: StoreRecord
+    applied: bool
 
 
 # -- building them -------------------------------------------------------------------------------
