@@ -207,14 +207,17 @@ class CheckpointStore:
         values (`ckpt history --json`); `last`: only the newest `last` (`--last N`), the
         others never read."""
         from ckpt.encryption import records_error
-        from ckpt.history import thread_checkpoints, thread_tasks
+        from ckpt.history import thread_branches, thread_checkpoints, thread_tasks
 
         checkpoints = thread_checkpoints(self._store, thread_id, ns, last=last)
         tasks = thread_tasks(checkpoints)
-        records = [
-            checkpoint_record(c, values=False, tasks=tasks[(c.checkpoint_ns, c.checkpoint_id)])
-            for c in checkpoints
-        ]
+        branches = thread_branches(checkpoints)
+        records = []
+        for c in checkpoints:
+            key = (c.checkpoint_ns, c.checkpoint_id)
+            record = checkpoint_record(c, values=False, tasks=tasks[key])
+            record["branch"] = branches.get(key)
+            records.append(record)
         self._hidden(records_error(records, has_key=self._has_key), records)
         return records
 

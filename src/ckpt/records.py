@@ -120,6 +120,23 @@ class ConfigRecord(TypedDict):
     configurable: dict[str, str]
 
 
+# What began a branch of a thread's history (where a checkpoint has several children, the
+# trunk goes on through the one whose line holds the newest checkpoint; each other child
+# starts a branch): an `update_state` call; a copy of the checkpoint (metadata source
+# "fork"); the run the trunk left behind, older than the trunk's child (an update or a
+# fork went on from the same checkpoint later); or a run started again from the
+# checkpoint, newer than the trunk's child (a replay: `invoke(None, config)`).
+BranchKind = Literal["update_state", "fork", "earlier_run", "replay"]
+
+
+class BranchRecord(TypedDict):
+    """How the branch a checkpoint starts began (ckpt.history): on the first checkpoint of
+    each branch of `history`, beside its parent's child the trunk goes on through."""
+
+    kind: BranchKind
+    trunk_checkpoint_id: str  # the parent's child the trunk goes on through
+
+
 class CheckpointRecord(TypedDict):
     """One checkpoint of `show`, `history`, `dump`: LangGraph's own key names, and what
     `get_state(checkpoint_id)` says of it. Body fields ckpt does not model are added
@@ -146,6 +163,7 @@ class CheckpointRecord(TypedDict):
     channel_values: NotRequired[dict[str, Any] | None]  # with values only
     delta_channels: NotRequired[dict[str, DeltaRecord]]  # with values, when there are some
     checkpoint: NotRequired[Any]  # the body, when it could not be read
+    branch: NotRequired[BranchRecord | None]  # `history` only: the branch it starts, if any
 
 
 class SubgraphRecord(TypedDict):
@@ -155,7 +173,8 @@ class SubgraphRecord(TypedDict):
 
 class HistoryNodeRecord(TypedDict):
     """One checkpoint in the history tree: its record, the forks that leave it, and the
-    subgraph runs its tasks made (ckpt.history)."""
+    subgraph runs its tasks made (ckpt.history). The first checkpoint of each fork says
+    how that branch began (its record's `branch`)."""
 
     checkpoint: CheckpointRecord
     note: str | None  # odd lineage drawn as such: a parent cycle, a dangling or own parent
