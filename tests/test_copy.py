@@ -42,8 +42,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from ckpt.model import trigger_node
 from ckpt.stores.postgres.target import MIGRATIONS
 from ckpt.stores.sqlite.target import SCHEMA
-from test_postgres import url_of
-from test_prune import carry_on, ckpt
+from invoke import ckpt
+from pg import url_of
+from resume import carry_on
 
 ROOT = Path(__file__).resolve().parent.parent
 NewDatabase = Callable[[], str]

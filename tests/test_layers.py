@@ -325,6 +325,23 @@ def test_noqa_names_only_enabled_rules() -> None:
     assert stale_noqa(probe, enabled) == ["1 BLE001", "2 C901"]
 
 
+def test_no_test_module_imports_another_or_conftest() -> None:
+    """What tests share lives in helper modules (tests/invoke.py, pg.py, promises.py ...):
+    importing a test module runs its module-level setup again and makes its tests depend
+    on another file's, and conftest is pytest's to load."""
+    tests = ROOT / "tests"
+    found = {
+        path.name: sorted(
+            n
+            for n in imported_modules(path)
+            if n.split(".")[0].startswith("test_") or n.split(".")[0] == "conftest"
+        )
+        for path in sorted(tests.glob("*.py"))
+    }
+    assert {name: names for name, names in found.items() if names} == {}
+    assert "invoke" in imported_modules(tests / "test_cli_sqlite.py")  # the check reads imports
+
+
 # -- the distribution (issue 30): pure Python, so pipx and uv install it without a compiler --
 
 

@@ -23,18 +23,10 @@ from jsonschema import Draft202012Validator
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.types import Command
-from typer.testing import CliRunner
 
-from ckpt.cli import app
-from test_postgres import url_of
-
-runner = CliRunner()
-
-
-def ckpt(*args: str) -> Any:
-    return runner.invoke(app, list(args))
-
+from invoke import ckpt
+from pg import url_of
+from resume import carry_on
 
 VACUUM_SCHEMA = Draft202012Validator(
     json.loads((Path(__file__).parent.parent / "docs" / "vacuum.schema.json").read_text())
@@ -77,18 +69,6 @@ def live_state(saver: BaseCheckpointSaver[Any], graph: Any, thread_id: str) -> d
     for key in ("checkpoint_id", "parent_checkpoint_id", "created_at", "metadata"):
         record.pop(key)  # a prune keeps the latest checkpoint but drops its parent link
     return record
-
-
-def carry_on(graph: Any, thread_id: str, status: str) -> Any:
-    """What continuing the thread does: resume an interrupt, retry a failure, or run on."""
-    config = {"configurable": {"thread_id": thread_id}}
-    step: Any = Command(resume="approved") if status == "interrupted" else None
-    try:
-        graph.invoke(step, config)
-        outcome: Any = "ok"
-    except Exception as exc:  # the unpruned thread must fail the same way
-        outcome = type(exc).__name__
-    return outcome, json.dumps(graph.get_state(config).values, default=repr, sort_keys=True)
 
 
 def compare_with_langgraph(

@@ -90,7 +90,7 @@ def test_history_json_tells_the_branches_the_tree_draws(
     every kind of store, and as `--last` (the records read whole) has it."""
     import ckpt
     from ckpt.records import history_nodes
-    from test_postgres import url_of
+    from pg import url_of
 
     found = request.getfixturevalue(fixture)
     store = url_of(found.dsn) if fixture == "pg_store" else str(found)

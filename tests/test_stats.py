@@ -24,8 +24,8 @@ from ckpt.cli import app
 from ckpt.spans import body_layout, value_layout
 from ckpt.stats import store_stats
 from ckpt.stores.sqlite import SqliteStore
+from pg import url_of
 from store_files import folder_hashes, unexpected_changes
-from test_postgres import url_of
 
 DOCS = Path(__file__).parent.parent / "docs"
 runner = CliRunner()
