@@ -66,7 +66,7 @@ def corpus() -> list[tuple[str | None, bytes]]:
         from hypothesis import HealthCheck, given, settings
         from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-        from test_decode_oracle import values
+        from decode_values import values
 
         serde = JsonPlusSerializer()
 
@@ -183,7 +183,7 @@ def oracle_phase(examples: int) -> int:
         return 0
     from hypothesis import HealthCheck, given, settings
 
-    from test_decode_oracle import SERDE, assert_same, oracle, values
+    from decode_values import SERDE, assert_same, oracle, values
 
     print(f"phase 2: {examples} values against LangGraph's loads_typed")
     started = time.perf_counter()

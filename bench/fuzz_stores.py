@@ -4,7 +4,7 @@ usage: python bench/fuzz_stores.py [--seconds 600] [--seed N] [--variants 12]
 
 Builds the fixture stores (fixtures/build.py), generates every case of tests/hostile.py
 with `--variants` random variants per random family (the test suite uses 3), and runs
-the commands of tests/test_hostile_stores.py on them in a seeded random order until the
+the commands of tests/promises.py on them in a seeded random order until the
 time is up, checking every promise the test checks. A case that breaks one is printed and
 its name added to tests/hostile_corpus.txt, which the test suite runs on every command:
 the corpus holds names (the generator rebuilds the store from them), never store files.
@@ -30,7 +30,7 @@ from fixtures.build import build_all  # noqa: E402
 
 from ckpt_runner import Runner  # noqa: E402
 from hostile import cases  # noqa: E402
-from test_hostile_stores import COMMANDS, CORPUS, bases, corpus, run_matrix  # noqa: E402
+from promises import COMMANDS, CORPUS, bases, corpus, run_matrix  # noqa: E402
 
 
 def main() -> int:

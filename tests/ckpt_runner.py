@@ -123,8 +123,8 @@ def _child(job: dict[str, Any], out_fd: int, err_fd: int) -> None:
             else:
                 os.environ[key] = value
         sys.argv = ["ckpt", *job["args"]]
-        sys.stdout = open(1, "w", encoding="utf-8", errors="strict", closefd=False)  # noqa: SIM115
-        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+        sys.stdout = open(1, "w", encoding="utf-8", errors="strict", closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
         from ckpt.cli import main
 
         try:
@@ -148,14 +148,14 @@ def _child(job: dict[str, Any], out_fd: int, err_fd: int) -> None:
 def _serve() -> None:
     # What most commands import, imported once before the forks: every child inherits it
     # (a command's own lazy imports of Rich and the renderers cost ~30 ms a run).
-    import rich.console  # noqa: F401
+    import rich.console
     import rich.table  # noqa: F401
 
-    import ckpt.api  # noqa: F401
-    import ckpt.cli  # noqa: F401
-    import ckpt.records  # noqa: F401
-    import ckpt.render.human  # noqa: F401
-    import ckpt.render.output  # noqa: F401
+    import ckpt.api
+    import ckpt.cli
+    import ckpt.records
+    import ckpt.render.human
+    import ckpt.render.output
     import ckpt.stores.sqlite  # noqa: F401
 
     print("ready", flush=True)

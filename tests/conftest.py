@@ -9,7 +9,6 @@ import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from fixtures.build import DEV_FOLDER, ENCRYPTION_KEY, build_all
 from hypothesis import settings
 
+from pg import PgStore
 from runs import RUN_ENV, NewDatabase, run_prefix
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -151,12 +151,6 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # PostgreSQL: a uniquely named database per request, dropped at the end of the session.
 # Tests that use these fail (not skip) when the server is unreachable.
 # --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PgStore:
-    dsn: str
-    manifest: dict[str, Any]
 
 
 def _admin_candidates() -> list[str]:

@@ -956,3 +956,17 @@ def first_unsafe(text: str) -> str | None:
     regular expression, as a checker of megabytes of output must be."""
     found = _UNSAFE_BUT_NEWLINE.search(text)
     return found.group() if found else None
+
+
+def unsafe_left(text: str, *, layout: bool = True) -> list[str]:
+    """The unsafe characters in `text` (newlines and tabs allowed when `layout`)."""
+    return sorted(
+        {f"U+{ord(c):04X}" for c in text if is_unsafe(c) and not (layout and c in "\n\t")}
+    )
+
+
+# ckpt's own colours on a terminal (Rich and the threads table): SGR sequences only.
+OWN_STYLES = re.compile(r"\x1b\[[0-9;]*m")
+# A thread id that would act on a terminal: an OSC 52 clipboard write, a C1 CSI, bidi and
+# invisible characters, line and paragraph separators, a tag character.
+HOSTILE = "t\x1b]52;c;eA==\x07\x9b2J\u061c\u2028\u2029\U000e0041\u2066\u2069\u200b\ufeff\u202e"

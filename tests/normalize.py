@@ -155,7 +155,7 @@ def _complex_pairs(value: Any) -> Any:
     return [value.real, value.imag]
 
 
-def normalize(value: Any) -> Any:  # noqa: C901 - one flat table of rules, kept in one place
+def normalize(value: Any) -> Any:
     """The representation `decode` must produce for a Python value (rules: module docstring)."""
     if type(value).__name__ == "_DeltaSnapshot":  # a NamedTuple, checked before tuples
         return {MARK_KEY: "delta_snapshot", "value": normalize(value.value)}

@@ -14,7 +14,7 @@ import pytest
 
 import ckpt
 from ckpt.demo import write_demo_store
-from test_cli_sqlite import run
+from invoke import run
 
 DOCS = Path(__file__).parent.parent / "docs"
 

@@ -584,9 +584,18 @@ def test_diff_with_the_parent_or_the_marked(sqlite_store: Path, manifest: dict[s
         assert f"A  {older}" in text and f"B  {newer}" in text
         assert "A and B are siblings (a fork)" in text
         assert "marked" in str(browser(pilot).query_one("#checkpoint-pane").border_subtitle)
+        # The library found the changes once (ckpt.browse.model.compare); the JSON view
+        # draws the same comparison, as `ckpt diff --json` has it.
+        compared = browser(pilot)._comparison
+        assert compared is not None and [
+            compared.a["checkpoint_id"],
+            compared.b["checkpoint_id"],
+        ] == [older, newer]
         await press(pilot, "j")
+        assert browser(pilot)._comparison is compared
         with ckpt.open(sqlite_store) as store:
             patch = ckpt.diff(store.checkpoint(older), store.checkpoint(newer))
+        assert compared.patch == patch
         assert json.loads(view_text(pilot)) == json.loads(dumps(patch))
         await go_to_checkpoint(pilot, abandoned)
         await press(pilot, "m", "j")

@@ -11,14 +11,10 @@ from typing import Any
 
 import pytest
 from fixtures.graphs import SCENARIO_STATUS as EXPECTED_STATUS
-from typer.testing import CliRunner
 
-from ckpt.cli import app
 from ckpt.errors import ExitCode
+from invoke import run, run_json
 from store_files import folder_hashes, unexpected_changes
-
-runner = CliRunner()
-
 
 LEGACY = [
     "legacy_lg0.1.19_sqlite.db",
@@ -27,17 +23,6 @@ LEGACY = [
     "sqlite_checkpoints.db",
     "sqlite_delta.db",
 ]
-
-
-def run(*args: str, env: dict[str, str] | None = None) -> Any:
-    return runner.invoke(app, list(args), env={"COLUMNS": "120", **(env or {})})
-
-
-def run_json(*args: str, env: dict[str, str] | None = None) -> Any:
-    result = run(*args, "--json", env=env)
-    assert result.exit_code == 0, result.stderr + result.stdout
-    assert result.stderr == ""
-    return json.loads(result.stdout)
 
 
 def oracle_checkpoints(oracles: dict[str, Any], name: str = "chat") -> list[dict[str, Any]]:

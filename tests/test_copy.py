@@ -43,8 +43,10 @@ from ckpt.cli import app
 from ckpt.model import trigger_node
 from ckpt.stores.postgres.target import MIGRATIONS
 from ckpt.stores.sqlite.target import SCHEMA
-from test_postgres import url_of
-from test_prune import carry_on, ckpt, follows_schema, runner
+from invoke import ckpt, runner
+from pg import url_of
+from resume import carry_on
+from schemas import follows_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 NewDatabase = Callable[[], str]
@@ -62,7 +64,7 @@ def pg_rows_digest(dsn: str) -> str:
     sha = hashlib.sha256()
     with psycopg.connect(dsn) as conn:
         for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
-            for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3, 4"):  # noqa: S608
+            for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2, 3, 4"):
                 sha.update(repr(row).encode())
     return sha.hexdigest()
 

@@ -14,9 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from ckpt.decoders import ABSENT, decode
-from test_decode_bytes import EXT_CASES, MSGPACK_CASES, TAG_CASES
-from test_decode_legacy import ENVELOPES
-from test_decode_oracle import SERDE, values
+from decode_cases import ENVELOPES, EXT_CASES, MSGPACK_CASES, TAG_CASES
+from decode_values import SERDE, values
 
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
 import sqlite3
 import string
@@ -26,25 +25,16 @@ from ckpt.cli import app
 from ckpt.decoders.values import bytes_record, float_record
 from ckpt.escapes import UNSAFE_RANGES, escape_json_text, for_terminal
 from ckpt.records import as_json, dumps
-from hostile import first_unsafe, is_unsafe
+from hostile import HOSTILE, OWN_STYLES, first_unsafe, unsafe_left
 
 runner = CliRunner()
 CKPT = str(Path(sys.executable).parent / "ckpt")
 UNSAFE_CATEGORIES = {"Cc", "Cf", "Zl", "Zp", "Cs"}
 PRINTABLE_ASCII = set(string.printable) - set("\t\n\r\x0b\x0c")
-# ckpt's own colours on a terminal (Rich and the threads table): SGR sequences only.
-OWN_STYLES = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def in_table(code: int) -> bool:
     return any(first <= code <= last for first, last in UNSAFE_RANGES)
-
-
-def unsafe_left(text: str, *, layout: bool = True) -> list[str]:
-    """The unsafe characters in `text` (newlines and tabs allowed when `layout`)."""
-    return sorted(
-        {f"U+{ord(c):04X}" for c in text if is_unsafe(c) and not (layout and c in "\n\t")}
-    )
 
 
 def test_every_code_point() -> None:
@@ -267,8 +257,6 @@ def test_json_escapes_keep_indentation_and_astral_characters() -> None:
 
 
 # -- the CLI: every view and message --------------------------------------------------------
-
-HOSTILE = "t\x1b]52;c;eA==\x07\x9b2J\u061c\u2028\u2029\U000e0041\u2066\u2069\u200b\ufeff\u202e"
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from fixtures.redis_server import RedisServer
 from typer.testing import CliRunner
 
 from ckpt.cli import app
-from test_escapes import HOSTILE, OWN_STYLES, unsafe_left
+from hostile import HOSTILE, OWN_STYLES, unsafe_left
 
 runner = CliRunner()
 THREAD = "fanout-1"

@@ -22,7 +22,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
 from ckpt.errors import ExitCode
-from test_cli_sqlite import run, run_json
+from invoke import run, run_json
 
 KEY = ENCRYPTION_KEY.decode()
 

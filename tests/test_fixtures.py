@@ -24,7 +24,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 if TYPE_CHECKING:
-    from conftest import PgStore
+    from pg import PgStore
 
 SERDE = JsonPlusSerializer()
 

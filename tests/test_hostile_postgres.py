@@ -23,8 +23,8 @@ from fixtures.js_stores import node_dsn
 
 from ckpt.errors import ExitCode
 from ckpt_runner import Runner
-from hostile import MSGPACK, nested_ext
-from test_hostile_stores import ALLOWED, COMMANDS, Built, problems
+from hostile import MSGPACK, Built, nested_ext
+from promises import ALLOWED, COMMANDS, problems
 
 pytestmark = pytest.mark.postgres
 

@@ -23,7 +23,7 @@ import pytest
 from fixtures.js_stores import build_js_stores
 
 if TYPE_CHECKING:
-    from conftest import PgStore
+    from pg import PgStore
 
 # Every test here needs the PostgreSQL test server: `pytest -m 'not postgres'` leaves them out.
 pytestmark = pytest.mark.postgres

@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ckpt.cli import app
-from test_postgres import url_of
+from pg import url_of
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITER = Path(__file__).parent / "live_writer.py"

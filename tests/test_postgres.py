@@ -13,7 +13,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 import psycopg
 import pytest
@@ -37,9 +37,7 @@ from ckpt.model import NOT_LOADED, TASKS, Checkpoint, CheckpointKey, DumpQuery
 from ckpt.stores import open_store
 from ckpt.stores.postgres import PostgresStore
 from normalize import normalize
-
-if TYPE_CHECKING:
-    from conftest import PgStore
+from pg import PgStore, url_of
 
 runner = CliRunner()
 
@@ -70,15 +68,6 @@ PASSWORD = "hunter2-Sekr1t"
 # fixture database, written in this process, is compared value by value instead. Legacy
 # Interrupt fields are dropped by LangGraph on load (format.md §8.9).
 SAMPLE_SKIP = frozenset({"extras", "__start__"})
-
-
-def url_of(dsn: str, **changes: str) -> str:
-    """A libpq key=value DSN (what conftest hands out) as the URL a user would type."""
-    params = {**conninfo_to_dict(dsn), **changes}
-    user = params.get("user", "")
-    secret = f":{params['password']}" if params.get("password") else ""
-    port = f":{params['port']}" if params.get("port") else ""
-    return f"postgresql://{user}{secret}@{params.get('host', '')}{port}/{params.get('dbname', '')}"
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> Any:

@@ -19,30 +19,28 @@ from fixtures.agent_stores import build_postgres, build_sqlite
 from fixtures.agents import GRAPH_FACTORIES, AgentManifest
 from fixtures.oracle import quiet_serde_log
 from fixtures.state_oracle import snapshot_record
+from jsonschema import Draft202012Validator
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.types import Command
-from typer.testing import CliRunner
 
-from ckpt.cli import app
-from test_postgres import url_of
+from invoke import ckpt
+from pg import url_of
+from resume import carry_on
+from schemas import follows_schema
 
-runner = CliRunner()
-DOCS = Path(__file__).resolve().parent.parent / "docs"
-
-
-def follows_schema(record: Any, name: str = "prune.schema.json") -> None:
-    """A record as docs/<name> says (a JSON Schema, itself checked)."""
-    from jsonschema import Draft202012Validator
-
-    schema = json.loads((DOCS / name).read_text())
-    Draft202012Validator.check_schema(schema)
-    Draft202012Validator(schema).validate(record)
+VACUUM_SCHEMA = Draft202012Validator(
+    json.loads((Path(__file__).parent.parent / "docs" / "vacuum.schema.json").read_text())
+)
 
 
-def ckpt(*args: str) -> Any:
-    return runner.invoke(app, list(args))
+def vacuum_json(*args: str) -> dict[str, Any]:
+    """`ckpt vacuum --json`, checked against its schema."""
+    result = ckpt("vacuum", *args, "--json")
+    assert result.exit_code == 0, result.output
+    record: dict[str, Any] = json.loads(result.stdout)
+    VACUUM_SCHEMA.validate(record)
+    return record
 
 
 def digest(path: Path) -> str:
@@ -72,18 +70,6 @@ def live_state(saver: BaseCheckpointSaver[Any], graph: Any, thread_id: str) -> d
     for key in ("checkpoint_id", "parent_checkpoint_id", "created_at", "metadata"):
         record.pop(key)  # a prune keeps the latest checkpoint but drops its parent link
     return record
-
-
-def carry_on(graph: Any, thread_id: str, status: str) -> Any:
-    """What continuing the thread does: resume an interrupt, retry a failure, or run on."""
-    config = {"configurable": {"thread_id": thread_id}}
-    step: Any = Command(resume="approved") if status == "interrupted" else None
-    try:
-        graph.invoke(step, config)
-        outcome: Any = "ok"
-    except Exception as exc:  # the unpruned thread must fail the same way
-        outcome = type(exc).__name__
-    return outcome, json.dumps(graph.get_state(config).values, default=repr, sort_keys=True)
 
 
 def compare_with_langgraph(
@@ -128,8 +114,8 @@ def test_pruned_sqlite_threads_resume_as_before(
     result = json.loads(done.stdout)
     assert result["applied"] and result["totals"] == plan["totals"]
     for record in (plan, result):  # docs/prune.schema.json, what the view needs included
-        follows_schema(record)
-        assert record["reclaim"] == "vacuum" and record["store"]["kind"] == "sqlite"
+        follows_schema(record, "prune.schema.json")
+        assert record["reclaim"] == "file" and record["store"]["kind"] == "sqlite"
     after = counts(pruned)
     assert after[0] == before[0] - plan["totals"]["checkpoints"]
     assert after[1] == before[1] - plan["totals"]["writes"]
@@ -231,13 +217,23 @@ def test_vacuum_reports_then_shrinks(agents: tuple[Path, AgentManifest], tmp_pat
     store = tmp_path / "store.sqlite"
     shutil.copy(source, store)
     assert ckpt("prune", str(store), "--all", "--apply").exit_code == 0
-    report = json.loads(ckpt("vacuum", str(store), "--json").stdout)
+    report = vacuum_json(str(store))
     assert not report["applied"] and report["free_pages"] > 0
+    assert (report["reclaim"], report["statement"], report["tables"]) == ("file", "VACUUM", None)
+    assert report["file_bytes"] == store.stat().st_size
+    assert report["disk_needed_bytes"] == 2 * report["file_bytes"]
     size = store.stat().st_size
     copy = tmp_path / "compact.sqlite"
-    into = ckpt("vacuum", str(store), "--into", str(copy), "--apply")
+    planned = vacuum_json(str(store), "--into", str(copy))
+    assert planned["into"] == str(copy) and not copy.exists()
+    assert planned["statement"] == f"VACUUM INTO '{copy}'"
+    into = ckpt("vacuum", str(store), "--into", str(copy), "--apply", "--json")
     assert into.exit_code == 0, into.output
     assert copy.stat().st_size < size and store.stat().st_size == size
+    copied = json.loads(into.stdout)
+    VACUUM_SCHEMA.validate(copied)
+    assert copied["applied"] and copied["after"] is None
+    assert copied["before"]["file_bytes"] == copied["file_bytes"] == size
     # A live application: its connection keeps the WAL (with a frame in it) and it is
     # in the middle of a read.
     reader = sqlite3.connect(store, isolation_level=None)
@@ -250,9 +246,10 @@ def test_vacuum_reports_then_shrinks(agents: tuple[Path, AgentManifest], tmp_pat
     finally:
         reader.execute("ROLLBACK")
         reader.close()
-    done = json.loads(ckpt("vacuum", str(store), "--apply", "--json").stdout)
+    done = vacuum_json(str(store), "--apply")
     assert done["after"]["file_bytes"] < done["before"]["file_bytes"]
     assert done["after"]["free_pages"] == 0
+    assert done["after"]["journal_mode"] == "wal" and done["after"]["tables"] is None
     cps, writes = counts(copy)
     assert counts(store) == (cps, writes - 1)  # the one write the application deleted
 
@@ -330,7 +327,7 @@ def test_pruned_postgres_threads_resume_as_before(
             assert done.exit_code == 0, done.output
             assert json.loads(done.stdout)["totals"] == plan["totals"]
             for record in (plan, json.loads(done.stdout)):
-                follows_schema(record)
+                follows_schema(record, "prune.schema.json")
                 assert record["reclaim"] == "reuse" and record["store"]["kind"] == "postgres"
             assert (
                 "the space is reused after VACUUM" in ckpt("prune", url, "--all", "--apply").stdout
@@ -349,8 +346,18 @@ def test_pruned_postgres_threads_resume_as_before(
                 PostgresSaver.from_conn_string(pruned) as b,
             ):
                 assert compare_with_langgraph(a, b, manifest) == len(manifest["threads"])
-            vacuum = json.loads(ckpt("vacuum", url, "--apply", "--json").stdout)
+            report = vacuum_json(url)
+            assert (report["reclaim"], report["file_bytes"]) == ("reuse", None)
+            assert report["before"] is None and report["after"] is None
+            tables = [t["table"] for t in report["tables"]]
+            shown = ckpt("vacuum", url).stdout.splitlines()
+            assert shown[0].split() == ["TABLE", "SIZE", "LIVE", "ROWS", "DEAD", "ROWS", "BLOAT"]
+            assert [line.split()[0] for line in shown[1:-1]] == tables
+            assert shown[-1] == f"to run (or --apply): {report['statement']};"
+            vacuum = vacuum_json(url, "--apply")
             assert vacuum["applied"] and "VACUUM (ANALYZE)" in vacuum["statement"]
+            assert vacuum["before"]["tables"] == vacuum["tables"]
+            assert [t["table"] for t in vacuum["after"]["tables"]] == tables
 
 
 def test_the_planner_keeps_delta_chains_and_refuses_what_it_cannot_see() -> None:

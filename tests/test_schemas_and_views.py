@@ -72,6 +72,43 @@ def test_thread_and_history_records_follow_their_schemas(fixture_dir: Path, samp
                 validator("checkpoint.schema.json").validate(record)
 
 
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "sqlite_store",
+        pytest.param("pg_store", marks=pytest.mark.postgres),
+        "redis_url",
+        "mongo_url",
+        "dev_folder",
+    ],
+)
+def test_history_json_tells_the_branches_the_tree_draws(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    """`history --json` streams a thread with branches after reading its lineage once more
+    (ids and parents, the store's raw scan): each record's `branch` is the tree's, on
+    every kind of store, and as `--last` (the records read whole) has it."""
+    import ckpt
+    from ckpt.records import history_nodes
+    from pg import url_of
+
+    found = request.getfixturevalue(fixture)
+    store = url_of(found.dsn) if fixture == "pg_store" else str(found)
+    streamed = json.loads(run("history", "fork-1", "--db", store, "--json").stdout)
+    listed = json.loads(run("history", "fork-1", "--db", store, "--json", "--last", "999").stdout)
+    with ckpt.open(store) as opened:
+        tree = opened.history_tree("fork-1")
+    drawn = {
+        node["checkpoint"]["checkpoint_id"]: node["checkpoint"]["branch"]
+        for chain in tree
+        for node in history_nodes(chain)
+    }
+    branches = {r["checkpoint_id"]: r["branch"] for r in streamed}
+    assert branches == {r["checkpoint_id"]: r["branch"] for r in listed} == drawn
+    kinds = sorted(b["kind"] for b in branches.values() if b)
+    assert kinds == ["earlier_run", "update_state"], branches
+
+
 def test_a_value_nested_deeper_than_json_allows_is_printed(samples: Path, tmp_path: Path) -> None:
     store = tmp_path / "deep.db"
     shutil.copy(samples / "sqlite_checkpoints.db", store)

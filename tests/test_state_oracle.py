@@ -44,7 +44,7 @@ from langgraph.types import interrupt
 import ckpt.demo
 
 if TYPE_CHECKING:
-    from conftest import PgStore
+    from pg import PgStore
 
 Snapshot = dict[str, Any]
 Oracle = dict[str, Any]

@@ -4,6 +4,7 @@ sizes are known, planted orphans are found, and the JSON follows its schema."""
 
 from __future__ import annotations
 
+import io
 import json
 import operator
 import shutil
@@ -23,8 +24,8 @@ from ckpt.cli import app
 from ckpt.spans import body_layout, value_layout
 from ckpt.stats import store_stats
 from ckpt.stores.sqlite import SqliteStore
+from pg import url_of
 from store_files import folder_hashes, unexpected_changes
-from test_postgres import url_of
 
 DOCS = Path(__file__).parent.parent / "docs"
 runner = CliRunner()
@@ -466,12 +467,54 @@ def test_encrypted_bodies_split_only_with_the_key(
     check_parts(opened)
 
 
-def test_json_follows_its_schema(sqlite_store: Path, dev_folder: Path, growing_store: Path) -> None:
+# The parts of `storage` each kind of store has; every other part is null.
+STORAGE_PARTS = {
+    "sqlite": {"file_bytes", "page_size", "pages", "free_pages", "free_bytes", "wal_bytes"},
+    "postgres": {"tables"},
+    "redis": {"server"},
+    "mongodb": {"database", "collections", "other_collections"},
+    "pickle": {"files"},
+}
+# ...and the rows of the human summary that show them.
+STORAGE_ROWS = {
+    "sqlite": ["file"],
+    "postgres": ["table", "table", "table"],
+    "redis": ["server", "keys"],
+    "mongodb": ["collection", "collection"],
+    "pickle": ["file", "file", "file"],
+}
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "sqlite_store",
+        "growing_store",
+        pytest.param("pg_store", marks=pytest.mark.postgres),
+        "redis_url",
+        "mongo_url",
+        "dev_folder",
+    ],
+)
+def test_json_follows_its_schema(fixture: str, request: pytest.FixtureRequest) -> None:
+    """Every kind of store gives one shape (docs/stats.schema.json): its own parts of
+    `storage` filled, the others null, and the human summary shows what they hold."""
+    from ckpt.render.output import Output
+    from ckpt.render.stats_view import stats_view
+
+    store = request.getfixturevalue(fixture)
     schema = json.loads((DOCS / "stats.schema.json").read_text())
     Draft202012Validator.check_schema(schema)
-    validator = Draft202012Validator(schema)
-    for store in (sqlite_store, dev_folder, growing_store):
-        validator.validate(stats_json(str(store)))
+    record = stats_json(url_of(store.dsn) if fixture == "pg_store" else str(store))
+    Draft202012Validator(schema).validate(record)
+    storage, kind = record["storage"], record["store"]["kind"]
+    assert {k for k, v in storage.items() if v is not None} == {"total_bytes"} | STORAGE_PARTS[kind]
+    if kind == "sqlite":
+        assert storage["total_bytes"] == storage["file_bytes"] + storage["wal_bytes"]
+    shown = io.StringIO()
+    Output(stdout=shown, width=200).show(stats_view(record, Output(width=200)))
+    summary = shown.getvalue().split("\nrows ", 1)[0].splitlines()[1:]  # after "store"
+    assert [line.split(" ", 1)[0] for line in summary] == STORAGE_ROWS[kind], summary
 
 
 def test_selection_and_the_api(sqlite_store: Path) -> None:

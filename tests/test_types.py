@@ -47,8 +47,8 @@ from ckpt.census import census
 from ckpt.decoders import decode
 from ckpt.errors import ExitCode
 from ckpt.model import DumpQuery, RawBlob, RawCheckpoint, RawWrite
+from invoke import run
 from store_files import folder_hashes, unexpected_changes
-from test_cli_sqlite import run
 
 DOCS = Path(__file__).parent.parent / "docs"
 KEY = ENCRYPTION_KEY.decode()

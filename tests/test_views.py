@@ -12,6 +12,7 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -154,34 +155,35 @@ def test_a_wide_fork_and_a_long_chain_draw_in_bounded_time(
     )
 
 
+def saver_thread(path: Path, thread_id: str, rows: list[tuple[str, str | None, int, str]]) -> None:
+    """Checkpoints of an empty state written through SqliteSaver.put, one per row of
+    (checkpoint id, parent id, step, metadata source)."""
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with closing(sqlite3.connect(path, check_same_thread=False)) as conn:
+        conn.execute("PRAGMA synchronous = OFF")
+        saver = SqliteSaver(conn)
+        for checkpoint_id, parent, step, source in rows:
+            config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+            if parent is not None:
+                config["configurable"]["checkpoint_id"] = parent
+            checkpoint: Any = {**empty_checkpoint(), "id": checkpoint_id}
+            metadata: Any = {"source": source, "step": step, "parents": {}}
+            saver.put(config, checkpoint, metadata, {})
+
+
 def _nested_forks(path: Path, depth: int) -> list[str]:
     """A thread written through SqliteSaver.put where every checkpoint x[i] of a chain
     also has an update child y[i] newer than all of x[i+1]'s subtree: the trunk takes y[i],
     so x[i+1] is a fork, its own fork x[i+2] inside it, `depth` forks deep."""
-    from typing import Any
-
-    from langgraph.checkpoint.base import empty_checkpoint
     from langgraph.checkpoint.base.id import uuid6
-    from langgraph.checkpoint.sqlite import SqliteSaver
 
-    conn = sqlite3.connect(path, check_same_thread=False)
-    conn.execute("PRAGMA synchronous = OFF")
-    saver = SqliteSaver(conn)
     xs = [str(uuid6()) for _ in range(depth + 1)]
     ys = [str(uuid6()) for _ in range(depth + 1)][::-1]  # ys[0] the newest
-
-    def put(checkpoint_id: str, parent: str | None, step: int, source: str) -> None:
-        config: Any = {"configurable": {"thread_id": "deep-1", "checkpoint_ns": ""}}
-        if parent is not None:
-            config["configurable"]["checkpoint_id"] = parent
-        checkpoint: Any = {**empty_checkpoint(), "id": checkpoint_id}
-        saver.put(config, checkpoint, {"source": source, "step": step, "parents": {}}, {})
-
-    for i, x in enumerate(xs):
-        put(x, xs[i - 1] if i else None, i, "loop")
-    for i in range(depth, -1, -1):
-        put(ys[i], xs[i], i + 1, "update")
-    conn.close()
+    rows = [(x, xs[i - 1] if i else None, i, "loop") for i, x in enumerate(xs)]
+    rows += [(ys[i], xs[i], i + 1, "update") for i in range(depth, -1, -1)]
+    saver_thread(path, "deep-1", rows)
     return xs + ys
 
 
@@ -267,10 +269,79 @@ def test_piped_output_is_not_wrapped_and_has_no_trailing_spaces(sqlite_store: Pa
     assert failed.endswith("worker[2] → results")  # one line, however long
 
 
-def test_history_says_what_each_update_wrote(sqlite_store: Path) -> None:
+def test_history_says_what_each_update_wrote(sqlite_store: Path, manifest: dict[str, Any]) -> None:
     code, out, _ = run("history", "fork-1", "--db", str(sqlite_store))
     assert "wrote notes=[…, edit-A]" in out and "wrote notes=[…, edit-B]" in out
     assert "branch: the earlier run" in out and "branch: update_state" in out
+    # The records say so: two update_state calls on one checkpoint, the first went on.
+    code, out, _ = run("history", manifest["fork"], "--db", str(sqlite_store), "--json")
+    records = json.loads(out)
+    continued, abandoned = manifest["fork_children"]
+    (earlier,) = [
+        r["checkpoint_id"]
+        for r in records
+        if r["parent_checkpoint_id"] == manifest["fork_parent"]
+        and r["checkpoint_id"] not in manifest["fork_children"]
+    ]
+    assert {r["checkpoint_id"]: r["branch"] for r in records if r["branch"]} == {
+        abandoned: {"kind": "update_state", "trunk_checkpoint_id": continued},
+        earlier: {"kind": "earlier_run", "trunk_checkpoint_id": continued},
+    }
+
+
+def branched_store(path: Path) -> list[str]:
+    """One checkpoint with five children, written by SqliteSaver: the trunk (an update the
+    thread went on from) and a branch of each kind beside it. Returns the ids in order."""
+    from langgraph.checkpoint.base.id import uuid6
+
+    ids = sorted(str(uuid6(clock_seq=i)) for i in range(7))
+    # (parent, source) by index; 2 is the trunk: the newest, 6, is under it.
+    layout = [(None, "input"), (0, "loop"), (0, "update"), (0, "fork"), (0, "loop")]
+    layout += [(0, "update"), (2, "loop")]
+    rows = [
+        (ids[i], None if parent is None else ids[parent], i, source)
+        for i, (parent, source) in enumerate(layout)
+    ]
+    saver_thread(path, "t", rows)
+    return ids
+
+
+def test_history_says_how_each_branch_began(tmp_path: Path) -> None:
+    """The library tells each branch's kind (`branch` of the history records, every path
+    to them alike); the tree only words it."""
+    import ckpt
+    from ckpt.records import history_nodes
+
+    store = tmp_path / "branched.sqlite"
+    ids = branched_store(store)
+    trunk = ids[2]
+    expected = {
+        ids[1]: {"kind": "earlier_run", "trunk_checkpoint_id": trunk},  # older than the trunk
+        ids[3]: {"kind": "fork", "trunk_checkpoint_id": trunk},
+        ids[4]: {"kind": "replay", "trunk_checkpoint_id": trunk},  # newer than the trunk
+        ids[5]: {"kind": "update_state", "trunk_checkpoint_id": trunk},
+    }
+    code, out, _ = run("history", "t", "--db", str(store), "--json")
+    streamed = {r["checkpoint_id"]: r["branch"] for r in json.loads(out)}
+    code, out, _ = run("history", "t", "--db", str(store), "--json", "--last", "7")
+    listed = {r["checkpoint_id"]: r["branch"] for r in json.loads(out)}
+    with ckpt.open(store) as opened:
+        tree = opened.history_tree("t")
+    drawn = {
+        node["checkpoint"]["checkpoint_id"]: node["checkpoint"]["branch"]
+        for chain in tree
+        for node in history_nodes(chain)
+    }
+    assert streamed == listed == drawn == {cid: expected.get(cid) for cid in ids}
+    code, out, _ = run("history", "t", "--db", str(store))
+    labels = [line.split("branch: ", 1)[1] for line in out.splitlines() if "branch: " in line]
+    short = [cid[-8:] for cid in ids]
+    assert labels == [
+        f"the earlier run, left when {short[2]} (update) went on from {short[0]}",
+        f"a copy of {short[0]} (fork)",
+        f"a replay from {short[0]}",
+        "update_state",
+    ]
 
 
 def test_show_numbers_messages_and_keeps_the_last(sqlite_store: Path) -> None:

@@ -33,6 +33,7 @@ from ckpt.tasks import (
     interrupt_info,
     pull_node,
     push_index,
+    send_label,
     send_node,
 )
 
@@ -197,7 +198,7 @@ def task_label(task_path: str, task_id: str, sends: list[Any], task: Task | None
     if task_id == NULL_TASK_ID:
         return "input"
     if task is not None:
-        return f"{task.name}[{task.send_index}]" if task.send_index is not None else task.name
+        return send_label(task.name, task.send_index)
     node = pull_node(task_path)
     if node is not None:
         return node
@@ -208,7 +209,7 @@ def task_label(task_path: str, task_id: str, sends: list[Any], task: Task | None
     index = push_index(task_path)
     if index is not None:
         target = send_node(sends[index]) if index < len(sends) else None
-        return f"{target or 'send'}[{index}]"
+        return send_label(target or "send", index)
     caller = _caller(task_path)
     if caller is not None:
         return caller

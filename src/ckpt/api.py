@@ -32,6 +32,7 @@ from ckpt.records import (
     StatsRecord,
     ThreadRecord,
     TypesRecord,
+    VacuumRecord,
     VersionMatrix,
     checkpoint_record,
     thread_record,
@@ -285,14 +286,17 @@ class CheckpointStore:
         values (`ckpt history --json`); `last`: only the newest `last` (`--last N`), the
         others never read."""
         from ckpt.encryption import records_error
-        from ckpt.history import thread_checkpoints, thread_tasks
+        from ckpt.history import thread_branches, thread_checkpoints, thread_tasks
 
         checkpoints = thread_checkpoints(self._store, thread_id, ns, last=last)
         tasks = thread_tasks(checkpoints)
-        records = [
-            checkpoint_record(c, values=False, tasks=tasks[(c.checkpoint_ns, c.checkpoint_id)])
-            for c in checkpoints
-        ]
+        branches = thread_branches(checkpoints)
+        records = []
+        for c in checkpoints:
+            key = (c.checkpoint_ns, c.checkpoint_id)
+            record = checkpoint_record(c, values=False, tasks=tasks[key])
+            record["branch"] = branches.get(key)
+            records.append(record)
         self._hidden(records_error(records, has_key=self._has_key), records)
         return records
 
@@ -702,7 +706,7 @@ class CheckpointStore:
         into: str | os.PathLike[str] | None = None,
         apply: bool = False,
         timeout: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> VacuumRecord:
         """Give the space of deleted rows back (`ckpt vacuum --json`): what VACUUM would
         free, or with `apply` run it (SQLite: VACUUM, or VACUUM INTO the new file `into`;
         Postgres: VACUUM (ANALYZE) of the checkpoint tables)."""
@@ -975,7 +979,7 @@ def vacuum(
     into: str | os.PathLike[str] | None = None,
     apply: bool = False,
     timeout: float | None = None,
-) -> dict[str, Any]:
+) -> VacuumRecord:
     """`ckpt vacuum`: `CheckpointStore.vacuum` on `store` (an open store, or what `open`
     takes)."""
     with _store(store, None, timeout) as opened:
@@ -1015,7 +1019,7 @@ def missing_demo_packages() -> list[str]:
     except ImportError:
         missing.append("langchain-core")
     try:
-        import langgraph.graph  # noqa: F401
+        import langgraph.graph
     except ImportError:
         missing.append("langgraph")
     try:

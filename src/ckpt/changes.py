@@ -11,6 +11,7 @@ from typing import Any, Final, Literal
 from ckpt.analysis import task_label
 from ckpt.messages import is_message
 from ckpt.records import CheckpointRecord, PatchOperation, as_json
+from ckpt.tasks import send_label
 
 Kind = Literal["added", "removed", "changed"]
 
@@ -140,7 +141,7 @@ def _task_names(value: Any) -> Names:
         if type(task) is dict and isinstance(task.get("id"), str) and task["id"]:
             index = task.get("send_index")
             name = str(task.get("name"))
-            names[task["id"]] = f"{name}[{index}]" if isinstance(index, int) else name
+            names[task["id"]] = send_label(name, index if isinstance(index, int) else None)
     sends = value.get("pending_sends")
     return names, sends if type(sends) is list else []
 

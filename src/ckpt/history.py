@@ -1,31 +1,57 @@
-"""Arrange a thread's checkpoints by parent links: chains, forks, and subgraph namespaces."""
+"""Arrange a thread's checkpoints by parent links: chains, forks and how each began, subgraphs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
 
 from ckpt.analysis import checkpoint_tasks
 from ckpt.errors import BadOption, NotFound
-from ckpt.model import Checkpoint
-from ckpt.records import CheckpointRecord, HistoryNodeRecord, checkpoint_record
+from ckpt.model import Checkpoint, DumpQuery
+from ckpt.records import (
+    BranchKind,
+    BranchRecord,
+    CheckpointRecord,
+    HistoryNodeRecord,
+    checkpoint_record,
+)
 from ckpt.selector import did_you_mean, short_id
 from ckpt.stores.base import Store
 from ckpt.tasks import Shape, ShapeLearner, Task, shape_of
 
 
+class Linked(Protocol):
+    """What the tree is drawn from: a checkpoint's id and its parent's."""
+
+    @property
+    def checkpoint_id(self) -> str: ...
+    @property
+    def parent_checkpoint_id(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A checkpoint as the tree's lineage needs it and no more (`history --json` streams
+    the records, and learns its branches from these beforehand when it must)."""
+
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+
+
+C = TypeVar("C", bound=Linked)
+
+
 @dataclass(slots=True)
-class HistoryNode:
+class HistoryNode(Generic[C]):
     """One checkpoint, the forks that leave it, and the subgraph runs its tasks made."""
 
-    checkpoint: Checkpoint
-    forks: list[list[HistoryNode]] = field(default_factory=list)
-    subgraphs: list[tuple[str, list[HistoryNode]]] = field(default_factory=list)
+    checkpoint: C
+    forks: list[list[HistoryNode[C]]] = field(default_factory=list)
+    subgraphs: list[tuple[str, list[HistoryNode[C]]]] = field(default_factory=list)
     tasks: list[Task] | None = None  # the tasks due at the checkpoint, with their outcomes
     note: str | None = None  # odd lineage: a cycle, a dangling or own parent (`_lineage`)
-
-
-_Fork = tuple[HistoryNode, Checkpoint]  # a node, and a child of it that starts a branch
+    branch: BranchRecord | None = None  # the first of a fork: how the branch began
 
 
 def graph_key(checkpoint_ns: str) -> str:
@@ -56,7 +82,7 @@ def thread_tasks(checkpoints: list[Checkpoint]) -> dict[tuple[str, str], list[Ta
 
 def build_history(
     checkpoints: Iterable[Checkpoint], *, window: bool = False
-) -> list[list[HistoryNode]]:
+) -> list[list[HistoryNode[Checkpoint]]]:
     """Chains of the root namespace, oldest first, with forks and subgraphs attached.
     `window`: the checkpoints are only the thread's newest (`--last`), so a parent older
     than all of them was merely not read, and is no odd lineage.
@@ -71,8 +97,11 @@ def build_history(
     for checkpoint in checkpoints:
         by_ns.setdefault(checkpoint.checkpoint_ns, []).append(checkpoint)
     chains_by_ns = {ns: _chains(cps, window) for ns, cps in by_ns.items()}
-    nodes_by_id: dict[tuple[str, str], HistoryNode] = {}
+    nodes_by_id: dict[tuple[str, str], HistoryNode[Checkpoint]] = {}
     for ns, chains in chains_by_ns.items():
+        for first, trunk in _branch_starts(chains):
+            cp = first.checkpoint
+            first.branch = branch_record(cp.checkpoint_id, cp.source, trunk)
         for node in _walk(chains):
             nodes_by_id[(ns, node.checkpoint.checkpoint_id)] = node
             node.tasks = tasks.get((ns, node.checkpoint.checkpoint_id))
@@ -87,8 +116,60 @@ def build_history(
     return roots
 
 
+def thread_branches(checkpoints: Iterable[Checkpoint]) -> dict[tuple[str, str], BranchRecord]:
+    """(namespace, checkpoint id) -> how the branch it starts began, for the first
+    checkpoint of every branch of the tree `build_history` draws from `checkpoints`."""
+    listed = list(checkpoints)
+    sources = {(c.checkpoint_ns, c.checkpoint_id): c.source for c in listed}
+    return {
+        key: branch_record(key[1], sources[key], trunk)
+        for key, trunk in branch_trunks((c.checkpoint_ns, c) for c in listed).items()
+    }
+
+
+def branch_trunks(links: Iterable[tuple[str, Linked]]) -> dict[tuple[str, str], str]:
+    """(namespace, checkpoint id) of the first checkpoint of every branch -> the child of
+    its parent the trunk goes on through: the branches of the tree `build_history` draws,
+    from each checkpoint's id and parent alone."""
+    by_ns: dict[str, list[Linked]] = {}
+    for ns, link in links:
+        by_ns.setdefault(ns, []).append(link)
+    return {
+        (ns, first.checkpoint.checkpoint_id): trunk
+        for ns, linked in by_ns.items()
+        for first, trunk in _branch_starts(_chains(linked))
+    }
+
+
+def _branch_starts(chains: list[list[HistoryNode[C]]]) -> Iterator[tuple[HistoryNode[C], str]]:
+    """The first node of every fork, and the id of the trunk's child beside it."""
+    todo = list(chains)
+    while todo:  # a work list, not recursion: forks of forks nest as deep as the store says
+        chain = todo.pop()
+        for i, node in enumerate(chain):
+            if node.forks:
+                # A checkpoint with forks has a child the trunk goes on through (`_chains`).
+                trunk = chain[i + 1].checkpoint.checkpoint_id
+                for fork in node.forks:
+                    yield fork[0], trunk
+                    todo.append(fork)
+
+
+def branch_record(checkpoint_id: str, source: str | None, trunk: str) -> BranchRecord:
+    """How a branch began whose first checkpoint is `checkpoint_id` (its metadata's
+    `source`), beside `trunk`, the trunk's child of the same parent."""
+    kind: BranchKind
+    if source == "update":
+        kind = "update_state"
+    elif source == "fork":
+        kind = "fork"
+    else:  # a run from the same checkpoint: the trunk left it when it is the older one
+        kind = "earlier_run" if checkpoint_id < trunk else "replay"
+    return {"kind": kind, "trunk_checkpoint_id": trunk}
+
+
 def _lineage(
-    checkpoints: list[Checkpoint], window: bool = False
+    checkpoints: Sequence[Linked], window: bool = False
 ) -> tuple[dict[str, str | None], dict[str, str]]:
     """Each checkpoint's parent as the tree draws it, and a note for the odd ones.
 
@@ -132,10 +213,10 @@ def _lineage(
     return parent, notes
 
 
-def _chains(checkpoints: list[Checkpoint], window: bool = False) -> list[list[HistoryNode]]:
+def _chains(checkpoints: list[C], window: bool = False) -> list[list[HistoryNode[C]]]:
     # A store without its primary key can hold a row twice: each checkpoint is drawn once
     # (its first row), or every copy would take every copy of each child (2**depth nodes).
-    unique: dict[str, Checkpoint] = {}
+    unique: dict[str, C] = {}
     copies: dict[str, int] = {}
     for cp in checkpoints:
         if cp.checkpoint_id in unique:
@@ -149,12 +230,12 @@ def _chains(checkpoints: list[Checkpoint], window: bool = False) -> list[list[Hi
         notes[checkpoint_id] = (
             f"{notes[checkpoint_id]}; {stored}" if checkpoint_id in notes else stored
         )
-    children: dict[str | None, list[Checkpoint]] = {}
+    children: dict[str | None, list[C]] = {}
     for cp in checkpoints:
         children.setdefault(parent_of[cp.checkpoint_id], []).append(cp)
     newest: dict[str, str] = {}
 
-    def newest_below(cp: Checkpoint) -> str:
+    def newest_below(cp: C) -> str:
         # Iterative post-order, so a 10,000-step thread does not hit the recursion limit.
         stack = [(cp, False)]
         while stack:
@@ -171,13 +252,11 @@ def _chains(checkpoints: list[Checkpoint], window: bool = False) -> list[list[Hi
                 stack.extend((k, False) for k in kids if k.checkpoint_id not in newest)
         return newest[cp.checkpoint_id]
 
-    def chain_from(
-        start: Checkpoint, into: list[HistoryNode]
-    ) -> list[tuple[HistoryNode, Checkpoint]]:
+    def chain_from(start: C, into: list[HistoryNode[C]]) -> list[tuple[HistoryNode[C], C]]:
         """Fill `into` with the trunk from `start` (at each fork the child whose subtree
         holds the newest checkpoint); return the other children, each a fork to draw."""
-        forks: list[_Fork] = []
-        current: Checkpoint | None = start
+        forks: list[tuple[HistoryNode[C], C]] = []  # a node, and a child starting a branch
+        current: C | None = start
         while current is not None:
             node = HistoryNode(current, note=notes.get(current.checkpoint_id))
             into.append(node)
@@ -187,8 +266,8 @@ def _chains(checkpoints: list[Checkpoint], window: bool = False) -> list[list[Hi
         return forks
 
     roots = sorted(children.get(None, []), key=lambda c: c.checkpoint_id)
-    chains: list[list[HistoryNode]] = []
-    todo: list[_Fork] = []
+    chains: list[list[HistoryNode[C]]] = []
+    todo: list[tuple[HistoryNode[C], C]] = []
     for root in roots:
         chains.append([])
         todo.extend(chain_from(root, chains[-1]))
@@ -201,7 +280,7 @@ def _chains(checkpoints: list[Checkpoint], window: bool = False) -> list[list[Hi
     return chains
 
 
-def _walk(chains: list[list[HistoryNode]]) -> Iterable[HistoryNode]:
+def _walk(chains: list[list[HistoryNode[C]]]) -> Iterable[HistoryNode[C]]:
     stack = [node for chain in chains for node in chain]
     while stack:
         node = stack.pop()
@@ -211,8 +290,8 @@ def _walk(chains: list[list[HistoryNode]]) -> Iterable[HistoryNode]:
 
 
 def _host(
-    first: Checkpoint, ns: str, nodes: dict[tuple[str, str], HistoryNode]
-) -> HistoryNode | None:
+    first: Checkpoint, ns: str, nodes: dict[tuple[str, str], HistoryNode[Checkpoint]]
+) -> HistoryNode[Checkpoint] | None:
     """The checkpoint of the enclosing namespace whose task ran this subgraph.
 
     `metadata.parents` maps each ancestor namespace to its checkpoint id (format.md §3.2);
@@ -228,21 +307,25 @@ def _host(
     return None
 
 
-def history_records(chains: list[list[HistoryNode]]) -> list[list[HistoryNodeRecord]]:
+def history_records(
+    chains: list[list[HistoryNode[Checkpoint]]],
+) -> list[list[HistoryNodeRecord]]:
     """The tree as records (ckpt.records.HistoryNodeRecord), checkpoints without values.
 
     A work list, not recursion: forks of forks nest as deep as the store says (each fork's
     list is placed in its parent record before it is filled, so the order is kept)."""
     out: list[list[HistoryNodeRecord]] = []
-    todo: list[tuple[list[HistoryNode], list[HistoryNodeRecord]]] = []
+    todo: list[tuple[list[HistoryNode[Checkpoint]], list[HistoryNodeRecord]]] = []
     for chain in chains:
         out.append([])
         todo.append((chain, out[-1]))
     while todo:
         chain, into = todo.pop()
         for node in chain:
+            checkpoint = checkpoint_record(node.checkpoint, values=False, tasks=node.tasks)
+            checkpoint["branch"] = node.branch
             record: HistoryNodeRecord = {
-                "checkpoint": checkpoint_record(node.checkpoint, values=False, tasks=node.tasks),
+                "checkpoint": checkpoint,
                 "note": node.note,
                 "forks": [],
                 "subgraphs": [],
@@ -287,14 +370,36 @@ def stream_history(store: Store, thread_id: str) -> Iterator[CheckpointRecord]:
     if not thread_id.strip():
         raise BadOption("empty thread id")
     learners: dict[str, ShapeLearner] = {}
+    # Whether each checkpoint's parent is the one before it in its namespace: then no
+    # checkpoint has two children, and no branch starts (the usual thread). Only the last
+    # id of each namespace is kept, so memory stays flat.
+    last: dict[str, str] = {}
+    forked = False
     for checkpoint in store.iter_thread(thread_id):
         learners.setdefault(graph_key(checkpoint.checkpoint_ns), ShapeLearner()).add(checkpoint)
+        ns = checkpoint.checkpoint_ns
+        forked = forked or checkpoint.parent_checkpoint_id != last.get(ns)
+        last[ns] = checkpoint.checkpoint_id
     if not learners:
         raise NotFound(f"no thread {thread_id!r} in {store.location}")
     shapes = {key: learner.shape() for key, learner in learners.items()}
+    # Otherwise the lineage is read once more, ids and parents alone, to tell the branches.
+    trunks = (
+        branch_trunks(
+            (row.checkpoint_ns, Link(row.checkpoint_id, row.parent_checkpoint_id))
+            for row in store.raw_checkpoints(DumpQuery(thread_ids=(thread_id,)), data=False)
+        )
+        if forked
+        else {}
+    )
     namespaces = store.namespaces(thread_id)
     for checkpoint in store.iter_thread(thread_id):
         key = graph_key(checkpoint.checkpoint_ns)
         shape = shapes.get(key) or shape_of([checkpoint])  # written between the passes
         tasks = checkpoint_tasks(checkpoint, shape=shape, namespaces=namespaces)
-        yield checkpoint_record(checkpoint, values=False, tasks=tasks)
+        record = checkpoint_record(checkpoint, values=False, tasks=tasks)
+        trunk = trunks.get((checkpoint.checkpoint_ns, checkpoint.checkpoint_id))
+        record["branch"] = (
+            branch_record(checkpoint.checkpoint_id, checkpoint.source, trunk) if trunk else None
+        )
+        yield record

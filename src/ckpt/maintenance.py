@@ -12,14 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ckpt.pruning import Strategy, ThreadPlan, plan_thread
 from ckpt.records import (
     NamespacePlanRecord,
     PruneHead,
     PruneTotals,
+    StoreRecord,
     ThreadPlanRecord,
+    VacuumRecord,
 )
 from ckpt.stores.base import Store
 
@@ -140,13 +141,11 @@ def plan_record(plan: ThreadPlan, applied: bool) -> ThreadPlanRecord:
     }
 
 
-def vacuum(
-    store: Store, *, apply: bool, into: Path | None, timeout: float | None
-) -> dict[str, Any]:
+def vacuum(store: Store, *, apply: bool, into: Path | None, timeout: float | None) -> VacuumRecord:
     """What VACUUM would give back (SQLite) or the dead rows and bloat (Postgres); with
-    `apply`, run it (docs/json.md, `ckpt vacuum`)."""
-    head = {"store": {"kind": store.kind, "location": store.location}}
+    `apply`, run it (docs/json.md, `ckpt vacuum`): one shape for every kind of store."""
+    where: StoreRecord = {"kind": store.kind, "location": store.location}
     if not apply:
-        return {**head, "applied": False, **store.vacuum_report(into=into)}
+        return {"store": where, "applied": False, **store.vacuum_report(into=into)}
     with store.writer(timeout=timeout) as writer:
-        return {**head, "applied": True, **writer.vacuum(into)}
+        return {"store": where, "applied": True, **writer.vacuum(into)}

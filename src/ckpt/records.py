@@ -120,6 +120,23 @@ class ConfigRecord(TypedDict):
     configurable: dict[str, str]
 
 
+# What began a branch of a thread's history (where a checkpoint has several children, the
+# trunk goes on through the one whose line holds the newest checkpoint; each other child
+# starts a branch): an `update_state` call; a copy of the checkpoint (metadata source
+# "fork"); the run the trunk left behind, older than the trunk's child (an update or a
+# fork went on from the same checkpoint later); or a run started again from the
+# checkpoint, newer than the trunk's child (a replay: `invoke(None, config)`).
+BranchKind = Literal["update_state", "fork", "earlier_run", "replay"]
+
+
+class BranchRecord(TypedDict):
+    """How the branch a checkpoint starts began (ckpt.history): on the first checkpoint of
+    each branch of `history`, beside its parent's child the trunk goes on through."""
+
+    kind: BranchKind
+    trunk_checkpoint_id: str  # the parent's child the trunk goes on through
+
+
 class CheckpointRecord(TypedDict):
     """One checkpoint of `show`, `history`, `dump`: LangGraph's own key names, and what
     `get_state(checkpoint_id)` says of it. Body fields ckpt does not model are added
@@ -146,6 +163,7 @@ class CheckpointRecord(TypedDict):
     channel_values: NotRequired[dict[str, Any] | None]  # with values only
     delta_channels: NotRequired[dict[str, DeltaRecord]]  # with values, when there are some
     checkpoint: NotRequired[Any]  # the body, when it could not be read
+    branch: NotRequired[BranchRecord | None]  # `history` only: the branch it starts, if any
 
 
 class SubgraphRecord(TypedDict):
@@ -155,7 +173,8 @@ class SubgraphRecord(TypedDict):
 
 class HistoryNodeRecord(TypedDict):
     """One checkpoint in the history tree: its record, the forks that leave it, and the
-    subgraph runs its tasks made (ckpt.history)."""
+    subgraph runs its tasks made (ckpt.history). The first checkpoint of each fork says
+    how that branch began (its record's `branch`)."""
 
     checkpoint: CheckpointRecord
     note: str | None  # odd lineage drawn as such: a parent cycle, a dangling or own parent
@@ -224,6 +243,115 @@ class PatchOperation(TypedDict):
 
 
 # -- ckpt stats (docs/json.md "ckpt stats") ---------------------------------------------------
+
+
+class StoreRecord(TypedDict):
+    """Which store a record is of: `stats`, `prune` and `vacuum` name it so."""
+
+    kind: str  # sqlite | postgres | pickle | redis | mongodb
+    location: str
+
+
+class FilePagesRecord(TypedDict):
+    """A database file and its pages (SQLite): null for a store kept otherwise."""
+
+    file_bytes: int | None
+    page_size: int | None
+    pages: int | None
+    free_pages: int | None
+    free_bytes: int | None  # the freelist: what VACUUM gives back at least
+    wal_bytes: int | None
+
+
+class TableBytesRecord(TypedDict):
+    """A table as the server sizes it (Postgres): the planner's row counts are estimates,
+    -1 or null before the table was first analyzed."""
+
+    table: str
+    total_bytes: int
+    table_bytes: int
+    index_bytes: int
+    toast_bytes: int
+    rows_estimate: int | None
+    live_rows: int | None
+    dead_rows: int | None
+
+
+class ServerRecord(TypedDict):
+    """A key-value server (Redis): what it holds, and how ckpt reads it."""
+
+    product: str
+    version: str
+    keys: int
+    used_memory_bytes: int
+    modules: list[str]
+    indexed: bool  # the saver's RediSearch indexes are there
+    key_families: dict[str, int]  # keys by name prefix; "other": not the saver's, never read
+    note: str  # how ckpt reads it when not by the saver's index; "" when it does
+
+
+class CollectionRecord(TypedDict):
+    """A collection as `collStats` sizes it (MongoDB)."""
+
+    collection: str
+    documents: int
+    bytes: int
+    storage_bytes: int
+
+
+class StoreFileRecord(TypedDict):
+    """A file of a `langgraph dev` folder (or a single PersistentDict file)."""
+
+    file: str
+    role: Literal["storage", "writes", "blobs"]
+    bytes: int
+
+
+class StorageRecord(FilePagesRecord):
+    """What a store takes, as its backend reports it (`Store.storage`): the same keys for
+    every kind, null where a kind has no such part (docs/json.md, "ckpt stats")."""
+
+    total_bytes: int  # the store's footprint: file and WAL, tables, memory or collections
+    tables: list[TableBytesRecord] | None
+    server: ServerRecord | None
+    database: str | None
+    collections: list[CollectionRecord] | None
+    other_collections: list[str] | None  # the database's others: listed, never read
+    files: list[StoreFileRecord] | None
+
+
+NO_PAGES: Final[FilePagesRecord] = {
+    "file_bytes": None,
+    "page_size": None,
+    "pages": None,
+    "free_pages": None,
+    "free_bytes": None,
+    "wal_bytes": None,
+}
+
+
+def storage_record(
+    total_bytes: int,
+    *,
+    pages: FilePagesRecord | None = None,
+    tables: list[TableBytesRecord] | None = None,
+    server: ServerRecord | None = None,
+    database: str | None = None,
+    collections: list[CollectionRecord] | None = None,
+    other_collections: list[str] | None = None,
+    files: list[StoreFileRecord] | None = None,
+) -> StorageRecord:
+    """A StorageRecord of the parts a store has, every other part null."""
+    return {
+        **(pages or NO_PAGES),
+        "total_bytes": total_bytes,
+        "tables": tables,
+        "server": server,
+        "database": database,
+        "collections": collections,
+        "other_collections": other_collections,
+        "files": files,
+    }
 
 
 class UnmeasuredBodies(TypedDict):
@@ -385,9 +513,9 @@ class HealthRecord(TypedDict):
 class StatsRecord(TypedDict):
     """`ckpt stats --json` (docs/json.md, docs/stats.schema.json)."""
 
-    store: dict[str, Any]
+    store: StoreRecord
     selection: dict[str, Any]
-    storage: dict[str, Any]
+    storage: StorageRecord
     totals: StatsTotals
     threads: list[ThreadBytesRecord]
     namespaces: list[NamespaceBytesRecord]
@@ -583,11 +711,11 @@ class ThreadPlanRecord(TypedDict):
     namespaces: list[NamespacePlanRecord]
 
 
-class StoreRef(TypedDict):
-    """Which store a record is about."""
-
-    kind: str  # "sqlite", "postgres", "pickle", "redis", "mongodb"
-    location: str  # a path, or a URL without its password
+# How VACUUM gives the space of deleted rows back: "file", it rewrites the database file,
+# whose free pages go back to the file system (SQLite; `--into` writes the compacted copy
+# elsewhere); "reuse", it makes the space of dead rows reusable by the same tables, whose
+# files keep their size (Postgres: only VACUUM FULL, which locks, would shrink them).
+Reclaim = Literal["file", "reuse"]
 
 
 class PruneTotals(TypedDict):
@@ -602,14 +730,15 @@ class PruneTotals(TypedDict):
 class PruneHead(TypedDict):
     """A prune record but its threads and totals: what is known before the first thread."""
 
-    store: StoreRef
+    store: StoreRecord
     strategy: Literal["keep_latest", "keep_last", "delete"]
     keep: int
     applied: bool
     backup: str | None  # the backup file written first
-    # How the space of the deleted rows comes back: "vacuum" (the file keeps its size
-    # until VACUUM), "reuse" (the tables reuse it once VACUUM has run); null: not said.
-    reclaim: Literal["vacuum", "reuse"] | None
+    # How `ckpt vacuum` then gives the space of the deleted rows back (Reclaim, below):
+    # "file" (the file keeps its size until VACUUM rewrites it), "reuse" (the tables reuse
+    # it once VACUUM has run; the files do not shrink); null: not said.
+    reclaim: Reclaim | None
 
 
 class PruneRecord(PruneHead):
@@ -661,7 +790,7 @@ class CopyTotals(TypedDict):
 class CopyHead(TypedDict):
     """A copy record but its threads and totals."""
 
-    source: StoreRef
+    source: StoreRecord
     target: CopyTargetRef
     applied: bool
     on_conflict: Literal["fail", "skip", "replace"]
@@ -676,6 +805,45 @@ class CopyRecord(CopyHead):
 
     threads: list[CopyThreadRecord]
     totals: CopyTotals
+
+
+class VacuumTableRecord(TableBytesRecord):
+    bloat_estimate_bytes: int  # the heap's share of dead row versions: what VACUUM reuses
+
+
+class VacuumSpaceRecord(FilePagesRecord):
+    """The store as VACUUM finds or leaves it: a file, its pages and the disk room VACUUM
+    needs (SQLite), or tables and their dead rows (Postgres); null where there is none."""
+
+    disk_free_bytes: int | None
+    disk_needed_bytes: int | None  # VACUUM writes a copy of the file: up to twice its size
+    tables: list[VacuumTableRecord] | None
+
+
+class VacuumStateRecord(VacuumSpaceRecord):
+    """The store before or after `vacuum --apply`, as the writer saw it."""
+
+    journal_mode: str | None  # SQLite's, from the writer's connection
+
+
+class VacuumReport(VacuumSpaceRecord):
+    """What a store says of VACUUM (`Store.vacuum_report`, `Writer.vacuum`): every field of
+    `ckpt vacuum --json` but `store` and `applied`. The fields above are the store when
+    the report was made: now for a dry run, before VACUUM once applied."""
+
+    reclaim: Reclaim
+    statement: str  # what runs: VACUUM, VACUUM INTO 'file', VACUUM (ANALYZE) tables
+    into: str | None  # --into: the compacted copy's file (SQLite)
+    before: VacuumStateRecord | None  # applied: the store before VACUUM
+    after: VacuumStateRecord | None  # applied in place: the store after (null with --into)
+
+
+class VacuumRecord(VacuumReport):
+    """`ckpt vacuum --json` (docs/json.md, docs/vacuum.schema.json): one shape for every kind
+    of store, null where a kind has no such part."""
+
+    store: StoreRecord
+    applied: bool
 
 
 # -- building them -------------------------------------------------------------------------------

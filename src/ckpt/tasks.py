@@ -241,6 +241,12 @@ class ShapeLearner:
 # -- task paths -----------------------------------------------------------------------------
 
 
+def send_label(name: str, send_index: int | None) -> str:
+    """A task as every view names it: its node, and `node[i]` when it runs the i-th Send
+    packet (ckpt.analysis.task_label, the records' task names, the diff's write labels)."""
+    return f"{name}[{send_index}]" if send_index is not None else name
+
+
 def pull_node(task_path: str) -> str | None:
     """The node of a pull task's path `~__pregel_pull, <node>` (node names may hold commas)."""
     prefix = f"~{PULL}, "

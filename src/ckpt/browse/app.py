@@ -33,7 +33,7 @@ from textual.widget import Widget
 from textual.widgets import Header, Input, Label, Static, Tab, Tabs
 from textual.worker import WorkType
 
-from ckpt.browse.model import History, Key, ThreadList, key_of
+from ckpt.browse.model import Comparison, History, Key, ThreadList, compare, key_of
 from ckpt.browse.session import (
     Loaded,
     Selector,
@@ -253,6 +253,9 @@ class BrowseApp(App[None]):
         # lane -> the quiet-period timer, and the newest work asked for meanwhile
         self._pending: dict[str, tuple[Timer, Callable[[], object] | None]] = {}
         self._laid_out: OrderedDict[tuple[Any, ...], list[Strip]] = OrderedDict()
+        # The last diff the view drew: a new width lays it out again without finding its
+        # changes again (the same two records; a reload reads new ones).
+        self._comparison: Comparison | None = None
         self._message: str | None = None  # what the view says instead of a checkpoint
         self._spinners: dict[str, Timer] = {}
 
@@ -480,6 +483,23 @@ class BrowseApp(App[None]):
             return self.marked
         return self.history.parent(key) if self.history is not None else None
 
+    def _drawing(
+        self,
+        loaded: Loaded,
+        base: CheckpointRecord | None,
+        *,
+        full: bool,
+        limit: int | None = JSON_LIMIT,
+    ) -> _Drawing:
+        """What the view draws now, its diff found first (on a worker thread: a diff of two
+        large checkpoints takes a while; the last one is kept for the next width)."""
+        comparison = None
+        if self.mode == "diff" and base is not None:
+            comparison = self._comparison
+            if comparison is None or not comparison.compares(base, loaded.record):
+                comparison = self._comparison = compare(base, loaded.record)
+        return _Drawing(self.mode, self.as_json, full, loaded, comparison, limit)
+
     def redraw(self) -> None:
         self._start(self._draw, group="draw", exclusive=True)
 
@@ -505,8 +525,8 @@ class BrowseApp(App[None]):
             if self.mode == "diff" and base is None:
                 lines = lay_out(views.notice(_no_base(record)), width)
             else:
-                renderable = _Drawing(self.mode, self.as_json, self.full, self.loaded, base)
-                lines = await asyncio.to_thread(_lay_out_safely, renderable, width)
+                drawing = partial(self._drawing, self.loaded, base, full=self.full)
+                lines = await asyncio.to_thread(_lay_out_safely, drawing, width)
             self._laid_out[wanted] = lines
             while len(self._laid_out) > LAID_OUT:
                 self._laid_out.popitem(last=False)
@@ -796,9 +816,9 @@ class BrowseApp(App[None]):
         base = None
         if base_key is not None:
             base = (await self._ask("base", self.session.read_checkpoint, base_key)).record
-        drawing = _Drawing(self.mode, self.as_json, True, self.loaded, base, limit=None)
         if self.mode == "diff" and base is None:
             return
+        drawing = partial(self._drawing, self.loaded, base, full=True, limit=None)
         width = max(self.size.width, 40) if self.size.width else PAGER_WIDTH
         text = await asyncio.to_thread(_plain, drawing, width)
         command = shlex.split(os.environ.get("PAGER") or "less") or ["less"]
@@ -845,8 +865,8 @@ PALETTE = (
 
 
 class _Drawing:
-    """What the view draws for one mode of one checkpoint: made and laid out on a worker
-    thread (a diff of two large checkpoints takes a while)."""
+    """What the view draws for one mode of one checkpoint, laid out on a worker thread:
+    records, and for a diff the changes the library found (ckpt.browse.model.compare)."""
 
     def __init__(
         self,
@@ -854,31 +874,27 @@ class _Drawing:
         as_json: bool,
         full: bool,
         loaded: Loaded,
-        base: CheckpointRecord | None,
+        comparison: Comparison | None,
         limit: int | None = JSON_LIMIT,
     ) -> None:
         self.mode, self.as_json, self.full = mode, as_json, full
-        self.loaded, self.base, self.limit = loaded, base, limit
+        self.loaded, self.comparison, self.limit = loaded, comparison, limit
 
     def lines(self, width: int) -> list[Strip]:
         record = self.loaded.record
         if self.as_json:
             if self.mode == "diff":
-                from ckpt.api import diff
-
-                assert self.base is not None
-                return json_lines(diff(*_older_first(self.base, record)), self.limit)
+                assert self.comparison is not None
+                return json_lines(self.comparison.patch, self.limit)
             return json_lines(_json_part(self.mode, record), self.limit)
         return lay_out(self.renderable(), width)
 
     def renderable(self) -> RenderableType:
         record = self.loaded.record
         if self.mode == "diff":
-            from ckpt.changes import diff_records
-
-            assert self.base is not None
-            a, b = _older_first(self.base, record)
-            return views.diff_view(a, b, diff_records(a, b), full=self.full)
+            compared = self.comparison
+            assert compared is not None
+            return views.diff_view(compared.a, compared.b, compared.changes, full=self.full)
         if self.mode == "tasks":
             return views.tasks_view(record, full=self.full)
         if self.mode == "values":
@@ -903,9 +919,9 @@ def _json_part(mode: str, record: CheckpointRecord) -> Any:
     return {k: record.get(k) for k in keys if k in record}
 
 
-def _lay_out_safely(drawing: _Drawing, width: int) -> list[Strip]:
+def _lay_out_safely(drawing: Callable[[], _Drawing], width: int) -> list[Strip]:
     try:
-        return drawing.lines(width)
+        return drawing().lines(width)
     except RecursionError:
         return lay_out(views.notice("a value is nested too deeply to show", "red"), width)
     except Exception as exc:  # a view's bug must not end the session
@@ -913,7 +929,7 @@ def _lay_out_safely(drawing: _Drawing, width: int) -> list[Strip]:
         return lay_out(views.notice(message, "bold red"), width)
 
 
-def _plain(drawing: _Drawing, width: int) -> str:
+def _plain(drawing: Callable[[], _Drawing], width: int) -> str:
     return "\n".join(line.text.rstrip() for line in _lay_out_safely(drawing, width)) + "\n"
 
 
@@ -934,16 +950,6 @@ def _no_base(record: CheckpointRecord) -> str:
         f"checkpoint {record['checkpoint_id']} has no parent in its namespace to compare "
         "with: mark another checkpoint (m) to diff with it"
     )
-
-
-def _older_first(
-    one: CheckpointRecord, other: CheckpointRecord
-) -> tuple[CheckpointRecord, CheckpointRecord]:
-    """A diff goes from the older checkpoint to the newer (uuid6 ids sort by time), whichever
-    of the two was marked: later messages then read as added, never as removed."""
-    if one["checkpoint_id"] <= other["checkpoint_id"]:
-        return one, other
-    return other, one
 
 
 def _mark_text(marked: Key | None) -> Text | None:

@@ -1,5 +1,6 @@
-"""What the browser holds between queries: the thread list with its filter and sort, and a
-thread's history tree as lines. Plain Python over records, no Textual and no store."""
+"""What the browser holds between queries: the thread list with its filter and sort, a
+thread's history tree as lines, and a diff. Plain Python over records, no Textual and no
+store."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ckpt.records import CheckpointRecord, HistoryNodeRecord, ThreadRecord
+from ckpt.changes import Change, diff_records, json_patch
+from ckpt.records import CheckpointRecord, HistoryNodeRecord, PatchOperation, ThreadRecord
 from ckpt.threads import select_threads
 from ckpt.vocabulary import STATUSES
 
@@ -25,6 +27,32 @@ class Key:
 
 def key_of(record: CheckpointRecord) -> Key:
     return Key(record["thread_id"], record["checkpoint_ns"], record["checkpoint_id"])
+
+
+# -- a diff ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """What the diff view shows: two checkpoints, the older first, and what changed from
+    one to the other, found by the library (ckpt.changes) as `ckpt diff` finds it."""
+
+    a: CheckpointRecord
+    b: CheckpointRecord
+    changes: list[Change]
+    patch: list[PatchOperation]  # `ckpt diff --json`: the RFC 6902 operations
+
+    def compares(self, one: CheckpointRecord, other: CheckpointRecord) -> bool:
+        """Whether this is the diff of these very records (either way round)."""
+        return {id(one), id(other)} == {id(self.a), id(self.b)}
+
+
+def compare(one: CheckpointRecord, other: CheckpointRecord) -> Comparison:
+    """The diff of two checkpoints from the older to the newer (uuid6 ids sort by time),
+    whichever of the two was marked: later messages then read as added, never removed."""
+    a, b = (one, other) if one["checkpoint_id"] <= other["checkpoint_id"] else (other, one)
+    changes = diff_records(a, b)
+    return Comparison(a, b, changes, json_patch(changes))
 
 
 # -- threads ------------------------------------------------------------------------------------

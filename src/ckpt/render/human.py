@@ -37,6 +37,7 @@ from ckpt.render.text import (
     cut,
     human_size,
     short_time,
+    task_name,
     today,
     zone_label,
 )
@@ -223,8 +224,7 @@ def task_labels(record: CheckpointRecord) -> dict[str, str]:
     labels: dict[str, str] = {}
     for task in record["tasks"] or []:
         if task["id"]:
-            index = task["send_index"]
-            labels[task["id"]] = f"{task['name']}[{index}]" if index is not None else task["name"]
+            labels[task["id"]] = task_name(task)
     for write in record["pending_writes"] or []:
         labels.setdefault(write["task_id"], write["task"])
     return labels
@@ -391,29 +391,36 @@ def _fork_label(
     trunk_next: CheckpointRecord | None,
     wrote: Text | None = None,
 ) -> Text:
-    """What started a branch: an update_state (and what it wrote), a copy of a checkpoint,
-    or a run from `at` (the earlier run when it is older than the trunk's, else a replay)."""
-    metadata = first["metadata"] if isinstance(first["metadata"], dict) else {}
-    source = metadata.get("source")
+    """What started a branch, as its first record's `branch` says (ckpt.history): an
+    update_state (and what it wrote), a copy of a checkpoint, the earlier run the trunk
+    left, or a replay from `at`."""
+    branch = first.get("branch")
+    kind = branch["kind"] if branch else None
     text = Text("branch: ", style="bold magenta")
-    if source == "update" and wrote:
+    if kind == "update_state" and wrote:
         text.append("update_state", style="magenta")
         text.append_text(wrote)
-    elif source == "update":
+    elif kind == "update_state":
         moved = _moved(first, at)
         text.append("update_state" + (f" → {', '.join(moved)}" if moved else ""), style="magenta")
-    elif source == "fork":
+    elif kind == "fork":
         text.append(f"a copy of {short_id(at['checkpoint_id'])} (fork)", style="magenta")
-    elif trunk_next is not None and first["checkpoint_id"] < trunk_next["checkpoint_id"]:
-        then = trunk_next["metadata"] if isinstance(trunk_next["metadata"], dict) else {}
+    elif branch and kind == "earlier_run":
+        then = (
+            trunk_next["metadata"]
+            if trunk_next and isinstance(trunk_next["metadata"], dict)
+            else {}
+        )
         how = f" ({then['source']})" if isinstance(then.get("source"), str) else ""
         text.append(
-            f"the earlier run, left when {short_id(trunk_next['checkpoint_id'])}{how} went on "
+            f"the earlier run, left when {short_id(branch['trunk_checkpoint_id'])}{how} went on "
             f"from {short_id(at['checkpoint_id'])}",
             style="magenta",
         )
-    else:
+    elif kind == "replay":
         text.append(f"a replay from {short_id(at['checkpoint_id'])}", style="magenta")
+    else:  # a tree whose records do not say (made without ckpt.history)
+        text.append(f"from {short_id(at['checkpoint_id'])}", style="magenta")
     return text
 
 
@@ -792,8 +799,7 @@ def _next_text(tasks: list[TaskRecord], *, latest: bool) -> Text:
     for i, task in enumerate(tasks):
         if i:
             text.append(", ")
-        index = task["send_index"]
-        text.append(f"{task['name']}[{index}]" if index is not None else task["name"])
+        text.append(task_name(task))
         state = task["state"]
         text.append(f" ({state.replace('_', ' ')})", style=_STATE_STYLE.get(state, "dim"))
     if latest:

@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Final
+from typing import Final
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.records import NamespacePlanRecord, PruneHead, PruneTotals, ThreadPlanRecord
+from ckpt.records import (
+    NamespacePlanRecord,
+    PruneHead,
+    PruneTotals,
+    ThreadPlanRecord,
+    VacuumRecord,
+    VacuumTableRecord,
+)
 from ckpt.render.output import Output
 from ckpt.render.plain import SPOOL_BYTES, ansi_paint, wrap_text
 from ckpt.render.text import cell_width, clean_line, human_size
@@ -144,7 +151,7 @@ def prune_lines(
 
 # How the space of the deleted rows comes back, by the record's `reclaim`.
 RECLAIM: Final = {
-    "vacuum": "the file keeps its size until `ckpt vacuum --apply`",
+    "file": "the file keeps its size until `ckpt vacuum --apply`",
     "reuse": "the space is reused after VACUUM: `ckpt vacuum` shows the statement",
 }
 
@@ -159,60 +166,73 @@ def _kept(ns: NamespacePlanRecord) -> str:
     return "; ".join(f"{r} ×{n}" if n > 1 else r for r, n in reasons.items())
 
 
-def vacuum_view(record: dict[str, Any]) -> RenderableType:
+def vacuum_view(record: VacuumRecord) -> RenderableType:
+    """What VACUUM would give back (or gave): each part the store has (a file and its
+    pages, tables), then what to run next, worded by how VACUUM reclaims the space."""
     lines: list[RenderableType] = []
-    if record["store"]["kind"] == "sqlite":
+    if record["file_bytes"] is not None:
+        lines += _file_part(record)
+    after = record["after"]
+    tables = after["tables"] if after is not None else record["tables"]
+    if tables is not None:
+        lines.append(_tables_part(tables))
+    if record["reclaim"] == "reuse":  # the statement is one to run by hand, or --apply
         if record["applied"]:
-            before, after = record["before"], record["after"]
-            if record.get("into"):
-                lines.append(
-                    Text(f"wrote a compacted copy to {record['into']}; the store is unchanged")
-                )
-            else:
-                lines.append(
-                    Text(
-                        f"vacuumed: {human_size(before['file_bytes'])} → "
-                        f"{human_size(after['file_bytes'])} "
-                        f"({before['free_pages']:,} free pages given back)"
-                    )
-                )
-            return Group(*lines)
-        lines.append(
-            Text(
-                f"{human_size(record['file_bytes'])}: {record['free_pages']:,} free pages "
-                f"({human_size(record['free_bytes'])}) that VACUUM gives back (at least: it also "
-                "repacks half-empty pages)"
-            )
-        )
-        room = record["disk_free_bytes"] >= record["disk_needed_bytes"]
-        lines.append(
-            Text(
-                f"disk: {human_size(record['disk_free_bytes'])} free, VACUUM needs up to "
-                f"{human_size(record['disk_needed_bytes'])}"
-                + ("" if room else ": not enough (use --into FILE on another disk)"),
-                style="" if room else "yellow",
-            )
-        )
-        if record.get("into"):  # --into given: --apply is what writes the copy
+            lines.append(Text(f"ran: {record['statement']}"))
+        else:
+            lines.append(Text(f"to run (or --apply): {record['statement']};"))
+    elif not record["applied"]:  # the file is rewritten: in place, or --into a copy
+        if record["into"]:  # --into given: --apply is what writes the copy
             hint = f"nothing changed: run again with --apply to write the copy to {record['into']}"
         else:
             hint = "nothing changed: --apply runs VACUUM, --into FILE writes a copy"
         lines.append(Text(hint, style="dim"))
-        return Group(*lines)
+    return Group(*lines)
+
+
+def _file_part(record: VacuumRecord) -> list[RenderableType]:
+    """The database file: its free pages and the disk room VACUUM needs, or what it did."""
+    if record["applied"]:
+        before, after = record["before"], record["after"]
+        if record["into"] or before is None or after is None:
+            return [Text(f"wrote a compacted copy to {record['into']}; the store is unchanged")]
+        return [
+            Text(
+                f"vacuumed: {human_size(before['file_bytes'] or 0)} → "
+                f"{human_size(after['file_bytes'] or 0)} "
+                f"({before['free_pages'] or 0:,} free pages given back)"
+            )
+        ]
+    lines: list[RenderableType] = [
+        Text(
+            f"{human_size(record['file_bytes'] or 0)}: {record['free_pages'] or 0:,} free pages "
+            f"({human_size(record['free_bytes'] or 0)}) that VACUUM gives back (at least: it "
+            "also repacks half-empty pages)"
+        )
+    ]
+    free, needed = record["disk_free_bytes"], record["disk_needed_bytes"]
+    if free is not None and needed is not None:
+        room = free >= needed
+        lines.append(
+            Text(
+                f"disk: {human_size(free)} free, VACUUM needs up to {human_size(needed)}"
+                + ("" if room else ": not enough (use --into FILE on another disk)"),
+                style="" if room else "yellow",
+            )
+        )
+    return lines
+
+
+def _tables_part(tables: list[VacuumTableRecord]) -> Table:
     table = Table(box=None, header_style="bold", pad_edge=False)
     for name in ("TABLE", "SIZE", "LIVE ROWS", "DEAD ROWS", "BLOAT"):
         table.add_column(name, justify="left" if name == "TABLE" else "right")
-    for info in record.get("after") or record["tables"]:
+    for info in tables:
         table.add_row(
             info["table"],
             human_size(info["total_bytes"]),
             f"{info['live_rows'] or 0:,}",
             f"{info['dead_rows'] or 0:,}",
-            human_size(info.get("bloat_estimate_bytes", 0)),
+            human_size(info["bloat_estimate_bytes"]),
         )
-    lines.append(table)
-    if record["applied"]:
-        lines.append(Text(f"ran: {record['statement']}"))
-    else:
-        lines.append(Text(f"to run (or --apply): {record['statement']};"))
-    return Group(*lines)
+    return table

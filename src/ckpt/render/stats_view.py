@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.records import GrowthRecord, HealthRecord, StatsRecord
+from ckpt.records import FilePagesRecord, GrowthRecord, HealthRecord, StatsRecord
 from ckpt.render.human import Hanging, _boxed
 from ckpt.render.output import Output
 from ckpt.render.text import brief, clean_line, human_size
@@ -37,49 +37,45 @@ def _summary(record: StatsRecord) -> RenderableType:
     table.add_column(overflow="fold")
     store = record["store"]
     table.add_row("store", f"{store['location']} ({store['kind']})")
-    if "file_bytes" in storage:  # SQLite
-        table.add_row(
-            "file",
-            f"{human_size(storage['file_bytes'])}: {storage['pages']:,} pages of "
-            f"{human_size(storage['page_size'])}, {storage['free_pages']:,} free "
-            f"({human_size(storage['free_bytes'])} VACUUM would give back)"
-            + (f"; WAL {human_size(storage['wal_bytes'])}" if storage["wal_bytes"] else ""),
-        )
-    for info in storage.get("tables", []):  # Postgres
+    # Each part the store has (the others are null): a file and its pages, tables, a
+    # server, collections, files of a folder.
+    if storage["file_bytes"] is not None:
+        table.add_row("file", _pages(storage))
+    for info in storage["tables"] or []:
         table.add_row(
             "table",
             f"{info['table']}: {human_size(info['total_bytes'])} "
             f"(heap {human_size(info['table_bytes'])}, indexes "
             f"{human_size(info['index_bytes'])}, TOAST {human_size(info['toast_bytes'])})",
         )
-    server = storage.get("server")
-    if server:  # a key-value server (Redis)
+    server = storage["server"]
+    if server is not None:
         table.add_row(
             "server",
             f"{server['product']} {server['version']}: {server['keys']:,} keys, "
             f"{human_size(server['used_memory_bytes'])} used"
-            + (f" ({server['note']})" if server.get("note") else ""),
+            + (f" ({server['note']})" if server["note"] else ""),
         )
-        families = server.get("key_families") or {}
         table.add_row(
             "keys",
             ", ".join(
                 f"{name}: {count:,}" + (" (not the saver's: not read)" if name == "other" else "")
-                for name, count in families.items()
+                for name, count in server["key_families"].items()
             ),
         )
-    for info in storage.get("collections", []):  # MongoDB
+    for collection in storage["collections"] or []:
         table.add_row(
             "collection",
-            f"{storage['database']}.{info['collection']}: {info['documents']:,} documents, "
-            f"{human_size(info['bytes'])} (stored {human_size(info['storage_bytes'])})",
+            f"{storage['database']}.{collection['collection']}: "
+            f"{collection['documents']:,} documents, {human_size(collection['bytes'])} "
+            f"(stored {human_size(collection['storage_bytes'])})",
         )
-    if storage.get("other_collections"):
+    if storage["other_collections"]:
         table.add_row(
             "other",
             f"{', '.join(storage['other_collections'])} (not the saver's collections: not read)",
         )
-    for file_info in storage.get("files", []):  # pickle folder
+    for file_info in storage["files"] or []:
         table.add_row("file", f"{file_info['file']}: {human_size(file_info['bytes'])}")
     selection = record["selection"]
     if selection["thread_ids"] or selection["checkpoint_ns"] is not None:
@@ -117,6 +113,18 @@ def _summary(record: StatsRecord) -> RenderableType:
             ),
         )
     return table
+
+
+def _pages(pages: FilePagesRecord) -> str:
+    """`12 MB: 3,000 pages of 4 KB, 12 free (48 KB VACUUM would give back); WAL 1 MB`: a
+    file's part of the record, whose fields come together."""
+    wal = pages["wal_bytes"] or 0
+    return (
+        f"{human_size(pages['file_bytes'] or 0)}: {pages['pages'] or 0:,} pages of "
+        f"{human_size(pages['page_size'] or 0)}, {pages['free_pages'] or 0:,} free "
+        f"({human_size(pages['free_bytes'] or 0)} VACUUM would give back)"
+        + (f"; WAL {human_size(wal)}" if wal else "")
+    )
 
 
 def _sections(record: StatsRecord, output: Output) -> list[RenderableType]:

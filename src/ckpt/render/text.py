@@ -12,6 +12,7 @@ from typing import Any
 from ckpt.decoders import MARK_KEY
 from ckpt.escapes import for_terminal
 from ckpt.records import TaskRecord, dumps, dumps_head
+from ckpt.tasks import send_label
 
 CUT = 160  # characters of a value shown in tables unless --full
 
@@ -59,8 +60,7 @@ def brief(value: Any, full: bool = False, limit: int = CUT) -> str:
 
 def task_name(task: TaskRecord) -> str:
     """A task as every view names it: its node, `node[i]` for the i-th Send."""
-    index = task["send_index"]
-    return f"{task['name']}[{index}]" if index is not None else task["name"]
+    return send_label(task["name"], task["send_index"])
 
 
 def failure(task: TaskRecord, limit: int = CUT, with_input: bool = True) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ckpt.errors import BadOption, NotFound, NotSupported
 from ckpt.model import (
@@ -29,6 +29,7 @@ from ckpt.model import (
 
 if TYPE_CHECKING:
     from ckpt.pruning import Strategy, ThreadPlan, ThreadRows
+    from ckpt.records import Reclaim, StorageRecord, VacuumReport
 
 
 class Store(ABC):
@@ -43,6 +44,8 @@ class Store(ABC):
     # Whether the raw scans list threads in Python's string order (SQLite's BINARY
     # collation, sorted dicts); Postgres sorts by its collation, which can differ.
     rows_in_python_order: ClassVar[bool] = True
+    # How VACUUM gives deleted rows' space back (ckpt.records.Reclaim); None: no vacuum.
+    reclaim: ClassVar[Reclaim | None] = None
     aes_key: bytes | None
     notices: list[str]  # said once on stderr by the CLI (e.g. "this layout holds no values")
 
@@ -149,9 +152,10 @@ class Store(ABC):
         `threads` and `stats` both count with this, so their sizes always agree."""
 
     @abstractmethod
-    def storage(self) -> dict[str, Any]:
-        """What the store takes on disk, as the backend reports it (file and free pages,
-        table, index and TOAST sizes, pickle files): docs/json.md, "ckpt stats"."""
+    def storage(self) -> StorageRecord:
+        """What the store takes, as the backend reports it (file and free pages; table,
+        index and TOAST sizes; server memory; collections; pickle files), every kind in
+        one shape (ckpt.records.storage_record): docs/json.md, "ckpt stats"."""
 
     @abstractmethod
     def health(self, query: DumpQuery) -> StoreHealth:
@@ -197,11 +201,6 @@ class Store(ABC):
         """Every pending-write row in (thread, ns, checkpoint id, task, idx) order."""
 
     # -- changing it (prune, vacuum): each kind says what it allows ----------------------
-    # How the space of pruned rows comes back (the prune record's `reclaim`): "vacuum" (the
-    # file keeps its size until VACUUM rewrites it), "reuse" (the tables reuse it once
-    # VACUUM has run, autovacuum or by hand; the files do not shrink); None: no prune.
-    reclaim: ClassVar[Literal["vacuum", "reuse"] | None] = None
-
     def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
         """Refuse, before anything is read, a prune this store cannot take: the kind
         (NotSupported, Unsafe), or the strategy or a backup it has no way to honour."""
@@ -212,9 +211,9 @@ class Store(ABC):
         read-only reader: the dry run plans from it."""
         raise NotSupported(f"{self.location}: prune is not supported on {self.kind} stores yet")
 
-    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
+    def vacuum_report(self, *, into: Path | None) -> VacuumReport:
         """What VACUUM would give back, as the store's engine counts it: the fields of
-        `ckpt vacuum --json` after "store" and "applied" (docs/json.md)."""
+        `ckpt vacuum --json` but "store" and "applied" (docs/json.md)."""
         raise NotSupported(f"{self.location}: vacuum is not supported on {self.kind} stores yet")
 
     def check_copy(self, *, renumber_versions: bool = False) -> None:  # noqa: B027 - optional hook
@@ -269,9 +268,9 @@ class Writer(ABC):
         raise BadOption(f"{self.location}: `backup` is for SQLite stores")
 
     @abstractmethod
-    def vacuum(self, into: Path | None) -> dict[str, Any]:
-        """Give the space of deleted rows back; the record's fields after "store" and
-        "applied" (docs/json.md, `ckpt vacuum`)."""
+    def vacuum(self, into: Path | None) -> VacuumReport:
+        """Give the space of deleted rows back; the record's fields but "store" and
+        "applied", `before` and `after` filled (docs/json.md, `ckpt vacuum`)."""
 
     @abstractmethod
     def close(self) -> None: ...

@@ -26,6 +26,7 @@ from ckpt.vocabulary import FIND_LIMIT
 
 if TYPE_CHECKING:
     from ckpt.pruning import Strategy
+    from ckpt.records import VacuumReport
 
 BATCH: Final = 200  # threads, or checkpoints, loaded per round of queries
 
@@ -283,7 +284,7 @@ class DocumentStore(Store):
     def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
         raise NotSupported(f"{self.location}: prune is not supported on {self.label} stores yet")
 
-    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
+    def vacuum_report(self, *, into: Path | None) -> VacuumReport:
         raise NotSupported(f"{self.location}: vacuum is not supported on {self.label} stores yet")
 
     def writer(self, *, timeout: float | None) -> Writer:

@@ -33,6 +33,7 @@ from ckpt.model import (
     RawWrite,
     ThreadBytes,
 )
+from ckpt.records import CollectionRecord, StorageRecord, storage_record
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
 from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields
 from ckpt.stores.location import redact_url
@@ -334,9 +335,9 @@ class MongoStore(DocumentStore):
             measured.write_bytes += write.size
         return found
 
-    def storage(self) -> dict[str, Any]:
+    def storage(self) -> StorageRecord:
         db = self.client[self.database]
-        collections = []
+        collections: list[CollectionRecord] = []
         for name in (self.checkpoints_name, self.writes_name):
             try:
                 with self._errors():
@@ -355,12 +356,12 @@ class MongoStore(DocumentStore):
             others = sorted(
                 set(db.list_collection_names()) - {self.checkpoints_name, self.writes_name}
             )
-        return {
-            "database": self.database,
-            "collections": collections,
-            "other_collections": others,  # not the saver's: listed, never read
-            "total_bytes": sum(c["storage_bytes"] or c["bytes"] for c in collections),
-        }
+        return storage_record(
+            sum(c["storage_bytes"] or c["bytes"] for c in collections),
+            database=self.database,
+            collections=collections,
+            other_collections=others,  # not the saver's: listed, never read
+        )
 
     def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
         fields = {**_KEY_FIELDS, "parent_checkpoint_id": 1}
@@ -443,7 +444,7 @@ class MongoStore(DocumentStore):
     def close(self) -> None:
         try:
             self.client.close()
-        except Exception:  # noqa: BLE001 - closing must not fail a command
+        except Exception:  # closing must not fail a command
             pass
 
 

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeGuard
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeGuard
 
 from ckpt.decoders import ABSENT, MARK_KEY, decode, is_marked, undecodable_record
 from ckpt.errors import (
@@ -33,6 +33,7 @@ from ckpt.model import (
     ThreadBytes,
     ThreadSummary,
 )
+from ckpt.records import StorageRecord, StoreFileRecord, VacuumReport, storage_record
 from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
 from ckpt.stores.pickle.index import Namespaces, PickleFile, StoredText, Summary, Unsupported
@@ -693,14 +694,15 @@ class PickleStore(Store):
             size=len(pair[1]) if pair else 0,
         )
 
-    def storage(self) -> dict[str, Any]:
+    def storage(self) -> StorageRecord:
         layout = self.layout
-        files = []
-        for role, path in (
+        files: list[StoreFileRecord] = []
+        roles: tuple[tuple[Literal["storage", "writes", "blobs"], Path | None], ...] = (
             ("storage", layout.storage),
             ("writes", layout.writes),
             ("blobs", layout.blobs),
-        ):
+        )
+        for role, path in roles:
             if path is None:
                 continue
             try:
@@ -708,7 +710,7 @@ class PickleStore(Store):
             except OSError as exc:
                 raise StoreUnreadable(f"{path}: cannot read ({exc.strerror})") from None
             files.append({"file": str(path), "role": role, "bytes": size})
-        return {"files": files, "total_bytes": sum(f["bytes"] for f in files)}
+        return storage_record(sum(f["bytes"] for f in files), files=files)
 
     def health(self, query: DumpQuery) -> StoreHealth:
         health = StoreHealth()
@@ -892,7 +894,7 @@ class PickleStore(Store):
     def thread_rows(self, thread_id: str) -> ThreadRows:
         raise Unsafe(f"{self.location}: {DEV_FOLDER_REFUSAL}")
 
-    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
+    def vacuum_report(self, *, into: Path | None) -> VacuumReport:
         raise Unsafe(f"{self.location}: {DEV_FOLDER_REFUSAL}")
 
     def writer(self, *, timeout: float | None) -> Writer:

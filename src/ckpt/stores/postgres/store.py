@@ -26,6 +26,14 @@ from ckpt.model import (
     ThreadSummary,
     WriteTotals,
 )
+from ckpt.records import (
+    NO_PAGES,
+    StorageRecord,
+    TableBytesRecord,
+    VacuumReport,
+    VacuumTableRecord,
+    storage_record,
+)
 from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes, too_large_record
 from ckpt.stores.postgres.schema import CHECKPOINT_BYTES, detect_layout
@@ -625,7 +633,12 @@ class PostgresStore(Store):
                 sized.writes, sized.write_bytes = int(count), int(size or 0)
         return found
 
-    def storage(self) -> dict[str, Any]:
+    def storage(self) -> StorageRecord:
+        tables = self._tables()
+        return storage_record(sum(t["total_bytes"] for t in tables), tables=tables)
+
+    def _tables(self) -> list[TableBytesRecord]:
+        """The saver's tables as the server sizes them."""
         rows = self._rows(
             self._pg.sql.SQL(
                 "SELECT c.relname, pg_total_relation_size(c.oid), pg_relation_size(c.oid), "
@@ -637,7 +650,7 @@ class PostgresStore(Store):
             ),
             (list(self.layout.oids.values()),),
         )
-        tables = [
+        return [
             {
                 "table": name,
                 "total_bytes": int(total),
@@ -652,7 +665,6 @@ class PostgresStore(Store):
             }
             for name, total, table, indexes, toast, estimate, live, dead in rows
         ]
-        return {"tables": tables, "total_bytes": sum(t["total_bytes"] for t in tables)}
 
     def write_totals(self, query: DumpQuery, keep: int) -> WriteTotals:
         totals = WriteTotals()
@@ -1235,19 +1247,32 @@ class PostgresStore(Store):
         with self.conn.transaction():
             return thread_rows(self, self.conn, thread_id)
 
-    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
+    def vacuum_report(self, *, into: Path | None) -> VacuumReport:
         if into is not None:
             raise BadOption("`into` is for SQLite stores")
-        storage = self.storage()
-        for table in storage["tables"]:
+        tables = self.vacuum_tables()
+        return {
+            "reclaim": "reuse",
+            "statement": "VACUUM (ANALYZE) " + ", ".join(t["table"] for t in tables),
+            "into": None,
+            **NO_PAGES,
+            "disk_free_bytes": None,
+            "disk_needed_bytes": None,
+            "tables": tables,
+            "before": None,
+            "after": None,
+        }
+
+    def vacuum_tables(self) -> list[VacuumTableRecord]:
+        """The saver's tables with their dead rows' share of the heap: what VACUUM makes
+        reusable (not what it gives back to the file system; that takes VACUUM FULL,
+        which locks)."""
+        found: list[VacuumTableRecord] = []
+        for table in self._tables():
             live, dead = table["live_rows"] or 0, table["dead_rows"] or 0
-            # The heap's share of dead row versions: what VACUUM makes reusable (not what
-            # it gives back to the file system; that takes VACUUM FULL, which locks).
-            table["bloat_estimate_bytes"] = (
-                round(table["table_bytes"] * dead / (live + dead)) if live + dead else 0
-            )
-        statement = "VACUUM (ANALYZE) " + ", ".join(t["table"] for t in storage["tables"])
-        return {"statement": statement, "tables": storage["tables"]}
+            bloat = round(table["table_bytes"] * dead / (live + dead)) if live + dead else 0
+            found.append({**table, "bloat_estimate_bytes": bloat})
+        return found
 
     def writer(self, *, timeout: float | None) -> Writer:
         from ckpt.stores.postgres.writer import PostgresWriter

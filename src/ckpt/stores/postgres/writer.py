@@ -24,6 +24,7 @@ from ckpt.pruning import (
     WriteRow,
     plan_thread,
 )
+from ckpt.records import NO_PAGES, VacuumReport, VacuumStateRecord, VacuumTableRecord
 from ckpt.stores.base import Writer
 from ckpt.stores.postgres.session import PgSession
 from ckpt.stores.prune_rows import metadata_facts
@@ -44,9 +45,9 @@ class PostgresStore(Protocol):
     @property
     def shallow(self) -> bool: ...
 
-    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]: ...
+    def vacuum_report(self, *, into: Path | None) -> VacuumReport: ...
 
-    def storage(self) -> dict[str, Any]: ...
+    def vacuum_tables(self) -> list[VacuumTableRecord]: ...
 
 
 def thread_rows(reader: PostgresStore, conn: Connection[Any], thread_id: str) -> ThreadRows:
@@ -217,14 +218,17 @@ class PostgresWriter(Writer):
                 )
 
     # -- vacuum -----------------------------------------------------------------------------
-    def vacuum(self, into: Path | None) -> dict[str, Any]:
+    def vacuum(self, into: Path | None) -> VacuumReport:
         """The dry run's report, then VACUUM, then the tables as they are after it."""
         if into is not None:
             raise BadOption("`into` is for SQLite stores")
         report = self.reader.vacuum_report(into=None)
         self._vacuum()
-        report["after"] = self.reader.storage()["tables"]
-        return report
+        return {
+            **report,
+            "before": _state(report["tables"] or []),
+            "after": _state(self.reader.vacuum_tables()),
+        }
 
     def _vacuum(self) -> None:
         """VACUUM (ANALYZE) the three tables: no lock that blocks readers or writers (not
@@ -244,6 +248,17 @@ class PostgresWriter(Writer):
 
     def close(self) -> None:
         self.conn.close()
+
+
+def _state(tables: list[VacuumTableRecord]) -> VacuumStateRecord:
+    """The store before or after VACUUM: its tables (Postgres has no file of its own)."""
+    return {
+        **NO_PAGES,
+        "disk_free_bytes": None,
+        "disk_needed_bytes": None,
+        "tables": tables,
+        "journal_mode": None,
+    }
 
 
 def refuse_shallow_keep(reader: PostgresStore, strategy: Strategy) -> None:

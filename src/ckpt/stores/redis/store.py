@@ -36,6 +36,7 @@ from ckpt.model import (
     RawWrite,
     ThreadBytes,
 )
+from ckpt.records import ServerRecord, StorageRecord, storage_record
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
 from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields
 from ckpt.stores.redis.keys import (
@@ -464,7 +465,7 @@ class RedisStore(DocumentStore):
             measured.write_bytes = sum(self._memory(writes))
         return found
 
-    def storage(self) -> dict[str, Any]:
+    def storage(self) -> StorageRecord:
         info = self.session.execute("INFO", "memory")
         used = int(info.get("used_memory", 0)) if isinstance(info, dict) else 0
         keys = int(self.session.execute("DBSIZE"))
@@ -485,19 +486,17 @@ class RedisStore(DocumentStore):
             family = key.split(b":", 1)[0].decode("utf-8", "replace") if b":" in key else ""
             family = family if family in known else "other"
             families[family] = families.get(family, 0) + 1
-        return {
-            "server": {
-                "product": "Redis",
-                "version": version,
-                "keys": keys,
-                "used_memory_bytes": used,
-                "modules": sorted(self.session.modules),
-                "indexed": self.indexed,
-                "key_families": dict(sorted(families.items())),
-                "note": "" if self.indexed else "no RediSearch index: read by SCAN",
-            },
-            "total_bytes": used,
+        found: ServerRecord = {
+            "product": "Redis",
+            "version": version,
+            "keys": keys,
+            "used_memory_bytes": used,
+            "modules": sorted(self.session.modules),
+            "indexed": self.indexed,
+            "key_families": dict(sorted(families.items())),
+            "note": "" if self.indexed else "no RediSearch index: read by SCAN",
         }
+        return storage_record(used, server=found)
 
     def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
         names = [_name(k) for k in keys]

@@ -8,7 +8,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from ckpt.errors import (
     StoreNotFound,
     StoreUnreadable,
 )
+from ckpt.records import FilePagesRecord
 from ckpt.stores.columns import typed_sqlite_row
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -334,3 +335,21 @@ def translate(exc: sqlite3.Error, location: str) -> CkptError:
     if isinstance(exc, sqlite3.OperationalError) and "no such" in text:
         return NotACheckpointStore(f"{location}: not a LangGraph checkpoint store ({text})")
     return StoreUnreadable(f"{location}: {text}")
+
+
+def file_pages(path: Path, pragma: Callable[[str], Any]) -> FilePagesRecord:
+    """A database file's size and pages, each `PRAGMA` asked through `pragma` (a reader's
+    connection or the writer's); OSError when the file cannot be measured."""
+    page_size = int(pragma("PRAGMA page_size"))
+    free = int(pragma("PRAGMA freelist_count"))
+    wal = Path(f"{path}-wal")
+    return {
+        "file_bytes": path.stat().st_size,
+        "page_size": page_size,
+        "pages": int(pragma("PRAGMA page_count")),
+        "free_pages": free,
+        # What VACUUM would give back: pages on the freelist (it may also repack
+        # half-empty pages, which no header counts).
+        "free_bytes": free * page_size,
+        "wal_bytes": wal.stat().st_size if wal.exists() else 0,
+    }

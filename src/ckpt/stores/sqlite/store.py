@@ -32,6 +32,7 @@ from ckpt.model import (
     ThreadSummary,
     WriteTotals,
 )
+from ckpt.records import StorageRecord, VacuumReport, storage_record
 from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import (
     checkpoint_from_body,
@@ -39,7 +40,7 @@ from ckpt.stores.body import (
     decode_value,
     sort_writes,
 )
-from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, rows, translate
+from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, file_pages, rows, translate
 from ckpt.vocabulary import FIND_LIMIT, TOO_LARGE
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ class SqliteStore(Store):
     """A SqliteSaver file: current, 2.x (no task_path), 1.x (`json` tag) or 0.1.x (thread_ts)."""
 
     kind = "sqlite"
-    reclaim = "vacuum"
+    reclaim = "file"
     thread_orders = frozenset({"thread", "updated"})
 
     def __init__(
@@ -698,26 +699,15 @@ class SqliteStore(Store):
             params.append(query.until_id)
         return where, params
 
-    def storage(self) -> dict[str, Any]:
-        page_size = self._run("PRAGMA page_size")[0][0]
-        pages = self._run("PRAGMA page_count")[0][0]
-        free = self._run("PRAGMA freelist_count")[0][0]
-        wal = Path(f"{self.path}-wal")
+    def storage(self) -> StorageRecord:
         try:
-            file_bytes = self.path.stat().st_size
-            wal_bytes = wal.stat().st_size if wal.exists() else 0
+            pages = file_pages(self.path, self._pragma)
         except OSError as exc:
             raise StoreUnreadable(f"{self.location}: cannot read ({exc.strerror})") from None
-        return {
-            "file_bytes": file_bytes,
-            "page_size": page_size,
-            "pages": pages,
-            "free_pages": free,
-            # What VACUUM would give back: pages on the freelist (it may also repack
-            # half-empty pages, which no header counts).
-            "free_bytes": free * page_size,
-            "wal_bytes": wal_bytes,
-        }
+        return storage_record((pages["file_bytes"] or 0) + (pages["wal_bytes"] or 0), pages=pages)
+
+    def _pragma(self, pragma: str) -> Any:
+        return self._run(pragma)[0][0]
 
     def write_totals(self, query: DumpQuery, keep: int) -> WriteTotals:
         with self._snapshot():
@@ -923,14 +913,14 @@ class SqliteStore(Store):
         with self._snapshot():
             return thread_rows(self.conn, thread_id, self.aes_key)
 
-    def vacuum_report(self, *, into: Path | None) -> dict[str, Any]:
-        import shutil
+    def vacuum_report(self, *, into: Path | None) -> VacuumReport:
+        from ckpt.stores.sqlite.writer import vacuum_report, vacuum_space
 
-        space = self.storage()
-        space["disk_free_bytes"] = shutil.disk_usage(self.path.parent).free
-        # VACUUM writes a copy of the database, then the journal or WAL: up to twice.
-        space["disk_needed_bytes"] = 2 * space["file_bytes"]
-        return {"into": str(into) if into else None, **space}
+        try:
+            space = vacuum_space(self.path, file_pages(self.path, self._pragma))
+        except OSError as exc:
+            raise StoreUnreadable(f"{self.location}: cannot read ({exc.strerror})") from None
+        return vacuum_report(self.path, space, into)
 
     def writer(self, *, timeout: float | None) -> Writer:
         from ckpt.stores.sqlite.writer import SqliteWriter

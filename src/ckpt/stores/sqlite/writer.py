@@ -13,13 +13,14 @@ import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 from ckpt.errors import CkptError, StoreBusy, StoreCorrupt, StoreNotFound, StoreUnreadable, Unsafe
 from ckpt.pruning import NamespacePlan, Strategy, ThreadPlan, ThreadRows, WriteRow, plan_thread
+from ckpt.records import FilePagesRecord, VacuumReport, VacuumSpaceRecord, VacuumStateRecord
 from ckpt.stores.base import Writer
 from ckpt.stores.prune_rows import sqlite_row
+from ckpt.stores.sqlite.connection import file_pages
 
 CHUNK = 500  # ids per `IN (...)`: far below SQLite's variable limit
 
@@ -50,6 +51,48 @@ def thread_rows(conn: sqlite3.Connection, thread_id: str, aes_key: bytes | None)
         else []
     )
     return ThreadRows(thread_id, checkpoints, writes)
+
+
+# VACUUM writes a copy of the database (a temporary file, then the journal or the WAL):
+# up to twice the file.
+VACUUM_ROOM = 2
+
+
+def vacuum_space(path: Path, pages: FilePagesRecord) -> VacuumSpaceRecord:
+    """The file's pages (`file_pages`), and the disk room VACUUM needs beside it."""
+    return {
+        **pages,
+        "disk_free_bytes": shutil.disk_usage(path.parent).free,
+        "disk_needed_bytes": VACUUM_ROOM * path.stat().st_size,
+        "tables": None,
+    }
+
+
+def vacuum_report(path: Path, space: VacuumSpaceRecord, into: Path | None) -> VacuumReport:
+    """`ckpt vacuum` of a SqliteSaver file as `space` finds it: VACUUM rewrites the file
+    (or writes the compacted copy `into` a new one)."""
+    target = str(into) if into is not None else None
+    return {
+        "reclaim": "file",
+        "statement": "VACUUM" if target is None else f"VACUUM INTO {sql_text(target)}",
+        "into": target,
+        "file_bytes": space["file_bytes"],
+        "page_size": space["page_size"],
+        "pages": space["pages"],
+        "free_pages": space["free_pages"],
+        "free_bytes": space["free_bytes"],
+        "wal_bytes": space["wal_bytes"],
+        "disk_free_bytes": space["disk_free_bytes"],
+        "disk_needed_bytes": space["disk_needed_bytes"],
+        "tables": None,
+        "before": None,
+        "after": None,
+    }
+
+
+def sql_text(text: str) -> str:
+    """A string literal of SQL: `'it''s'`."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 class SqliteWriter(Writer):
@@ -155,45 +198,35 @@ class SqliteWriter(Writer):
             raise _translate(exc, self.path) from None
 
     # -- vacuum -----------------------------------------------------------------------------
-    def space(self) -> dict[str, Any]:
+    def space(self) -> VacuumStateRecord:
         """What VACUUM would give back, and whether the disk has room for it."""
-        page_size = self.conn.execute("PRAGMA page_size").fetchone()[0]
-        pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
-        free = self.conn.execute("PRAGMA freelist_count").fetchone()[0]
-        journal = self.conn.execute("PRAGMA journal_mode").fetchone()[0]
-        wal = Path(f"{self.path}-wal")
-        disk = shutil.disk_usage(self.path.parent)
-        size = self.path.stat().st_size
+        conn = self.conn
+        journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
         return {
-            "file_bytes": size,
-            "page_size": page_size,
-            "pages": pages,
-            "free_pages": free,
-            "free_bytes": free * page_size,
-            "wal_bytes": wal.stat().st_size if wal.exists() else 0,
+            **vacuum_space(
+                self.path, file_pages(self.path, lambda p: conn.execute(p).fetchone()[0])
+            ),
             "journal_mode": journal,
-            "disk_free_bytes": disk.free,
-            # VACUUM writes a copy of the database (a temporary file, then the journal or
-            # the WAL): up to twice the file.
-            "disk_needed_bytes": 2 * size,
         }
 
-    def vacuum(self, into: Path | None) -> dict[str, Any]:
+    def vacuum(self, into: Path | None) -> VacuumReport:
         """VACUUM in place, or VACUUM INTO a new file: the space before and after."""
         before = self.space()
         self._vacuum(into)
         after = self.space() if into is None else None
-        return {"into": str(into) if into else None, "before": before, "after": after}
+        report = vacuum_report(self.path, before, into)
+        return {**report, "before": before, "after": after}
 
     def _vacuum(self, into: Path | None) -> None:
         """VACUUM in place (refused while another connection holds the database), or
         VACUUM INTO a new file; then truncate the WAL."""
         conn = self.conn
-        space = self.space()
+        size = self.path.stat().st_size
+        free = shutil.disk_usage(self.path.parent).free
         if into is not None:
             if into.exists():
                 raise Unsafe(f"{into} exists; give a new file for `into`")
-            if space["disk_free_bytes"] < space["file_bytes"]:
+            if free < size:
                 raise Unsafe(f"not enough free disk for {into}; nothing changed")
             try:
                 conn.execute("VACUUM INTO ?", (str(into),))
@@ -201,19 +234,20 @@ class SqliteWriter(Writer):
                 into.unlink(missing_ok=True)
                 raise _translate(exc, self.path) from None
             return
-        if space["disk_free_bytes"] < space["disk_needed_bytes"]:
+        if free < VACUUM_ROOM * size:
             raise Unsafe(
-                f"VACUUM needs up to {space['disk_needed_bytes']:,} bytes free beside "
-                f"{self.path}; {space['disk_free_bytes']:,} are; nothing changed "
+                f"VACUUM needs up to {VACUUM_ROOM * size:,} bytes free beside "
+                f"{self.path}; {free:,} are; nothing changed "
                 "(`into` a file elsewhere writes the copy there)"
             )
+        wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         try:
             # An exclusive transaction first: it fails when another connection writes (or,
             # in rollback-journal mode, reads). In WAL mode readers do not block it, but a
             # reader's snapshot keeps a full checkpoint from completing: that tells.
             conn.execute("BEGIN EXCLUSIVE")
             conn.execute("COMMIT")
-            if space["journal_mode"] == "wal":
+            if wal:
                 busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
                 if busy:
                     raise sqlite3.OperationalError("a reader holds a snapshot of the database")
@@ -223,7 +257,7 @@ class SqliteWriter(Writer):
             ) from None
         try:
             conn.execute("VACUUM")
-            if space["journal_mode"] == "wal":
+            if wal:
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         except sqlite3.OperationalError as exc:
             raise StoreBusy(f"{self.path}: VACUUM was refused ({exc}); nothing changed") from None
