@@ -10,7 +10,6 @@ store allows is its own to say (Store.check_prune, vacuum_report, writer).
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,9 @@ from typing import Any
 from ckpt.api import CheckpointStore
 from ckpt.errors import BadOption, NotFound
 from ckpt.prune import Strategy, ThreadPlan, plan_thread
-from ckpt.records import NamespacePlanRecord, ThreadPlanRecord, ThreadRecord
+from ckpt.records import NamespacePlanRecord, ThreadPlanRecord
+from ckpt.threads import parse_age as parse_age  # `ckpt prune --older-than`, `copy --since`
+from ckpt.threads import updated_time
 from ckpt.vocabulary import Status
 
 
@@ -37,17 +38,6 @@ class Selection:
     @property
     def given(self) -> bool:
         return bool(self.threads or self.older_than or self.status or self.where or self.since)
-
-
-def parse_age(text: str) -> dt.timedelta:
-    """`30d`, `12h`, `2w`, `90m`: how old a thread's latest checkpoint must be."""
-    match = re.fullmatch(r"\s*(\d+)\s*([mhdw])\s*", text)
-    if not match:
-        raise BadOption(f"--older-than {text!r}: give a number and m, h, d or w (e.g. 30d)")
-    amount, unit = int(match.group(1)), match.group(2)
-    return {"m": dt.timedelta(minutes=1), "h": dt.timedelta(hours=1)}.get(
-        unit, dt.timedelta(days=7 if unit == "w" else 1)
-    ) * amount
 
 
 def parse_since(text: str) -> dt.datetime:
@@ -87,25 +77,14 @@ def select(store: CheckpointStore, selection: Selection) -> list[str]:
     ):
         if wanted and record["thread_id"] not in wanted:
             continue
-        if cutoff is not None and not ((updated := _updated(record)) and updated < cutoff):
+        if cutoff is not None and not ((updated := updated_time(record)) and updated < cutoff):
             continue
         if selection.since is not None and not (
-            (updated := _updated(record)) and updated >= selection.since
+            (updated := updated_time(record)) and updated >= selection.since
         ):
             continue
         chosen.append(record["thread_id"])
     return chosen
-
-
-def _updated(record: ThreadRecord) -> dt.datetime | None:
-    text = record["updated_at"]
-    if not text:
-        return None
-    try:
-        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
 @dataclass

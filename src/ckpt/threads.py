@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
 from typing import Any, Final
 
+from ckpt.errors import BadOption
 from ckpt.records import ThreadRecord
 from ckpt.vocabulary import STATUSES
 
@@ -103,3 +106,27 @@ def _matches(actual: Any, wanted: str) -> bool:
     if isinstance(actual, bool):
         return str(actual).lower() == wanted.lower()
     return str(actual) == wanted
+
+
+def parse_age(text: str, option: str = "--older-than") -> dt.timedelta:
+    """`30d`, `12h`, `2w`, `90m`: an age (how old a thread's latest checkpoint is), given
+    to `option`."""
+    match = re.fullmatch(r"\s*(\d+)\s*([mhdw])\s*", text)
+    if not match:
+        raise BadOption(f"{option} {text!r}: give a number and m, h, d or w (e.g. 30d)")
+    amount, unit = int(match.group(1)), match.group(2)
+    return {"m": dt.timedelta(minutes=1), "h": dt.timedelta(hours=1)}.get(
+        unit, dt.timedelta(days=7 if unit == "w" else 1)
+    ) * amount
+
+
+def updated_time(record: ThreadRecord) -> dt.datetime | None:
+    """When the thread's latest checkpoint was written (UTC), or None when unknown."""
+    text = record["updated_at"]
+    if not text:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
