@@ -11,6 +11,7 @@ is built on this module, so the two never disagree. See docs/api.md.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -21,6 +22,7 @@ from ckpt.errors import BadOption, EncryptedError, NotFound
 from ckpt.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.records import (
     CheckpointRecord,
+    CheckRecord,
     HistoryNodeRecord,
     PatchOperation,
     StatsRecord,
@@ -412,6 +414,40 @@ class CheckpointStore:
         hidden = record["encryption"]["hidden"]
         self._hidden(types_error(hidden, has_key=bool(record["encryption"]["key"])), record)
         return record
+
+    def check(
+        self,
+        *,
+        threads: Sequence[str] = (),
+        stale: str | dt.timedelta | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> CheckRecord:
+        """Whether the store is whole (`ckpt check --json`): every row read once, every
+        value decoded; broken parent links, rows copied from another thread, missing and
+        unused blobs, undecodable or unverified bytes, which saver wrote it and whether the
+        current one reads it, strict-mode and pickle values, failed threads and those
+        waiting on an interrupt (for longer than `stale`: "7d", or a timedelta). Each
+        finding has a severity and, where ckpt has one, the command that fixes it; nothing
+        is changed. Encrypted values without a key are counted, not raised. `progress(n)`
+        hears of every n rows read (`stats_rows()` is their total). Unknown `threads`
+        raise NotFound."""
+        from ckpt.check import check_store
+        from ckpt.threads import parse_age
+
+        selected = self._known_threads(threads)
+        age = parse_age(stale, "--stale") if isinstance(stale, str) else stale
+        records = (
+            t
+            for t in self.iter_threads(sort="thread")
+            if not selected or t["thread_id"] in selected
+        )
+        return check_store(
+            self._store,
+            DumpQuery(thread_ids=selected),
+            threads=records,
+            stale=age,
+            progress=progress,
+        )
 
     def _known_threads(self, threads: Sequence[str]) -> tuple[str, ...]:
         for thread_id in threads:
