@@ -201,9 +201,18 @@ KINDS: Final[dict[str, Kind]] = {
             "unencrypted-row",
             "value",
             "error",
-            "values stored without encryption in an encrypted store: EncryptedSerializer "
-            "reads them silently (rows forged without the key, or written before encryption)",
+            "values stored without encryption among a thread's encrypted ones: "
+            "EncryptedSerializer reads them silently (rows written without the key: forged, "
+            "or from before encryption)",
             "restore",
+        ),
+        Kind(
+            "unencrypted-thread",
+            "value",
+            "warning",
+            "threads holding no encrypted value in a store that holds encrypted ones: "
+            "EncryptedSerializer reads them silently (written without the key: by another "
+            "application, before encryption, or forged)",
         ),
         Kind(
             "encrypted-unchecked",
@@ -376,10 +385,13 @@ class _Checker:
         # to look up) for a parent gone from the middle of a chain, a second root, a write
         # newer than every checkpoint read.
         self.suspects: list[tuple[str, str, str, str, str]] = []
-        self.plain: list[RawRow] = []  # unencrypted rows, named once the store is known encrypted
-        self.plain_count = 0
-        self.plain_bytes = 0
-        self.plain_threads: set[str] = set()
+        # The batch's threads: [encrypted values, plain values, their bytes], and the first
+        # plain rows of each. A thread holding both has unencrypted rows among encrypted ones;
+        # a thread holding plain values only is said once the store is known to hold
+        # encrypted ones (kept in `plain_threads` till the end).
+        self.tags_of: dict[str, list[int]] = {}
+        self.plain_rows: dict[str, list[RawRow]] = {}
+        self.plain_threads = _Finding(KINDS["unencrypted-thread"])
         self.thread: _Thread | None = None
         self.group: list[_Node] = []
         self.group_key: tuple[str, str] | None = None
@@ -685,18 +697,21 @@ class _Checker:
         finding.thread_count += max(health.orphan_write_threads - len(finding.batch_threads), 0)
 
     def tag(self, row: RawRow, tag: str | None) -> None:
-        """Encrypted rows are counted; unencrypted ones kept until the store is known to
-        be an encrypted one (a few are listed, all counted)."""
+        """Count the row's value as encrypted or plain, by thread (see `tags_of`)."""
         if tag is None or tag in _UNSERIALIZED:
             return
+        counts = self.tags_of.get(row.thread_id)
+        if counts is None:
+            counts = self.tags_of[row.thread_id] = [0, 0, 0]
         if tag.partition("+")[2]:
+            counts[0] += 1
             self.encrypted_rows += 1
             return
-        self.plain_count += 1
-        self.plain_bytes += getattr(row, "size", 0)
-        self.plain_threads.add(row.thread_id)
-        if len(self.plain) < PLACES_SHOWN:
-            self.plain.append(row)
+        counts[1] += 1
+        counts[2] += row.size
+        rows = self.plain_rows.setdefault(row.thread_id, [])
+        if len(rows) < PLACES_SHOWN:
+            rows.append(row)
 
     # -- the end of a batch --------------------------------------------------------------------
     def end_batch(self) -> None:
@@ -729,10 +744,7 @@ class _Checker:
         self.named_channels.clear()
         self.blob_sizes.clear()
         self.growing.clear()
-        if self.encrypted_rows and self.plain_count:
-            self.unencrypted()
-        elif not self.encrypted_rows:
-            self.plain_threads.clear()  # only a store holding encrypted values names them
+        self.unencrypted()
         for finding in self.findings.values():
             finding.close_batch()
 
@@ -779,18 +791,25 @@ class _Checker:
                 )
 
     def unencrypted(self) -> None:
-        """Unencrypted rows of a store that holds encrypted ones (all counted; those kept,
-        listed)."""
-        finding = self.findings.setdefault("unencrypted-row", _Finding(KINDS["unencrypted-row"]))
-        finding.count += self.plain_count
-        finding.bytes += self.plain_bytes
-        finding.batch_threads |= self.plain_threads
-        for row in self.plain:
-            if len(finding.places) < PLACES_SHOWN:
-                finding.places.append(_row_place(row, _part(row), row.type))
-        self.plain.clear()
-        self.plain_count = self.plain_bytes = 0
-        self.plain_threads.clear()
+        """Plain values of the batch's threads: among encrypted ones in the same thread (a
+        row written without the key), or in threads holding none (said at the end)."""
+        for thread_id, (encrypted, plain, size) in self.tags_of.items():
+            if not plain:
+                continue
+            finding = self.plain_threads
+            if encrypted:
+                finding = self.findings.setdefault(
+                    "unencrypted-row", _Finding(KINDS["unencrypted-row"])
+                )
+            finding.count += plain
+            finding.bytes += size
+            finding.batch_threads.add(thread_id)
+            for row in self.plain_rows.get(thread_id, ()):
+                if len(finding.places) < PLACES_SHOWN:
+                    finding.places.append(_row_place(row, _part(row), row.type))
+        self.plain_threads.close_batch()
+        self.tags_of.clear()
+        self.plain_rows.clear()
 
 
 def _needs_blob(
@@ -963,6 +982,8 @@ def _bytes_and_settings(checker: _Checker, types: TypesRecord) -> None:
         finding.count = encryption["hidden"]
     if encryption["key"] and not encryption["encrypted"]:
         checker.findings.setdefault("key-unused", _Finding(KINDS["key-unused"], count=1))
+    if checker.encrypted_rows and checker.plain_threads.count:
+        checker.findings["unencrypted-thread"] = checker.plain_threads
     unencrypted = checker.findings.get("unencrypted-row")
     if unencrypted is not None and not encryption["key"]:
         # Without the key the encrypted values are not verified either: said, not failed.
