@@ -258,6 +258,25 @@ def test_deleted_history_reads_as_a_prune(sqlite_store: Path, tmp_path: Path) ->
     assert by_code(record)["orphan-writes"]["threads"] == ["support-1"]
 
 
+def test_a_deleted_newest_checkpoint_shows_by_its_writes(
+    sqlite_store: Path, tmp_path: Path
+) -> None:
+    """No parent link names the newest checkpoint: once it is deleted, its pending writes,
+    newer than every checkpoint left, are all that says so (looked up again first, as a
+    live run's would be)."""
+    path = tmp_path / "rolled-back.sqlite"
+    shutil.copy(sqlite_store, path)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        newest = ids(conn, "approval-2")[-1]
+        (writes,) = conn.execute(
+            "SELECT count(*) FROM writes WHERE checkpoint_id = ?", (newest,)
+        ).fetchone()
+        conn.execute("DELETE FROM checkpoints WHERE checkpoint_id = ?", (newest,))
+    orphans = by_code(check(str(path)))["orphan-writes"]
+    assert orphans["threads"] == ["approval-2"] and orphans["count"] == writes >= 1
+    assert [p["checkpoint_id"] for p in orphans["places"]] == [newest]
+
+
 def test_stale_interrupts(sqlite_store: Path) -> None:
     waiting = by_code(check(str(sqlite_store), "--stale", "1000w"))
     assert "stale-interrupt" not in waiting and waiting["waiting"]["count"] == 2

@@ -175,8 +175,9 @@ class Watcher(Protocol):
         """A checkpoint body as read: the plain document, ext values left packed as
         `slice(code, data)` (msgpack), or the JSON document (json, Postgres JSONB)."""
 
-    def problem(self, row: RawRow, at: str, tag: str | None, error: str) -> None:
-        """A value that does not decode (`at`: checkpoint, metadata, blob, write)."""
+    def problem(self, row: RawRow, at: str, tag: str | None, error: str, *, large: bool) -> None:
+        """A value that does not decode (`at`: checkpoint, metadata, blob, write); `large`:
+        one past ckpt's resource caps (TooLarge), which is not damage."""
 
     def unverified(self, row: RawRow, at: str, tag: str | None) -> None:
         """An encrypted value the key given does not open (its authentication failed)."""
@@ -412,7 +413,9 @@ class Census:
         if row.body.startswith(TOO_LARGE):  # a body the store did not fetch (BODY_LIMIT)
             self._version(None)
             size = int(row.body[len(TOO_LARGE) :])
-            self._problem(row, "checkpoint", row.type, f"not read: {size:,} bytes, too large")
+            self._problem(
+                row, "checkpoint", row.type, f"not read: {size:,} bytes, too large", large=True
+            )
             return
         tag, data = self._open(row.type, row.body, "checkpoints", row)
         if data is None:
@@ -424,7 +427,7 @@ class Census:
             try:
                 self._pickle(data, _BODY, row, "checkpoint")
             except DecodeError as exc:
-                self._problem(row, "checkpoint", tag, str(exc))
+                self._problem(row, "checkpoint", tag, str(exc), large=isinstance(exc, TooLarge))
             return
         if tag not in ("msgpack", "json", None):
             self._version(None)
@@ -433,7 +436,7 @@ class Census:
             body = self._unpack_top(data) if tag == "msgpack" else _json_document(data)
         except DecodeError as exc:
             self._version(None)
-            self._problem(row, "checkpoint", tag, str(exc))
+            self._problem(row, "checkpoint", tag, str(exc), large=isinstance(exc, TooLarge))
             return
         v = body.get("v") if type(body) is dict else None
         v = v if type(v) is int else None
@@ -466,7 +469,7 @@ class Census:
                 walk(body, _BODY)
         except _Failure as exc:
             self.local.clear()
-            self._problem(row, "checkpoint", tag, str(exc))
+            self._problem(row, "checkpoint", tag, str(exc), large=isinstance(exc, TooLarge))
             return
         if self.local:
             self._flush_local(row, "checkpoint")
@@ -495,7 +498,7 @@ class Census:
                 self._pickle(data, where, row, at)
         except (_Failure, DecodeError) as exc:
             self.local.clear()
-            self._problem(row, at, tag, str(exc))
+            self._problem(row, at, tag, str(exc), large=isinstance(exc, TooLarge))
             return
         if self.local:
             self._flush_local(row, at)
@@ -554,10 +557,12 @@ class Census:
     def _version(self, v: int | None) -> None:
         self.versions[v] = self.versions.get(v, 0) + 1
 
-    def _problem(self, row: RawRow, at: str, tag: str | None, error: str) -> None:
+    def _problem(
+        self, row: RawRow, at: str, tag: str | None, error: str, *, large: bool = False
+    ) -> None:
         self.undecodable += 1
         if self.watcher is not None:
-            self.watcher.problem(row, at, tag, error)
+            self.watcher.problem(row, at, tag, error, large=large)
         if len(self.problems) < _MAX_UNDECODABLE:
             thread_id, ns, checkpoint_id, part, channel, _ = _example(row, at)
             self.problems.append(

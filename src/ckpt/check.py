@@ -190,6 +190,12 @@ KINDS: Final[dict[str, Kind]] = {
             "restore",
         ),
         Kind(
+            "too-large",
+            "value",
+            "warning",
+            "values past ckpt's resource caps (docs/security.md): not read, so not checked",
+        ),
+        Kind(
             "unverified",
             "value",
             "error",
@@ -382,9 +388,10 @@ class _Checker:
         self.deltas: set[str] = set()
         self.snapshots: list[tuple[Pair, str]] = []
         # To look up by id at the end of the batch: (what, thread, ns, checkpoint id, the id
-        # to look up) for a parent gone from the middle of a chain, a second root, a write
-        # newer than every checkpoint read.
+        # to look up) for a parent gone from the middle of a chain or a second root; and
+        # writes newer than every checkpoint read: (thread, ns, checkpoint id) -> [rows, bytes].
         self.suspects: list[tuple[str, str, str, str, str]] = []
+        self.ahead: dict[tuple[str, str, str], list[int]] = {}
         # The batch's threads: [encrypted values, plain values, their bytes], and the first
         # plain rows of each. A thread holding both has unencrypted rows among encrypted ones;
         # a thread holding plain values only is said once the store is known to hold
@@ -415,8 +422,9 @@ class _Checker:
     def body(self, row: RawCheckpoint, body: Any) -> None:
         self.last_body = (row, body)
 
-    def problem(self, row: RawRow, at: str, tag: str | None, error: str) -> None:
-        self.found("undecodable", row.thread_id, _row_place(row, at, f"{tag}: {error}"))
+    def problem(self, row: RawRow, at: str, tag: str | None, error: str, *, large: bool) -> None:
+        code = "too-large" if large else "undecodable"
+        self.found(code, row.thread_id, _row_place(row, at, f"{tag}: {error}"))
 
     def unverified(self, row: RawRow, at: str, tag: str | None) -> None:
         self.found("unverified", row.thread_id, _row_place(row, at, tag))
@@ -654,23 +662,22 @@ class _Checker:
         span = self.groups.get((write.thread_id, write.checkpoint_ns))
         if span is not None and write.checkpoint_id > span[1]:
             # Newer than every checkpoint read: it may be committed since. Looked up again.
-            self.suspects.append(
-                (
-                    "write",
-                    write.thread_id,
-                    write.checkpoint_ns,
-                    write.checkpoint_id,
-                    write.checkpoint_id,
-                )
+            counted = self.ahead.setdefault(
+                (write.thread_id, write.checkpoint_ns, write.checkpoint_id), [0, 0]
             )
+            counted[0] += 1
+            counted[1] += write.size
             return
         self.orphan_write(write.thread_id, write.checkpoint_ns, write.checkpoint_id, write.size)
 
-    def orphan_write(self, thread_id: str, ns: str, checkpoint_id: str, size: int) -> None:
+    def orphan_write(
+        self, thread_id: str, ns: str, checkpoint_id: str, size: int, *, count: int = 1
+    ) -> None:
         self.found(
             "orphan-writes",
             thread_id,
             place(thread_id, ns, checkpoint_id, detail="no such checkpoint"),
+            count=count,
             size=size,
         )
 
@@ -751,16 +758,16 @@ class _Checker:
     def look_up(self) -> None:
         """Checkpoints that may belong to another thread, and writes that may be newer
         than the read: asked of the store by id (at most LOOKUPS per run)."""
+        ahead, self.ahead = self.ahead, {}
+        for (thread_id, ns, checkpoint_id), (writes, size) in ahead.items():
+            if self.lookups < LOOKUPS:
+                self.lookups += 1
+                keys = self.store.find_exact(checkpoint_id)
+                if CheckpointKey(thread_id, ns, checkpoint_id) in keys:
+                    continue  # committed after the read: a live run, not damage
+            self.orphan_write(thread_id, ns, checkpoint_id, size, count=writes)
         suspects, self.suspects = self.suspects, []
         for kind, thread_id, ns, checkpoint_id, wanted in suspects:
-            if kind == "write":
-                if self.lookups < LOOKUPS:
-                    self.lookups += 1
-                    keys = self.store.find_exact(checkpoint_id)
-                    if CheckpointKey(thread_id, ns, checkpoint_id) in keys:
-                        continue  # committed after the read: a live run, not damage
-                self.orphan_write(thread_id, ns, checkpoint_id, 0)
-                continue
             others: list[str] = []
             if self.lookups < LOOKUPS:
                 self.lookups += 1

@@ -244,23 +244,23 @@ class PostgresStore(Store):
                 "release wrote it",
             )
         elif missing:
+            to_run = f"{newest + 1}-{LATEST}" if newest + 1 < LATEST else str(LATEST)
             langgraph, note = (
                 "migrates",
-                f"PostgresSaver of {PG_RELEASE} reads it only after setup() runs migrations "
-                f"{newest + 1}-{LATEST}: without them its reads fail (no {missing[0]})",
+                f"PostgresSaver of {PG_RELEASE} reads it only after setup() runs migration "
+                f"{to_run}: without it its reads fail (no {missing[0]})",
             )
         else:
             langgraph, note = "reads", f"PostgresSaver of {PG_RELEASE} reads it as it is"
+        if newest > LATEST:
+            releases = f"a langgraph-checkpoint-postgres newer than {PG_RELEASE}"
+        elif missing or newest < LATEST:
+            releases = "langgraph-checkpoint-postgres, before setup() ran all of its migrations"
+        else:
+            releases = f"langgraph-checkpoint-postgres up to {PG_RELEASE} (migrations 0-{LATEST})"
         return SaverFacts(
             saver="PostgresSaver",
-            releases=(
-                f"langgraph-checkpoint-postgres up to {PG_RELEASE.rsplit(' ', 1)[-1]} "
-                f"(the schema of migrations 0-{LATEST})"
-                if not missing and newest == LATEST
-                else f"langgraph-checkpoint-postgres, a schema older than migration {LATEST}"
-                if newest <= LATEST
-                else "a langgraph-checkpoint-postgres newer than ckpt knows"
-            ),
+            releases=releases,
             evidence=(
                 "checkpoints.checkpoint_id column",
                 rows,
