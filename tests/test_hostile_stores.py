@@ -53,9 +53,13 @@ ALLOWED = {
 }
 
 # Broken promises known and not fixed yet, by (case family, command prefix, problem
-# prefix): printed by the test, not failed on. None at present; a new one is listed here
-# and in docs/security.md ("Known gaps") until it is fixed.
-KNOWN_GAPS: Final[tuple[tuple[str, str, str], ...]] = ()
+# prefix): printed by the test, not failed on. A new one is listed here and in
+# docs/security.md ("Known gaps") until it is fixed.
+KNOWN_GAPS: Final[tuple[tuple[str, str, str], ...]] = (
+    # `types --json` names a class's example thread in the JSON of every class: a 10 MB
+    # thread id makes a record of 200 MB and more (found when `check` joined the sample).
+    ("ten-mb-id/thread_id", "types --json", "peak memory"),
+)
 
 COMMANDS: dict[str, list[str]] = {
     "threads": ["threads", "{store}"],
@@ -76,6 +80,8 @@ COMMANDS: dict[str, list[str]] = {
     "stats --json": ["stats", "{store}", "--json"],
     "types": ["types", "{store}"],
     "types --json": ["types", "{store}", "--json"],
+    "check": ["check", "{store}", "-q"],
+    "check --json": ["check", "{store}", "--json", "-q"],
 }
 
 
@@ -104,7 +110,9 @@ def problems(command: str, result: Result, built: Built, before: dict[str, str])
     elif result.exit_code is None:
         found.append(f"killed by signal {result.signal}")
     else:
-        allowed = set(ALLOWED) | ({ExitCode.DIFFERENT} if command.startswith("diff") else set())
+        # diff: 1 = the checkpoints differ; check: 1 = it found an error
+        findings = command.startswith(("diff", "check"))
+        allowed = set(ALLOWED) | ({ExitCode.DIFFERENT} if findings else set())
         if result.exit_code not in allowed:
             found.append(f"exit {result.exit_code}")
     try:

@@ -403,6 +403,9 @@ class _Checker:
         self.group: list[_Node] = []
         self.group_key: tuple[str, str] | None = None
         self.last_body: tuple[RawCheckpoint, Any] | None = None
+        # Each row brings its own copy of its thread id: what is kept holds one per thread
+        # (a hostile store's 10 MB id, kept per checkpoint, would be 10 MB each).
+        self.names: dict[str, str] = {}
 
     # -- findings -----------------------------------------------------------------------------
     def found(
@@ -411,7 +414,14 @@ class _Checker:
         finding = self.findings.get(code)
         if finding is None:
             finding = self.findings[code] = _Finding(KINDS[code])
+        thread_id = self.name(thread_id)
+        if where is not None:
+            where["thread_id"] = thread_id
         finding.add(thread_id, where, count=count, size=size)
+
+    def name(self, thread_id: str) -> str:
+        """The one copy of a thread id kept (see `names`)."""
+        return self.names.setdefault(thread_id, thread_id)
 
     def tick(self) -> None:
         self.read += 1
@@ -466,8 +476,9 @@ class _Checker:
         thread = self.thread
         if thread is None or thread.thread_id != row.thread_id:
             self.end_thread()
-            thread = self.thread = _Thread(row.thread_id)
-        key = (row.thread_id, row.checkpoint_ns)
+            thread = self.thread = _Thread(self.name(row.thread_id))
+        thread_id = thread.thread_id
+        key = (thread_id, row.checkpoint_ns)
         if key != self.group_key:
             self.end_group()
             self.group_key = key
@@ -482,7 +493,7 @@ class _Checker:
                 {str(k): str(v) for k, v in parents.items()} if isinstance(parents, dict) else None,
             )
         )
-        self.ids.add((row.thread_id, row.checkpoint_ns, row.checkpoint_id))
+        self.ids.add((thread_id, row.checkpoint_ns, row.checkpoint_id))
         span = self.groups.setdefault(key, [row.checkpoint_id, row.checkpoint_id])
         span[0], span[1] = min(span[0], row.checkpoint_id), max(span[1], row.checkpoint_id)
         if isinstance(body, dict):
@@ -498,19 +509,19 @@ class _Checker:
                         detail=f"the body says {stored_id}",
                     ),
                 )
-        pairs = self.versions(row, body, metadata)
+        pairs = self.versions(thread_id, row, body, metadata)
         if not row.checkpoint_ns:
             thread.growth.append((row.size, pairs))
 
     def versions(
-        self, row: RawCheckpoint, body: Any, metadata: dict[str, Any] | None
+        self, thread_id: str, row: RawCheckpoint, body: Any, metadata: dict[str, Any] | None
     ) -> tuple[Pair, ...]:
         """Note the blobs a checkpoint's versions name, and those it needs (blob_policy);
         returns the pairs (for its size with its values)."""
         versions = row.channel_versions
         if versions is None or self.policy == "none":
             return ()
-        thread_id, ns = row.thread_id, row.checkpoint_ns
+        ns = row.checkpoint_ns
         pairs = tuple((thread_id, ns, channel, version) for channel, version in versions.items())
         self.named.update(pairs)
         self.named_channels.update((thread_id, ns, channel) for channel in versions)
@@ -634,7 +645,7 @@ class _Checker:
     def blob(self, blob: RawBlob) -> None:
         self.tick()
         self.tag(blob, blob.type)
-        pair = (blob.thread_id, blob.checkpoint_ns, blob.channel, blob.version)
+        pair = (self.name(blob.thread_id), blob.checkpoint_ns, blob.channel, blob.version)
         self.blob_sizes[pair] = blob.size
         named = (
             pair in self.named
@@ -663,7 +674,7 @@ class _Checker:
         if span is not None and write.checkpoint_id > span[1]:
             # Newer than every checkpoint read: it may be committed since. Looked up again.
             counted = self.ahead.setdefault(
-                (write.thread_id, write.checkpoint_ns, write.checkpoint_id), [0, 0]
+                (self.name(write.thread_id), write.checkpoint_ns, write.checkpoint_id), [0, 0]
             )
             counted[0] += 1
             counted[1] += write.size
@@ -709,7 +720,7 @@ class _Checker:
             return
         counts = self.tags_of.get(row.thread_id)
         if counts is None:
-            counts = self.tags_of[row.thread_id] = [0, 0, 0]
+            counts = self.tags_of[self.name(row.thread_id)] = [0, 0, 0]
         if tag.partition("+")[2]:
             counts[0] += 1
             self.encrypted_rows += 1
@@ -744,6 +755,7 @@ class _Checker:
                     size=sum(sizes),
                 )
         self.look_up()
+        self.names.clear()
         self.groups.clear()
         self.ids.clear()
         self.required.clear()
