@@ -185,6 +185,8 @@ def test_findings_say_where(damaged: tuple[Path, Any]) -> None:
         assert "thread support-2" in copied["detail"]
         (cycle,) = found["cycle"]["places"]
         assert set(cycle["detail"].split(" -> ")) == set(ids(conn, "pending-1"))
+        (lost,) = found["missing-snapshot"]["places"]  # where LangGraph would rebuild it
+        assert (lost["checkpoint_id"], lost["channel"]) == (ids(conn, "delta-1")[-1], "log")
     swapped = {
         p["checkpoint_id"] for p in found["id-mismatch"]["places"] if p["thread_id"] == "fork-1"
     }

@@ -975,6 +975,7 @@ def _threads(
             checker.found("stale-interrupt" if late else "waiting", thread_id, where)
         if COUNTERS in thread["metadata"]:
             delta_threads.append(thread)
+    latest = {t["thread_id"]: t["checkpoint_id"] for t in delta_threads}
     for delta in delta_channels(checker.store, delta_threads, {}):
         if not delta["complete"]:
             checker.found(
@@ -983,9 +984,10 @@ def _threads(
                 place(
                     delta["thread_id"],
                     "",
-                    delta["snapshot_checkpoint_id"],
+                    latest[delta["thread_id"]],
                     channel=delta["channel"],
-                    detail="the walk back to its snapshot meets a missing checkpoint",
+                    detail="the walk back to its snapshot from the newest checkpoint meets a "
+                    "missing checkpoint",
                 ),
             )
     for finding in checker.findings.values():
