@@ -17,21 +17,28 @@ a fresh Python process timed with its peak RSS by GNU time.
   would have to do to look at every row, and checks nothing. `--limit-mb N` caps that
   child's address space (PostgresSaver.list fetches its whole result first).
 
-Measured 2026-12-04 on the 2 shared cores while other engineers' test suites ran (load
-average 3.4-4.7 throughout); ckpt the median of 3 runs, LangGraph one run each:
+Measured 2026-12-04 on the 2 shared cores, ckpt the median of 3 runs, LangGraph one run
+each; first with the machine quiet (load average 0.6-1.9, this bench's own processes and
+the Postgres server included), then while other engineers' test suites ran (3.4-4.7):
 
     store                                     ckpt check          LangGraph list(None)
-    SQLite 236 MB (1,000 threads x 6 turns)    1.95 s,  85 MB      6.88 s,    53 MB
-    SQLite 1.9 GB (600 threads x 25 turns)     5.98 s,  64 MB     66.75 s,    97 MB
-    Postgres, the 236 MB store (118 MB disk)   3.55 s,  85 MB      6.46 s,   621 MB
-    Postgres, the 1.9 GB store (493 MB disk)   6.68 s,  75 MB     54.17 s, 4,159 MB
+    quiet
+    SQLite 236 MB (1,000 threads x 6 turns)    1.09 s,  84 MB      3.33 s,    53 MB
+    SQLite 1.9 GB (600 threads x 25 turns)     3.21 s,  63 MB     34.87 s,    97 MB
+    Postgres, the 236 MB store (118 MB disk)   1.95 s,  85 MB      5.14 s,   621 MB
+    Postgres, the 1.9 GB store (493 MB disk)   6.01 s,  74 MB     40.73 s, 4,159 MB
+    loaded
+    SQLite 236 MB                              1.95 s,  85 MB      6.88 s,    53 MB
+    SQLite 1.9 GB                              5.98 s,  64 MB     66.75 s,    97 MB
+    Postgres, the 236 MB store                 3.55 s,  85 MB      6.46 s,   621 MB
+    Postgres, the 1.9 GB store                 6.68 s,  75 MB     54.17 s, 4,159 MB
 
 (The Postgres stores hold the same rows, 1.6 GB of values as stored for the large one:
 TOAST compresses them on disk.) ckpt check reads every row once, decodes every value
-and runs every check, 11x faster than list() on the large SQLite store and 8x on the
+and runs every check, 11x faster than list() on the large SQLite store and 7x on the
 large Postgres one, which only reads; list() of PostgresSaver fetches its whole result
 before the first row, so its memory grows with the store (4.2 GB), where ckpt's stays
-flat: 85 -> 64 MB (SQLite) and 85 -> 75 MB (Postgres) for 8 times the bytes.
+flat: 84 -> 63 MB (SQLite) and 85 -> 74 MB (Postgres) for 8 times the bytes.
 
 Memory does not grow with the store: a batch of threads (at most 20,000 checkpoints and
 blobs, ckpt.stats.thread_batches) is held at a time, with a few ids per checkpoint.
