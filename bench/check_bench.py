@@ -117,25 +117,18 @@ def main() -> None:
     parser.add_argument("--limit-mb", type=int, default=12_000, help="cap of list()'s child")
     parser.add_argument("--no-langgraph", action="store_true")
     args = parser.parse_args()
-    for store in args.sqlite:
-        size = Path(store).stat().st_size >> 20
+    stores = [
+        (store, f"SQLite {Path(store).stat().st_size >> 20:,} MB", "SqliteSaver", LIST_SQLITE)
+        for store in args.sqlite
+    ] + [(url, url.rsplit("/", 1)[-1], "PostgresSaver", LIST_POSTGRES) for url in args.postgres]
+    for store, name, saver, listing in stores:
         results = [child(CKPT, "check", store, "--json", "--quiet") for _ in range(args.runs)]
-        _print(f"ckpt check  SQLite {size:,} MB", results)
+        _print(f"ckpt check  {name}", results)
         if not args.no_langgraph:
             results = [
-                child(LIST_SQLITE, store, limit_mb=args.limit_mb)
-                for _ in range(args.langgraph_runs)
+                child(listing, store, limit_mb=args.limit_mb) for _ in range(args.langgraph_runs)
             ]
-            _print(f"SqliteSaver.list(None)  {size:,} MB", results)
-    for url in args.postgres:
-        results = [child(CKPT, "check", url, "--json", "--quiet") for _ in range(args.runs)]
-        _print(f"ckpt check  {url.rsplit('/', 1)[-1]}", results)
-        if not args.no_langgraph:
-            results = [
-                child(LIST_POSTGRES, url, limit_mb=args.limit_mb)
-                for _ in range(args.langgraph_runs)
-            ]
-            _print(f"PostgresSaver.list(None)  {url.rsplit('/', 1)[-1]}", results)
+            _print(f"{saver}.list(None)  {name}", results)
 
 
 def _print(label: str, results: list[tuple[float, float, int]]) -> None:
