@@ -117,7 +117,8 @@ Shell completion: `ckpt --install-completion` (bash, zsh, fish, PowerShell).
 
 WHEN = {
     ExitCode.OK: "success",
-    ExitCode.DIFFERENT: "`ckpt diff`: the two checkpoints differ (like diff(1))",
+    ExitCode.DIFFERENT: "`ckpt diff`: the two checkpoints differ (like diff(1)); `ckpt check`: "
+    "a finding of error severity (or of the `--fail-on` severity) was found",
     ExitCode.USAGE: "bad arguments or options",
     ExitCode.NO_STORE: "the store path does not exist; no store or several found",
     ExitCode.UNREADABLE: "not SQLite; not a checkpoint store; server down, login or "

@@ -6,6 +6,7 @@ problems of one run, and the run of a matrix of (case, command) pairs."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -58,6 +59,13 @@ COMMANDS: dict[str, list[str]] = {
     "types": ["types", "{store}"],
     "types --json": ["types", "{store}", "--json"],
 }
+# `ckpt check` reads every row and decodes every value: sampled on its own (CHECK_RUNS
+# pairs, the same seed), so that the matrix of the commands above stays the one it was.
+CHECK_COMMANDS: dict[str, list[str]] = {
+    "check": ["check", "{store}", "-q"],
+    "check --json": ["check", "{store}", "--json", "-q"],
+}
+CHECK_RUNS = int(os.environ.get("HOSTILE_CHECK_RUNS", "48"))
 
 
 def bases(fixture_dir: Path) -> dict[str, Path]:
@@ -85,7 +93,9 @@ def problems(command: str, result: Result, built: Built, before: dict[str, str])
     elif result.exit_code is None:
         found.append(f"killed by signal {result.signal}")
     else:
-        allowed = set(ALLOWED) | ({ExitCode.DIFFERENT} if command.startswith("diff") else set())
+        # diff: 1 = the checkpoints differ; check: 1 = it found an error
+        findings = command.startswith(("diff", "check"))
+        allowed = set(ALLOWED) | ({ExitCode.DIFFERENT} if findings else set())
         if result.exit_code not in allowed:
             found.append(f"exit {result.exit_code}")
     try:
@@ -127,7 +137,7 @@ def problems(command: str, result: Result, built: Built, before: dict[str, str])
 def arguments(command: str, built: Built) -> list[str]:
     return [
         built.store if part == "{store}" else built.thread if part == "{thread}" else part
-        for part in COMMANDS[command]
+        for part in {**COMMANDS, **CHECK_COMMANDS}[command]
     ]
 
 

@@ -491,3 +491,7 @@ def test_a_body_too_large_to_fetch_is_a_record_and_the_rest_shows(tmp_path: Path
         assert run(*command).exit_code == 0, command
     types = json.loads(run("types", str(store), "--json").stdout)
     assert [p["checkpoint_id"] for p in types["undecodable"]] == [checkpoint]
+    checked = run("check", str(store), "--json")  # not read is not damage: a warning
+    assert checked.exit_code == 0, checked.output
+    (large,) = [f for f in json.loads(checked.stdout)["findings"] if f["code"] == "too-large"]
+    assert large["severity"] == "warning" and large["places"][0]["checkpoint_id"] == checkpoint

@@ -295,6 +295,7 @@ def views(store: Path) -> list[list[str]]:
         ["stats", str(store), "--quiet"],
         ["stats", str(store), "--json", "--quiet"],
         ["types", str(store), "--quiet"],
+        ["check", str(store), "--quiet"],
         ["show", f"{HOSTILE}x", *db],  # an error message naming it
     ]
 
@@ -450,6 +451,7 @@ def test_an_escape_in_any_string_field_never_reaches_a_terminal(
         ["diff", _THREAD, *db],
         ["stats", str(store), "--quiet"],
         ["types", str(store), "--quiet"],
+        ["check", str(store), "--quiet"],
     ):
         result = runner.invoke(app, args, env=env)
         assert result.exit_code in (0, 1, 5, 7), (field, args, result.stderr)

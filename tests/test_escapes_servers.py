@@ -32,6 +32,7 @@ def _views(url: str, thread: str) -> list[list[str]]:
         ["diff", thread, *db],
         ["stats", url, "--quiet"],
         ["types", url, "--quiet"],
+        ["check", url, "--quiet"],
         ["show", f"{thread}x", *db],  # an error message naming it
     ]
 

@@ -24,7 +24,7 @@ from fixtures.js_stores import node_dsn
 from ckpt.errors import ExitCode
 from ckpt_runner import Runner
 from hostile import MSGPACK, Built, nested_ext
-from promises import ALLOWED, COMMANDS, problems
+from promises import ALLOWED, CHECK_COMMANDS, COMMANDS, problems
 
 pytestmark = pytest.mark.postgres
 
@@ -181,7 +181,9 @@ def test_every_command_on_hostile_postgres_schemas(
         for index, (schema, name) in enumerate(_schemas()):
             if index % SHARDS != shard:
                 continue
-            for command, template in _sampled(index):
+            # and `check`, which decodes every value, on every schema
+            check = ("check --json", CHECK_COMMANDS["check --json"])
+            for command, template in [*_sampled(index), check]:
                 args = [
                     url if p == "{store}" else THREAD if p == "{thread}" else p for p in template
                 ]

@@ -27,7 +27,16 @@ import pytest
 
 from ckpt_runner import Runner
 from hostile import Built, Case, cases, sample, value_in
-from promises import COMMANDS, bases, corpus, corpus_seeds, problems, run_matrix
+from promises import (
+    CHECK_COMMANDS,
+    CHECK_RUNS,
+    COMMANDS,
+    bases,
+    corpus,
+    corpus_seeds,
+    problems,
+    run_matrix,
+)
 from store_files import folder_hashes
 
 DATA = Path(__file__).parent / "data"
@@ -94,7 +103,8 @@ def test_every_command_on_a_sample_of_hostile_stores(
     every = cases(base_paths)
     pairs = sample(every, list(COMMANDS), SEED, RUNS)
     assert len(pairs) == RUNS
-    mine = shard_of(pairs, shard)
+    checks = sample(every, list(CHECK_COMMANDS), SEED, CHECK_RUNS)
+    mine = shard_of(pairs, shard) + shard_of(checks, shard)
     runs, failures = run_matrix(runner, mine, base_paths, tmp_path, base_threads)
     print(f"hostile stores: {len(every)} cases, {runs} runs, {len(failures)} failures")
     assert runs == len(mine) and not failures, "\n".join(failures[:40])
@@ -120,7 +130,8 @@ def test_every_command_on_the_regression_corpus(
     every = cases(base_paths, seeds=corpus_seeds(sorted(wanted)))
     chosen = [case for case in every if case.name in wanted]
     assert {case.name for case in chosen} == wanted, wanted - {case.name for case in chosen}
-    pairs = shard_of([(case, command) for case in chosen for command in COMMANDS], shard)
+    commands = [*COMMANDS, "check --json"]
+    pairs = shard_of([(case, command) for case in chosen for command in commands], shard)
     runs, failures = run_matrix(runner, pairs, base_paths, tmp_path, base_threads)
     assert runs == len(pairs) and not failures, "\n".join(failures[:40])
 

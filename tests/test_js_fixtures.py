@@ -547,3 +547,16 @@ def test_the_values_view_shows_what_get_state_values_shows(js_build: JsBuild) ->
         if s["checkpoint_id"] == record["checkpoint_id"] and s["checkpoint_ns"] == ""
     )
     assert "__pregel_tasks" not in snapshot["values"]
+
+
+def test_check_finds_no_damage(js_build: JsBuild) -> None:
+    """`ckpt check` on the stores LangGraph.js wrote: no error. Their schemas lack
+    `writes.task_path` (and, in Postgres, the last migrations), so the Python savers read
+    them only once their setup() adds it: check says so."""
+    from checking import check
+    from pg import url_of
+
+    for store in (str(js_build.sqlite), url_of(js_build.pg_dsn)):
+        record = check(store)
+        assert record["summary"]["error"] == 0, record["findings"]
+        assert record["saver"]["langgraph"] == "migrates"

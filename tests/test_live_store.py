@@ -2,7 +2,7 @@
 
 A graph writes through SqliteSaver (or PostgresSaver) in another process, holding its
 connection the ways applications do (tests/live_writer.py), while ckpt runs `threads`,
-`show`, `history` and `dump` in a loop. Every run must succeed, show a consistent
+`show`, `history`, `dump` and `check` in a loop. Every run must succeed, show a consistent
 snapshot, and never make the application fail. Bounded in time: about 25 s in all.
 """
 
@@ -65,6 +65,8 @@ def check_run(args: list[str], stdout: str) -> list[str]:
     if command == "history":
         return single_chains(strict_json(stdout))
     parsed = strict_json(stdout)
+    if command == "check":  # what a live graph leaves is never damage
+        return [f"check: {f['code']}" for f in parsed["findings"] if f["severity"] == "error"]
     if command == "show":
         values = parsed["channel_values"]
         return [] if isinstance(values, dict) and "notes" in values else ["show: no notes"]
@@ -95,6 +97,7 @@ def read_while_writing(
         ["threads", location, "--json"],
         ["history", "live-0", "--db", location, "--json"],
         ["show", "live-0", "--blobs", "--db", location, "--json"],
+        ["check", location, "--json", "--quiet"],
     ]
     reads = 0
     try:

@@ -39,6 +39,7 @@ READ_COMMANDS_RUN = [
     ["stats", "--json"],
     ["types"],
     ["types", "--json"],
+    ["check", "--json"],
 ]
 
 

@@ -42,6 +42,7 @@ READ_COMMANDS_RUN = [
     ["stats", "--json"],
     ["types"],
     ["types", "--json"],
+    ["check", "--json"],
 ]
 
 

@@ -39,6 +39,7 @@ def reads(store: Path) -> list[list[str]]:
         ["dump", str(store), "--quiet"],
         ["stats", str(store), "--json", "--quiet"],
         ["types", str(store), "--quiet"],
+        ["check", str(store), "--quiet"],
     ]
 
 

@@ -27,6 +27,7 @@ from ckpt.errors import BadOption, EncryptedError, MissingDependency, NotFound
 from ckpt.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.records import (
     CheckpointRecord,
+    CheckRecord,
     HistoryNodeRecord,
     PatchOperation,
     StatsRecord,
@@ -549,6 +550,41 @@ class CheckpointStore:
         hidden = record["encryption"]["hidden"]
         self._hidden(types_error(hidden, has_key=bool(record["encryption"]["key"])), record)
         return record
+
+    def check(
+        self,
+        *,
+        threads: Sequence[str] = (),
+        stale: When | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> CheckRecord:
+        """Whether the store is whole (`ckpt check --json`): every row read once, every
+        value decoded; broken parent links, rows copied from another thread, missing and
+        unused blobs, undecodable or unverified bytes, which saver wrote it and whether the
+        current one reads it, strict-mode and pickle values, failed threads and those
+        waiting on an interrupt (for longer than `stale`: "7d", or a timedelta). Each
+        finding has a severity and, where ckpt has one, the command that fixes it; nothing
+        is changed. Encrypted values without a key are counted, not raised. `progress(n)`
+        hears of every n rows read (`stats_rows()` is their total). Unknown `threads`
+        raise NotFound."""
+        from ckpt.check import check_store
+        from ckpt.when import moment, parse_age
+
+        selected = self._known_threads(threads)
+        now = dt.datetime.now(dt.UTC)  # an age, or the time since which a wait is stale
+        age = now - moment(parse_age(stale, "stale"), now) if stale is not None else None
+        records = (
+            t
+            for t in self.iter_threads(sort="thread")
+            if not selected or t["thread_id"] in selected
+        )
+        return check_store(
+            self._store,
+            DumpQuery(thread_ids=selected),
+            threads=records,
+            stale=age,
+            progress=progress,
+        )
 
     def _known_threads(self, threads: Sequence[str]) -> tuple[str, ...]:
         for thread_id in threads:

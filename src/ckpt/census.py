@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import json
 import marshal
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import ormsgpack
 
@@ -152,25 +153,53 @@ def census(
             raise BadOption("empty thread id in `threads`")
         if not store.thread_exists(thread_id):
             raise NotFound(f"no thread {thread_id!r} in {store.location}")
-    scan = _Census(store.aes_key)
+    scan = Census(store.aes_key)
     rows = _rows(store, query, scan)
     for row in progress(rows) if progress is not None else rows:
         scan.row(row)
+    return census_record(store, scan)
+
+
+def census_record(store: Store, scan: Census) -> TypesRecord:
+    """The record of a census fed by another scan (ckpt.check reads the rows itself and
+    hands each one to `scan.row`, calling `scan.flush()` after each batch of threads)."""
     scan.flush()
     _place_blob_examples(store, scan)
     return scan.record(_store_record(store))
 
 
+class Watcher(Protocol):
+    """What a census tells the scan that feeds it (`ckpt check`) about single rows: the
+    counts of the TypesRecord say how many, these say which."""
+
+    def body(self, row: RawCheckpoint, body: Any) -> None:
+        """A checkpoint body as read: the plain document, ext values left packed as
+        `slice(code, data)` (msgpack), or the JSON document (json, Postgres JSONB)."""
+
+    def problem(self, row: RawRow, at: str, tag: str | None, error: str, *, large: bool) -> None:
+        """A value that does not decode (`at`: checkpoint, metadata, blob, write); `large`:
+        one past ckpt's resource caps (TooLarge), which is not damage."""
+
+    def unverified(self, row: RawRow, at: str, tag: str | None) -> None:
+        """An encrypted value the key given does not open (its authentication failed)."""
+
+    def strict(self, row: RawRow, at: str, names: list[str]) -> None:
+        """A value naming classes LangGraph's strict msgpack mode does not rebuild."""
+
+    def pickled(self, row: RawRow, at: str, names: list[str]) -> None:
+        """A pickle value, and the globals loading it would import."""
+
+
 # -- reading the rows ----------------------------------------------------------------------
 
 
-def _rows(store: Store, query: DumpQuery, scan: _Census) -> Iterator[RawRow]:
+def _rows(store: Store, query: DumpQuery, scan: Census) -> Iterator[RawRow]:
     if store.rows_in_python_order:
         return _merged_rows(store, query, scan)
     return _batched_rows(store, query, scan)
 
 
-def _merged_rows(store: Store, query: DumpQuery, scan: _Census) -> Iterator[RawRow]:
+def _merged_rows(store: Store, query: DumpQuery, scan: Census) -> Iterator[RawRow]:
     """Every row of the three scans, one thread after another (stores whose scans list
     rows sorted by thread id in Python's order), with a flush between threads: a
     thread's checkpoints, then its blobs, then its writes."""
@@ -194,7 +223,7 @@ def _merged_rows(store: Store, query: DumpQuery, scan: _Census) -> Iterator[RawR
         scan.flush()
 
 
-def _batched_rows(store: Store, query: DumpQuery, scan: _Census) -> Iterator[RawRow]:
+def _batched_rows(store: Store, query: DumpQuery, scan: Census) -> Iterator[RawRow]:
     """Stores whose order is their own collation (Postgres): checkpoints stream in one
     scan; after each PG_BATCH threads, their blobs and writes (nested scans, each finished
     before the outer one goes on)."""
@@ -290,11 +319,14 @@ class _Found:
         self.registered = False  # its classes have a _Uses (with an example) in `types`
 
 
-class _Census:
-    """One scan: fed raw rows, it keeps the counts `record()` turns into a TypesRecord."""
+class Census:
+    """One scan: fed raw rows, it keeps the counts `record()` turns into a TypesRecord.
+    `watcher` hears of single rows (see Watcher)."""
 
-    def __init__(self, aes_key: bytes | None) -> None:
+    def __init__(self, aes_key: bytes | None, watcher: Watcher | None = None) -> None:
         self.aes_key = aes_key
+        self.watcher = watcher
+        self.strict_names: dict[TypeKey, str | None] = {}  # key -> its name if strict refuses it
         self.types: dict[TypeKey, _Uses] = {}
         self.pickles: dict[str, _Uses] = {}
         self.pickle_values = 0
@@ -374,12 +406,17 @@ class _Census:
         if row.type == "jsonb":
             # Postgres: the JSONB body holds primitives only; its values are blobs.
             self._count_tag("jsonb", "checkpoints")
-            self._version(_json_version(row.body))
+            document = _json_or_none(row.body)
+            self._version(_version_of(document))
+            if self.watcher is not None and document is not None:
+                self.watcher.body(row, document)
             return
         if row.body.startswith(TOO_LARGE):  # a body the store did not fetch (BODY_LIMIT)
             self._version(None)
             size = int(row.body[len(TOO_LARGE) :])
-            self._problem(row, "checkpoint", row.type, f"not read: {size:,} bytes, too large")
+            self._problem(
+                row, "checkpoint", row.type, f"not read: {size:,} bytes, too large", large=True
+            )
             return
         tag, data = self._open(row.type, row.body, "checkpoints", row)
         if data is None:
@@ -391,7 +428,7 @@ class _Census:
             try:
                 self._pickle(data, _BODY, row, "checkpoint")
             except DecodeError as exc:
-                self._problem(row, "checkpoint", tag, str(exc))
+                self._problem(row, "checkpoint", tag, str(exc), large=isinstance(exc, TooLarge))
             return
         if tag not in ("msgpack", "json", None):
             self._version(None)
@@ -400,11 +437,13 @@ class _Census:
             body = self._unpack_top(data) if tag == "msgpack" else _json_document(data)
         except DecodeError as exc:
             self._version(None)
-            self._problem(row, "checkpoint", tag, str(exc))
+            self._problem(row, "checkpoint", tag, str(exc), large=isinstance(exc, TooLarge))
             return
         v = body.get("v") if type(body) is dict else None
         v = v if type(v) is int else None
         self.versions[v] = self.versions.get(v, 0) + 1
+        if self.watcher is not None:
+            self.watcher.body(row, body)
         walk = self._walk if tag == "msgpack" else self._json_walk
         wheres = self.channel_wheres
         try:
@@ -431,7 +470,7 @@ class _Census:
                 walk(body, _BODY)
         except _Failure as exc:
             self.local.clear()
-            self._problem(row, "checkpoint", tag, str(exc))
+            self._problem(row, "checkpoint", tag, str(exc), large=isinstance(exc, TooLarge))
             return
         if self.local:
             self._flush_local(row, "checkpoint")
@@ -449,14 +488,18 @@ class _Census:
             if tag == "msgpack":
                 if _has_ext(data):
                     self._walk(self._unpack_top(data), where)
+                elif self.watcher is not None:  # `ckpt check` decodes every value
+                    self._unpack_top(data)
             elif tag == "json" or (tag is None and not _looks_pickled(data)):
                 if b'"lc"' in data:
                     self._json_walk(_json_document(data), where)
+                elif self.watcher is not None:
+                    _json_document(data)
             elif tag in ("pickle", None):
                 self._pickle(data, where, row, at)
         except (_Failure, DecodeError) as exc:
             self.local.clear()
-            self._problem(row, at, tag, str(exc))
+            self._problem(row, at, tag, str(exc), large=isinstance(exc, TooLarge))
             return
         if self.local:
             self._flush_local(row, at)
@@ -498,6 +541,8 @@ class _Census:
         if plaintext is None:
             self.hidden += 1
             self.wrong_key += 1
+            if self.watcher is not None:
+                self.watcher.unverified(row, _EXAMPLE_PART[part], tag)
             return inner, None
         self.decrypted += 1
         if inner in ("empty", "bytes", "bytearray") or not plaintext:
@@ -513,8 +558,12 @@ class _Census:
     def _version(self, v: int | None) -> None:
         self.versions[v] = self.versions.get(v, 0) + 1
 
-    def _problem(self, row: RawRow, at: str, tag: str | None, error: str) -> None:
+    def _problem(
+        self, row: RawRow, at: str, tag: str | None, error: str, *, large: bool = False
+    ) -> None:
         self.undecodable += 1
+        if self.watcher is not None:
+            self.watcher.problem(row, at, tag, error, large=large)
         if len(self.problems) < _MAX_UNDECODABLE:
             thread_id, ns, checkpoint_id, part, channel, _ = _example(row, at)
             self.problems.append(
@@ -743,6 +792,8 @@ class _Census:
     def _pickle(self, data: bytes, where: Where, row: RawRow, at: str) -> None:
         names = pickle_globals(data)  # DecodeError for a malformed pickle
         self.pickle_values += 1
+        if self.watcher is not None:
+            self.watcher.pickled(row, at, names)
         seen = self.open_threads.setdefault(row.thread_id, set())
         for name in names:
             uses = self.pickles.get(name)
@@ -767,7 +818,30 @@ class _Census:
                 into[found] = into.get(found, 0) + times
                 if not found.registered:
                     self._register(found, row, at)
+        if self.watcher is not None:
+            self._strict(row, at)
         local.clear()
+
+    def _strict(self, row: RawRow, at: str) -> None:
+        """Tell the watcher of the classes in this row strict mode would not rebuild."""
+        names = self.strict_names
+        refused: list[str] = []
+        for counts in self.local.values():
+            for found in counts:
+                for key in found.keys:
+                    name = names.get(key, "")
+                    if name == "":
+                        code, module, class_name, method = key
+                        status = _status(code, module, class_name, method)
+                        refused_name = f"{module}.{class_name}" + (f".{method}" if method else "")
+                        name = names[key] = (
+                            refused_name if status in ("allowlist", "blocked") else None
+                        )
+                    if name is not None and name not in refused:
+                        refused.append(name)
+        if refused:
+            assert self.watcher is not None
+            self.watcher.strict(row, at, refused)
 
     def _register(self, found: _Found, row: RawRow, at: str) -> None:
         for key in found.keys:
@@ -1041,7 +1115,7 @@ def _tuple_text(entry: tuple[str, ...]) -> str:
     return f"({parts},)" if len(entry) == 1 else f"({parts})"
 
 
-def _place_blob_examples(store: Store, scan: _Census) -> None:
+def _place_blob_examples(store: Store, scan: Census) -> None:
     """A blob has no checkpoint id: name the first checkpoint that holds that version,
     reading only the example's own thread and namespace."""
     wanted: dict[tuple[str, str], list[_Uses]] = {}
@@ -1069,13 +1143,16 @@ def _place_blob_examples(store: Store, scan: _Census) -> None:
 
 
 def _example(row: RawRow, at: str) -> Example:
-    """Where a row's value is, as TypeExampleRecord names it."""
+    """Where a row's value is, as TypeExampleRecord names it. The thread id is interned:
+    every row brings its own copy of it, and a class's example may keep it (twenty
+    classes of a thread whose id is 10 MB held twenty copies)."""
+    thread_id = sys.intern(row.thread_id)
     if type(row) is RawBlob:
-        return (row.thread_id, row.checkpoint_ns, None, "blob", row.channel, row.version)
+        return (thread_id, row.checkpoint_ns, None, "blob", row.channel, row.version)
     if type(row) is RawWrite:
-        return (row.thread_id, row.checkpoint_ns, row.checkpoint_id, "write", row.channel, None)
+        return (thread_id, row.checkpoint_ns, row.checkpoint_id, "write", row.channel, None)
     assert isinstance(row, RawCheckpoint)
-    return (row.thread_id, row.checkpoint_ns, row.checkpoint_id, at, None, None)
+    return (thread_id, row.checkpoint_ns, row.checkpoint_id, at, None, None)
 
 
 def _may_hold_ext(value: Any) -> bool:
@@ -1114,9 +1191,9 @@ def _version_of(body: Any) -> int | None:
     return v if type(v) is int else None
 
 
-def _json_version(text: bytes) -> int | None:
+def _json_or_none(text: bytes) -> Any:
     try:
-        return _version_of(json.loads(text)) if text else None
+        return json.loads(text) if text else None
     except (ValueError, RecursionError):
         return None
 

@@ -11,6 +11,7 @@ class ExitCode(IntEnum):
 
     OK = 0
     DIFFERENT = 1  # `ckpt diff`: the checkpoints differ (like diff(1))
+    FINDINGS = 1  # `ckpt check`: an error was found (or what --fail-on names), like linters
     USAGE = 2  # bad arguments (Click/Typer's own code for usage errors)
     NO_STORE = 3  # the store file/folder does not exist, or none/several were found
     UNREADABLE = 4  # not SQLite, not a checkpoint store, server down, permission denied

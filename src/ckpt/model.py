@@ -261,6 +261,20 @@ class StoreHealth:
     namespaces: list[tuple[str, str]] = field(default_factory=list)  # every (thread, ns)
 
 
+@dataclass(frozen=True, slots=True)
+class SaverFacts:
+    """Which saver wrote a store, from its schema (Store.saver), and what the saver of the
+    current release does with it (`ckpt check`)."""
+
+    saver: str  # the saver class, as LangGraph names it: "SqliteSaver", "PostgresSaver" ...
+    releases: str  # the releases whose schema this is, in words
+    evidence: tuple[str, ...]  # what says so: columns, tables, migration rows, file layouts
+    # What the current saver does with it: "reads" (as it is), "migrates" (after its
+    # setup() changes the schema), "cannot", or "unknown" (nothing here says).
+    langgraph: str
+    note: str  # that, in one line, naming the release
+
+
 @dataclass(slots=True)
 class WriteTotals:
     """Pending writes aggregated for `stats`: by channel, by namespace, and how many of them

@@ -1390,3 +1390,76 @@ def _as_json(value: Any) -> Any:
 
 # No float: a float may be NaN or infinite.
 _PLAIN_ITEMS: Final = frozenset({str, int, bool, type(None)})
+
+
+# -- ckpt check -----------------------------------------------------------------------------
+
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: Final[tuple[Severity, ...]] = ("error", "warning", "info")
+
+
+class PlaceRecord(TypedDict):
+    """Where one occurrence of a finding is: a checkpoint, a value (channel) of one, a
+    write, a blob (no checkpoint of its own: `checkpoint_id` null) or a whole thread."""
+
+    thread_id: str
+    checkpoint_ns: str | None
+    checkpoint_id: str | None
+    channel: str | None
+    detail: str | None  # what is wrong there: the missing parent, the decoder's error ...
+
+
+class FindingRecord(TypedDict):
+    """One kind of problem `ckpt check` found, with every occurrence counted and the
+    first of them listed (a store with a million stays small)."""
+
+    code: str  # stable: "dangling-parent", "undecodable" ... (docs/json.md)
+    severity: Severity
+    unit: str  # what `count` counts: "checkpoint", "value", "blob", "write", "thread" ...
+    reason: str  # one line
+    count: int  # occurrences: checkpoints, rows, values or threads, as `reason` says
+    threads: list[str]  # the first affected threads, in id order
+    thread_count: int  # all of them
+    places: list[PlaceRecord]  # the first occurrences
+    bytes: int | None  # the bytes concerned, where that matters
+    fix: str | None  # the ckpt command line that fixes it (never run by check), or null
+
+
+class SaverRecord(TypedDict):
+    """Which saver and releases wrote the store, and what the current one does with it."""
+
+    saver: str
+    releases: str
+    evidence: list[str]
+    formats: list[str]  # the checkpoint format versions stored, and who writes each
+    langgraph: Literal["reads", "migrates", "cannot", "unknown"]
+    note: str
+
+
+class CheckScannedRecord(TypedDict):
+    threads: int
+    checkpoints: int
+    blobs: int
+    writes: int
+    values: int  # values decoded (bodies, blobs, writes, serde metadata)
+    bytes: int
+
+
+class CheckSummaryRecord(TypedDict):
+    error: int
+    warning: int
+    info: int
+
+
+class CheckRecord(TypedDict):
+    """`ckpt check --json` (docs/json.md, docs/check.schema.json)."""
+
+    store: TypesStoreRecord
+    saver: SaverRecord
+    selection: dict[str, Any]
+    scanned: CheckScannedRecord
+    tags: list[TagCountRecord]
+    encryption: TypesEncryptionRecord
+    findings: list[FindingRecord]  # errors first, then warnings, then info
+    summary: CheckSummaryRecord  # findings by severity
+    status: Literal["error", "warning", "info", "ok"]  # the worst severity found

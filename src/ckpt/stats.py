@@ -157,7 +157,7 @@ def _scan(
     scan = _Scan(
         store, sizes, keep=keep, top=top, listed=listed, charted=charted, progress=progress
     )
-    for batch in _batches(sizes):
+    for batch in thread_batches(sizes):
         scan.batch(DumpQuery(thread_ids=tuple(batch), checkpoint_ns=query.checkpoint_ns))
     return scan
 
@@ -173,7 +173,7 @@ def rows_to_read(store: Store, query: DumpQuery | None = None) -> int:
     return sum(s.checkpoints + s.blobs + s.writes for s in sizes.values())
 
 
-def _batches(sizes: dict[str, ThreadBytes]) -> Iterator[list[str]]:
+def thread_batches(sizes: dict[str, ThreadBytes]) -> Iterator[list[str]]:
     """Threads in id order, cut where a batch would read more than BATCH_ROWS rows."""
     batch: list[str] = []
     rows = 0
@@ -600,7 +600,7 @@ class _Scan:
 GROWTH_SAMPLE: Final = 20  # root checkpoints below which no growth verdict is given
 
 
-def _shape(
+def growth_shape(
     checkpoints: int, sizes: list[int], first: int, last: int
 ) -> Literal["growing", "flat", "too_short"]:
     """Whether a thread's checkpoints keep getting bigger: then the thread grows with the
@@ -628,7 +628,7 @@ def _growth(thread_id: str, thread: _Thread) -> GrowthRecord:
         thread.by_channel.items(), key=lambda item: (item[1], item[0]), default=("", 0)
     )
     first = thread.first or 0
-    shape = _shape(
+    shape = growth_shape(
         thread.root_checkpoints, [p["bytes"] for p in thread.points or []], first, thread.last
     )
     return {
@@ -715,11 +715,11 @@ def health_record(
             else None
         ),
         "unresolved": unresolved,
-        "delta_channels": _delta_channels(store, threads, snapshots or {}),
+        "delta_channels": delta_channels(store, threads, snapshots or {}),
     }
 
 
-def _delta_channels(
+def delta_channels(
     store: Store, threads: Sequence[ThreadRecord], snapshots: dict[str, dict[str, str]]
 ) -> list[DeltaHealthRecord]:
     """Each delta channel of each thread's latest checkpoint: the snapshot a replay starts
@@ -779,8 +779,9 @@ def _key(key: Any) -> KeyRecord:
     }
 
 
-def _step(row: RawCheckpoint) -> int | None:
-    """The step from the stored metadata: JSON text (SQLite, Postgres) or serde msgpack."""
+def metadata_of(row: RawCheckpoint) -> dict[str, Any] | None:
+    """The stored metadata as plain data: JSON text (SQLite, Postgres) or serde msgpack
+    (ext values read as None); None when it is neither, or does not parse."""
     try:
         if row.metadata_type in ("json", "jsonb"):
             metadata = json.loads(row.metadata) if row.metadata else None
@@ -788,9 +789,15 @@ def _step(row: RawCheckpoint) -> int | None:
             metadata = ormsgpack.unpackb(row.metadata, ext_hook=lambda code, data: None)
         else:
             return None
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return None
-    step = metadata.get("step") if isinstance(metadata, dict) else None
+    return metadata if isinstance(metadata, dict) else None
+
+
+def _step(row: RawCheckpoint) -> int | None:
+    """The step from the stored metadata."""
+    metadata = metadata_of(row)
+    step = metadata.get("step") if metadata is not None else None
     return step if isinstance(step, int) and not isinstance(step, bool) else None
 
 

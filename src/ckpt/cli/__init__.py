@@ -152,10 +152,11 @@ def _root(
 ) -> None:
     """Inspect and dump LangGraph checkpoint stores without running any code from them.
 
-    Exit codes: 0 ok, 1 diff found differences, 2 usage, 3 no store, 4 unreadable store,
-    5 corrupt, 6 encrypted without key, 7 not found, 8 ambiguous id, 9 refused pickle global,
-    10 missing optional dependency, 11 store locked (prune, vacuum), 12 refused as unsafe,
-    13 not supported on this kind of store, 70 internal error (a bug in ckpt). See docs/cli.md.
+    Exit codes: 0 ok, 1 diff found differences or check found an error, 2 usage, 3 no
+    store, 4 unreadable store, 5 corrupt, 6 encrypted without key, 7 not found, 8 ambiguous
+    id, 9 refused pickle global, 10 missing optional dependency, 11 store locked (prune,
+    vacuum), 12 refused as unsafe, 13 not supported on this kind of store, 70 internal
+    error (a bug in ckpt). See docs/cli.md.
     """
 
 
@@ -170,6 +171,7 @@ COMMAND_MODULES: dict[str, str] = {
     "dump": "compare",
     "stats": "stats_cmd",
     "types": "types_cmd",
+    "check": "check_cmd",
     "prune": "maintain",
     "vacuum": "maintain",
     "copy": "copy_cmd",
@@ -192,6 +194,8 @@ def _register(module: str) -> None:
         from ckpt.cli.stats_cmd import register
     elif module == "types_cmd":
         from ckpt.cli.types_cmd import register
+    elif module == "check_cmd":
+        from ckpt.cli.check_cmd import register
     elif module == "maintain":
         from ckpt.cli.maintain import register
     elif module == "copy_cmd":

@@ -238,6 +238,7 @@ FLAGS: dict[str, str] = {
     "until": "--until",
     "since_id": "--since",
     "until_id": "--until",
+    "stale": "--stale",
     "status": "--status",
     "where": "--where",
     "all=True": "--all",

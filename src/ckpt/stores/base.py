@@ -21,6 +21,7 @@ from ckpt.model import (
     RawBlob,
     RawCheckpoint,
     RawWrite,
+    SaverFacts,
     StoreHealth,
     ThreadBytes,
     ThreadSummary,
@@ -66,6 +67,35 @@ class Store(ABC):
     def era_note(self) -> str:
         """The era in words, for `ckpt types` (empty when there is nothing to say)."""
         return ""
+
+    def saver(self) -> SaverFacts:
+        """Which saver and releases wrote the store, read from its schema, migration rows
+        or layout, and whether the current release of that saver reads it (`ckpt check`)."""
+        return SaverFacts(
+            saver="unknown",
+            releases=self.era_note or self.era,
+            evidence=(),
+            langgraph="unknown",
+            note="nothing in the store's layout says which release wrote it",
+        )
+
+    @property
+    def blob_policy(self) -> str:
+        """Which channel versions of a checkpoint name a stored value apart from it, for
+        `ckpt check` to look for: "every" (one per version, `empty` ones included:
+        InMemorySaver, ShallowPostgresSaver), "updated" (PostgresSaver: the values it does
+        not keep inline) or "none" (values inside the body, or none kept)."""
+        return "none"
+
+    @property
+    def copy_target(self) -> bool:
+        """Whether `ckpt copy` can write into this store (a backup's threads copied back
+        over damaged ones: the fix `ckpt check` suggests)."""
+        return False
+
+    # Whether `raw_writes` yields writes whose checkpoint is gone; stores that find writes
+    # through their checkpoints' keys count those in `health` only.
+    raw_writes_complete: ClassVar[bool] = True
 
     # -- listing ---------------------------------------------------------------------------
     # The `order`s `threads` can stream in (besides any order the caller sorts itself).

@@ -101,6 +101,7 @@ def key_order(key: CheckpointKey) -> tuple[str, str, str]:
 
 class DocumentStore(Store):
     label: ClassVar[str]  # "Redis", "MongoDB": for messages
+    raw_writes_complete = False  # writes are found through their checkpoints' keys
 
     def __init__(self, location: str, *, aes_key: bytes | None = None) -> None:
         super().__init__(location, aes_key=aes_key)

@@ -31,6 +31,7 @@ from ckpt.model import (
     PendingWrite,
     RawCheckpoint,
     RawWrite,
+    SaverFacts,
     ThreadBytes,
 )
 from ckpt.records import CollectionRecord, StorageRecord, storage_record
@@ -171,6 +172,18 @@ class MongoStore(DocumentStore):
         return (
             f"MongoDBSaver (langgraph-checkpoint-mongodb) database {self.database!r}, "
             f"collections {self.checkpoints_name!r} and {self.writes_name!r}"
+        )
+
+    def saver(self) -> SaverFacts:
+        return SaverFacts(
+            saver="MongoDBSaver",
+            releases="langgraph-checkpoint-mongodb (the layout of 0.5.1)",
+            evidence=(
+                f"collections {self.checkpoints_name!r} and {self.writes_name!r} in "
+                f"database {self.database!r}",
+            ),
+            langgraph="reads",
+            note="MongoDBSaver of langgraph-checkpoint-mongodb 0.5.1 reads it",
         )
 
     # -- listing ---------------------------------------------------------------------------

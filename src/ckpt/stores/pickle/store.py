@@ -29,6 +29,7 @@ from ckpt.model import (
     RawBlob,
     RawCheckpoint,
     RawWrite,
+    SaverFacts,
     StoreHealth,
     ThreadBytes,
     ThreadSummary,
@@ -310,6 +311,35 @@ class PickleStore(Store):
         if self.layout.single_file:
             return "one PersistentDict file: checkpoints only"
         return "the `langgraph dev` folder: storage, writes, blobs"
+
+    @property
+    def blob_policy(self) -> str:
+        # InMemorySaver.put stores a blob for each new version, `empty` ones too.
+        return "every" if self._blobs is not None and not self._inline_values else "none"
+
+    def saver(self) -> SaverFacts:
+        if self.layout.single_file:
+            return SaverFacts(
+                saver="InMemorySaver with PersistentDict",
+                releases=(
+                    "langgraph-checkpoint 2.0.5 - 2.0.21 (values inside the bodies)"
+                    if self._inline_values
+                    else "langgraph-checkpoint 2.0.22 or later (no values, no writes)"
+                ),
+                evidence=("one PersistentDict pickle holding the storage dict",),
+                langgraph="reads",
+                note=(
+                    "nothing in LangGraph loads the file back by itself: PersistentDict.load() "
+                    "does, by hand, for an InMemorySaver"
+                ),
+            )
+        return SaverFacts(
+            saver="InMemorySaver of `langgraph dev` (langgraph-runtime-inmem)",
+            releases="langgraph-runtime-inmem",
+            evidence=(".langgraph_checkpoint.1/.2/.3.pckl: storage, writes, blobs",),
+            langgraph="unknown",
+            note="the `langgraph dev` server loads these files when it starts (not checked here)",
+        )
 
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         if not sizes and self._lean is not None:

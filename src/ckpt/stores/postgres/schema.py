@@ -50,6 +50,7 @@ class PgLayout:
     id_expr: Composable  # the checkpoint id of row `c`
     parent_expr: Composable  # its parent id (NULL in a shallow store)
     task_path_expr: Composable  # a write's task_path (''::text before checkpoint-postgres 2)
+    task_path: bool  # checkpoint_writes has the task_path column (migration 9)
     notices: list[str] = field(default_factory=list)
 
     def sql(self, template: str, **parts: Composable) -> Composed:
@@ -142,6 +143,7 @@ def detect_layout(session: PgSession, schema: str | None) -> PgLayout:
         id_expr=sql.SQL("(c.checkpoint->>'id')" if shallow else "c.checkpoint_id"),
         parent_expr=sql.SQL("NULL::text" if shallow else "c.parent_checkpoint_id"),
         task_path_expr=sql.SQL("w.task_path" if "task_path" in write_columns else "''::text"),
+        task_path="task_path" in write_columns,
         notices=notices,
     )
     if not layout.has_blobs:
@@ -173,3 +175,27 @@ def _no_tables_message(session: PgSession, schema: str | None) -> str:
     if elsewhere:
         message += f"; found one in schema {elsewhere[0]!r}: pass `schema` {elsewhere[0]}"
     return message
+
+
+def migrations(session: PgSession, schema: str | None) -> list[int] | None:
+    """The rows of `checkpoint_migrations` (the versions setup() ran, sorted), or None
+    when the schema has no such table the session may read."""
+    sql = session.pg.sql
+    name = "checkpoint_migrations"
+    ((oid, readable),) = session.rows(
+        sql.SQL(
+            "SELECT r.oid, r.oid IS NOT NULL AND has_table_privilege(r.oid, 'SELECT') "
+            "FROM (SELECT to_regclass(CASE WHEN %s::text IS NULL THEN quote_ident(%s) "
+            "ELSE format('%%I.%%I', %s::text, %s::text) END)::oid AS oid) AS r"
+        ),
+        (schema, name, schema, name),
+    )
+    if oid is None or not readable:
+        return None
+    table = sql.Identifier(schema, name) if schema else sql.Identifier(name)
+    return [
+        int(v)
+        for (v,) in session.rows(
+            sql.SQL("SELECT v FROM {} WHERE v IS NOT NULL ORDER BY v").format(table)
+        )
+    ]

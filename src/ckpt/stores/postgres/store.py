@@ -21,6 +21,7 @@ from ckpt.model import (
     RawBlob,
     RawCheckpoint,
     RawWrite,
+    SaverFacts,
     StoreHealth,
     ThreadBytes,
     ThreadSummary,
@@ -36,7 +37,7 @@ from ckpt.records import (
 )
 from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes, too_large_record
-from ckpt.stores.postgres.schema import CHECKPOINT_BYTES, detect_layout
+from ckpt.stores.postgres.schema import CHECKPOINT_BYTES, detect_layout, migrations
 from ckpt.stores.postgres.session import PgSession
 from ckpt.vocabulary import FIND_LIMIT
 
@@ -105,6 +106,21 @@ class _Fetched(NamedTuple):
 
     blobs: dict[BlobKey, _Blob]
     writes: dict[WriteKey, list[_RawWrite]] | None
+
+
+# The saver release `ckpt check` speaks for (requirements/ci-constraints.txt), and the last
+# migration of its ShallowPostgresSaver (its MIGRATIONS list has 8: format.md §6).
+PG_RELEASE: Final = "langgraph-checkpoint-postgres 3.2.0"
+SHALLOW_LATEST: Final = 7
+
+
+def _migration_rows(ran: list[int]) -> str:
+    """`checkpoint_migrations v0-9` (a gap or a missing first row shows)."""
+    if not ran:
+        return "checkpoint_migrations is empty"
+    if ran == list(range(ran[0], ran[-1] + 1)):
+        return f"checkpoint_migrations v{ran[0]}-{ran[-1]}"
+    return "checkpoint_migrations v" + ", ".join(map(str, ran))
 
 
 # A blob or a write counts as its bytes (a checkpoint: schema.CHECKPOINT_BYTES).
@@ -185,6 +201,83 @@ class PostgresStore(Store):
         if self.layout.shallow:
             return "ShallowPostgresSaver tables (latest checkpoint only)"
         return "PostgresSaver tables (values in checkpoint_blobs)"
+
+    @property
+    def copy_target(self) -> bool:
+        return not self.layout.shallow
+
+    @property
+    def blob_policy(self) -> str:
+        if not self.layout.has_blobs:
+            return "none"
+        return "every" if self.layout.shallow else "updated"
+
+    def saver(self) -> SaverFacts:
+        from ckpt.stores.postgres.target import LATEST
+
+        ran = migrations(self._session, self.schema)
+        rows = "no checkpoint_migrations table" if ran is None else _migration_rows(ran)
+        if self.layout.shallow:
+            done = ran is not None and max(ran, default=-1) >= SHALLOW_LATEST
+            return SaverFacts(
+                saver="ShallowPostgresSaver",
+                releases="langgraph-checkpoint-postgres's deprecated shallow saver",
+                evidence=(
+                    "checkpoints without checkpoint_id",
+                    "checkpoint_blobs without version",
+                    rows,
+                ),
+                langgraph="reads" if done else "migrates",
+                note=(
+                    f"ShallowPostgresSaver of {PG_RELEASE} reads it (deprecated); PostgresSaver "
+                    "cannot (no checkpoint_id column)"
+                    if done
+                    else f"ShallowPostgresSaver of {PG_RELEASE} reads it after its setup() runs "
+                    f"the migrations up to v{SHALLOW_LATEST}"
+                ),
+            )
+        missing = [
+            what
+            for what, present in (
+                ("checkpoint_blobs", self.layout.has_blobs),
+                ("checkpoint_writes", self.layout.has_writes),
+                ("checkpoint_writes.task_path", self.layout.has_writes and self.layout.task_path),
+            )
+            if not present
+        ]
+        newest = max(ran, default=-1) if ran is not None else -1
+        if newest > LATEST:
+            langgraph, note = (
+                "unknown",
+                f"migration v{newest} is newer than the v{LATEST} of {PG_RELEASE}: a later "
+                "release wrote it",
+            )
+        elif missing:
+            to_run = f"{newest + 1}-{LATEST}" if newest + 1 < LATEST else str(LATEST)
+            langgraph, note = (
+                "migrates",
+                f"PostgresSaver of {PG_RELEASE} reads it only after setup() runs migration "
+                f"{to_run}: without it its reads fail (no {missing[0]})",
+            )
+        else:
+            langgraph, note = "reads", f"PostgresSaver of {PG_RELEASE} reads it as it is"
+        if newest > LATEST:
+            releases = f"a langgraph-checkpoint-postgres newer than {PG_RELEASE}"
+        elif missing or newest < LATEST:
+            releases = "langgraph-checkpoint-postgres, before setup() ran all of its migrations"
+        else:
+            releases = f"langgraph-checkpoint-postgres up to {PG_RELEASE} (migrations 0-{LATEST})"
+        return SaverFacts(
+            saver="PostgresSaver",
+            releases=releases,
+            evidence=(
+                "checkpoints.checkpoint_id column",
+                rows,
+                *(f"no {what}" for what in missing),
+            ),
+            langgraph=langgraph,
+            note=note,
+        )
 
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         statement = self.threads_statement(sizes=sizes, order=order)

@@ -34,6 +34,7 @@ from ckpt.model import (
     PendingWrite,
     RawCheckpoint,
     RawWrite,
+    SaverFacts,
     ThreadBytes,
 )
 from ckpt.records import ServerRecord, StorageRecord, storage_record
@@ -59,6 +60,7 @@ from ckpt.stores.redis.keys import (
 from ckpt.stores.redis.session import RedisSession, glob_escape, tag_escape
 
 PREFIX: Final = "checkpoint"
+REDIS_RELEASE: Final = "langgraph-checkpoint-redis 0.5.2"  # the saver `ckpt check` speaks for
 _SEARCH_PAGE: Final = 5000
 
 
@@ -159,6 +161,36 @@ class RedisStore(DocumentStore):
             )
         saver = "ShallowRedisSaver" if self.era == "shallow" else "RedisSaver"
         return f"{saver} (langgraph-checkpoint-redis) JSON documents, found by {how}"
+
+    def saver(self) -> SaverFacts:
+        how = (
+            "RediSearch indexes " + ", ".join(sorted(self.search_names))
+            if self.indexed
+            else ("no RediSearch index")
+        )
+        if self.js:
+            return SaverFacts(
+                saver="RedisSaver of LangGraph.js",
+                releases="@langchain/langgraph-checkpoint-redis (the layout of 1.0.11)",
+                evidence=("checkpoint_blob documents", how),
+                langgraph="unknown",
+                note="the Python RedisSaver does not read this layout; LangGraph.js's does",
+            )
+        shallow = self.era == "shallow"
+        saver = "ShallowRedisSaver" if shallow else "RedisSaver"
+        return SaverFacts(
+            saver=saver,
+            releases="langgraph-checkpoint-redis (the layout of 0.5.2)",
+            evidence=(
+                "checkpoint:{thread}:{ns}" + ("" if shallow else ":{id}") + " JSON documents",
+                how,
+            ),
+            langgraph="reads" if self.indexed else "migrates",
+            note=(
+                f"{saver} of {REDIS_RELEASE} reads it"
+                + ("" if self.indexed else " once its setup() creates the RediSearch indexes")
+            ),
+        )
 
     # -- key names -------------------------------------------------------------------------
     def _names(self, keys: Iterable[bytes]) -> Iterator[tuple[str, CheckpointName]]:

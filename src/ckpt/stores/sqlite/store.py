@@ -27,6 +27,7 @@ from ckpt.model import (
     PendingWrite,
     RawCheckpoint,
     RawWrite,
+    SaverFacts,
     StoreHealth,
     ThreadBytes,
     ThreadSummary,
@@ -56,6 +57,40 @@ _ERAS: Final[dict[str, str]] = {
     "current": "SqliteSaver tables of checkpoint-sqlite 3.1.2 or later (writes.task_path)",
     "pre-task_path": "SqliteSaver tables of checkpoint-sqlite 1.0.0 - 3.1.1 (no writes.task_path)",
     "0.1": "langgraph 0.1 tables (thread_ts ids, untyped blobs): current LangGraph reads none",
+}
+
+
+# The saver release `ckpt check` speaks for (requirements/ci-constraints.txt; a test holds
+# it to the installed package).
+SAVER_RELEASE: Final = "langgraph-checkpoint-sqlite 3.1.2"
+_SAVERS: Final[dict[str, SaverFacts]] = {
+    "current": SaverFacts(
+        saver="SqliteSaver",
+        releases="langgraph-checkpoint-sqlite 3.1.2 or later",
+        evidence=("writes.task_path column",),
+        langgraph="reads",
+        note=f"{SAVER_RELEASE} reads it as it is",
+    ),
+    "pre-task_path": SaverFacts(
+        saver="SqliteSaver",
+        releases="langgraph-checkpoint-sqlite 1.0.0 - 3.1.1 (or LangGraph.js's SqliteSaver)",
+        evidence=("checkpoints.checkpoint_ns and type columns", "no writes.task_path column"),
+        langgraph="migrates",
+        note=(
+            f"{SAVER_RELEASE} reads it once its setup() adds writes.task_path, which it runs "
+            "on first use: opening the file with it changes the schema"
+        ),
+    ),
+    "0.1": SaverFacts(
+        saver="SqliteSaver",
+        releases="langgraph 0.1.x (before the checkpoint packages split off)",
+        evidence=("checkpoints.thread_ts column", "no checkpoint_ns or type column"),
+        langgraph="cannot",
+        note=(
+            f"{SAVER_RELEASE} cannot read it: its setup() alters the writes table, then "
+            "every query fails (no column checkpoint_ns)"
+        ),
+    ),
 }
 
 
@@ -118,6 +153,23 @@ class SqliteStore(Store):
     @property
     def era_note(self) -> str:
         return _ERAS.get(self._era, "")
+
+    def saver(self) -> SaverFacts:
+        facts = _SAVERS[self._era]
+        if self._era != "0.1" and not self.has_writes:
+            facts = SaverFacts(
+                facts.saver,
+                facts.releases,
+                (*facts.evidence, "no writes table"),
+                "migrates",
+                f"{SAVER_RELEASE} reads it once its setup() creates the writes table (on "
+                "first use)",
+            )
+        return facts
+
+    @property
+    def copy_target(self) -> bool:
+        return self._era != "0.1"
 
     @contextmanager
     def _snapshot(self) -> Iterator[None]:

@@ -1,0 +1,87 @@
+"""`check`: whether a store is whole, what is wrong with it and how to fix it (the work is
+ckpt.check through CheckpointStore.check; the view is ckpt.render.check_view)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from ckpt.cli.common import opened, state
+from ckpt.cli.options import (
+    JsonOpt,
+    QuietOpt,
+    StoreArg,
+    StoreOptions,
+    ThreadsOpt,
+    store_options,
+)
+
+
+class FailOn(StrEnum):
+    error = "error"
+    warning = "warning"
+
+
+@store_options
+def check(
+    ctx: typer.Context,
+    store: StoreArg = None,
+    thread: ThreadsOpt = None,
+    stale: Annotated[
+        str | None,
+        typer.Option(
+            "--stale",
+            metavar="AGE",
+            help="A thread waiting on an interrupt for longer than AGE (30d, 12h, 2w) is a "
+            "warning (default: a note, whatever its age).",
+            show_default=False,
+        ),
+    ] = None,
+    fail_on: Annotated[
+        FailOn,
+        typer.Option("--fail-on", help="Exit 1 when a finding this severe or worse is found."),
+    ] = FailOn.error,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+    *,
+    store_options: StoreOptions,
+) -> None:
+    """Check that a store is whole: every row read once, every value decoded.
+
+    Finds broken parent chains (gaps, cycles, rows out of time order, rows copied from
+    another thread), missing and unused blobs, lost delta snapshots, bytes that do not
+    decode or (with --aes-key) do not verify, which saver wrote the store and whether the
+    current LangGraph reads it, strict-msgpack and pickle values, and threads that failed
+    or wait on an interrupt. Each finding says where, and the ckpt command that fixes it;
+    nothing is changed. Encrypted values without a key are counted, not failed.
+    Exit 0: no error found; 1: an error (or, with --fail-on warning, a warning).
+    Example: ckpt check chat.sqlite --json | jq '.findings[] | select(.severity == "error")'
+    """
+    from ckpt.errors import ExitCode
+    from ckpt.records import dump_document
+    from ckpt.render.check_view import check_view
+    from ckpt.render.progress import advancing
+
+    run = state(ctx)
+    with opened(ctx, store_options, store, hidden_exit=False) as checkpoints:
+        show_progress = not quiet and run.output.stderr.isatty()
+        total = checkpoints.stats_rows() if show_progress else None
+        with advancing(enabled=show_progress, label="checking", unit="rows", total=total) as tick:
+            record = checkpoints.check(threads=thread or (), stale=stale, progress=tick)
+        failing = record["summary"]["error"] > 0 or (
+            fail_on == FailOn.warning and record["summary"]["warning"] > 0
+        )
+        if failing:
+            run.closed_pipe_status = int(ExitCode.FINDINGS)
+        if json_out:
+            run.output.lines(dump_document(record))
+        else:
+            run.output.show(check_view(record))
+    if failing:
+        raise typer.Exit(int(ExitCode.FINDINGS))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(check)
