@@ -479,3 +479,72 @@ def test_a_large_changed_string_is_named_by_size_and_hash(tmp_path: Path) -> Non
     assert (
         whole.exit_code == 1 and whole.stdout.count("x") >= size and whole.stdout.count("y") >= size
     )
+
+
+def test_a_value_with_many_changes_is_one_change() -> None:
+    """issue 38: a 16 MB dict whose 700,000 values all changed was 700,000 changes (and a
+    human view that ended in MemoryError under 1 GB). A dict or list whose changes number
+    more than CHANGE_LIMIT reads as one change of the whole value, whose patch still turns
+    A into B; at the limit every change is listed; the record itself is never one change."""
+    from ckpt.changes import CHANGE_LIMIT
+
+    def state(n: int, bump: int) -> dict[str, Any]:
+        return {"big": {f"k{i}": i + bump for i in range(n)}, "n": bump}
+
+    a, b = (
+        {"channel_values": state(CHANGE_LIMIT + 1, 0)},
+        {"channel_values": state(CHANGE_LIMIT + 1, 1)},
+    )
+    changes = diff_values(a, b)
+    assert [(c.kind, c.pointer) for c in changes] == [
+        ("changed", "/channel_values/big"),
+        ("changed", "/channel_values/n"),
+    ]
+    assert jsonpatch.apply_patch(a, json_patch(changes)) == b
+    at_limit = diff_values({"v": state(CHANGE_LIMIT - 1, 0)}, {"v": state(CHANGE_LIMIT - 1, 1)})
+    assert len(at_limit) == CHANGE_LIMIT  # CHANGE_LIMIT - 1 keys and n
+    groups = range(CHANGE_LIMIT // 100 + 1)  # lists of 100 dicts, each changed inside
+    nested = [[{"k": i, "v": [i, g, 0]} for i in range(100)] for g in groups]
+    moved = [[{"k": i, "v": [i, g, 1]} for i in range(100)] for g in groups]
+    inner = diff_values({"s": {"c": nested}}, {"s": {"c": moved}})
+    assert [(c.kind, c.pointer) for c in inner] == [("changed", "/s/c")]
+    root = diff_values(state(CHANGE_LIMIT + 1, 0)["big"], state(CHANGE_LIMIT + 1, 1)["big"])
+    assert len(root) == CHANGE_LIMIT + 1
+
+
+def test_a_deep_value_holds_at_most_change_limit_changes() -> None:
+    """CHANGE_LIMIT counts a value's changes at every depth: twenty levels of half as many
+    changes each are not held level upon level, and the patch still applies."""
+    from ckpt.changes import CHANGE_LIMIT
+
+    def deep(bump: int) -> dict[str, Any]:
+        value: dict[str, Any] = {}
+        for _ in range(20):
+            value = {**{f"k{i}": i + bump for i in range(CHANGE_LIMIT // 2)}, "next": value}
+        return {"section": value}
+
+    a, b = deep(0), deep(1)
+    changes = diff_values(a, b)
+    assert CHANGE_LIMIT // 2 < len(changes) <= CHANGE_LIMIT
+    assert jsonpatch.apply_patch(a, json_patch(changes)) == b
+
+
+def test_lists_are_aligned_within_one_budget_of_pairs() -> None:
+    """A thousand lists of 2,000 equal strings, the first and last of each changed (4 MB of
+    msgpack), took 281 s to align list by list. One diff aligns PAIRS_LIMIT pairs in all;
+    past it a list whose differing middle is not empty is one change. The patch applies."""
+    from ckpt.changes import ALIGN_LIMIT, PAIRS_LIMIT
+
+    side = int(ALIGN_LIMIT**0.5)  # a list whose middle is exactly ALIGN_LIMIT pairs
+    count = PAIRS_LIMIT // ALIGN_LIMIT + 2
+    a = {"s": [["s", *["a"] * (side - 2), "e"] for _ in range(count)]}
+    b = {"s": [["S", *["a"] * (side - 2), "E"] for _ in range(count)]}
+    changes = diff_values(a, b)
+    aligned = (PAIRS_LIMIT - count * count) // ALIGN_LIMIT  # the outer list's pairs first
+    assert [c.pointer for c in changes] == [
+        *(f"/s/{i}/{j}" for i in range(aligned) for j in (0, side - 1)),
+        *(f"/s/{i}" for i in range(aligned, count)),
+    ]
+    assert jsonpatch.apply_patch(a, json_patch(changes)) == b
+    appended = diff_values(b, {"s": [*b["s"], ["new"]]})  # no pairs to align: still one addition
+    assert [(c.kind, c.pointer) for c in appended] == [("added", f"/s/{count}")]
