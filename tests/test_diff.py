@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -548,3 +549,95 @@ def test_lists_are_aligned_within_one_budget_of_pairs() -> None:
     assert jsonpatch.apply_patch(a, json_patch(changes)) == b
     appended = diff_values(b, {"s": [*b["s"], ["new"]]})  # no pairs to align: still one addition
     assert [(c.kind, c.pointer) for c in appended] == [("added", f"/s/{count}")]
+
+
+# -- how much a human view lays out (issue 38) ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bounded_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Threads whose values make long human views, each A then B (fixtures/values.py)."""
+    from fixtures.values import ABSENT, two_values_store
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from ckpt.render.diffview import SHOWN
+
+    words = [f"w{i % 97}" for i in range(20_000)]
+    store = tmp_path_factory.mktemp("bounded") / "bounded.sqlite"
+    two_values_store(
+        store,
+        {
+            "many": (
+                {f"k{i}": i for i in range(SHOWN + 500)},
+                {f"k{i}": i + 1 for i in range(SHOWN + 500)},
+            ),
+            "lines": ("a\n" * 100_000, "b\n" * 100_000),
+            "words": (" ".join(words), " ".join(w if i % 2 else "x" for i, w in enumerate(words))),
+            "list": (ABSENT, list(range(1_000_000))),
+            "messages": (
+                ABSENT,
+                [
+                    (HumanMessage if i % 2 else AIMessage)(content=f"{i} " + "w" * 2000, id=f"m{i}")
+                    for i in range(3_000)
+                ],
+            ),
+        },
+    )
+    return store
+
+
+def test_a_section_lists_its_first_changes(bounded_store: Path) -> None:
+    """A section lists SHOWN changes and counts the rest; --json lists every one."""
+    from ckpt.render.diffview import SHOWN
+
+    done = run("diff", "many", "--db", str(bounded_store))
+    assert done.exit_code == 1 and done.stderr == ""
+    assert done.stdout.count(" → ") >= SHOWN
+    more = 500 + 2  # the `step` channel and branch:to:second changed too
+    assert f"… {more} more changes in channel_values (--json lists every one)" in done.stdout
+    assert "1511 changes:" in done.stdout  # the summary counts them all
+    _, patch = patch_of(bounded_store, "many~1", "many")
+    assert sum(op["path"].startswith("/channel_values/value/") for op in patch) == SHOWN + 500
+
+
+def test_a_long_text_diff_ends_where_the_room_does(bounded_store: Path) -> None:
+    """issue 38: 100,000 changed lines made a Rich text of 200,000 lines (~280 MB; a 1 MB
+    text MemoryError under 1 GB). The diff's lines are laid out while the view's room
+    lasts, and the rest are counted."""
+
+    done = run("diff", "lines", "--db", str(bounded_store))
+    assert done.exit_code == 1 and done.stderr == ""
+    shown = len(re.findall(r"^│ +[-+][ab]$", done.stdout, re.M))
+    rest = int(re.search(r"… ([\d,]+) more lines of this diff", done.stdout)[1].replace(",", ""))
+    assert 10_000 < shown < 100_000 and shown + rest == 200_000
+    assert "@@ -1,100000 +1,100000 @@" in done.stdout
+
+
+def test_a_long_word_diff_is_aligned_in_bounded_time(bounded_store: Path) -> None:
+    """A line of 20,000 words, every other one changed: difflib aligned its 40,000 tokens
+    pair by pair (minutes; a 1 MB line ran past 5). Past ALIGN_LIMIT pairs only the part
+    between the common ends is aligned, and past it again that part is one replacement."""
+    done = run("diff", "words", "--db", str(bounded_store))
+    assert done.exit_code == 1 and done.stderr == ""
+    text = " ".join(done.stdout.replace("│", " ").split())
+    # A's words and B's, each as one run (aligned, they would interleave: "w0x w1 w2x w3")
+    assert "w0 w1 w2 w3 w4" in text and "x w1 x w3 x w5" in text
+
+
+def test_full_lays_out_values_while_the_room_lasts(bounded_store: Path) -> None:
+    """issue 38: --full of [] -> 1,000,000 numbers (7 MB of JSON) laid out in a table
+    (16 MB: more than 60 s). Past the view's room a value is cut as without --full, and a
+    line says so; an added list of messages ends in a line counting the rest."""
+    from ckpt.render.diffview import ROOM
+
+    done = run("diff", "list", "--full", "--db", str(bounded_store))
+    assert done.exit_code == 1 and done.stderr == ""
+    assert "0, 1, 2, 3" in done.stdout and "999999" not in done.stdout
+    assert f"(--full lays out {ROOM // 2**20}.0 MB of values; the rest are cut here" in (
+        " ".join(done.stdout.split())
+    )
+    chat = run("diff", "messages", "--full", "--db", str(bounded_store))
+    assert chat.exit_code == 1 and chat.stderr == ""
+    shown = len(re.findall(r"(?:human|ai): \d+\n", chat.stdout))  # then 2,000 w's, wrapped
+    rest = int(re.search(r"… ([\d,]+) more messages", chat.stdout)[1].replace(",", ""))
+    assert 1_000 < shown < 3_000 and shown + rest == 3_000

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, Final, Literal
@@ -227,13 +228,7 @@ class _Walk:
     ) -> None:
         # Trim the common ends first: a chat that grew by one message costs one comparison
         # per message, and the aligner below sees only the part that moved.
-        start, shortest = 0, min(len(a), len(b))
-        while start < shortest and same(a[start], b[start]):
-            start += 1
-        end_a, end_b = len(a), len(b)
-        while end_a > start and end_b > start and same(a[end_a - 1], b[end_b - 1]):
-            end_a -= 1
-            end_b -= 1
+        start, end_a, end_b = common_ends(a, b, same)
         mid_a, mid_b = a[start:end_a], b[start:end_b]
         pairs = len(mid_a) * len(mid_b)
         if pairs > min(ALIGN_LIMIT, self.pairs_left) or len(mid_a) + len(mid_b) > ELEMENT_LIMIT:
@@ -281,6 +276,21 @@ class _Walk:
             for j in range(j1, j2):
                 where = f"{pointer}/{start + j}"
                 self._add(Change("added", item(j, labels_b[j]), where, new=mid_b[j]), before)
+
+
+def common_ends(
+    a: Sequence[Any], b: Sequence[Any], equal: Callable[[Any, Any], bool] = operator.eq
+) -> tuple[int, int, int]:
+    """(start, end_a, end_b): a[:start] and b[:start] are equal, and so are a[end_a:] and
+    b[end_b:]; the parts between are what differs (difflib's aligners see only those)."""
+    start, shortest = 0, min(len(a), len(b))
+    while start < shortest and equal(a[start], b[start]):
+        start += 1
+    end_a, end_b = len(a), len(b)
+    while end_a > start and end_b > start and equal(a[end_a - 1], b[end_b - 1]):
+        end_a -= 1
+        end_b -= 1
+    return start, end_a, end_b
 
 
 def _pairable(old: list[Any], new: list[Any]) -> int:
