@@ -96,11 +96,20 @@ def _pick(
     same_store: bool,
 ) -> tuple[CheckpointRecord, CheckpointRecord]:
     """Load A and B; with one selector in one store, B is it and A its parent."""
-    from ckpt.errors import NotFound
+    from ckpt.decoders import MARK_KEY
+    from ckpt.errors import NotFound, RefusedGlobal
 
     if b is None and same_store:
         right = store_a.checkpoint(a, ns=ns)
         left = store_a.parent(right)
+        body = right.get("checkpoint")
+        if left is None and isinstance(body, dict) and body.get(MARK_KEY) == "refused":
+            # Its parent id is in what was refused: not "no parent" (exit 7), refused (9).
+            raise RefusedGlobal(
+                f"refused to load {body.get('global')} from {store_a.location}: it is where "
+                f"checkpoint {right['checkpoint_id']} of thread {right['thread_id']!r} goes, "
+                "so its parent cannot be read; give two checkpoints; nothing was run"
+            )
         if left is None:
             raise NotFound(
                 f"checkpoint {right['checkpoint_id']} of thread {right['thread_id']!r} has no "
