@@ -1159,7 +1159,7 @@ def _storage_index(
     Refused is an empty dict): the thread's checkpoints cannot be read, which is said,
     rather than answering that the thread does not exist. A BUILD on that dict is refused
     too, but the dict it was on holds the checkpoints (build_target): they are read, and
-    the refusal said (issue 38: the thread was "no thread or checkpoint matches").
+    the refusal said (issue 38: the thread was not shown).
     """
     index: dict[str, dict[str, dict[str, tuple[Any, Any, str | None]]]] = {}
     for thread_id, namespaces in loaded.items():

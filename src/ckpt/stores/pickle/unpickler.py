@@ -17,9 +17,6 @@ from ckpt.decoders.pickle_imports import escapes_unwarned
 from ckpt.errors import RefusedGlobal, StoreCorrupt
 
 
-# The only globals a PersistentDict file names (format.md §7.2, verified with pickletools on
-# current and checkpoint 2.0.21 files): the per-thread `defaultdict(dict)`, and its factory
-# under its Python 2 name (protocol 2) or its Python 3 name.
 class _DefaultDict(collections.defaultdict[Any, Any]):
     """What `collections.defaultdict` loads as: a defaultdict whose BUILD stops the C
     unpickler (the build-safe one then reads the file, _load_build_safe). A defaultdict is
@@ -32,6 +29,9 @@ class _DefaultDict(collections.defaultdict[Any, Any]):
         raise _BuildRefused("collections.defaultdict")
 
 
+# The only globals a PersistentDict file names (format.md §7.2, verified with pickletools on
+# current and checkpoint 2.0.21 files): the per-thread `defaultdict(dict)`, and its factory
+# under its Python 2 name (protocol 2) or its Python 3 name.
 _CLASSES: Final[dict[tuple[str, str], Any]] = {
     ("collections", "defaultdict"): _DefaultDict,
     ("__builtin__", "dict"): dict,
