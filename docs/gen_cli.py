@@ -130,7 +130,8 @@ WHEN = {
     ExitCode.NOT_FOUND: "unknown thread, checkpoint, namespace or channel",
     ExitCode.AMBIGUOUS: "an id prefix matches several checkpoints (they are listed)",
     ExitCode.REFUSED: "a pickle file (PersistentDict, `langgraph dev`) names a global outside "
-    "the allowlist; nothing was run. A `pickle`-tagged value inside a store is only listed",
+    "the allowlist, or holds a BUILD (nothing of it is set); what can be read is printed, "
+    "nothing was run. A `pickle`-tagged value inside a store is only listed",
     ExitCode.MISSING_DEPENDENCY: "an optional extra is needed (`langgraph-ckpt[postgres]`, "
     "`langgraph-ckpt[demo]`, `langgraph-ckpt[tui]`)",
     ExitCode.BUSY: "`prune`/`vacuum`/`copy --apply`: another connection held the store past "

@@ -42,8 +42,11 @@ class Result:
 class Runner:
     """A worker process forking one child per command (see the module docstring)."""
 
-    def __init__(self) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    def __init__(self, src: Path | None = None) -> None:
+        """`src`: the ckpt package's source folder to run (another checkout's, to compare
+        before and after in a benchmark); this checkout's by default."""
+        paths = [str(src or ROOT / "src"), str(ROOT)]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         self._proc = subprocess.Popen(
             [sys.executable, __file__],
             stdin=subprocess.PIPE,

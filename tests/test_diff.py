@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -479,3 +480,172 @@ def test_a_large_changed_string_is_named_by_size_and_hash(tmp_path: Path) -> Non
     assert (
         whole.exit_code == 1 and whole.stdout.count("x") >= size and whole.stdout.count("y") >= size
     )
+
+
+def test_a_value_with_many_changes_is_one_change() -> None:
+    """issue 38: a 16 MB dict whose 700,000 values all changed was 700,000 changes (and a
+    human view that ended in MemoryError under 1 GB). A dict or list whose changes number
+    more than CHANGE_LIMIT reads as one change of the whole value, whose patch still turns
+    A into B; at the limit every change is listed; the record itself is never one change."""
+    from ckpt.changes import CHANGE_LIMIT
+
+    def state(n: int, bump: int) -> dict[str, Any]:
+        return {"big": {f"k{i}": i + bump for i in range(n)}, "n": bump}
+
+    a, b = (
+        {"channel_values": state(CHANGE_LIMIT + 1, 0)},
+        {"channel_values": state(CHANGE_LIMIT + 1, 1)},
+    )
+    changes = diff_values(a, b)
+    assert [(c.kind, c.pointer) for c in changes] == [
+        ("changed", "/channel_values/big"),
+        ("changed", "/channel_values/n"),
+    ]
+    assert jsonpatch.apply_patch(a, json_patch(changes)) == b
+    at_limit = diff_values({"v": state(CHANGE_LIMIT - 1, 0)}, {"v": state(CHANGE_LIMIT - 1, 1)})
+    assert len(at_limit) == CHANGE_LIMIT  # CHANGE_LIMIT - 1 keys and n
+    groups = range(CHANGE_LIMIT // 100 + 1)  # lists of 100 dicts, each changed inside
+    nested = [[{"k": i, "v": [i, g, 0]} for i in range(100)] for g in groups]
+    moved = [[{"k": i, "v": [i, g, 1]} for i in range(100)] for g in groups]
+    inner = diff_values({"s": {"c": nested}}, {"s": {"c": moved}})
+    assert [(c.kind, c.pointer) for c in inner] == [("changed", "/s/c")]
+    root = diff_values(state(CHANGE_LIMIT + 1, 0)["big"], state(CHANGE_LIMIT + 1, 1)["big"])
+    assert len(root) == CHANGE_LIMIT + 1
+
+
+def test_a_deep_value_holds_at_most_change_limit_changes() -> None:
+    """CHANGE_LIMIT counts a value's changes at every depth: twenty levels of half as many
+    changes each are not held level upon level, and the patch still applies."""
+    from ckpt.changes import CHANGE_LIMIT
+
+    def deep(bump: int) -> dict[str, Any]:
+        value: dict[str, Any] = {}
+        for _ in range(20):
+            value = {**{f"k{i}": i + bump for i in range(CHANGE_LIMIT // 2)}, "next": value}
+        return {"section": value}
+
+    a, b = deep(0), deep(1)
+    changes = diff_values(a, b)
+    assert CHANGE_LIMIT // 2 < len(changes) <= CHANGE_LIMIT
+    assert jsonpatch.apply_patch(a, json_patch(changes)) == b
+
+
+def test_lists_are_aligned_within_one_budget_of_pairs() -> None:
+    """A thousand lists of 2,000 equal strings, the first and last of each changed (4 MB of
+    msgpack), took 281 s to align list by list. One diff aligns PAIRS_LIMIT pairs in all;
+    past it a list whose differing middle is not empty is one change. The patch applies."""
+    from ckpt.changes import ALIGN_LIMIT, PAIRS_LIMIT
+
+    side = int(ALIGN_LIMIT**0.5)  # a list whose middle is exactly ALIGN_LIMIT pairs
+    count = PAIRS_LIMIT // ALIGN_LIMIT + 2
+    a = {"s": [["s", *["a"] * (side - 2), "e"] for _ in range(count)]}
+    b = {"s": [["S", *["a"] * (side - 2), "E"] for _ in range(count)]}
+    changes = diff_values(a, b)
+    aligned = (PAIRS_LIMIT - count * count) // ALIGN_LIMIT  # the outer list's pairs first
+    assert [c.pointer for c in changes] == [
+        *(f"/s/{i}/{j}" for i in range(aligned) for j in (0, side - 1)),
+        *(f"/s/{i}" for i in range(aligned, count)),
+    ]
+    assert jsonpatch.apply_patch(a, json_patch(changes)) == b
+    appended = diff_values(b, {"s": [*b["s"], ["new"]]})  # no pairs to align: still one addition
+    assert [(c.kind, c.pointer) for c in appended] == [("added", f"/s/{count}")]
+
+
+# -- how much a human view lays out (issue 38) ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bounded_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Threads whose values make long human views, each A then B (fixtures/values.py)."""
+    from fixtures.values import ABSENT, two_values_store
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from ckpt.render.diffview import SHOWN
+
+    words = [f"w{i % 97}" for i in range(20_000)]
+    store = tmp_path_factory.mktemp("bounded") / "bounded.sqlite"
+    two_values_store(
+        store,
+        {
+            "many": (
+                {f"k{i}": i for i in range(SHOWN + 500)},
+                {f"k{i}": i + 1 for i in range(SHOWN + 500)},
+            ),
+            "lines": ("a\n" * 10_000, "b\n" * 10_000),
+            "words": (" ".join(words), " ".join(w if i % 2 else "x" for i, w in enumerate(words))),
+            "list": (ABSENT, list(range(100_000))),
+            "messages": (
+                ABSENT,
+                [
+                    (HumanMessage if i % 2 else AIMessage)(content=f"{i} " + "w" * 2000, id=f"m{i}")
+                    for i in range(300)
+                ],
+            ),
+        },
+    )
+    return store
+
+
+def test_a_section_lists_its_first_changes(bounded_store: Path) -> None:
+    """A section lists SHOWN changes and counts the rest; --json lists every one."""
+    from ckpt.render.diffview import SHOWN
+
+    done = run("diff", "many", "--db", str(bounded_store))
+    assert done.exit_code == 1 and done.stderr == ""
+    assert done.stdout.count(" → ") >= SHOWN
+    more = 500 + 2  # the `step` channel and branch:to:second changed too
+    assert f"… {more} more changes in channel_values (--json lists every one)" in done.stdout
+    assert "1511 changes:" in done.stdout  # the summary counts them all
+    _, patch = patch_of(bounded_store, "many~1", "many")
+    assert sum(op["path"].startswith("/channel_values/value/") for op in patch) == SHOWN + 500
+
+
+# The view's room in these tests: a few times smaller than ROOM, so that filling it is
+# quick; tests/test_diff_memory.py runs the real one on 16 MB values.
+TEST_ROOM = 256 << 10
+
+
+def test_a_long_text_diff_ends_where_the_room_does(
+    bounded_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 38: 100,000 changed lines made a Rich text of 200,000 lines (~280 MB; a 1 MB
+    text MemoryError under 1 GB). The diff's lines are laid out while the view's room
+    lasts, and the rest are counted."""
+    monkeypatch.setattr("ckpt.render.diffview.ROOM", TEST_ROOM)
+    done = run("diff", "lines", "--db", str(bounded_store))
+    assert done.exit_code == 1 and done.stderr == ""
+    shown = len(re.findall(r"^│ +[-+][ab]$", done.stdout, re.M))
+    rest = int(re.search(r"… ([\d,]+) more lines of this diff", done.stdout)[1].replace(",", ""))
+    assert 1_000 < shown < 10_000 and shown + rest == 20_000
+    assert "@@ -1,10000 +1,10000 @@" in done.stdout
+
+
+def test_a_long_word_diff_is_aligned_in_bounded_time(bounded_store: Path) -> None:
+    """A line of 20,000 words, every other one changed: difflib aligned its 40,000 tokens
+    pair by pair (minutes; a 1 MB line ran past 5). Past ALIGN_LIMIT pairs only the part
+    between the common ends is aligned, and past it again that part is one replacement."""
+    done = run("diff", "words", "--db", str(bounded_store))
+    assert done.exit_code == 1 and done.stderr == ""
+    text = " ".join(done.stdout.replace("│", " ").split())
+    # A's words and B's, each as one run (aligned, they would interleave: "w0x w1 w2x w3")
+    assert "w0 w1 w2 w3 w4" in text and "x w1 x w3 x w5" in text
+
+
+def test_full_lays_out_values_while_the_room_lasts(
+    bounded_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 38: --full of [] -> 3.3 million numbers (16 MB) laid out in a table ran past
+    60 s. Past the view's room a value is cut as without --full, and a line says so; an
+    added list of messages ends in a line counting the rest."""
+    monkeypatch.setattr("ckpt.render.diffview.ROOM", TEST_ROOM)
+    done = run("diff", "list", "--full", "--db", str(bounded_store))
+    assert done.exit_code == 1 and done.stderr == ""
+    assert "0, 1, 2, 3" in done.stdout and "99999" not in done.stdout
+    assert "(--full lays out 256.0 KB of values; the rest are cut here" in (
+        " ".join(done.stdout.split())
+    )
+    chat = run("diff", "messages", "--full", "--db", str(bounded_store))
+    assert chat.exit_code == 1 and chat.stderr == ""
+    shown = len(re.findall(r"(?:human|ai): \d+\n", chat.stdout))  # then 2,000 w's, wrapped
+    rest = int(re.search(r"… ([\d,]+) more messages", chat.stdout)[1].replace(",", ""))
+    assert 50 < shown < 300 and shown + rest == 300

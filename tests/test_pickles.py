@@ -1146,7 +1146,9 @@ def test_a_refused_thread_dict_is_refused_not_missing(
 ) -> None:
     """A refused value where a thread's or a namespace's dict goes: the file says so
     (exit 9), never "no thread or checkpoint matches" (exit 7, as a Refused is an empty
-    dict, and empty threads are dropped)."""
+    dict, and empty threads are dropped). A BUILD on that dict sets nothing and is said
+    (exit 9), and the thread is shown: the dict holds its checkpoints (issue 38); an
+    object of a refused global there holds nothing that can be read."""
     with memory_pkl.open("rb") as handle:
         storage = pickle.load(handle)
     thread_id = next(iter(storage))
@@ -1166,7 +1168,11 @@ def test_a_refused_thread_dict_is_refused_not_missing(
         ("dump", str(path)),
     ):
         result = run(*command)
-        assert_one_line_error(result, ExitCode.REFUSED, repr(thread_id), "nothing was run")
+        if where == "thread-global":
+            assert_one_line_error(result, ExitCode.REFUSED, repr(thread_id), "nothing was run")
+        else:
+            assert_refused_value(result, "BUILD slot state", "nothing was run")
+            assert thread_id in result.stdout
         assert "no thread" not in result.stderr
     assert not marker.exists()
 
@@ -1224,6 +1230,7 @@ def test_build_on_a_value_in_the_dev_folder(
 
 
 def test_build_on_a_thread_in_the_dev_folder(dev_folder: Path, tmp_path: Path) -> None:
+    """The thread's dict, its BUILD refused: the thread is shown, and the refusal said."""
     folder = copy_dev_folder(dev_folder, tmp_path / ".langgraph_api")
     with (folder / STORAGE).open("rb") as handle:
         storage = pickle.load(handle)
@@ -1231,4 +1238,184 @@ def test_build_on_a_thread_in_the_dev_folder(dev_folder: Path, tmp_path: Path) -
     (folder / STORAGE).write_bytes(built_pickle(storage))
     for command in ("show", "history"):
         result = run(command, "support-1", "--db", str(folder))
-        assert_one_line_error(result, ExitCode.REFUSED, "'support-1'", "BUILD", STORAGE)
+        assert_refused_value(result, "BUILD slot state on a defaultdict", STORAGE)
+        assert "support-1" in result.stdout
+
+
+# -- BUILD with slot state, wherever it goes (issue 38) ----------------------------------------
+
+# (None, {"x": 1}) then BUILD: the slot state CPython's protocol 2 writes for an object of a
+# class with __slots__; and (None, {"default_factory": dict}), which CPython's own BUILD
+# applies to a defaultdict without a word.
+SLOT_STATE = b"N}X\x01\x00\x00\x00xK\x01s\x86b"
+FACTORY_STATE = b"N}X\x0f\x00\x00\x00default_factoryc__builtin__\ndict\ns\x86b"
+_MEMO_PUTS = frozenset({"BINPUT", "LONG_BINPUT", "PUT", "MEMOIZE"})
+Ops = list[tuple[Any, Any, int]]
+
+
+def build_after(data: bytes, index: int, state: bytes = SLOT_STATE) -> bytes:
+    """`data` with `state` and a BUILD right after the object the opcode at `index` makes
+    (and the memo PUT that keeps it), as a pickle whose object had that state would be."""
+    ops: Ops = list(pickletools.genops(data))
+    after = index + 1
+    if ops[after][0].name in _MEMO_PUTS:
+        after += 1
+    at = ops[after][2]
+    return data[:at] + state + data[at:]
+
+
+def _first(ops: Ops, start: int, name: str, arg: Any = None) -> int:
+    """The index of the first opcode `name` (with `arg`, when given) from `start` on."""
+    return next(
+        i
+        for i in range(start, len(ops))
+        if ops[i][0].name == name and (arg is None or ops[i][1] == arg)
+    )
+
+
+def _element_before(ops: Ops, index: int) -> int:
+    """The opcode that makes the last element of the tuple opcode `index` closes."""
+    index -= 1
+    while ops[index][0].name in _MEMO_PUTS:
+        index -= 1
+    return index
+
+
+# Where in a storage file (the single file's, or the dev folder's first) a BUILD goes, as
+# (thread, its latest checkpoint id) -> the opcode it follows.
+Finder = Callable[[Ops, str, str], int]
+STORAGE_PLACES: dict[str, Finder] = {
+    "thread-id": lambda ops, t, latest: _first(ops, 0, "BINUNICODE", t),
+    "thread-dict": lambda ops, t, latest: _first(ops, _first(ops, 0, "BINUNICODE", t), "REDUCE"),
+    "namespace-dict": lambda ops, t, latest: _first(
+        ops, _first(ops, 0, "BINUNICODE", t), "EMPTY_DICT"
+    ),
+    "checkpoint-id": lambda ops, t, latest: _first(ops, 0, "BINUNICODE", latest),
+    "entry": lambda ops, t, latest: _first(ops, _first(ops, 0, "BINUNICODE", latest), "TUPLE3"),
+    "parent-id": lambda ops, t, latest: _element_before(
+        ops, _first(ops, _first(ops, 0, "BINUNICODE", latest), "TUPLE3")
+    ),
+    "bytes-arguments": lambda ops, t, latest: _first(ops, 0, "BINUNICODE", "latin1"),
+}
+# ...and in the dev folder's writes and blobs files, after the thread's first key.
+KEPT_PLACES: dict[str, tuple[str, str, int]] = {
+    "writes-key": (WRITES, "TUPLE3", 0),
+    "writes-dict": (WRITES, "EMPTY_DICT", 0),
+    "write": (WRITES, "TUPLE", 0),
+    "blobs-key": (BLOBS, "TUPLE", 0),
+    "blob": (BLOBS, "TUPLE2", 1),
+}
+# The places whose object a refused value can stand for: the checkpoint, write or channel
+# value shows as refused. Elsewhere (a key, an id, a dict of checkpoints or of writes, a
+# call's arguments) the object is read as it was built, and the refusal said all the same.
+MARKED = frozenset({"entry", "write", "blob"})
+
+
+def read_commands(store: Path, thread_id: str) -> dict[str, list[str]]:
+    db = ["--db", str(store)]
+    return {
+        "threads": ["threads", str(store), "--json"],
+        "history": ["history", thread_id, *db, "--json"],
+        "show": ["show", thread_id, "--blobs", "--writes", "--json", *db],
+        "show --blobs": ["show", thread_id, "--blobs", "--json", *db],
+        "dump": ["dump", str(store)],
+        "diff": ["diff", thread_id, *db, "--json"],
+        "stats": ["stats", str(store), "--json"],
+        "types": ["types", str(store), "--json"],
+    }
+
+
+def assert_read_with_build_refused(store: Path, thread_id: str, marked: bool) -> None:
+    """Every read command reads the thread, says the refused BUILD (exit 9, one line),
+    and shows a refused value where a refused value can stand."""
+    for name, command in read_commands(store, thread_id).items():
+        result = run(*command)
+        assert_refused_value(result, "BUILD slot state", "nothing was run")
+        assert "no thread" not in result.stderr, (name, result.stderr)
+        if name in ("threads", "history", "show", "show --blobs", "dump"):
+            assert thread_id in result.stdout, (name, result.stdout[:300])
+        if name in ("show", "show --blobs"):
+            assert json.loads(result.stdout)["thread_id"] == thread_id
+        if name == "diff":
+            assert isinstance(json.loads(result.stdout), list)
+    dumped = run("dump", str(store), "--json", "--thread", thread_id)
+    assert bool(refused_builds(json.loads(dumped.stdout))) == marked
+
+
+def _latest(storage_file: Path, thread_id: str) -> str:
+    with storage_file.open("rb") as handle:
+        return max(pickle.load(handle)[thread_id][""])
+
+
+@pytest.mark.parametrize("state", [SLOT_STATE, FACTORY_STATE], ids=["slots", "default_factory"])
+@pytest.mark.parametrize("place", STORAGE_PLACES)
+def test_slot_state_in_a_single_file(
+    memory_pkl: Path, tmp_path: Path, place: str, state: bytes
+) -> None:
+    """issue 38: a BUILD with slot state made a thread "no thread or checkpoint matches"
+    (exit 7), the file corrupt (exit 5: on a key, an id, a call's arguments), or was
+    applied (exit 0: CPython's BUILD sets a defaultdict's default_factory). Wherever it
+    goes, nothing of it is set, every command reads the thread and says so (exit 9)."""
+    with memory_pkl.open("rb") as handle:
+        thread_id = next(iter(pickle.load(handle)))
+    data = memory_pkl.read_bytes()
+    ops: Ops = list(pickletools.genops(data))
+    index = STORAGE_PLACES[place](ops, thread_id, _latest(memory_pkl, thread_id))
+    path = tmp_path / "memory.pkl"
+    path.write_bytes(build_after(data, index, state))
+    assert_read_with_build_refused(path, thread_id, place in MARKED)
+
+
+@pytest.mark.parametrize("place", [*STORAGE_PLACES, *KEPT_PLACES])
+def test_slot_state_in_each_dev_folder_file(dev_folder: Path, tmp_path: Path, place: str) -> None:
+    """The same over the storage, writes and blobs files of a `langgraph dev` folder, as
+    `show chat-1 --blobs --writes --json` read one (issue 38)."""
+    folder = copy_dev_folder(dev_folder, tmp_path / ".langgraph_api")
+    thread_id = "support-1"
+    latest = _latest(folder / STORAGE, thread_id)
+    if place in STORAGE_PLACES:
+        name, index = STORAGE, STORAGE_PLACES[place]
+        ops: Ops = list(pickletools.genops((folder / name).read_bytes()))
+        at = index(ops, thread_id, latest)
+    else:
+        name, opcode, skip = KEPT_PLACES[place]
+        ops = list(pickletools.genops((folder / name).read_bytes()))
+        at = _first(ops, 0, "BINUNICODE", thread_id)
+        for _ in range(skip + 1):
+            at = _first(ops, at + 1, opcode)
+    (folder / name).write_bytes(build_after((folder / name).read_bytes(), at))
+    assert_read_with_build_refused(folder, thread_id, place in MARKED)
+
+
+def test_a_defaultdict_keeps_its_factory(tmp_path: Path) -> None:
+    """CPython's BUILD sets a defaultdict's default_factory from slot state; the restricted
+    read refuses it, and the dict it was on keeps the factory it was built with."""
+    from ckpt.stores.pickle.unpickler import build_target
+
+    data = pickle.dumps({"t": defaultdict(dict, {"": {}})}, 2)
+    ops: Ops = list(pickletools.genops(data))
+    refused: list[str] = []
+    loaded = load_pickle(
+        io.BytesIO(build_after(data, _first(ops, 0, "REDUCE"), FACTORY_STATE)),
+        source="factory",
+        refused=refused,
+    )
+    assert refused == ["BUILD slot state on a defaultdict (in factory)"]
+    assert type(loaded["t"]).__name__ == "Refused" and dict(loaded["t"]) == {"": {}}
+    assert build_target(loaded["t"]).default_factory is dict
+
+
+def test_diff_of_a_refused_entry_says_it_is_refused(memory_pkl: Path, tmp_path: Path) -> None:
+    """A checkpoint whose whole entry is an object of a refused global has no parent id to
+    read: diff says the refusal (exit 9), not "has no parent to compare with" (exit 7)."""
+    with memory_pkl.open("rb") as handle:
+        storage = pickle.load(handle)
+    thread_id = next(iter(storage))
+    entries = storage[thread_id][""]
+    marker = tmp_path / "pwned"
+    entries[max(entries)] = Payload(marker)
+    path = tmp_path / "memory.pkl"
+    path.write_bytes(pickle.dumps(storage, 2))
+    result = run("diff", thread_id, "--db", str(path))
+    assert_refused_value(result, "its parent cannot be read", repr(thread_id))
+    assert not marker.exists()

@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, overload
 
 from ckpt.decoders import uuid6_time
-from ckpt.errors import BadOption, EncryptedError, MissingDependency, NotFound
+from ckpt.errors import BadOption, EncryptedError, MissingDependency, NotFound, RefusedGlobal
 from ckpt.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.records import (
     CheckpointRecord,
@@ -839,10 +839,19 @@ class CheckpointStore:
         copy after a migration), B (or A again) is read there. Raises NotFound, naming
         the side, when a checkpoint is missing or A has no parent."""
         from ckpt.changes import diff_records
+        from ckpt.decoders import MARK_KEY
 
         if b is None and other is None:
             right = self.checkpoint(a, ns=ns)
             left = self.parent(right)
+            body = right.get("checkpoint")
+            if left is None and isinstance(body, dict) and body.get(MARK_KEY) == "refused":
+                # Its parent id is in what was refused: not "no parent" (exit 7), refused (9).
+                raise RefusedGlobal(
+                    f"refused to load {body.get('global')} from {self.location}: it is where "
+                    f"checkpoint {right['checkpoint_id']} of thread {right['thread_id']!r} goes, "
+                    "so its parent cannot be read; give two checkpoints; nothing was run"
+                )
             if left is None:
                 raise NotFound(
                     f"checkpoint {right['checkpoint_id']} of thread {right['thread_id']!r} has "

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, Final, Literal
@@ -34,6 +35,16 @@ ALIGN_LIMIT: Final = 4_000_000
 # ...and lists whose differing middles hold more elements than this read as one change
 # too: 1.5 million additions took 140 s and 3.8 GB to list (issue 29).
 ELEMENT_LIMIT: Final = 10_000
+# A dict or list (below the record itself) with more changes than this anywhere inside it
+# reads as one change of the whole value, as a list past the limits above does: a 16 MB dict
+# whose 700,000 values all changed was 700,000 changes, and its human view ended in
+# MemoryError under a 1 GB limit (issue 38). Each record section (channel_values ...) is
+# such a value, so a diff holds at most about this many changes per section, at any depth.
+CHANGE_LIMIT: Final = 10_000
+# The pairs of elements one diff may align in all; past it, a list whose differing middle
+# is not empty reads as one change. A thousand lists of 2,000 equal strings, the first and
+# last of each changed (4 MB of msgpack), took 281 s to align list by list; now 1.4 s.
+PAIRS_LIMIT: Final = 4 * ALIGN_LIMIT
 
 _PATCH_OPS: Final[dict[str, Literal["add", "remove", "replace"]]] = {
     "added": "add",
@@ -121,9 +132,9 @@ def diff_values(a: Any, b: Any) -> list[Change]:
     under its id; other lists are aligned element by element (difflib), so an insert in
     the middle does not read as every later element changing.
     """
-    changes: list[Change] = []
-    _diff(a, b, (), "", changes, (_task_names(a), _task_names(b)))
-    return changes
+    walk = _Walk((_task_names(a), _task_names(b)))
+    walk.diff(a, b, (), "")
+    return walk.out
 
 
 # Each side's task id -> its name as `show` gives it (`worker[1]` for the second Send),
@@ -146,94 +157,141 @@ def _task_names(value: Any) -> Names:
     return names, sends if type(sends) is list else []
 
 
-def _diff(
-    a: Any,
-    b: Any,
-    path: tuple[PathPart, ...],
-    pointer: str,
-    out: list[Change],
-    names: tuple[Names, Names] = (_NO_NAMES, _NO_NAMES),
-) -> None:
-    if same(a, b):
-        return
-    if type(a) is dict and type(b) is dict:
+class _Overflow(Exception):
+    """The changes inside one value passed CHANGE_LIMIT: the value reads as one change
+    (`_Walk.diff` catches it at that value)."""
+
+
+class _Walk:
+    """One diff: the changes found so far, each side's task names, and the alignment
+    work it may still do (PAIRS_LIMIT)."""
+
+    def __init__(self, names: tuple[Names, Names] = (_NO_NAMES, _NO_NAMES)) -> None:
+        self.out: list[Change] = []
+        self.names = names
+        self.pairs_left = PAIRS_LIMIT
+
+    def diff(self, a: Any, b: Any, path: tuple[PathPart, ...], pointer: str) -> None:
+        if same(a, b):
+            return
+        both = type(a)
+        if both is not type(b) or both not in (dict, list):
+            self.out.append(Change("changed", path, pointer, old=a, new=b))
+            return
+        # The record itself is never one change: its sections each are, first.
+        before = len(self.out) if path else None
+        try:
+            if both is dict:
+                self._dict(a, b, path, pointer, before)
+            else:
+                self._list(a, b, path, pointer, before)
+        except _Overflow:
+            del self.out[before:]
+            self.out.append(Change("changed", path, pointer, old=a, new=b))
+
+    def _check(self, before: int | None) -> None:
+        """Raise _Overflow when the value whose changes start at `before` has too many."""
+        if before is not None and len(self.out) - before > CHANGE_LIMIT:
+            raise _Overflow
+
+    def _add(self, change: Change, before: int | None) -> None:
+        self.out.append(change)
+        self._check(before)
+
+    def _dict(
+        self,
+        a: dict[str, Any],
+        b: dict[str, Any],
+        path: tuple[PathPart, ...],
+        pointer: str,
+        before: int | None,
+    ) -> None:
         for key, old in a.items():
             child = (*path, key)
             where = f"{pointer}/{_escape(key)}"
             if key in b:
-                _diff(old, b[key], child, where, out, names)
+                self.diff(old, b[key], child, where)
+                self._check(before)
             else:
-                out.append(Change("removed", child, where, old=old))
+                self._add(Change("removed", child, where, old=old), before)
         for key, new in b.items():
             if key not in a:
-                out.append(Change("added", (*path, key), f"{pointer}/{_escape(key)}", new=new))
-    elif type(a) is list and type(b) is list:
-        _diff_list(a, b, path, pointer, out, names)
-    else:
-        out.append(Change("changed", path, pointer, old=a, new=b))
+                where = f"{pointer}/{_escape(key)}"
+                self._add(Change("added", (*path, key), where, new=new), before)
+
+    def _list(
+        self,
+        a: list[Any],
+        b: list[Any],
+        path: tuple[PathPart, ...],
+        pointer: str,
+        before: int | None,
+    ) -> None:
+        # Trim the common ends first: a chat that grew by one message costs one comparison
+        # per message, and the aligner below sees only the part that moved.
+        start, end_a, end_b = common_ends(a, b, same)
+        mid_a, mid_b = a[start:end_a], b[start:end_b]
+        pairs = len(mid_a) * len(mid_b)
+        if pairs > min(ALIGN_LIMIT, self.pairs_left) or len(mid_a) + len(mid_b) > ELEMENT_LIMIT:
+            # difflib's alignment is quadratic: past the limits the list reads as one
+            # change (the values compared, not aligned), in bounded time (docs/security.md).
+            self._add(Change("changed", path, pointer, old=a, new=b), before)
+            return
+        self.pairs_left -= pairs
+        names = self.names
+        keys_a, keys_b = _item_keys(mid_a, names[0]), _item_keys(mid_b, names[1])
+        keyed = keys_a is not None and keys_b is not None
+        if keys_a is None or keys_b is None:
+            align_a, align_b = [_canonical(x) for x in mid_a], [_canonical(x) for x in mid_b]
+            labels_a: list[str | None] = [None] * len(mid_a)
+            labels_b: list[str | None] = [None] * len(mid_b)
+        else:
+            align_a, align_b = keys_a, keys_b
+            labels_a, labels_b = [k[1] for k in keys_a], [k[1] for k in keys_b]
+
+        def item(index: int, label: str | None) -> tuple[PathPart, ...]:
+            return (*path, Item(start + index, label))
+
+        # Applying the changes in order, the list reads b[:start + j1] + a[start + i1:] when
+        # an opcode starts, so every pointer below is start + (a position in B).
+        matcher = SequenceMatcher(None, align_a, align_b, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                if keyed:  # same ids: the elements themselves may still differ
+                    for offset in range(i2 - i1):
+                        i, j = i1 + offset, j1 + offset
+                        where = f"{pointer}/{start + j}"
+                        self.diff(mid_a[i], mid_b[j], item(j, labels_b[j]), where)
+                        self._check(before)
+                continue
+            if tag == "replace" and not keyed:
+                paired = _pairable(mid_a[i1:i2], mid_b[j1:j2])
+                for offset in range(paired):
+                    i, j = i1 + offset, j1 + offset
+                    self.diff(mid_a[i], mid_b[j], item(j, None), f"{pointer}/{start + j}")
+                    self._check(before)
+                i1, j1 = i1 + paired, j1 + paired
+            for i in range(i1, i2):
+                where = f"{pointer}/{start + j1}"
+                self._add(Change("removed", item(i, labels_a[i]), where, old=mid_a[i]), before)
+            for j in range(j1, j2):
+                where = f"{pointer}/{start + j}"
+                self._add(Change("added", item(j, labels_b[j]), where, new=mid_b[j]), before)
 
 
-def _diff_list(
-    a: list[Any],
-    b: list[Any],
-    path: tuple[PathPart, ...],
-    pointer: str,
-    out: list[Change],
-    names: tuple[Names, Names],
-) -> None:
-    # Trim the common ends first: a chat that grew by one message costs one comparison per
-    # message, and the aligner below sees only the part that moved.
+def common_ends(
+    a: Sequence[Any], b: Sequence[Any], equal: Callable[[Any, Any], bool] = operator.eq
+) -> tuple[int, int, int]:
+    """(start, end_a, end_b): a[:start] and b[:start] are equal, and so are a[end_a:] and
+    b[end_b:]; the parts between are what differs (difflib's aligners see only those)."""
     start, shortest = 0, min(len(a), len(b))
-    while start < shortest and same(a[start], b[start]):
+    while start < shortest and equal(a[start], b[start]):
         start += 1
     end_a, end_b = len(a), len(b)
-    while end_a > start and end_b > start and same(a[end_a - 1], b[end_b - 1]):
+    while end_a > start and end_b > start and equal(a[end_a - 1], b[end_b - 1]):
         end_a -= 1
         end_b -= 1
-    mid_a, mid_b = a[start:end_a], b[start:end_b]
-    if len(mid_a) * len(mid_b) > ALIGN_LIMIT or len(mid_a) + len(mid_b) > ELEMENT_LIMIT:
-        # difflib's alignment is quadratic: past the limit the list reads as one change
-        # (the values compared, not aligned), in bounded time (docs/security.md).
-        out.append(Change("changed", path, pointer, old=a, new=b))
-        return
-    keys_a, keys_b = _item_keys(mid_a, names[0]), _item_keys(mid_b, names[1])
-    keyed = keys_a is not None and keys_b is not None
-    if keys_a is None or keys_b is None:
-        align_a, align_b = [_canonical(x) for x in mid_a], [_canonical(x) for x in mid_b]
-        labels_a: list[str | None] = [None] * len(mid_a)
-        labels_b: list[str | None] = [None] * len(mid_b)
-    else:
-        align_a, align_b = keys_a, keys_b
-        labels_a, labels_b = [k[1] for k in keys_a], [k[1] for k in keys_b]
-
-    def item(index: int, label: str | None) -> tuple[PathPart, ...]:
-        return (*path, Item(start + index, label))
-
-    # Applying the changes in order, the list reads b[:start + j1] + a[start + i1:] when
-    # an opcode starts, so every pointer below is start + (a position in B).
-    matcher = SequenceMatcher(None, align_a, align_b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            if keyed:  # same ids: the elements themselves may still differ
-                for offset in range(i2 - i1):
-                    i, j = i1 + offset, j1 + offset
-                    where = f"{pointer}/{start + j}"
-                    _diff(mid_a[i], mid_b[j], item(j, labels_b[j]), where, out, names)
-            continue
-        if tag == "replace" and not keyed:
-            paired = _pairable(mid_a[i1:i2], mid_b[j1:j2])
-            for offset in range(paired):
-                i, j = i1 + offset, j1 + offset
-                _diff(mid_a[i], mid_b[j], item(j, None), f"{pointer}/{start + j}", out, names)
-            i1, j1 = i1 + paired, j1 + paired
-        for i in range(i1, i2):
-            out.append(
-                Change("removed", item(i, labels_a[i]), f"{pointer}/{start + j1}", old=mid_a[i])
-            )
-        for j in range(j1, j2):
-            out.append(
-                Change("added", item(j, labels_b[j]), f"{pointer}/{start + j}", new=mid_b[j])
-            )
+    return start, end_a, end_b
 
 
 def _pairable(old: list[Any], new: list[Any]) -> int:

@@ -19,7 +19,7 @@ class ExitCode(IntEnum):
     ENCRYPTED = 6  # encrypted values and no key (or a wrong key)
     NOT_FOUND = 7  # unknown thread, checkpoint or channel
     AMBIGUOUS = 8  # an id prefix matches several checkpoints
-    REFUSED = 9  # a pickle names a global outside the allowlist: refused, nothing ran
+    REFUSED = 9  # a pickle names a global outside the allowlist or holds a BUILD: nothing ran
     MISSING_DEPENDENCY = 10  # an optional extra (e.g. langgraph-ckpt[postgres]) is missing
     BUSY = 11  # prune/vacuum --apply: another connection holds the store; the thread rolled back
     UNSAFE = 12  # prune/vacuum: the change would not be safe (refused); nothing changed

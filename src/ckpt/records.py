@@ -1176,6 +1176,20 @@ def dumps_head(value: Any, limit: int) -> tuple[str, int]:
     return "".join(head), length
 
 
+def dumps_within(value: Any, limit: int) -> str | None:
+    """`dumps(value)` when it is at most `limit` characters long, else None, found without
+    writing more than `limit` characters of it (a --full view of a 16 MB value)."""
+    kept: list[str] = []
+    length = 0
+    for piece in _pieces(value, None, ""):
+        piece = escape_json_text(piece)
+        length += len(piece)
+        if length > limit:
+            return None
+        kept.append(piece)
+    return "".join(kept)
+
+
 _encode_string = json.encoder.encode_basestring  # ensure_ascii=False: json's C escaper
 _float_text = float.__repr__
 _int_text = int.__repr__

@@ -53,6 +53,8 @@ def diff(
 ) -> None:
     """Compare two checkpoints: channel values, messages by id, versions, metadata, writes.
 
+    A value with more than 10,000 changes inside reads as one change. The view lists 1,000
+    changes a section and lays out 4 MB of values (--full too); --json has them all.
     Exit status as diff(1): 0 when they hold the same, 1 when they differ.
     Example: ckpt diff support-1~1 support-1 --db chat.sqlite --json | jq .
     """

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from difflib import SequenceMatcher
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -12,13 +12,29 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ckpt.changes import IDENTITY_KEYS, STORAGE_KEYS, Change, Item, PathPart
+from ckpt.changes import (
+    ALIGN_LIMIT,
+    IDENTITY_KEYS,
+    STORAGE_KEYS,
+    Change,
+    Item,
+    PathPart,
+    common_ends,
+)
 from ckpt.decoders import parse_version
 from ckpt.messages import is_message
 from ckpt.model import is_internal
 from ckpt.records import CheckpointRecord
 from ckpt.render.human import Hanging, content_text, role_of, task_labels
-from ckpt.render.text import brief, cut, human_size, short_time, task_name, zone_label
+from ckpt.render.text import (
+    brief,
+    brief_within,
+    cut,
+    human_size,
+    short_time,
+    task_name,
+    zone_label,
+)
 
 # Sections in reading order: errors and interrupts, then what the step did, bookkeeping
 # after.
@@ -42,6 +58,16 @@ LONG_TEXT = 80  # strings longer than this (or multi-line) are diffed, not shown
 # Strings longer than this (characters) are named by size and hash, not diffed, unless
 # --full: a word diff of two 16 MB strings held ~300 MB and printed all 32 MB (issue 29).
 LARGE_TEXT = 1 << 20
+# Rich holds a whole view while it lays it out (~1.4 KB a line, ~60 us), so a view lays
+# out at most ROOM characters of values, a line counting LINE_COST more: a --full diff of
+# two 16 MB lists ran past 60 s, and of a 16 MB text MemoryError under a 1 GB limit
+# (issue 38). Past the room, --full values are cut as without it, and long diffs and
+# message lists end in a line counting the rest. `ckpt show --json --blobs` has them.
+ROOM = 4 << 20
+LINE_COST = 100
+# Changes listed per section (the summary counts them all): a section of 200,000 changes
+# (a nested 16 MB value) laid out as a tree ended in MemoryError (issue 38).
+SHOWN = 1_000
 KIND_STYLE = {"added": "green", "removed": "red", "changed": "yellow"}
 KIND_MARK = {"added": "+", "removed": "-", "changed": "~"}
 
@@ -86,10 +112,20 @@ def diff_view(
     labels = {**task_labels(a), **task_labels(b)}  # as show names each task
     order = [s for s in SECTION_ORDER if s in by_section]
     order += [s for s in by_section if s not in SECTION_ORDER]
+    room = _Room(full)
     for section in order:
         parts.append(Text(""))
-        tree = _section_tree(section, _internal_last(by_section[section]), full, labels)
-        parts.append(tree)
+        listed_here = _internal_last(by_section[section])
+        parts.append(_section_tree(section, listed_here[:SHOWN], room, labels))
+        if len(listed_here) > SHOWN:
+            more = len(listed_here) - SHOWN
+            parts.append(
+                Text(
+                    f"… {more:,} more change{'s' if more != 1 else ''} in {section} "
+                    "(--json lists every one)",
+                    style="dim",
+                )
+            )
         if section == "channel_values" and applied:
             parts.append(_applied(applied))
     if applied and "channel_values" not in by_section:
@@ -102,7 +138,41 @@ def diff_view(
     if applied:
         summary.append(f"; {len(applied)} pending write{'s' if len(applied) != 1 else ''} applied")
     parts.append(summary)
+    if full and room.spent:
+        parts.append(
+            Text(
+                f"(--full lays out {human_size(ROOM)} of values; the rest are cut here: "
+                "ckpt show --json --blobs prints them whole)",
+                style="dim",
+            )
+        )
     return Group(*parts)
+
+
+class _Room:
+    """What is left of the ROOM a view may lay out, and whether --full asked for values
+    whole."""
+
+    def __init__(self, full: bool) -> None:
+        self.full = full
+        self.left = ROOM
+        self.spent = False  # something was cut, or not laid out, for want of room
+
+    def take(self, cost: int) -> bool:
+        """Take `cost` of the room if it is left."""
+        if cost > self.left:
+            self.spent = True
+            return False
+        self.left -= cost
+        return True
+
+    def whole(self, text: str) -> bool:
+        """Whether `text` is laid out whole: with --full, while the room lasts."""
+        return self.full and self.take(_cost(text))
+
+
+def _cost(text: str) -> int:
+    return len(text) + LINE_COST * text.count("\n")
 
 
 def _applied(keys: list[str]) -> Text:
@@ -214,7 +284,7 @@ def _relation(a: CheckpointRecord, b: CheckpointRecord) -> str:
 
 
 def _section_tree(
-    section: str, changes: list[Change], full: bool, labels: dict[str, str] | None = None
+    section: str, changes: list[Change], room: _Room, labels: dict[str, str] | None = None
 ) -> Tree:
     root = Tree(Text(section, style="bold underline"), guide_style="dim")
     nodes: dict[tuple[PathPart, ...], Tree] = {}
@@ -228,7 +298,7 @@ def _section_tree(
                 style = "dim" if depth == 1 and _internal(prefix[-1]) else "bold"
                 node = nodes[prefix] = parent.add(Text(_part(prefix[-1]), style=style))
             parent = node
-        _leaf(parent, change, section, full, labels or {})
+        _leaf(parent, change, section, room, labels or {})
     return root
 
 
@@ -238,7 +308,7 @@ def _part(part: PathPart) -> str:
     return part or '""'  # the root namespace in metadata.parents
 
 
-def _leaf(parent: Tree, change: Change, section: str, full: bool, labels: dict[str, str]) -> None:
+def _leaf(parent: Tree, change: Change, section: str, room: _Room, labels: dict[str, str]) -> None:
     style = KIND_STYLE[change.kind]
     label = Text()
     label.append(f"{KIND_MARK[change.kind]} ", style=f"bold {style}")
@@ -270,7 +340,7 @@ def _leaf(parent: Tree, change: Change, section: str, full: bool, labels: dict[s
         if section in VERSION_SECTIONS:
             value = _versions_brief(value)
         label.append("  ")
-        label.append_text(_value_text(value, full, style))
+        label.append_text(_value_text(value, room, style))
         parent.add(label)
         return
     old, new = change.old, change.new
@@ -280,22 +350,21 @@ def _leaf(parent: Tree, change: Change, section: str, full: bool, labels: dict[s
         label.append(" → ")
         label.append(_version(new, old), style="green")
         parent.add(label)
-    elif (
-        isinstance(old, str)
-        and isinstance(new, str)
-        and not full
-        and max(len(old), len(new)) > LARGE_TEXT
-    ):
-        label.append(
-            f"  value changed ({_text_size(old)}, sha256 {_digest(old)} → "
-            f"{_text_size(new)}, sha256 {_digest(new)}; --full diffs it)",
-            style="yellow",
-        )
-        parent.add(label)
     elif isinstance(old, str) and isinstance(new, str) and _long(old, new):
-        parent.add(Group(label, _text_diff(old, new, full)))
+        diff = _text_diff(old, new, room)
+        if diff is not None:
+            parent.add(Group(label, diff))
+        else:
+            large = max(len(old), len(new)) > LARGE_TEXT and not room.full
+            more = "--full diffs it" if large else "too large to lay out here"
+            label.append(
+                f"  value changed ({_text_size(old)}, sha256 {_digest(old)} → "
+                f"{_text_size(new)}, sha256 {_digest(new)}; {more})",
+                style="yellow",
+            )
+            parent.add(label)
     else:
-        old_text, new_text = _brief(old, full), _brief(new, full)
+        old_text, new_text = _brief(old, room), _brief(new, room)
         if len(old_text) < INLINE and len(new_text) < INLINE:
             label.append("  ")
             label.append(old_text, style="red")
@@ -317,10 +386,17 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12] + "…"
 
 
-def _brief(value: Any, full: bool) -> str:
+def _brief(value: Any, room: _Room) -> str:
+    """A value on one line: whole with --full while the room lasts, else cut."""
     if isinstance(value, str):
-        return cut(repr(value) if not value.strip() or "\n" in value else value, full)
-    return brief(value, full)
+        text = repr(value) if not value.strip() or "\n" in value else value
+        return text if room.whole(text) else cut(text, False)
+    if room.full:
+        whole = brief_within(value, room.left)
+        if whole is not None and room.take(len(whole)):
+            return whole
+        room.spent = True
+    return brief(value)
 
 
 def _versions_brief(value: Any) -> Any:
@@ -339,27 +415,43 @@ def _version(version: Any, other: Any) -> str:
     return str(counter)
 
 
-def _value_text(value: Any, full: bool, style: str) -> Text:
-    """An added or removed value: messages as chat lines, anything else on one line."""
+def _value_text(value: Any, room: _Room, style: str) -> Text:
+    """An added or removed value: messages as chat lines, anything else on one line. A
+    list of messages ends where the room does, in a line counting the rest."""
     if is_message(value):
-        return _message(value, full, style)
+        return _message(value, room, style)
     if isinstance(value, list) and value and all(is_message(m) for m in value):
         text = Text()
         for i, message in enumerate(value):
             if i:
                 text.append("\n    ")
-            text.append_text(_message(message, full, style))
+            if room.left <= 0:
+                room.spent = True
+                rest = len(value) - i
+                text.append(f"… {rest:,} more message{'s' if rest != 1 else ''}", style="dim")
+                break
+            text.append_text(_message(message, room, style))
         return text
-    return Text(_brief(value, full), style=style)
+    return Text(_brief(value, room), style=style)
 
 
-def _message(message: dict[str, Any], full: bool, style: str) -> Text:
+def _message(message: dict[str, Any], room: _Room, style: str) -> Text:
+    """A message as a chat line (cut unless --full), taking its room."""
     text = Text(f"{role_of(message)}: ", style=f"bold {style}")
-    text.append(cut(content_text(message.get("content")), full, 300), style=style)
+    content = content_text(message.get("content"))
+    if not room.whole(content):
+        content = cut(content, False, 300)
+        room.left -= _cost(content)
+    text.append(content, style=style)
     for call in message.get("tool_calls") or []:
         if isinstance(call, dict):
-            args = brief(call.get("args"), full, 200)
+            args = brief_within(call.get("args"), room.left) if room.full else None
+            if args is None:
+                room.spent = room.spent or room.full
+                args = brief(call.get("args"), limit=200)
+            room.left -= LINE_COST + len(args)
             text.append(f"\n    → {call.get('name')}({args})", style=style)
+    room.left -= LINE_COST
     return text
 
 
@@ -378,21 +470,31 @@ def _long(old: str, new: str) -> bool:
     return "\n" in old or "\n" in new or max(len(old), len(new)) > LONG_TEXT
 
 
-def _text_diff(old: str, new: str, full: bool) -> RenderableType:
-    """Line diff for text with lines; word diff for one long line (difflib both)."""
+def _text_diff(old: str, new: str, room: _Room) -> RenderableType | None:
+    """Line diff for text with lines; word diff for one long line (difflib both). None
+    when it is not laid out: past LARGE_TEXT without --full, or past the room."""
     if "\n" in old or "\n" in new:
-        return _line_diff(old, new, full)
-    return _word_diff(old, new)
+        return _line_diff(old, new, room)
+    return _word_diff(old, new, room)
 
 
-def _line_diff(old: str, new: str, full: bool) -> Text:
-    lines = difflib.unified_diff(
-        old.splitlines(), new.splitlines(), lineterm="", n=10**6 if full else 2
-    )
+def _line_diff(old: str, new: str, room: _Room) -> Text | None:
+    """A unified diff, whole with --full while the room lasts; else with two lines of
+    context, its lines laid out while the room lasts and the rest counted."""
+    whole = room.full and room.take(_cost(old) + _cost(new))
+    if not whole and max(len(old), len(new)) > LARGE_TEXT:
+        return None
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    codes = _opcodes(old_lines, new_lines, autojunk=True)
+    lines = _unified(old_lines, new_lines, codes, context=10**6 if whole else 2)
     text = Text()
     for line in lines:
-        if line.startswith(("---", "+++")):
-            continue
+        if not whole and not room.take(LINE_COST + len(line)):
+            rest = 1 + sum(1 for _ in lines)
+            text.append(
+                f"    … {rest:,} more line{'s' if rest != 1 else ''} of this diff\n", style="dim"
+            )
+            break
         if line.startswith("@@"):
             text.append(f"    {line}\n", style="cyan")
         elif line.startswith("-"):
@@ -405,11 +507,13 @@ def _line_diff(old: str, new: str, full: bool) -> Text:
     return text
 
 
-def _word_diff(old: str, new: str) -> Text:
+def _word_diff(old: str, new: str, room: _Room) -> Text | None:
+    too_long = max(len(old), len(new)) > LARGE_TEXT and not room.full
+    if too_long or not room.take(LINE_COST + len(old) + len(new)):
+        return None
     old_words, new_words = re.split(r"(\s+)", old), re.split(r"(\s+)", new)
-    matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
     text = Text("    ")
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in _opcodes(old_words, new_words, autojunk=False):
         if tag == "equal":
             text.append("".join(old_words[i1:i2]))
             continue
@@ -418,3 +522,75 @@ def _word_diff(old: str, new: str) -> Text:
         if j2 > j1:
             text.append("".join(new_words[j1:j2]), style="bold green")
     return text
+
+
+Opcode = tuple[str, int, int, int, int]
+
+
+def _opcodes(old: list[str], new: list[str], *, autojunk: bool) -> list[Opcode]:
+    """difflib's opcodes turning `old` into `new`. Past ALIGN_LIMIT pairs only the differing
+    middle is aligned, and past it again the middle is one replacement: difflib is
+    quadratic at worst, and a word diff of two 1 MB lines ran for more than 5 minutes."""
+    if len(old) * len(new) <= ALIGN_LIMIT:
+        aligned: list[Opcode] = [*SequenceMatcher(None, old, new, autojunk=autojunk).get_opcodes()]
+        return aligned
+    start, end_old, end_new = common_ends(old, new)
+    codes: list[Opcode] = [("equal", 0, start, 0, start)] if start else []
+    if (end_old - start) * (end_new - start) <= ALIGN_LIMIT:
+        matcher = SequenceMatcher(None, old[start:end_old], new[start:end_new], autojunk=autojunk)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            codes.append((tag, start + i1, start + i2, start + j1, start + j2))
+    elif end_old > start and end_new > start:
+        codes.append(("replace", start, end_old, start, end_new))
+    elif end_old > start or end_new > start:
+        codes.append(("delete" if end_old > start else "insert", start, end_old, start, end_new))
+    if end_old < len(old):
+        codes.append(("equal", end_old, len(old), end_new, len(new)))
+    return codes
+
+
+def _unified(old: list[str], new: list[str], codes: list[Opcode], context: int) -> Iterator[str]:
+    """The lines of `difflib.unified_diff(old, new, lineterm="", n=context)` after its two
+    file header lines, from `codes`."""
+    for group in _grouped(codes, context):
+        first, last = group[0], group[-1]
+        yield f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@"
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                yield from (" " + line for line in old[i1:i2])
+                continue
+            if tag in ("replace", "delete"):
+                yield from ("-" + line for line in old[i1:i2])
+            if tag in ("replace", "insert"):
+                yield from ("+" + line for line in new[j1:j2])
+
+
+def _grouped(codes: list[Opcode], context: int) -> Iterator[list[Opcode]]:
+    """`SequenceMatcher.get_grouped_opcodes(context)` for `codes` (difflib's own steps)."""
+    codes = list(codes) or [("equal", 0, 1, 0, 1)]
+    if codes[0][0] == "equal":
+        tag, i1, i2, j1, j2 = codes[0]
+        codes[0] = tag, max(i1, i2 - context), i2, max(j1, j2 - context), j2
+    if codes[-1][0] == "equal":
+        tag, i1, i2, j1, j2 = codes[-1]
+        codes[-1] = tag, i1, min(i2, i1 + context), j1, min(j2, j1 + context)
+    group: list[Opcode] = []
+    for tag, i1, i2, j1, j2 in codes:
+        if tag == "equal" and i2 - i1 > 2 * context:
+            group.append((tag, i1, min(i2, i1 + context), j1, min(j2, j1 + context)))
+            yield group
+            group = []
+            i1, j1 = max(i1, i2 - context), max(j1, j2 - context)
+        group.append((tag, i1, i2, j1, j2))
+    if group and not (len(group) == 1 and group[0][0] == "equal"):
+        yield group
+
+
+def _range(start: int, stop: int) -> str:
+    """A unified diff's line range, as difflib writes it."""
+    beginning, length = start + 1, stop - start
+    if length == 1:
+        return str(beginning)
+    if not length:
+        beginning -= 1
+    return f"{beginning},{length}"

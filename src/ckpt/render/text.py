@@ -11,7 +11,7 @@ from typing import Any
 
 from ckpt.decoders import MARK_KEY
 from ckpt.escapes import for_terminal
-from ckpt.records import TaskRecord, dumps, dumps_head
+from ckpt.records import TaskRecord, dumps, dumps_head, dumps_within
 from ckpt.tasks import send_label
 
 CUT = 160  # characters of a value shown in tables unless --full
@@ -56,6 +56,19 @@ def brief(value: Any, full: bool = False, limit: int = CUT) -> str:
         return dumps(value)
     head, length = dumps_head(value, limit)
     return cut(head, False, limit, length)
+
+
+def brief_within(value: Any, limit: int) -> str | None:
+    """`brief(value, full=True)` when it is at most `limit` characters long, else None,
+    without writing more of it than that."""
+    if isinstance(value, str):
+        if len(value) > limit:
+            return None
+        text = clean(value)
+        return text if len(text) <= limit else None
+    if isinstance(value, dict) and value.get(MARK_KEY) in ("encrypted", "skipped"):
+        return brief(value)
+    return dumps_within(value, limit)
 
 
 def task_name(task: TaskRecord) -> str:

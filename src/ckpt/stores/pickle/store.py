@@ -41,6 +41,8 @@ from ckpt.stores.pickle.index import Namespaces, PickleFile, StoredText, Summary
 from ckpt.stores.pickle.lean import materialize, scan_kept, scan_storage
 from ckpt.stores.pickle.unpickler import (
     Refused,
+    build_target,
+    built,
     collector_paused,
     latin1_bytes,
     load_pickle,
@@ -688,6 +690,8 @@ class PickleStore(Store):
         if writes is None:
             return None
         task_writes = writes.get((key.thread_id, key.checkpoint_ns, key.checkpoint_id))
+        if isinstance(task_writes, Refused) and isinstance(build_target(task_writes), dict):
+            task_writes = dict(task_writes)  # a BUILD on the dict: its writes are read
         if isinstance(task_writes, Refused):  # the checkpoint's writes: one refused value
             return [PendingWrite("", "", 0, "", None, refused_record(task_writes))]
         if not isinstance(task_writes, dict):
@@ -700,7 +704,13 @@ class PickleStore(Store):
         # Key (task_id, idx); value (task_id, channel, (tag, bytes), task_path), without the
         # task_path before checkpoint 2.0.x added it (cp/memory put_writes, format.md §7.1).
         if isinstance(stored, Refused) and type(inner_key) is tuple and len(inner_key) == 2:
-            stored = (inner_key[0], "", stored, "")  # a refused write: its value shows so
+            # A refused write: its value shows so, under its task and channel when a BUILD
+            # on the write's tuple was refused (build_target).
+            target = build_target(stored)
+            if type(target) is tuple and len(target) in (3, 4) and isinstance(target[1], str):
+                stored = (inner_key[0], target[1], stored, target[3] if len(target) == 4 else "")
+            else:
+                stored = (inner_key[0], "", stored, "")
         if (
             not isinstance(inner_key, tuple)
             or len(inner_key) != 2
@@ -1179,7 +1189,9 @@ def _storage_index(
     entry whenever a missing thread is looked up, and LangGraph lists nothing for them.
     A refused value where a thread's or a namespace's dict goes is not one of those (a
     Refused is an empty dict): the thread's checkpoints cannot be read, which is said,
-    rather than answering that the thread does not exist.
+    rather than answering that the thread does not exist. A BUILD on that dict is refused
+    too, but the dict it was on holds the checkpoints (build_target): they are read, and
+    the refusal said (issue 38: the thread was not shown).
     """
     index: dict[str, dict[str, dict[str, tuple[Any, Any, str | None]]]] = {}
     for thread_id, namespaces in loaded.items():
@@ -1187,22 +1199,26 @@ def _storage_index(
             raise NotACheckpointStore(
                 f"{path}: thread {thread_id!r} is not a LangGraph checkpoints dict"
             )
-        _not_refused(namespaces, path, f"thread {thread_id!r}")
+        namespaces = _not_refused(namespaces, path, f"thread {thread_id!r}")
         kept: dict[str, dict[str, tuple[Any, Any, str | None]]] = {}
         for ns, entries in namespaces.items():
             if not isinstance(ns, str) or not isinstance(entries, dict):
                 raise NotACheckpointStore(
                     f"{path}: thread {thread_id!r}, namespace {ns!r} is not a dict of checkpoints"
                 )
-            _not_refused(entries, path, f"thread {thread_id!r}, namespace {ns!r}")
+            entries = _not_refused(entries, path, f"thread {thread_id!r}, namespace {ns!r}")
             for checkpoint_id, entry in entries.items():
                 if isinstance(entry, Refused):
                     # A refused value where the whole entry goes: its checkpoint and its
-                    # metadata show as refused, no parent.
-                    entry = entries[checkpoint_id] = (entry, entry, None)
+                    # metadata show as refused; its parent, when a BUILD on the entry was
+                    # refused, is the entry's own (so the thread's lineage holds).
+                    target = built(entry)
+                    parent = target[2] if type(target) is tuple and len(target) == 3 else None
+                    entry = entries[checkpoint_id] = (entry, entry, _parent_id(parent))
                 if type(entry) is tuple and len(entry) == 3 and isinstance(entry[2], Refused):
-                    # A refused value where the parent id goes: no parent is shown.
-                    entry = entries[checkpoint_id] = (entry[0], entry[1], None)
+                    # A refused value where the parent id goes: the id a BUILD on it was
+                    # on (an id, not a value: built); no parent for any other.
+                    entry = entries[checkpoint_id] = (entry[0], entry[1], _parent_id(entry[2]))
                 if not (
                     isinstance(checkpoint_id, str)
                     and type(entry) is tuple
@@ -1220,13 +1236,23 @@ def _storage_index(
     return index
 
 
-def _not_refused(value: dict[Any, Any], path: Path, where: str) -> None:
-    """RefusedGlobal if `value`, a thread's or a namespace's dict, is a refused value."""
+def _parent_id(parent: Any) -> str | None:
+    """A parent id as it was built before a refused BUILD on it (built), or None."""
+    parent = built(parent)
+    return parent if isinstance(parent, str) else None
+
+
+def _not_refused(value: dict[Any, Any], path: Path, where: str) -> dict[Any, Any]:
+    """`value`, a thread's or a namespace's dict: the items of a dict a BUILD was on (see
+    _storage_index); RefusedGlobal for any other refused value."""
+    if isinstance(value, Refused) and isinstance(build_target(value), dict):
+        return dict(value)
     if isinstance(value, Refused):
         raise RefusedGlobal(
             f"refused to load {value.global_name} from {path}: it is where the checkpoints "
             f"of {where} go, so they cannot be read; nothing was run"
         )
+    return value
 
 
 # -- raw values -----------------------------------------------------------------------------

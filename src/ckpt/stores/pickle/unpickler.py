@@ -16,11 +16,24 @@ from typing import IO, Any, ClassVar, Final, cast
 from ckpt.decoders.pickle_imports import escapes_unwarned
 from ckpt.errors import RefusedGlobal, StoreCorrupt
 
+
+class _DefaultDict(collections.defaultdict[Any, Any]):
+    """What `collections.defaultdict` loads as: a defaultdict whose BUILD stops the C
+    unpickler (the build-safe one then reads the file, _load_build_safe). A defaultdict is
+    the one allowed object whose attribute CPython's BUILD could set: slot state
+    `{"default_factory": ...}` was applied silently (issue 38)."""
+
+    __slots__ = ()
+
+    def __setstate__(self, state: Any) -> None:
+        raise _BuildRefused("collections.defaultdict")
+
+
 # The only globals a PersistentDict file names (format.md §7.2, verified with pickletools on
 # current and checkpoint 2.0.21 files): the per-thread `defaultdict(dict)`, and its factory
 # under its Python 2 name (protocol 2) or its Python 3 name.
 _CLASSES: Final[dict[tuple[str, str], Any]] = {
-    ("collections", "defaultdict"): collections.defaultdict,
+    ("collections", "defaultdict"): _DefaultDict,
     ("__builtin__", "dict"): dict,
     ("builtins", "dict"): dict,
 }
@@ -49,12 +62,22 @@ class Refused(dict[Any, Any]):
     """
 
     global_name: str = ""
+    built_on: Any  # set on the refused value a BUILD made (build_target)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
 
     def __setstate__(self, state: Any) -> None:
         """BUILD on a refused object: nothing to build."""
+
+
+def build_target(value: Refused) -> Any:
+    """The object a BUILD was applied to, for the refused value that BUILD made of it
+    (_BuildSafeUnpickler.load_build_refused); None for any other refused value. A dict's
+    items (what the opcodes before the BUILD put in it, and after it) are the refused
+    value's own, so a store can read the checkpoints of a thread whose dict a BUILD was
+    on: nothing of the BUILD is applied, and the refusal is said."""
+    return value.__dict__.get("built_on")
 
 
 def refused_record(value: Refused) -> dict[str, Any]:
@@ -76,10 +99,11 @@ def load_pickle(
     A global outside format.md §7.2's list, a persistent id, an odd call of an allowed stub
     or an object a BUILD opcode would set attributes of (_load_build_safe) becomes a
     `Refused` stand-in (its name added to `refused`); a whole file that is one raises
-    RefusedGlobal. StoreCorrupt for a truncated or damaged stream. `source` names
-    the file in messages. `counted=False` skips counting shared references (see
-    expanded_size) for a file whose references are already known to be bounded: one the
-    threads-only pass (ckpt.stores.pickle.lean) read whole.
+    RefusedGlobal, but for a BUILD on the file's dict, whose items are read. StoreCorrupt
+    for a truncated or damaged stream. `source` names the file in messages.
+    `counted=False` skips counting shared references (see expanded_size) for a file whose
+    references are already known to be bounded: one the threads-only pass
+    (ckpt.stores.pickle.lean) read whole.
     """
     if counted:
         _check_expansion(file, source)
@@ -101,7 +125,9 @@ def load_pickle(
     except Exception as exc:  # UnpicklingError, EOFError, TypeError from a bad REDUCE, ...
         detail = str(exc) or type(exc).__name__
         raise StoreCorrupt(f"{source}: truncated or corrupt pickle ({detail})") from None
-    if isinstance(loaded, Refused):
+    if isinstance(loaded, Refused) and isinstance(build_target(loaded), dict):
+        loaded = dict(loaded)  # a BUILD on the file's dict: its items are read (build_target)
+    elif isinstance(loaded, Refused):
         raise RefusedGlobal(
             f"refused to load {loaded.global_name} from {source}: only plain checkpoint dicts "
             "are read; nothing was run"
@@ -414,17 +440,73 @@ class _BuildSafeUnpickler(pickle._Unpickler):
             return
         what = "BUILD slot state" if slots else "BUILD state"
         refused = self.allowed.stand_in(f"{what} on {_described(inst)}")()
+        refused.built_on = inst  # see build_target
+        if isinstance(inst, dict):
+            refused.update(inst)
         self.replaced[id(inst)] = (inst, refused)
         self.stack[-1] = refused
+
+    def load_reduce_built(self) -> None:
+        """REDUCE, on the callable and arguments as they were built before any BUILD on
+        them (built): a BUILD on a call's arguments stopped the whole file before."""
+        args = built(self.stack.pop())
+        func = built(self.stack[-1])
+        if isinstance(func, Refused) and not isinstance(func, type):
+            return  # a refused value where the callable goes: it stays, as the result
+        self.stack[-1] = func(*args)
+
+    def load_newobj_built(self) -> None:
+        """NEWOBJ, `cls.__new__(cls, *args)`, as REDUCE (load_reduce_built)."""
+        args = built(self.stack.pop())
+        cls = built(self.stack[-1])
+        if isinstance(cls, Refused) and not isinstance(cls, type):
+            return
+        self.stack[-1] = cls.__new__(cls, *args)
+
+    def load_setitem_built(self) -> None:
+        """SETITEM under the key as it was built (built): a refused value is a dict,
+        which cannot be a key."""
+        value = self.stack.pop()
+        key = self.stack.pop()
+        self.stack[-1][built(key)] = value
+
+    def load_setitems_built(self) -> None:
+        items = cast("Any", self).pop_mark()  # pickle._Unpickler's, not in its stubs
+        target = self.stack[-1]
+        for i in range(0, len(items), 2):
+            target[built(items[i])] = items[i + 1]
 
     dispatch = {
         **pickle._Unpickler.dispatch,
         pickle.BUILD[0]: cast("Callable[[pickle.Unpickler], None]", load_build_refused),
+        pickle.REDUCE[0]: cast("Callable[[pickle.Unpickler], None]", load_reduce_built),
+        pickle.NEWOBJ[0]: cast("Callable[[pickle.Unpickler], None]", load_newobj_built),
+        pickle.SETITEM[0]: cast("Callable[[pickle.Unpickler], None]", load_setitem_built),
+        pickle.SETITEMS[0]: cast("Callable[[pickle.Unpickler], None]", load_setitems_built),
         **{
             opcode[0]: _replacing(pickle._Unpickler.dispatch[opcode[0]])
             for opcode in (pickle.GET, pickle.BINGET, pickle.LONG_BINGET)
         },
     }
+
+
+def built(value: Any) -> Any:
+    """`value` as the opcodes built it before a BUILD on it was refused: the object that
+    BUILD was on (build_target), in tuples too. Where a refused value cannot stand (a dict
+    key, the callable and arguments of an allowed call, an id) the object as it was built
+    is used; nothing of the BUILD is, and the refusal is said all the same."""
+    if isinstance(value, Refused):
+        target = build_target(value)
+        return value if target is None else built(target)
+    if type(value) is tuple and any(isinstance(part, Refused) for part in value):
+        return tuple(built(part) for part in value)
+    return value
+
+
+def _is_latin1(encoding: Any) -> bool:
+    """Whether an encoding argument is latin-1's name (a refused value, a dict, is not
+    hashed)."""
+    return isinstance(encoding, str) and encoding in LATIN1
 
 
 def _described(value: Any) -> str:
@@ -435,6 +517,8 @@ def _described(value: Any) -> str:
         if issubclass(value, Refused):
             return value.global_name
         return f"{_printable(value.__module__)}.{_printable(value.__qualname__)}"
+    if isinstance(value, _DefaultDict):
+        return "a defaultdict"  # ckpt's own stand-in (_DefaultDict) is not the data's name
     return f"a {type(value).__name__}"
 
 
@@ -471,7 +555,7 @@ class _EncodeLatin1(_Stub):
     name: ClassVar[str] = "_codecs.encode"
 
     def __call__(self, text: Any, encoding: Any = None, *rest: Any) -> str | Refused:
-        if rest or not isinstance(text, str) or encoding not in LATIN1:
+        if rest or not isinstance(text, str) or not _is_latin1(encoding):
             shown = encoding if isinstance(encoding, str) else type(encoding).__name__
             return self.allowed.stand_in(f"_codecs.encode(..., {_printable(shown)!r})")()
         return text
@@ -503,7 +587,7 @@ class _Bytearray(_Stub):
             return ""
         if len(args) == 1 and isinstance(args[0], str | bytes):
             return args[0]
-        if len(args) == 2 and isinstance(args[0], str) and args[1] in LATIN1:
+        if len(args) == 2 and isinstance(args[0], str) and _is_latin1(args[1]):
             return args[0]
         return self.allowed.stand_in("bytearray(...) with other arguments")()
 
