@@ -202,3 +202,23 @@ def test_the_api_takes_every_option_the_command_has(command: str, functions: lis
     if command in ("copy", "prune", "vacuum"):  # and the module-level call too
         module_level = taken_by(getattr(ckpt, command))
         assert {API_NAMES.get(o, o) for o in options} - opening - {"spec"} <= module_level
+
+
+def test_lineage_is_what_history_draws(sqlite_store: Path, manifest: dict[str, Any]) -> None:
+    """`lineage` (what `ckpt history` draws) holds the tree, the values each update_state
+    wrote, read as `checkpoint` reads them, and how many older checkpoints `last` left."""
+    thread = manifest["fork"]
+    with ckpt.open(sqlite_store) as store:
+        whole = store.lineage(thread)
+        history = store.history(thread)
+        assert whole["chains"] == store.history_tree(thread)
+        assert whole["earlier"] == 0
+        updates = [r["checkpoint_id"] for r in history if r["metadata"].get("source") == "update"]
+        assert len(updates) == 2 and sorted(whole["written"]) == sorted(updates)
+        for checkpoint_id in updates:
+            assert (
+                whole["written"][checkpoint_id] == store.checkpoint(checkpoint_id)["channel_values"]
+            )
+        windowed = store.lineage(thread, last=3, updates=0)
+        assert windowed["written"] == {}
+        assert windowed["earlier"] == len(history) - 3

@@ -29,6 +29,7 @@ from ckpt.records import (
     CheckpointRecord,
     CheckRecord,
     HistoryNodeRecord,
+    LineageRecord,
     PatchOperation,
     StatsRecord,
     ThreadRecord,
@@ -338,6 +339,25 @@ class CheckpointStore:
         records = [node["checkpoint"] for chain in tree for node in history_nodes(chain)]
         self._hidden(records_error(records, has_key=self._has_key), tree)
         return tree
+
+    def lineage(
+        self, thread_id: str, *, last: int | None = None, updates: int = 20
+    ) -> LineageRecord:
+        """Everything `ckpt history` draws: the `history_tree`, the channel values of its
+        newest `updates` update_state checkpoints (what each edit wrote), and, with `last`,
+        how many older checkpoints were not read (when the store can count them from its
+        key index; else 0)."""
+        from ckpt.records import history_nodes
+
+        chains = self.history_tree(thread_id, last=last)
+        records = [node["checkpoint"] for chain in chains for node in history_nodes(chain)]
+        edits = [r for r in records if _source(r) == "update"][-updates:] if updates else []
+        written = {cid: values or {} for cid, values in self.channel_values(edits).items()}
+        earlier = 0
+        if last is not None and len(records) >= last:
+            total = self.dump_total(threads=[thread_id])
+            earlier = max(total - len(records), 0) if total is not None else 0
+        return {"thread_id": thread_id, "chains": chains, "written": written, "earlier": earlier}
 
     def versions(
         self, thread_id: str, *, ns: str | None = None, last: int | None = None
@@ -882,6 +902,12 @@ class CheckpointStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _source(record: CheckpointRecord) -> object:
+    """The `source` a checkpoint's metadata names (input, loop, update, fork), if any."""
+    metadata = record["metadata"]
+    return metadata.get("source") if isinstance(metadata, dict) else None
 
 
 def open(  # the library's entry point, named as sqlite3.connect or open() are

@@ -182,6 +182,17 @@ class HistoryNodeRecord(TypedDict):
     subgraphs: list[SubgraphRecord]
 
 
+class LineageRecord(TypedDict):
+    """What `ckpt history` draws of a thread (CheckpointStore.lineage): the tree, the values
+    its update_state checkpoints wrote (the newest few: two edits of one checkpoint differ
+    on screen), and how many older checkpoints a `last` window left unread."""
+
+    thread_id: str
+    chains: list[list[HistoryNodeRecord]]
+    written: dict[str, dict[str, Any]]  # update_state checkpoint id -> its channel values
+    earlier: int  # checkpoints older than the `last` read (0 when all were read, or unknown)
+
+
 def history_nodes(chain: list[HistoryNodeRecord]) -> list[HistoryNodeRecord]:
     """Every node of a history chain: its forks and subgraph runs too, at any depth
     (without recursion)."""

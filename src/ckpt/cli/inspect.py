@@ -28,7 +28,7 @@ from ckpt.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from ckpt.records import CheckpointRecord
+    pass
 
 
 @store_options
@@ -115,7 +115,6 @@ def history(
 
     Example: ckpt history support-1 --db chat.sqlite
     """
-    from ckpt.records import history_nodes
     from ckpt.render import human
     from ckpt.render.output import stream_json_array, stream_ndjson
     from ckpt.render.plain import tree_lines
@@ -128,32 +127,8 @@ def history(
             stream = checkpoints.iter_history(thread, last=last)
             output.lines(stream_ndjson(stream) if as_lines else stream_json_array(stream))
         else:
-            tree = checkpoints.history_tree(thread, last=last)
-            records = [node["checkpoint"] for chain in tree for node in history_nodes(chain)]
-            # What each update_state wrote, so that two edits of one checkpoint differ on
-            # screen: the values of the (few) update checkpoints only.
-            updates = [r for r in records if _source(r) == "update"][-UPDATE_VALUES:]
-            written = {
-                cid: values or {} for cid, values in checkpoints.channel_values(updates).items()
-            }
-            earlier = 0
-            if last is not None and len(records) >= last:
-                # Only the newest N were read: say how many older ones there are, when the
-                # store can count them from its key index.
-                total = checkpoints.dump_total(threads=[thread])
-                earlier = max(total - len(records), 0) if total is not None else 0
-            view = human.history_view(
-                thread, tree, last=last, earlier=earlier, written=written, local=local
-            )
-            output.text(tree_lines(view, output))
-
-
-UPDATE_VALUES = 20  # update_state checkpoints whose values history loads (the newest)
-
-
-def _source(record: CheckpointRecord) -> object:
-    metadata = record["metadata"]
-    return metadata.get("source") if isinstance(metadata, dict) else None
+            lineage = checkpoints.lineage(thread, last=last)
+            output.text(tree_lines(human.history_view(lineage, last=last, local=local), output))
 
 
 TABLE_COLUMNS = 12  # checkpoints a terminal can show side by side

@@ -23,6 +23,7 @@ from ckpt.records import (
     DeltaRecord,
     HistoryNodeRecord,
     InterruptRecord,
+    LineageRecord,
     TaskRecord,
     VersionMatrix,
     WriteRecord,
@@ -242,20 +243,16 @@ def _waiting(task: TaskRecord) -> list[InterruptRecord]:
 
 
 def history_view(
-    thread_id: str,
-    chains: list[list[HistoryNodeRecord]],
-    *,
-    last: int | None = None,
-    earlier: int = 0,
-    written: dict[str, dict[str, Any]] | None = None,
-    local: bool = False,
+    lineage: LineageRecord, *, last: int | None = None, local: bool = False
 ) -> TreeNode:
     """The tree of `ckpt history` (drawn by render.plain.tree_lines): the trunk leads to the
     thread's latest checkpoint, each branch says what started it, and odd lineage (cycles,
     dangling parents) carries a note. `last` keeps the newest N checkpoints of each root
-    chain; `earlier` says how many older checkpoints were not read at all. `written`
-    holds the channel values of update_state checkpoints, by id: their rows and branches
-    say what the update wrote."""
+    chain; the record's `earlier` says how many older checkpoints were not read at all,
+    its `written` holds the channel values of update_state checkpoints, by id: their rows
+    and branches say what the update wrote."""
+    thread_id, chains = lineage["thread_id"], lineage["chains"]
+    earlier, written = lineage["earlier"], lineage["written"]
     title = Text(f"thread {thread_id}", style="bold")
     title.append(f"  (times {zone_label(local)})", style="dim")
     tree = TreeNode(_runs(title))
