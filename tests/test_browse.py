@@ -98,11 +98,12 @@ async def browsing(
     thread: str | None = None,
     size: tuple[int, int] = SIZE,
     aes_key: bytes | None = None,
+    words: Callable[[str], str] = str,
 ) -> AsyncIterator[Pilot[Any]]:
     opened = ckpt.open(store, aes_key=aes_key)
     spec = StoreSpec.of(str(store), opened.location)
     session = Session(opened, spec, thread_id=thread)
-    app = BrowseApp(session, thread_id=thread, debounce=0)
+    app = BrowseApp(session, thread_id=thread, debounce=0, words=words)
     try:
         async with app.run_test(size=size) as pilot:
             await settle(pilot)
@@ -829,6 +830,19 @@ def test_an_encrypted_store(encrypted_store: Path, encryption_key: bytes) -> Non
 
     drive(encrypted_store, without_key)
     drive(encrypted_store, with_key, aes_key=encryption_key)
+
+
+def test_library_messages_are_said_in_the_cli_words(encrypted_store: Path) -> None:
+    """What the library says in its words (`aes_key`), the browser says in those of the
+    command that opened it (--aes-key), as every other command does."""
+    from ckpt.cli.options import in_flags
+
+    async def scenario(pilot: Pilot[Any]) -> None:
+        await go_to_thread(pilot, "support-1")
+        said = flat(view_text(pilot))
+        assert "--aes-key" in said and "`aes_key`" not in said, said
+
+    drive(encrypted_store, scenario, words=in_flags)
 
 
 def test_store_text_never_reaches_the_terminal(sqlite_store: Path, tmp_path: Path) -> None:

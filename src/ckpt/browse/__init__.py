@@ -13,6 +13,8 @@ from ckpt.errors import BadOption, MissingDependency
 from ckpt.vocabulary import install_hint
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ckpt.api import CheckpointStore
     from ckpt.browse.session import StoreSpec
 
@@ -27,8 +29,15 @@ def require_textual() -> None:
         raise MissingDependency(EXTRA_HINT) from None
 
 
-def run(store: CheckpointStore, spec: StoreSpec, *, thread_id: str | None = None) -> int:
-    """Browse an open store until the user quits; the app's return code."""
+def run(
+    store: CheckpointStore,
+    spec: StoreSpec,
+    *,
+    thread_id: str | None = None,
+    words: Callable[[str], str] = str,
+) -> int:
+    """Browse an open store until the user quits; the app's return code. `words` puts the
+    library's messages in the words of the face that opened it (the CLI's flags)."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise BadOption("ckpt browse needs a terminal: run it without a pipe or redirection")
     from ckpt.browse.session import Session
@@ -37,7 +46,7 @@ def run(store: CheckpointStore, spec: StoreSpec, *, thread_id: str | None = None
     try:
         from ckpt.browse.app import BrowseApp
 
-        app = BrowseApp(session, thread_id=thread_id)
+        app = BrowseApp(session, thread_id=thread_id, words=words)
         app.run()
         if app.failure is not None:
             raise app.failure

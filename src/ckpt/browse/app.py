@@ -236,10 +236,18 @@ class BrowseApp(App[None]):
     ]
 
     def __init__(
-        self, session: Session, *, thread_id: str | None = None, debounce: float = 0.08
+        self,
+        session: Session,
+        *,
+        thread_id: str | None = None,
+        debounce: float = 0.08,
+        words: Callable[[str], str] = str,
     ) -> None:
         super().__init__()
         self.session = session
+        # The library's words in those of the face that opened the browser (the CLI's
+        # flags for the API's parameters: ckpt.cli.options.in_flags).
+        self.words = words
         self.debounce = debounce
         self.wanted_thread = thread_id
         self.failure: CkptError | None = None  # what `run` raises once the app has ended
@@ -364,8 +372,10 @@ class BrowseApp(App[None]):
                 records, notices = await asyncio.wrap_future(self.session.first_threads)
         except CkptError as exc:
             self._done(pane)
-            self._say(exc.message, "bold red")
-            self.query_one("#thread-detail", Static).update(views.notice(exc.message, "red"))
+            self._say(self.words(exc.message), "bold red")
+            self.query_one("#thread-detail", Static).update(
+                views.notice(self.words(exc.message), "red")
+            )
             return
         self._done(pane)
         wanted = self.wanted_thread
@@ -421,7 +431,7 @@ class BrowseApp(App[None]):
         except CkptError as exc:
             rows.show(None, None)
             self.loaded = None
-            self._say(exc.message, "bold red")
+            self._say(self.words(exc.message), "bold red")
             return
         finally:  # also when superseded or cancelled: no spinner is left behind
             self._done_if_own(pane, spinner)
@@ -454,7 +464,7 @@ class BrowseApp(App[None]):
             return
         except CkptError as exc:
             self.loaded = None
-            self._say(exc.message, "bold red")
+            self._say(self.words(exc.message), "bold red")
             return
         self.loaded = loaded
         self._message = None
@@ -517,7 +527,10 @@ class BrowseApp(App[None]):
             except Superseded:
                 return
             except CkptError as exc:
-                self._say(f"cannot load the checkpoint to compare with: {exc.message}", "red")
+                self._say(
+                    f"cannot load the checkpoint to compare with: {self.words(exc.message)}",
+                    "red",
+                )
                 return
         wanted = (self.mode, self.as_json, self.full, width, key_of(record), base_key)
         lines = self._laid_out.get(wanted)

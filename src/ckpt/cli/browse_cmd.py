@@ -35,6 +35,7 @@ def browse(
     from ckpt.browse import require_textual, run
     from ckpt.browse.session import StoreSpec
     from ckpt.cli.common import source, state
+    from ckpt.cli.options import in_flags
 
     require_textual()  # before the store opens: the one line names the extra
     spec = source(state(ctx).output, store, store_options)
@@ -46,7 +47,7 @@ def browse(
             store_options.prefix,
             store_options.database,
         )
-        code = run(checkpoints, spec_of, thread_id=thread)
+        code = run(checkpoints, spec_of, thread_id=thread, words=in_flags)
     if code:
         raise typer.Exit(code)
 
