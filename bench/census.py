@@ -50,7 +50,7 @@ print(f"{n} {time.perf_counter() - work:.3f}", file=sys.stderr)
 CENSUS = r"""
 import sys, time
 import ckpt
-from ckpt.census import census
+from ckpt.scan.census import census
 started = time.perf_counter()
 with ckpt.open(sys.argv[1]) as store:
     record = census(store.raw)

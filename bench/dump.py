@@ -48,9 +48,9 @@ with open(os.devnull, "w") as out:
 
 DIFF_IN_PROCESS = """
 import sys, time
-from ckpt.changes import diff_records
-from ckpt.records import checkpoint_record
-from ckpt.model import CheckpointKey
+from ckpt.analysis.changes import diff_records
+from ckpt.analysis.records import checkpoint_record
+from ckpt.records.model import CheckpointKey
 from ckpt.stores.sqlite import SqliteStore
 store = SqliteStore(sys.argv[1])
 key = store.latest_key(sys.argv[2])

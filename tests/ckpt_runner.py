@@ -156,7 +156,8 @@ def _serve() -> None:
 
     import ckpt.api
     import ckpt.cli
-    import ckpt.records
+    import ckpt.records.encode
+    import ckpt.records.types
     import ckpt.render.human
     import ckpt.render.output
     import ckpt.stores.sqlite  # noqa: F401

@@ -27,10 +27,10 @@ from typing import Any
 
 from fixtures.fidelity import FidelityCase, load_oracle
 
+from ckpt.analysis.delta import rebuild
+from ckpt.analysis.history import thread_tasks
+from ckpt.analysis.records import checkpoint_record, thread_record
 from ckpt.decoders import key_from_env_or_arg
-from ckpt.delta import rebuild
-from ckpt.history import thread_tasks
-from ckpt.records import checkpoint_record, thread_record
 from ckpt.stores import open_store
 
 CONTROL = ("__interrupt__", "__resume__", "__error__", "__error_source_node__")

@@ -929,7 +929,7 @@ def digest(name: str) -> str:
 
 
 def is_unsafe(char: str) -> bool:
-    """Whether one character must never reach a terminal raw (ckpt.escapes.UNSAFE_RANGES)."""
+    """Whether one character must never reach a terminal raw (escapes.UNSAFE_RANGES)."""
     code = ord(char)
     return any(first <= code <= last for first, last in UNSAFE_RANGES)
 

@@ -14,6 +14,7 @@ import pytest
 
 import ckpt
 from ckpt.demo import write_demo_store
+from ckpt.records.encode import dumps
 from invoke import run
 
 DOCS = Path(__file__).parent.parent / "docs"
@@ -116,7 +117,7 @@ def _cli_json(*args: str) -> Any:
 
 
 def _plain(record: Any) -> Any:
-    return json.loads(ckpt.records.dumps(record))  # type: ignore[attr-defined]
+    return json.loads(dumps(record))
 
 
 def test_hidden_values_are_the_librarys_error(

@@ -44,7 +44,7 @@ from ckpt.browse.session import (
 from ckpt.browse.widgets import FilterInput, HistoryRows, KeyBar, LinesView, ThreadRows
 from ckpt.cli import app as cli
 from ckpt.errors import ExitCode, NotFound
-from ckpt.records import dumps
+from ckpt.records.encode import dumps
 from store_files import folder_hashes, unexpected_changes
 
 CKPT = str(Path(sys.executable).with_name("ckpt"))
@@ -1295,6 +1295,6 @@ def store_tasks(store: Path, thread: Any) -> list[Any]:
 
 def short_title(record: Any) -> str:
     """The start of the checkpoint pane's title for `record`."""
-    from ckpt.selector import short_id
+    from ckpt.analysis.selector import short_id
 
     return f"{short_id(record['checkpoint_id'])}  step {record['metadata']['step']}"

@@ -19,8 +19,8 @@ import pytest
 
 import ckpt
 from checking import DOCS, by_code, check, errors
-from ckpt.check import KINDS
 from ckpt.cli import app
+from ckpt.scan.check import KINDS
 from invoke import runner
 from store_files import folder_hashes, unexpected_changes
 

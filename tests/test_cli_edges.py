@@ -428,7 +428,7 @@ def test_metadata_too_large_to_fetch_is_a_record_and_the_rest_shows(tmp_path: Pa
     assert record["metadata"] == {"__ckpt__": "too_large", "size": size}
     assert record["checkpoint_id"] == checkpoint and "channel_versions" in record
     # The raw scans of stats and types do not fetch it either; its bytes are still counted.
-    from ckpt.model import DumpQuery
+    from ckpt.records.model import DumpQuery
     from ckpt.stores import open_store
 
     with open_store(str(store)) as opened:
@@ -449,7 +449,7 @@ def test_a_sqlite_read_past_its_timeout_stops_with_one_line(sqlite_store: Path) 
         store.threads()
     assert "ran past the 1e-09 s `timeout`" in str(caught.value)
     # The size aggregates too (threads --size, stats): every row's header is read.
-    from ckpt.model import DumpQuery
+    from ckpt.records.model import DumpQuery
     from ckpt.stores import open_store
 
     with open_store(str(sqlite_store), timeout=1e-9) as opened, pytest.raises(StoreUnreadable):

@@ -40,7 +40,7 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from ckpt.cli import app
-from ckpt.model import trigger_node
+from ckpt.records.model import trigger_node
 from ckpt.stores.postgres.target import MIGRATIONS
 from ckpt.stores.sqlite.target import SCHEMA
 from invoke import ckpt, runner

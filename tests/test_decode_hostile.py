@@ -358,7 +358,7 @@ def test_pickle_bombs_are_refused_before_unpickling() -> None:
 
 
 def test_lists_too_long_to_align_are_one_change() -> None:
-    from ckpt.changes import ALIGN_LIMIT, diff_values
+    from ckpt.analysis.changes import ALIGN_LIMIT, diff_values
 
     size = int(ALIGN_LIMIT**0.5) + 10
     started = time.perf_counter()

@@ -17,11 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from ckpt.changes import Change, Item, diff_records, diff_values, json_patch
+from ckpt.analysis.changes import Change, Item, diff_records, diff_values, json_patch
+from ckpt.analysis.records import checkpoint_record
 from ckpt.cli import app
 from ckpt.errors import ExitCode
-from ckpt.model import Checkpoint, CheckpointKey
-from ckpt.records import checkpoint_record
+from ckpt.records.model import Checkpoint, CheckpointKey
 from ckpt.stores.sqlite import SqliteStore
 
 runner = CliRunner()
@@ -424,7 +424,7 @@ def test_a_list_that_changes_in_many_elements_is_one_change() -> None:
     """issue 29: a channel going from [] to 1.5 million items was listed item by item (140 s,
     3.8 GB). Past ELEMENT_LIMIT differing elements a list reads as one change, whose patch
     still turns A into B; a list that grew by one element is still one addition."""
-    from ckpt.changes import ELEMENT_LIMIT, diff_values, json_patch
+    from ckpt.analysis.changes import ELEMENT_LIMIT, diff_values, json_patch
 
     big = [f"item-{i}" for i in range(ELEMENT_LIMIT + 1)]
     changes = diff_values({"big": []}, {"big": big})
@@ -487,7 +487,7 @@ def test_a_value_with_many_changes_is_one_change() -> None:
     human view that ended in MemoryError under 1 GB). A dict or list whose changes number
     more than CHANGE_LIMIT reads as one change of the whole value, whose patch still turns
     A into B; at the limit every change is listed; the record itself is never one change."""
-    from ckpt.changes import CHANGE_LIMIT
+    from ckpt.analysis.changes import CHANGE_LIMIT
 
     def state(n: int, bump: int) -> dict[str, Any]:
         return {"big": {f"k{i}": i + bump for i in range(n)}, "n": bump}
@@ -516,7 +516,7 @@ def test_a_value_with_many_changes_is_one_change() -> None:
 def test_a_deep_value_holds_at_most_change_limit_changes() -> None:
     """CHANGE_LIMIT counts a value's changes at every depth: twenty levels of half as many
     changes each are not held level upon level, and the patch still applies."""
-    from ckpt.changes import CHANGE_LIMIT
+    from ckpt.analysis.changes import CHANGE_LIMIT
 
     def deep(bump: int) -> dict[str, Any]:
         value: dict[str, Any] = {}
@@ -534,7 +534,7 @@ def test_lists_are_aligned_within_one_budget_of_pairs() -> None:
     """A thousand lists of 2,000 equal strings, the first and last of each changed (4 MB of
     msgpack), took 281 s to align list by list. One diff aligns PAIRS_LIMIT pairs in all;
     past it a list whose differing middle is not empty is one change. The patch applies."""
-    from ckpt.changes import ALIGN_LIMIT, PAIRS_LIMIT
+    from ckpt.analysis.changes import ALIGN_LIMIT, PAIRS_LIMIT
 
     side = int(ALIGN_LIMIT**0.5)  # a list whose middle is exactly ALIGN_LIMIT pairs
     count = PAIRS_LIMIT // ALIGN_LIMIT + 2

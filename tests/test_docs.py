@@ -64,7 +64,7 @@ def test_install_hints_name_this_distribution_and_its_extras() -> None:
     root = Path(__file__).resolve().parent.parent
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     extras = set(project["optional-dependencies"])
-    from ckpt.vocabulary import DISTRIBUTION, install_hint
+    from ckpt.records.vocabulary import DISTRIBUTION, install_hint
 
     assert project["name"] == DISTRIBUTION
     texts = {

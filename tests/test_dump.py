@@ -383,7 +383,7 @@ def test_load_many_is_load_of_each(
 ) -> None:
     """Checkpoints read in a batch (history's update values) are those `load` reads one
     by one, in the order asked, an unknown key left out."""
-    from ckpt.model import CheckpointKey, DumpQuery
+    from ckpt.records.model import CheckpointKey, DumpQuery
     from ckpt.stores import open_store
 
     with open_store(store_of(name)[0]) as store:

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from ckpt.cli import app
 from ckpt.decoders.values import bytes_record, float_record
 from ckpt.escapes import UNSAFE_RANGES, escape_json_text, for_terminal
-from ckpt.records import as_json, dumps
+from ckpt.records.encode import as_json, dumps
 from hostile import HOSTILE, OWN_STYLES, first_unsafe, unsafe_left
 
 runner = CliRunner()
@@ -195,7 +195,7 @@ def test_as_json_shares_what_is_plain_already() -> None:
 def test_indented_json_of_long_lists_is_json_dumps_own() -> None:
     """Runs of scalars longer than records.RUN are joined a run at a time, between
     containers and at the end: the same text."""
-    from ckpt.records import RUN
+    from ckpt.records.encode import RUN
 
     items: list[Any] = [None] * (RUN + 3)
     items[RUN - 1] = {"k": [1, "é"]}
@@ -227,7 +227,7 @@ def test_json_of_any_depth() -> None:
 def test_streamed_json_is_the_same_text(value: Any, chunk: int) -> None:
     """`dump_document` (the indented documents, written a piece at a time) writes what
     `dumps` writes, whatever the value and however often the pieces are handed on."""
-    from ckpt import records
+    from ckpt.records import encode as records
 
     saved = records.FLUSH, records.RUN
     records.FLUSH, records.RUN = chunk, max(1, chunk // 3)  # type: ignore[misc]
@@ -362,7 +362,7 @@ def test_indented_json_writes_floats_as_json_does(level: int) -> None:
 def test_only_small_plain_records_are_written_as_one_text() -> None:
     """The one-text (orjson) path takes small plain records only: one with many long
     strings, or many values, goes to the writer that never holds its text whole."""
-    from ckpt.records import _orjson_writes_as_json, dumps
+    from ckpt.records.encode import _orjson_writes_as_json, dumps
 
     small = {"thread_id": "t", "next": ["a"], "n": 1, "ok": True, "none": None}
     assert _orjson_writes_as_json(small)

@@ -390,11 +390,11 @@ def test_the_wheel_is_pure_python(tmp_path: Path) -> None:
 # -- the CLI is a face over the API (issue 38) ---------------------------------------------
 
 # What a command module may import of ckpt: the API, the records and errors it hands on, the
-# renderers, and its own modules. Besides those: ckpt.vocabulary (the statuses and sorts
+# renderers, and its own modules. Besides those: ckpt.records.vocabulary (the statuses and sorts
 # its options declare at start-up, where importing the API would cost every run ~40 ms),
 # the browser (another face, only `browse` imports it) and the package's __version__.
 CLI_MAY_IMPORT = ("ckpt.api", "ckpt.records", "ckpt.render", "ckpt.errors", "ckpt.cli",
-                  "ckpt.vocabulary", "ckpt.browse")  # fmt: skip
+                  "ckpt.records.vocabulary", "ckpt.browse")  # fmt: skip
 CLI_MAY_NAME = {"ckpt", "ckpt.__version__"}
 
 
@@ -422,18 +422,19 @@ def test_the_cli_import_check_fires(tmp_path: Path) -> None:
     probe.write_text(
         "from ckpt.api import CheckpointStore\n"
         "from ckpt import __version__\n"
-        "from ckpt import maintenance\n"
+        "from ckpt.ops import maintain\n"
         "def f():\n"
         "    from ckpt.stores import open_target\n"
-        "    import ckpt.changes\n"
+        "    import ckpt.analysis.changes\n"
         "if False:\n"
-        "    from ckpt.census import RawRow\n"
+        "    from ckpt.scan.census import RawRow\n"
     )
     assert cli_reaches_past_the_api(probe) == [
-        "ckpt.census",
-        "ckpt.census.RawRow",
-        "ckpt.changes",
-        "ckpt.maintenance",
+        "ckpt.analysis.changes",
+        "ckpt.ops",
+        "ckpt.ops.maintain",
+        "ckpt.scan.census",
+        "ckpt.scan.census.RawRow",
         "ckpt.stores",
         "ckpt.stores.open_target",
     ]
@@ -441,7 +442,7 @@ def test_the_cli_import_check_fires(tmp_path: Path) -> None:
 
 def message_strings(path: Path) -> list[tuple[int, str]]:
     """A module's string constants, docstrings aside (those describe; these are said), and
-    the command lines of `FIX_COMMANDS` (ckpt.check: a finding's fix is a command to run,
+    the command lines of `FIX_COMMANDS` (ckpt.scan.check: a finding's fix is a command to run,
     in the CLI's words)."""
     tree = ast.parse(path.read_text())
     docstrings = {
@@ -524,3 +525,16 @@ def test_every_parameter_a_library_message_names_has_its_flag() -> None:
         "pass --aes-key or set LANGGRAPH_AES_KEY"
     )
     assert in_flags("`all=True` and `ckpt threads`") == "--all and `ckpt threads`"
+
+
+# The folders say the flow (cli -> api -> scan/ops/analysis -> stores -> records/decoders):
+# a new module joins a group, not the top of the package.
+TOP_LEVEL = {"__init__.py", "__main__.py", "api.py", "demo.py", "errors.py", "escapes.py"}
+GROUPS = {"analysis", "browse", "cli", "decoders", "ops", "records", "render", "scan", "stores"}
+
+
+def test_the_package_top_holds_only_the_face_and_its_groups() -> None:
+    modules = {p.name for p in PACKAGE.glob("*.py")}
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert modules == TOP_LEVEL
+    assert folders == GROUPS

@@ -20,6 +20,7 @@ from fixtures.mongo_server import MongoServer
 from fixtures.mongo_stores import DATABASE, document_snapshot
 
 from ckpt.errors import ExitCode
+from ckpt.records.encode import dumps
 
 CKPT = str(Path(sys.executable).with_name("ckpt"))
 
@@ -124,7 +125,7 @@ def test_the_python_api_reads_mongodb_as_the_cli_does(mongo_url: str) -> None:
     import ckpt as api
 
     def plain(record: Any) -> Any:
-        return json.loads(api.records.dumps(record))  # type: ignore[attr-defined]
+        return json.loads(dumps(record))
 
     def cli(*args: str) -> Any:
         done = ckpt(*args, "--db", mongo_url, "--json")
@@ -192,7 +193,7 @@ def test_a_refused_connection_is_one_line_and_names_no_password(query: str) -> N
 def test_each_query_agrees_with_a_plain_reading_of_every_document(mongo_url: str) -> None:
     """ckpt's finds ($eq and $in filters, projections) give what Python finds in a full
     read of the collections: nothing rests on the stand-in server answering as MongoDB."""
-    from ckpt.model import CheckpointKey
+    from ckpt.records.model import CheckpointKey
     from ckpt.stores.mongo import MongoStore
 
     snapshot = document_snapshot(mongo_url)

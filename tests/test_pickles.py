@@ -32,7 +32,7 @@ from typer.testing import CliRunner
 from ckpt.cli import app
 from ckpt.decoders import pickle_globals
 from ckpt.errors import CkptError, ExitCode, RefusedGlobal, StoreCorrupt
-from ckpt.model import Checkpoint, CheckpointKey, DumpQuery
+from ckpt.records.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.stores import discover, open_store
 from ckpt.stores.pickle.index import PickleFile, StoredText, Unsupported
 from ckpt.stores.pickle.lean import scan_kept
@@ -171,7 +171,7 @@ def test_dev_folder_values_are_what_langgraph_loads(dev_folder: Path) -> None:
 def test_dev_folder_reads_like_the_same_run_in_sqlite(dev_folder: Path, sqlite_store: Path) -> None:
     """The same scenarios through SqliteSaver and through the dev server's saver: ckpt shows
     the same statuses, counts, next nodes, errors and latest values for both."""
-    from ckpt.records import thread_record
+    from ckpt.analysis.records import thread_record
 
     with PickleStore(dev_folder) as pickles, SqliteStore(sqlite_store) as sqlite:
         ours = {t.thread_id: thread_record(t) for t in pickles.threads()}

@@ -33,7 +33,7 @@ from typer.testing import CliRunner
 
 from ckpt.cli import app
 from ckpt.errors import ExitCode, MissingDependency, NotACheckpointStore, StoreUnreadable
-from ckpt.model import NOT_LOADED, TASKS, Checkpoint, CheckpointKey, DumpQuery
+from ckpt.records.model import NOT_LOADED, TASKS, Checkpoint, CheckpointKey, DumpQuery
 from ckpt.stores import open_store
 from ckpt.stores.postgres import PostgresStore
 from normalize import normalize
@@ -888,7 +888,7 @@ def test_missing_psycopg(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_threads_stream_in_the_order_ckpt_sorts(pg_new_database: Callable[[], str]) -> None:
     """With text keys, `threads` rows come from the server already in the order
-    ckpt.threads sorts records in (so memory stays flat and `--limit` stops the read):
+    ckpt.analysis.threads sorts records in (so memory stays flat and `--limit` stops the read):
     strings compared by code point whatever the database's collation, thread ids that a
     locale would order otherwise among them."""
 

@@ -361,7 +361,8 @@ def test_pruned_postgres_threads_resume_as_before(
 
 
 def test_the_planner_keeps_delta_chains_and_refuses_what_it_cannot_see() -> None:
-    from ckpt.pruning import CheckpointRow, ThreadRows, WriteRow, plan_thread
+    from ckpt.ops.prune import plan_thread
+    from ckpt.records.plans import CheckpointRow, ThreadRows, WriteRow
 
     def row(cid: str, parent: str | None, values: set[str] | None, delta: bool = True) -> Any:
         return CheckpointRow(
@@ -403,7 +404,7 @@ def test_the_streamed_plan_is_the_whole_record(agents: tuple[Path, AgentManifest
     """`prune --json` writes the record a thread at a time: the same text as the whole
     record written at once, and each thread is planned only when the output asks for it."""
     import ckpt
-    from ckpt.records import dump_document
+    from ckpt.records.encode import dump_document
     from ckpt.render.output import stream_json_record
 
     def whole(selection: dict[str, Any], strategy: Any, keep: int) -> str:

@@ -22,6 +22,7 @@ from fixtures.redis_server import RedisServer
 from fixtures.redis_stores import KEY_FAMILIES, REDIS_SCENARIOS, key_snapshot
 
 from ckpt.errors import ExitCode
+from ckpt.records.encode import dumps
 from ckpt.stores.redis.session import READ_COMMANDS
 
 CKPT = str(Path(sys.executable).with_name("ckpt"))
@@ -208,7 +209,7 @@ def test_the_python_api_reads_redis_as_the_cli_does(redis_url: str) -> None:
     import ckpt as api
 
     def plain(record: Any) -> Any:
-        return json.loads(api.records.dumps(record))  # type: ignore[attr-defined]
+        return json.loads(dumps(record))
 
     def cli(*args: str) -> Any:
         done = ckpt(*args, "--db", redis_url, "--json")

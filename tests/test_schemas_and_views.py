@@ -89,7 +89,7 @@ def test_history_json_tells_the_branches_the_tree_draws(
     (ids and parents, the store's raw scan): each record's `branch` is the tree's, on
     every kind of store, and as `--last` (the records read whole) has it."""
     import ckpt
-    from ckpt.records import history_nodes
+    from ckpt.records.types import history_nodes
     from pg import url_of
 
     found = request.getfixturevalue(fixture)

@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 
 import ckpt
 from ckpt.cli import app
-from ckpt.spans import body_layout, value_layout
-from ckpt.stats import store_stats
+from ckpt.decoders.spans import body_layout, value_layout
+from ckpt.scan.stats import store_stats
 from ckpt.stores.sqlite import SqliteStore
 from pg import url_of
 from store_files import folder_hashes, unexpected_changes

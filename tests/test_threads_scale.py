@@ -27,7 +27,7 @@ from langgraph.graph import END, START, StateGraph
 
 import ckpt
 from ckpt.api import CheckpointStore, diff
-from ckpt.model import CheckpointKey
+from ckpt.records.model import CheckpointKey
 from ckpt.stores.pickle import store as persistent_dict
 from ckpt.stores.pickle.store import PickleStore
 from ckpt.stores.sqlite import THREADS_PER_BATCH, SqliteStore
@@ -259,7 +259,7 @@ def test_other_orders_sort_in_flat_memory(
     first: they wait in a temporary file, only their sort keys in memory, and come back
     exactly as select_threads orders them, `--limit` included. A record msgpack would
     change on the way (a tuple) stays in memory as it is."""
-    from ckpt import threads
+    from ckpt.analysis import threads
 
     with ckpt.open(many_threads) as store:
         records = store.threads(sort="thread")
@@ -286,8 +286,8 @@ def test_a_shape_learned_once_is_the_shape_of_each_checkpoint(sqlite_store: Path
     """`threads` learns a graph's shape once for the threads that share it (own_shape):
     for every checkpoint of every scenario it is the shape that checkpoint alone gives,
     and a checkpoint with other channels, versions seen or writes gets its own."""
-    from ckpt.model import DumpQuery
-    from ckpt.tasks import own_shape, shape_of
+    from ckpt.analysis.tasks import own_shape, shape_of
+    from ckpt.records.model import DumpQuery
 
     with SqliteStore(sqlite_store) as store:
         checkpoints = list(store.iter_checkpoints(DumpQuery(), values=False))
@@ -364,7 +364,7 @@ def test_dev_folder_whole_reads_keep_the_bytes_in_the_files(dev_folder_of_notes:
     the storage and writes dicts with their bytes left in the files (persistent_dict
     _spanned): peak memory of sizing every thread and reading every raw row stays below
     half the writes file, where the unpickled dict alone takes more than it (1.4x)."""
-    from ckpt.model import DumpQuery
+    from ckpt.records.model import DumpQuery
 
     writes = (dev_folder_of_notes / ".langgraph_checkpoint.2.pckl").stat().st_size
     everything = DumpQuery()
@@ -463,8 +463,8 @@ def test_stats_follows_only_the_threads_it_lists(many_threads: Path) -> None:
     """`stats` keeps state per thread only for the threads its record lists (the biggest
     `--top`) and charts, never for every thread (100,000 threads: 160 -> 83 MB), and lists
     the same threads, in the same order, as ranking them all would."""
-    from ckpt.model import DumpQuery
-    from ckpt.stats import GROWTH_THREADS, _scan, store_stats
+    from ckpt.records.model import DumpQuery
+    from ckpt.scan.stats import GROWTH_THREADS, _scan, store_stats
 
     with SqliteStore(many_threads) as store:
         sizes = store.sizes(DumpQuery())

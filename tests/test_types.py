@@ -42,11 +42,11 @@ from langgraph.types import Send
 from pydantic import BaseModel, SecretBytes, SecretStr
 
 import ckpt
-from ckpt import demo, safe_types
-from ckpt.census import census
-from ckpt.decoders import decode
+from ckpt import demo
+from ckpt.decoders import decode, safe_types
 from ckpt.errors import ExitCode
-from ckpt.model import DumpQuery, RawBlob, RawCheckpoint, RawWrite
+from ckpt.records.model import DumpQuery, RawBlob, RawCheckpoint, RawWrite
+from ckpt.scan.census import census
 from invoke import run
 from store_files import folder_hashes, unexpected_changes
 

@@ -310,7 +310,7 @@ def test_history_says_how_each_branch_began(tmp_path: Path) -> None:
     """The library tells each branch's kind (`branch` of the history records, every path
     to them alike); the tree only words it."""
     import ckpt
-    from ckpt.records import history_nodes
+    from ckpt.records.types import history_nodes
 
     store = tmp_path / "branched.sqlite"
     ids = branched_store(store)

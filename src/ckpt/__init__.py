@@ -8,7 +8,7 @@ As a library::
             print(thread["thread_id"], thread["interrupts"])
 
 `open` returns a CheckpointStore whose methods return the records `--json` prints
-(ckpt.records); `diff` compares two checkpoints, `copy`, `prune` and `vacuum` are the
+(ckpt.records.types); `diff` compares two checkpoints, `copy`, `prune` and `vacuum` are the
 commands that write (only when told to apply). Errors are ckpt.errors exceptions. The names
 load on first use, so `ckpt --help` starts without them. See docs/api.md.
 """
@@ -68,7 +68,7 @@ if TYPE_CHECKING:
         StoreUnreadable,
         Unsafe,
     )
-    from ckpt.records import CheckpointRecord, CopyRecord, PruneRecord, ThreadRecord
+    from ckpt.records.types import CheckpointRecord, CopyRecord, PruneRecord, ThreadRecord
 
 _HOMES = {
     "CheckpointStore": "ckpt.api",
@@ -78,17 +78,18 @@ _HOMES = {
     "open": "ckpt.api",
     "prune": "ckpt.api",
     "vacuum": "ckpt.api",
-    "CheckpointRecord": "ckpt.records",
-    "CopyRecord": "ckpt.records",
-    "PruneRecord": "ckpt.records",
-    "ThreadRecord": "ckpt.records",
+    "CheckpointRecord": "ckpt.records.types",
+    "CopyRecord": "ckpt.records.types",
+    "PruneRecord": "ckpt.records.types",
+    "ThreadRecord": "ckpt.records.types",
 }
 
 
 def __getattr__(name: str) -> Any:
     # PEP 562: the API loads on first use; the CLI's start-up never pays for it.
     if name in _HOMES:
-        from ckpt import api, records
+        from ckpt import api
+        from ckpt.records import types as records
 
         module = api if _HOMES[name] == "ckpt.api" else records
         return getattr(module, name)

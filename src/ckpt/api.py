@@ -4,7 +4,7 @@
     >>> with ckpt.open("chat.sqlite") as store:               # doctest: +SKIP
     ...     waiting = store.threads(status="interrupted")
 
-Every method returns the typed records of ckpt.records (the same dicts `--json` prints),
+Every method returns the typed records of ckpt.records.types (the same dicts `--json` prints),
 raises only ckpt.errors exceptions, never prints and never writes to the store. The CLI
 is built on this module, so the two never disagree. See docs/api.md.
 """
@@ -22,10 +22,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, overload
 
+from ckpt.analysis.records import checkpoint_record, thread_record
+from ckpt.analysis.tasks import Task
 from ckpt.decoders import uuid6_time
 from ckpt.errors import BadOption, EncryptedError, MissingDependency, NotFound, RefusedGlobal
-from ckpt.model import Checkpoint, CheckpointKey, DumpQuery
-from ckpt.records import (
+from ckpt.records.model import Checkpoint, CheckpointKey, DumpQuery
+from ckpt.records.types import (
     CheckpointRecord,
     CheckRecord,
     HistoryNodeRecord,
@@ -36,22 +38,19 @@ from ckpt.records import (
     TypesRecord,
     VacuumRecord,
     VersionMatrix,
-    checkpoint_record,
-    thread_record,
 )
+from ckpt.records.vocabulary import Status, ThreadSort, install_hint
+from ckpt.records.when import When, updated_at
 from ckpt.stores.base import Store
-from ckpt.tasks import Task
-from ckpt.vocabulary import Status, ThreadSort, install_hint
-from ckpt.when import When, updated_at
 
 if TYPE_CHECKING:
     from typing import Unpack
 
-    from ckpt.census import RawRow as RawRow
-    from ckpt.changes import Change
-    from ckpt.copying import CopyRun
-    from ckpt.maintenance import PruneRun
-    from ckpt.records import CopyRecord, PruneRecord, ThreadPlanRecord
+    from ckpt.analysis.changes import Change
+    from ckpt.ops.copy import CopyRun
+    from ckpt.ops.maintain import PruneRun
+    from ckpt.records.types import CopyRecord, PruneRecord, ThreadPlanRecord
+    from ckpt.scan.census import RawRow as RawRow
 
 
 Hidden = Literal["raise", "keep"]
@@ -63,7 +62,7 @@ _UUID: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 @dataclass(frozen=True, slots=True)
 class Comparison:
     """Two checkpoints and what differs between them (`ckpt diff`): `a` and `b` are their
-    records (`show --json --blobs`), `changes` every difference in order (ckpt.changes)."""
+    records (`show --json --blobs`), `changes` every difference in order (ckpt.analysis.changes)."""
 
     a: CheckpointRecord
     b: CheckpointRecord
@@ -72,21 +71,21 @@ class Comparison:
     @property
     def differ(self) -> bool:
         """Whether they differ in anything but the bytes they take on disk (diff's exit 1)."""
-        from ckpt.changes import differs
+        from ckpt.analysis.changes import differs
 
         return differs(self.changes)
 
     @property
     def patch(self) -> list[PatchOperation]:
         """The RFC 6902 JSON Patch that turns `a` into `b` (`ckpt diff --json`)."""
-        from ckpt.changes import json_patch
+        from ckpt.analysis.changes import json_patch
 
         return json_patch(self.changes)
 
 
 class Selection(TypedDict, total=False):
     """Which threads `prune` and `copy` take: every condition given holds (`all=True`: no
-    condition, every thread). Times as ckpt.when reads them: a datetime, a timedelta, an
+    condition, every thread). Times as ckpt.records.when reads them: a datetime, a timedelta, an
     ISO time or date, an age (`30d`), or a checkpoint id or thread."""
 
     threads: Sequence[str]
@@ -136,7 +135,7 @@ class CheckpointStore:
         self.hidden: list[EncryptedError] = []
 
     def _hidden(self, error: EncryptedError | None, partial: Any = None) -> None:
-        """Act on what encryption hid from a result (ckpt.encryption says what it is)."""
+        """Act on what encryption hid from a result (ckpt.analysis.encryption says what it is)."""
         if error is None:
             return
         if self._keep_hidden:
@@ -215,8 +214,8 @@ class CheckpointStore:
         (SQLite: `thread`, `updated`), memory stays flat and reading stops after `limit`
         rows; otherwise the records are collected and sorted first. The encrypted-threads
         notice is added once the stream ends."""
-        from ckpt.encryption import encrypted_threads_notice, hides_thread
-        from ckpt.threads import matches, sorted_threads
+        from ckpt.analysis.encryption import encrypted_threads_notice, hides_thread
+        from ckpt.analysis.threads import matches, sorted_threads
 
         measure = sizes or sort == "size"
         has_key = self._store.aes_key is not None
@@ -241,7 +240,7 @@ class CheckpointStore:
             self._store.notices.extend(encrypted_threads_notice(hidden, seen, has_key=has_key))
             return
         # Any other order needs every record before the first: they wait in a temporary
-        # file, only their sort keys in memory (ckpt.threads.sorted_threads).
+        # file, only their sort keys in memory (ckpt.analysis.threads.sorted_threads).
         ordered = sorted_threads(kept(), sort=sort, limit=limit)
         # The first record comes once every summary is read: the notice is known then.
         first = next(ordered, None)
@@ -263,7 +262,7 @@ class CheckpointStore:
         CLI takes: a checkpoint id, a unique prefix, a short id, THREAD (its latest
         checkpoint) or THREAD~N (N parents back). `channels` keeps only those channels'
         values and writes. Raises NotFound or Ambiguous."""
-        from ckpt.encryption import record_error
+        from ckpt.analysis.encryption import record_error
 
         checkpoint, tasks = self._load(selector, ns=ns, values=values, channels=channels)
         record = checkpoint_record(checkpoint, values=values, tasks=tasks)
@@ -287,8 +286,8 @@ class CheckpointStore:
         """Every checkpoint of a thread, all namespaces (or one), oldest id first, without
         values (`ckpt history --json`); `last`: only the newest `last` (`--last N`), the
         others never read."""
-        from ckpt.encryption import records_error
-        from ckpt.history import thread_branches, thread_checkpoints, thread_tasks
+        from ckpt.analysis.encryption import records_error
+        from ckpt.analysis.history import thread_branches, thread_checkpoints, thread_tasks
 
         checkpoints = thread_checkpoints(self._store, thread_id, ns, last=last)
         tasks = thread_tasks(checkpoints)
@@ -308,7 +307,7 @@ class CheckpointStore:
         """`history`, streamed: a whole thread (no `ns`, no `last`) is read twice, a batch
         at a time (once to learn each graph's shape, once for the records), so memory
         stays flat however long it is; with `ns` or `last` it is `history`."""
-        from ckpt.history import stream_history
+        from ckpt.analysis.history import stream_history
 
         if ns is not None or last is not None:
             return iter(self.history(thread_id, ns=ns, last=last))
@@ -317,7 +316,7 @@ class CheckpointStore:
     def _watched(self, records: Iterator[CheckpointRecord]) -> Iterator[CheckpointRecord]:
         """A stream of records, then the error of those that stayed encrypted (only they
         are kept: a stream keeps no list of everything)."""
-        from ckpt.encryption import records_error, watch_hidden
+        from ckpt.analysis.encryption import records_error, watch_hidden
 
         hidden: list[CheckpointRecord] = []
         yield from watch_hidden(records, hidden)
@@ -330,9 +329,9 @@ class CheckpointStore:
         where they leave, subgraph runs under the checkpoint whose task ran them. `last`:
         the tree of the newest `last` checkpoints (a chain starts where its parent is
         older than those)."""
-        from ckpt.encryption import records_error
-        from ckpt.history import build_history, history_records, thread_checkpoints
-        from ckpt.records import history_nodes
+        from ckpt.analysis.encryption import records_error
+        from ckpt.analysis.history import build_history, history_records, thread_checkpoints
+        from ckpt.records.types import history_nodes
 
         checkpoints = thread_checkpoints(self._store, thread_id, last=last)
         tree = history_records(build_history(checkpoints, window=last is not None))
@@ -347,7 +346,7 @@ class CheckpointStore:
         newest `updates` update_state checkpoints (what each edit wrote), and, with `last`,
         how many older checkpoints were not read (when the store can count them from its
         key index; else 0)."""
-        from ckpt.records import history_nodes
+        from ckpt.records.types import history_nodes
 
         chains = self.history_tree(thread_id, last=last)
         records = [node["checkpoint"] for chain in chains for node in history_nodes(chain)]
@@ -364,9 +363,9 @@ class CheckpointStore:
     ) -> VersionMatrix:
         """Which step moved each channel's version, and whose write moved it
         (`ckpt versions --json`); `last` keeps the newest N checkpoints."""
-        from ckpt.encryption import bodies_error
-        from ckpt.history import thread_checkpoints
-        from ckpt.version_matrix import version_matrix
+        from ckpt.analysis.encryption import bodies_error
+        from ckpt.analysis.history import thread_checkpoints
+        from ckpt.analysis.versions import version_matrix
 
         checkpoints = thread_checkpoints(self._store, thread_id, ns or "")
         matrix = version_matrix(checkpoints, last=last)
@@ -439,7 +438,7 @@ class CheckpointStore:
     def _id_bound(self, value: When, name: str, now: dt.datetime) -> str:
         """A time as a checkpoint id bound (uuid6 ids sort by time, format.md §3.3)."""
         from ckpt.decoders import uuid6_lower_bound
-        from ckpt.when import EXAMPLES, moment, parse_when
+        from ckpt.records.when import EXAMPLES, moment, parse_when
 
         parsed = parse_when(value, name)
         if not isinstance(parsed, str):
@@ -455,7 +454,7 @@ class CheckpointStore:
 
     def _time_of(self, value: When, name: str, now: dt.datetime) -> dt.datetime:
         """A time as a moment: a checkpoint id or thread gives its checkpoint's time."""
-        from ckpt.when import EXAMPLES, moment, parse_when
+        from ckpt.records.when import EXAMPLES, moment, parse_when
 
         parsed = parse_when(value, name)
         if not isinstance(parsed, str):
@@ -473,8 +472,8 @@ class CheckpointStore:
         return when
 
     def _dump(self, query: DumpQuery, *, values: bool) -> Iterator[CheckpointRecord]:
-        from ckpt.encryption import record_error, record_hides_values
-        from ckpt.reader import CheckpointReader, annotate
+        from ckpt.analysis.encryption import record_error, record_hides_values
+        from ckpt.analysis.reader import CheckpointReader, annotate
 
         reader = CheckpointReader(self._store)
         first_hidden: CheckpointRecord | None = None
@@ -510,8 +509,8 @@ class CheckpointStore:
         how the largest threads grow, what pruning to the latest or the last `keep`
         checkpoints would free, and health. `threads` and `ns` narrow it; `progress(n)`
         hears of every n rows read. Unknown `threads` raise NotFound."""
-        from ckpt.delta import COUNTERS
-        from ckpt.stats import store_stats
+        from ckpt.records.plans import COUNTERS
+        from ckpt.scan.stats import store_stats
 
         selected = self._known_threads(threads)
 
@@ -531,7 +530,7 @@ class CheckpointStore:
                     "metadata": {COUNTERS: metadata[COUNTERS]} if COUNTERS in metadata else {},
                 }
 
-        from ckpt.encryption import stats_error
+        from ckpt.analysis.encryption import stats_error
 
         record = store_stats(
             self._store,
@@ -547,7 +546,7 @@ class CheckpointStore:
 
     def stats_rows(self) -> int:
         """How many rows `stats()` reads (a progress bar's total): counted by the store."""
-        from ckpt.stats import rows_to_read
+        from ckpt.scan.stats import rows_to_read
 
         return rows_to_read(self._store)
 
@@ -561,8 +560,8 @@ class CheckpointStore:
         against LangGraph's strict-mode safe list, with the allowlist to paste, the serde
         tags and the checkpoint versions present. Nothing named is imported. `progress`
         wraps the stream of raw rows. Unknown `threads` raise NotFound."""
-        from ckpt.census import census
-        from ckpt.encryption import types_error
+        from ckpt.analysis.encryption import types_error
+        from ckpt.scan.census import census
 
         record = census(
             self._store, DumpQuery(thread_ids=self._known_threads(threads)), progress=progress
@@ -587,8 +586,8 @@ class CheckpointStore:
         is changed. Encrypted values without a key are counted, not raised. `progress(n)`
         hears of every n rows read (`stats_rows()` is their total). Unknown `threads`
         raise NotFound."""
-        from ckpt.check import check_store
-        from ckpt.when import moment, parse_age
+        from ckpt.records.when import moment, parse_age
+        from ckpt.scan.check import check_store
 
         selected = self._known_threads(threads)
         now = dt.datetime.now(dt.UTC)  # an age, or the time since which a wait is stale
@@ -622,7 +621,7 @@ class CheckpointStore:
 
     def resolve(self, selector: str, *, ns: str | None = None) -> CheckpointKey:
         """The checkpoint a selector names (see `checkpoint`)."""
-        from ckpt.selector import resolve
+        from ckpt.analysis.selector import resolve
 
         return resolve(self._store, selector, checkpoint_ns=ns)
 
@@ -633,7 +632,7 @@ class CheckpointStore:
         parent = record["parent_checkpoint_id"]
         if parent is None:
             return None
-        from ckpt.encryption import record_error
+        from ckpt.analysis.encryption import record_error
 
         key = CheckpointKey(record["thread_id"], record["checkpoint_ns"], parent)
         checkpoint, tasks = self._load(key, ns=None, values=values)
@@ -649,8 +648,8 @@ class CheckpointStore:
         values: bool,
         channels: Sequence[str] = (),
     ) -> tuple[Checkpoint, list[Task] | None]:
-        from ckpt.encryption import pick_channels
-        from ckpt.reader import CheckpointReader, annotate
+        from ckpt.analysis.encryption import pick_channels
+        from ckpt.analysis.reader import CheckpointReader, annotate
 
         key = selector if isinstance(selector, CheckpointKey) else self.resolve(selector, ns=ns)
         checkpoint = self._store.load(key, values=values)
@@ -672,7 +671,7 @@ class CheckpointStore:
         """The threads chosen, and the selection checked, when called (once the store has
         said it can do what is asked): their ids in thread id order. Every given condition
         must hold; the records are streamed and dropped (100,000 threads: their ids only)."""
-        from ckpt.when import parse_age, parse_when
+        from ckpt.records.when import parse_age, parse_when
 
         now = dt.datetime.now(dt.UTC)
 
@@ -723,7 +722,7 @@ class CheckpointStore:
         thread at a time and yields its record; its `head` is the rest of the record and
         its `totals` are complete once it ends. Nothing is read before the first thread
         is asked for, so memory stays flat however many threads are selected."""
-        from ckpt import maintenance
+        from ckpt.ops import maintain as maintenance
 
         if strategy not in ("keep_latest", "keep_last", "delete"):
             raise BadOption(
@@ -766,7 +765,7 @@ class CheckpointStore:
         """Give the space of deleted rows back (`ckpt vacuum --json`): what VACUUM would
         free, or with `apply` run it (SQLite: VACUUM, or VACUUM INTO the new file `into`;
         Postgres: VACUUM (ANALYZE) of the checkpoint tables)."""
-        from ckpt import maintenance
+        from ckpt.ops import maintain as maintenance
 
         return maintenance.vacuum(
             self._store,
@@ -800,7 +799,7 @@ class CheckpointStore:
         iteration copies (or plans) one thread at a time and yields its record; `head`,
         `totals` and `notices` (what the target has to say) as PruneRun's. `on_rows`
         hears of every row moved."""
-        from ckpt import copying
+        from ckpt.ops import copy as copying
         from ckpt.stores import open_target
 
         if (keep_keys or keep_errors) and not redact:
@@ -858,7 +857,7 @@ class CheckpointStore:
         Without `b`, A is compared with its parent; with `other` (another store, e.g. a
         copy after a migration), B (or A again) is read there. Raises NotFound, naming
         the side, when a checkpoint is missing or A has no parent."""
-        from ckpt.changes import diff_records
+        from ckpt.analysis.changes import diff_records
         from ckpt.decoders import MARK_KEY
 
         if b is None and other is None:
@@ -935,8 +934,8 @@ def open(  # the library's entry point, named as sqlite3.connect or open() are
     are kept marked in the records, the errors in `store.hidden` ("keep"). Raises
     StoreNotFound, StoreUnreadable, NotACheckpointStore, StoreCorrupt (ckpt.errors).
     """
+    from ckpt.analysis.encryption import verify_key
     from ckpt.decoders import key_from_env_or_arg
-    from ckpt.encryption import verify_key
     from ckpt.stores import discover, open_store
 
     text = os.fspath(spec) if spec is not None else os.environ.get("CKPT_DB") or discover()
@@ -1007,8 +1006,8 @@ def diff(
     `ckpt diff A [B] [--ns NS] [--db2 OTHER]`, as a Comparison (the two records and their
     changes; `.patch`, `.differ`). `other`: B is read from that store."""
     if isinstance(a, dict):
-        from ckpt.changes import diff_values, json_patch
-        from ckpt.records import as_json
+        from ckpt.analysis.changes import diff_values, json_patch
+        from ckpt.records.encode import as_json
 
         if not isinstance(b, dict):
             raise BadOption("diff(a, b): b must be a checkpoint record, as a is")

@@ -10,7 +10,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from ckpt.errors import BadOption, MissingDependency
-from ckpt.vocabulary import install_hint
+from ckpt.records.vocabulary import install_hint
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -33,6 +33,7 @@ from textual.widget import Widget
 from textual.widgets import Header, Input, Label, Static, Tab, Tabs
 from textual.worker import WorkType
 
+from ckpt.analysis.selector import closest_thread
 from ckpt.browse.model import Comparison, History, Key, ThreadList, compare, key_of
 from ckpt.browse.session import (
     Loaded,
@@ -54,11 +55,11 @@ from ckpt.browse.widgets import (
     lay_out,
 )
 from ckpt.errors import CkptError, NotFound
-from ckpt.records import CheckpointRecord, dumps
+from ckpt.records.encode import dumps
+from ckpt.records.types import CheckpointRecord
 from ckpt.render import browse_view as views
 from ckpt.render.plain import STATUS_STYLE
 from ckpt.render.text import clean_line
-from ckpt.selector import closest_thread
 
 T = TypeVar("T")
 MODES = {"overview": "Checkpoint", "tasks": "Tasks", "values": "Values", "diff": "Diff"}
@@ -762,8 +763,8 @@ class BrowseApp(App[None]):
     async def _copy(self, what: str, record: CheckpointRecord) -> None:
         if what == "langgraph":
             # The call that acts on the checkpoint: the answer to its interrupts, the retry
-            # of its failed tasks, else its config (ckpt.records.paste_back).
-            from ckpt.records import paste_back
+            # of its failed tasks, else its config (ckpt.records.paste.paste_back).
+            from ckpt.records.paste import paste_back
 
             latest = self.loaded is not None and self.loaded.latest
             calls = dict(paste_back(record, latest=latest and not record["checkpoint_ns"]))
@@ -912,7 +913,7 @@ class _Drawing:
             return views.tasks_view(record, full=self.full)
         if self.mode == "values":
             return views.values_view(record, full=self.full)
-        from ckpt.records import paste_back
+        from ckpt.records.paste import paste_back
 
         latest = self.loaded.latest
         paste = paste_back(record, latest=latest and not record["checkpoint_ns"])

@@ -8,10 +8,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ckpt.changes import Change, diff_records, json_patch
-from ckpt.records import CheckpointRecord, HistoryNodeRecord, PatchOperation, ThreadRecord
-from ckpt.threads import select_threads
-from ckpt.vocabulary import STATUSES
+from ckpt.analysis.changes import Change, diff_records, json_patch
+from ckpt.analysis.threads import select_threads
+from ckpt.records.types import CheckpointRecord, HistoryNodeRecord, PatchOperation, ThreadRecord
+from ckpt.records.vocabulary import STATUSES
 
 THREAD_SORTS = ("updated", "thread", "status", "step", "checkpoints", "size")
 
@@ -35,7 +35,7 @@ def key_of(record: CheckpointRecord) -> Key:
 @dataclass(frozen=True, slots=True)
 class Comparison:
     """What the diff view shows: two checkpoints, the older first, and what changed from
-    one to the other, found by the library (ckpt.changes) as `ckpt diff` finds it."""
+    one to the other, found by the library (ckpt.analysis.changes) as `ckpt diff` finds it."""
 
     a: CheckpointRecord
     b: CheckpointRecord
@@ -61,7 +61,7 @@ def compare(one: CheckpointRecord, other: CheckpointRecord) -> Comparison:
 class ThreadList:
     """Every thread of the store, and the ones the filter keeps, in the chosen order.
 
-    Sorting is `ckpt threads --sort`'s own (ckpt.threads); the filter keeps a thread when
+    Sorting is `ckpt threads --sort`'s own (ckpt.analysis.threads); the filter keeps a thread when
     every word of it matches: KEY=VALUE as `--where` (the latest metadata), a status name
     as `--status`, any other word as a piece of the thread id or of a metadata value.
     """

@@ -22,7 +22,7 @@ from ckpt.errors import Ambiguous, NotFound
 
 if TYPE_CHECKING:
     from ckpt.api import CheckpointStore
-    from ckpt.records import CheckpointRecord, ThreadRecord
+    from ckpt.records.types import CheckpointRecord, ThreadRecord
 
 T = TypeVar("T")
 CACHED_CHECKPOINTS = 16  # records with their values: the diff's parent and a step back and forth

@@ -26,7 +26,8 @@ from textual.widgets import Footer, Input
 from textual.widgets._footer import FooterKey  # what Footer yields; not exported
 
 from ckpt.browse.model import History, Key, ThreadList, key_of
-from ckpt.records import CheckpointRecord, ThreadRecord, dumps
+from ckpt.records.encode import dumps
+from ckpt.records.types import CheckpointRecord, ThreadRecord
 from ckpt.render.browse_view import history_heading, history_row, thread_header, thread_row
 from ckpt.render.text import clean
 

@@ -1,5 +1,5 @@
 """`check`: whether a store is whole, what is wrong with it and how to fix it (the work is
-ckpt.check through CheckpointStore.check; the view is ckpt.render.check_view)."""
+ckpt.scan.check through CheckpointStore.check; the view is ckpt.render.check_view)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def check(
     Example: ckpt check chat.sqlite --json | jq '.findings[] | select(.severity == "error")'
     """
     from ckpt.errors import ExitCode
-    from ckpt.records import dump_document
+    from ckpt.records.encode import dump_document
     from ckpt.render.check_view import check_view
     from ckpt.render.progress import advancing
 

@@ -62,7 +62,7 @@ def diff(
     from dataclasses import replace
 
     from ckpt.errors import ExitCode
-    from ckpt.records import dump_document
+    from ckpt.records.encode import dump_document
     from ckpt.render import diffview
 
     run = state(ctx)

@@ -1,6 +1,6 @@
 """`ckpt copy`: threads from any store into a SQLite file or a Postgres database, exactly.
 
-Without --apply it prints the plan and changes nothing (ckpt.copying)."""
+Without --apply it prints the plan and changes nothing (ckpt.ops.copy)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from ckpt.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from ckpt.records import CopyRecord
+    from ckpt.records.types import CopyRecord
 
 
 @store_options
@@ -116,7 +116,7 @@ def copy(
     Example: ckpt copy .langgraph_api postgresql://localhost/app --all --apply
     """
     from ckpt.cli.common import notices, source
-    from ckpt.records import dump_document
+    from ckpt.records.encode import dump_document
     from ckpt.render.copy_view import copy_lines
     from ckpt.render.progress import advancing
 

@@ -158,7 +158,7 @@ def versions(
 
     Example: ckpt versions support-1 --db chat.sqlite
     """
-    from ckpt.records import dump_document
+    from ckpt.records.encode import dump_document
     from ckpt.render import human
 
     output = state(ctx).output
@@ -216,7 +216,8 @@ def show(
 
     Example: ckpt show support-1~2 --blobs --db chat.sqlite
     """
-    from ckpt.records import dump_document, paste_back
+    from ckpt.records.encode import dump_document
+    from ckpt.records.paste import paste_back
     from ckpt.render import human
 
     with_values = blobs or bool(channel)

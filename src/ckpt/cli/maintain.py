@@ -1,7 +1,7 @@
 """`prune` and `vacuum`: the only commands that change a store, and only with --apply.
 
 Without --apply they print the plan and change nothing; with it they change one thread
-per transaction and print what they did (ckpt.maintenance, ckpt.writers).
+per transaction and print what they did (ckpt.ops.maintain, ckpt.writers).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ckpt.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from ckpt.records import ThreadPlanRecord
+    from ckpt.records.types import ThreadPlanRecord
 
 
 @store_options
@@ -142,7 +142,7 @@ def vacuum(
     Postgres: dead rows and bloat of the checkpoint tables and the VACUUM (ANALYZE)
     statement, run with --apply (no lock that blocks the application).
     """
-    from ckpt.records import dump_document
+    from ckpt.records.encode import dump_document
     from ckpt.render.maintain_view import vacuum_view
 
     output = state(ctx).output

@@ -18,7 +18,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from ckpt.vocabulary import STATUSES, THREAD_SORTS
+from ckpt.records.vocabulary import STATUSES, THREAD_SORTS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -180,11 +180,11 @@ ThreadsOpt = Annotated[
 ]
 
 
-# The --sort choices: the sort orders of ckpt.vocabulary, in its order.
+# The --sort choices: the sort orders of ckpt.records.vocabulary, in its order.
 ThreadSort = StrEnum("ThreadSort", {sort: sort for sort in THREAD_SORTS})  # type: ignore[misc]
 
 
-# The --status choices: the status vocabulary of ckpt.vocabulary, in its order.
+# The --status choices: the status vocabulary of ckpt.records.vocabulary, in its order.
 ThreadStatus = StrEnum("ThreadStatus", {status: status for status in STATUSES})  # type: ignore[misc]
 WhereOpt = Annotated[
     list[str] | None,

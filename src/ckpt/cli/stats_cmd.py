@@ -50,7 +50,7 @@ def stats(
     scans). Exits 6 after printing when encrypted bodies could not be split by channel.
     Example: ckpt stats chat.sqlite --json | jq '.channels[0]'
     """
-    from ckpt.records import dump_document
+    from ckpt.records.encode import dump_document
     from ckpt.render.progress import advancing
     from ckpt.render.stats_view import stats_view
 

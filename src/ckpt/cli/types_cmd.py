@@ -1,5 +1,5 @@
 """`types`: which classes a store's values name, checked against LangGraph's strict mode,
-with the allowlist to paste (the work is ckpt.census; the view is ckpt.render.types_view)."""
+with the allowlist to paste (the work is ckpt.scan.census; the view is ckpt.render.types_view)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def types(
 
     Example: ckpt types chat.sqlite --json | jq -r '.allowlist.python'
     """
-    from ckpt.records import dump_document
+    from ckpt.records.encode import dump_document
     from ckpt.render.progress import counting
     from ckpt.render.types_view import types_view
 

@@ -1,5 +1,5 @@
 """The renderables of `ckpt browse`: thread rows, history rows, a checkpoint's tasks and
-values, diffs and JSON, each made from records (ckpt.records) the way the CLI's views
+values, diffs and JSON, each made from records (ckpt.records.types) the way the CLI's views
 make theirs. Like every view here, nothing computes status, `next` or tasks: the records
 carry them, and the browser only chooses which view to show.
 
@@ -16,10 +16,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.changes import Change
-from ckpt.messages import is_message
-from ckpt.model import ERROR, INTERRUPT, NULL_TASK_ID
-from ckpt.records import CheckpointRecord, TaskRecord, ThreadRecord, WriteRecord
+from ckpt.analysis.changes import Change
+from ckpt.analysis.messages import is_message
+from ckpt.analysis.selector import short_id
+from ckpt.records.model import ERROR, INTERRUPT, NULL_TASK_ID
+from ckpt.records.types import CheckpointRecord, TaskRecord, ThreadRecord, WriteRecord
 from ckpt.render import diffview, human
 from ckpt.render.output import Output
 from ckpt.render.plain import STATUS_STYLE
@@ -32,7 +33,6 @@ from ckpt.render.text import (
     human_size,
     short_time,
 )
-from ckpt.selector import short_id
 
 # A history line as `ckpt history` draws it (and its "ran:" part), and the channel values
 # as `ckpt show --blobs` shows them: human.py keeps them private today; one name each
@@ -368,7 +368,7 @@ def _writes(writes: list[WriteRecord], full: bool) -> Table:
 def diff_view(
     a: CheckpointRecord, b: CheckpointRecord, changes: list[Change], *, full: bool
 ) -> RenderableType:
-    """`ckpt diff A B`, its changes found by the library (ckpt.changes)."""
+    """`ckpt diff A B`, its changes found by the library (ckpt.analysis.changes)."""
     return diffview.diff_view(a, b, changes, full=full)
 
 

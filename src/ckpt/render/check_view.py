@@ -1,5 +1,5 @@
 """`ckpt check` for people: which saver wrote the store, then what is wrong with it, errors
-first, each with where and the command that fixes it. Takes a CheckRecord (ckpt.records)
+first, each with where and the command that fixes it. Takes a CheckRecord (ckpt.records.types)
 and returns a Rich renderable; every word comes from the record."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.records import CheckRecord, FindingRecord, PlaceRecord
+from ckpt.records.types import CheckRecord, FindingRecord, PlaceRecord
 from ckpt.render.human import Hanging
 from ckpt.render.text import clean_line, human_size
 

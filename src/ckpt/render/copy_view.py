@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ckpt.records import CopyRecord
+from ckpt.records.types import CopyRecord
 from ckpt.render.output import Output
 from ckpt.render.plain import ansi_paint
 from ckpt.render.text import cell_width, clean_line, human_size

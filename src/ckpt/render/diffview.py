@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ckpt.changes import (
+from ckpt.analysis.changes import (
     ALIGN_LIMIT,
     IDENTITY_KEYS,
     STORAGE_KEYS,
@@ -21,10 +21,10 @@ from ckpt.changes import (
     PathPart,
     common_ends,
 )
+from ckpt.analysis.messages import is_message
 from ckpt.decoders import parse_version
-from ckpt.messages import is_message
-from ckpt.model import is_internal
-from ckpt.records import CheckpointRecord
+from ckpt.records.model import is_internal
+from ckpt.records.types import CheckpointRecord
 from ckpt.render.human import Hanging, content_text, role_of, task_labels
 from ckpt.render.text import (
     brief,

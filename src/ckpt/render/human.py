@@ -1,5 +1,5 @@
 """Human views (tables, trees, conversations) of ckpt's records: each view takes records
-(ckpt.records) and returns a Rich renderable; `Output.show` prints it. Nothing here
+(ckpt.records.types) and returns a Rich renderable; `Output.show` prints it. Nothing here
 computes status, `next` or tasks: the records carry them."""
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from ckpt.analysis.messages import is_message
+from ckpt.analysis.selector import short_id
 from ckpt.decoders import TYPE_KEY, parse_version
-from ckpt.messages import is_message
-from ckpt.model import CONTROL_CHANNELS, INTERRUPT, NULL_TASK_ID, is_internal
-from ckpt.records import (
+from ckpt.records.encode import dumps
+from ckpt.records.model import CONTROL_CHANNELS, INTERRUPT, NULL_TASK_ID, is_internal
+from ckpt.records.types import (
     CheckpointRecord,
     DeltaRecord,
     HistoryNodeRecord,
@@ -27,7 +29,6 @@ from ckpt.records import (
     TaskRecord,
     VersionMatrix,
     WriteRecord,
-    dumps,
     history_nodes,
 )
 from ckpt.render.output import Output
@@ -42,7 +43,6 @@ from ckpt.render.text import (
     today,
     zone_label,
 )
-from ckpt.selector import short_id
 
 ROLE_STYLE = {"human": "bold blue", "ai": "bold green", "tool": "bold magenta", "system": "bold"}
 _STATE_STYLE = {
@@ -388,7 +388,7 @@ def _fork_label(
     trunk_next: CheckpointRecord | None,
     wrote: Text | None = None,
 ) -> Text:
-    """What started a branch, as its first record's `branch` says (ckpt.history): an
+    """What started a branch, as its first record's `branch` says (ckpt.analysis.history): an
     update_state (and what it wrote), a copy of a checkpoint, the earlier run the trunk
     left, or a replay from `at`."""
     branch = first.get("branch")
@@ -416,7 +416,7 @@ def _fork_label(
         )
     elif kind == "replay":
         text.append(f"a replay from {short_id(at['checkpoint_id'])}", style="magenta")
-    else:  # a tree whose records do not say (made without ckpt.history)
+    else:  # a tree whose records do not say (made without ckpt.analysis.history)
         text.append(f"from {short_id(at['checkpoint_id'])}", style="magenta")
     return text
 
@@ -621,7 +621,7 @@ def checkpoint_view(
     last: int | None = None,
     paste: Sequence[tuple[str, str]] = (),
 ) -> RenderableType:
-    """`ckpt show`: the header, what to paste into LangGraph (ckpt.records.paste_back),
+    """`ckpt show`: the header, what to paste into LangGraph (ckpt.records.paste.paste_back),
     metadata, versions, Sends, pending writes and values."""
     parts: list[RenderableType] = []
     header = Table(box=None, show_header=False, pad_edge=False)

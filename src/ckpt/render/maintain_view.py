@@ -11,7 +11,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.records import (
+from ckpt.records.types import (
     NamespacePlanRecord,
     PruneHead,
     PruneTotals,

@@ -221,7 +221,7 @@ def stream_json_array(records: Iterable[Any], *, pretty: bool = True) -> Iterato
     `pretty=False` puts each record on one line: still one array for jq, and about twice as
     fast to write (an indented dump runs json's pure-Python encoder).
     """
-    from ckpt.records import dump_pieces, dumps
+    from ckpt.records.encode import dump_pieces, dumps
 
     first = True
     for record in records:
@@ -235,7 +235,7 @@ def stream_json_array(records: Iterable[Any], *, pretty: bool = True) -> Iterato
 
 
 def stream_ndjson(records: Iterable[Any]) -> Iterator[str]:
-    from ckpt.records import dumps
+    from ckpt.records.encode import dumps
 
     for record in records:
         yield dumps(record) + "\n"
@@ -249,7 +249,7 @@ def stream_json_record(
 ) -> Iterator[str]:
     """The text of `dump_document({**head, key: list(items), **tail()})`, with the items
     written as they come: `tail()` is asked for once they are done (totals over them)."""
-    from ckpt.records import dump_pieces, dumps
+    from ckpt.records.encode import dump_pieces, dumps
 
     def field(name: str, value: Any, lead: str) -> Iterator[str]:
         yield f"{lead}\n  {dumps(name)}: "

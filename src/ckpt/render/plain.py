@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ckpt.records import ThreadRecord
+from ckpt.records.types import ThreadRecord
 from ckpt.render.output import Output, strip_trailing
 from ckpt.render.text import (
     brief,

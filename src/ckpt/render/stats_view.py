@@ -1,5 +1,5 @@
 """`ckpt stats` for people: where the bytes go, how the biggest threads grow, what a prune
-would give back and what looks wrong. Takes a StatsRecord (ckpt.records), returns a Rich
+would give back and what looks wrong. Takes a StatsRecord (ckpt.records.types), returns a Rich
 renderable; every figure comes from the record."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.records import FilePagesRecord, GrowthRecord, HealthRecord, StatsRecord
+from ckpt.records.types import FilePagesRecord, GrowthRecord, HealthRecord, StatsRecord
 from ckpt.render.human import Hanging, _boxed
 from ckpt.render.output import Output
 from ckpt.render.text import brief, clean_line, human_size

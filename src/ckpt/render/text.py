@@ -9,10 +9,11 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
+from ckpt.analysis.tasks import send_label
 from ckpt.decoders import MARK_KEY
 from ckpt.escapes import for_terminal
-from ckpt.records import TaskRecord, dumps, dumps_head, dumps_within
-from ckpt.tasks import send_label
+from ckpt.records.encode import dumps, dumps_head, dumps_within
+from ckpt.records.types import TaskRecord
 
 CUT = 160  # characters of a value shown in tables unless --full
 

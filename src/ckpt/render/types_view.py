@@ -1,5 +1,5 @@
 """The human view of `ckpt types`: the classes a store names, its serde tags, and the
-allowlist to paste. Takes the TypesRecord (ckpt.records) and returns a Rich renderable;
+allowlist to paste. Takes the TypesRecord (ckpt.records.types) and returns a Rich renderable;
 nothing is computed here."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.records import TypesRecord, TypeUseRecord
+from ckpt.analysis.selector import short_id
+from ckpt.decoders.safe_types import status_words
+from ckpt.records.types import TypesRecord, TypeUseRecord
 from ckpt.render.human import Hanging
 from ckpt.render.output import Output
 from ckpt.render.text import cell_width, clean_line
-from ckpt.safe_types import status_words
-from ckpt.selector import short_id
 
 _STATUS_STYLE = {
     "blocked": "bold red",

@@ -11,7 +11,7 @@ from ckpt.stores.base import Store, Target
 
 if TYPE_CHECKING:
     from ckpt.stores.redact import Redactor as Redactor
-from ckpt.vocabulary import PICKLE_NAMES
+from ckpt.records.vocabulary import PICKLE_NAMES
 
 
 def is_postgres(spec: str) -> bool:

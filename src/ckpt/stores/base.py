@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ckpt.errors import BadOption, NotFound, NotSupported
-from ckpt.model import (
+from ckpt.records.model import (
     Checkpoint,
     CheckpointKey,
     DumpQuery,
@@ -29,15 +29,15 @@ from ckpt.model import (
 )
 
 if TYPE_CHECKING:
-    from ckpt.pruning import Strategy, ThreadPlan, ThreadRows
-    from ckpt.records import Reclaim, StorageRecord, VacuumReport
+    from ckpt.records.plans import Planner, Strategy, ThreadPlan, ThreadRows
+    from ckpt.records.types import Reclaim, StorageRecord, VacuumReport
 
 
 class Store(ABC):
     """A read-only view of one checkpoint store.
 
     Readers never write, never run code from the data, and raise only `ckpt.errors`
-    exceptions. Every method returns fully decoded records (see ckpt.model).
+    exceptions. Every method returns fully decoded records (see ckpt.records.model).
     """
 
     kind: ClassVar[str]  # "sqlite", "pickle", "postgres"
@@ -237,7 +237,7 @@ class Store(ABC):
         raise NotSupported(f"{self.location}: prune is not supported on {self.kind} stores yet")
 
     def thread_rows(self, thread_id: str) -> ThreadRows:
-        """A thread's bookkeeping for the prune planner (ckpt.pruning), read on this
+        """A thread's bookkeeping for the prune planner (ckpt.ops.prune), read on this
         read-only reader: the dry run plans from it."""
         raise NotSupported(f"{self.location}: prune is not supported on {self.kind} stores yet")
 
@@ -290,8 +290,9 @@ class Writer(ABC):
     location: str
 
     @abstractmethod
-    def prune(self, thread_id: str, strategy: Strategy, keep: int) -> ThreadPlan:
-        """Plan the thread's prune inside its transaction and carry it out; the plan run."""
+    def prune(self, thread_id: str, planner: Planner) -> ThreadPlan:
+        """Read the thread's rows inside its transaction, plan with `planner` (ckpt.ops.prune)
+        and carry the plan out there; the plan run."""
 
     def backup(self, destination: Path) -> None:
         """A consistent copy of the whole store at `destination` (a new file)."""
@@ -405,7 +406,7 @@ class ThreadSink(ABC):
 
     def flush(self) -> None:  # noqa: B027 - optional hook
         """Send what is still buffered, inside the transaction: `commit()` then only ends
-        it (ckpt.copying holds Ctrl-C back for that moment alone)."""
+        it (ckpt.ops.copy holds Ctrl-C back for that moment alone)."""
 
     @abstractmethod
     def commit(self) -> None: ...

@@ -16,7 +16,7 @@ from ckpt.decoders import (
 )
 from ckpt.decoders.skeleton import BODY_KEYS
 from ckpt.errors import DecodeError
-from ckpt.model import (
+from ckpt.records.model import (
     NOT_LOADED,
     TASKS,
     BlobRef,
@@ -25,7 +25,7 @@ from ckpt.model import (
     NotLoaded,
     PendingWrite,
 )
-from ckpt.vocabulary import TOO_LARGE
+from ckpt.records.vocabulary import TOO_LARGE
 
 # Body keys we lift into Checkpoint fields; anything else goes to `extra` (format.md §3.1).
 _KNOWN_BODY_KEYS = BODY_KEYS

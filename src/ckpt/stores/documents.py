@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ckpt.errors import NotFound, NotSupported
-from ckpt.model import (
+from ckpt.records.model import (
     Checkpoint,
     CheckpointKey,
     DumpQuery,
@@ -21,12 +21,12 @@ from ckpt.model import (
     StoreHealth,
     ThreadSummary,
 )
+from ckpt.records.vocabulary import FIND_LIMIT
 from ckpt.stores.base import Store, Writer
-from ckpt.vocabulary import FIND_LIMIT
 
 if TYPE_CHECKING:
-    from ckpt.pruning import Strategy
-    from ckpt.records import VacuumReport
+    from ckpt.records.plans import Strategy
+    from ckpt.records.types import VacuumReport
 
 BATCH: Final = 200  # threads, or checkpoints, loaded per round of queries
 

@@ -7,9 +7,8 @@ from typing import Any
 
 import ormsgpack
 
-from ckpt.delta import COUNTERS
-from ckpt.pruning import JS_DELTA_MARK, CheckpointRow
-from ckpt.spans import body_layout
+from ckpt.decoders.spans import body_layout
+from ckpt.records.plans import COUNTERS, JS_DELTA_MARK, CheckpointRow
 
 
 def metadata_facts(metadata: Any) -> tuple[str | None, frozenset[str], bool]:

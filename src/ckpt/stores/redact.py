@@ -24,7 +24,7 @@ import ormsgpack
 
 from ckpt.decoders.crypto import decrypt_aes
 from ckpt.errors import CopyRefused
-from ckpt.model import RawCheckpoint, RawWrite, trigger_node
+from ckpt.records.model import RawCheckpoint, RawWrite, trigger_node
 
 # Keys whose string values name things rather than say them (format.md §2.4).
 KEEP_KEYS: Final = frozenset({"id", "type", "tool_call_id"})

@@ -10,7 +10,7 @@ Stores keep a checkpoint in one of three forms (format.md §4.2, 5.2, 7.1):
   blob keyed by (channel, version) (the `langgraph dev` folder).
 
 Values move as the bytes they are: a msgpack value is cut out of a body, or spliced into
-one, by its byte span (ckpt.spans.skip); only the fields LangGraph itself keeps as JSON
+one, by its byte span (ckpt.decoders.spans.skip); only the fields LangGraph itself keeps as JSON
 in Postgres (ids, versions, primitives) are decoded, and those are plain msgpack types
 that re-encode to the same bytes (ormsgpack writes the smallest encoding, as LangGraph
 does). A value that cannot be carried exactly (a pickle, an encrypted value a layout
@@ -29,10 +29,10 @@ from typing import Any, Final
 
 import ormsgpack
 
+from ckpt.decoders.spans import SpanError, container, ext_code, skip
 from ckpt.errors import CopyRefused
-from ckpt.model import RawCheckpoint
-from ckpt.spans import SpanError, container, ext_code, skip
-from ckpt.vocabulary import TOO_LARGE
+from ckpt.records.model import RawCheckpoint
+from ckpt.records.vocabulary import TOO_LARGE
 
 # LangGraph's own order of a checkpoint's fields (langgraph/checkpoint/base create_checkpoint).
 FIELD_ORDER: Final = (
@@ -126,7 +126,7 @@ def metadata_json(row: RawCheckpoint) -> bytes:
 
 def _items(data: bytes, kind: str, what: str) -> list[bytes]:
     """The items of the one msgpack map (keys and values in turn) or array `data` is, each
-    as its bytes (the header walk of ckpt.spans)."""
+    as its bytes (the header walk of ckpt.decoders.spans)."""
     try:
         shape = container(data, 0)
         if shape is None or shape[0] != kind:

@@ -24,7 +24,7 @@ from ckpt.errors import (
     NotSupported,
     StoreUnreadable,
 )
-from ckpt.model import (
+from ckpt.records.model import (
     Checkpoint,
     CheckpointKey,
     DumpQuery,
@@ -34,11 +34,11 @@ from ckpt.model import (
     SaverFacts,
     ThreadBytes,
 )
-from ckpt.records import CollectionRecord, StorageRecord, storage_record
+from ckpt.records.types import CollectionRecord, StorageRecord, storage_record
+from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
 from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields
 from ckpt.stores.location import redact_url
-from ckpt.vocabulary import DEFAULT_TIMEOUT, install_hint
 
 if TYPE_CHECKING:
     from pymongo.collection import Collection

@@ -19,7 +19,7 @@ from ckpt.errors import (
     StoreUnreadable,
     Unsafe,
 )
-from ckpt.model import (
+from ckpt.records.model import (
     TASKS,
     BlobRef,
     Checkpoint,
@@ -34,7 +34,8 @@ from ckpt.model import (
     ThreadBytes,
     ThreadSummary,
 )
-from ckpt.records import StorageRecord, StoreFileRecord, VacuumReport, storage_record
+from ckpt.records.types import StorageRecord, StoreFileRecord, VacuumReport, storage_record
+from ckpt.records.vocabulary import FIND_LIMIT, PICKLE_NAMES
 from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
 from ckpt.stores.pickle.index import Namespaces, PickleFile, StoredText, Summary, Unsupported
@@ -48,10 +49,9 @@ from ckpt.stores.pickle.unpickler import (
     load_pickle,
     refused_record,
 )
-from ckpt.vocabulary import FIND_LIMIT, PICKLE_NAMES
 
 if TYPE_CHECKING:
-    from ckpt.pruning import Strategy, ThreadRows
+    from ckpt.records.plans import Strategy, ThreadRows
 
 DEV_FOLDER_REFUSAL: Final = (
     "a langgraph dev store (PersistentDict pickles): the dev server rewrites these files "

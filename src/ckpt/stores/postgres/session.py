@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from ckpt.errors import CkptError, MissingDependency, NotACheckpointStore, StoreUnreadable
+from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
 from ckpt.stores.location import redact_url
-from ckpt.vocabulary import DEFAULT_TIMEOUT, install_hint
 
 if TYPE_CHECKING:
     from psycopg import Connection

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from ckpt.decoders import decode_json_text
 from ckpt.errors import BadOption, DecodeError, NotFound
-from ckpt.model import (
+from ckpt.records.model import (
     TASKS,
     BlobRef,
     Checkpoint,
@@ -27,7 +27,7 @@ from ckpt.model import (
     ThreadSummary,
     WriteTotals,
 )
-from ckpt.records import (
+from ckpt.records.types import (
     NO_PAGES,
     StorageRecord,
     TableBytesRecord,
@@ -35,16 +35,16 @@ from ckpt.records import (
     VacuumTableRecord,
     storage_record,
 )
+from ckpt.records.vocabulary import FIND_LIMIT
 from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes, too_large_record
 from ckpt.stores.postgres.schema import CHECKPOINT_BYTES, detect_layout, migrations
 from ckpt.stores.postgres.session import PgSession
-from ckpt.vocabulary import FIND_LIMIT
 
 if TYPE_CHECKING:
     from psycopg.sql import SQL, Composable, Composed
 
-    from ckpt.pruning import Strategy, ThreadRows
+    from ckpt.records.plans import Strategy, ThreadRows
 
     Query = SQL | Composed
 
@@ -318,7 +318,7 @@ class PostgresStore(Store):
             else "SELECT NULL::text AS thread_id, 0::bigint AS size WHERE false"
         )
         checkpoint_bytes = f"sum({CHECKPOINT_BYTES})" if sizes else "0"
-        # The order ckpt.threads sorts records in, so that rows stream straight out (flat
+        # The order ckpt.analysis.threads sorts records in, so that rows stream straight out (flat
         # memory, `--limit` stops the read): Python compares strings by code point, which
         # is the "C" collation's byte order of UTF-8; a missing id compares as "".
         keys = (

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ckpt.errors import CkptError, StoreUnreadable, Unsafe
-from ckpt.model import RawCheckpoint, RawWrite
+from ckpt.records.model import RawCheckpoint, RawWrite
 from ckpt.stores.base import Carried, Target, ThreadSink
 from ckpt.stores.postgres.session import PgSession
 from ckpt.stores.transfer import Blob, BlobKey, Sends, SplitRow, renumbered, to_split

@@ -14,17 +14,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ckpt.errors import BadOption, StoreBusy, Unsafe
-from ckpt.pruning import (
+from ckpt.records.plans import (
     BlobRow,
     CheckpointRow,
     NamespacePlan,
+    Planner,
     Strategy,
     ThreadPlan,
     ThreadRows,
     WriteRow,
-    plan_thread,
 )
-from ckpt.records import NO_PAGES, VacuumReport, VacuumStateRecord, VacuumTableRecord
+from ckpt.records.types import NO_PAGES, VacuumReport, VacuumStateRecord, VacuumTableRecord
 from ckpt.stores.base import Writer
 from ckpt.stores.postgres.session import PgSession
 from ckpt.stores.prune_rows import metadata_facts
@@ -140,11 +140,11 @@ class PostgresWriter(Writer):
         self.location = self.session.location
         self.conn = self.session.conn
 
-    def prune(self, thread_id: str, strategy: Strategy, keep: int) -> ThreadPlan:
+    def prune(self, thread_id: str, planner: Planner) -> ThreadPlan:
         pg = self.session.pg
         try:
             with self.conn.transaction():  # REPEATABLE READ (the session's level)
-                plan = plan_thread(thread_rows(self.reader, self.conn, thread_id), strategy, keep)
+                plan = planner(thread_rows(self.reader, self.conn, thread_id))
                 if plan.changes:
                     for namespace in plan.namespaces:
                         self._apply(thread_id, namespace)

@@ -9,8 +9,8 @@ from types import ModuleType
 from typing import Any, Final
 
 from ckpt.errors import MissingDependency, StoreUnreadable
+from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
 from ckpt.stores.location import redact_url
-from ckpt.vocabulary import DEFAULT_TIMEOUT, install_hint
 
 # The only commands ckpt sends (tests/test_redis.py checks the server's command log
 # against it): reads, and the two the connection itself needs.

@@ -27,7 +27,7 @@ from ckpt.errors import (
     NotSupported,
     StoreUnreadable,
 )
-from ckpt.model import (
+from ckpt.records.model import (
     Checkpoint,
     CheckpointKey,
     DumpQuery,
@@ -37,7 +37,7 @@ from ckpt.model import (
     SaverFacts,
     ThreadBytes,
 )
-from ckpt.records import ServerRecord, StorageRecord, storage_record
+from ckpt.records.types import ServerRecord, StorageRecord, storage_record
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
 from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields
 from ckpt.stores.redis.keys import (

@@ -21,7 +21,7 @@ from ckpt.errors import (
     StoreNotFound,
     StoreUnreadable,
 )
-from ckpt.records import FilePagesRecord
+from ckpt.records.types import FilePagesRecord
 from ckpt.stores.columns import typed_sqlite_row
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

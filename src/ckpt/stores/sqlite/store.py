@@ -20,7 +20,7 @@ from ckpt.errors import (
     StoreUnreadable,
     Unsafe,
 )
-from ckpt.model import (
+from ckpt.records.model import (
     Checkpoint,
     CheckpointKey,
     DumpQuery,
@@ -33,7 +33,8 @@ from ckpt.model import (
     ThreadSummary,
     WriteTotals,
 )
-from ckpt.records import StorageRecord, VacuumReport, storage_record
+from ckpt.records.types import StorageRecord, VacuumReport, storage_record
+from ckpt.records.vocabulary import FIND_LIMIT, TOO_LARGE
 from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import (
     checkpoint_from_body,
@@ -42,10 +43,9 @@ from ckpt.stores.body import (
     sort_writes,
 )
 from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, file_pages, rows, translate
-from ckpt.vocabulary import FIND_LIMIT, TOO_LARGE
 
 if TYPE_CHECKING:
-    from ckpt.pruning import Strategy, ThreadRows
+    from ckpt.records.plans import Strategy, ThreadRows
 
 T = TypeVar("T")
 THREADS_PER_BATCH = 200  # latest checkpoints fetched per statement by `threads`

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ckpt.errors import StoreBusy, StoreUnreadable
-from ckpt.model import RawCheckpoint, RawWrite
+from ckpt.records.model import RawCheckpoint, RawWrite
 from ckpt.stores.base import Carried, Target, ThreadSink
 from ckpt.stores.transfer import Blob, BlobKey, InlineRow, Sends, renumbered, to_inline
 

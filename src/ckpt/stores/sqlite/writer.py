@@ -16,8 +16,14 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ckpt.errors import CkptError, StoreBusy, StoreCorrupt, StoreNotFound, StoreUnreadable, Unsafe
-from ckpt.pruning import NamespacePlan, Strategy, ThreadPlan, ThreadRows, WriteRow, plan_thread
-from ckpt.records import FilePagesRecord, VacuumReport, VacuumSpaceRecord, VacuumStateRecord
+from ckpt.records.plans import (
+    NamespacePlan,
+    Planner,
+    ThreadPlan,
+    ThreadRows,
+    WriteRow,
+)
+from ckpt.records.types import FilePagesRecord, VacuumReport, VacuumSpaceRecord, VacuumStateRecord
 from ckpt.stores.base import Writer
 from ckpt.stores.prune_rows import sqlite_row
 from ckpt.stores.sqlite.connection import file_pages
@@ -129,7 +135,7 @@ class SqliteWriter(Writer):
         self.has_writes = "writes" in tables
 
     # -- prune ------------------------------------------------------------------------------
-    def prune(self, thread_id: str, strategy: Strategy, keep: int) -> ThreadPlan:
+    def prune(self, thread_id: str, planner: Planner) -> ThreadPlan:
         """Plan and carry out one thread's prune in one transaction; the plan it ran."""
         conn = self.conn
         try:
@@ -140,7 +146,7 @@ class SqliteWriter(Writer):
                 f"{self.busy_timeout:g} s, changed nothing in thread {thread_id!r} and after"
             ) from None
         try:
-            plan = plan_thread(thread_rows(conn, thread_id, self.aes_key), strategy, keep)
+            plan = planner(thread_rows(conn, thread_id, self.aes_key))
             if plan.changes:
                 for namespace in plan.namespaces:
                     self._apply(thread_id, namespace)

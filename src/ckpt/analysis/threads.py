@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
 from typing import Any, Final
 
-from ckpt.records import ThreadRecord
-from ckpt.vocabulary import STATUSES
+from ckpt.records.types import ThreadRecord
+from ckpt.records.vocabulary import STATUSES
 
 _STATUS_ORDER = {status: i for i, status in enumerate(STATUSES)}
 _SPOOL_BYTES: Final = 4 << 20  # records kept in memory before a temporary file

@@ -3,7 +3,7 @@
 Counts and totals come from the store's own aggregates (`Store.sizes`, SQL where there is
 SQL: the numbers `ckpt threads` shows). The breakdowns need one pass over the rows, a batch
 of threads at a time, with nothing decoded: a checkpoint body is walked for the byte span
-of each inline channel value (ckpt.spans); a blob is measured and compared with the
+of each inline channel value (ckpt.decoders.spans); a blob is measured and compared with the
 version before it; a write is only measured. Memory stays flat in the store's size: a
 batch holds the bookkeeping of at most BATCH_ROWS rows, and what outlives a batch is one
 small record per thread, channel and subgraph name.
@@ -23,8 +23,9 @@ from typing import Any, Final, Literal
 
 import ormsgpack
 
-from ckpt.model import DumpQuery, RawCheckpoint, StoreHealth, ThreadBytes, WriteTotals
-from ckpt.records import (
+from ckpt.decoders.spans import BodyLayout, ValueLayout, body_layout, shared_prefix, value_layout
+from ckpt.records.model import DumpQuery, RawCheckpoint, StoreHealth, ThreadBytes, WriteTotals
+from ckpt.records.types import (
     ChannelBytesRecord,
     DeltaHealthRecord,
     GrowthPoint,
@@ -40,7 +41,6 @@ from ckpt.records import (
     UnresolvedRecord,
     WriteChannelRecord,
 )
-from ckpt.spans import BodyLayout, ValueLayout, body_layout, shared_prefix, value_layout
 from ckpt.stores.base import Store
 
 BATCH_ROWS: Final = 20_000  # checkpoints and blobs read per batch of threads
@@ -110,7 +110,7 @@ def store_stats(
         sum(s.writes for s in sizes.values()),
         sum(s.write_bytes for s in sizes.values()),
     )
-    from ckpt.delta import COUNTERS
+    from ckpt.records.plans import COUNTERS
 
     # Only the threads health has something to say of: failed or waiting ones, and those
     # with delta channels (the others add nothing to it, and a store may hold 100,000).
@@ -723,11 +723,12 @@ def delta_channels(
     store: Store, threads: Sequence[ThreadRecord], snapshots: dict[str, dict[str, str]]
 ) -> list[DeltaHealthRecord]:
     """Each delta channel of each thread's latest checkpoint: the snapshot a replay starts
-    from and the writes it applies (found as LangGraph finds them, ckpt.delta). Channels
+    from and the writes it applies (found as LangGraph finds them, ckpt.analysis.delta). Channels
     whose snapshot the latest checkpoint holds itself (the scan saw it) replay nothing."""
-    from ckpt.delta import COUNTERS, rebuild, store_loader
+    from ckpt.analysis.delta import rebuild, store_loader
     from ckpt.errors import CkptError
-    from ckpt.model import CheckpointKey
+    from ckpt.records.model import CheckpointKey
+    from ckpt.records.plans import COUNTERS
 
     found: list[DeltaHealthRecord] = []
     for thread in threads:

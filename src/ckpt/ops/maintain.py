@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
-from ckpt.pruning import Strategy, ThreadPlan, plan_thread
-from ckpt.records import (
+from ckpt.ops.prune import plan_thread
+from ckpt.records.plans import Strategy, ThreadPlan
+from ckpt.records.types import (
     NamespacePlanRecord,
     PruneHead,
     PruneTotals,
@@ -102,7 +104,7 @@ def _applied(
         if backup is not None:
             writer.backup(backup)
         for thread_id in threads:
-            plan = writer.prune(thread_id, strategy, keep)
+            plan = writer.prune(thread_id, partial(plan_thread, strategy=strategy, keep=keep))
             yield plan, plan.changes
 
 

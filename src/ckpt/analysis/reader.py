@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ckpt.analysis import checkpoint_tasks, why_next_unknown
-from ckpt.delta import COUNTERS, DeltaValue, is_snapshot, rebuild
+from ckpt.analysis.delta import DeltaValue, is_snapshot, rebuild
+from ckpt.analysis.history import graph_key
+from ckpt.analysis.status import checkpoint_tasks, why_next_unknown
+from ckpt.analysis.tasks import Shape, Task, shape_of
 from ckpt.errors import NotFound
-from ckpt.history import graph_key
-from ckpt.model import Checkpoint, CheckpointKey
+from ckpt.records.model import Checkpoint, CheckpointKey
+from ckpt.records.plans import COUNTERS
 from ckpt.stores.base import Store
-from ckpt.tasks import Shape, Task, shape_of
 
 # Streamed checkpoints of the current thread kept for delta replays (only their delta
 # values and writes): a child's replay then needs no store round trip.

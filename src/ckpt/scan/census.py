@@ -10,7 +10,7 @@ kwargs, a dataclass in a list) are counted too. Nothing named in the data is imp
 called; `pickle` values are listed with pickletools (ckpt.decoders.pickle_imports).
 
 Statuses follow LangGraph's own checks (langgraph/checkpoint/serde/jsonplus.py,
-`_create_msgpack_ext_hook` and `JsonPlusSerializer._reviver`), with ckpt.safe_types as
+`_create_msgpack_ext_hook` and `JsonPlusSerializer._reviver`), with ckpt.decoders.safe_types as
 the safe list; docs/json.md "ckpt types" documents the record.
 
 Memory stays flat: rows stream, and what is kept is per type (counts, channel names, one
@@ -53,9 +53,10 @@ from ckpt.decoders.ext import (
 )
 from ckpt.decoders.msgpack import TOO_MANY_EXTS, ext_budget
 from ckpt.decoders.pickle_imports import pickle_globals
+from ckpt.decoders.safe_types import RELEASE, SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
 from ckpt.errors import BadOption, DecodeError, NotFound, TooLarge
-from ckpt.model import DumpQuery, RawBlob, RawCheckpoint, RawWrite
-from ckpt.records import (
+from ckpt.records.model import DumpQuery, RawBlob, RawCheckpoint, RawWrite
+from ckpt.records.types import (
     AllowlistRecord,
     DegradeRecord,
     PickleGlobalRecord,
@@ -68,9 +69,8 @@ from ckpt.records import (
     TypeUseRecord,
     UndecodableRecord,
 )
-from ckpt.safe_types import RELEASE, SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
+from ckpt.records.vocabulary import TOO_LARGE
 from ckpt.stores.base import Store
-from ckpt.vocabulary import TOO_LARGE
 
 RawRow = RawCheckpoint | RawBlob | RawWrite
 Progress = Callable[[Iterator[RawRow]], Iterator[RawRow]]
@@ -161,7 +161,7 @@ def census(
 
 
 def census_record(store: Store, scan: Census) -> TypesRecord:
-    """The record of a census fed by another scan (ckpt.check reads the rows itself and
+    """The record of a census fed by another scan (ckpt.scan.check reads the rows itself and
     hands each one to `scan.row`, calling `scan.flush()` after each batch of threads)."""
     scan.flush()
     _place_blob_examples(store, scan)

@@ -23,11 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from ckpt.analysis.messages import is_message
 from ckpt.decoders import MARK_KEY, TYPE_KEY
-from ckpt.messages import is_message
-from ckpt.model import Checkpoint, CheckpointKey
+from ckpt.records.model import Checkpoint, CheckpointKey
+from ckpt.records.plans import COUNTERS
 
-COUNTERS: Final = "counters_since_delta_snapshot"
 OVERWRITE_TYPE: Final = "langgraph.types.Overwrite"
 REMOVE_ALL: Final = "__remove_all__"
 Reducer = Literal["messages", "concat"]

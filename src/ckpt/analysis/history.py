@@ -6,19 +6,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from ckpt.analysis import checkpoint_tasks
+from ckpt.analysis.records import checkpoint_record
+from ckpt.analysis.selector import did_you_mean, short_id
+from ckpt.analysis.status import checkpoint_tasks
+from ckpt.analysis.tasks import Shape, ShapeLearner, Task, shape_of
 from ckpt.errors import BadOption, NotFound
-from ckpt.model import Checkpoint, DumpQuery
-from ckpt.records import (
-    BranchKind,
-    BranchRecord,
-    CheckpointRecord,
-    HistoryNodeRecord,
-    checkpoint_record,
-)
-from ckpt.selector import did_you_mean, short_id
+from ckpt.records.model import Checkpoint, DumpQuery
+from ckpt.records.types import BranchKind, BranchRecord, CheckpointRecord, HistoryNodeRecord
 from ckpt.stores.base import Store
-from ckpt.tasks import Shape, ShapeLearner, Task, shape_of
 
 
 class Linked(Protocol):

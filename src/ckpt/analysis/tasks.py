@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from ckpt.decoders import TYPE_KEY, compare_versions
-from ckpt.model import (
+from ckpt.records.model import (
     CONTROL_CHANNELS,
     ERROR,
     INTERRUPT,
@@ -243,7 +243,7 @@ class ShapeLearner:
 
 def send_label(name: str, send_index: int | None) -> str:
     """A task as every view names it: its node, and `node[i]` when it runs the i-th Send
-    packet (ckpt.analysis.task_label, the records' task names, the diff's write labels)."""
+    packet (ckpt.analysis.status.task_label, the records' task names, the diff's write labels)."""
     return f"{name}[{send_index}]" if send_index is not None else name
 
 

@@ -104,7 +104,7 @@ class Checkpoint:
     # stores Sends, interrupts and errors its own way, format.md §11).
     writer: str = "python"
     # DeltaChannels absent from channel_values, rebuilt from the ancestors when asked for
-    # (ckpt.delta.rebuild): channel -> ckpt.delta.DeltaValue.
+    # (ckpt.analysis.delta.rebuild): channel -> ckpt.analysis.delta.DeltaValue.
     deltas: dict[str, Any] = field(default_factory=dict)
     # The values of `join:...` barrier channels (decoded even without values: whether a
     # waiting edge fired depends on them, format.md §3.6).

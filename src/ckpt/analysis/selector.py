@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ckpt.errors import Ambiguous, BadOption, CkptError, NotFound
-from ckpt.model import CheckpointKey
+from ckpt.records.model import CheckpointKey
+from ckpt.records.vocabulary import FIND_LIMIT
 from ckpt.stores.base import Store
-from ckpt.vocabulary import FIND_LIMIT
 
 SHORT_ID_LENGTH = 8
 FULL_ID_LENGTH = 32  # a uuid6 without dashes; LangGraph writes 36 (0.1 thread_ts too)

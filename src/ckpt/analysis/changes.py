@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, Final, Literal
 
-from ckpt.analysis import task_label
-from ckpt.messages import is_message
-from ckpt.records import CheckpointRecord, PatchOperation, as_json
-from ckpt.tasks import send_label
+from ckpt.analysis.messages import is_message
+from ckpt.analysis.status import task_label
+from ckpt.analysis.tasks import send_label
+from ckpt.records.encode import as_json
+from ckpt.records.types import CheckpointRecord, PatchOperation
 
 Kind = Literal["added", "removed", "changed"]
 

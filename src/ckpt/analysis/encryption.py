@@ -10,7 +10,7 @@ from typing import Any
 
 from ckpt.decoders import decode, is_marked
 from ckpt.errors import EncryptedError, NotFound
-from ckpt.model import Checkpoint, ThreadSummary
+from ckpt.records.model import Checkpoint, ThreadSummary
 from ckpt.stores.base import Store
 
 
@@ -125,7 +125,7 @@ def _hidden_error(hidden: int, *, has_key: bool, bodies: bool) -> EncryptedError
 
 
 def record_hides_values(record: Any) -> bool:
-    """A checkpoint record (ckpt.records) that shows an encrypted part: its body, a value,
+    """A checkpoint record (ckpt.records.types) that shows an encrypted part: its body, a value,
     a write or the Sends (top level only: savers encrypt whole values, format.md §2.7)."""
     if is_marked(record.get("checkpoint"), "encrypted"):
         return True

@@ -2,10 +2,10 @@
 fix it where ckpt can.
 
 One pass over the raw rows (`Store.raw_checkpoints`, `raw_blobs`, `raw_writes`), a batch of
-threads at a time as `ckpt stats` reads them (ckpt.stats.thread_batches: flat memory, the
+threads at a time as `ckpt stats` reads them (ckpt.scan.stats.thread_batches: flat memory, the
 rows of a batch bounded), feeds two readers:
 
-* the type census of `ckpt types` (ckpt.census), which decodes every value, counts tags,
+* the type census of `ckpt types` (ckpt.scan.census), which decodes every value, counts tags,
   versions, encrypted values and the classes strict mode refuses, and tells this module
   of each row it could not read (census.Watcher);
 * the chain and value checks below, which keep a few ids per checkpoint of the batch:
@@ -20,7 +20,7 @@ damage: a write ahead of its checkpoint is looked up again before it is reported
 
 Then per thread, from its `ckpt threads` record: failed threads, threads waiting on an
 interrupt (for longer than `stale`), and DeltaChannel values whose snapshot is gone
-(ckpt.stats.delta_channels, as `ckpt stats` finds them). Nothing is changed, and no fix
+(ckpt.scan.stats.delta_channels, as `ckpt stats` finds them). Nothing is changed, and no fix
 is applied: each finding names the command that would make it.
 """
 
@@ -33,9 +33,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ckpt.census import Census, RawRow, census_record
-from ckpt.model import CheckpointKey, DumpQuery, RawBlob, RawCheckpoint, RawWrite
-from ckpt.records import (
+from ckpt.records.model import CheckpointKey, DumpQuery, RawBlob, RawCheckpoint, RawWrite
+from ckpt.records.types import (
     SEVERITIES,
     CheckRecord,
     FindingRecord,
@@ -45,9 +44,10 @@ from ckpt.records import (
     ThreadRecord,
     TypesRecord,
 )
-from ckpt.stats import delta_channels, growth_shape, metadata_of, thread_batches
+from ckpt.records.when import updated_at
+from ckpt.scan.census import Census, RawRow, census_record
+from ckpt.scan.stats import delta_channels, growth_shape, metadata_of, thread_batches
 from ckpt.stores.base import Store
-from ckpt.when import updated_at
 
 # A finding's `fix` is a command line to run, not a message: in the CLI's own words
 # (tests/test_layers.py lets these, and only these, name flags in the library).

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ckpt.analysis import checkpoint_tasks, task_labels
+from ckpt.analysis.selector import short_id
+from ckpt.analysis.status import checkpoint_tasks, task_labels
 from ckpt.decoders import parse_version
-from ckpt.model import Checkpoint
-from ckpt.records import VersionCell, VersionMatrix, VersionRow
-from ckpt.selector import short_id
+from ckpt.records.model import Checkpoint
+from ckpt.records.types import VersionCell, VersionMatrix, VersionRow
 
 
 def version_matrix(checkpoints: list[Checkpoint], *, last: int | None = None) -> VersionMatrix:

@@ -15,17 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ckpt.messages import is_message
-from ckpt.model import (
-    CONTROL_CHANNELS,
-    ERROR,
-    INTERRUPT,
-    NULL_TASK_ID,
-    Checkpoint,
-    PendingWrite,
-    trigger_node,
-)
-from ckpt.tasks import (
+from ckpt.analysis.messages import is_message
+from ckpt.analysis.tasks import (
     InterruptInfo,
     Shape,
     Task,
@@ -35,6 +26,15 @@ from ckpt.tasks import (
     push_index,
     send_label,
     send_node,
+)
+from ckpt.records.model import (
+    CONTROL_CHANNELS,
+    ERROR,
+    INTERRUPT,
+    NULL_TASK_ID,
+    Checkpoint,
+    PendingWrite,
+    trigger_node,
 )
 
 Status = Literal["done", "interrupted", "error", "pending", "unknown"]

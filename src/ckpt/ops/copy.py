@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ckpt import stores
 from ckpt.errors import BadOption, CopyInterrupted, CopyRefused, Unsafe
-from ckpt.model import TASKS, DumpQuery
-from ckpt.records import CopyHead, CopyThreadRecord, CopyTotals
+from ckpt.records.model import TASKS, DumpQuery
+from ckpt.records.types import CopyHead, CopyThreadRecord, CopyTotals
 from ckpt.stores.base import Store, Target, ThreadSink
 
 if TYPE_CHECKING:

@@ -18,97 +18,23 @@ to work where LangGraph refuses, and for a last-N variant:
   superstep's writes before its checkpoint), and a blob goes when no kept checkpoint of
   its namespace names its version.
 
-The plan is data: the writers (ckpt.writers) read the rows inside the transaction that
-deletes them and carry it out there, so what is deleted is what was planned on that
-snapshot.
+The plan is data (ckpt.records.plans): each store's Writer reads the rows inside the
+transaction that deletes them, calls the planner there and carries the plan out, so what
+is deleted is what was planned on that snapshot.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Final, Literal
 
-from ckpt.model import TASKS
-
-Strategy = Literal["keep_latest", "keep_last", "delete"]
-# The JS runtime marks DeltaChannel threads in metadata but keeps no snapshot markers
-# ckpt can read (format.md §11): their chains cannot be told, so they are not pruned.
-JS_DELTA_MARK: Final = "delta_writes_versioned"
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointRow:
-    """One checkpoint as the planner needs it. `values` are the channels holding a value
-    in this checkpoint (None: unknown, the body is encrypted without the key)."""
-
-    checkpoint_ns: str
-    checkpoint_id: str
-    parent_id: str | None
-    v: int | None
-    root_id: str | None  # metadata.parents[""]: the root checkpoint a subgraph call ran from
-    delta_channels: frozenset[str]  # channels counters_since_delta_snapshot names
-    values: frozenset[str] | None
-    versions: dict[str, str]  # channel -> version, where blobs are kept apart
-    size: int
-    js_delta: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class WriteRow:
-    checkpoint_ns: str
-    checkpoint_id: str
-    channel: str
-    size: int
-
-
-@dataclass(frozen=True, slots=True)
-class BlobRow:
-    checkpoint_ns: str
-    channel: str
-    version: str | None
-    size: int
-
-
-@dataclass(slots=True)
-class ThreadRows:
-    thread_id: str
-    checkpoints: list[CheckpointRow]
-    writes: list[WriteRow]
-    blobs: list[BlobRow] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class NamespacePlan:
-    checkpoint_ns: str
-    kept: dict[str, list[str]] = field(default_factory=dict)  # id -> why it stays
-    deleted: list[str] = field(default_factory=list)
-    deleted_bytes: int = 0
-    writes: int = 0
-    write_bytes: int = 0
-    blobs: list[tuple[str, str | None]] = field(default_factory=list)  # (channel, version)
-    blob_bytes: int = 0
-    parents_cleared: list[str] = field(default_factory=list)
-    whole: bool = False  # the namespace goes entirely
-    why: str | None = None  # why it goes entirely
-
-
-@dataclass(slots=True)
-class ThreadPlan:
-    thread_id: str
-    strategy: Strategy
-    namespaces: list[NamespacePlan] = field(default_factory=list)
-    refused: str | None = None  # why this thread is left alone
-
-    @property
-    def changes(self) -> bool:
-        return self.refused is None and any(
-            n.deleted or n.blobs or n.writes or n.parents_cleared or n.whole
-            for n in self.namespaces
-        )
-
-    def total(self, attribute: str) -> int:
-        return sum(getattr(n, attribute) for n in self.namespaces)
+from ckpt.records.model import TASKS
+from ckpt.records.plans import (
+    CheckpointRow,
+    NamespacePlan,
+    Strategy,
+    ThreadPlan,
+    ThreadRows,
+)
 
 
 def plan_thread(rows: ThreadRows, strategy: Strategy, keep: int = 1) -> ThreadPlan:
