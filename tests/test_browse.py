@@ -279,10 +279,12 @@ def test_sort_is_the_cli_sort(sqlite_store: Path) -> None:
         await press(pilot, "s")
         assert shown_threads(pilot) == by["thread"]
         assert current_thread(pilot) == keep  # the cursor stays on its thread
-        await press(pilot, "s", "s", "s")  # status, step, checkpoints
+        await press(pilot, "s")  # the CLI's order: checkpoints next
         assert browser(pilot).threads.sort == "checkpoints"
         assert shown_threads(pilot) == by["checkpoints"]
         await press(pilot, "s")  # no sizes were measured: no sort by size
+        assert browser(pilot).threads.sort == "step"
+        await press(pilot, "s", "s")  # status, then round to the start
         assert browser(pilot).threads.sort == "updated"
 
     drive(sqlite_store, scenario)
@@ -585,7 +587,7 @@ def test_diff_with_the_parent_or_the_marked(sqlite_store: Path, manifest: dict[s
         assert f"A  {older}" in text and f"B  {newer}" in text
         assert "A and B are siblings (a fork)" in text
         assert "marked" in str(browser(pilot).query_one("#checkpoint-pane").border_subtitle)
-        # The library found the changes once (ckpt.browse.model.compare); the JSON view
+        # The library found the changes once (ckpt.api.Comparison.of); the JSON view
         # draws the same comparison, as `ckpt diff --json` has it.
         compared = browser(pilot)._comparison
         assert compared is not None and [

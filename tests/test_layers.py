@@ -409,12 +409,15 @@ def cli_reaches_past_the_api(path: Path) -> list[str]:
 
 
 def test_the_cli_imports_only_the_api_records_renderers_and_errors() -> None:
+    # The browser is a face too: it keeps the CLI's rule (no diff, sort or selector of its own).
     found = {
         path.relative_to(PACKAGE).as_posix(): cli_reaches_past_the_api(path)
-        for path in sorted((PACKAGE / "cli").rglob("*.py"))
+        for face in ("cli", "browse")
+        for path in sorted((PACKAGE / face).rglob("*.py"))
     }
     assert {m: n for m, n in found.items() if n} == {}
     assert any(under(n, "ckpt.api") for n in imported_modules(PACKAGE / "cli" / "common.py"))
+    assert any(under(n, "ckpt.api") for n in imported_modules(PACKAGE / "browse" / "app.py"))
 
 
 def test_the_cli_import_check_fires(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import datetime as dt
 import itertools
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -81,6 +81,40 @@ class Comparison:
         from ckpt.analysis.changes import json_patch
 
         return json_patch(self.changes)
+
+    @classmethod
+    def of(cls, one: CheckpointRecord, other: CheckpointRecord) -> Comparison:
+        """Two records in hand (`ckpt browse`), from the older to the newer (uuid6 ids sort
+        by time), whichever came first: later messages then read as added, never removed."""
+        from ckpt.analysis.changes import diff_records
+
+        a, b = (one, other) if one["checkpoint_id"] <= other["checkpoint_id"] else (other, one)
+        return cls(a, b, diff_records(a, b))
+
+    def compares(self, one: CheckpointRecord, other: CheckpointRecord) -> bool:
+        """Whether this is the diff of these very records (either way round)."""
+        return {id(one), id(other)} == {id(self.a), id(self.b)}
+
+
+def select_threads(
+    records: Iterable[ThreadRecord],
+    *,
+    sort: ThreadSort = "updated",
+    where: dict[str, str] | None = None,
+    status: str | None = None,
+) -> list[ThreadRecord]:
+    """Thread records in hand, filtered and sorted as `threads` filters and sorts them
+    (`--where` on the latest metadata, `--status`, `--sort`)."""
+    from ckpt.analysis.threads import select_threads as select
+
+    return select(records, sort=sort, where=where, status=status)
+
+
+def closest_thread(thread_id: str, ids: Iterable[str]) -> str:
+    """ "; did you mean ...?" among thread ids in hand, or ""."""
+    from ckpt.analysis.selector import closest_thread as closest
+
+    return closest(thread_id, ids)
 
 
 class Selection(TypedDict, total=False):

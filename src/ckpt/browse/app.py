@@ -33,8 +33,8 @@ from textual.widget import Widget
 from textual.widgets import Header, Input, Label, Static, Tab, Tabs
 from textual.worker import WorkType
 
-from ckpt.analysis.selector import closest_thread
-from ckpt.browse.model import Comparison, History, Key, ThreadList, compare, key_of
+from ckpt.api import Comparison, closest_thread
+from ckpt.browse.model import History, Key, ThreadList, key_of
 from ckpt.browse.session import (
     Loaded,
     Selector,
@@ -508,7 +508,7 @@ class BrowseApp(App[None]):
         if self.mode == "diff" and base is not None:
             comparison = self._comparison
             if comparison is None or not comparison.compares(base, loaded.record):
-                comparison = self._comparison = compare(base, loaded.record)
+                comparison = self._comparison = Comparison.of(base, loaded.record)
         return _Drawing(self.mode, self.as_json, full, loaded, comparison, limit)
 
     def redraw(self) -> None:
@@ -856,7 +856,7 @@ class BrowseApp(App[None]):
 # The command palette (ctrl+p): every action, with its key.
 PALETTE = (
     ("Filter threads", "words, a status or KEY=VALUE (/)", "filter"),
-    ("Sort threads", "updated, thread, status, step, checkpoints, size (s)", "sort"),
+    ("Sort threads", "updated, thread, checkpoints, size, step, status (s)", "sort"),
     ("Next failed thread", "a thread whose run failed (e)", "jump_in('threads','error')"),
     ("Next interrupted thread", "waiting on an interrupt (i)", "jump_in('threads','interrupted')"),
     ("Next failed checkpoint", "in the history: a failed task (e)", "jump_in('history','failed')"),
@@ -880,7 +880,7 @@ PALETTE = (
 
 class _Drawing:
     """What the view draws for one mode of one checkpoint, laid out on a worker thread:
-    records, and for a diff the changes the library found (ckpt.browse.model.compare)."""
+    records, and for a diff the changes the library found (ckpt.api.Comparison.of)."""
 
     def __init__(
         self,

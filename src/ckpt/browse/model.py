@@ -1,5 +1,5 @@
 """What the browser holds between queries: the thread list with its filter and sort, a
-thread's history tree as lines, and a diff. Plain Python over records, no Textual and no
+thread's history tree as lines. Plain Python over records, no Textual and no
 store."""
 
 from __future__ import annotations
@@ -8,12 +8,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ckpt.analysis.changes import Change, diff_records, json_patch
-from ckpt.analysis.threads import select_threads
-from ckpt.records.types import CheckpointRecord, HistoryNodeRecord, PatchOperation, ThreadRecord
-from ckpt.records.vocabulary import STATUSES
-
-THREAD_SORTS = ("updated", "thread", "status", "step", "checkpoints", "size")
+from ckpt.api import select_threads
+from ckpt.records.types import CheckpointRecord, HistoryNodeRecord, ThreadRecord
+from ckpt.records.vocabulary import STATUSES, THREAD_SORTS, ThreadSort
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,44 +26,19 @@ def key_of(record: CheckpointRecord) -> Key:
     return Key(record["thread_id"], record["checkpoint_ns"], record["checkpoint_id"])
 
 
-# -- a diff ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Comparison:
-    """What the diff view shows: two checkpoints, the older first, and what changed from
-    one to the other, found by the library (ckpt.analysis.changes) as `ckpt diff` finds it."""
-
-    a: CheckpointRecord
-    b: CheckpointRecord
-    changes: list[Change]
-    patch: list[PatchOperation]  # `ckpt diff --json`: the RFC 6902 operations
-
-    def compares(self, one: CheckpointRecord, other: CheckpointRecord) -> bool:
-        """Whether this is the diff of these very records (either way round)."""
-        return {id(one), id(other)} == {id(self.a), id(self.b)}
-
-
-def compare(one: CheckpointRecord, other: CheckpointRecord) -> Comparison:
-    """The diff of two checkpoints from the older to the newer (uuid6 ids sort by time),
-    whichever of the two was marked: later messages then read as added, never removed."""
-    a, b = (one, other) if one["checkpoint_id"] <= other["checkpoint_id"] else (other, one)
-    changes = diff_records(a, b)
-    return Comparison(a, b, changes, json_patch(changes))
-
-
 # -- threads ------------------------------------------------------------------------------------
 
 
 class ThreadList:
     """Every thread of the store, and the ones the filter keeps, in the chosen order.
 
-    Sorting is `ckpt threads --sort`'s own (ckpt.analysis.threads); the filter keeps a thread when
-    every word of it matches: KEY=VALUE as `--where` (the latest metadata), a status name
-    as `--status`, any other word as a piece of the thread id or of a metadata value.
+    Sorting is `ckpt threads --sort`'s own, cycled in its order (ckpt.api.select_threads);
+    the filter keeps a thread when every word of it matches: KEY=VALUE as `--where` (the
+    latest metadata), a status name as `--status`, any other word as a piece of the thread
+    id or of a metadata value.
     """
 
-    def __init__(self, records: Sequence[ThreadRecord], sort: str = "updated") -> None:
+    def __init__(self, records: Sequence[ThreadRecord], sort: ThreadSort = "updated") -> None:
         self.records = list(records)
         self.sort = sort
         self.text = ""
@@ -78,7 +50,7 @@ class ThreadList:
         self.text = text
         self._apply()
 
-    def cycle_sort(self) -> str:
+    def cycle_sort(self) -> ThreadSort:
         # By size only when sizes were measured (`ckpt threads` measures them on --size).
         sorts = [
             s

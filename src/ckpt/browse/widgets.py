@@ -291,7 +291,7 @@ thread's history opens in the history pane.
 - **/** filter: words match thread ids and metadata values; a status (`error`,
   `interrupted` ...) keeps that status; `KEY=VALUE` matches the latest metadata
   (`--where`). **Escape** in the filter clears it.
-- **s** changes the order (updated, thread, status, step, checkpoints, size).
+- **s** changes the order (updated, thread, checkpoints, size, step, status).
 - **e** / **E** jump to the next / previous thread that failed, **i** / **I** to one
   waiting on an interrupt.
 - **Enter** moves to the history.
