@@ -474,7 +474,7 @@ class OrphanNamespaceRecord(TypedDict):
 
 class UnresolvedRecord(TypedDict):
     thread_id: str
-    status: Status
+    status: Literal["error", "interrupted"]  # the statuses that need someone
     detail: Any  # the first error, or the value the first interrupt waits with
 
 
