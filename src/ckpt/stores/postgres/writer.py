@@ -196,6 +196,14 @@ class PostgresWriter(Writer):
                     ),
                     (thread_id, ns, plan.deleted),
                 )
+            if plan.orphan_writes and reader.layout.has_writes:
+                cur.execute(
+                    sql(
+                        "DELETE FROM {wr} w WHERE w.thread_id = %s AND w.checkpoint_ns = %s "
+                        "AND w.checkpoint_id = ANY(%s)"
+                    ),
+                    (thread_id, ns, plan.orphan_writes),
+                )
             if plan.parents_cleared and not reader.shallow:
                 cur.execute(
                     sql(
@@ -263,7 +271,7 @@ def _state(tables: list[VacuumTableRecord]) -> VacuumStateRecord:
 
 def refuse_shallow_keep(reader: PostgresStore, strategy: Strategy) -> None:
     """A shallow store keeps one checkpoint per namespace: only whole threads can go."""
-    if reader.shallow and strategy != "delete":
+    if reader.shallow and strategy not in ("delete", "orphans"):
         raise Unsafe(
             f"{reader.location}: a ShallowPostgresSaver store keeps only the latest checkpoint "
             "of each namespace already: there is nothing to prune but whole threads "

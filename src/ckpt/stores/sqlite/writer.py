@@ -182,6 +182,13 @@ class SqliteWriter(Writer):
                 f"AND checkpoint_id IN ({marks})",
                 (thread_id, ns, *ids),
             )
+        for ids in _chunks(plan.orphan_writes) if self.has_writes else ():
+            marks = ", ".join("?" for _ in ids)
+            conn.execute(
+                "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? "
+                f"AND checkpoint_id IN ({marks})",
+                (thread_id, ns, *ids),
+            )
         for ids in _chunks(plan.parents_cleared):
             marks = ", ".join("?" for _ in ids)
             conn.execute(
