@@ -41,7 +41,7 @@ before the first row, so its memory grows with the store (4.2 GB), where ckpt's 
 flat: 84 -> 63 MB (SQLite) and 85 -> 74 MB (Postgres) for 8 times the bytes.
 
 Memory does not grow with the store: a batch of threads (at most 20,000 checkpoints and
-blobs, ckpt.scan.stats.thread_batches) is held at a time, with a few ids per checkpoint.
+blobs, ckpt.scan.rows.thread_batches) is held at a time, with a few ids per checkpoint.
 """
 
 from __future__ import annotations

@@ -62,13 +62,14 @@ def put_body(conn: sqlite3.Connection, checkpoint_id: str, value: Any) -> None:
 
 def history(path: Path, thread: str) -> Any:
     """What LangGraph makes of the thread: its history through the thread's compiled graph
-    (ids, steps, values and next of each snapshot), or the exception it raises."""
+    (ids, parents, steps, values and next of each snapshot), or the exception it raises."""
     with closing(sqlite3.connect(path, check_same_thread=False)) as conn, quiet_serde_log():
         graph = demo_graphs(SqliteSaver(conn))[thread]
         try:
             return [
                 (
                     s.config["configurable"]["checkpoint_id"],
+                    s.parent_config["configurable"]["checkpoint_id"] if s.parent_config else None,
                     (s.metadata or {}).get("step"),
                     json.dumps(s.values, default=repr, sort_keys=True),
                     s.next,
@@ -155,6 +156,41 @@ def write_without_bytes(conn: sqlite3.Connection) -> dict[str, set[str]]:
     return {"malformed-write": {"support-2"}}
 
 
+def body_kept_as_text(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """The same bytes as SQLite TEXT: sqlite3 hands LangGraph a str it cannot unpack."""
+    conn.execute(
+        "UPDATE checkpoints SET checkpoint = CAST(checkpoint AS TEXT) WHERE checkpoint_id = ?",
+        (ids(conn, "pending-1")[1],),
+    )
+    return {"malformed-checkpoint": {"pending-1"}}
+
+
+def write_kept_as_text(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    conn.execute(
+        "UPDATE writes SET value = CAST(value AS TEXT) WHERE rowid = (SELECT min(rowid) FROM "
+        "writes WHERE thread_id = 'support-2' AND type = 'msgpack')"
+    )
+    return {"malformed-write": {"support-2"}}
+
+
+def write_index_text(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    conn.execute(
+        "UPDATE writes SET idx = 'x' WHERE rowid = (SELECT min(rowid) FROM writes "
+        "WHERE thread_id = 'support-3')"
+    )
+    return {"malformed-write": {"support-3"}}
+
+
+def parent_link_lost(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """A checkpoint from the middle of fork-1's chain loses its parent link: LangGraph's
+    history stops there."""
+    conn.execute(
+        "UPDATE checkpoints SET parent_checkpoint_id = NULL WHERE checkpoint_id = ?",
+        (ids(conn, "fork-1")[4],),
+    )
+    return {"two-roots": {"fork-1"}}
+
+
 def step_goes_back(conn: sqlite3.Connection) -> dict[str, set[str]]:
     """A row rewritten into another step: it no longer follows from its parent."""
     conn.execute(
@@ -218,6 +254,10 @@ DAMAGES: list[Damage] = [
     metadata_step_text,
     write_untyped,
     write_without_bytes,
+    body_kept_as_text,
+    write_kept_as_text,
+    write_index_text,
+    parent_link_lost,
     step_goes_back,
     copied_onto_a_new_parent,
     second_root,

@@ -103,7 +103,30 @@ def damage_postgres(dsn: str) -> dict[str, set[str]]:
             " WHERE checkpoint_id = %s",
             (ids("subgraph-1")[0], ids("subgraph-1")[1]),
         )
+        # A blob LangGraph cannot load: a tag no serializer reads, on a value fanout-1's
+        # newest checkpoint names; and one without its bytes, in subgraph-2.
+        (channel, version) = conn.execute(
+            "SELECT b.channel, b.version FROM checkpoint_blobs b WHERE b.thread_id = 'fanout-1' "
+            "AND b.type = 'msgpack' ORDER BY b.version DESC LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "UPDATE checkpoint_blobs SET type = 'garbage' WHERE thread_id = 'fanout-1' "
+            "AND channel = %s AND version = %s",
+            (channel, version),
+        )
+        (channel, version) = conn.execute(
+            "SELECT b.channel, b.version FROM checkpoint_blobs b WHERE b.thread_id = 'subgraph-2' "
+            "AND b.type = 'msgpack' ORDER BY b.version DESC LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "UPDATE checkpoint_blobs SET blob = NULL WHERE thread_id = 'subgraph-2' "
+            "AND channel = %s AND version = %s",
+            (channel, version),
+        )
     with PostgresSaver.from_conn_string(dsn) as saver:
+        for thread in ("fanout-1", "subgraph-2"):  # LangGraph cannot load them
+            with pytest.raises((NotImplementedError, TypeError, ValueError)):
+                list(saver.list({"configurable": {"thread_id": thread}}))
         saver.prune(["pending-1", "approval-2"], strategy="keep_latest")
     pruned = runner.invoke(app, ["prune", url_of(dsn), "--thread", "rich-1", "--apply"])
     assert pruned.exit_code == 0, pruned.output
@@ -113,6 +136,7 @@ def damage_postgres(dsn: str) -> dict[str, set[str]]:
         "copied-checkpoint": {"approval-1"},
         "dangling-parent": {"fork-1"},
         "id-mismatch": {"subgraph-1"},
+        "malformed-blob": {"fanout-1", "subgraph-2"},
     }
 
 

@@ -21,7 +21,8 @@ to work where LangGraph refuses, and for a last-N variant:
 The "orphans" strategy deletes no checkpoint, only what nothing uses (what `ckpt check`
 calls orphan writes and orphan blobs): pending writes whose checkpoint is gone, and blobs
 no checkpoint of their namespace names. Writes naming a checkpoint newer than any left
-stay (they are what says the newest checkpoint was lost: `ckpt check` reports it), and so
+stay (they are what says the newest checkpoint was lost: `ckpt check` reports it), unless
+that checkpoint is another thread's (the writes were copied from there), and so
 do blobs newer than every version named while the namespace's newest checkpoint is recent
 (a run may be saving its next checkpoint, whose blobs PostgresSaver commits first).
 
@@ -213,6 +214,7 @@ def _orphans(plan: ThreadPlan, rows: ThreadRows, now: dt.datetime) -> ThreadPlan
                 newest is not None
                 and write.checkpoint_id > newest
                 and lost_checkpoint(write.checkpoint_id)
+                and write.checkpoint_id not in rows.foreign
             ):
                 continue  # names a checkpoint newer than any left: the lost one's trace
             gone.add(write.checkpoint_id)

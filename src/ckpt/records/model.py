@@ -209,6 +209,10 @@ class RawCheckpoint:
     # Channel -> version, for stores whose values live apart (Postgres, pickle folder): which
     # blob each channel's value is. None where the versions are inside `body` (SQLite).
     channel_versions: dict[str, str] | None = None
+    # What the reader saw wrong with the row as stored that the fields above no longer
+    # show (a value kept as SQLite TEXT, which LangGraph's loader cannot unpack): words
+    # for `ckpt check` (ckpt.scan.integrity), empty for a row as its saver writes it.
+    flaws: tuple[str, ...] = ()
 
     @property
     def size(self) -> int:
@@ -242,6 +246,7 @@ class RawWrite:
     data: bytes | None  # None when the scan was asked for sizes only, or the row holds none
     size: int
     task_path: str = ""  # '' where the store keeps none (SQLite before checkpoint-sqlite 3.1.2)
+    flaws: tuple[str, ...] = ()  # as RawCheckpoint.flaws
 
 
 @dataclass(slots=True)

@@ -56,6 +56,9 @@ class ThreadRows:
     checkpoints: list[CheckpointRow]
     writes: list[WriteRow]
     blobs: list[BlobRow] = field(default_factory=list)
+    # The checkpoint ids this thread's writes name that are no checkpoint of the thread but
+    # are one of another thread's (writes copied from there): for the "orphans" strategy.
+    foreign: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -136,12 +139,18 @@ def in_flight(
     name (`named`: the highest counter; LangGraph numbers each step's new versions from
     it), and the newest of those checkpoints is less than IN_FLIGHT old (unknown times
     count as old)."""
-    from ckpt.decoders.ids import uuid6_time
-
     counter = version_number(version)
     if counter is None or (named is not None and counter <= named):
         return False
-    when = uuid6_time(newest_checkpoint_id) if newest_checkpoint_id is not None else None
+    return newest_checkpoint_id is not None and recent(newest_checkpoint_id, now)
+
+
+def recent(checkpoint_id: str, now: dt.datetime) -> bool:
+    """Whether a checkpoint id was made less than IN_FLIGHT before `now` (its uuid6 time;
+    an id that tells no time is not recent)."""
+    from ckpt.decoders.ids import uuid6_time
+
+    when = uuid6_time(checkpoint_id)
     return when is not None and now - when < IN_FLIGHT
 
 

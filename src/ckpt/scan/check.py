@@ -96,6 +96,7 @@ class Checkup:
         interrupt is a warning; `snapshots` the delta snapshots the pass saw inline."""
         from ckpt.scan.census_record import census_record
 
+        self.integrity.settle()
         types = census_record(self.store, self.census)
         deltas = self._threads(threads, stale=stale, snapshots=snapshots or {})
         self._encryption(types)

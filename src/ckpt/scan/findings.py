@@ -83,8 +83,8 @@ KINDS: Final[dict[str, Kind]] = {
             "two-roots",
             "checkpoint",
             "error",
-            "a namespace with two first checkpoints (no parent, source input): a row added "
-            "to the thread, which LangGraph lists as part of its history",
+            "a checkpoint without a parent in a namespace that holds its first checkpoint: a "
+            "parent link lost, or a row added, which LangGraph lists as a history of its own",
             "restore",
         ),
         Kind(

@@ -20,6 +20,7 @@ filter's bits (IdIndex) and a few records per finding.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
@@ -34,7 +35,13 @@ from ckpt.records.model import (
     StoreHealth,
     ThreadBytes,
 )
-from ckpt.records.plans import in_flight, lost_checkpoint, version_after, version_number
+from ckpt.records.plans import (
+    in_flight,
+    lost_checkpoint,
+    recent,
+    version_after,
+    version_number,
+)
 from ckpt.records.types import FindingCode, PlaceRecord
 from ckpt.records.vocabulary import TOO_LARGE
 from ckpt.scan.findings import PLACES_SHOWN, RUNAWAY_BYTES, Finding, Findings
@@ -44,12 +51,15 @@ from ckpt.scan.shapes import (
     body_problem,
     body_tag_problem,
     parse_metadata,
+    stored_problem,
     write_problem,
 )
 from ckpt.scan.sizes import growth_shape
 from ckpt.stores.base import Store
 
 LOOKUPS: Final = 200  # find_exact look-ups per run (copied rows, writes ahead of their checkpoint)
+ID_LOOKUPS: Final = 50  # of those, for ids met in an earlier thread (one per thread)
+SETTLE: Final = 2.0  # seconds a recent checkpoint some writes name may take to be committed
 COUNTERS: Final = "counters_since_delta_snapshot"  # format.md §3.2, 3.8
 # Serde tags that carry no encryption because nothing is serialized (format.md §5.2, 7.1).
 _UNSERIALIZED: Final = frozenset({"empty", "jsonb"})
@@ -76,11 +86,11 @@ def place(
 
 class IdIndex:
     """Every checkpoint id of the store in a Bloom filter: whether an id was met before, in
-    constant memory per id (BITS bits, so a store of a million checkpoints takes 2 MB) and
-    with a false hit about once in 2,000 ids; a hit is looked up by id before it is said."""
+    constant memory per id (BITS bits, so a store of a million checkpoints takes 2.5 MB)
+    and with a false hit about once in 900 ids; a hit is looked up by id before it is said."""
 
-    BITS: ClassVar[int] = 16
-    HASHES: ClassVar[int] = 11
+    BITS: ClassVar[int] = 20
+    HASHES: ClassVar[int] = 4
     MAX_BYTES: ClassVar[int] = 64 << 20
 
     def __init__(self, ids: int) -> None:
@@ -128,6 +138,7 @@ class _Thread:
     started: set[str] = field(default_factory=set)  # namespaces holding their first checkpoint
     subgraphs: dict[str, list[_Node]] = field(default_factory=dict)  # subgraph ns -> its nodes
     growth: list[tuple[int, tuple[Pair, ...]]] = field(default_factory=list)  # root checkpoints
+    shares: bool = False  # an id of it was met in an earlier thread (looked up once)
 
 
 class Integrity(Visitor):
@@ -153,6 +164,7 @@ class Integrity(Visitor):
         self.index = IdIndex(sum(s.checkpoints for s in sizes.values()))
         self.encrypted_rows = 0  # rows whose tag says encrypted
         self.lookups = 0
+        self.shared_lookups = 0  # ids met in two threads, looked up (at most ID_LOOKUPS)
         # What Store.health counts, counted here: the test compares the two.
         self.tally = StoreHealth(orphan_blobs=0, orphan_blob_bytes=0)
         self.tally_threads: dict[str, set[str]] = {"writes": set(), "parents": set()}
@@ -177,6 +189,8 @@ class Integrity(Visitor):
         # checkpoint read: (thread, ns, checkpoint id) -> [rows, bytes].
         self.suspects: list[tuple[str, str, str, str, str, str | None]] = []
         self.ahead: dict[tuple[str, str, str], list[int]] = {}
+        self.unsettled: list[tuple[str, str, str, int]] = []  # see `settle`
+        self.copied: set[tuple[str, str, str]] = set()  # copied checkpoints said this batch
         # The batch's threads: [encrypted values, plain values, their bytes], and the first
         # plain rows of each. A thread holding both has unencrypted rows among encrypted ones;
         # a thread holding plain values only is said once the store is known to hold
@@ -254,23 +268,23 @@ class Integrity(Visitor):
         if key != self.group_key:
             self.end_group()
             self.group_key = key
-        here = place(thread_id, row.checkpoint_ns, row.checkpoint_id)
         metadata, wrong = parse_metadata(row)
         if wrong is not None and not (row.metadata_type == "msgpack" and self.troubled is row):
-            self.found("malformed-metadata", thread_id, {**here, "detail": wrong})
-        if delivered:
+            self._malformed("malformed-metadata", row, wrong)
+        stored = stored_problem(row.type, row.flaws)
+        if stored is not None:
+            self._malformed("malformed-checkpoint", row, stored)
+        elif delivered:
             shape = body_problem(body, values_apart=row.channel_versions is not None)
             if shape is not None:
-                self.found("malformed-checkpoint", thread_id, {**here, "detail": shape})
-            stored_id = body.get("id") if isinstance(body, dict) else None
-            if isinstance(stored_id, str) and stored_id != row.checkpoint_id:
-                self.found(
-                    "id-mismatch", thread_id, {**here, "detail": f"the body says {stored_id}"}
-                )
+                self._malformed("malformed-checkpoint", row, shape)
+            stored_id = body.get("id") if type(body) is dict else None
+            if type(stored_id) is str and stored_id != row.checkpoint_id:
+                self._malformed("id-mismatch", row, f"the body says {stored_id}")
         elif self.troubled is not row and not _unread(row):
             shape = body_tag_problem(row)
             if shape is not None:
-                self.found("malformed-checkpoint", thread_id, {**here, "detail": shape})
+                self._malformed("malformed-checkpoint", row, shape)
         parents = metadata.get("parents") if metadata is not None else None
         source = metadata.get("source") if metadata is not None else None
         step = metadata.get("step") if metadata is not None else None
@@ -288,9 +302,15 @@ class Integrity(Visitor):
         self.ids.add((thread_id, row.checkpoint_ns, row.checkpoint_id))
         span = self.groups.setdefault(key, [row.checkpoint_id, row.checkpoint_id])
         span[0], span[1] = min(span[0], row.checkpoint_id), max(span[1], row.checkpoint_id)
-        if self.index.add(row.checkpoint_id) and not any(
-            row.checkpoint_id in ids for ids in thread.ids.values()
+        if (
+            self.index.add(row.checkpoint_id)
+            and not thread.shares
+            and self.shared_lookups < ID_LOOKUPS
+            and not any(row.checkpoint_id in ids for ids in thread.ids.values())
         ):
+            # One look-up per thread: a thread copied whole meets every id again.
+            thread.shares = True
+            self.shared_lookups += 1
             self.suspects.append(
                 ("id", thread_id, row.checkpoint_ns, row.checkpoint_id, row.checkpoint_id,
                  row.parent_checkpoint_id)
@@ -298,6 +318,10 @@ class Integrity(Visitor):
         pairs = self.versions(thread_id, row, body, metadata)
         if not row.checkpoint_ns:
             thread.growth.append((row.size, pairs))
+
+    def _malformed(self, code: FindingCode, row: RawCheckpoint, detail: str) -> None:
+        where = place(row.thread_id, row.checkpoint_ns, row.checkpoint_id, detail=detail)
+        self.found(code, row.thread_id, where)
 
     def versions(
         self, thread_id: str, row: RawCheckpoint, body: Any, metadata: dict[str, Any] | None
@@ -402,8 +426,12 @@ class Integrity(Visitor):
                     thread_id,
                     place(thread_id, ns, node.checkpoint_id, detail=f"parent {node.parent_id}"),
                 )
-        for node in started[1:]:
-            self._suspect("root", thread_id, ns, node, node.checkpoint_id)
+        # The namespace's first checkpoint is there: any other checkpoint without a parent
+        # lost its link, or was added (a prune that clears parents leaves no first one).
+        if started:
+            for node in roots:
+                if node is not started[0]:
+                    self._suspect("root", thread_id, ns, node, node.checkpoint_id)
 
     def _suspect(self, what: str, thread_id: str, ns: str, node: _Node, wanted: str) -> None:
         self.suspects.append((what, thread_id, ns, node.checkpoint_id, wanted, node.parent_id))
@@ -415,9 +443,11 @@ class Integrity(Visitor):
         if node.step is not None and parent.step is not None and node.step <= parent.step:
             detail = f"step {node.step} after its parent's step {parent.step}"
         elif node.versions is not None and parent.versions is not None:
+            get = node.versions.get
             for channel, before in parent.versions.items():
-                now = node.versions.get(channel)
-                if now is not None and version_after(before, now):
+                now = get(channel)
+                # Versions of one type compare (LangGraph's padded strings, or numbers).
+                if now is not None and now < before if type(now) is type(before) else False:
                     detail = f"channel {channel!r} goes back from version {before} to {now}"
                     break
         if detail is not None:
@@ -625,6 +655,7 @@ class Integrity(Visitor):
             getattr(self, name).clear()
         self.ids.clear()
         self.names.clear()
+        self.copied.clear()
         self.unencrypted()
         self.findings.close_batch()
         self.tally.missing_parent_threads += len(self.tally_threads["parents"])
@@ -646,19 +677,17 @@ class Integrity(Visitor):
             keys = self._look_up(checkpoint_id)
             if keys is not None and CheckpointKey(thread_id, ns, checkpoint_id) in keys:
                 continue  # committed after the read: a live run, not damage
-            if not lost_checkpoint(checkpoint_id):
+            if not lost_checkpoint(checkpoint_id) or self._at_home(thread_id, keys or []):
+                # A made-up id, or a checkpoint of another thread (writes copied from
+                # there): LangGraph never reads them, no checkpoint of this thread is lost.
                 self.orphan_write(thread_id, ns, checkpoint_id, size, count=writes)
                 continue
-            self.found(
-                "missing-checkpoint",
-                thread_id,
-                place(
-                    thread_id,
-                    ns,
-                    checkpoint_id,
-                    detail=f"{writes} pending write{'s' * (writes != 1)} name it; it is not there",
-                ),
-            )
+            if recent(checkpoint_id, self.now):
+                # Recent: LangGraph's async durability saves a step's writes beside its
+                # checkpoint, not after it. Asked again once the pass is over (`settle`).
+                self.unsettled.append((self.name(thread_id), ns, checkpoint_id, writes))
+                continue
+            self._lost(thread_id, ns, checkpoint_id, writes)
         suspects, self.suspects = self.suspects, []
         for what, thread_id, ns, checkpoint_id, wanted, parent in suspects:
             keys = self._look_up(wanted) or []
@@ -673,14 +702,53 @@ class Integrity(Visitor):
                     "ran-from": "the checkpoint it ran from",
                 }
                 here["detail"] = f"{said[what]} {wanted} is a checkpoint of thread {others[0]}"
-                self.found("copied-checkpoint", thread_id, here)
+                self._copied(here)
             elif what == "parent":
                 self.found("dangling-parent", thread_id, {**here, "detail": f"parent {wanted}"})
             elif what == "root":
-                self.found("two-roots", thread_id, {**here, "detail": "a second first checkpoint"})
+                here["detail"] = "no parent, beside the namespace's first checkpoint"
+                self.found("two-roots", thread_id, here)
             else:
                 here["detail"] = f"ran from {wanted}, which is not in the thread"
                 self.found("orphan-subgraph", thread_id, here)
+
+    def _copied(self, where: PlaceRecord) -> None:
+        """A copied checkpoint, said once however many signs point at it."""
+        key = (where["thread_id"], where["checkpoint_ns"] or "", where["checkpoint_id"] or "")
+        if key not in self.copied:
+            self.copied.add(key)
+            self.found("copied-checkpoint", where["thread_id"], where)
+
+    def _lost(self, thread_id: str, ns: str, checkpoint_id: str, writes: int) -> None:
+        self.found(
+            "missing-checkpoint",
+            thread_id,
+            place(
+                thread_id,
+                ns,
+                checkpoint_id,
+                detail=f"{writes} pending write{'s' * (writes != 1)} name it; it is not there",
+            ),
+        )
+
+    def settle(self) -> None:
+        """The recent checkpoints some writes named and the pass did not find: a run may be
+        saving them now (async durability commits a step's writes and its checkpoint side
+        by side). Asked again for up to SETTLE seconds; those still missing are lost."""
+        pending = self.unsettled
+        deadline = time.monotonic() + SETTLE
+        while pending and time.monotonic() < deadline:
+            time.sleep(SETTLE / 20)
+            pending = [
+                (thread_id, ns, checkpoint_id, writes)
+                for thread_id, ns, checkpoint_id, writes in pending
+                if CheckpointKey(thread_id, ns, checkpoint_id)
+                not in self.store.find_exact(checkpoint_id)
+            ]
+        for thread_id, ns, checkpoint_id, writes in pending:
+            self._lost(thread_id, ns, checkpoint_id, writes)
+        self.unsettled = []
+        self.findings.close_batch()
 
     def _met_twice(
         self, thread_id: str, ns: str, checkpoint_id: str, parent: str | None,
@@ -705,9 +773,7 @@ class Integrity(Visitor):
         said = misfits or list(fits)
         for key in said:
             other = next((k.thread_id for k in fits if k.thread_id != key.thread_id), thread_id)
-            self.found(
-                "copied-checkpoint",
-                key.thread_id,
+            self._copied(
                 place(
                     key.thread_id,
                     key.checkpoint_ns,
@@ -720,6 +786,15 @@ class Integrity(Visitor):
                     ),
                 ),
             )
+
+    def _at_home(self, thread_id: str, keys: list[CheckpointKey]) -> bool:
+        """Whether the checkpoint some writes name, found in another thread, belongs there
+        (it follows from its parent there): the writes were copied from that thread, and
+        no checkpoint of this one is lost. One that does not was moved away from here."""
+        try:
+            return any(self._fits(k)[0] for k in keys if k.thread_id != thread_id)
+        except CkptError:
+            return False
 
     def _fits(self, key: CheckpointKey) -> tuple[bool, str | None]:
         """Whether the checkpoint at `key` follows from its parent in its own thread (or

@@ -26,6 +26,7 @@ from typing import Any, Final
 import ormsgpack
 
 from ckpt.records.model import RawBlob, RawCheckpoint, RawWrite
+from ckpt.stores.columns import UNREADABLE_IDX
 
 # Serde tags some LangGraph serializer reads (`loads_typed`), by part; `<inner>+<cipher>`
 # is EncryptedSerializer's around one of them.
@@ -35,6 +36,8 @@ BODY_TAGS: Final = frozenset({"msgpack", "json", "pickle", "jsonb"})
 # Tags whose value is no bytes: nothing to decode.
 _NO_BYTES: Final = frozenset({"null", "empty"})
 _VERSION: Final = (str, int, float)
+_VERSION_TYPES: Final = frozenset(_VERSION)
+_STR: Final = frozenset({str})
 
 
 def body_problem(body: Any, *, values_apart: bool) -> str | None:
@@ -75,6 +78,8 @@ def body_problem(body: Any, *, values_apart: bool) -> str | None:
             else (f"`versions_seen` is {_kind(seen)}")
         )
     for node, node_seen in seen.items():
+        if type(node_seen) is dict and _plain_versions(node_seen):
+            continue
         problem = _versions(node_seen, f"`versions_seen` of {str(node)[:60]!r}")
         if problem is not None:
             return problem
@@ -91,12 +96,19 @@ def _versions(versions: Any, name: str) -> str | None:
     if type(versions) is not dict:
         shown = name if name.startswith("`") else f"`{name}`"
         return f"no {shown}" if versions is None else f"{shown} is {_kind(versions)}"
+    if _plain_versions(versions):
+        return None
     for channel, version in versions.items():
         if type(channel) is not str:
             return f"a channel of `{name.strip('`')}` is named by {_kind(channel)}"
         if not isinstance(version, _VERSION) or type(version) is bool:
             return f"the version of {channel[:60]!r} in `{name.strip('`')}` is {_kind(version)}"
     return None
+
+
+def _plain_versions(versions: dict[Any, Any]) -> bool:
+    """The common case, checked in C: string keys, versions of the types savers write."""
+    return set(map(type, versions)) <= _STR and set(map(type, versions.values())) <= _VERSION_TYPES
 
 
 def parse_metadata(row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | None]:
@@ -146,9 +158,20 @@ def write_problem(row: RawWrite, *, untyped: bool) -> str | None:
         return "no task id"
     if type(row.channel) is not str or not row.channel:
         return "no channel"
-    if type(row.idx) is not int or type(row.idx) is bool:
-        return f"its index is {_kind(row.idx)}"
-    return _value_problem(row.type, row.data, VALUE_TAGS, untyped=untyped)
+    if type(row.idx) is not int or type(row.idx) is bool or row.idx == UNREADABLE_IDX:
+        return "its index is not a number"
+    return _value_problem(row.type, row.data, VALUE_TAGS, untyped=untyped) or stored_problem(
+        row.type, row.flaws
+    )
+
+
+def stored_problem(tag: str | None, flaws: tuple[str, ...]) -> str | None:
+    """What the reader saw of how the value is kept (RawCheckpoint.flaws) that LangGraph's
+    loader trips on: a value kept as text is one only the `json` tag reads (and `null`
+    ignores)."""
+    if flaws and tag not in ("json", "null"):
+        return flaws[0]
+    return None
 
 
 def blob_problem(row: RawBlob) -> str | None:

@@ -51,24 +51,7 @@ def store_stats(
     # sizes counted in the namespace asked for.
     everything = store.sizes(DumpQuery(thread_ids=query.thread_ids))
     sizes = everything if query.checkpoint_ns is None else store.sizes(query)
-    charts = 1 if query.thread_ids else GROWTH_THREADS
-    # The threads the record lists (the biggest `top`) and charts, known from their sizes
-    # before any row is read: only those are followed through the rows (nsmallest is
-    # sorted(...)[:n], ties included, without a list of every thread).
-    if top > 0:
-        biggest = heapq.nsmallest(max(top, charts), sizes.items(), key=_by_size)
-    else:
-        biggest = sorted(sizes.items(), key=_by_size)
-    listed = [t for t, _ in biggest[:top]] if top > 0 else [t for t, _ in biggest]
-    measured = Sizes(
-        sizes,
-        aes_key=store.aes_key,
-        checkpoint_ns=query.checkpoint_ns,
-        keep=keep,
-        top=top,
-        listed=listed,
-        charted={t for t, _ in biggest[:charts]},
-    )
+    measured = sizes_visitor(store, query, sizes, top=top, keep=keep)
     checkup = Checkup(store, everything, now=now or dt.datetime.now(dt.UTC))
     scan(store, everything, [measured, *checkup.visitors], progress=progress)
     health = checkup.conclude(threads, snapshots=measured.snapshots)
@@ -84,6 +67,30 @@ def store_stats(
             "delta_channels": health.delta_channels,
         },
     }
+
+
+def sizes_visitor(
+    store: Store, query: DumpQuery, sizes: dict[str, ThreadBytes], *, top: int, keep: int
+) -> Sizes:
+    """The sizes visitor of a pass over `sizes`' threads, told the threads the record lists
+    (the biggest `top`) and charts, known from their sizes before any row is read: only
+    those are followed through the rows (nsmallest is sorted(...)[:n], ties included,
+    without a list of every thread)."""
+    charts = 1 if query.thread_ids else GROWTH_THREADS
+    if top > 0:
+        biggest = heapq.nsmallest(max(top, charts), sizes.items(), key=_by_size)
+    else:
+        biggest = sorted(sizes.items(), key=_by_size)
+    listed = [t for t, _ in biggest[:top]] if top > 0 else [t for t, _ in biggest]
+    return Sizes(
+        sizes,
+        aes_key=store.aes_key,
+        checkpoint_ns=query.checkpoint_ns,
+        keep=keep,
+        top=top,
+        listed=listed,
+        charted={t for t, _ in biggest[:charts]},
+    )
 
 
 def _by_size(item: tuple[str, ThreadBytes]) -> tuple[int, str]:

@@ -128,7 +128,26 @@ def thread_rows(reader: PostgresStore, conn: Connection[Any], thread_id: str) ->
             if reader.layout.has_blobs
             else []
         )
-    return ThreadRows(thread_id, checkpoints, writes, blobs)
+        # The ids of the thread's writes with no checkpoint of theirs that are another
+        # thread's checkpoints (writes copied from there).
+        foreign = (
+            frozenset(
+                i
+                for (i,) in cur.execute(
+                    reader.layout.sql(
+                        "SELECT DISTINCT w.checkpoint_id FROM {wr} w WHERE w.thread_id = %s "
+                        "AND NOT EXISTS (SELECT 1 FROM {cp} c WHERE c.thread_id = w.thread_id "
+                        "AND c.checkpoint_ns = w.checkpoint_ns AND {id} = w.checkpoint_id) "
+                        "AND EXISTS (SELECT 1 FROM {cp} c WHERE {id} = w.checkpoint_id "
+                        "AND c.thread_id <> w.thread_id)"
+                    ),
+                    (thread_id,),
+                )
+            )
+            if reader.layout.has_writes
+            else frozenset()
+        )
+    return ThreadRows(thread_id, checkpoints, writes, blobs, foreign=foreign)
 
 
 class PostgresWriter(Writer):
