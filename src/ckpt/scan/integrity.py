@@ -737,14 +737,16 @@ class Integrity(Visitor):
         by side). Asked again for up to SETTLE seconds; those still missing are lost."""
         pending = self.unsettled
         deadline = time.monotonic() + SETTLE
-        while pending and time.monotonic() < deadline:
-            time.sleep(SETTLE / 20)
+        while pending:
             pending = [
                 (thread_id, ns, checkpoint_id, writes)
                 for thread_id, ns, checkpoint_id, writes in pending
                 if CheckpointKey(thread_id, ns, checkpoint_id)
                 not in self.store.find_exact(checkpoint_id)
             ]
+            if not pending or time.monotonic() >= deadline:
+                break
+            time.sleep(SETTLE / 40)
         for thread_id, ns, checkpoint_id, writes in pending:
             self._lost(thread_id, ns, checkpoint_id, writes)
         self.unsettled = []
