@@ -17,6 +17,9 @@ ERROR: Final = "__error__"
 INTERRUPT: Final = "__interrupt__"
 RESUME: Final = "__resume__"
 TASKS: Final = "__pregel_tasks"
+# A pending write's `idx` as the store readers give it when the stored one is not a number
+# (ckpt.stores.columns): it sorts after every real write, and `ckpt check` says it.
+UNREADABLE_IDX: Final = 2**62
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,17 +98,15 @@ class IdIndex:
         self.bits = bytearray(size)
         self.size = size * 8
 
-    def _positions(self, key: str) -> Iterator[int]:
+    def add(self, key: str) -> bool:
+        """Add `key`; whether it may have been added before (double hashing: HASHES bit
+        positions from two of Python's string hashes)."""
+        bits, size = self.bits, self.size
         first = hash(key)
         second = hash((key, 1)) | 1
-        for i in range(self.HASHES):
-            yield (first + i * second) % self.size
-
-    def add(self, key: str) -> bool:
-        """Add `key`; whether it may have been added before."""
-        bits = self.bits
         seen = True
-        for position in self._positions(key):
+        for i in range(self.HASHES):
+            position = (first + i * second) % size
             byte, bit = position >> 3, 1 << (position & 7)
             if not bits[byte] & bit:
                 seen = False

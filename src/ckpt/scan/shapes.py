@@ -25,8 +25,7 @@ from typing import Any, Final
 
 import ormsgpack
 
-from ckpt.records.model import RawBlob, RawCheckpoint, RawWrite
-from ckpt.stores.columns import UNREADABLE_IDX
+from ckpt.records.model import UNREADABLE_IDX, RawBlob, RawCheckpoint, RawWrite
 
 # Serde tags some LangGraph serializer reads (`loads_typed`), by part; `<inner>+<cipher>`
 # is EncryptedSerializer's around one of them.
