@@ -53,7 +53,7 @@ import ckpt
 from ckpt.scan.census import census
 started = time.perf_counter()
 with ckpt.open(sys.argv[1]) as store:
-    record = census(store.raw)
+    record = census(store.backend)
 print(f"{record['scanned']['values']} {time.perf_counter() - started:.3f}", file=sys.stderr)
 """
 

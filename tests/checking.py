@@ -24,6 +24,9 @@ def check(*args: str, code: int | None = None) -> dict[str, Any]:
     record: dict[str, Any] = json.loads(result.stdout)
     SCHEMA.validate(record)
     expected = 1 if record["summary"]["error"] else 0
+    assert record["status"] == next(
+        (s for s in ("error", "warning", "note") if record["summary"][s]), "ok"
+    )
     assert result.exit_code == (expected if code is None else code), result.stdout[-2000:]
     return record
 

@@ -750,3 +750,18 @@ def test_only_runs_the_named_scenarios() -> None:
     assert {t.config["configurable"]["thread_id"] for t in saver.list(None)} == expected
     with pytest.raises(ValueError, match="unknown scenario"):
         run_agent_scenarios(InMemorySaver(), only=("no-such-scenario",))
+
+
+# --------------------------------------------------------------------------------------
+# ckpt check, stats and Store.health on what every saver wrote: no error, one answer.
+# --------------------------------------------------------------------------------------
+
+
+def test_check_finds_no_error_and_stats_agrees(store: AgentStore) -> None:
+    from agreement import assert_health_agrees, assert_stats_and_check_agree
+    from pg import url_of
+
+    location = url_of(store.location) if store.kind == "postgres" else str(store.location)
+    checked = assert_stats_and_check_agree(location)
+    assert [f for f in checked["findings"] if f["severity"] == "error"] == []
+    assert_health_agrees(location)

@@ -155,6 +155,7 @@ def test_dir_lists_the_api() -> None:
 # that are the CLI's own (output, progress) or open the store (ckpt.open's).
 API_NAMES = {"thread": "threads", "every": "all", "keep_key": "keep_keys", "db2": "other",
              "keep_latest": "strategy", "keep_last": "keep", "delete": "strategy",
+             "orphans": "strategy",
              "db": "spec", "no_values": "values"}  # fmt: skip
 CLI_ONLY = {"ctx", "json_out", "ndjson_out", "quiet", "full", "local", "store", "src"}
 

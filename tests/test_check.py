@@ -20,7 +20,7 @@ import pytest
 import ckpt
 from checking import DOCS, by_code, check, errors
 from ckpt.cli import app
-from ckpt.scan.check import KINDS
+from ckpt.scan.findings import KINDS
 from invoke import runner
 from store_files import folder_hashes, unexpected_changes
 
@@ -119,6 +119,8 @@ def damage_sqlite(path: Path) -> dict[str, set[str]]:
         "undecodable": {"approval-1", "approval-2"},
         "cycle": {"pending-1"},
         "id-mismatch": {"fork-1", "rich-1"},
+        # Swapped bodies: each checkpoint's versions no longer follow from its parent's.
+        "chain-mismatch": {"fork-1"},
         "out-of-order": {"rich-1"},
         "orphan-subgraph": {"subgraph-1"},
         "missing-snapshot": {"delta-1"},
@@ -144,8 +146,11 @@ def test_every_damage_is_found_on_its_threads(damaged: tuple[Path, Any]) -> None
     for code in expected:
         assert found[code]["severity"] == KINDS[code].severity == "error"
         assert found[code]["thread_count"] == len(expected[code])
-        assert (
-            found[code]["fix"] is not None and "--on-conflict replace --apply" in found[code]["fix"]
+        fix = found[code]["fix"]
+        assert (fix["verb"], fix["options"]["on_conflict"], fix["applies"]) == (
+            "copy",
+            "replace",
+            True,
         )
     assert record["status"] == "error" and record["summary"]["error"] == len(expected)
 
@@ -175,9 +180,20 @@ def test_findings_say_where(damaged: tuple[Path, Any]) -> None:
 
 
 def test_fixes_name_the_threads(damaged: tuple[Path, Any]) -> None:
+    """A fix is data in the JSON (the API's verb, arguments and options); the CLI says it
+    as the command line to paste."""
+    from ckpt.cli.options import fix_line
+
     path, (record, _) = damaged
-    found = by_code(record)
-    assert found["cycle"]["fix"] == (
+    fix = by_code(record)["cycle"]["fix"]
+    assert fix == {
+        "verb": "copy",
+        "arguments": ["BACKUP", str(path)],
+        "options": {"threads": ["pending-1"], "on_conflict": "replace", "apply": True},
+        "placeholders": ["BACKUP"],
+        "applies": True,
+    }
+    assert fix_line(fix) == (
         f"ckpt copy BACKUP {path} --thread pending-1 --on-conflict replace --apply"
     )
 
@@ -187,11 +203,41 @@ def test_human_view_by_severity(damaged: tuple[Path, Any]) -> None:
     result = runner.invoke(app, ["check", str(path)], env={"COLUMNS": "120"})
     assert result.exit_code == 1 and result.stderr == ""
     out = result.stdout
-    assert out.index("Errors (8)") < out.index("Warnings (") < out.index("Notes (")
+    assert out.index("Errors (9)") < out.index("Warnings (") < out.index("Notes (")
     for finding in record["findings"]:
         assert f" {finding['code']}  " in out
     assert "fix: ckpt copy BACKUP" in out
     assert out.rstrip().endswith("notes") or "errors" in out.splitlines()[-1]
+
+
+@pytest.mark.parametrize("columns", ["80", "40"])
+def test_a_fix_is_one_line_at_any_width(damaged: tuple[Path, Any], columns: str) -> None:
+    """Pasted, the line runs what it says: never wrapped, so `--apply` never lands on a
+    line of its own."""
+    from ckpt.cli.options import fix_line
+
+    path, (record, _) = damaged
+    out = runner.invoke(app, ["check", str(path)], env={"COLUMNS": columns}).stdout
+    lines = [line.strip() for line in out.splitlines()]
+    fixes = [line.removeprefix("fix: ") for line in lines if line.startswith("fix: ckpt ")]
+    expected = {
+        fix_line(f["fix"]) for f in record["findings"] if f["fix"] and f["thread_count"] <= 3
+    }
+    assert expected and expected <= set(fixes)
+    assert all(line.endswith("--apply") for line in fixes)
+    assert not any(line == "--apply" for line in lines)
+
+
+def test_the_last_line_says_whether_the_run_fails(sqlite_store: Path) -> None:
+    """✓ only on a run that exits 0: with --fail-on warning, warnings fail it and it says so."""
+    passing = runner.invoke(app, ["check", str(sqlite_store)], env={"COLUMNS": "120"})
+    assert passing.exit_code == 0 and passing.stdout.splitlines()[-1].startswith("✓ no errors")
+    failing = runner.invoke(
+        app, ["check", str(sqlite_store), "--fail-on", "warning"], env={"COLUMNS": "120"}
+    )
+    last = failing.stdout.splitlines()[-1]
+    assert failing.exit_code == 1 and last.startswith("✗ no errors, but")
+    assert last.endswith("--fail-on warning fails this run")
 
 
 # -- no error where there is no damage --------------------------------------------------------
@@ -231,7 +277,7 @@ def test_deleted_history_reads_as_a_prune(sqlite_store: Path, tmp_path: Path) ->
     record = check(str(path))
     assert record["summary"]["error"] == 0
     pruned = by_code(record)["pruned-history"]
-    assert pruned["threads"] == ["support-1"] and pruned["severity"] == "info"
+    assert pruned["threads"] == ["support-1"] and pruned["severity"] == "note"
     assert by_code(record)["orphan-writes"]["threads"] == ["support-1"]
 
 
@@ -249,9 +295,11 @@ def test_a_deleted_newest_checkpoint_shows_by_its_writes(
             "SELECT count(*) FROM writes WHERE checkpoint_id = ?", (newest,)
         ).fetchone()
         conn.execute("DELETE FROM checkpoints WHERE checkpoint_id = ?", (newest,))
-    orphans = by_code(check(str(path)))["orphan-writes"]
-    assert orphans["threads"] == ["approval-2"] and orphans["count"] == writes >= 1
-    assert [p["checkpoint_id"] for p in orphans["places"]] == [newest]
+    record = check(str(path))
+    assert errors(record) == {"missing-checkpoint": {"approval-2"}}
+    (lost,) = by_code(record)["missing-checkpoint"]["places"]
+    assert lost["checkpoint_id"] == newest and lost["detail"].startswith(f"{writes} pending")
+    assert writes >= 1 and "orphan-writes" not in by_code(record)  # not for `prune --orphans`
 
 
 def test_stale_interrupts(sqlite_store: Path) -> None:

@@ -20,6 +20,7 @@ from psycopg.rows import dict_row
 
 from checking import by_code, check, errors
 from ckpt.cli import app
+from ckpt.cli.options import fix_line
 from invoke import runner
 from pg import url_of
 
@@ -102,7 +103,30 @@ def damage_postgres(dsn: str) -> dict[str, set[str]]:
             " WHERE checkpoint_id = %s",
             (ids("subgraph-1")[0], ids("subgraph-1")[1]),
         )
+        # A blob LangGraph cannot load: a tag no serializer reads, on a value fanout-1's
+        # newest checkpoint names; and one without its bytes, in subgraph-2.
+        (channel, version) = conn.execute(
+            "SELECT b.channel, b.version FROM checkpoint_blobs b WHERE b.thread_id = 'fanout-1' "
+            "AND b.type = 'msgpack' ORDER BY b.version DESC LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "UPDATE checkpoint_blobs SET type = 'garbage' WHERE thread_id = 'fanout-1' "
+            "AND channel = %s AND version = %s",
+            (channel, version),
+        )
+        (channel, version) = conn.execute(
+            "SELECT b.channel, b.version FROM checkpoint_blobs b WHERE b.thread_id = 'subgraph-2' "
+            "AND b.type = 'msgpack' ORDER BY b.version DESC LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "UPDATE checkpoint_blobs SET blob = NULL WHERE thread_id = 'subgraph-2' "
+            "AND channel = %s AND version = %s",
+            (channel, version),
+        )
     with PostgresSaver.from_conn_string(dsn) as saver:
+        for thread in ("fanout-1", "subgraph-2"):  # LangGraph cannot load them
+            with pytest.raises((NotImplementedError, TypeError, ValueError)):
+                list(saver.list({"configurable": {"thread_id": thread}}))
         saver.prune(["pending-1", "approval-2"], strategy="keep_latest")
     pruned = runner.invoke(app, ["prune", url_of(dsn), "--thread", "rich-1", "--apply"])
     assert pruned.exit_code == 0, pruned.output
@@ -112,6 +136,7 @@ def damage_postgres(dsn: str) -> dict[str, set[str]]:
         "copied-checkpoint": {"approval-1"},
         "dangling-parent": {"fork-1"},
         "id-mismatch": {"subgraph-1"},
+        "malformed-blob": {"fanout-1", "subgraph-2"},
     }
 
 
@@ -133,11 +158,17 @@ def test_postgres_damage_is_found_and_prunes_are_not(pg_new_database: Callable[[
     assert errors(record) == expected
     found = by_code(record)
     orphans = found["orphan-blobs"]
-    assert orphans["severity"] == "info" and "support-2" in orphans["threads"]
-    assert orphans["fix"] is None and orphans["bytes"]
+    assert orphans["severity"] == "warning" and "support-2" in orphans["threads"]
+    assert orphans["bytes"] and orphans["fix"] == {
+        "verb": "prune",
+        "arguments": [url],
+        "options": {"threads": orphans["threads"], "strategy": "orphans", "apply": True},
+        "placeholders": [],
+        "applies": True,
+    }
     (copied,) = found["copied-checkpoint"]["places"]
     assert "thread support-2" in copied["detail"]
-    assert found["missing-blob"]["fix"] == (
+    assert fix_line(found["missing-blob"]["fix"]) == (
         f"ckpt copy BACKUP {url} --thread approval-1 --thread delta-1 --thread support-1 "
         "--on-conflict replace --apply"
     )
@@ -239,8 +270,12 @@ def test_dev_folder_damage_is_found(dev_folder: Path, tmp_path: Path) -> None:
     assert found["dangling-parent"] == {"approval-1"}
     assert found["copied-checkpoint"] == {"support-3"}
     assert "support-2" in by_code(record)["orphan-blobs"]["threads"]
-    # No `ckpt copy` writes a dev folder: no fix is offered.
-    assert all(f["fix"] is None for f in record["findings"])
+    # Neither `ckpt copy` nor `ckpt prune` writes a dev folder: the fixes say so.
+    assert all(f["fix"] is None or not f["fix"]["applies"] for f in record["findings"])
+    human = " ".join(
+        runner.invoke(app, ["check", str(folder)], env={"COLUMNS": "80"}).stdout.split()
+    )
+    assert "ckpt copy BACKUP" not in human and "cannot write this kind of store" in human
 
 
 # -- Redis and MongoDB: the session's stores, put back as they were -----------------------------

@@ -553,6 +553,7 @@ def test_check_finds_no_damage(js_build: JsBuild) -> None:
     """`ckpt check` on the stores LangGraph.js wrote: no error. Their schemas lack
     `writes.task_path` (and, in Postgres, the last migrations), so the Python savers read
     them only once their setup() adds it: check says so."""
+    from agreement import assert_health_agrees, assert_stats_and_check_agree
     from checking import check
     from pg import url_of
 
@@ -560,3 +561,6 @@ def test_check_finds_no_damage(js_build: JsBuild) -> None:
         record = check(store)
         assert record["summary"]["error"] == 0, record["findings"]
         assert record["saver"]["langgraph"] == "migrates"
+        # `ckpt stats` says the same of them, and the stores' SQL counts what the scan does.
+        assert_stats_and_check_agree(store)
+        assert_health_agrees(store)

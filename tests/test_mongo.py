@@ -283,9 +283,9 @@ def test_stats_finds_missing_parents_and_orphan_writes(mongo_url: str) -> None:
         source.close()
         target.close()
         stats = json.loads(ckpt("stats", server.url, "--json").stdout)
-    health = stats["health"]
-    assert health["missing_parents"]["count"] == 1, health
-    assert health["orphan_writes"]["count"] >= 1, health
+    found = {f["code"]: f for f in stats["health"]["findings"]}
+    assert found["dangling-parent"]["count"] == 1, found
+    assert found["orphan-writes"]["count"] >= 1, found
 
 
 def test_another_database_and_collections(mongo_url: str) -> None:

@@ -291,6 +291,130 @@ def test_encrypted_stores_prune_without_the_key(
             assert repr(kept.pending_writes) == repr(original.pending_writes)
 
 
+# -- the rows nothing uses: prune --orphans, the fix ckpt check gives for them ---------------
+
+
+def every_tuple(saver: BaseCheckpointSaver[Any]) -> list[str]:
+    """Everything LangGraph's saver lists (every thread, every namespace), in order."""
+    return [
+        repr((t.config, t.checkpoint, t.metadata, t.parent_config, t.pending_writes))
+        for t in saver.list(None)
+    ]
+
+
+def an_id_between(ids: list[str]) -> str:
+    """A checkpoint id no checkpoint has, between the thread's first and newest."""
+    return ids[1][:-1] + ("0" if ids[1][-1] != "0" else "1")
+
+
+def check_codes(location: str) -> dict[str, Any]:
+    result = ckpt("check", location, "--json", "--quiet")
+    return {f["code"]: f for f in json.loads(result.stdout)["findings"]}
+
+
+def test_orphans_are_pruned_and_langgraph_reads_the_same(
+    agents: tuple[Path, AgentManifest], tmp_path: Path
+) -> None:
+    source, manifest = agents
+    original, planted = tmp_path / "original.sqlite", tmp_path / "planted.sqlite"
+    shutil.copy(source, original)
+    shutil.copy(source, planted)
+    with closing(sqlite3.connect(planted)) as conn, conn:
+        (thread,) = conn.execute(
+            "SELECT min(thread_id) FROM writes WHERE checkpoint_ns = '' AND checkpoint_id = "
+            "(SELECT max(checkpoint_id) FROM checkpoints c WHERE c.thread_id = writes.thread_id "
+            "AND c.checkpoint_ns = '') AND (SELECT count(*) FROM checkpoints c WHERE "
+            "c.thread_id = writes.thread_id AND c.checkpoint_ns = '') >= 3"
+        ).fetchone()
+        ids = [
+            i
+            for (i,) in conn.execute(
+                "SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' "
+                "ORDER BY checkpoint_id",
+                (thread,),
+            )
+        ]
+        newest = ids[-1]
+        # What a deletion leaves behind: writes of a checkpoint that is gone, in a namespace
+        # that has others, and in a namespace with none left.
+        for ns, checkpoint_id in (("", an_id_between(ids)), ("ghost:1", ids[0])):
+            conn.execute(
+                "INSERT INTO writes SELECT thread_id, ?, ?, task_id, task_path, idx, channel, "
+                "type, value FROM writes WHERE thread_id = ? AND checkpoint_id = ?",
+                (ns, checkpoint_id, thread, newest),
+            )
+        (planted_writes,) = conn.execute(
+            "SELECT count(*) FROM writes WHERE thread_id = ? AND checkpoint_id = ?",
+            (thread, newest),
+        ).fetchone()
+    found = check_codes(str(planted))
+    orphans = found["orphan-writes"]
+    assert (orphans["severity"], orphans["count"], orphans["threads"]) == (
+        "warning",
+        2 * planted_writes,
+        [thread],
+    )
+    fix = orphans["fix"]
+    assert fix["applies"] and fix["options"] == {
+        "threads": [thread],
+        "strategy": "orphans",
+        "apply": True,
+    }
+    before = counts(planted)
+    plan = json.loads(ckpt("prune", str(planted), "--thread", thread, "--orphans", "--json").stdout)
+    follows_schema(plan, "prune.schema.json")
+    assert plan["strategy"] == "orphans" and not plan["applied"]
+    assert plan["totals"]["writes"] == 2 * planted_writes and plan["totals"]["checkpoints"] == 0
+    assert counts(planted) == before  # the plan changed nothing
+    from ckpt.cli.options import fix_line
+
+    words = fix_line(fix).split()
+    assert words[:3] == ["ckpt", "prune", str(planted)]
+    done = ckpt(*words[1:], "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["totals"] == plan["totals"]
+    assert counts(planted) == (before[0], before[1] - 2 * planted_writes)
+    assert "orphan-writes" not in check_codes(str(planted))
+    with closing(sqlite3.connect(original)) as a, closing(sqlite3.connect(planted)) as b:
+        query = "SELECT * FROM writes ORDER BY 1, 2, 3, 4, 6"  # every row as it was
+        assert a.execute(query).fetchall() == b.execute(query).fetchall()
+    with (
+        closing(sqlite3.connect(original, check_same_thread=False)) as a,
+        closing(sqlite3.connect(planted, check_same_thread=False)) as b,
+    ):
+        assert every_tuple(SqliteSaver(b)) == every_tuple(SqliteSaver(a))
+        # Then each thread carried on (resumed, retried), on both: the same outcome.
+        assert compare_with_langgraph(SqliteSaver(a), SqliteSaver(b), manifest) == len(
+            manifest["threads"]
+        )
+
+
+def test_writes_of_a_lost_newest_checkpoint_stay(
+    agents: tuple[Path, AgentManifest], tmp_path: Path
+) -> None:
+    """The writes of a deleted newest checkpoint are the only trace of it: check reports
+    the loss (an error, restored from a backup), and prune --orphans leaves them."""
+    source, manifest = agents
+    path = tmp_path / "lost.sqlite"
+    shutil.copy(source, path)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        thread, newest = conn.execute(
+            "SELECT w.thread_id, max(w.checkpoint_id) FROM writes w WHERE w.checkpoint_ns = '' "
+            "GROUP BY w.thread_id ORDER BY 1 LIMIT 1"
+        ).fetchone()
+        conn.execute("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id > ?",
+                     (thread, newest))  # fmt: skip
+        conn.execute("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
+                     (thread, newest))  # fmt: skip
+    found = check_codes(str(path))
+    assert found["missing-checkpoint"]["threads"] == [thread]
+    assert found["missing-checkpoint"]["fix"]["verb"] == "copy"
+    before = counts(path)
+    done = ckpt("prune", str(path), "--all", "--orphans", "--apply", "--json")
+    assert done.exit_code == 0, done.output
+    assert counts(path) == before and "missing-checkpoint" in check_codes(str(path))
+
+
 # -- Postgres ---------------------------------------------------------------------------------
 
 
@@ -340,7 +464,7 @@ def test_pruned_postgres_threads_resume_as_before(
                 ).fetchone()
             assert orphans == 0
             stats = json.loads(ckpt("stats", url, "--json").stdout)
-            assert stats["health"]["orphan_blobs"]["count"] == 0
+            assert "orphan-blobs" not in {f["code"] for f in stats["health"]["findings"]}
             with (
                 PostgresSaver.from_conn_string(original) as a,
                 PostgresSaver.from_conn_string(pruned) as b,
@@ -478,3 +602,42 @@ def test_the_plan_table_lays_out_as_a_rich_table(agents: tuple[Path, AgentManife
     lines = result.stdout.splitlines()
     assert lines[: len(expected)] == expected
     assert lines[len(expected)].startswith("would delete ")
+
+
+@pytest.mark.postgres
+def test_postgres_orphans_are_pruned_and_langgraph_reads_the_same(
+    pg_agents: tuple[str, AgentManifest], pg_admin: str
+) -> None:
+    source, manifest = pg_agents
+    for original in clone_database(pg_admin, source, "ckpt_orphans_a"):
+        for planted in clone_database(pg_admin, source, "ckpt_orphans_b"):
+            with psycopg.connect(planted, autocommit=True) as conn:
+                # Blobs no checkpoint names (old versions, as a hand-made deletion leaves
+                # them), and writes of a checkpoint that is gone.
+                blobs = conn.execute(
+                    "INSERT INTO checkpoint_blobs SELECT thread_id, checkpoint_ns, channel, "
+                    "'00000000000000000000000000000000.' || version, type, blob "
+                    "FROM checkpoint_blobs WHERE type = 'msgpack'"
+                ).rowcount
+                writes = conn.execute(
+                    "INSERT INTO checkpoint_writes SELECT thread_id, 'ghost:1', checkpoint_id, "
+                    "task_id, idx, channel, type, blob, task_path FROM checkpoint_writes"
+                ).rowcount
+            url = url_of(planted)
+            found = check_codes(url)
+            assert (
+                found["orphan-blobs"]["count"] == blobs
+                and found["orphan-writes"]["count"] == writes
+            )
+            assert all(f["fix"]["applies"] for f in (found["orphan-blobs"], found["orphan-writes"]))
+            done = ckpt("prune", url, "--all", "--orphans", "--apply", "--json")
+            assert done.exit_code == 0, done.output
+            totals = json.loads(done.stdout)["totals"]
+            assert (totals["checkpoints"], totals["blobs"], totals["writes"]) == (0, blobs, writes)
+            assert not {"orphan-blobs", "orphan-writes"} & set(check_codes(url))
+            with (
+                PostgresSaver.from_conn_string(original) as a,
+                PostgresSaver.from_conn_string(planted) as b,
+            ):
+                assert every_tuple(b) == every_tuple(a)
+                assert compare_with_langgraph(a, b, manifest) == len(manifest["threads"])

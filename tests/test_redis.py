@@ -341,9 +341,9 @@ def test_stats_finds_missing_parents_and_orphan_writes(redis_url: str) -> None:
         target.delete(keys[1])
         target.close()
         stats = json.loads(ckpt("stats", server.url, "--json").stdout)
-    health = stats["health"]
-    assert health["missing_parents"]["count"] == 1, health
-    assert health["orphan_writes"]["count"] >= 1, health
+    found = {f["code"]: f for f in stats["health"]["findings"]}
+    assert found["dangling-parent"]["count"] == 1, found
+    assert found["orphan-writes"]["count"] >= 1, found
 
 
 def test_junk_under_the_savers_prefix_alone_is_no_crash() -> None:

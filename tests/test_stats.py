@@ -38,6 +38,11 @@ def stats_json(*args: str) -> dict[str, Any]:
     return parsed
 
 
+def found(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The health section's findings (those of `ckpt check`) by code."""
+    return {f["code"]: f for f in record["health"]["findings"]}
+
+
 def ro(path: Path) -> sqlite3.Connection:
     """The oracle's own read-only connection; immutable for the checked-in samples, which
     must get no side files (a copy a test changed may have pages in its WAL)."""
@@ -164,7 +169,7 @@ def test_postgres_totals_are_the_bytes_in_the_rows(pg_store: Any) -> None:
     assert sum(c["stored"] for c in record["channels"]) == blobs
     assert {t["table"]: t["total_bytes"] for t in record["storage"]["tables"]} == tables
     assert {t["thread_id"]: t["bytes"] for t in record["threads"]} == threads_sizes(url)
-    assert record["health"]["orphan_blobs"] == {"count": 0, "bytes": 0}
+    assert "orphan-blobs" not in found(record) and record["health"]["summary"]["error"] == 0
     Draft202012Validator(json.loads((DOCS / "stats.schema.json").read_text())).validate(record)
 
 
@@ -274,6 +279,40 @@ def test_growth_of_a_thread_whose_sizes_are_known(growing_store: Path) -> None:
     assert "grows with the square of its steps" in human.stdout
 
 
+def test_runaway_growth_is_a_warning_an_ordinary_chat_is_not(
+    growing_store: Path, tmp_path: Path
+) -> None:
+    """The growing thread above is an ordinary chat of 24 steps (under half a megabyte):
+    its shape is `growing`, and that costs nothing yet, so check says nothing. The same
+    graph with 200 KB per step stores 70 MB by its 26th step: runaway growth, a warning
+    (docs/json.md gives the threshold: 64 MiB)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+
+    from checking import check
+
+    ordinary = check(str(growing_store))
+    assert "quadratic-growth" not in {f["code"] for f in ordinary["findings"]}
+    big = "y" * 200_000
+
+    def heavy(state: Growing) -> dict[str, Any]:
+        return {"items": [big], "turn": state["turn"] + 1}
+
+    path = tmp_path / "runaway.sqlite"
+    builder = StateGraph(Growing)
+    builder.add_node("grow", heavy)
+    builder.add_edge(START, "grow")
+    builder.add_conditional_edges("grow", lambda s: END if s["turn"] >= 26 else "grow")
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        graph = builder.compile(checkpointer=SqliteSaver(conn))
+        graph.invoke({"items": [], "turn": 0}, {"configurable": {"thread_id": "runaway-1"}})
+    record = check(str(path))
+    (runaway,) = [f for f in record["findings"] if f["code"] == "quadratic-growth"]
+    assert (runaway["severity"], runaway["threads"]) == ("warning", ["runaway-1"])
+    assert runaway["bytes"] >= 64 << 20 and "64 MiB" in runaway["reason"]
+    assert stats_json(str(path))["health"]["findings"] == record["findings"]
+
+
 class Steady(TypedDict):
     item: str
     turn: int
@@ -312,8 +351,8 @@ def test_no_growth_verdict_on_a_short_or_a_steady_thread(
 def test_planted_orphans_are_found(sqlite_store: Path, tmp_path: Path) -> None:
     store = tmp_path / "planted.sqlite"
     shutil.copy(sqlite_store, store)
-    clean = stats_json(str(store))["health"]
-    assert clean["orphan_writes"]["count"] == 0 and clean["missing_parents"]["count"] == 0
+    clean = stats_json(str(store))
+    assert clean["health"]["summary"]["error"] == 0 and "orphan-writes" not in found(clean)
     with sqlite3.connect(store) as conn:
         thread = "support-1"
         ids = [
@@ -339,8 +378,9 @@ def test_planted_orphans_are_found(sqlite_store: Path, tmp_path: Path) -> None:
         conn.execute(
             "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''", (subgraph[0],)
         )
-    health = stats_json(str(store))["health"]
-    orphans = health["orphan_writes"]
+    record = stats_json(str(store))
+    health = found(record)
+    orphans = health["orphan-writes"]
     # The planted write, and the writes of the deleted middle checkpoint.
     with ro(store) as conn:
         orphan_rows = conn.execute(
@@ -350,12 +390,13 @@ def test_planted_orphans_are_found(sqlite_store: Path, tmp_path: Path) -> None:
         ).fetchall()
     assert orphans["count"] == len(orphan_rows) >= 1
     assert (thread, "", "no-such-checkpoint") in orphan_rows
-    assert orphans["threads"] == len({row[0] for row in orphan_rows})
-    assert [tuple(e.values()) for e in orphans["examples"]] == sorted(set(orphan_rows))[:5]
-    missing = health["missing_parents"]
-    assert missing["count"] >= 1 and missing["oldest"] < missing["count"]
-    assert "middle of a chain" in missing["note"]
-    assert {"thread_id": subgraph[0], "checkpoint_ns": subgraph[1]} in health["orphan_namespaces"]
+    assert orphans["thread_count"] == len({row[0] for row in orphan_rows})
+    assert {
+        (p["thread_id"], p["checkpoint_ns"], p["checkpoint_id"]) for p in orphans["places"]
+    } == (set(orphan_rows))
+    assert health["dangling-parent"]["threads"] == [thread]
+    assert health["orphan-subgraph"]["threads"] == [subgraph[0]]
+    assert record["health"]["status"] == "error"
 
 
 def test_a_pruned_thread_is_said_to_be_pruned(sqlite_store: Path, tmp_path: Path) -> None:
@@ -367,9 +408,10 @@ def test_a_pruned_thread_is_said_to_be_pruned(sqlite_store: Path, tmp_path: Path
             "DELETE FROM checkpoints WHERE thread_id = 'support-1' AND checkpoint_id < "
             "(SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = 'support-1')"
         )
-    missing = stats_json(str(store))["health"]["missing_parents"]
-    assert missing["count"] == missing["oldest"] == 1
-    assert "what a prune leaves" in missing["note"]
+    record = stats_json(str(store))
+    pruned = found(record)["pruned-history"]
+    assert (pruned["count"], pruned["severity"], pruned["threads"]) == (1, "note", ["support-1"])
+    assert record["health"]["summary"]["error"] == 0
 
 
 @pytest.mark.postgres
@@ -386,7 +428,9 @@ def test_planted_orphan_blobs_in_postgres(pg_new_database: Callable[[], str]) ->
         (size,) = conn.execute(
             "SELECT sum(octet_length(blob)) FROM checkpoint_blobs WHERE version = 'v-gone'"
         ).fetchone()
-    assert stats_json(url_of(dsn))["health"]["orphan_blobs"] == {"count": 2, "bytes": size}
+    orphans = found(stats_json(url_of(dsn)))["orphan-blobs"]
+    assert (orphans["count"], orphans["bytes"], orphans["severity"]) == (2, size, "warning")
+    assert orphans["fix"]["verb"] == "prune" and orphans["fix"]["applies"]
 
 
 # -- prune estimate ----------------------------------------------------------------------------
@@ -499,6 +543,7 @@ STORAGE_ROWS = {
 def test_json_follows_its_schema(fixture: str, request: pytest.FixtureRequest) -> None:
     """Every kind of store gives one shape (docs/stats.schema.json): its own parts of
     `storage` filled, the others null, and the human summary shows what they hold."""
+    from ckpt.cli.options import fix_line
     from ckpt.render.output import Output
     from ckpt.render.stats_view import stats_view
 
@@ -512,7 +557,8 @@ def test_json_follows_its_schema(fixture: str, request: pytest.FixtureRequest) -
     if kind == "sqlite":
         assert storage["total_bytes"] == storage["file_bytes"] + storage["wal_bytes"]
     shown = io.StringIO()
-    Output(stdout=shown, width=200).show(stats_view(record, Output(width=200)))
+    view = stats_view(record, Output(width=200), fix_line=fix_line)
+    Output(stdout=shown, width=200).show(view, crop=False)
     summary = shown.getvalue().split("\nrows ", 1)[0].splitlines()[1:]  # after "store"
     assert [line.split(" ", 1)[0] for line in summary] == STORAGE_ROWS[kind], summary
 
@@ -567,8 +613,7 @@ def test_every_postgres_era_adds_up(
     with psycopg.connect(dsn) as conn:
         (blobs,) = conn.execute("SELECT count(*) FROM checkpoint_blobs").fetchone()
     assert record["totals"]["blobs"] == blobs
-    if which == "shallow":  # no parent ids are kept: nothing can be missing
-        assert record["health"]["missing_parents"]["count"] == 0
+    assert record["health"]["summary"]["error"] == 0, record["health"]["findings"]
 
 
 def test_a_charted_thread_need_not_be_listed(sqlite_store: Path) -> None:

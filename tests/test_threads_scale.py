@@ -464,15 +464,17 @@ def test_stats_follows_only_the_threads_it_lists(many_threads: Path) -> None:
     `--top`) and charts, never for every thread (100,000 threads: 160 -> 83 MB), and lists
     the same threads, in the same order, as ranking them all would."""
     from ckpt.records.model import DumpQuery
-    from ckpt.scan.stats import GROWTH_THREADS, _scan, store_stats
+    from ckpt.scan.rows import scan
+    from ckpt.scan.stats import GROWTH_THREADS, sizes_visitor, store_stats
 
     with SqliteStore(many_threads) as store:
         sizes = store.sizes(DumpQuery())
         assert len(sizes) > THREADS_PER_BATCH
         ranked = sorted(sizes, key=lambda t: (-sizes[t].total, t))
-        scan = _scan(store, DumpQuery(), sizes, top=5, keep=2, progress=None)
-        assert list(scan.repeated) == ranked[:5]
-        assert set(scan.threads) == set(ranked[:GROWTH_THREADS])
+        measured = sizes_visitor(store, DumpQuery(), sizes, top=5, keep=2)
+        scan(store, sizes, [measured])
+        assert list(measured.repeated) == ranked[:5]
+        assert set(measured.threads) == set(ranked[:GROWTH_THREADS])
         for top in (5, 0):
             listed = store_stats(store, top=top)["threads"]
             assert [t["thread_id"] for t in listed] == (ranked[:top] if top else ranked)

@@ -45,7 +45,7 @@ import ckpt
 from ckpt import demo
 from ckpt.decoders import decode, safe_types
 from ckpt.errors import ExitCode
-from ckpt.records.model import DumpQuery, RawBlob, RawCheckpoint, RawWrite
+from ckpt.records.model import DumpQuery, RawBlob, RawCheckpoint, RawWrite, ThreadBytes
 from ckpt.scan.census import census
 from invoke import run
 from store_files import folder_hashes, unexpected_changes
@@ -459,6 +459,12 @@ class FakeStore:
     def thread_exists(self, thread_id: str) -> bool:
         return True
 
+    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        found: dict[str, ThreadBytes] = {}
+        for write in self.writes:
+            found.setdefault(write.thread_id, ThreadBytes()).writes += 1
+        return found
+
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
         return iter(())
 
@@ -611,18 +617,13 @@ def test_types_never_changes_the_store(sqlite_store: Path, tmp_path: Path) -> No
     assert unexpected_changes(tmp_path, before) == []  # same bytes; at most -wal/-shm made
 
 
-def test_library_function_takes_a_progress_wrapper(sqlite_store: Path) -> None:
+def test_library_function_hears_of_every_row(sqlite_store: Path) -> None:
     seen: list[int] = []
-
-    def progress(rows: Iterator[Any]) -> Iterator[Any]:
-        for row in rows:
-            seen.append(1)
-            yield row
-
     with ckpt.open(sqlite_store) as store:
-        record = census(store.backend, progress=progress)
+        record = census(store.backend, progress=seen.append)
+        total = store.rows_to_read()
     scanned = record["scanned"]
-    assert len(seen) == scanned["checkpoints"] + scanned["blobs"] + scanned["writes"]
+    assert sum(seen) == scanned["checkpoints"] + scanned["blobs"] + scanned["writes"] == total
 
 
 Loader = Callable[[str], str]

@@ -631,10 +631,12 @@ def test_vacuum_into_without_apply_says_apply_writes_the_copy(
 
 
 def test_stats_health_lines_wrap_under_their_text(sqlite_store: Path) -> None:
-    """A health line the width wraps goes on two spaces in, under its text, not at column 0."""
+    """A health line the width wraps goes on under its text, not at column 0: each finding
+    starts with its mark under a severity heading, and what follows it is indented."""
     out = run_at(60, "stats", str(sqlite_store), "--quiet")
-    health = out.split("\nHealth\n", 1)[1].splitlines()
-    assert any(line.startswith("  ") for line in health), health
+    health = [line for line in out.split("\nHealth\n", 1)[1].splitlines() if line]
+    assert any(line.startswith("    ") for line in health), health
+    headings = ("Errors (", "Warnings (", "Notes (")
     for line in health:
-        assert line[:1] in ("✓", "!", "·") or line.startswith("  "), line
+        assert line[:1] in ("✓", "!", "·", "✗") or line.startswith(("  ", *headings)), line
         assert len(line) <= 60, line

@@ -50,11 +50,10 @@ if TYPE_CHECKING:
     from ckpt.ops.copy import CopyRun
     from ckpt.ops.maintain import PruneRun
     from ckpt.records.types import CopyRecord, PruneRecord, ThreadPlanRecord
-    from ckpt.scan.census import RawRow as RawRow
 
 
 Hidden = Literal["raise", "keep"]
-Strategy = Literal["keep_latest", "keep_last", "delete"]
+Strategy = Literal["keep_latest", "keep_last", "delete", "orphans"]
 OnConflict = Literal["fail", "skip", "replace"]
 _UUID: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
@@ -541,59 +540,44 @@ class CheckpointStore:
         """Where the store's bytes go (`ckpt stats --json`): totals, the largest threads,
         channels, subgraphs, write channels and checkpoints (`top` of each; 0 keeps all),
         how the largest threads grow, what pruning to the latest or the last `keep`
-        checkpoints would free, and health. `threads` and `ns` narrow it; `progress(n)`
-        hears of every n rows read. Unknown `threads` raise NotFound."""
-        from ckpt.records.plans import COUNTERS
+        checkpoints would free, and health: the findings of `check()`, from the same one
+        pass over the rows. `threads` and `ns` narrow it; `progress(n)` hears of every n
+        rows read (`rows_to_read(threads)` is their total). Unknown `threads` raise
+        NotFound."""
+        from ckpt.analysis.encryption import stats_error
         from ckpt.scan.stats import store_stats
 
         selected = self._known_threads(threads)
-
-        def slim() -> Iterator[ThreadRecord]:
-            # Read once the scan is done. Of each thread record, only what health reads:
-            # its status, first error or interrupt, latest id and delta counters.
-            for t in self.iter_threads():
-                if selected and t["thread_id"] not in selected:
-                    continue
-                metadata = t["metadata"]
-                yield {  # type: ignore[typeddict-item]
-                    "thread_id": t["thread_id"],
-                    "status": t["status"],
-                    "checkpoint_id": t["checkpoint_id"],
-                    "errors": t["errors"][:1],
-                    "interrupts": t["interrupts"][:1],
-                    "metadata": {COUNTERS: metadata[COUNTERS]} if COUNTERS in metadata else {},
-                }
-
-        from ckpt.analysis.encryption import stats_error
-
         record = store_stats(
             self._store,
             DumpQuery(thread_ids=selected, checkpoint_ns=ns),
             top=top,
             keep=keep,
-            threads=slim(),
+            threads=self._thread_records(selected),
             progress=progress,
         )
         unmeasured = record["totals"]["unmeasured_bodies"]["encrypted"]
         self._hidden(stats_error(unmeasured), record)
         return record
 
-    def stats_rows(self) -> int:
-        """How many rows `stats()` reads (a progress bar's total): counted by the store."""
-        from ckpt.scan.stats import rows_to_read
+    def rows_to_read(self, threads: Sequence[str] = ()) -> int:
+        """How many rows `stats()`, `types()` and `check()` read of these threads (all of
+        them when none are given): a progress bar's total, counted by the store."""
+        from ckpt.scan.rows import rows_to_read
 
-        return rows_to_read(self._store)
+        selected = tuple(dict.fromkeys(threads))
+        return rows_to_read(self._store.sizes(DumpQuery(thread_ids=selected)))
 
     def types(
         self,
         *,
         threads: Sequence[str] = (),
-        progress: Callable[[Iterator[RawRow]], Iterator[RawRow]] | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> TypesRecord:
         """Every (module, class) pair the stored values name (`ckpt types --json`), marked
         against LangGraph's strict-mode safe list, with the allowlist to paste, the serde
-        tags and the checkpoint versions present. Nothing named is imported. `progress`
-        wraps the stream of raw rows. Unknown `threads` raise NotFound."""
+        tags and the checkpoint versions present. Nothing named is imported. `progress(n)`
+        hears of every n rows read. Unknown `threads` raise NotFound."""
         from ckpt.analysis.encryption import types_error
         from ckpt.scan.census import census
 
@@ -612,32 +596,40 @@ class CheckpointStore:
         progress: Callable[[int], None] | None = None,
     ) -> CheckRecord:
         """Whether the store is whole (`ckpt check --json`): every row read once, every
-        value decoded; broken parent links, rows copied from another thread, missing and
-        unused blobs, undecodable or unverified bytes, which saver wrote it and whether the
+        part of it checked the way LangGraph loads it (bodies, metadata, writes, blobs),
+        broken parent chains, rows copied from another thread, missing and unused blobs
+        and writes, undecodable or unverified bytes, which saver wrote it and whether the
         current one reads it, strict-mode and pickle values, failed threads and those
-        waiting on an interrupt (for longer than `stale`: "7d", or a timedelta). Each
-        finding has a severity and, where ckpt has one, the command that fixes it; nothing
-        is changed. Encrypted values without a key are counted, not raised. `progress(n)`
-        hears of every n rows read (`stats_rows()` is their total). Unknown `threads`
-        raise NotFound."""
+        waiting on an interrupt (a warning past `stale`: "7d", or a timedelta). Each
+        finding has a severity and, where ckpt has one, the command that fixes it, as
+        data; nothing is changed. Encrypted values without a key are counted, not raised.
+        `threads` reads only those; `progress(n)` hears of every n rows read
+        (`rows_to_read(threads)` is their total). Unknown `threads` raise NotFound."""
         from ckpt.records.when import moment, parse_age
         from ckpt.scan.check import check_store
 
         selected = self._known_threads(threads)
         now = dt.datetime.now(dt.UTC)  # an age, or the time since which a wait is stale
         age = now - moment(parse_age(stale, "stale"), now) if stale is not None else None
-        records = (
-            t
-            for t in self.iter_threads(sort="thread")
-            if not selected or t["thread_id"] in selected
-        )
         return check_store(
             self._store,
             DumpQuery(thread_ids=selected),
-            threads=records,
+            threads=self._thread_records(selected),
             stale=age,
+            now=now,
             progress=progress,
         )
+
+    def _thread_records(self, selected: tuple[str, ...]) -> Iterator[ThreadRecord]:
+        """The thread records `stats` and `check` conclude from, read once the pass is done:
+        every thread's (listed in thread order), or those of the threads selected, each read
+        by key."""
+        from ckpt.scan.check import thread_records
+
+        if selected:
+            yield from thread_records(self._store, selected)
+        else:
+            yield from self.iter_threads(sort="thread")
 
     def _known_threads(self, threads: Sequence[str]) -> tuple[str, ...]:
         for thread_id in threads:
@@ -758,9 +750,9 @@ class CheckpointStore:
         is asked for, so memory stays flat however many threads are selected."""
         from ckpt.ops import maintain as maintenance
 
-        if strategy not in ("keep_latest", "keep_last", "delete"):
+        if strategy not in ("keep_latest", "keep_last", "delete", "orphans"):
             raise BadOption(
-                f"`strategy` must be keep_latest, keep_last or delete, not {strategy!r}"
+                f"`strategy` must be keep_latest, keep_last, delete or orphans, not {strategy!r}"
             )
         if keep < 1:
             raise BadOption(f"`keep` must be 1 or more, not {keep}")
@@ -780,8 +772,10 @@ class CheckpointStore:
         """Delete old checkpoints safely, keeping what resuming each thread needs (`ckpt
         prune --json`; docs/json.md). The threads: `threads`, `older_than` (an age: `30d`,
         a timedelta, or a time), `since`, `status`, `where` (every condition holds), or
-        `all=True`. `strategy`: "keep_latest", "keep_last" (the last `keep`) or "delete"
-        (whole threads). Without `apply` nothing changes and the plan is returned; with it
+        `all=True`. `strategy`: "keep_latest", "keep_last" (the last `keep`), "delete"
+        (whole threads) or "orphans" (no checkpoint: only the pending writes whose
+        checkpoint is gone and the blobs no checkpoint names, what `check()` reports).
+        Without `apply` nothing changes and the plan is returned; with it
         each thread is pruned in its own transaction (`backup`: SQLite's online backup to
         that new file first; `timeout`: how long to wait for a lock). The one method that
         changes a store, with vacuum, and only with `apply=True`."""

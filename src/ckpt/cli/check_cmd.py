@@ -50,15 +50,18 @@ def check(
 ) -> None:
     """Check that a store is whole: every row read once, every value decoded.
 
-    Finds broken parent chains (gaps, cycles, rows out of time order, rows copied from
-    another thread), missing and unused blobs, lost delta snapshots, bytes that do not
-    decode or (with --aes-key) do not verify, which saver wrote the store and whether the
-    current LangGraph reads it, strict-msgpack and pickle values, and threads that failed
-    or wait on an interrupt. Each finding says where, and the ckpt command that fixes it;
-    nothing is changed. Encrypted values without a key are counted, not failed.
+    Checks every part of every row the way LangGraph loads it (bodies, metadata, writes,
+    blobs), broken parent chains (gaps, cycles, rows out of time order, rows copied from
+    another thread), missing and unused blobs and writes, lost delta snapshots, bytes that
+    do not decode or (with --aes-key) do not verify, which saver wrote the store and
+    whether the current LangGraph reads it, strict-msgpack and pickle values, and threads
+    that failed or wait on an interrupt. Each finding says where, and the ckpt command
+    that fixes it; nothing is changed. Encrypted values without a key are counted, not
+    failed.
     Exit 0: no error found; 1: an error (or, with --fail-on warning, a warning).
     Example: ckpt check chat.sqlite --json | jq '.findings[] | select(.severity == "error")'
     """
+    from ckpt.cli.options import fix_line
     from ckpt.errors import ExitCode
     from ckpt.records.encode import dump_document
     from ckpt.render.check_view import check_view
@@ -67,7 +70,7 @@ def check(
     run = state(ctx)
     with opened(ctx, store_options, store, hidden_exit=False) as checkpoints:
         show_progress = not quiet and run.output.stderr.isatty()
-        total = checkpoints.stats_rows() if show_progress else None
+        total = checkpoints.rows_to_read(thread or ()) if show_progress else None
         with advancing(enabled=show_progress, label="checking", unit="rows", total=total) as tick:
             record = checkpoints.check(threads=thread or (), stale=stale, progress=tick)
         failing = record["summary"]["error"] > 0 or (
@@ -78,7 +81,8 @@ def check(
         if json_out:
             run.output.lines(dump_document(record))
         else:
-            run.output.show(check_view(record))
+            view = check_view(record, fix_line=fix_line, warnings_fail=fail_on == FailOn.warning)
+            run.output.show(view, crop=False)
     if failing:
         raise typer.Exit(int(ExitCode.FINDINGS))
 

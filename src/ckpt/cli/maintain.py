@@ -56,6 +56,14 @@ def prune(
     delete: Annotated[
         bool, typer.Option("--delete", help="Delete the whole threads (as delete_thread does).")
     ] = False,
+    orphans: Annotated[
+        bool,
+        typer.Option(
+            "--orphans",
+            help="Delete no checkpoint: only pending writes whose checkpoint is gone and "
+            "blobs no checkpoint names (what `ckpt check` reports as orphans).",
+        ),
+    ] = False,
     apply: ApplyOpt = False,
     backup: Annotated[
         Path | None,
@@ -84,10 +92,18 @@ def prune(
     from ckpt.render.output import spooled, stream_json_record
 
     chosen = [name for name, on in (("--keep-latest", keep_latest), ("--keep-last", keep_last),
-              ("--delete", delete)) if on]  # fmt: skip
+              ("--delete", delete), ("--orphans", orphans)) if on]  # fmt: skip
     if len(chosen) > 1:
         raise BadOption(f"{' and '.join(chosen)}: choose one strategy")
-    strategy = "delete" if delete else "keep_last" if keep_last else "keep_latest"
+    strategy = (
+        "delete"
+        if delete
+        else "orphans"
+        if orphans
+        else "keep_last"
+        if keep_last
+        else "keep_latest"
+    )
     output = state(ctx).output
     with opened(ctx, store_options, store) as checkpoints:
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import shlex
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from ckpt.records.types import FixRecord
 from ckpt.records.vocabulary import STATUSES, THREAD_SORTS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -253,6 +255,7 @@ FLAGS: dict[str, str] = {
     "renumber_versions=True": "--renumber-versions",
     "strategy": "--keep-latest, --keep-last or --delete",
     "strategy='delete'": "--delete",
+    "strategy='orphans'": "--orphans",
     "keep": "--keep-last",
     "backup": "--backup",
     "into": "--into",
@@ -274,6 +277,25 @@ def in_flags(text: str) -> str:
     """Library words as the command line says them: each `parameter` FLAGS knows becomes
     its flag; other backticked words stay as they are."""
     return _NAMED.sub(lambda m: FLAGS.get(m.group(1), m.group(0)), text)
+
+
+def fix_line(fix: FixRecord) -> str:
+    """A finding's fix (ckpt.records.types.FixRecord: the API's verb, arguments and
+    options) as the one command line to paste: `ckpt copy BACKUP STORE --thread T
+    --on-conflict replace --apply`."""
+    words = ["ckpt", fix["verb"], *fix["arguments"]]
+    for name, value in fix["options"].items():
+        if value is True:
+            words.append(FLAGS[f"{name}=True"])
+        elif name == "strategy":
+            words.append(FLAGS[f"strategy={value!r}"])
+        elif isinstance(value, list):
+            for item in value:
+                words += [FLAGS[name], str(item)]
+        else:
+            words += [FLAGS[name], str(value)]
+    placeholders = set(fix["placeholders"])
+    return " ".join(w if w in placeholders else shlex.quote(w) for w in words)
 
 
 def selection(

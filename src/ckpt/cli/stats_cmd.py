@@ -46,10 +46,12 @@ def stats(
 ) -> None:
     """Where the bytes go: by thread, channel, subgraph and write; growth; prune; health.
 
-    Reads every row once without decoding values (a progress bar shows on stderr for long
-    scans). Exits 6 after printing when encrypted bodies could not be split by channel.
+    Reads every row once (a progress bar shows on stderr for long scans), in the same pass
+    as `ckpt check`, whose findings are the health section. Exits 6 after printing when
+    encrypted bodies could not be split by channel.
     Example: ckpt stats chat.sqlite --json | jq '.channels[0]'
     """
+    from ckpt.cli.options import fix_line
     from ckpt.records.encode import dump_document
     from ckpt.render.progress import advancing
     from ckpt.render.stats_view import stats_view
@@ -57,7 +59,7 @@ def stats(
     output = state(ctx).output
     with opened(ctx, store_options, store) as checkpoints:
         show_progress = not quiet and output.stderr.isatty()
-        total = checkpoints.stats_rows() if show_progress else None
+        total = checkpoints.rows_to_read(thread or ()) if show_progress else None
         with advancing(enabled=show_progress, label="reading", unit="rows", total=total) as tick:
             record = checkpoints.stats(
                 threads=thread or (), ns=ns, top=top, keep=keep, progress=tick
@@ -65,7 +67,7 @@ def stats(
         if json_out:
             output.lines(dump_document(record))
         else:
-            output.show(stats_view(record, output))
+            output.show(stats_view(record, output, fix_line=fix_line), crop=False)
 
 
 def register(app: typer.Typer) -> None:

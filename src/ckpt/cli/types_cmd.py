@@ -3,8 +3,6 @@ with the allowlist to paste (the work is ckpt.scan.census; the view is ckpt.rend
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import typer
 
 from ckpt.cli.common import opened, state
@@ -16,11 +14,6 @@ from ckpt.cli.options import (
     ThreadsOpt,
     store_options,
 )
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
-
-    from ckpt.api import RawRow
 
 
 @store_options
@@ -44,18 +37,15 @@ def types(
     Example: ckpt types chat.sqlite --json | jq -r '.allowlist.python'
     """
     from ckpt.records.encode import dump_document
-    from ckpt.render.progress import counting
+    from ckpt.render.progress import advancing
     from ckpt.render.types_view import types_view
 
     run = state(ctx)
     show_progress = not quiet and run.output.stderr.isatty()
-
-    def progress(rows: Iterator[RawRow]) -> Iterator[RawRow]:
-        with counting(rows, enabled=show_progress, label="reading", unit="rows") as counted:
-            yield from counted
-
     with opened(ctx, store_options, store) as checkpoints:
-        record = checkpoints.types(threads=thread or (), progress=progress)
+        total = checkpoints.rows_to_read(thread or ()) if show_progress else None
+        with advancing(enabled=show_progress, label="reading", unit="rows", total=total) as tick:
+            record = checkpoints.types(threads=thread or (), progress=tick)
         if json_out:
             run.output.lines(dump_document(record))
         else:

@@ -18,6 +18,14 @@ to work where LangGraph refuses, and for a last-N variant:
   superstep's writes before its checkpoint), and a blob goes when no kept checkpoint of
   its namespace names its version.
 
+The "orphans" strategy deletes no checkpoint, only what nothing uses (what `ckpt check`
+calls orphan writes and orphan blobs): pending writes whose checkpoint is gone, and blobs
+no checkpoint of their namespace names. Writes naming a checkpoint newer than any left
+stay (they are what says the newest checkpoint was lost: `ckpt check` reports it), unless
+that checkpoint is another thread's (the writes were copied from there), and so
+do blobs newer than every version named while the namespace's newest checkpoint is recent
+(a run may be saving its next checkpoint, whose blobs PostgresSaver commits first).
+
 The plan is data (ckpt.records.plans): each store's Writer reads the rows inside the
 transaction that deletes them, calls the planner there and carries the plan out, so what
 is deleted is what was planned on that snapshot.
@@ -25,6 +33,7 @@ is deleted is what was planned on that snapshot.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 
 from ckpt.records.model import TASKS
@@ -34,12 +43,20 @@ from ckpt.records.plans import (
     Strategy,
     ThreadPlan,
     ThreadRows,
+    in_flight,
+    lost_checkpoint,
+    version_number,
 )
 
 
-def plan_thread(rows: ThreadRows, strategy: Strategy, keep: int = 1) -> ThreadPlan:
-    """The plan for one thread. `keep` is the N of keep_last (keep_latest keeps 1)."""
+def plan_thread(
+    rows: ThreadRows, strategy: Strategy, keep: int = 1, now: dt.datetime | None = None
+) -> ThreadPlan:
+    """The plan for one thread. `keep` is the N of keep_last (keep_latest keeps 1); `now`
+    dates the blobs a run may be saving (the orphans strategy)."""
     plan = ThreadPlan(rows.thread_id, strategy)
+    if strategy == "orphans":
+        return _orphans(plan, rows, now or dt.datetime.now(dt.UTC))
     by_ns: dict[str, list[CheckpointRow]] = {}
     for row in sorted(rows.checkpoints, key=lambda r: (r.checkpoint_ns, r.checkpoint_id)):
         by_ns.setdefault(row.checkpoint_ns, []).append(row)
@@ -174,4 +191,48 @@ def _whole(ns: str, chain: Iterable[CheckpointRow], rows: ThreadRows, why: str) 
         if blob.checkpoint_ns == ns:
             plan.blobs.append((blob.channel, blob.version))
             plan.blob_bytes += blob.size
+    return plan
+
+
+def _orphans(plan: ThreadPlan, rows: ThreadRows, now: dt.datetime) -> ThreadPlan:
+    """The rows of a thread nothing uses, namespace by namespace (see the module)."""
+    by_ns: dict[str, list[CheckpointRow]] = {}
+    for row in rows.checkpoints:
+        by_ns.setdefault(row.checkpoint_ns, []).append(row)
+    spaces = by_ns.keys() | {w.checkpoint_ns for w in rows.writes}
+    spaces |= {b.checkpoint_ns for b in rows.blobs}
+    for ns in sorted(spaces):
+        chain = by_ns.get(ns, [])
+        ids = {r.checkpoint_id for r in chain}
+        newest = max(ids) if ids else None
+        found = NamespacePlan(ns)
+        gone: set[str] = set()
+        for write in rows.writes:
+            if write.checkpoint_ns != ns or write.checkpoint_id in ids:
+                continue
+            if (
+                newest is not None
+                and write.checkpoint_id > newest
+                and lost_checkpoint(write.checkpoint_id)
+                and write.checkpoint_id not in rows.foreign
+            ):
+                continue  # names a checkpoint newer than any left: the lost one's trace
+            gone.add(write.checkpoint_id)
+            found.writes += 1
+            found.write_bytes += write.size
+        found.orphan_writes = sorted(gone)
+        named = {(c, v) for r in chain for c, v in r.versions.items()}
+        counters = [version_number(v) for r in chain for v in r.versions.values()]
+        top = max((c for c in counters if c is not None), default=None)
+        for blob in rows.blobs:
+            if blob.checkpoint_ns != ns or blob.version is None:
+                continue  # the shallow schema's one blob per channel: its checkpoint's own
+            if (blob.channel, blob.version) in named:
+                continue
+            if in_flight(blob.version, top, newest, now):
+                continue  # may be the value of a checkpoint being saved now
+            found.blobs.append((blob.channel, blob.version))
+            found.blob_bytes += blob.size
+        if found.orphan_writes or found.blobs:
+            plan.namespaces.append(found)
     return plan

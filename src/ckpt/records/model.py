@@ -17,6 +17,9 @@ ERROR: Final = "__error__"
 INTERRUPT: Final = "__interrupt__"
 RESUME: Final = "__resume__"
 TASKS: Final = "__pregel_tasks"
+# A pending write's `idx` as the store readers give it when the stored one is not a number
+# (ckpt.stores.columns): it sorts after every real write, and `ckpt check` says it.
+UNREADABLE_IDX: Final = 2**62
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +212,10 @@ class RawCheckpoint:
     # Channel -> version, for stores whose values live apart (Postgres, pickle folder): which
     # blob each channel's value is. None where the versions are inside `body` (SQLite).
     channel_versions: dict[str, str] | None = None
+    # What the reader saw wrong with the row as stored that the fields above no longer
+    # show (a value kept as SQLite TEXT, which LangGraph's loader cannot unpack): words
+    # for `ckpt check` (ckpt.scan.integrity), empty for a row as its saver writes it.
+    flaws: tuple[str, ...] = ()
 
     @property
     def size(self) -> int:
@@ -242,6 +249,7 @@ class RawWrite:
     data: bytes | None  # None when the scan was asked for sizes only, or the row holds none
     size: int
     task_path: str = ""  # '' where the store keeps none (SQLite before checkpoint-sqlite 3.1.2)
+    flaws: tuple[str, ...] = ()  # as RawCheckpoint.flaws
 
 
 @dataclass(slots=True)

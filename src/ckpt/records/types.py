@@ -445,39 +445,6 @@ class PruneEstimates(TypedDict):
     keep_last: PruneEstimate
 
 
-class KeyRecord(TypedDict):
-    thread_id: str
-    checkpoint_ns: str
-    checkpoint_id: str
-
-
-class OrphanRecord(TypedDict):
-    count: int
-    threads: int
-    examples: list[KeyRecord]
-
-
-class MissingParentsRecord(OrphanRecord):
-    oldest: int  # the oldest checkpoint of its namespace: what a prune leaves behind
-    note: str | None
-
-
-class OrphanBlobsRecord(TypedDict):
-    count: int
-    bytes: int
-
-
-class OrphanNamespaceRecord(TypedDict):
-    thread_id: str
-    checkpoint_ns: str
-
-
-class UnresolvedRecord(TypedDict):
-    thread_id: str
-    status: Literal["error", "interrupted"]  # the statuses that need someone
-    detail: Any  # the first error, or the value the first interrupt waits with
-
-
 class DeltaHealthRecord(TypedDict):
     thread_id: str
     channel: str
@@ -488,11 +455,12 @@ class DeltaHealthRecord(TypedDict):
 
 
 class HealthRecord(TypedDict):
-    orphan_writes: OrphanRecord
-    missing_parents: MissingParentsRecord
-    orphan_namespaces: list[OrphanNamespaceRecord]
-    orphan_blobs: OrphanBlobsRecord | None  # None: the store keeps no blobs
-    unresolved: list[UnresolvedRecord]
+    """What is wrong with the store: the findings of `ckpt check` (the same scan makes
+    both), and what each delta channel of a thread's newest checkpoint replays."""
+
+    findings: list[FindingRecord]
+    summary: FindingSummaryRecord
+    status: Verdict
     delta_channels: list[DeltaHealthRecord]
 
 
@@ -717,7 +685,7 @@ class PruneHead(TypedDict):
     """A prune record but its threads and totals: what is known before the first thread."""
 
     store: StoreRecord
-    strategy: Literal["keep_latest", "keep_last", "delete"]
+    strategy: Literal["keep_latest", "keep_last", "delete", "orphans"]
     keep: int
     applied: bool
     backup: str | None  # the backup file written first
@@ -834,8 +802,51 @@ class VacuumRecord(VacuumReport):
 
 # -- ckpt check -----------------------------------------------------------------------------
 
-Severity = Literal["error", "warning", "info"]
-SEVERITIES: Final[tuple[Severity, ...]] = ("error", "warning", "info")
+# A finding's severity (docs/json.md "ckpt check"): "error", LangGraph cannot load a
+# checkpoint or loads a state other than the one written; "warning", the store costs or
+# risks something; "note", everything else worth knowing.
+Severity = Literal["error", "warning", "note"]
+SEVERITIES: Final[tuple[Severity, ...]] = ("error", "warning", "note")
+# What a finding's `count` counts.
+Unit = Literal[
+    "checkpoint", "cycle", "namespace", "blob", "channel", "value", "write", "thread", "store"
+]
+# Every code a finding may have, in the order findings of one severity are listed.
+FindingCode = Literal[
+    "dangling-parent",
+    "copied-checkpoint",
+    "chain-mismatch",
+    "two-roots",
+    "cycle",
+    "out-of-order",
+    "id-mismatch",
+    "missing-checkpoint",
+    "orphan-subgraph",
+    "pruned-history",
+    "malformed-checkpoint",
+    "malformed-metadata",
+    "malformed-write",
+    "malformed-blob",
+    "missing-blob",
+    "missing-snapshot",
+    "orphan-blobs",
+    "orphan-writes",
+    "undecodable",
+    "too-large",
+    "unverified",
+    "unencrypted-row",
+    "unencrypted-thread",
+    "encrypted-unchecked",
+    "key-unused",
+    "schema-migration",
+    "unreadable-schema",
+    "strict-msgpack",
+    "pickle-values",
+    "failed-thread",
+    "stale-interrupt",
+    "waiting",
+    "quadratic-growth",
+]
 
 
 class PlaceRecord(TypedDict):
@@ -849,20 +860,44 @@ class PlaceRecord(TypedDict):
     detail: str | None  # what is wrong there: the missing parent, the decoder's error ...
 
 
-class FindingRecord(TypedDict):
-    """One kind of problem `ckpt check` found, with every occurrence counted and the
-    first of them listed (a store with a million stays small)."""
+class FixRecord(TypedDict):
+    """The ckpt command that repairs a finding, as data: the API verb (`ckpt.copy`,
+    `CheckpointStore.prune`), its positional arguments and keyword options in the API's
+    own words; the CLI says it as a command line. Never run by check."""
 
-    code: str  # stable: "dangling-parent", "undecodable" ... (docs/json.md)
+    verb: Literal["copy", "prune"]
+    arguments: list[str]  # copy: [backup, store]; prune: [store]
+    options: dict[str, Any]  # {"threads": [...], "on_conflict": "replace", "apply": true} ...
+    placeholders: list[str]  # arguments and values the user fills in: "BACKUP", "THREAD"
+    applies: bool  # whether ckpt can carry it out on this kind of store
+
+
+class FindingRecord(TypedDict):
+    """One kind of problem found by the scan of `ckpt check` (and of the health section of
+    `ckpt stats`), with every occurrence counted and the first of them listed (a store
+    with a million stays small)."""
+
+    code: FindingCode  # stable (docs/json.md)
     severity: Severity
-    unit: str  # what `count` counts: "checkpoint", "value", "blob", "write", "thread" ...
+    unit: Unit  # what `count` counts
     reason: str  # one line
-    count: int  # occurrences: checkpoints, rows, values or threads, as `reason` says
+    count: int  # occurrences: checkpoints, rows, values or threads, as `unit` says
     threads: list[str]  # the first affected threads, in id order
     thread_count: int  # all of them
     places: list[PlaceRecord]  # the first occurrences
     bytes: int | None  # the bytes concerned, where that matters
-    fix: str | None  # the ckpt command line that fixes it (never run by check), or null
+    fix: FixRecord | None  # the ckpt command that repairs it (never run by check), or null
+
+
+class FindingSummaryRecord(TypedDict):
+    """Findings by severity."""
+
+    error: int
+    warning: int
+    note: int
+
+
+Verdict = Literal["error", "warning", "note", "ok"]  # the worst severity found, or "ok"
 
 
 class SaverRecord(TypedDict):
@@ -885,12 +920,6 @@ class CheckScannedRecord(TypedDict):
     bytes: int
 
 
-class CheckSummaryRecord(TypedDict):
-    error: int
-    warning: int
-    info: int
-
-
 class CheckRecord(TypedDict):
     """`ckpt check --json` (docs/json.md, docs/check.schema.json)."""
 
@@ -900,6 +929,6 @@ class CheckRecord(TypedDict):
     scanned: CheckScannedRecord
     tags: list[TagCountRecord]
     encryption: TypesEncryptionRecord
-    findings: list[FindingRecord]  # errors first, then warnings, then info
-    summary: CheckSummaryRecord  # findings by severity
-    status: Literal["error", "warning", "info", "ok"]  # the worst severity found
+    findings: list[FindingRecord]  # errors first, then warnings, then notes
+    summary: FindingSummaryRecord
+    status: Verdict

@@ -1,33 +1,78 @@
 """`ckpt check` for people: which saver wrote the store, then what is wrong with it, errors
 first, each with where and the command that fixes it. Takes a CheckRecord (ckpt.records.types)
-and returns a Rich renderable; every word comes from the record."""
+and returns a Rich renderable; every word comes from the record, but the fix's command
+line, which the CLI words from the fix's data (`fix_line`). The health section of `ckpt
+stats` lists its findings the same way (`findings_view`).
+
+A fix is one line whatever the width: pasted, it runs what it says (a wrapped line would
+leave `--apply` on a line of its own). Print the view with `Output.show(..., crop=False)`.
+"""
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+from collections.abc import Callable, Sequence
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.records.types import CheckRecord, FindingRecord, PlaceRecord
+from ckpt.records.types import (
+    SEVERITIES,
+    CheckRecord,
+    FindingRecord,
+    FindingSummaryRecord,
+    FixRecord,
+    PlaceRecord,
+)
 from ckpt.render.human import Hanging
 from ckpt.render.text import clean_line, human_size
 
 SHOWN = 3  # places listed per finding (--json lists more)
-_HEADINGS = {"error": "Errors", "warning": "Warnings", "info": "Notes"}
-_MARKS = {"error": ("✗", "red"), "warning": ("!", "yellow"), "info": ("·", "dim")}
+THREADS_IN_A_FIX = 3  # threads a fix line names; more read THREAD
+_HEADINGS = {"error": "Errors", "warning": "Warnings", "note": "Notes"}
+_MARKS = {"error": ("✗", "red"), "warning": ("!", "yellow"), "note": ("·", "dim")}
+
+FixLine = Callable[[FixRecord], str]
 
 
-def check_view(record: CheckRecord) -> RenderableType:
+class Unwrapped:
+    """One line of text that is never wrapped nor cut at the width (the terminal wraps it
+    for the eye; a copy of it is still one line)."""
+
+    def __init__(self, text: Text) -> None:
+        self.text = text
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(1, options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from self.text.render(console)
+        yield Segment.line()
+
+
+def check_view(
+    record: CheckRecord, *, fix_line: FixLine, warnings_fail: bool = False
+) -> RenderableType:
+    """`warnings_fail`: the run fails on warnings too (`--fail-on warning`)."""
     parts: list[RenderableType] = [_summary(record)]
-    for severity in ("error", "warning", "info"):
-        found = [f for f in record["findings"] if f["severity"] == severity]
+    parts += findings_view(record["findings"], fix_line=fix_line)
+    parts += [Text(""), _verdict(record["summary"], warnings_fail=warnings_fail)]
+    return Group(*parts)
+
+
+def findings_view(findings: Sequence[FindingRecord], *, fix_line: FixLine) -> list[RenderableType]:
+    """The findings by severity, errors first, under a heading each."""
+    parts: list[RenderableType] = []
+    for severity in ("error", "warning", "note"):
+        found = [f for f in findings if f["severity"] == severity]
         if not found:
             continue
         parts += [Text(""), Text(f"{_HEADINGS[severity]} ({len(found)})", style="bold")]
         for finding in found:
-            parts += _finding(finding)
-    parts += [Text(""), _verdict(record)]
-    return Group(*parts)
+            parts += _finding(finding, fix_line)
+    return parts
 
 
 def _summary(record: CheckRecord) -> Table:
@@ -50,7 +95,7 @@ def _summary(record: CheckRecord) -> Table:
     return table
 
 
-def _finding(finding: FindingRecord) -> list[RenderableType]:
+def _finding(finding: FindingRecord, fix_line: FixLine) -> list[RenderableType]:
     mark, style = _MARKS[finding["severity"]]
     head = Text(f"{mark} {finding['code']}  ", style=f"bold {style}")
     head.append(f"{_counted(finding)}{finding['reason']}", style="")
@@ -59,11 +104,34 @@ def _finding(finding: FindingRecord) -> list[RenderableType]:
         lines.append(Hanging(Text("    " + _place(where)), hang=6))
     if len(finding["places"]) > SHOWN:
         lines.append(Text(f"    … --json lists {len(finding['places'])} places", style="dim"))
-    if finding["fix"]:
-        words = clean_line(finding["fix"]).split(" ")
-        pieces = [Text("    fix:", style="cyan"), *(Text(w, style="cyan") for w in words)]
-        lines.append(Hanging(pieces, hang=9, sep=" "))
+    fix = finding["fix"]
+    if fix is not None and fix["applies"]:
+        lines.append(Unwrapped(Text(f"    fix: {clean_line(fix_line(_brief(fix)))}", style="cyan")))
+    elif fix is not None and fix["verb"] == "copy":
+        lines.append(
+            Hanging(
+                Text(
+                    "    fix: restore these threads from a backup (ckpt copy cannot write this "
+                    "kind of store yet)",
+                    style="dim",
+                ),
+                hang=9,
+            )
+        )
     return lines
+
+
+def _brief(fix: FixRecord) -> FixRecord:
+    """A fix naming at most THREADS_IN_A_FIX threads (more read THREAD): a line a person
+    reads before pasting."""
+    threads = fix["options"].get("threads")
+    if not isinstance(threads, list) or len(threads) <= THREADS_IN_A_FIX:
+        return fix
+    return {
+        **fix,
+        "options": {**fix["options"], "threads": ["THREAD"]},
+        "placeholders": [*fix["placeholders"], "THREAD"],
+    }
 
 
 def _counted(finding: FindingRecord) -> str:
@@ -91,15 +159,13 @@ def _place(where: PlaceRecord) -> str:
     return "  ".join(parts)
 
 
-def _verdict(record: CheckRecord) -> Text:
-    summary = record["summary"]
+def _verdict(summary: FindingSummaryRecord, *, warnings_fail: bool) -> Text:
+    """The last line: ✓ only when the run passes (exit 0), ✗ whenever it fails."""
     if not any(summary.values()):
         return Text("✓ nothing found: the store is whole", style="green")
-    said = ", ".join(
-        f"{summary[s]} {word}{'s' * (summary[s] != 1)}"  # type: ignore[literal-required]
-        for s, word in (("error", "error"), ("warning", "warning"), ("info", "note"))
-        if summary[s]  # type: ignore[literal-required]
-    )
+    said = ", ".join(f"{summary[s]} {s}{'s' * (summary[s] != 1)}" for s in SEVERITIES if summary[s])
     if summary["error"]:
         return Text(f"✗ {said}", style="bold red")
+    if warnings_fail and summary["warning"]:
+        return Text(f"✗ no errors, but {said}: --fail-on warning fails this run", style="bold red")
     return Text(f"✓ no errors ({said})", style="green")

@@ -114,12 +114,14 @@ class Output:
         passes the same filter in `_console` (issue 29: one place, not one per field)."""
         self.lines(map(guarded, lines))
 
-    def show(self, renderable: RenderableType) -> None:
+    def show(self, renderable: RenderableType, *, crop: bool = True) -> None:
         """A view's renderable (a table, a tree, a group of them), without the trailing
-        spaces a layout engine pads its cells with."""
+        spaces a layout engine pads its cells with. `crop=False` lets a line that must stay
+        whole (a command to paste) run past the width; the terminal wraps it, a copy of it
+        is one line."""
         console = self.console()
         with console.capture() as captured:
-            console.print(renderable)
+            console.print(renderable, crop=crop)
         self.stdout.write(strip_trailing(captured.get()))
         self.stdout.flush()
 

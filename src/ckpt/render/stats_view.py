@@ -11,21 +11,23 @@ from rich.table import Table
 from rich.text import Text
 
 from ckpt.records.types import FilePagesRecord, GrowthRecord, HealthRecord, StatsRecord
+from ckpt.render.check_view import FixLine, findings_view
 from ckpt.render.human import Hanging, _boxed
 from ckpt.render.output import Output
-from ckpt.render.text import brief, clean_line, human_size
+from ckpt.render.text import clean_line, human_size
 
 BARS = "▁▂▃▄▅▆▇█"
 CHART_WIDTH = 60
 
 
-def stats_view(record: StatsRecord, output: Output) -> RenderableType:
+def stats_view(record: StatsRecord, output: Output, *, fix_line: FixLine) -> RenderableType:
+    """Print it with `Output.show(..., crop=False)`: a fix is one line at any width."""
     parts: list[RenderableType] = [_summary(record)]
     totals = record["totals"]
     if not totals["checkpoints"] and not totals["writes"]:
         parts.append(Text("no checkpoints selected", style="dim"))
         return Group(*parts)
-    parts += _sections(record, output)
+    parts += _sections(record, output, fix_line)
     return Group(*parts)
 
 
@@ -127,7 +129,7 @@ def _pages(pages: FilePagesRecord) -> str:
     )
 
 
-def _sections(record: StatsRecord, output: Output) -> list[RenderableType]:
+def _sections(record: StatsRecord, output: Output, fix_line: FixLine) -> list[RenderableType]:
     total = record["totals"]["bytes"]
     parts: list[RenderableType] = []
     boxed = _boxed(output)
@@ -243,7 +245,7 @@ def _sections(record: StatsRecord, output: Output) -> list[RenderableType]:
     for growth in record["growth"]:
         parts += _growth(growth)
     parts += _prune(record, total)
-    parts += _health(record["health"])
+    parts += _health(record["health"], fix_line)
     return parts
 
 
@@ -322,65 +324,14 @@ def _prune(record: StatsRecord, total: int) -> list[RenderableType]:
     return lines
 
 
-def _health(health: HealthRecord) -> list[RenderableType]:
+def _health(health: HealthRecord, fix_line: FixLine) -> list[RenderableType]:
+    """`ckpt check`'s findings (the same pass made them), then the delta channels."""
     lines: list[RenderableType] = [Text(""), Text("Health", style="bold")]
-
-    # A line the width wraps goes on under its text, not at column 0.
-    def good(text: str) -> None:
-        lines.append(Hanging(Text(f"✓ {text}", style="green")))
-
-    def bad(text: str, style: str = "yellow") -> None:
-        lines.append(Hanging(Text(f"! {text}", style=style)))
-
-    orphans = health["orphan_writes"]
-    if orphans["count"]:
-        example = orphans["examples"][0]
-        bad(
-            f"{orphans['count']:,} writes in {orphans['threads']:,} threads belong to no "
-            f"checkpoint (e.g. {clean_line(example['thread_id'])} {example['checkpoint_id']})"
-        )
-    else:
-        good("every pending write belongs to a checkpoint")
-    missing = health["missing_parents"]
-    if missing["count"]:
-        style = "dim" if missing["oldest"] == missing["count"] else "yellow"
-        bad(
-            f"{missing['count']:,} checkpoints in {missing['threads']:,} threads name a parent "
-            f"that is gone: {missing['note']}",
-            style,
-        )
-    else:
-        good("every parent link leads to a checkpoint")
-    if health["orphan_namespaces"]:
-        first = health["orphan_namespaces"][0]
-        bad(
-            f"{len(health['orphan_namespaces']):,} subgraph namespaces have no parent "
-            f"namespace left (e.g. {clean_line(first['thread_id'])} "
-            f"{clean_line(first['checkpoint_ns'])})"
-        )
-    blobs = health["orphan_blobs"]
-    if blobs is not None:
-        if blobs["count"]:
-            bad(
-                f"{blobs['count']:,} blobs ({human_size(blobs['bytes'])}) are named by no "
-                "checkpoint"
-            )
-        else:
-            good("every blob is named by a checkpoint")
-    errors = [u for u in health["unresolved"] if u["status"] == "error"]
-    waiting = [u for u in health["unresolved"] if u["status"] == "interrupted"]
-    for group, words, style in (
-        (errors, ("thread failed", "threads failed"), "red"),
-        (waiting, ("thread waits on an interrupt", "threads wait on an interrupt"), "yellow"),
-    ):
-        if group:
-            shown = ", ".join(
-                clean_line(u["thread_id"])
-                + (f" ({brief(u['detail'], limit=50)})" if u["detail"] else "")
-                for u in group[:3]
-            )
-            more = f" and {len(group) - 3} more" if len(group) > 3 else ""
-            bad(f"{len(group):,} {words[len(group) != 1]}: {shown}{more}", style)
+    if not health["findings"]:
+        lines.append(Text("✓ nothing found: the store is whole", style="green"))
+    lines += findings_view(health["findings"], fix_line=fix_line)
+    if health["delta_channels"]:
+        lines.append(Text(""))
     for delta in health["delta_channels"]:
         snapshot = delta["snapshot_checkpoint_id"] or "(none: replays from empty)"
         lines.append(

@@ -26,10 +26,10 @@ from __future__ import annotations
 import json
 import marshal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Final, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 import ormsgpack
 
@@ -53,27 +53,17 @@ from ckpt.decoders.ext import (
 )
 from ckpt.decoders.msgpack import TOO_MANY_EXTS, ext_budget
 from ckpt.decoders.pickle_imports import pickle_globals
-from ckpt.decoders.safe_types import RELEASE, SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
-from ckpt.errors import BadOption, DecodeError, NotFound, TooLarge
+from ckpt.decoders.safe_types import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
+from ckpt.errors import DecodeError, TooLarge
 from ckpt.records.model import DumpQuery, RawBlob, RawCheckpoint, RawWrite
 from ckpt.records.types import (
-    AllowlistRecord,
-    DegradeRecord,
-    PickleGlobalRecord,
-    TagCountRecord,
-    TypeExampleRecord,
-    TypesEncryptionRecord,
     TypesRecord,
-    TypesStoreRecord,
     TypeStatus,
-    TypeUseRecord,
     UndecodableRecord,
 )
 from ckpt.records.vocabulary import TOO_LARGE
+from ckpt.scan.rows import RawRow, Visitor
 from ckpt.stores.base import Store
-
-RawRow = RawCheckpoint | RawBlob | RawWrite
-Progress = Callable[[Iterator[RawRow]], Iterator[RawRow]]
 
 # Envelope kinds of the json tag, beside the msgpack ext codes 0-7 in a type key.
 LC1: Final = 101
@@ -139,33 +129,67 @@ _SERDE_METADATA: Final = frozenset({"json", "jsonb", "mongodb-pairs"})
 
 
 def census(
-    store: Store, query: DumpQuery | None = None, *, progress: Progress | None = None
+    store: Store,
+    query: DumpQuery | None = None,
+    *,
+    progress: Callable[[int], None] | None = None,
 ) -> TypesRecord:
-    """The type census of `store` (or of the threads `query` selects): `ckpt types --json`.
+    """The type census of `store` (or of the threads `query` selects): `ckpt types --json`,
+    from the one pass over the rows (ckpt.scan.rows). `progress(n)` hears of every n rows
+    read. Values that stay encrypted or do not decode are reported in the record, never
+    raised."""
+    from ckpt.scan.census_record import census_record
+    from ckpt.scan.rows import scan
 
-    `progress`, if given, wraps the stream of raw rows (the CLI puts a stderr bar there).
-    Raises NotFound for an unknown thread in `query`; values that stay encrypted or do not
-    decode are reported in the record, never raised.
-    """
     query = query or DumpQuery()
-    for thread_id in query.thread_ids:
-        if not thread_id.strip():
-            raise BadOption("empty thread id in `threads`")
-        if not store.thread_exists(thread_id):
-            raise NotFound(f"no thread {thread_id!r} in {store.location}")
-    scan = Census(store.aes_key)
-    rows = _rows(store, query, scan)
-    for row in progress(rows) if progress is not None else rows:
-        scan.row(row)
-    return census_record(store, scan)
+    counted = Census(store.aes_key)
+    sizes = store.sizes(DumpQuery(thread_ids=query.thread_ids))
+    scan(store, sizes, [CensusVisitor(counted)], progress=progress)
+    return census_record(store, counted)
 
 
-def census_record(store: Store, scan: Census) -> TypesRecord:
-    """The record of a census fed by another scan (ckpt.scan.check reads the rows itself and
-    hands each one to `scan.row`, calling `scan.flush()` after each batch of threads)."""
-    scan.flush()
-    _place_blob_examples(store, scan)
-    return scan.record(_store_record(store))
+class CensusVisitor(Visitor):
+    """The census as a visitor of the one pass: every row goes to `Census.row`, and at the
+    end of each batch its threads are counted (`flush`) and the examples of classes first
+    met in a blob are placed on the first checkpoint of the batch naming that version."""
+
+    needs: ClassVar[frozenset[str]] = frozenset({"checkpoints", "blobs", "writes"})
+
+    def __init__(self, census: Census) -> None:
+        self.census = census
+        # The batch's checkpoints that name their blobs' versions: (thread, ns, id, versions).
+        self.naming: list[tuple[str, str, str, dict[str, str]]] = []
+
+    def checkpoint(self, row: RawCheckpoint) -> None:
+        self.census.row(row)
+        if row.channel_versions:
+            self.naming.append(
+                (row.thread_id, row.checkpoint_ns, row.checkpoint_id, row.channel_versions)
+            )
+
+    def blob(self, row: RawBlob) -> None:
+        self.census.row(row)
+
+    def write(self, row: RawWrite) -> None:
+        self.census.row(row)
+
+    def end_batch(self, threads: Sequence[str]) -> None:
+        census = self.census
+        census.flush()
+        unplaced = [
+            uses
+            for uses in (*census.types.values(), *census.pickles.values())
+            if uses.example is not None and uses.example[3] == "blob" and uses.example[2] is None
+        ]
+        for uses in unplaced if self.naming else ():
+            assert uses.example is not None
+            thread_id, ns, _, _, channel, version = uses.example
+            for named in self.naming:
+                held = named[3].get(channel or "") if named[:2] == (thread_id, ns) else None
+                if held is not None and (version is None or held == version):
+                    uses.example = (thread_id, ns, named[2], *uses.example[3:])
+                    break
+        self.naming.clear()
 
 
 class Watcher(Protocol):
@@ -188,67 +212,6 @@ class Watcher(Protocol):
 
     def pickled(self, row: RawRow, at: str, names: list[str]) -> None:
         """A pickle value, and the globals loading it would import."""
-
-
-# -- reading the rows ----------------------------------------------------------------------
-
-
-def _rows(store: Store, query: DumpQuery, scan: Census) -> Iterator[RawRow]:
-    if store.rows_in_python_order:
-        return _merged_rows(store, query, scan)
-    return _batched_rows(store, query, scan)
-
-
-def _merged_rows(store: Store, query: DumpQuery, scan: Census) -> Iterator[RawRow]:
-    """Every row of the three scans, one thread after another (stores whose scans list
-    rows sorted by thread id in Python's order), with a flush between threads: a
-    thread's checkpoints, then its blobs, then its writes."""
-    streams: list[Iterator[RawRow]] = [
-        store.raw_checkpoints(query),
-        store.raw_blobs(query),
-        store.raw_writes(query),
-    ]
-    heads: list[RawRow | None] = [next(stream, None) for stream in streams]
-    while True:
-        waiting = [head.thread_id for head in heads if head is not None]
-        if not waiting:
-            return
-        thread_id = min(waiting)
-        for index, stream in enumerate(streams):
-            head = heads[index]
-            while head is not None and head.thread_id == thread_id:
-                yield head
-                head = next(stream, None)
-            heads[index] = head
-        scan.flush()
-
-
-def _batched_rows(store: Store, query: DumpQuery, scan: Census) -> Iterator[RawRow]:
-    """Stores whose order is their own collation (Postgres): checkpoints stream in one
-    scan; after each PG_BATCH threads, their blobs and writes (nested scans, each finished
-    before the outer one goes on)."""
-    batch: list[str] = []
-
-    def rest() -> Iterator[RawRow]:
-        sub = DumpQuery(
-            thread_ids=tuple(batch),
-            checkpoint_ns=query.checkpoint_ns,
-            since_id=query.since_id,
-            until_id=query.until_id,
-        )
-        yield from store.raw_blobs(sub)
-        yield from store.raw_writes(sub)
-        scan.flush()
-        batch.clear()
-
-    for row in store.raw_checkpoints(query):
-        if not batch or batch[-1] != row.thread_id:
-            if len(batch) == PG_BATCH:
-                yield from rest()
-            batch.append(row.thread_id)
-        yield row
-    if batch:
-        yield from rest()
 
 
 # -- the census ----------------------------------------------------------------------------
@@ -832,7 +795,7 @@ class Census:
                     name = names.get(key, "")
                     if name == "":
                         code, module, class_name, method = key
-                        status = _status(code, module, class_name, method)
+                        status = type_status(code, module, class_name, method)
                         refused_name = f"{module}.{class_name}" + (f".{method}" if method else "")
                         name = names[key] = (
                             refused_name if status in ("allowlist", "blocked") else None
@@ -881,262 +844,6 @@ class Census:
         self.lists.clear()
         self.cache.clear()
         self.cache_bytes = 0
-
-    # -- the record --------------------------------------------------------------------------
-    def record(self, store: TypesStoreRecord) -> TypesRecord:
-        merged = _merge_by_class(self.types)
-        types = sorted(
-            (_type_record(key, codes, uses) for key, (codes, uses) in merged.items()),
-            key=lambda t: (_STATUS_ORDER[t["status"]], t["module"], t["name"], t["method"] or ""),
-        )
-        return {
-            "store": store,
-            "safe_list": RELEASE,
-            "scanned": {
-                "threads": self.threads,
-                "checkpoints": self.checkpoints,
-                "blobs": self.blobs,
-                "writes": self.writes,
-                "values": self.values,
-                "undecodable": self.undecodable,
-            },
-            "checkpoint_versions": [
-                {"v": v, "checkpoints": n}
-                for v, n in sorted(self.versions.items(), key=lambda i: (i[0] is None, i[0] or 0))
-            ],
-            "tags": self._tag_records(),
-            "ext_codes": [
-                {"code": code, "count": count, "malformed": malformed}
-                for code, (count, malformed) in sorted(self.ext_counts.items())
-            ],
-            "types": types,
-            "pickle": {
-                "values": self.pickle_values,
-                "globals": [
-                    _pickle_record(name, uses) for name, uses in sorted(self.pickles.items())
-                ],
-            },
-            "would_degrade": _degrade(types),
-            "allowlist": _allowlist(types, pickle=self.pickle_values > 0),
-            "encryption": self._encryption_record(),
-            "undecodable": self.problems,
-        }
-
-    def _tag_records(self) -> list[TagCountRecord]:
-        order = {"checkpoints": 0, "blobs": 1, "writes": 2, "metadata": 3}
-        items = sorted(self.tags.items(), key=lambda i: (order[i[0][1]], i[0][0] or ""))
-        return [
-            {
-                "tag": tag,
-                "part": part,  # type: ignore[typeddict-item]
-                "plain": entry.plain,
-                "encrypted": entry.encrypted,
-                "ciphers": sorted(entry.ciphers),
-            }
-            for (tag, part), entry in items
-        ]
-
-    def _encryption_record(self) -> TypesEncryptionRecord:
-        note = None
-        if self.hidden and self.aes_key is None:
-            note = (
-                f"{self.hidden} encrypted value(s): the classes inside them need the AES "
-                "key (LANGGRAPH_AES_KEY); tags and counts are complete"
-            )
-        elif self.wrong_key:
-            note = f"{self.wrong_key} value(s) did not decrypt with the key given"
-        elif self.hidden:
-            note = f"{self.hidden} value(s) use a cipher ckpt cannot decrypt"
-        return {
-            "encrypted": self.encrypted,
-            "key": self.aes_key is not None,
-            "decrypted": self.decrypted,
-            "hidden": self.hidden,
-            "note": note,
-        }
-
-
-# -- turning the counts into records -------------------------------------------------------
-
-
-def _merge_by_class(
-    types: dict[TypeKey, _Uses],
-) -> dict[tuple[str, str, str, str | None], tuple[list[int], _Uses]]:
-    """One entry per (serde, module, name, method): a class stored with several ext codes
-    (say ext 4 by an old release, ext 5 now) is one row with both codes."""
-    merged: dict[tuple[str, str, str, str | None], tuple[list[int], _Uses]] = {}
-    for (code, module, name, method), uses in sorted(types.items(), key=lambda i: i[0][0]):
-        serde = "json" if code in (LC1, LC2) else "msgpack"
-        # lc:1 and lc:2 envelopes of one class are told apart: LangGraph treats them apart.
-        slot = (serde if serde == "msgpack" else f"json{code}", module, name, method)
-        if slot not in merged:
-            merged[slot] = ([code], _Uses(example=uses.example))
-        codes, total = merged[slot]
-        if code not in codes:
-            codes.append(code)
-        total.count += uses.count
-        total.threads = max(total.threads, uses.threads)  # a class's threads, not their sum
-        total.channels |= uses.channels
-        total.writes |= uses.writes
-        total.elsewhere |= uses.elsewhere
-    return merged
-
-
-def _status(code: int, module: str, name: str, method: str | None) -> TypeStatus:
-    """What LangGraph does with the class (jsonplus.py `_check_allowed`,
-    `_check_allowed_method`, `_reviver`)."""
-    if code == EXT_METHOD_SINGLE_ARG:
-        return "safe" if (module, name, method) in SAFE_MSGPACK_METHODS else "blocked"
-    if code == EXT_NUMPY_ARRAY:
-        return "ungated"
-    if code == LC1:
-        return "langchain"
-    return "safe" if (module, name) in SAFE_MSGPACK_TYPES else "allowlist"
-
-
-def _type_record(
-    key: tuple[str, str, str, str | None], codes: list[int], uses: _Uses
-) -> TypeUseRecord:
-    _, module, name, method = key
-    code = codes[0]
-    status = _status(code, module, name, method)
-    json_tag = code in (LC1, LC2)
-    becomes = None
-    if status in ("allowlist", "blocked"):
-        becomes = " or ".join(dict.fromkeys(_BECOMES[c] for c in codes if c in _BECOMES))
-    return {
-        "module": module,
-        "name": name,
-        "method": method,
-        "serde": "json" if json_tag else "msgpack",
-        "ext": [] if json_tag else sorted(codes),
-        "lc": (1 if code == LC1 else 2) if json_tag else None,
-        "status": status,
-        "becomes": becomes,
-        "count": uses.count,
-        "threads": uses.threads,
-        "channels": sorted(uses.channels),
-        "writes": sorted(uses.writes),
-        "elsewhere": sorted(uses.elsewhere),
-        "example": _example_record(uses.example),
-    }
-
-
-def _pickle_record(name: str, uses: _Uses) -> PickleGlobalRecord:
-    return {
-        "name": name,
-        "count": uses.count,
-        "threads": uses.threads,
-        "channels": sorted(uses.channels),
-        "writes": sorted(uses.writes),
-        "elsewhere": sorted(uses.elsewhere),
-        "example": _example_record(uses.example),
-    }
-
-
-def _example_record(example: Example | None) -> TypeExampleRecord:
-    assert example is not None  # every counted use had one
-    thread_id, ns, checkpoint_id, part, channel, version = example
-    record: TypeExampleRecord = {
-        "thread_id": thread_id,
-        "checkpoint_ns": ns,
-        "checkpoint_id": checkpoint_id,
-        "part": part,  # type: ignore[typeddict-item]
-        "channel": channel,
-    }
-    if part == "blob":
-        record["version"] = version
-    return record
-
-
-def _degrade(types: list[TypeUseRecord]) -> list[DegradeRecord]:
-    """What strict mode gives back instead of the object, most frequent first."""
-    found: list[DegradeRecord] = [
-        {
-            "module": t["module"],
-            "name": t["name"],
-            "method": t["method"],
-            "serde": t["serde"],
-            "count": t["count"],
-            "becomes": t["becomes"] or "",
-            "fixed_by_allowlist": t["status"] == "allowlist",
-        }
-        for t in types
-        if t["status"] in ("allowlist", "blocked")
-    ]
-    return sorted(found, key=lambda d: (-d["count"], d["module"], d["name"]))
-
-
-def _allowlist(types: list[TypeUseRecord], *, pickle: bool) -> AllowlistRecord:
-    msgpack = sorted(
-        {
-            (t["module"], t["name"])
-            for t in types
-            if t["status"] == "allowlist" and t["serde"] == "msgpack"
-        }
-    )
-    lc2 = sorted(
-        {
-            (*t["module"].split("."), t["name"]) if t["module"] else (t["name"],)
-            for t in types
-            if t["status"] == "allowlist" and t["serde"] == "json"
-        }
-    )
-    python = _python_allowlist("allowed_msgpack_modules", [tuple(p) for p in msgpack])
-    if lc2:
-        python += ",\n" + _python_allowlist("allowed_json_modules", lc2)
-    if pickle:
-        python += ",\npickle_fallback=True"
-    serde: dict[str, Any] = {"allowed_msgpack_modules": [list(p) for p in msgpack]}
-    if lc2:
-        serde["allowed_json_modules"] = [list(p) for p in lc2]
-    if pickle:
-        serde["pickle_fallback"] = True
-    return {
-        "msgpack": [list(p) for p in msgpack],
-        "json": [list(p) for p in lc2],
-        "pickle_fallback": pickle,
-        "python": python,
-        "langgraph_json": {"checkpointer": {"serde": serde}},
-    }
-
-
-def _python_allowlist(keyword: str, entries: list[tuple[str, ...]]) -> str:
-    """`keyword=[("module", "Name"), ...]`, one entry a line, ready to paste into
-    JsonPlusSerializer(...)."""
-    if not entries:
-        return f"{keyword}=[]"
-    lines = "".join(f"    {_tuple_text(entry)},\n" for entry in entries)
-    return f"{keyword}=[\n{lines}]"
-
-
-def _tuple_text(entry: tuple[str, ...]) -> str:
-    parts = ", ".join(json.dumps(part, ensure_ascii=False) for part in entry)
-    return f"({parts},)" if len(entry) == 1 else f"({parts})"
-
-
-def _place_blob_examples(store: Store, scan: Census) -> None:
-    """A blob has no checkpoint id: name the first checkpoint that holds that version,
-    reading only the example's own thread and namespace."""
-    wanted: dict[tuple[str, str], list[_Uses]] = {}
-    for uses in (*scan.types.values(), *scan.pickles.values()):
-        example = uses.example
-        if example is not None and example[3] == "blob":
-            wanted.setdefault((example[0], example[1]), []).append(uses)
-    for (thread_id, ns), users in wanted.items():
-        remaining = {id(u): u for u in users}
-        query = DumpQuery(thread_ids=(thread_id,), checkpoint_ns=ns)
-        for row in store.raw_checkpoints(query, data=False):
-            versions = row.channel_versions or {}
-            for key, uses in list(remaining.items()):
-                assert uses.example is not None
-                _, _, _, _, channel, version = uses.example
-                held = versions.get(channel or "")
-                if held is not None and (version is None or held == version):
-                    uses.example = (*uses.example[:2], row.checkpoint_id, *uses.example[3:])
-                    del remaining[key]
-            if not remaining:
-                break
 
 
 # -- small readers -------------------------------------------------------------------------
@@ -1198,14 +905,13 @@ def _json_or_none(text: bytes) -> Any:
         return None
 
 
-# -- the store's era -----------------------------------------------------------------------
-
-
-def _store_record(store: Store) -> TypesStoreRecord:
-    """The schema era (format.md §4.1, 5.1, 6, 7), from what the reader found on opening."""
-    return {
-        "location": store.location,
-        "kind": store.kind,
-        "era": store.era,
-        "era_note": store.era_note,
-    }
+def type_status(code: int, module: str, name: str, method: str | None) -> TypeStatus:
+    """What LangGraph does with the class (jsonplus.py `_check_allowed`,
+    `_check_allowed_method`, `_reviver`)."""
+    if code == EXT_METHOD_SINGLE_ARG:
+        return "safe" if (module, name, method) in SAFE_MSGPACK_METHODS else "blocked"
+    if code == EXT_NUMPY_ARRAY:
+        return "ungated"
+    if code == LC1:
+        return "langchain"
+    return "safe" if (module, name) in SAFE_MSGPACK_TYPES else "allowlist"

@@ -292,7 +292,10 @@ class Writer(ABC):
     @abstractmethod
     def prune(self, thread_id: str, planner: Planner) -> ThreadPlan:
         """Read the thread's rows inside its transaction, plan with `planner` (ckpt.ops.prune)
-        and carry the plan out there; the plan run."""
+        and carry the plan out there; the plan run. Each NamespacePlan says what goes: its
+        `deleted` checkpoints with their writes (or the `whole` namespace), its
+        `orphan_writes` (the writes of checkpoints already gone), its `blobs`, and the
+        kept checkpoints whose parent is cleared (`parents_cleared`)."""
 
     def backup(self, destination: Path) -> None:
         """A consistent copy of the whole store at `destination` (a new file)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-UNREADABLE_IDX: Final = 2**62  # an idx that is not a number: after every real write
+from ckpt.records.model import UNREADABLE_IDX
 
 
 def lenient_text(data: bytes) -> str:

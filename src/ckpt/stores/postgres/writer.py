@@ -128,7 +128,26 @@ def thread_rows(reader: PostgresStore, conn: Connection[Any], thread_id: str) ->
             if reader.layout.has_blobs
             else []
         )
-    return ThreadRows(thread_id, checkpoints, writes, blobs)
+        # The ids of the thread's writes with no checkpoint of theirs that are another
+        # thread's checkpoints (writes copied from there).
+        foreign = (
+            frozenset(
+                i
+                for (i,) in cur.execute(
+                    reader.layout.sql(
+                        "SELECT DISTINCT w.checkpoint_id FROM {wr} w WHERE w.thread_id = %s "
+                        "AND NOT EXISTS (SELECT 1 FROM {cp} c WHERE c.thread_id = w.thread_id "
+                        "AND c.checkpoint_ns = w.checkpoint_ns AND {id} = w.checkpoint_id) "
+                        "AND EXISTS (SELECT 1 FROM {cp} c WHERE {id} = w.checkpoint_id "
+                        "AND c.thread_id <> w.thread_id)"
+                    ),
+                    (thread_id,),
+                )
+            )
+            if reader.layout.has_writes
+            else frozenset()
+        )
+    return ThreadRows(thread_id, checkpoints, writes, blobs, foreign=foreign)
 
 
 class PostgresWriter(Writer):
@@ -195,6 +214,14 @@ class PostgresWriter(Writer):
                         "AND {id} = ANY(%s)"
                     ),
                     (thread_id, ns, plan.deleted),
+                )
+            if plan.orphan_writes and reader.layout.has_writes:
+                cur.execute(
+                    sql(
+                        "DELETE FROM {wr} w WHERE w.thread_id = %s AND w.checkpoint_ns = %s "
+                        "AND w.checkpoint_id = ANY(%s)"
+                    ),
+                    (thread_id, ns, plan.orphan_writes),
                 )
             if plan.parents_cleared and not reader.shallow:
                 cur.execute(
@@ -263,7 +290,7 @@ def _state(tables: list[VacuumTableRecord]) -> VacuumStateRecord:
 
 def refuse_shallow_keep(reader: PostgresStore, strategy: Strategy) -> None:
     """A shallow store keeps one checkpoint per namespace: only whole threads can go."""
-    if reader.shallow and strategy != "delete":
+    if reader.shallow and strategy not in ("delete", "orphans"):
         raise Unsafe(
             f"{reader.location}: a ShallowPostgresSaver store keeps only the latest checkpoint "
             "of each namespace already: there is nothing to prune but whole threads "

@@ -107,6 +107,10 @@ _BODY: Final = (
     f"CASE WHEN length(checkpoint) > {BODY_LIMIT} THEN CAST(char(0) || "
     f"'{TOO_LARGE[1:].decode()}' || length(checkpoint) AS BLOB) ELSE checkpoint END AS checkpoint"
 )
+# Flaws of a raw row (RawCheckpoint.flaws): a value SQLite keeps as TEXT, which sqlite3
+# hands LangGraph as a str its loader cannot unpack.
+_TEXT_BODY: Final = ("the body is stored as TEXT, not a BLOB",)
+_TEXT_VALUE: Final = ("the value is stored as TEXT, not a BLOB",)
 _METADATA: Final = (
     f"CASE WHEN length(metadata) > {METADATA_LIMIT} THEN CAST(char(0) || "
     f"'{TOO_LARGE[1:].decode()}' || length(metadata) AS BLOB) ELSE metadata END AS metadata"
@@ -896,13 +900,17 @@ class SqliteStore(Store):
             if data
             else f"NULL, NULL, {_bytes('checkpoint')}, {_bytes('metadata')}"
         )
+        # A body kept as TEXT reads as bytes here, and as a str LangGraph cannot unpack.
+        columns += ", typeof(checkpoint) = 'text'"
         sql = (
             f"SELECT thread_id, {self._ns}, {self._id}, "
             f"{'parent_ts' if self.era == '0.1' else 'parent_checkpoint_id'}, {tag}, {columns} "
             f"FROM checkpoints{clause} ORDER BY thread_id, {self._ns}, {self._id}"
         )
         for row in self._stream(sql, params):
-            thread_id, ns, checkpoint_id, parent, kind, body, metadata, body_len, meta_len = row
+            thread_id, ns, checkpoint_id, parent, kind, body, metadata, body_len, meta_len, text = (
+                row
+            )
             yield RawCheckpoint(
                 thread_id=thread_id,
                 checkpoint_ns=ns,
@@ -914,6 +922,7 @@ class SqliteStore(Store):
                 metadata=bytes(metadata) if metadata is not None else b"",
                 body_size=body_len or 0,
                 metadata_size=meta_len or 0,
+                flaws=_TEXT_BODY if text else (),
             )
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
@@ -926,11 +935,11 @@ class SqliteStore(Store):
         task_path = "task_path" if self._era == "current" else "''"
         sql = (
             f"SELECT thread_id, {self._w_ns}, {self._w_id}, task_id, idx, channel, {tag}, "
-            f"{value}, {_bytes('value')}, {task_path} FROM writes{clause} "
+            f"{value}, {_bytes('value')}, {task_path}, typeof(value) = 'text' FROM writes{clause} "
             f"ORDER BY thread_id, {self._w_ns}, {self._w_id}, task_id, idx"
         )
         for row in self._stream(sql, params):
-            thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size, path = row
+            thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size, path, text = row
             yield RawWrite(
                 thread_id=thread_id,
                 checkpoint_ns=ns,
@@ -942,6 +951,7 @@ class SqliteStore(Store):
                 data=bytes(blob) if blob is not None else None,
                 size=size or 0,
                 task_path=path if isinstance(path, str) else "",
+                flaws=_TEXT_VALUE if text else (),
             )
 
     # -- changing it -----------------------------------------------------------------------

@@ -56,7 +56,25 @@ def thread_rows(conn: sqlite3.Connection, thread_id: str, aes_key: bytes | None)
         if "writes" in tables
         else []
     )
-    return ThreadRows(thread_id, checkpoints, writes)
+    # The ids of the thread's writes with no checkpoint of theirs that are another thread's
+    # checkpoints: one scan of the checkpoints per such id (no index holds ids alone), and
+    # orphan writes are few.
+    foreign = (
+        frozenset(
+            i
+            for (i,) in conn.execute(
+                "SELECT DISTINCT w.checkpoint_id FROM writes w WHERE w.thread_id = ? "
+                "AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread_id = w.thread_id "
+                "AND c.checkpoint_ns = w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id) "
+                "AND EXISTS (SELECT 1 FROM checkpoints o WHERE o.checkpoint_id = w.checkpoint_id "
+                "AND o.thread_id <> w.thread_id)",
+                (thread_id,),
+            )
+        )
+        if "writes" in tables
+        else frozenset()
+    )
+    return ThreadRows(thread_id, checkpoints, writes, foreign=foreign)
 
 
 # VACUUM writes a copy of the database (a temporary file, then the journal or the WAL):
@@ -179,6 +197,13 @@ class SqliteWriter(Writer):
                 )
             conn.execute(
                 "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                f"AND checkpoint_id IN ({marks})",
+                (thread_id, ns, *ids),
+            )
+        for ids in _chunks(plan.orphan_writes) if self.has_writes else ():
+            marks = ", ".join("?" for _ in ids)
+            conn.execute(
+                "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? "
                 f"AND checkpoint_id IN ({marks})",
                 (thread_id, ns, *ids),
             )

@@ -1,0 +1,925 @@
+"""The integrity visitor of the one pass (ckpt.scan.rows): what is wrong with each row and
+with the links between rows, judged the way LangGraph reads them (docs/json.md "ckpt check").
+
+It follows the type census (ckpt.scan.census), which decodes every value and tells it, as
+the census's Watcher, of each body it read and each value it could not. Per row: every part
+has the shape LangGraph's loader needs (ckpt.scan.shapes). Per namespace, once its
+checkpoints are read: parent links (dangling, cyclic, out of time order, two roots), each
+checkpoint following from its parent (its step and its channels' versions never go back).
+Per thread: the subgraph namespaces hang on checkpoints of the thread. Per batch, once its
+blobs and writes are read: the blobs each version needs, the blobs and writes nothing uses,
+writes naming a checkpoint newer than any left, runaway growth. Across the store: a
+checkpoint id met in two threads (a Bloom filter of every id, each hit looked up by id).
+
+A row is judged by itself and its thread's rows only, except for the look-ups by id (at
+most LOOKUPS a run) that tell a row copied from another thread from a row deleted, and a
+write newer than the read from a live run's. Memory is one batch's ids and versions, the
+filter's bits (IdIndex) and a few records per finding.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final
+
+from ckpt.errors import CkptError, NotFound
+from ckpt.records.model import (
+    CheckpointKey,
+    DumpQuery,
+    RawBlob,
+    RawCheckpoint,
+    RawWrite,
+    StoreHealth,
+    ThreadBytes,
+)
+from ckpt.records.plans import (
+    in_flight,
+    lost_checkpoint,
+    recent,
+    version_after,
+    version_number,
+)
+from ckpt.records.types import FindingCode, PlaceRecord
+from ckpt.records.vocabulary import TOO_LARGE
+from ckpt.scan.findings import PLACES_SHOWN, RUNAWAY_BYTES, Finding, Findings
+from ckpt.scan.rows import RawRow, Visitor
+from ckpt.scan.shapes import (
+    blob_problem,
+    body_problem,
+    body_tag_problem,
+    parse_metadata,
+    stored_problem,
+    write_problem,
+)
+from ckpt.scan.sizes import growth_shape
+from ckpt.stores.base import Store
+
+LOOKUPS: Final = 200  # find_exact look-ups per run (copied rows, writes ahead of their checkpoint)
+ID_LOOKUPS: Final = 50  # of those, for ids met in an earlier thread (one per thread)
+SETTLE: Final = 2.0  # seconds a recent checkpoint some writes name may take to be committed
+COUNTERS: Final = "counters_since_delta_snapshot"  # format.md §3.2, 3.8
+# Serde tags that carry no encryption because nothing is serialized (format.md §5.2, 7.1).
+_UNSERIALIZED: Final = frozenset({"empty", "jsonb"})
+
+Pair = tuple[str, str, str, str | None]  # (thread, ns, channel, version) of a blob
+
+
+def place(
+    thread_id: str,
+    checkpoint_ns: str | None = None,
+    checkpoint_id: str | None = None,
+    *,
+    channel: str | None = None,
+    detail: str | None = None,
+) -> PlaceRecord:
+    return {
+        "thread_id": thread_id,
+        "checkpoint_ns": checkpoint_ns,
+        "checkpoint_id": checkpoint_id,
+        "channel": channel,
+        "detail": detail,
+    }
+
+
+class IdIndex:
+    """Every checkpoint id of the store in a Bloom filter: whether an id was met before, in
+    constant memory per id (BITS bits, so a store of a million checkpoints takes 2.5 MB)
+    and with a false hit about once in 900 ids; a hit is looked up by id before it is said."""
+
+    BITS: ClassVar[int] = 20
+    HASHES: ClassVar[int] = 4
+    MAX_BYTES: ClassVar[int] = 64 << 20
+
+    def __init__(self, ids: int) -> None:
+        size = min(max(ids * self.BITS // 8, 1 << 12), self.MAX_BYTES)
+        self.bits = bytearray(size)
+        self.size = size * 8
+
+    def add(self, key: str) -> bool:
+        """Add `key`; whether it may have been added before (double hashing: HASHES bit
+        positions from two of Python's string hashes)."""
+        bits, size = self.bits, self.size
+        first = hash(key)
+        second = hash((key, 1)) | 1
+        seen = True
+        for i in range(self.HASHES):
+            position = (first + i * second) % size
+            byte, bit = position >> 3, 1 << (position & 7)
+            if not bits[byte] & bit:
+                seen = False
+                bits[byte] |= bit
+        return seen
+
+
+@dataclass(slots=True)
+class _Node:
+    """One checkpoint of the namespace being read: what its chain checks need."""
+
+    checkpoint_id: str
+    parent_id: str | None
+    source: str | None
+    parents: dict[str, str] | None  # metadata "parents": ancestor namespace -> checkpoint id
+    step: int | float | None
+    versions: dict[str, Any] | None
+
+
+@dataclass(slots=True)
+class _Thread:
+    """The current thread's namespaces, while its checkpoints stream by."""
+
+    thread_id: str
+    ids: dict[str, set[str]] = field(default_factory=dict)  # ns -> checkpoint ids
+    oldest: dict[str, str] = field(default_factory=dict)  # ns -> its smallest id
+    started: set[str] = field(default_factory=set)  # namespaces holding their first checkpoint
+    subgraphs: dict[str, list[_Node]] = field(default_factory=dict)  # subgraph ns -> its nodes
+    growth: list[tuple[int, tuple[Pair, ...]]] = field(default_factory=list)  # root checkpoints
+    shares: bool = False  # an id of it was met in an earlier thread (looked up once)
+
+
+class Integrity(Visitor):
+    """The integrity checks fed by one pass over the rows; the census reports to it (as its
+    census.Watcher). `sizes` are the threads read (Store.sizes), for runaway growth and the
+    size of the id filter; `now` dates the blobs a run may be saving."""
+
+    def __init__(
+        self,
+        store: Store,
+        sizes: dict[str, ThreadBytes],
+        *,
+        now: dt.datetime,
+        keep_namespaces: bool = False,
+    ) -> None:
+        self.store = store
+        self.keep_namespaces = keep_namespaces  # for `health()`: every (thread, ns) read
+        self.sizes = sizes
+        self.now = now
+        self.findings = Findings()
+        self.policy = store.blob_policy
+        self.untyped = store.era == "0.1"
+        self.index = IdIndex(sum(s.checkpoints for s in sizes.values()))
+        self.encrypted_rows = 0  # rows whose tag says encrypted
+        self.lookups = 0
+        self.shared_lookups = 0  # ids met in two threads, looked up (at most ID_LOOKUPS)
+        # What Store.health counts, counted here: the test compares the two.
+        self.tally = StoreHealth(orphan_blobs=0, orphan_blob_bytes=0)
+        self.tally_threads: dict[str, set[str]] = {"writes": set(), "parents": set()}
+        # The batch: checkpoints by (thread, ns) -> (oldest, newest id) and the ids, the
+        # blobs their versions need and name, the newest version of each channel named,
+        # the blobs' sizes, the threads whose growth is measured.
+        self.groups: dict[tuple[str, str], list[str]] = {}
+        self.ids: set[tuple[str, str, str]] = set()
+        self.required: dict[Pair, tuple[str, str]] = {}  # blob -> (ns, checkpoint id) needing it
+        self.named: set[Pair] = set()
+        self.named_channels: set[tuple[str, str, str]] = set()
+        self.top: dict[tuple[str, str], int] = {}  # (thread, ns) -> highest version counter
+        self.blob_sizes: dict[Pair, int] = {}
+        self.growing: dict[str, list[tuple[int, tuple[Pair, ...]]]] = {}
+        # The namespace being read: its DeltaChannels, and the inline `true`s that are their
+        # snapshot markers if those channels are (PostgresSaver).
+        self.deltas: set[str] = set()
+        self.snapshots: list[tuple[Pair, str]] = []
+        # To look up by id at the end of the batch: (what, thread, ns, checkpoint id, the id
+        # to look up, the row's parent) for a parent gone from the middle of a chain, a
+        # second root, an id met before, subgraph parents gone; and writes newer than every
+        # checkpoint read: (thread, ns, checkpoint id) -> [rows, bytes].
+        self.suspects: list[tuple[str, str, str, str, str, str | None]] = []
+        self.ahead: dict[tuple[str, str, str], list[int]] = {}
+        self.unsettled: list[tuple[str, str, str, int]] = []  # see `settle`
+        self.copied: set[tuple[str, str, str]] = set()  # copied checkpoints said this batch
+        # The batch's threads: [encrypted values, plain values, their bytes], and the first
+        # plain rows of each. A thread holding both has unencrypted rows among encrypted ones;
+        # a thread holding plain values only is said once the store is known to hold
+        # encrypted ones (kept in `plain_threads` till the end).
+        self.tags_of: dict[str, list[int]] = {}
+        self.plain_rows: dict[str, list[RawRow]] = {}
+        self.plain_threads = Finding(self.findings.get("unencrypted-thread").kind)
+        del self.findings.by_code["unencrypted-thread"]
+        self.thread: _Thread | None = None
+        self.group: list[_Node] = []
+        self.group_key: tuple[str, str] | None = None
+        self.last_body: tuple[RawCheckpoint, Any] | None = None
+        self.troubled: RawRow | None = None  # the last row the census could not read
+        # Each row brings its own copy of its thread id: what is kept holds one per thread
+        # (a hostile store's 10 MB id, kept per checkpoint, would be 10 MB each).
+        self.names: dict[str, str] = {}
+
+    # -- findings -----------------------------------------------------------------------------
+    def found(
+        self,
+        code: FindingCode,
+        thread_id: str,
+        where: PlaceRecord | None,
+        *,
+        count: int = 1,
+        size: int = 0,
+    ) -> None:
+        thread_id = self.name(thread_id)
+        if where is not None:
+            where["thread_id"] = thread_id
+        self.findings.found(code, thread_id, where, count=count, size=size)
+
+    def name(self, thread_id: str) -> str:
+        """The one copy of a thread id kept (see `names`)."""
+        return self.names.setdefault(thread_id, thread_id)
+
+    # -- the census's reports (census.Watcher) ------------------------------------------------
+    def body(self, row: RawCheckpoint, body: Any) -> None:
+        self.last_body = (row, body)
+
+    def problem(self, row: RawRow, at: str, tag: str | None, error: str, *, large: bool) -> None:
+        if type(row) is RawWrite and write_problem(row, untyped=self.untyped) is not None:
+            return  # no tag, or one no serializer reads: said as such by `write`
+        if type(row) is RawBlob and blob_problem(row) is not None:
+            return
+        self.troubled = row
+        code: FindingCode = "too-large" if large else "undecodable"
+        self.found(code, row.thread_id, _row_place(row, at, f"{tag}: {error}"))
+
+    def unverified(self, row: RawRow, at: str, tag: str | None) -> None:
+        self.troubled = row
+        self.found("unverified", row.thread_id, _row_place(row, at, tag))
+
+    def strict(self, row: RawRow, at: str, names: list[str]) -> None:
+        self.found("strict-msgpack", row.thread_id, _row_place(row, at, ", ".join(names)))
+
+    def pickled(self, row: RawRow, at: str, names: list[str]) -> None:
+        detail = ", ".join(names) if names else "no globals"
+        self.found("pickle-values", row.thread_id, _row_place(row, at, detail))
+
+    # -- checkpoints --------------------------------------------------------------------------
+    def checkpoint(self, row: RawCheckpoint) -> None:
+        self.tag(row, row.type)
+        body = (
+            self.last_body[1] if self.last_body is not None and self.last_body[0] is row else None
+        )
+        delivered = self.last_body is not None and self.last_body[0] is row
+        self.last_body = None
+        thread = self.thread
+        if thread is None or thread.thread_id != row.thread_id:
+            self.end_thread()
+            thread = self.thread = _Thread(self.name(row.thread_id))
+        thread_id = thread.thread_id
+        key = (thread_id, row.checkpoint_ns)
+        if key != self.group_key:
+            self.end_group()
+            self.group_key = key
+        metadata, wrong = parse_metadata(row)
+        if wrong is not None and not (row.metadata_type == "msgpack" and self.troubled is row):
+            self._malformed("malformed-metadata", row, wrong)
+        stored = stored_problem(row.type, row.flaws)
+        if stored is not None:
+            self._malformed("malformed-checkpoint", row, stored)
+        elif delivered:
+            shape = body_problem(body, values_apart=row.channel_versions is not None)
+            if shape is not None:
+                self._malformed("malformed-checkpoint", row, shape)
+            stored_id = body.get("id") if type(body) is dict else None
+            if type(stored_id) is str and stored_id != row.checkpoint_id:
+                self._malformed("id-mismatch", row, f"the body says {stored_id}")
+        elif self.troubled is not row and not _unread(row):
+            shape = body_tag_problem(row)
+            if shape is not None:
+                self._malformed("malformed-checkpoint", row, shape)
+        parents = metadata.get("parents") if metadata is not None else None
+        source = metadata.get("source") if metadata is not None else None
+        step = metadata.get("step") if metadata is not None else None
+        versions = body.get("channel_versions") if isinstance(body, dict) else None
+        self.group.append(
+            _Node(
+                row.checkpoint_id,
+                row.parent_checkpoint_id,
+                source if isinstance(source, str) else None,
+                {str(k): str(v) for k, v in parents.items()} if isinstance(parents, dict) else None,
+                step if isinstance(step, int | float) and not isinstance(step, bool) else None,
+                versions if isinstance(versions, dict) else row.channel_versions,
+            )
+        )
+        self.ids.add((thread_id, row.checkpoint_ns, row.checkpoint_id))
+        span = self.groups.setdefault(key, [row.checkpoint_id, row.checkpoint_id])
+        span[0], span[1] = min(span[0], row.checkpoint_id), max(span[1], row.checkpoint_id)
+        if (
+            self.index.add(row.checkpoint_id)
+            and not thread.shares
+            and self.shared_lookups < ID_LOOKUPS
+            and not any(row.checkpoint_id in ids for ids in thread.ids.values())
+        ):
+            # One look-up per thread: a thread copied whole meets every id again.
+            thread.shares = True
+            self.shared_lookups += 1
+            self.suspects.append(
+                ("id", thread_id, row.checkpoint_ns, row.checkpoint_id, row.checkpoint_id,
+                 row.parent_checkpoint_id)
+            )  # fmt: skip
+        pairs = self.versions(thread_id, row, body, metadata)
+        if not row.checkpoint_ns:
+            thread.growth.append((row.size, pairs))
+
+    def _malformed(self, code: FindingCode, row: RawCheckpoint, detail: str) -> None:
+        where = place(row.thread_id, row.checkpoint_ns, row.checkpoint_id, detail=detail)
+        self.found(code, row.thread_id, where)
+
+    def versions(
+        self, thread_id: str, row: RawCheckpoint, body: Any, metadata: dict[str, Any] | None
+    ) -> tuple[Pair, ...]:
+        """Note the blobs a checkpoint's versions name, and those it needs (blob_policy);
+        returns the pairs (for its size with its values)."""
+        versions = row.channel_versions
+        if versions is None or self.policy == "none":
+            return ()
+        ns = row.checkpoint_ns
+        pairs = tuple((thread_id, ns, channel, version) for channel, version in versions.items())
+        self.named.update(pairs)
+        top = self.top.get((thread_id, ns))
+        for channel, version in versions.items():
+            self.named_channels.add((thread_id, ns, channel))
+            counter = version_number(version)
+            if counter is not None and (top is None or counter > top):
+                top = counter
+        if top is not None:
+            self.top[thread_id, ns] = top
+        if self.policy == "every":
+            needed: Iterable[str] = versions
+        else:  # "updated": PostgresSaver keeps a blob for the values it does not inline
+            needed, snapshots, deltas = _needs_blob(body, metadata, versions)
+            self.deltas |= deltas
+            self.snapshots.extend(
+                ((thread_id, ns, c, versions[c]), row.checkpoint_id) for c in snapshots
+            )
+        for channel in needed:
+            pair = (thread_id, ns, channel, versions[channel])
+            self.required.setdefault(pair, (ns, row.checkpoint_id))
+        return pairs
+
+    def end_group(self) -> None:
+        """The namespace's checkpoints are all read: check its chain."""
+        nodes, key = self.group, self.group_key
+        self.group = []
+        # An inline `true` of a channel the namespace counts as a DeltaChannel is a snapshot
+        # marker: its value is a blob (format.md §3.8); of any other channel, a boolean.
+        for pair, checkpoint_id in self.snapshots:
+            if pair[2] in self.deltas:
+                self.required.setdefault(pair, (pair[1], checkpoint_id))
+        self.snapshots.clear()
+        self.deltas.clear()
+        if not nodes or key is None or self.thread is None:
+            return
+        thread_id, ns = key
+        by_id = {n.checkpoint_id: n for n in nodes}
+        oldest = min(by_id)
+        self.thread.ids[ns] = set(by_id)
+        self.thread.oldest[ns] = oldest
+        if ns:
+            self.thread.subgraphs[ns] = nodes
+        roots: list[_Node] = []
+        older: list[_Node] = []  # parent gone, and older than every checkpoint left
+        later: list[_Node] = []  # id sorting before its parent's
+        missing = 0
+        for node in nodes:
+            parent = node.parent_id
+            if parent is None:
+                roots.append(node)
+            elif parent not in by_id:
+                missing += 1
+                self.tally.missing_parent_oldest += node.checkpoint_id == oldest
+                if parent < oldest:
+                    older.append(node)
+                else:
+                    self._suspect("parent", thread_id, ns, node, parent)
+            elif node.checkpoint_id < parent:
+                later.append(node)
+            else:
+                self._follows(thread_id, ns, node, by_id[parent])
+        if missing:
+            self.tally.missing_parents += missing
+            self.tally_threads["parents"].add(thread_id)
+        in_cycles: set[str] = set()
+        for cycle in _cycles(by_id):
+            in_cycles.update(cycle)
+            self.found(
+                "cycle", thread_id, place(thread_id, ns, min(cycle), detail=" -> ".join(cycle))
+            )
+        for node in later:  # a circle has one such link at least: said as the circle
+            if node.checkpoint_id not in in_cycles:
+                self.found(
+                    "out-of-order",
+                    thread_id,
+                    place(thread_id, ns, node.checkpoint_id, detail=f"parent {node.parent_id}"),
+                )
+        started = sorted(
+            (n for n in roots if n.source in ("input", None)), key=lambda n: n.checkpoint_id
+        )
+        if started:
+            self.thread.started.add(ns)
+        for node in older:
+            # Older than everything left: what a prune leaves, unless the namespace still
+            # has its first checkpoint (no prune keeps that and deletes older ones).
+            if started:
+                self._suspect("parent", thread_id, ns, node, node.parent_id or "")
+            else:
+                self.found(
+                    "pruned-history",
+                    thread_id,
+                    place(thread_id, ns, node.checkpoint_id, detail=f"parent {node.parent_id}"),
+                )
+        # The namespace's first checkpoint is there: any other checkpoint without a parent
+        # lost its link, or was added (a prune that clears parents leaves no first one).
+        if started:
+            for node in roots:
+                if node is not started[0]:
+                    self._suspect("root", thread_id, ns, node, node.checkpoint_id)
+
+    def _suspect(self, what: str, thread_id: str, ns: str, node: _Node, wanted: str) -> None:
+        self.suspects.append((what, thread_id, ns, node.checkpoint_id, wanted, node.parent_id))
+
+    def _follows(self, thread_id: str, ns: str, node: _Node, parent: _Node) -> None:
+        """A checkpoint follows from its parent: its step is later, and no channel's version
+        is older (LangGraph only ever increments them)."""
+        detail = None
+        if node.step is not None and parent.step is not None and node.step <= parent.step:
+            detail = f"step {node.step} after its parent's step {parent.step}"
+        elif node.versions is not None and parent.versions is not None:
+            get = node.versions.get
+            for channel, before in parent.versions.items():
+                now = get(channel)
+                # Versions of one type compare (LangGraph's padded strings, or numbers).
+                if now is not None and now < before if type(now) is type(before) else False:
+                    detail = f"channel {channel!r} goes back from version {before} to {now}"
+                    break
+        if detail is not None:
+            self.found(
+                "chain-mismatch",
+                thread_id,
+                place(
+                    thread_id, ns, node.checkpoint_id, detail=f"{detail} ({parent.checkpoint_id})"
+                ),
+            )
+
+    def end_thread(self) -> None:
+        """The thread's checkpoints are all read: its subgraph namespaces must hang on
+        checkpoints of the thread."""
+        self.end_group()
+        self.group_key = None
+        thread = self.thread
+        self.thread = None
+        if thread is None:
+            return
+        self.growing[thread.thread_id] = thread.growth
+        for ns, nodes in sorted(thread.subgraphs.items()):
+            head = min(nodes, key=lambda n: n.checkpoint_id)
+            if not any(n.parents for n in nodes):  # before metadata named them
+                if ns.rpartition("|")[0] not in thread.ids:
+                    self.found(
+                        "orphan-subgraph",
+                        thread.thread_id,
+                        place(
+                            thread.thread_id, ns, head.checkpoint_id, detail="no parent namespace"
+                        ),
+                    )
+                continue
+            self._ancestors(thread, ns, nodes)
+
+    def _ancestors(self, thread: _Thread, ns: str, nodes: list[_Node]) -> None:
+        """Each checkpoint of a subgraph namespace names the checkpoints its run hangs on
+        (metadata `parents`): they are the thread's, or older than its oldest (pruned)."""
+        for node in sorted(nodes, key=lambda n: n.checkpoint_id):
+            for ancestor_ns, ancestor_id in sorted((node.parents or {}).items()):
+                # A subgraph that saves no checkpoint of its own (a middle one of nested
+                # subgraphs) is named with the checkpoint of the namespace above it.
+                if any(ancestor_id in ids for ids in thread.ids.values()):
+                    continue
+                held = ancestor_ns if ancestor_ns in thread.ids else ""
+                left = thread.oldest.get(held)
+                # Older than everything left in a namespace that lost its first checkpoint:
+                # what a prune leaves.
+                if left is not None and ancestor_id < left and held not in thread.started:
+                    self.found(
+                        "pruned-history",
+                        thread.thread_id,
+                        place(
+                            thread.thread_id,
+                            ns,
+                            node.checkpoint_id,
+                            detail=f"ran from {ancestor_id} ({ancestor_ns or 'root'} namespace)",
+                        ),
+                    )
+                else:
+                    self._suspect("ran-from", thread.thread_id, ns, node, ancestor_id)
+                return  # one per namespace: the run's first checkpoint says it
+
+    # -- blobs and writes ---------------------------------------------------------------------
+    def blob(self, row: RawBlob) -> None:
+        self.end_thread()
+        self.tag(row, row.type)
+        thread_id = self.name(row.thread_id)
+        if self.troubled is not row:
+            wrong = blob_problem(row)
+            if wrong is not None:
+                self.found("malformed-blob", thread_id, _row_place(row, "blob", wrong))
+        pair = (thread_id, row.checkpoint_ns, row.channel, row.version)
+        self.blob_sizes[pair] = row.size
+        slot = (thread_id, row.checkpoint_ns, row.channel)
+        named = pair in self.named if row.version is not None else slot in self.named_channels
+        if named:
+            return
+        self.tally.orphan_blobs = (self.tally.orphan_blobs or 0) + 1
+        self.tally.orphan_blob_bytes = (self.tally.orphan_blob_bytes or 0) + row.size
+        span = self.groups.get((thread_id, row.checkpoint_ns))
+        top = self.top.get((thread_id, row.checkpoint_ns))
+        if span is not None and in_flight(row.version, top, span[1], self.now):
+            return  # may be the value of a checkpoint being saved now
+        self.found(
+            "orphan-blobs",
+            thread_id,
+            place(
+                thread_id, row.checkpoint_ns, channel=row.channel, detail=f"version {row.version}"
+            ),
+            size=row.size,
+        )
+
+    def write(self, row: RawWrite) -> None:
+        self.end_thread()
+        self.tag(row, row.type)
+        if self.troubled is not row:
+            wrong = write_problem(row, untyped=self.untyped)
+            if wrong is not None:
+                self.found("malformed-write", row.thread_id, _row_place(row, "write", wrong))
+        if (row.thread_id, row.checkpoint_ns, row.checkpoint_id) in self.ids:
+            return
+        self.tally.orphan_writes += 1
+        self.tally_threads["writes"].add(self.name(row.thread_id))
+        span = self.groups.get((row.thread_id, row.checkpoint_ns))
+        if span is not None and row.checkpoint_id > span[1]:
+            # Newer than every checkpoint read: it may be committed since. Looked up again.
+            counted = self.ahead.setdefault(
+                (self.name(row.thread_id), row.checkpoint_ns, row.checkpoint_id), [0, 0]
+            )
+            counted[0] += 1
+            counted[1] += row.size
+            return
+        self.orphan_write(row.thread_id, row.checkpoint_ns, row.checkpoint_id, row.size)
+
+    def orphan_write(
+        self, thread_id: str, ns: str, checkpoint_id: str, size: int, *, count: int = 1
+    ) -> None:
+        self.found(
+            "orphan-writes",
+            thread_id,
+            place(thread_id, ns, checkpoint_id, detail="no such checkpoint"),
+            count=count,
+            size=size,
+        )
+
+    def orphan_writes_of(self, query: DumpQuery) -> None:
+        """Stores whose scans find writes through their checkpoints count the others in
+        `health` (count and examples only)."""
+        health = self.store.health(query)
+        self.tally.orphan_writes += health.orphan_writes
+        if not health.orphan_writes:
+            return
+        finding = self.findings.get("orphan-writes")
+        finding.count += health.orphan_writes
+        for key in health.orphan_write_examples:
+            finding.batch_threads.add(key.thread_id)
+            self.tally_threads["writes"].add(key.thread_id)
+            if len(finding.places) < PLACES_SHOWN:
+                finding.places.append(
+                    place(
+                        key.thread_id,
+                        key.checkpoint_ns,
+                        key.checkpoint_id,
+                        detail="no such checkpoint",
+                    )
+                )
+        # The examples name some threads; the rest are counted.
+        finding.thread_count += max(health.orphan_write_threads - len(finding.batch_threads), 0)
+
+    def tag(self, row: RawRow, tag: str | None) -> None:
+        """Count the row's value as encrypted or plain, by thread (see `tags_of`)."""
+        if tag is None or tag in _UNSERIALIZED or type(tag) is not str:
+            return
+        counts = self.tags_of.get(row.thread_id)
+        if counts is None:
+            counts = self.tags_of[self.name(row.thread_id)] = [0, 0, 0]
+        if tag.partition("+")[2]:
+            counts[0] += 1
+            self.encrypted_rows += 1
+            return
+        counts[1] += 1
+        counts[2] += row.size
+        rows = self.plain_rows.setdefault(row.thread_id, [])
+        if len(rows) < PLACES_SHOWN:
+            rows.append(row)
+
+    # -- the end of a batch --------------------------------------------------------------------
+    def end_batch(self, threads: Sequence[str]) -> None:
+        self.end_thread()
+        if not self.store.raw_writes_complete:
+            self.orphan_writes_of(DumpQuery(thread_ids=tuple(threads)))
+        if self.keep_namespaces:
+            self.tally.namespaces.extend(self.groups)
+        for pair, (ns, checkpoint_id) in self.required.items():
+            if pair in self.blob_sizes or (pair[0], pair[1], pair[2], None) in self.blob_sizes:
+                continue
+            self.found(
+                "missing-blob",
+                pair[0],
+                place(pair[0], ns, checkpoint_id, channel=pair[2], detail=f"version {pair[3]}"),
+            )
+        for thread_id, growth in self.growing.items():
+            sizes = [size + sum(self.blob_sizes.get(p, 0) for p in pairs) for size, pairs in growth]
+            stored = self.sizes[thread_id].total if thread_id in self.sizes else sum(sizes)
+            if (
+                stored >= RUNAWAY_BYTES
+                and sizes
+                and growth_shape(len(sizes), sizes, sizes[0], sizes[-1]) == "growing"
+            ):
+                self.found(
+                    "quadratic-growth",
+                    thread_id,
+                    place(
+                        thread_id,
+                        "",
+                        detail=f"{sizes[0]:,} B -> {sizes[-1]:,} B over {len(sizes)} "
+                        f"checkpoints, {stored:,} B stored",
+                    ),
+                    size=stored,
+                )
+        self.look_up()
+        for name in ("groups", "required", "named", "named_channels", "top", "blob_sizes",
+                     "growing"):  # fmt: skip
+            getattr(self, name).clear()
+        self.ids.clear()
+        self.names.clear()
+        self.copied.clear()
+        self.unencrypted()
+        self.findings.close_batch()
+        self.tally.missing_parent_threads += len(self.tally_threads["parents"])
+        self.tally.orphan_write_threads += len(self.tally_threads["writes"])
+        for seen in self.tally_threads.values():
+            seen.clear()
+
+    def _look_up(self, checkpoint_id: str) -> list[CheckpointKey] | None:
+        if self.lookups >= LOOKUPS:
+            return None
+        self.lookups += 1
+        return self.store.find_exact(checkpoint_id)
+
+    def look_up(self) -> None:
+        """Checkpoints that may belong to another thread, and writes that may be newer
+        than the read: asked of the store by id (at most LOOKUPS per run)."""
+        ahead, self.ahead = self.ahead, {}
+        for (thread_id, ns, checkpoint_id), (writes, size) in ahead.items():
+            keys = self._look_up(checkpoint_id)
+            if keys is not None and CheckpointKey(thread_id, ns, checkpoint_id) in keys:
+                continue  # committed after the read: a live run, not damage
+            if not lost_checkpoint(checkpoint_id) or self._at_home(thread_id, keys or []):
+                # A made-up id, or a checkpoint of another thread (writes copied from
+                # there): LangGraph never reads them, no checkpoint of this thread is lost.
+                self.orphan_write(thread_id, ns, checkpoint_id, size, count=writes)
+                continue
+            if recent(checkpoint_id, self.now):
+                # Recent: LangGraph's async durability saves a step's writes beside its
+                # checkpoint, not after it. Asked again once the pass is over (`settle`).
+                self.unsettled.append((self.name(thread_id), ns, checkpoint_id, writes))
+                continue
+            self._lost(thread_id, ns, checkpoint_id, writes)
+        suspects, self.suspects = self.suspects, []
+        for what, thread_id, ns, checkpoint_id, wanted, parent in suspects:
+            keys = self._look_up(wanted) or []
+            others = sorted({k.thread_id for k in keys} - {thread_id})
+            here = place(thread_id, ns, checkpoint_id)
+            if what == "id":
+                self._met_twice(thread_id, ns, checkpoint_id, parent, keys)
+            elif others:
+                said = {
+                    "parent": "its parent",
+                    "root": "its id",
+                    "ran-from": "the checkpoint it ran from",
+                }
+                here["detail"] = f"{said[what]} {wanted} is a checkpoint of thread {others[0]}"
+                self._copied(here)
+            elif what == "parent":
+                self.found("dangling-parent", thread_id, {**here, "detail": f"parent {wanted}"})
+            elif what == "root":
+                here["detail"] = "no parent, beside the namespace's first checkpoint"
+                self.found("two-roots", thread_id, here)
+            else:
+                here["detail"] = f"ran from {wanted}, which is not in the thread"
+                self.found("orphan-subgraph", thread_id, here)
+
+    def _copied(self, where: PlaceRecord) -> None:
+        """A copied checkpoint, said once however many signs point at it."""
+        key = (where["thread_id"], where["checkpoint_ns"] or "", where["checkpoint_id"] or "")
+        if key not in self.copied:
+            self.copied.add(key)
+            self.found("copied-checkpoint", where["thread_id"], where)
+
+    def _lost(self, thread_id: str, ns: str, checkpoint_id: str, writes: int) -> None:
+        self.found(
+            "missing-checkpoint",
+            thread_id,
+            place(
+                thread_id,
+                ns,
+                checkpoint_id,
+                detail=f"{writes} pending write{'s' * (writes != 1)} name it; it is not there",
+            ),
+        )
+
+    def settle(self) -> None:
+        """The recent checkpoints some writes named and the pass did not find: a run may be
+        saving them now (async durability commits a step's writes and its checkpoint side
+        by side). Asked again for up to SETTLE seconds; those still missing are lost."""
+        pending = self.unsettled
+        deadline = time.monotonic() + SETTLE
+        while pending:
+            pending = [
+                (thread_id, ns, checkpoint_id, writes)
+                for thread_id, ns, checkpoint_id, writes in pending
+                if CheckpointKey(thread_id, ns, checkpoint_id)
+                not in self.store.find_exact(checkpoint_id)
+            ]
+            if not pending or time.monotonic() >= deadline:
+                break
+            time.sleep(SETTLE / 40)
+        for thread_id, ns, checkpoint_id, writes in pending:
+            self._lost(thread_id, ns, checkpoint_id, writes)
+        self.unsettled = []
+        self.findings.close_batch()
+
+    def _met_twice(
+        self, thread_id: str, ns: str, checkpoint_id: str, parent: str | None,
+        keys: list[CheckpointKey],
+    ) -> None:  # fmt: skip
+        """A checkpoint id met in another thread too. A thread copied whole keeps its
+        checkpoints' parents (a shared history, not damage); a row copied alone sits on
+        a parent it does not follow from, or on another parent than the original's: each
+        copy that does not fit its thread is reported, and both when both fit."""
+        if not any(k.thread_id != thread_id for k in keys):
+            return  # the filter's false hit
+        fits: dict[CheckpointKey, tuple[bool, str | None]] = {}
+        try:
+            for key in sorted(keys, key=lambda k: k.thread_id != thread_id)[:4]:
+                fits[key] = self._fits(key)
+        except CkptError:
+            return
+        parents = {p for _, p in fits.values() if p is not None}
+        misfits = [k for k, (fit, _) in fits.items() if not fit]
+        if not misfits and len(parents) < 2:
+            return  # one history, in several threads
+        said = misfits or list(fits)
+        for key in said:
+            other = next((k.thread_id for k in fits if k.thread_id != key.thread_id), thread_id)
+            self._copied(
+                place(
+                    key.thread_id,
+                    key.checkpoint_ns,
+                    checkpoint_id,
+                    detail=f"the same checkpoint id is in thread {other}"
+                    + (
+                        "; it does not follow from its parent here"
+                        if misfits
+                        else ", with another parent"
+                    ),
+                ),
+            )
+
+    def _at_home(self, thread_id: str, keys: list[CheckpointKey]) -> bool:
+        """Whether the checkpoint some writes name, found in another thread, belongs there
+        (it follows from its parent there): the writes were copied from that thread, and
+        no checkpoint of this one is lost. One that does not was moved away from here."""
+        try:
+            return any(self._fits(k)[0] for k in keys if k.thread_id != thread_id)
+        except CkptError:
+            return False
+
+    def _fits(self, key: CheckpointKey) -> tuple[bool, str | None]:
+        """Whether the checkpoint at `key` follows from its parent in its own thread (or
+        has none), and that parent."""
+        child = self.store.load(key, values=False)
+        parent_id = child.parent_checkpoint_id
+        if parent_id is None:
+            return True, None
+        try:
+            parent = self.store.load(
+                CheckpointKey(key.thread_id, key.checkpoint_ns, parent_id), values=False
+            )
+        except NotFound:
+            return False, parent_id
+        if child.step is not None and parent.step is not None and child.step <= parent.step:
+            return False, parent_id
+        for channel, before in parent.channel_versions.items():
+            now = child.channel_versions.get(channel)
+            if now is not None and version_after(before, now):
+                return False, parent_id
+        return True, parent_id
+
+    def unencrypted(self) -> None:
+        """Plain values of the batch's threads: among encrypted ones in the same thread (a
+        row written without the key), or in threads holding none (said at the end)."""
+        for thread_id, (encrypted, plain, size) in self.tags_of.items():
+            if not plain:
+                continue
+            finding = self.plain_threads if not encrypted else self.findings.get("unencrypted-row")
+            finding.count += plain
+            finding.bytes += size
+            finding.batch_threads.add(thread_id)
+            for row in self.plain_rows.get(thread_id, ()):
+                if len(finding.places) < PLACES_SHOWN:
+                    finding.places.append(_row_place(row, _part(row), row.type))
+        self.plain_threads.close_batch()
+        self.tags_of.clear()
+        self.plain_rows.clear()
+
+    def health(self) -> StoreHealth:
+        """What Store.health answers, as this scan counted it (namespaces sorted)."""
+        tally = self.tally
+        return StoreHealth(
+            orphan_writes=tally.orphan_writes,
+            orphan_write_threads=tally.orphan_write_threads,
+            missing_parents=tally.missing_parents,
+            missing_parent_threads=tally.missing_parent_threads,
+            missing_parent_oldest=tally.missing_parent_oldest,
+            orphan_blobs=tally.orphan_blobs if self.policy != "none" else None,
+            orphan_blob_bytes=tally.orphan_blob_bytes if self.policy != "none" else None,
+            namespaces=sorted(set(tally.namespaces)),
+        )
+
+
+def _unread(row: RawCheckpoint) -> bool:
+    """A body the census had no reason to read: encrypted (without the key, or another
+    cipher), or too large to fetch."""
+    tag = row.type
+    return (isinstance(tag, str) and "+" in tag) or row.body.startswith(TOO_LARGE)
+
+
+def _needs_blob(
+    body: Any, metadata: dict[str, Any] | None, versions: dict[str, str]
+) -> tuple[list[str], list[str], set[str]]:
+    """The channels of a PostgresSaver checkpoint that must have a blob at their version
+    (format.md §5.2, 3.8): those its step updated (`updated_channels`: they hold a value)
+    whose value is not inline. Then the channels whose inline `true` is a snapshot marker
+    if they are DeltaChannels, and the DeltaChannels its metadata counts (the checkpoint
+    holding a snapshot counts none: the caller decides for the whole namespace). A
+    channel left out may rightly have no blob: an empty one, or a DeltaChannel between
+    snapshots. Bodies without `updated_channels` (before langgraph 0.6.4) say nothing."""
+    if not isinstance(body, dict):
+        return [], [], set()
+    inline = body.get("channel_values")
+    inline = inline if isinstance(inline, dict) else {}
+    counters = metadata.get(COUNTERS) if metadata is not None else None
+    deltas = {str(c) for c in counters} if isinstance(counters, dict) else set()
+    marked = [c for c, value in inline.items() if value is True and c in versions]
+    updated = body.get("updated_channels")
+    needed = []
+    if isinstance(updated, list):
+        needed = [
+            c
+            for c in updated
+            if isinstance(c, str) and c in versions and c not in deltas and c not in inline
+        ]
+    return needed, marked, deltas
+
+
+def _cycles(by_id: dict[str, _Node]) -> Iterator[list[str]]:
+    """Each circle of parent links, once (its ids in parent order)."""
+    state: dict[str, int] = {}  # 1: on the current walk, 2: done
+    for start in by_id:
+        if start in state:
+            continue
+        walk: list[str] = []
+        node: str | None = start
+        while node is not None and node in by_id and node not in state:
+            state[node] = 1
+            walk.append(node)
+            node = by_id[node].parent_id
+        if node is not None and state.get(node) == 1:
+            yield walk[walk.index(node) :]
+        for visited in walk:
+            state[visited] = 2
+
+
+def _part(row: RawRow) -> str:
+    return "blob" if type(row) is RawBlob else "write" if type(row) is RawWrite else "checkpoint"
+
+
+def _row_place(row: RawRow, at: str, detail: str | None) -> PlaceRecord:
+    if type(row) is RawBlob:
+        return place(
+            row.thread_id,
+            row.checkpoint_ns,
+            channel=row.channel,
+            detail=f"blob version {row.version}: {detail}",
+        )
+    channel = row.channel if type(row) is RawWrite else None
+    what = f"{at} of task {row.task_id}" if type(row) is RawWrite else at
+    return place(
+        row.thread_id,
+        row.checkpoint_ns,
+        row.checkpoint_id,  # type: ignore[union-attr]
+        channel=channel,
+        detail=f"{what}: {detail}" if detail else what,
+    )

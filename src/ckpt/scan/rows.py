@@ -1,0 +1,129 @@
+"""The one pass over a store's raw rows that `ckpt stats`, `ckpt types` and `ckpt check` make,
+feeding every visitor each row (as pyflakes and Ruff feed every rule from one walk: a new
+rule is a new visitor, never a new pass).
+
+The rows come a batch of threads at a time (`thread_batches`: whole threads, at most
+BATCH_ROWS checkpoints and blobs, so memory stays flat whatever the store's size), and in
+each batch the checkpoints first, then the blobs, then the pending writes. A graph writing
+meanwhile commits a checkpoint's blobs before it and its writes after it, so a live store
+shows at most blobs and writes newer than the checkpoints read, never a checkpoint whose
+blobs were not read yet. After its writes, every visitor hears that the batch is over:
+what it kept of the batch's rows goes then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import ClassVar, Final
+
+from ckpt.records.model import DumpQuery, RawBlob, RawCheckpoint, RawWrite, ThreadBytes
+from ckpt.stores.base import Store
+
+BATCH_ROWS: Final = 20_000  # checkpoints and blobs read per batch of threads
+BATCH_THREADS: Final = 500
+LONG_ID: Final = 4096  # characters: longer than any real id (a damaged or hostile store)
+TICK: Final = 256  # rows between progress reports
+
+RawRow = RawCheckpoint | RawBlob | RawWrite
+Progress = Callable[[int], None]
+
+
+class Visitor:
+    """What one pass feeds: every row of every batch, then the end of the batch. A visitor
+    keeps what it needs and reports through its own record; `needs` names the parts whose
+    stored bytes it reads (the others are read for their keys and sizes only)."""
+
+    needs: ClassVar[frozenset[str]] = frozenset()  # of "checkpoints", "blobs", "writes"
+
+    def checkpoint(self, row: RawCheckpoint) -> None:
+        """One checkpoint row."""
+
+    def blob(self, row: RawBlob) -> None:
+        """One stored channel value (stores that keep values apart)."""
+
+    def write(self, row: RawWrite) -> None:
+        """One pending-write row."""
+
+    def end_batch(self, threads: Sequence[str]) -> None:
+        """Every row of these threads has been read."""
+
+
+def scan(
+    store: Store,
+    sizes: dict[str, ThreadBytes],
+    visitors: Sequence[Visitor],
+    *,
+    progress: Progress | None = None,
+) -> None:
+    """Read the rows of the threads `sizes` names once, a batch at a time, and feed them to
+    `visitors` in order (a visitor may rely on those before it having seen the row).
+    `progress(n)` hears of every n rows read."""
+    tick = progress or (lambda n: None)
+
+    def fed(method: str) -> list[Callable[..., None]]:
+        # Only the visitors that do something with that part: the base class's methods
+        # do nothing, and a row costs a Python call per visitor.
+        return [
+            getattr(v, method)
+            for v in visitors
+            if getattr(type(v), method) is not getattr(Visitor, method)
+        ]
+
+    checkpoint, blob, write = fed("checkpoint"), fed("blob"), fed("write")
+    wanted = {part: any(part in v.needs for v in visitors) for part in _PARTS}
+    for threads in thread_batches(sizes):
+        query = DumpQuery(thread_ids=tuple(threads))
+        read = 0
+        for row in store.raw_checkpoints(query, data=wanted["checkpoints"]):
+            for feed in checkpoint:
+                feed(row)
+            read += 1
+            if read % TICK == 0:
+                tick(TICK)
+        for value in store.raw_blobs(query, data=wanted["blobs"]):
+            for feed in blob:
+                feed(value)
+            read += 1
+            if read % TICK == 0:
+                tick(TICK)
+        for pending in store.raw_writes(query, data=wanted["writes"]):
+            for feed in write:
+                feed(pending)
+            read += 1
+            if read % TICK == 0:
+                tick(TICK)
+        tick(read % TICK)
+        for visitor in visitors:
+            visitor.end_batch(threads)
+
+
+_PARTS: Final = ("checkpoints", "blobs", "writes")
+
+
+def rows_to_read(sizes: dict[str, ThreadBytes]) -> int:
+    """Rows a pass over these threads reads: a progress bar's total."""
+    return sum(s.checkpoints + s.blobs + s.writes for s in sizes.values())
+
+
+def thread_batches(sizes: dict[str, ThreadBytes]) -> Iterator[list[str]]:
+    """Threads in id order, cut where a batch would read more than BATCH_ROWS rows."""
+    batch: list[str] = []
+    rows = 0
+    for thread_id in sorted(sizes):
+        sized = sizes[thread_id]
+        weight = sized.checkpoints + sized.blobs
+        if len(thread_id) > LONG_ID:
+            # Alone: SQLite copies each key of an IN list into the statement's own
+            # index, and a batch's rows all hold theirs (a 10 MB id: 64 -> 32 MB).
+            if batch:
+                yield batch
+                batch, rows = [], 0
+            yield [thread_id]
+            continue
+        if batch and (rows + weight > BATCH_ROWS or len(batch) >= BATCH_THREADS):
+            yield batch
+            batch, rows = [], 0
+        batch.append(thread_id)
+        rows += weight
+    if batch:
+        yield batch
