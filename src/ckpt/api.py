@@ -12,21 +12,22 @@ is built on this module, so the two never disagree. See docs/api.md.
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, overload
+from typing import TYPE_CHECKING, Any, Final, overload
 
-from ckpt.analysis.records import checkpoint_record, thread_record
+from ckpt.analysis.comparison import Comparison
+from ckpt.analysis.records import checkpoint_record
+from ckpt.analysis.selector import id_bound, time_of
 from ckpt.analysis.tasks import Task
-from ckpt.decoders import uuid6_time
 from ckpt.errors import BadOption, EncryptedError, MissingDependency, NotFound, RefusedGlobal
+from ckpt.ops.run import Run
 from ckpt.records.model import Checkpoint, CheckpointKey, DumpQuery
+from ckpt.records.options import CopyOptions, Hidden, OnConflict, PruneOptions, Strategy
 from ckpt.records.types import (
     CheckpointRecord,
     CheckRecord,
@@ -40,59 +41,31 @@ from ckpt.records.types import (
     VersionMatrix,
 )
 from ckpt.records.vocabulary import Status, ThreadSort, install_hint
-from ckpt.records.when import When, updated_at
+from ckpt.records.when import When
 from ckpt.stores.base import Store
 
 if TYPE_CHECKING:
     from typing import Unpack
 
-    from ckpt.analysis.changes import Change
     from ckpt.ops.copy import CopyRun
     from ckpt.ops.maintain import PruneRun
     from ckpt.records.types import CopyRecord, PruneRecord, ThreadPlanRecord
 
-
-Hidden = Literal["raise", "keep"]
-Strategy = Literal["keep_latest", "keep_last", "delete", "orphans"]
-OnConflict = Literal["fail", "skip", "replace"]
-_UUID: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
-
-
-@dataclass(frozen=True, slots=True)
-class Comparison:
-    """Two checkpoints and what differs between them (`ckpt diff`): `a` and `b` are their
-    records (`show --json --blobs`), `changes` every difference in order (ckpt.analysis.changes)."""
-
-    a: CheckpointRecord
-    b: CheckpointRecord
-    changes: list[Change]
-
-    @property
-    def differ(self) -> bool:
-        """Whether they differ in anything but the bytes they take on disk (diff's exit 1)."""
-        from ckpt.analysis.changes import differs
-
-        return differs(self.changes)
-
-    @property
-    def patch(self) -> list[PatchOperation]:
-        """The RFC 6902 JSON Patch that turns `a` into `b` (`ckpt diff --json`)."""
-        from ckpt.analysis.changes import json_patch
-
-        return json_patch(self.changes)
-
-    @classmethod
-    def of(cls, one: CheckpointRecord, other: CheckpointRecord) -> Comparison:
-        """Two records in hand (`ckpt browse`), from the older to the newer (uuid6 ids sort
-        by time), whichever came first: later messages then read as added, never removed."""
-        from ckpt.analysis.changes import diff_records
-
-        a, b = (one, other) if one["checkpoint_id"] <= other["checkpoint_id"] else (other, one)
-        return cls(a, b, diff_records(a, b))
-
-    def compares(self, one: CheckpointRecord, other: CheckpointRecord) -> bool:
-        """Whether this is the diff of these very records (either way round)."""
-        return {id(one), id(other)} == {id(self.a), id(self.b)}
+__all__ = [
+    "CheckpointStore",
+    "Comparison",
+    "CopyOptions",
+    "PruneOptions",
+    "Run",
+    "closest_thread",
+    "copy",
+    "diff",
+    "find_store",
+    "open",
+    "prune",
+    "select_threads",
+    "vacuum",
+]
 
 
 def select_threads(
@@ -114,44 +87,6 @@ def closest_thread(thread_id: str, ids: Iterable[str]) -> str:
     from ckpt.analysis.selector import closest_thread as closest
 
     return closest(thread_id, ids)
-
-
-class Selection(TypedDict, total=False):
-    """Which threads `prune` and `copy` take: every condition given holds (`all=True`: no
-    condition, every thread). Times as ckpt.records.when reads them: a datetime, a timedelta, an
-    ISO time or date, an age (`30d`), or a checkpoint id or thread."""
-
-    threads: Sequence[str]
-    older_than: When | None
-    since: When | None
-    status: Status | None
-    where: Mapping[str, str] | None
-    all: bool
-
-
-class PruneOptions(Selection, total=False):
-    """What `prune` takes besides the threads (CheckpointStore.iter_prune)."""
-
-    strategy: Strategy
-    keep: int
-    backup: str | os.PathLike[str] | None
-    apply: bool
-    timeout: float | None
-    on_thread: Callable[[ThreadPlanRecord], None] | None
-
-
-class CopyOptions(Selection, total=False):
-    """What `copy` takes besides the threads and the target (CheckpointStore.iter_copy)."""
-
-    rename: Mapping[str, str] | None
-    on_conflict: OnConflict
-    redact: bool
-    keep_keys: Sequence[str]
-    keep_errors: bool
-    renumber_versions: bool
-    apply: bool
-    timeout: float | None
-    on_rows: Callable[[int], None] | None
 
 
 class CheckpointStore:
@@ -247,41 +182,11 @@ class CheckpointStore:
         (SQLite: `thread`, `updated`), memory stays flat and reading stops after `limit`
         rows; otherwise the records are collected and sorted first. The encrypted-threads
         notice is added once the stream ends."""
-        from ckpt.analysis.encryption import encrypted_threads_notice, hides_thread
-        from ckpt.analysis.threads import matches, sorted_threads
+        from ckpt.analysis.threads import stream_threads
 
-        measure = sizes or sort == "size"
-        has_key = self._store.aes_key is not None
-        streams = sort in self._store.thread_orders
-        hidden = seen = 0
-
-        def kept() -> Iterator[ThreadRecord]:
-            nonlocal hidden, seen
-            order = sort if streams else "thread"
-            for summary in self._store.threads(sizes=measure, order=order):
-                seen += 1
-                if hides_thread(summary):
-                    hidden += 1
-                    if has_key:  # a wrong key: say so before anything is shown
-                        encrypted_threads_notice(hidden, seen, has_key=True)
-                record = thread_record(summary)
-                if matches(record, where=where, status=status):
-                    yield record
-
-        if streams:
-            yield from itertools.islice(kept(), limit or None)
-            self._store.notices.extend(encrypted_threads_notice(hidden, seen, has_key=has_key))
-            return
-        # Any other order needs every record before the first: they wait in a temporary
-        # file, only their sort keys in memory (ckpt.analysis.threads.sorted_threads).
-        ordered = sorted_threads(kept(), sort=sort, limit=limit)
-        # The first record comes once every summary is read: the notice is known then.
-        first = next(ordered, None)
-        notices = encrypted_threads_notice(hidden, seen, has_key=has_key)
-        if first is not None:
-            yield first
-            yield from ordered
-        self._store.notices.extend(notices)
+        return stream_threads(
+            self._store, status=status, where=where, sort=sort, limit=limit, sizes=sizes
+        )
 
     def checkpoint(
         self,
@@ -320,17 +225,9 @@ class CheckpointStore:
         values (`ckpt history --json`); `last`: only the newest `last` (`--last N`), the
         others never read."""
         from ckpt.analysis.encryption import records_error
-        from ckpt.analysis.history import thread_branches, thread_checkpoints, thread_tasks
+        from ckpt.analysis.history import history_list
 
-        checkpoints = thread_checkpoints(self._store, thread_id, ns, last=last)
-        tasks = thread_tasks(checkpoints)
-        branches = thread_branches(checkpoints)
-        records = []
-        for c in checkpoints:
-            key = (c.checkpoint_ns, c.checkpoint_id)
-            record = checkpoint_record(c, values=False, tasks=tasks[key])
-            record["branch"] = branches.get(key)
-            records.append(record)
+        records = history_list(self._store, thread_id, ns, last=last)
         self._hidden(records_error(records, has_key=self._has_key), records)
         return records
 
@@ -379,11 +276,12 @@ class CheckpointStore:
         newest `updates` update_state checkpoints (what each edit wrote), and, with `last`,
         how many older checkpoints were not read (when the store can count them from its
         key index; else 0)."""
+        from ckpt.analysis.history import written_by
         from ckpt.records.types import history_nodes
 
         chains = self.history_tree(thread_id, last=last)
         records = [node["checkpoint"] for chain in chains for node in history_nodes(chain)]
-        edits = [r for r in records if _source(r) == "update"][-updates:] if updates else []
+        edits = [r for r in records if written_by(r) == "update"][-updates:] if updates else []
         written = {cid: values or {} for cid, values in self.channel_values(edits).items()}
         earlier = 0
         if last is not None and len(records) >= last:
@@ -463,46 +361,10 @@ class CheckpointStore:
         return DumpQuery(
             thread_ids=tuple(threads),
             checkpoint_ns=ns,
-            since_id=self._id_bound(since, "since", now) if since is not None else since_id,
-            until_id=self._id_bound(until, "until", now) if until is not None else until_id,
+            since_id=id_bound(self._store, since, "since", now) if since is not None else since_id,
+            until_id=id_bound(self._store, until, "until", now) if until is not None else until_id,
             latest_only=latest,
         )
-
-    def _id_bound(self, value: When, name: str, now: dt.datetime) -> str:
-        """A time as a checkpoint id bound (uuid6 ids sort by time, format.md §3.3)."""
-        from ckpt.decoders import uuid6_lower_bound
-        from ckpt.records.when import EXAMPLES, moment, parse_when
-
-        parsed = parse_when(value, name)
-        if not isinstance(parsed, str):
-            return uuid6_lower_bound(moment(parsed, now))
-        if _UUID.fullmatch(parsed):
-            return parsed.lower()
-        try:
-            return self.resolve(parsed).checkpoint_id
-        except NotFound as exc:
-            raise NotFound(
-                f"`{name}` {parsed!r} is neither {EXAMPLES} nor a checkpoint or thread ({exc})"
-            ) from None
-
-    def _time_of(self, value: When, name: str, now: dt.datetime) -> dt.datetime:
-        """A time as a moment: a checkpoint id or thread gives its checkpoint's time."""
-        from ckpt.records.when import EXAMPLES, moment, parse_when
-
-        parsed = parse_when(value, name)
-        if not isinstance(parsed, str):
-            return moment(parsed, now)
-        try:
-            key = self.resolve(parsed)
-        except NotFound as exc:
-            raise NotFound(
-                f"`{name}` {parsed!r} is neither {EXAMPLES} nor a checkpoint or thread ({exc})"
-            ) from None
-        # Its `ts`, which the threads' `updated_at` is, else the time in its uuid6 id.
-        when = updated_at(self._store.load(key, values=False).ts) or uuid6_time(key.checkpoint_id)
-        if when is None:
-            raise BadOption(f"`{name}` {parsed!r}: checkpoint {key.checkpoint_id} tells no time")
-        return when
 
     def _dump(self, query: DumpQuery, *, values: bool) -> Iterator[CheckpointRecord]:
         from ckpt.analysis.encryption import record_error, record_hides_values
@@ -697,6 +559,7 @@ class CheckpointStore:
         """The threads chosen, and the selection checked, when called (once the store has
         said it can do what is asked): their ids in thread id order. Every given condition
         must hold; the records are streamed and dropped (100,000 threads: their ids only)."""
+        from ckpt.analysis.threads import chosen_ids
         from ckpt.records.when import parse_age, parse_when
 
         now = dt.datetime.now(dt.UTC)
@@ -711,19 +574,10 @@ class CheckpointStore:
             old = parse_age(older_than, "older_than") if older_than is not None else None
             new = parse_when(since, "since") if since is not None else None
             wanted = set(self._known_threads(threads))
-            before = self._time_of(old, "older_than", now) if old is not None else None
-            after = self._time_of(new, "since", now) if new is not None else None
-            chosen: list[str] = []
-            for record in self.iter_threads(status=status, where=dict(where or {}), sort="thread"):
-                if wanted and record["thread_id"] not in wanted:
-                    continue
-                updated = updated_at(record["updated_at"])
-                if before is not None and not (updated and updated < before):
-                    continue
-                if after is not None and not (updated and updated >= after):
-                    continue
-                chosen.append(record["thread_id"])
-            return chosen
+            before = time_of(self._store, old, "older_than", now) if old is not None else None
+            after = time_of(self._store, new, "since", now) if new is not None else None
+            records = self.iter_threads(status=status, where=dict(where or {}), sort="thread")
+            return chosen_ids(records, wanted, before=before, after=after)
 
         return choose
 
@@ -779,9 +633,7 @@ class CheckpointStore:
         each thread is pruned in its own transaction (`backup`: SQLite's online backup to
         that new file first; `timeout`: how long to wait for a lock). The one method that
         changes a store, with vacuum, and only with `apply=True`."""
-        run = self.iter_prune(**options)
-        records = list(run)
-        return {**run.head, "threads": records, "totals": run.totals}
+        return self.iter_prune(**options).record()  # type: ignore[return-value]
 
     def vacuum(
         self,
@@ -867,10 +719,10 @@ class CheckpointStore:
         target (with "fail"), and, after copying the others, for a thread it refused (the
         CLI's exit 12); CopyInterrupted on Ctrl-C, with how many threads were copied."""
         with self.iter_copy(dst, **options) as run:
-            records = list(run)
+            record = run.record()
         if (refusal := run.refusal()) is not None:
             raise refusal
-        return {**run.head, "threads": records, "totals": run.totals}
+        return record  # type: ignore[return-value]
 
     # -- comparing checkpoints ---------------------------------------------------------------
     def diff(
@@ -929,12 +781,6 @@ class CheckpointStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def _source(record: CheckpointRecord) -> object:
-    """The `source` a checkpoint's metadata names (input, loop, update, fork), if any."""
-    metadata = record["metadata"]
-    return metadata.get("source") if isinstance(metadata, dict) else None
 
 
 def open(  # the library's entry point, named as sqlite3.connect or open() are

@@ -398,3 +398,26 @@ def stream_history(store: Store, thread_id: str) -> Iterator[CheckpointRecord]:
             branch_record(checkpoint.checkpoint_id, checkpoint.source, trunk) if trunk else None
         )
         yield record
+
+
+def history_list(
+    store: Store, thread_id: str, ns: str | None, *, last: int | None
+) -> list[CheckpointRecord]:
+    """`history`'s records, without values: every checkpoint of the thread (one namespace,
+    or the newest `last`), oldest id first, each with its tasks and the branch it is on."""
+    checkpoints = thread_checkpoints(store, thread_id, ns, last=last)
+    tasks = thread_tasks(checkpoints)
+    branches = thread_branches(checkpoints)
+    records = []
+    for c in checkpoints:
+        key = (c.checkpoint_ns, c.checkpoint_id)
+        record = checkpoint_record(c, values=False, tasks=tasks[key])
+        record["branch"] = branches.get(key)
+        records.append(record)
+    return records
+
+
+def written_by(record: CheckpointRecord) -> object:
+    """The `source` a checkpoint's metadata names (input, loop, update, fork), if any."""
+    metadata = record["metadata"]
+    return metadata.get("source") if isinstance(metadata, dict) else None

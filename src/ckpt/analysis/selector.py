@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from collections.abc import Iterable
+from typing import Final
 
 from ckpt.errors import Ambiguous, BadOption, CkptError, NotFound
 from ckpt.records.model import CheckpointKey
 from ckpt.records.vocabulary import FIND_LIMIT
+from ckpt.records.when import When
 from ckpt.stores.base import Store
 
+_UUID: Final = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 SHORT_ID_LENGTH = 8
 FULL_ID_LENGTH = 32  # a uuid6 without dashes; LangGraph writes 36 (0.1 thread_ts too)
 
@@ -128,3 +133,43 @@ def ancestor(store: Store, key: CheckpointKey, generations: int) -> CheckpointKe
             )
         current = CheckpointKey(current.thread_id, current.checkpoint_ns, parent)
     return current
+
+
+def id_bound(store: Store, value: When, name: str, now: dt.datetime) -> str:
+    """A time as a checkpoint id bound (uuid6 ids sort by time, format.md §3.3): a time,
+    an age, a full checkpoint id, or a selector whose checkpoint's id bounds."""
+    from ckpt.decoders import uuid6_lower_bound
+    from ckpt.records.when import EXAMPLES, moment, parse_when
+
+    parsed = parse_when(value, name)
+    if not isinstance(parsed, str):
+        return uuid6_lower_bound(moment(parsed, now))
+    if _UUID.fullmatch(parsed):
+        return parsed.lower()
+    try:
+        return resolve(store, parsed).checkpoint_id
+    except NotFound as exc:
+        raise NotFound(
+            f"`{name}` {parsed!r} is neither {EXAMPLES} nor a checkpoint or thread ({exc})"
+        ) from None
+
+
+def time_of(store: Store, value: When, name: str, now: dt.datetime) -> dt.datetime:
+    """A time as a moment: a checkpoint id or thread gives its checkpoint's time."""
+    from ckpt.decoders import uuid6_time
+    from ckpt.records.when import EXAMPLES, moment, parse_when, updated_at
+
+    parsed = parse_when(value, name)
+    if not isinstance(parsed, str):
+        return moment(parsed, now)
+    try:
+        key = resolve(store, parsed)
+    except NotFound as exc:
+        raise NotFound(
+            f"`{name}` {parsed!r} is neither {EXAMPLES} nor a checkpoint or thread ({exc})"
+        ) from None
+    # Its `ts`, which the threads' `updated_at` is, else the time in its uuid6 id.
+    when = updated_at(store.load(key, values=False).ts) or uuid6_time(key.checkpoint_id)
+    if when is None:
+        raise BadOption(f"`{name}` {parsed!r}: checkpoint {key.checkpoint_id} tells no time")
+    return when

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
 from typing import Any, Final
 
 from ckpt.records.types import ThreadRecord
-from ckpt.records.vocabulary import STATUSES
+from ckpt.records.vocabulary import STATUSES, Status, ThreadSort
+from ckpt.stores.base import Store
 
 _STATUS_ORDER = {status: i for i, status in enumerate(STATUSES)}
 _SPOOL_BYTES: Final = 4 << 20  # records kept in memory before a temporary file
@@ -103,3 +106,78 @@ def _matches(actual: Any, wanted: str) -> bool:
     if isinstance(actual, bool):
         return str(actual).lower() == wanted.lower()
     return str(actual) == wanted
+
+
+def stream_threads(
+    store: Store,
+    *,
+    status: Status | None,
+    where: dict[str, str] | None,
+    sort: ThreadSort,
+    limit: int | None,
+    sizes: bool,
+) -> Iterator[ThreadRecord]:
+    """The thread records of `ckpt threads`, filtered and sorted (CheckpointStore.iter_threads):
+    where the store gives its rows in the order asked they stream (memory flat, reading
+    stops after `limit`); otherwise they are sorted first. The encrypted-threads notice is
+    added to the store's notices once the stream ends."""
+    from ckpt.analysis.encryption import encrypted_threads_notice, hides_thread
+    from ckpt.analysis.records import thread_record
+
+    measure = sizes or sort == "size"
+    has_key = store.aes_key is not None
+    streams = sort in store.thread_orders
+    hidden = seen = 0
+
+    def kept() -> Iterator[ThreadRecord]:
+        nonlocal hidden, seen
+        order = sort if streams else "thread"
+        for summary in store.threads(sizes=measure, order=order):
+            seen += 1
+            if hides_thread(summary):
+                hidden += 1
+                if has_key:  # a wrong key: say so before anything is shown
+                    encrypted_threads_notice(hidden, seen, has_key=True)
+            record = thread_record(summary)
+            if matches(record, where=where, status=status):
+                yield record
+
+    if streams:
+        yield from itertools.islice(kept(), limit or None)
+        store.notices.extend(encrypted_threads_notice(hidden, seen, has_key=has_key))
+        return
+    # Any other order needs every record before the first: they wait in a temporary
+    # file, only their sort keys in memory (ckpt.analysis.threads.sorted_threads).
+    ordered = sorted_threads(kept(), sort=sort, limit=limit)
+    # The first record comes once every summary is read: the notice is known then.
+    first = next(ordered, None)
+    notices = encrypted_threads_notice(hidden, seen, has_key=has_key)
+    if first is not None:
+        yield first
+        yield from ordered
+    store.notices.extend(notices)
+
+
+def chosen_ids(
+    records: Iterable[ThreadRecord],
+    wanted: set[str],
+    *,
+    before: dt.datetime | None,
+    after: dt.datetime | None,
+) -> list[str]:
+    """The ids of the threads `prune`, `copy` and `migrate` take: among `wanted` (when any
+    are), updated before `before` and at or after `after` (when given). The records are
+    streamed and dropped: 100,000 threads cost their ids only."""
+    from ckpt.records.when import updated_at
+
+    chosen: list[str] = []
+    for record in records:
+        if wanted and record["thread_id"] not in wanted:
+            continue
+        updated = updated_at(record["updated_at"])
+        if before is not None and not (updated and updated < before):
+            continue
+        if after is not None and not (updated and updated >= after):
+            continue
+        chosen.append(record["thread_id"])
+    return chosen

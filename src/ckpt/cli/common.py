@@ -4,10 +4,10 @@ choosing the output."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -15,7 +15,7 @@ from ckpt.cli.options import StoreOptions, in_flags
 from ckpt.errors import BadOption, RefusedGlobal, StoreNotFound
 
 if TYPE_CHECKING:
-    from ckpt.api import CheckpointStore
+    from ckpt.api import CheckpointStore, Run
     from ckpt.render.output import Output
 
 
@@ -105,6 +105,35 @@ def notices(output: Output, said: list[str]) -> None:
     """The library's notices on stderr, in the CLI's words; the list is emptied."""
     output.notices([in_flags(n) for n in said])
     said.clear()
+
+
+def render_run(
+    output: Output,
+    run: Run,
+    *,
+    json_out: bool,
+    lines: Callable[..., Iterator[str]],
+) -> None:
+    """Print a writing verb's run (`prune`, `copy`, `migrate`) as the run goes, a thread at
+    a time in flat memory: its JSON record, or `lines(head, threads, totals, output)` for
+    people; the run's notices on stderr; then the error it ends with, if it refused."""
+    from ckpt.render.output import spooled, stream_json_record
+
+    def threads() -> Iterator[Any]:
+        notices(output, run.notices)
+        yield from run
+        notices(output, run.notices)
+
+    if json_out:
+        output.lines(
+            spooled(
+                stream_json_record(run.head, "threads", threads(), lambda: {"totals": run.totals})
+            )
+        )
+    else:
+        output.text(lines(run.head, threads(), lambda: run.totals, output))
+    if (refusal := run.refusal()) is not None:
+        raise refusal
 
 
 def wants_ndjson(

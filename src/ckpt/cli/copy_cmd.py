@@ -4,7 +4,7 @@ Without --apply it prints the plan and changes nothing (ckpt.ops.copy)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -23,9 +23,6 @@ from ckpt.cli.options import (
     selection,
     store_options,
 )
-
-if TYPE_CHECKING:
-    from ckpt.records.types import CopyRecord
 
 
 @store_options
@@ -115,8 +112,7 @@ def copy(
     --on-conflict), or a thread refused.
     Example: ckpt copy .langgraph_api postgresql://localhost/app --all --apply
     """
-    from ckpt.cli.common import notices, source
-    from ckpt.records.encode import dump_document
+    from ckpt.cli.common import render_run, source
     from ckpt.render.copy_view import copy_lines
     from ckpt.render.progress import advancing
 
@@ -143,16 +139,7 @@ def copy(
                 timeout=store_options.timeout,
                 on_rows=tick,
             ) as run:
-                notices(output, run.notices)
-                records = list(run)
-                notices(output, run.notices)
-        record: CopyRecord = {**run.head, "threads": records, "totals": run.totals}
-        if json_out:
-            output.lines(dump_document(record))
-        else:
-            output.text(copy_lines(record, output))
-        if (refusal := run.refusal()) is not None:
-            raise refusal
+                render_run(output, run, json_out=json_out, lines=copy_lines)
 
 
 def parse_rename(text: str) -> tuple[str, str]:

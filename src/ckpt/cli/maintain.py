@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ckpt.cli.common import opened, state
+from ckpt.cli.common import opened, render_run, state
 from ckpt.cli.options import (
     AllOpt,
     ApplyOpt,
@@ -89,7 +89,6 @@ def prune(
     """
     from ckpt.errors import BadOption
     from ckpt.render.maintain_view import plan_line, prune_lines
-    from ckpt.render.output import spooled, stream_json_record
 
     chosen = [name for name, on in (("--keep-latest", keep_latest), ("--keep-last", keep_last),
               ("--delete", delete), ("--orphans", orphans)) if on]  # fmt: skip
@@ -123,14 +122,7 @@ def prune(
         # A thread at a time, in flat memory; nothing is printed before the last thread is
         # done (the table lays out its spooled rows only then; the JSON is spooled whole),
         # so a run that stops (a lock, a refusal) prints its one error line alone.
-        if json_out:
-            output.lines(
-                spooled(
-                    stream_json_record(run.head, "threads", run, lambda: {"totals": run.totals})
-                )
-            )
-        else:
-            output.text(prune_lines(run.head, run, lambda: run.totals, output))
+        render_run(output, run, json_out=json_out, lines=prune_lines)
 
 
 @store_options

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ckpt import stores
 from ckpt.errors import BadOption, CopyInterrupted, CopyRefused, Unsafe
+from ckpt.ops.run import Run
 from ckpt.records.model import TASKS, DumpQuery
 from ckpt.records.types import CopyHead, CopyThreadRecord, CopyTotals
 from ckpt.stores.base import Store, Target, ThreadSink
@@ -39,7 +40,7 @@ class Redaction:
 
 
 @dataclass
-class CopyRun:
+class CopyRun(Run):
     """A copy as it runs: iterating it copies (or plans) one thread at a time and yields
     its record (docs/json.md, `ckpt copy`); `totals` are complete once it ends. Ctrl-C
     during an applied copy ends it with CopyInterrupted, which counts the threads

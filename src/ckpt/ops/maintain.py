@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from ckpt.ops.prune import plan_thread
+from ckpt.ops.run import Run
 from ckpt.records.plans import Strategy, ThreadPlan
 from ckpt.records.types import (
     NamespacePlanRecord,
@@ -28,7 +29,7 @@ from ckpt.stores.base import Store
 
 
 @dataclass
-class PruneRun:
+class PruneRun(Run):
     """A prune as it runs: iterating it plans (with `applied`, prunes) one selected
     thread at a time and yields its record, so that no more than one thread's plan is
     held; `totals` are complete once the iteration ends. `head` is the rest of the

@@ -3,9 +3,9 @@ the whole copy did or would do."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
-from ckpt.records.types import CopyRecord
+from ckpt.records.types import CopyHead, CopyThreadRecord, CopyTotals
 from ckpt.render.output import Output
 from ckpt.render.plain import ansi_paint
 from ckpt.render.text import cell_width, clean_line, human_size
@@ -19,13 +19,19 @@ _ACTIONS = {
 }
 
 
-def copy_lines(record: CopyRecord, output: Output) -> Iterator[str]:
-    """The plan (or what was done) as aligned text lines, then the totals and what to do."""
-    applied = record["applied"]
+def copy_lines(
+    head: CopyHead,
+    records: Iterable[CopyThreadRecord],
+    totals_of: Callable[[], CopyTotals],
+    output: Output,
+) -> Iterator[str]:
+    """The plan (or what was done) as aligned text lines, then the totals and what to do:
+    the threads are read first (rows of six short cells each), then laid out."""
+    applied = head["applied"]
     headers = ["THREAD", "CHECKPOINTS", "WRITES", "BLOBS", "SIZE", "ACTION"]
     rows: list[list[str]] = []
     refusals: list[str] = []
-    for thread in record["threads"]:
+    for thread in records:
         name = clean_line(thread["thread_id"])
         if thread["to"] != thread["thread_id"]:
             name += f" -> {clean_line(thread['to'])}"
@@ -62,8 +68,8 @@ def copy_lines(record: CopyRecord, output: Output) -> Iterator[str]:
         yield from (line(r) for r in rows)
     for text in refusals:
         yield paint(text, "yellow") + "\n"
-    totals = record["totals"]
-    target = record["target"]
+    totals = totals_of()
+    target = head["target"]
     where = clean_line(target["location"])
     if target["state"] == "new" and not applied:
         where += " (created with the saver's schema on --apply)"
@@ -80,7 +86,7 @@ def copy_lines(record: CopyRecord, output: Output) -> Iterator[str]:
     ]
     summary += "".join(f"; {e}" for e in extra if e)
     yield summary + "\n"
-    if (redaction := record["redaction"]) is not None:
+    if (redaction := head["redaction"]) is not None:
         kept = [f"key {clean_line(k)}" for k in redaction["keep_keys"]]
         kept += ["error type names"] if redaction["keep_errors"] else []
         yield (

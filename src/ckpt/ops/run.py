@@ -1,0 +1,48 @@
+"""What every writing verb of the API returns (`prune`, `copy`, `migrate`): one run object.
+
+A run is iterated to do its work a thread at a time (or, without `apply`, to plan it),
+yielding each thread's record; around those records it holds the rest of the command's
+record: `head` (what was asked, known before the first thread), `totals` (complete once
+the iteration ends), `notices` (what the store or target had to say), `hidden` (values it
+could not show) and `refusal()` (the error the run ends with, known once it has run).
+A command only renders a run (ckpt.cli.common.render_run); `record()` is the whole
+record at once, for the library's own callers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ckpt.errors import CkptError
+
+
+class Run:
+    """The part every run shares: a subclass (a dataclass) sets `head` and `totals` and
+    yields its thread records from `__iter__`."""
+
+    head: Mapping[str, Any]
+    totals: Mapping[str, Any]
+
+    def __iter__(self) -> Iterator[Any]:  # pragma: no cover - every run defines it
+        raise NotImplementedError
+
+    @property
+    def notices(self) -> list[str]:
+        """What the store or target had to say, read and cleared by the caller."""
+        return []
+
+    @property
+    def hidden(self) -> list[str]:
+        """Values the run could not show (encrypted without a key), one line each."""
+        return []
+
+    def refusal(self) -> CkptError | None:
+        """The error the run ends with once it has run (threads refused), or None."""
+        return None
+
+    def record(self) -> dict[str, Any]:
+        """The whole record (`--json`): the head, every thread's record, the totals. Runs
+        the iteration; raises nothing of its own (see `refusal()`)."""
+        threads = list(self)
+        return {**self.head, "threads": threads, "totals": self.totals}

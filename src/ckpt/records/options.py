@@ -1,0 +1,56 @@
+"""What the API's writing verbs take (`prune`, `copy`), as typed keyword sets: the CLI's
+options by their library names (ckpt.api's `CheckpointStore.iter_prune` / `iter_copy`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal, TypedDict
+
+from ckpt.records.vocabulary import Status
+from ckpt.records.when import When
+
+if TYPE_CHECKING:
+    from ckpt.records.types import ThreadPlanRecord
+
+Hidden = Literal["raise", "keep"]
+Strategy = Literal["keep_latest", "keep_last", "delete", "orphans"]
+OnConflict = Literal["fail", "skip", "replace"]
+
+
+class Selection(TypedDict, total=False):
+    """Which threads `prune` and `copy` take: every condition given holds (`all=True`: no
+    condition, every thread). Times as ckpt.records.when reads them: a datetime, a timedelta, an
+    ISO time or date, an age (`30d`), or a checkpoint id or thread."""
+
+    threads: Sequence[str]
+    older_than: When | None
+    since: When | None
+    status: Status | None
+    where: Mapping[str, str] | None
+    all: bool
+
+
+class PruneOptions(Selection, total=False):
+    """What `prune` takes besides the threads (CheckpointStore.iter_prune)."""
+
+    strategy: Strategy
+    keep: int
+    backup: str | os.PathLike[str] | None
+    apply: bool
+    timeout: float | None
+    on_thread: Callable[[ThreadPlanRecord], None] | None
+
+
+class CopyOptions(Selection, total=False):
+    """What `copy` takes besides the threads and the target (CheckpointStore.iter_copy)."""
+
+    rename: Mapping[str, str] | None
+    on_conflict: OnConflict
+    redact: bool
+    keep_keys: Sequence[str]
+    keep_errors: bool
+    renumber_versions: bool
+    apply: bool
+    timeout: float | None
+    on_rows: Callable[[int], None] | None
