@@ -49,6 +49,9 @@ if TYPE_CHECKING:
     from ckpt.analysis.changes import Change
     from ckpt.ops.copy import CopyRun
     from ckpt.ops.maintain import PruneRun
+    from ckpt.ops.migrate import MigrateRun
+    from ckpt.records.migration import Step
+    from ckpt.records.types import MigrateRecord
     from ckpt.records.types import CopyRecord, PruneRecord, ThreadPlanRecord
 
 
@@ -872,6 +875,78 @@ class CheckpointStore:
             raise refusal
         return {**run.head, "threads": records, "totals": run.totals}
 
+    # -- migrating threads to a new graph ----------------------------------------------------
+    def iter_migrate(
+        self,
+        *,
+        threads: Sequence[str] = (),
+        older_than: When | None = None,
+        since: When | None = None,
+        status: Status | None = None,
+        where: Mapping[str, str] | None = None,
+        all: bool = False,  # the CLI's --all, by its name
+        rename_channel: Mapping[str, str] | None = None,
+        drop_channel: Sequence[str] = (),
+        rename_node: Mapping[str, str] | None = None,
+        add_channel: Mapping[str, Any] | None = None,
+        transform: Mapping[str, Callable[[Any], Any]] | None = None,
+        plan: str | os.PathLike[str] | Sequence[Step] | None = None,
+        latest: bool = False,
+        backup: str | os.PathLike[str] | None = None,
+        apply: bool = False,
+        timeout: float | None = None,
+    ) -> MigrateRun:
+        """`migrate`, streamed: a MigrateRun, whose iteration plans (with `apply`,
+        migrates) one thread at a time and yields its record; `head` and `totals` as
+        PruneRun's. The steps: `plan` (a TOML file, or a list of ckpt.records.migration
+        Step), else, in this order, `rename_channel` {old: new}, `drop_channel`,
+        `rename_node` {old: new}, `add_channel` {name: JSON value} and `transform`
+        {channel: function} (the function gets the decoded value as ckpt gives it and
+        returns the new one, which ckpt encodes as LangGraph's serializer would)."""
+        from ckpt.ops import migrate as migration
+
+        steps = _migration_steps(
+            rename_channel, drop_channel, rename_node, add_channel, transform, plan
+        )
+        choose = self._chooser(threads, older_than, since, status, where, all)
+        return migration.migrate_run(
+            self._store,
+            choose,
+            steps,
+            latest=latest,
+            apply=apply,
+            backup=Path(backup) if backup is not None else None,
+            timeout=timeout,
+        )
+
+    def migrate(self, **options: Any) -> MigrateRecord:
+        """Change saved threads to fit a changed graph (`ckpt migrate --json`;
+        docs/migrate.md): the steps and threads as `iter_migrate` takes them. Without
+        `apply` nothing changes and the plan is returned; with it each thread is migrated
+        in its own transaction and read back before it commits (MigrationMismatch, exit
+        14, rolls that thread back). Raises Unsafe (exit 12) when a thread cannot be
+        migrated (then nothing changed), or a transform raised."""
+        run = self.iter_migrate(**options)
+        records = list(run)
+        if (refusal := run.refusal()) is not None:
+            raise refusal
+        return {**run.head, "threads": records, "totals": run.totals}
+
+    def migration_behind(
+        self,
+        plan: str | os.PathLike[str] | Sequence[Step],
+        *,
+        threads: Sequence[str] = (),
+        all: bool = True,
+        latest: bool = False,
+    ) -> list[str]:
+        """The threads a migration plan would still change (`ckpt check --plan`)."""
+        from ckpt.ops import migrate as migration
+
+        steps = _migration_steps(None, (), None, None, None, plan)
+        choose = self._chooser(threads, None, None, None, None, all and not threads)
+        return migration.behind(self._store, choose, steps, latest=latest)
+
     # -- comparing checkpoints ---------------------------------------------------------------
     def diff(
         self,
@@ -1145,3 +1220,44 @@ def write_demo(path: str | os.PathLike[str]) -> list[str]:
     from ckpt.demo import write_demo_store
 
     return write_demo_store(Path(path))
+
+
+def _migration_steps(
+    rename_channel: Mapping[str, str] | None,
+    drop_channel: Sequence[str],
+    rename_node: Mapping[str, str] | None,
+    add_channel: Mapping[str, Any] | None,
+    transform: Mapping[str, Callable[[Any], Any]] | None,
+    plan: str | os.PathLike[str] | Sequence[Step] | None,
+) -> list[Step]:
+    """The steps of a migration, from a plan or from the options (ckpt.ops.migrate)."""
+    from ckpt.ops import migrate as migration
+    from ckpt.records.migration import Step
+
+    given = bool(rename_channel or drop_channel or rename_node or add_channel or transform)
+    if plan is not None:
+        if given:
+            raise BadOption("give the steps either as a plan or as options, not both")
+        if isinstance(plan, (str, os.PathLike)):
+            return migration.load_plan(Path(plan))
+        steps = list(plan)
+        migration.check_steps(steps)
+        return steps
+    steps = [
+        *(
+            Step(f"rename_channel:{o}={n}", "rename_channel", o, n)
+            for o, n in (rename_channel or {}).items()
+        ),
+        *(Step(f"drop_channel:{c}", "drop_channel", c) for c in drop_channel),
+        *(
+            Step(f"rename_node:{o}={n}", "rename_node", o, n)
+            for o, n in (rename_node or {}).items()
+        ),
+        *(
+            Step(f"add_channel:{c}", "add_channel", c, value=v)
+            for c, v in (add_channel or {}).items()
+        ),
+        *(Step(f"transform:{c}", "transform", c, function=f) for c, f in (transform or {}).items()),
+    ]
+    migration.check_steps(steps)
+    return steps

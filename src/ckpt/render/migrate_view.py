@@ -1,0 +1,61 @@
+"""`ckpt migrate` for people: a row per thread (what changes, or why it cannot), the diff
+of one checkpoint per thread, then what the whole migration did or would do."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ckpt.records.types import MigrateRecord
+from ckpt.render.output import Output
+from ckpt.render.plain import ansi_paint
+from ckpt.render.text import clean_line
+
+_ACTIONS = {
+    "migrate": ("migrate", "migrated"),
+    "unchanged": ("unchanged", "unchanged"),
+    "refused": ("refused", "refused"),
+}
+
+
+def migrate_lines(record: MigrateRecord, output: Output) -> Iterator[str]:
+    applied = record["applied"]
+
+    def paint(text: str, style: str) -> str:
+        return ansi_paint(text, style, colour=output.colour)
+
+    steps = ", ".join(clean_line(s["name"]) for s in record["steps"])
+    yield (
+        f"steps: {steps}"
+        + (" (newest checkpoint of each namespace)" if record["latest"] else "")
+        + "\n"
+    )
+    for thread in record["threads"]:
+        action = _ACTIONS[thread["action"]][1 if applied else 0]
+        yield (
+            paint(
+                f"{clean_line(thread['thread_id'])}: {action}: {thread['checkpoints']:,} checkpoints, "
+                f"{thread['writes']:,} writes, {thread['blobs']:,} blobs",
+                "bold",
+            )
+            + "\n"
+        )
+        if thread["refused"]:
+            yield paint(f"  refused: {clean_line(thread['refused'])}", "yellow") + "\n"
+        if thread["diff"] and not applied:
+            for line in thread["diff"]:
+                style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
+                text = "  " + clean_line(line)
+                yield (paint(text, style) if style else text) + "\n"
+    totals = record["totals"]
+    verb = "migrated" if applied else "would migrate"
+    yield (
+        f"{verb} {totals['threads']:,} threads ({totals['checkpoints']:,} checkpoints, "
+        f"{totals['writes']:,} writes, {totals['blobs']:,} blobs); "
+        f"{totals['unchanged']:,} unchanged, {totals['refused']:,} refused\n"
+    )
+    if record["backup"]:
+        yield f"backup: {clean_line(record['backup'])}\n"
+    if record["restore"]:
+        yield f"to restore it: {clean_line(record['restore'])}\n"
+    if not applied and totals["threads"] and not totals["refused"]:
+        yield "nothing changed: run again with --apply to migrate\n"
