@@ -51,8 +51,7 @@ if TYPE_CHECKING:
     from ckpt.ops.maintain import PruneRun
     from ckpt.ops.migrate import MigrateRun
     from ckpt.records.migration import Step
-    from ckpt.records.types import MigrateRecord
-    from ckpt.records.types import CopyRecord, PruneRecord, ThreadPlanRecord
+    from ckpt.records.types import CopyRecord, MigrateRecord, PruneRecord, ThreadPlanRecord
 
 
 Hidden = Literal["raise", "keep"]

@@ -816,6 +816,7 @@ def migrate_run(
     that meets one changes nothing); then, with `apply`, each thread is migrated in its
     own transaction, planned again there, and read back before it commits."""
     check_steps(steps)
+    store.check_migrate()
     threads = list(choose())
     head: MigrateHead = {
         "store": {"kind": store.kind, "location": store.location},
@@ -867,6 +868,7 @@ def behind(
 ) -> list[str]:
     """The threads a plan would still change (`ckpt check --plan`)."""
     check_steps(steps)
+    store.check_migrate()
     rewriter = Rewriter(steps, latest=latest, aes_key=store.aes_key)
     found = []
     for thread_id in choose():

@@ -31,9 +31,10 @@ def migrate_lines(record: MigrateRecord, output: Output) -> Iterator[str]:
     )
     for thread in record["threads"]:
         action = _ACTIONS[thread["action"]][1 if applied else 0]
+        name = clean_line(thread["thread_id"])
         yield (
             paint(
-                f"{clean_line(thread['thread_id'])}: {action}: {thread['checkpoints']:,} checkpoints, "
+                f"{name}: {action}: {thread['checkpoints']:,} checkpoints, "
                 f"{thread['writes']:,} writes, {thread['blobs']:,} blobs",
                 "bold",
             )

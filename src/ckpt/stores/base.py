@@ -252,6 +252,14 @@ class Store(ABC):
         cannot carry exactly (NotSupported, naming why); stores that can say nothing.
         `renumber_versions`: the copy rewrites integer channel versions."""
 
+    def check_migrate(self) -> None:
+        """Refuse, before anything is read, a `ckpt migrate` of a kind of store ckpt does
+        not write (NotSupported, exit 13)."""
+        raise NotSupported(
+            f"{self.location}: migrate is not supported on {self.kind} stores yet "
+            "(SQLite and Postgres are); nothing changed"
+        )
+
     def migration_rows(self, thread_id: str) -> MigrationRows:
         """Every row of a thread in the migration form (ckpt.records.migration), read on
         this read-only reader: `ckpt migrate` plans from it without --apply."""

@@ -976,6 +976,10 @@ class SqliteStore(Store):
         with self._snapshot():
             return thread_rows(self.conn, thread_id, self.aes_key)
 
+    def check_migrate(self) -> None:
+        if not self.has_writes:
+            raise Unsafe(f"{self.location}: no writes table (langgraph 0.1 store); nothing changed")
+
     def migration_rows(self, thread_id: str) -> MigrationRows:
         from ckpt.stores.sqlite.migrate import read_rows
 
