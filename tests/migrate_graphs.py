@@ -18,7 +18,7 @@ RUNS: Counter[str] = Counter()
 
 class V1(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
-    notes: str
+    notes: dict[str, str]  # a dict: PostgresSaver keeps it as a blob, not inline
     scratch: str
     draft: str
     fail: bool
@@ -26,7 +26,7 @@ class V1(TypedDict, total=False):
 
 class V2(TypedDict, total=False):
     messages: Annotated[list[AnyMessage], add_messages]
-    findings: str
+    findings: dict[str, str]
     draft: str
     fail: bool
 
@@ -36,7 +36,7 @@ def _plan(key: str, scratch: bool) -> Any:
         RUNS["plan"] += 1
         topic = str(state["messages"][-1].content)
         update: dict[str, Any] = {
-            key: f"notes on {topic}",
+            key: {"topic": topic, "text": f"notes on {topic}"},
             "messages": [AIMessage(f"planning {topic}", id=f"plan-{topic}")],
         }
         if scratch:
@@ -49,8 +49,9 @@ def _plan(key: str, scratch: bool) -> Any:
 def _review(key: str, name: str) -> Any:
     def review(state: dict[str, Any]) -> dict[str, Any]:
         RUNS[name] += 1
-        answer = interrupt({"question": "approve?", "notes": state.get(key)})
-        return {"draft": f"{state.get(key)} / {answer}"}
+        notes = state.get(key) or {}
+        answer = interrupt({"question": "approve?", "notes": notes})
+        return {"draft": f"{notes.get('text')} / {answer}"}
 
     return review
 

@@ -253,14 +253,14 @@ def test_transform_and_add_channel(store: Path) -> None:
     with ckpt.open(str(store)) as checkpoints:
         record = checkpoints.migrate(
             threads=["done-1"],
-            transform={"notes": lambda v: v.upper()},
+            transform={"notes": lambda v: {**v, "text": v["text"].upper()}},
             add_channel={"extra": {"a": [1, 2]}},
             apply=True,
         )
     assert record["totals"]["threads"] == 1
     with sqlite_saver(store) as saver:
         values = graphs.build(1, saver).get_state({"configurable": {"thread_id": "done-1"}}).values
-    assert values["notes"] == "NOTES ON APPLES"
+    assert values["notes"] == {"topic": "apples", "text": "NOTES ON APPLES"}
     with ckpt.open(str(store)) as checkpoints:
         shown = checkpoints.checkpoint("done-1")
     assert shown["channel_values"]["extra"] == {"a": [1, 2]}
@@ -272,7 +272,7 @@ def test_latest_migrates_only_the_newest_checkpoints(store: Path) -> None:
     with sqlite_saver(store) as saver:
         v2 = graphs.build(2, saver)
         config = {"configurable": {"thread_id": "waiting-1"}}
-        assert v2.get_state(config).values["findings"] == "notes on pears"
+        assert v2.get_state(config).values["findings"]["text"] == "notes on pears"
         graphs.RUNS.clear()
         v2.invoke(Command(resume="yes"), config)
         assert dict(graphs.RUNS) == {"approve": 1, "finish": 1}
@@ -310,3 +310,56 @@ def test_other_kinds_refuse_in_one_line(tmp_path: Path) -> None:
     assert result.exit_code == ExitCode.UNSUPPORTED, result.output
     errors = [line for line in result.stderr.splitlines() if "ckpt: note" not in line]
     assert len(errors) == 1 and "migrate is not supported on pickle stores" in errors[0]
+
+
+# -- Postgres ---------------------------------------------------------------------------------
+
+
+def pg_raw_names(dsn: str) -> set[str]:
+    import psycopg
+
+    names: set[str] = set()
+    with psycopg.connect(dsn) as conn:
+        for (document,) in conn.execute("SELECT checkpoint FROM checkpoints"):
+            names.update(document["channel_values"])
+            names.update(document["channel_versions"])
+            names.update(document.get("updated_channels") or ())
+            for node, seen in document["versions_seen"].items():
+                names.add(node)
+                names.update(seen)
+        names.update(c for (c,) in conn.execute("SELECT channel FROM checkpoint_blobs"))
+        for channel, task_path in conn.execute("SELECT channel, task_path FROM checkpoint_writes"):
+            names.add(channel)
+            names.update(task_path.removeprefix("~").split(", "))
+    return names
+
+
+@pytest.mark.postgres
+def test_postgres_migrate_then_v2_resumes_every_thread(
+    pg_new_database: Callable[[], str], tmp_path: Path
+) -> None:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    from pg import url_of
+
+    dsn = pg_new_database()
+    with PostgresSaver.from_conn_string(dsn) as saver:
+        saver.setup()
+        graph = graphs.populate(saver)
+        history = {t: history_of(graph, t) for t in graphs.THREADS}
+    url = url_of(dsn)
+    assert "notes" in pg_raw_names(dsn)
+    record = migrate_json(url, "--all", *STEPS, "--apply")
+    assert record["totals"]["threads"] == len(graphs.THREADS)
+    assert record["totals"]["blobs"] > 0  # the messages' blobs, renamed once per version
+    assert not pg_raw_names(dsn) & (GONE_CHANNELS | {"review"})
+    with PostgresSaver.from_conn_string(dsn) as saver:
+        v2 = graphs.build(2, saver)
+        for thread_id, v1_history in history.items():
+            assert history_of(v2, thread_id) == [expected_v2(v) for v in v1_history], thread_id
+        resumed = resume_all(v2)
+    with sqlite_saver(tmp_path / "fresh.sqlite") as saver:
+        expected = resume_all(graphs.populate(saver, version=2))
+    assert resumed == expected
+    again = migrate_json(url, "--all", *STEPS, "--apply")
+    assert again["totals"]["threads"] == 0

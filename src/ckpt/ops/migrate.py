@@ -323,7 +323,14 @@ class Rewriter:
         version = checkpoint.versions.get(channel)
         key = (checkpoint.checkpoint_ns, channel, str(version))
         if channel in values:
-            values[channel] = self._transformed(values[channel], function, where)
+            result = self._transformed(values[channel], function, where)
+            if rows.split and not _primitive_bytes(result[1] or b""):
+                # A store that keeps only primitives inline keeps this one as a blob.
+                del values[channel]
+                rows.blobs[key] = result
+                self.blob_changed = True
+            else:
+                values[channel] = result
         elif rows.split and key in rows.blobs:
             if key not in transformed:
                 transformed[key] = self._transformed(rows.blobs[key], function, where)
@@ -533,6 +540,13 @@ def _add_channel(checkpoint: MigCheckpoint, rows: MigrationRows, name: str, valu
     else:
         checkpoint.values[name] = packed
         checkpoint.fields["channel_values"] = checkpoint.values
+
+
+def _primitive_bytes(data: bytes) -> bool:
+    try:
+        return _primitive(ormsgpack.unpackb(data))
+    except (ValueError, TypeError):
+        return False  # an ext: not a primitive
 
 
 def _primitive(value: Any) -> bool:
