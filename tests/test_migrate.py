@@ -226,6 +226,48 @@ def test_a_second_run_changes_nothing(store: Path) -> None:
     ]  # fmt: skip
 
 
+def test_a_thread_that_reads_back_wrong_rolls_back_and_a_rerun_finishes(store: Path) -> None:
+    """A trigger that changes what migrate wrote in one thread: that thread is rolled back
+    (exit 14), the threads before it stay migrated, those after it untouched (as a killed
+    migrate leaves them), and a second run finishes the rest."""
+    from ckpt.errors import ExitCode
+
+    with closing(sqlite3.connect(store)) as conn:
+        conn.execute(
+            "CREATE TRIGGER meddle AFTER UPDATE ON checkpoints WHEN NEW.thread_id = 'waiting-1' "
+            "BEGIN UPDATE checkpoints SET metadata = '{}' WHERE rowid = NEW.rowid; END"
+        )
+        conn.commit()
+    waiting = rows_of(store)
+    result = run_ckpt("migrate", str(store), "--all", *STEPS, "--apply")
+    assert result.exit_code == ExitCode.MISMATCH, result.output
+    assert "'waiting-1' read back differs" in result.stderr
+    names = {t: thread_names(store, t) for t in graphs.THREADS}
+    assert not names["done-1"] & GONE_CHANNELS and not names["failed-1"] & GONE_CHANNELS
+    assert "notes" in names["waiting-1"] and "notes" in names["waiting-2"]
+    untouched = [r for r in rows_of(store) if r[0] in ("waiting-1", "waiting-2")]
+    assert untouched == [r for r in waiting if r[0] in ("waiting-1", "waiting-2")]
+    with closing(sqlite3.connect(store)) as conn:
+        conn.execute("DROP TRIGGER meddle")
+        conn.commit()
+    record = migrate_json(str(store), "--all", *STEPS, "--apply")
+    assert record["totals"]["threads"] == 2 and record["totals"]["unchanged"] == 2
+    assert not raw_names(store) & GONE_CHANNELS
+
+
+def thread_names(path: Path, thread_id: str) -> set[str]:
+    with closing(sqlite3.connect(path)) as conn:
+        return {
+            name
+            for (body,) in conn.execute(
+                "SELECT checkpoint FROM checkpoints WHERE thread_id = ?", (thread_id,)
+            )
+            for name in ormsgpack.unpackb(body, ext_hook=lambda code, data: None)[
+                "channel_versions"
+            ]
+        }
+
+
 def test_a_plan_naming_a_channel_no_thread_has(store: Path, tmp_path: Path) -> None:
     plan = tmp_path / "plan.toml"
     plan.write_text('[[step]]\nname = "ghost"\nkind = "rename_channel"\nfrom = "nope"\nto = "x"\n')

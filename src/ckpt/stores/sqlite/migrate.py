@@ -27,7 +27,7 @@ NAMED_FIELDS: Final = frozenset({"channel_versions", "versions_seen", "updated_c
 def read_rows(conn: sqlite3.Connection, thread_id: str, *, task_path: bool) -> MigrationRows:
     """Every row of the thread, on `conn` (the reader's, or the writer's transaction)."""
     checkpoints = [
-        parse_checkpoint(ns, cid, parent, tag, bytes(body or b""), bytes(meta or b""))
+        parse_checkpoint(ns, cid, parent, tag, _bytes(body), _bytes(meta))
         for ns, cid, parent, tag, body, meta in conn.execute(
             "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, "
             "metadata FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
@@ -46,6 +46,13 @@ def read_rows(conn: sqlite3.Connection, thread_id: str, *, task_path: bool) -> M
         )
     ]
     return MigrationRows(thread_id, checkpoints, writes)
+
+
+def _bytes(value: bytes | str | None) -> bytes:
+    """A BLOB column as bytes; TEXT (a row another program wrote) as its UTF-8."""
+    if isinstance(value, str):
+        return value.encode()
+    return bytes(value or b"")
 
 
 def parse_checkpoint(
