@@ -99,25 +99,26 @@ def migrate(
     or Postgres store; 14: a thread read back differed (rolled back).
     Example: ckpt migrate chat.sqlite --all --rename-channel notes=findings --apply
     """
-    from ckpt.ops.migrate import step_from_option
     from ckpt.records.encode import dump_document
     from ckpt.render.migrate_view import migrate_lines
 
     output = state(ctx).output
-    options: list[tuple[str, list[str] | None]] = [
-        ("rename_channel", rename_channel), ("drop_channel", drop_channel),
-        ("rename_node", rename_node), ("add_channel", add_channel),
-    ]  # fmt: skip
-    steps = [step_from_option(kind, text) for kind, given in options for text in given or ()]
-    if plan is not None and steps:
-        raise typer.BadParameter(
-            "give steps as options or in a plan file, not both", param_hint="--plan"
-        )
-    chosen: Any = plan if plan is not None else steps
+    steps: dict[str, Any] = {
+        "rename_channel": dict(pair(t, "--rename-channel") for t in rename_channel or ()),
+        "drop_channel": [name(t, "--drop-channel") for t in drop_channel or ()],
+        "rename_node": dict(pair(t, "--rename-node") for t in rename_node or ()),
+        "add_channel": dict(json_value(t) for t in add_channel or ()),
+    }
+    if plan is not None:
+        if any(steps.values()):
+            raise typer.BadParameter(
+                "give the steps as options or in a plan file, not both", param_hint="--plan"
+            )
+        steps = {"plan": plan}
     with opened(ctx, store_options, store) as checkpoints:
         run = checkpoints.iter_migrate(
             **selection(thread, older_than, since, status, where, every),
-            plan=chosen,
+            **steps,
             latest=latest,
             backup=backup,
             apply=apply,
@@ -131,6 +132,35 @@ def migrate(
             output.text(migrate_lines(record, output))  # type: ignore[arg-type]
         if (refusal := run.refusal()) is not None:
             raise refusal
+
+
+def pair(text: str, flag: str) -> tuple[str, str]:
+    """An OLD=NEW option, or the usage error that says what is wrong with it."""
+    old, sep, new = text.partition("=")
+    if not sep or not old.strip() or not new.strip() or old == new:
+        raise typer.BadParameter(f"{text!r}: give OLD=NEW (two different names)", param_hint=flag)
+    return old, new
+
+
+def name(text: str, flag: str) -> str:
+    if not text.strip() or "=" in text:
+        raise typer.BadParameter(f"{text!r}: give a channel name", param_hint=flag)
+    return text
+
+
+def json_value(text: str) -> tuple[str, Any]:
+    """A NAME=JSON option."""
+    import json
+
+    channel, sep, raw = text.partition("=")
+    if not sep or not channel.strip():
+        raise typer.BadParameter(f"{text!r}: give NAME=JSON", param_hint="--add-channel")
+    try:
+        return channel, json.loads(raw)
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r}: the value is not JSON", param_hint="--add-channel"
+        ) from None
 
 
 def register(app: typer.Typer) -> None:

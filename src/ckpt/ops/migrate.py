@@ -20,7 +20,6 @@ import binascii
 import copy
 import difflib
 import json
-import re
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -70,33 +69,9 @@ COUNTERS: Final = "counters_since_delta_snapshot"
 # Writes that say a task did not finish (format.md §11: a task is finished iff it has an
 # output write): dropping a channel must not leave a finished task without one.
 CONTROL: Final = frozenset({INTERRUPT, "__resume__", "__error__", "__error_source_node__"})
-_NAME: Final = re.compile(r"^[^\s=]+$")
 
 
 # -- the plan ----------------------------------------------------------------------------------
-
-
-def step_from_option(kind: str, text: str) -> Step:
-    """A step given as a command-line option (named after itself)."""
-    if kind in ("rename_channel", "rename_node"):
-        old, sep, new = text.partition("=")
-        if not sep or not _NAME.match(old) or not _NAME.match(new) or old == new:
-            raise BadOption(f"{text!r}: give OLD=NEW (two different names)")
-        return Step(f"{kind}:{old}={new}", kind, old, new)  # type: ignore[arg-type]
-    if kind == "drop_channel":
-        if not _NAME.match(text):
-            raise BadOption(f"{text!r}: give a channel name")
-        return Step(f"drop_channel:{text}", "drop_channel", text)
-    if kind == "add_channel":
-        name, sep, raw = text.partition("=")
-        if not sep or not _NAME.match(name):
-            raise BadOption(f"{text!r}: give NAME=JSON")
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            raise BadOption(f"{text!r}: the value is not JSON") from None
-        return Step(f"add_channel:{name}", "add_channel", name, value=value)
-    raise BadOption(f"unknown step {kind!r}")
 
 
 def load_plan(path: Path) -> list[Step]:
@@ -116,7 +91,7 @@ def load_plan(path: Path) -> list[Step]:
         where = f"{path}: step {number}"
         name, kind = table.get("name"), table.get("kind")
         if not isinstance(name, str) or not name:
-            raise BadOption(f"{where}: give it a `name`")
+            raise BadOption(f'{where}: give it a name (name = "...")')
         if kind not in STEP_KINDS or kind == "transform":
             raise BadOption(
                 f"{where}: `kind` must be rename_channel, drop_channel, rename_node or "
@@ -132,7 +107,7 @@ def load_plan(path: Path) -> list[Step]:
             if not isinstance(channel, str) or not channel:
                 raise BadOption(f"{where}: give its `channel`")
             if kind == "add_channel" and "value" not in table:
-                raise BadOption(f"{where}: give its `value`")
+                raise BadOption(f"{where}: give its value (value = ...)")
             steps.append(Step(name, kind, channel, value=table.get("value")))
     check_steps(steps)
     return steps
@@ -140,7 +115,10 @@ def load_plan(path: Path) -> list[Step]:
 
 def check_steps(steps: Sequence[Step]) -> None:
     if not steps:
-        raise BadOption("give at least one step (--rename-channel, --drop-channel, ... or --plan)")
+        raise BadOption(
+            "give at least one step: `rename_channel`, `drop_channel`, `rename_node`, "
+            "`add_channel` or `plan`"
+        )
     names = [s.name for s in steps]
     if len(set(names)) < len(names):
         raise BadOption("two steps have the same name")
@@ -838,7 +816,6 @@ def migrate_run(
         "latest": latest,
         "backup": str(backup) if apply and backup else None,
         "steps": [step_record(s) for s in steps],
-        "restore": None,
     }
     rewriter = Rewriter(steps, latest=latest, aes_key=store.aes_key)
     planned: list[MigrateThreadRecord] = []
@@ -855,8 +832,6 @@ def migrate_run(
     if any(r["action"] == "refused" for r in planned):
         # Nothing is written when a thread cannot be migrated: fix the plan first.
         return MigrateRun(head, iter(planned))
-    if backup is not None:
-        head["restore"] = f"ckpt copy {backup} {store.location} --all --on-conflict replace --apply"
 
     def applied() -> Iterator[MigrateThreadRecord]:
         with store.writer(timeout=timeout) as writer:

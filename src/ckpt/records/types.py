@@ -974,7 +974,6 @@ class MigrateHead(TypedDict):
     latest: bool  # only each namespace's newest checkpoint
     backup: str | None  # the backup file written before anything changed
     steps: list[MigrateStepRecord]
-    restore: str | None  # the command that puts the backup back
 
 
 class MigrateRecord(MigrateHead):

@@ -55,8 +55,8 @@ def migrate_lines(record: MigrateRecord, output: Output) -> Iterator[str]:
         f"{totals['unchanged']:,} unchanged, {totals['refused']:,} refused\n"
     )
     if record["backup"]:
-        yield f"backup: {clean_line(record['backup'])}\n"
-    if record["restore"]:
-        yield f"to restore it: {clean_line(record['restore'])}\n"
+        backup, store = clean_line(record["backup"]), clean_line(record["store"]["location"])
+        yield f"backup: {backup}\n"
+        yield f"to restore it: ckpt copy {backup} {store} --all --on-conflict replace --apply\n"
     if not applied and totals["threads"] and not totals["refused"]:
         yield "nothing changed: run again with --apply to migrate\n"
