@@ -391,9 +391,13 @@ def test_postgres_migrate_then_v2_resumes_every_thread(
         history = {t: history_of(graph, t) for t in graphs.THREADS}
     url = url_of(dsn)
     assert "notes" in pg_raw_names(dsn)
-    record = migrate_json(url, "--all", *STEPS, "--apply")
+    backup = tmp_path / "backup.sqlite"
+    record = migrate_json(url, "--all", *STEPS, "--backup", str(backup), "--apply")
     assert record["totals"]["threads"] == len(graphs.THREADS)
-    assert record["totals"]["blobs"] > 0  # the messages' blobs, renamed once per version
+    assert record["totals"]["blobs"] > 0  # `notes`' blobs, renamed once per version
+    with sqlite_saver(backup) as saver:  # the backup holds v1's threads as they were
+        v1 = graphs.build(1, saver)
+        assert {t: history_of(v1, t) for t in graphs.THREADS} == history
     assert not pg_raw_names(dsn) & (GONE_CHANNELS | {"review"})
     with PostgresSaver.from_conn_string(dsn) as saver:
         v2 = graphs.build(2, saver)
@@ -405,3 +409,7 @@ def test_postgres_migrate_then_v2_resumes_every_thread(
     assert resumed == expected
     again = migrate_json(url, "--all", *STEPS, "--apply")
     assert again["totals"]["threads"] == 0
+    # The restore the plan names puts v1's threads back.
+    restored = run_ckpt("copy", str(backup), url, "--all", "--on-conflict", "replace", "--apply")
+    assert restored.exit_code == 0, restored.output
+    assert "notes" in pg_raw_names(dsn) and "findings" not in pg_raw_names(dsn)

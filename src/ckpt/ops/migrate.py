@@ -836,7 +836,10 @@ def migrate_run(
     def applied() -> Iterator[MigrateThreadRecord]:
         with store.writer(timeout=timeout) as writer:
             if backup is not None:
-                writer.backup(backup)
+                if writer.backs_up_whole:
+                    writer.backup(backup)
+                else:
+                    _copy_backup(store, backup, threads, timeout)
             for record in planned:
                 if record["action"] != "migrate":
                     yield record
@@ -846,6 +849,22 @@ def migrate_run(
                 yield _record(record["thread_id"], thread_rewriter.outcome, None, True)
 
     return MigrateRun(head, applied())
+
+
+def _copy_backup(store: Store, backup: Path, threads: list[str], timeout: float | None) -> None:
+    """The selected threads copied, byte for byte, into a new SqliteSaver file (ckpt copy):
+    the backup of a store that has no whole-file one (Postgres)."""
+    from ckpt.ops.copy import copy_run
+    from ckpt.stores import open_target
+
+    if backup.exists():
+        raise Unsafe(f"{backup} exists; give a new file for `backup`")
+    with open_target(str(backup), timeout=timeout) as target:
+        run = copy_run(store, target, lambda: threads, apply=True)
+        for _ in run:
+            pass
+        if (refusal := run.refusal()) is not None:
+            raise Unsafe(f"the backup could not copy every thread ({refusal}); nothing changed")
 
 
 def behind(

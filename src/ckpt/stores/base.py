@@ -305,6 +305,9 @@ class Writer(ABC):
     back only the thread it happened in. Nothing else in ckpt changes a store."""
 
     location: str
+    # `backup` copies the whole store (SQLite's online backup); else migrate backs the
+    # threads it changes up with `ckpt copy`.
+    backs_up_whole: ClassVar[bool] = False
 
     @abstractmethod
     def prune(self, thread_id: str, planner: Planner) -> ThreadPlan:

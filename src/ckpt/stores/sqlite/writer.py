@@ -131,6 +131,8 @@ def sql_text(text: str) -> str:
 class SqliteWriter(Writer):
     """A read-write connection to an existing SqliteSaver file, for prune and vacuum."""
 
+    backs_up_whole = True
+
     def __init__(
         self,
         path: str | os.PathLike[str],
