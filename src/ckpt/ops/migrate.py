@@ -17,7 +17,6 @@ Each migrated checkpoint lists the names of the steps it went through in its met
 from __future__ import annotations
 
 import binascii
-import copy
 import difflib
 import json
 import tomllib
@@ -195,7 +194,7 @@ class Rewriter:
 
     def __call__(self, rows: MigrationRows) -> MigrationRows | None:
         self.outcome = outcome = Outcome()
-        new = copy.deepcopy(rows)
+        new = _clone_rows(rows)
         chosen = self._chosen(new)
         writes_at: dict[tuple[str, str], list[MigWrite]] = {}
         for write in new.writes:
@@ -212,9 +211,9 @@ class Rewriter:
             if not due:
                 continue
             key = (checkpoint.checkpoint_ns, checkpoint.checkpoint_id)
-            original = copy.deepcopy(checkpoint)
+            original = _clone_checkpoint(checkpoint)
             writes = writes_at.get(key, [])
-            original_writes = copy.deepcopy(writes)
+            original_writes = [_clone_write(w) for w in writes]
             self.blob_changed = False
             for step in due:
                 touched |= self._apply(step, checkpoint, writes, new, transformed)
@@ -240,7 +239,7 @@ class Rewriter:
             ):
                 outcome.example = (
                     original,
-                    copy.deepcopy(checkpoint),
+                    _clone_checkpoint(checkpoint),
                     original_writes,
                     list(writes),
                 )
@@ -364,6 +363,44 @@ class Rewriter:
                     f"checkpoint {checkpoint.checkpoint_id}: {sorted(found)[0]!r} is still "
                     "named after the migration (a bug in ckpt); nothing changed"
                 )
+
+
+def _plain_copy(value: Any) -> Any:
+    """A copy of plain data (dicts, lists, JSON values); bytes, tuples and Packed are
+    immutable and shared."""
+    if isinstance(value, dict):
+        return {k: _plain_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_copy(v) for v in value]
+    return value
+
+
+def _clone_checkpoint(checkpoint: MigCheckpoint) -> MigCheckpoint:
+    return MigCheckpoint(
+        checkpoint.checkpoint_ns,
+        checkpoint.checkpoint_id,
+        checkpoint.parent_checkpoint_id,
+        _plain_copy(checkpoint.fields),
+        _plain_copy(checkpoint.metadata),
+    )
+
+
+def _clone_write(write: MigWrite) -> MigWrite:
+    return MigWrite(
+        write.checkpoint_ns, write.checkpoint_id, write.task_id, write.task_path,
+        write.idx, write.channel, write.type, write.data,
+    )  # fmt: skip
+
+
+def _clone_rows(rows: MigrationRows) -> MigrationRows:
+    """A copy the steps may change: the stored values' bytes are shared, never changed."""
+    return MigrationRows(
+        rows.thread_id,
+        [_clone_checkpoint(c) for c in rows.checkpoints],
+        [_clone_write(w) for w in rows.writes],
+        dict(rows.blobs),
+        rows.split,
+    )
 
 
 def _names_in(checkpoint: MigCheckpoint) -> set[str]:
@@ -820,7 +857,7 @@ def migrate_run(
     rewriter = Rewriter(steps, latest=latest, aes_key=store.aes_key)
     planned: list[MigrateThreadRecord] = []
     for thread_id in threads:
-        rows = store.migration_rows(thread_id)
+        rows = store.migration_rows(thread_id, latest=latest)
         try:
             rewriter(rows)
         except CopyRefused as refusal:
@@ -845,7 +882,7 @@ def migrate_run(
                     yield record
                     continue
                 thread_rewriter = Rewriter(steps, latest=latest, aes_key=store.aes_key)
-                writer.migrate(record["thread_id"], thread_rewriter)
+                writer.migrate(record["thread_id"], thread_rewriter, latest=latest)
                 yield _record(record["thread_id"], thread_rewriter.outcome, None, True)
 
     return MigrateRun(head, applied())
@@ -881,7 +918,7 @@ def behind(
     found = []
     for thread_id in choose():
         try:
-            if rewriter(store.migration_rows(thread_id)) is not None:
+            if rewriter(store.migration_rows(thread_id, latest=latest)) is not None:
                 found.append(thread_id)
         except CopyRefused:
             found.append(thread_id)

@@ -85,6 +85,22 @@ class MigrationRows:
     split: bool = False
 
 
+def changed_groups(
+    before: list[MigWrite], after: list[MigWrite]
+) -> dict[tuple[str, str], list[MigWrite]]:
+    """The writes of each checkpoint whose writes changed, as they are to be: a store
+    deletes that checkpoint's writes and inserts these."""
+    old: dict[tuple[str, str], list[MigWrite]] = {}
+    new: dict[tuple[str, str], list[MigWrite]] = {}
+    for write in before:
+        old.setdefault((write.checkpoint_ns, write.checkpoint_id), []).append(write)
+    for write in after:
+        new.setdefault((write.checkpoint_ns, write.checkpoint_id), []).append(write)
+    return {
+        key: new.get(key, []) for key in old.keys() | new.keys() if old.get(key) != new.get(key)
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """One named step of a plan. `old`/`new`: the names a rename changes (a drop or an

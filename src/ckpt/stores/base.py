@@ -260,9 +260,10 @@ class Store(ABC):
             "(SQLite and Postgres are); nothing changed"
         )
 
-    def migration_rows(self, thread_id: str) -> MigrationRows:
+    def migration_rows(self, thread_id: str, *, latest: bool = False) -> MigrationRows:
         """Every row of a thread in the migration form (ckpt.records.migration), read on
-        this read-only reader: `ckpt migrate` plans from it without --apply."""
+        this read-only reader: `ckpt migrate` plans from it without --apply. `latest`: the
+        newest checkpoint of each namespace is all a store must read (with its writes)."""
         raise NotSupported(
             f"{self.location}: migrate is not supported on {self.kind} stores yet "
             "(SQLite and Postgres are); nothing changed"
@@ -318,7 +319,7 @@ class Writer(ABC):
         kept checkpoints whose parent is cleared (`parents_cleared`)."""
 
     def migrate(
-        self, thread_id: str, rewrite: Rewrite
+        self, thread_id: str, rewrite: Rewrite, *, latest: bool = False
     ) -> tuple[MigrationRows, MigrationRows | None]:
         """Read the thread's rows inside its transaction, give them to `rewrite`
         (ckpt.ops.migrate) and write back what it returns; then read the thread again in

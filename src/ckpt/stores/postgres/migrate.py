@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 import ormsgpack
 
 from ckpt.errors import CopyRefused, NotSupported
-from ckpt.records.migration import Blob, BlobKey, MigCheckpoint, MigrationRows, MigWrite
+from ckpt.records.migration import (
+    Blob,
+    BlobKey,
+    MigCheckpoint,
+    MigrationRows,
+    MigWrite,
+    changed_groups,
+)
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -148,11 +155,19 @@ def write_rows(
                 ),
                 (thread_id, ns, channel, version, tag, data),
             )
-        if before.writes != after.writes:
-            cur.execute(sql("DELETE FROM {wr} WHERE thread_id = %s"), (thread_id,))
-            path = reader.layout.task_path
-            columns = "task_id, idx, channel, type, blob" + (", task_path" if path else "")
-            marks = ", ".join(["%s"] * (8 + path))
+        path = reader.layout.task_path
+        columns = "task_id, idx, channel, type, blob" + (", task_path" if path else "")
+        marks = ", ".join(["%s"] * (8 + path))
+        for (ns, cid), writes in changed_groups(before.writes, after.writes).items():
+            cur.execute(
+                sql(
+                    "DELETE FROM {wr} WHERE thread_id = %s AND checkpoint_ns = %s "
+                    "AND checkpoint_id = %s"
+                ),
+                (thread_id, ns, cid),
+            )
+            if not writes:
+                continue
             cur.executemany(
                 sql(
                     "INSERT INTO {wr} (thread_id, checkpoint_ns, checkpoint_id, "
@@ -162,6 +177,6 @@ def write_rows(
                 [
                     (thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel,
                      w.type, w.data, *((w.task_path,) if path else ()))
-                    for w in after.writes
+                    for w in writes
                 ],
             )  # fmt: skip

@@ -1340,7 +1340,9 @@ class PostgresStore(Store):
 
         check(self)
 
-    def migration_rows(self, thread_id: str) -> MigrationRows:
+    def migration_rows(self, thread_id: str, *, latest: bool = False) -> MigrationRows:
+        # Every checkpoint even with `latest`: a blob is shared by every checkpoint at
+        # its version, and one the older checkpoints name must stay.
         from ckpt.stores.postgres.migrate import read_rows
 
         with self.conn.transaction():

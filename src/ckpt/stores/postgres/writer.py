@@ -247,7 +247,7 @@ class PostgresWriter(Writer):
 
     # -- migrate ----------------------------------------------------------------------------
     def migrate(
-        self, thread_id: str, rewrite: Rewrite
+        self, thread_id: str, rewrite: Rewrite, *, latest: bool = False
     ) -> tuple[MigrationRows, MigrationRows | None]:
         """One thread's migration in one REPEATABLE READ transaction, read back before it
         commits (ckpt.stores.base.Writer.migrate)."""

@@ -17,31 +17,48 @@ from typing import Any, Final
 import ormsgpack
 
 from ckpt.errors import CopyRefused
-from ckpt.records.migration import MigCheckpoint, MigrationRows, MigWrite, Packed
+from ckpt.records.migration import MigCheckpoint, MigrationRows, MigWrite, Packed, changed_groups
 from ckpt.stores.transfer import _map_entries, _pack_map
 
 # Body fields that hold names: decoded to plain data (the rest stay Packed).
 NAMED_FIELDS: Final = frozenset({"channel_versions", "versions_seen", "updated_channels"})
 
 
-def read_rows(conn: sqlite3.Connection, thread_id: str, *, task_path: bool) -> MigrationRows:
-    """Every row of the thread, on `conn` (the reader's, or the writer's transaction)."""
+def read_rows(
+    conn: sqlite3.Connection, thread_id: str, *, task_path: bool, latest: bool = False
+) -> MigrationRows:
+    """Every row of the thread, on `conn` (the reader's, or the writer's transaction);
+    `latest`: only each namespace's newest checkpoint and its writes."""
+    newest = (
+        " AND c.checkpoint_id = (SELECT max(n.checkpoint_id) FROM checkpoints n "
+        "WHERE n.thread_id = c.thread_id AND n.checkpoint_ns = c.checkpoint_ns)"
+        if latest
+        else ""
+    )
     checkpoints = [
         parse_checkpoint(ns, cid, parent, tag, _bytes(body), _bytes(meta))
         for ns, cid, parent, tag, body, meta in conn.execute(
-            "SELECT checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, "
-            "metadata FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id",
+            "SELECT c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.type, "
+            f"c.checkpoint, c.metadata FROM checkpoints c WHERE c.thread_id = ?{newest} "
+            "ORDER BY c.checkpoint_ns, c.checkpoint_id",
             (thread_id,),
         )
     ]
-    path = "task_path" if task_path else "''"
+    path = "w.task_path" if task_path else "''"
+    only = (
+        " AND w.checkpoint_id = (SELECT max(n.checkpoint_id) FROM checkpoints n "
+        "WHERE n.thread_id = w.thread_id AND n.checkpoint_ns = w.checkpoint_ns)"
+        if latest
+        else ""
+    )
     writes = [
         MigWrite(
-            ns, cid, task, tp or "", idx, channel, tag, bytes(value) if value is not None else None
+            ns, cid, task, tp or "", idx, channel, tag, _bytes(value) if value is not None else None
         )
         for ns, cid, task, tp, idx, channel, tag, value in conn.execute(
-            f"SELECT checkpoint_ns, checkpoint_id, task_id, {path}, idx, channel, type, value "
-            "FROM writes WHERE thread_id = ? ORDER BY checkpoint_ns, checkpoint_id, task_id, idx",
+            f"SELECT w.checkpoint_ns, w.checkpoint_id, w.task_id, {path}, w.idx, w.channel, "
+            f"w.type, w.value FROM writes w WHERE w.thread_id = ?{only} "
+            "ORDER BY w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx",
             (thread_id,),
         )
     ]
@@ -127,16 +144,20 @@ def write_rows(
             (body_bytes(checkpoint), metadata_bytes(checkpoint.metadata), thread_id,
              checkpoint.checkpoint_ns, checkpoint.checkpoint_id),
         )  # fmt: skip
-    if before.writes != after.writes:
-        conn.execute("DELETE FROM writes WHERE thread_id = ?", (thread_id,))
-        columns = "task_id, idx, channel, type, value" + (", task_path" if task_path else "")
-        marks = ", ".join("?" * (8 + task_path))
+    changed = changed_groups(before.writes, after.writes)
+    columns = "task_id, idx, channel, type, value" + (", task_path" if task_path else "")
+    marks = ", ".join("?" * (8 + task_path))
+    for (ns, cid), writes in changed.items():
+        conn.execute(
+            "DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+            (thread_id, ns, cid),
+        )
         conn.executemany(
             f"INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, {columns}) "
             f"VALUES ({marks})",
             [
                 (thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx, w.channel,
                  w.type, w.data, *((w.task_path,) if task_path else ()))
-                for w in after.writes
+                for w in writes
             ],
         )  # fmt: skip

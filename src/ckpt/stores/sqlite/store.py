@@ -980,7 +980,7 @@ class SqliteStore(Store):
         if not self.has_writes:
             raise Unsafe(f"{self.location}: no writes table (langgraph 0.1 store); nothing changed")
 
-    def migration_rows(self, thread_id: str) -> MigrationRows:
+    def migration_rows(self, thread_id: str, *, latest: bool = False) -> MigrationRows:
         from ckpt.stores.sqlite.migrate import read_rows
 
         if not self.has_writes:
@@ -989,7 +989,7 @@ class SqliteStore(Store):
             task_path = "task_path" in {
                 r[1] for r in self.conn.execute("PRAGMA table_info(writes)")
             }
-            return read_rows(self.conn, thread_id, task_path=task_path)
+            return read_rows(self.conn, thread_id, task_path=task_path, latest=latest)
 
     def vacuum_report(self, *, into: Path | None) -> VacuumReport:
         from ckpt.stores.sqlite.writer import vacuum_report, vacuum_space

@@ -168,7 +168,7 @@ class SqliteWriter(Writer):
 
     # -- migrate ----------------------------------------------------------------------------
     def migrate(
-        self, thread_id: str, rewrite: Rewrite
+        self, thread_id: str, rewrite: Rewrite, *, latest: bool = False
     ) -> tuple[MigrationRows, MigrationRows | None]:
         """One thread's migration in one `BEGIN IMMEDIATE` transaction, read back before
         it commits (ckpt.stores.base.Writer.migrate)."""
@@ -185,11 +185,11 @@ class SqliteWriter(Writer):
                 f"{self.busy_timeout:g} s, changed nothing in thread {thread_id!r} and after"
             ) from None
         try:
-            before = read_rows(conn, thread_id, task_path=self.task_path)
+            before = read_rows(conn, thread_id, task_path=self.task_path, latest=latest)
             after = rewrite(before)
             if after is not None:
                 write_rows(conn, before, after, task_path=self.task_path)
-                again = read_rows(conn, thread_id, task_path=self.task_path)
+                again = read_rows(conn, thread_id, task_path=self.task_path, latest=latest)
                 if again != after:
                     raise MigrationMismatch(
                         f"{self.path}: thread {thread_id!r} read back differs from what was "
