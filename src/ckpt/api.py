@@ -156,6 +156,21 @@ class CopyOptions(Selection, total=False):
     on_rows: Callable[[int], None] | None
 
 
+class MigrateOptions(Selection, total=False):
+    """What `migrate` takes besides the threads (CheckpointStore.iter_migrate)."""
+
+    rename_channel: Mapping[str, str] | None
+    drop_channel: Sequence[str]
+    rename_node: Mapping[str, str] | None
+    add_channel: Mapping[str, Any] | None
+    transform: Mapping[str, Callable[[Any], Any]] | None
+    plan: str | os.PathLike[str] | Sequence[Step] | None
+    latest: bool
+    backup: str | os.PathLike[str] | None
+    apply: bool
+    timeout: float | None
+
+
 class CheckpointStore:
     """A checkpoint store, read-only, as ckpt's records. Get one with `ckpt.open`.
 
@@ -918,7 +933,7 @@ class CheckpointStore:
             timeout=timeout,
         )
 
-    def migrate(self, **options: Any) -> MigrateRecord:
+    def migrate(self, **options: Unpack[MigrateOptions]) -> MigrateRecord:
         """Change saved threads to fit a changed graph (`ckpt migrate --json`;
         docs/migrate.md): the steps and threads as `iter_migrate` takes them. Without
         `apply` nothing changes and the plan is returned; with it each thread is migrated
@@ -1134,6 +1149,15 @@ def copy(
     takes, opened with `aes_key` and the `timeout` of the options)."""
     with _store(src, aes_key, options.get("timeout")) as store:
         return store.copy(dst, **options)
+
+
+def migrate(
+    store: StoreLike, *, aes_key: str | bytes | None = None, **options: Unpack[MigrateOptions]
+) -> MigrateRecord:
+    """`ckpt migrate`: `CheckpointStore.migrate` on `store` (an open store, or what `open`
+    takes)."""
+    with _store(store, aes_key, options.get("timeout")) as opened:
+        return opened.migrate(**options)
 
 
 def prune(
