@@ -105,3 +105,83 @@ def populate(checkpointer: Any, version: int = 1) -> Any:
     for thread_id in THREADS:
         run_thread(graph, thread_id)
     return graph
+
+
+# -- a fan-out: Sends to a node that gets renamed, and a DeltaChannel that gets renamed ------
+
+FAILING: set[int] = set()  # worker items that raise (a failed superstep with saved writes)
+
+
+def concat_lists(state: list[str] | None, writes: Any) -> list[str]:
+    """A DeltaChannel reducer: plain list concatenation, one batch of writes at a time."""
+    result = list(state or [])
+    for batch in writes:
+        result.extend(batch)
+    return result
+
+
+def _fan_state(log: str) -> Any:
+    import operator
+
+    from langgraph.channels import DeltaChannel
+
+    return TypedDict(  # type: ignore[operator]
+        f"Fan{log.title()}",
+        {
+            "items": list[int],
+            log: Annotated[list[str], DeltaChannel(concat_lists, snapshot_frequency=2)],
+            "results": Annotated[list[int], operator.add],
+        },
+        total=False,
+    )
+
+
+def build_fan(version: int, checkpointer: Any) -> Any:
+    from langgraph.types import Command, Send
+
+    log, worker_node = ("log", "worker") if version == 1 else ("journal", "crew")
+
+    def start(state: dict[str, Any]) -> Any:
+        RUNS["start"] += 1
+        return Command(
+            update={log: ["start"]},
+            goto=[Send(worker_node, {"item": i}) for i in state["items"]],
+        )
+
+    def worker(arg: dict[str, Any]) -> dict[str, Any]:
+        RUNS[worker_node] += 1
+        if arg["item"] in FAILING:
+            raise RuntimeError(f"item {arg['item']} failed")
+        return {"results": [arg["item"] * 10], log: [f"w{arg['item']}"]}
+
+    def collect(state: dict[str, Any]) -> dict[str, Any]:
+        RUNS["collect"] += 1
+        return {log: [f"collected {sorted(state.get('results', []))}"]}
+
+    graph = StateGraph(_fan_state(log))
+    graph.add_node("start", start, destinations=(worker_node,))
+    graph.add_node(worker_node, worker)
+    graph.add_node("collect", collect)
+    graph.add_edge(START, "start")
+    graph.add_edge(worker_node, "collect")
+    graph.add_edge("collect", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+FAN_THREADS: dict[str, tuple[list[int], set[int]]] = {
+    "fan-done": ([1, 2], set()),
+    "fan-failed": ([1, 2, 3], {2}),  # workers 1 and 3 saved their writes; 2 failed
+}
+
+
+def populate_fan(checkpointer: Any, version: int = 1) -> Any:
+    graph = build_fan(version, checkpointer)
+    for thread_id, (items, failing) in FAN_THREADS.items():
+        FAILING.clear()
+        FAILING.update(failing)
+        try:
+            graph.invoke({"items": items}, {"configurable": {"thread_id": thread_id}})
+        except RuntimeError:
+            pass
+    FAILING.clear()
+    return graph

@@ -413,3 +413,76 @@ def test_postgres_migrate_then_v2_resumes_every_thread(
     restored = run_ckpt("copy", str(backup), url, "--all", "--on-conflict", "replace", "--apply")
     assert restored.exit_code == 0, restored.output
     assert "notes" in pg_raw_names(dsn) and "findings" not in pg_raw_names(dsn)
+
+
+# -- Sends to a renamed node, a renamed DeltaChannel ------------------------------------------
+
+FAN_STEPS = ["--rename-node", "worker=crew", "--rename-channel", "log=journal"]
+
+
+def fan_expected(view: dict[str, Any]) -> dict[str, Any]:
+    values = {("journal" if k == "log" else k): v for k, v in view["values"].items()}
+    rename = {"worker": "crew"}
+    metadata = dict(view["metadata"])
+    if "counters_since_delta_snapshot" in metadata:  # names the delta channel
+        counters = metadata["counters_since_delta_snapshot"]
+        metadata["counters_since_delta_snapshot"] = {
+            ("journal" if k == "log" else k): v for k, v in counters.items()
+        }
+    return {
+        **view,
+        "metadata": metadata,
+        "values": dict(sorted(values.items())),
+        "next": [rename.get(n, n) for n in view["next"]],
+        "tasks": [(rename.get(n, n), i, e) for n, i, e in view["tasks"]],
+    }
+
+
+def retry_fan(graph: Any) -> dict[str, Any]:
+    """Retry the failed fan-out (its failing item fixed): final values, and what ran."""
+    config = {"configurable": {"thread_id": "fan-failed"}}
+    graphs.RUNS.clear()
+    graph.invoke(None, config)
+    values = json.loads(json.dumps(graph.get_state(config).values, sort_keys=True))
+    return {"values": values, "runs": dict(graphs.RUNS)}
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_sends_to_a_renamed_node_and_a_renamed_delta_channel(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The failed fan-out's saved worker writes are found under the renamed node's push
+    task ids: the retry runs only the worker that failed; a DeltaChannel renamed is
+    rebuilt under its new name from its renamed snapshot and writes."""
+    if kind == "sqlite":
+        location = str(tmp_path / "fan.sqlite")
+
+        def saver() -> Any:
+            return SqliteSaver.from_conn_string(location)
+
+    else:
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        from pg import url_of
+
+        dsn = request.getfixturevalue("pg_new_database")()
+        location = url_of(dsn)
+
+        def saver() -> Any:
+            return PostgresSaver.from_conn_string(dsn)
+
+        with saver() as pg:
+            pg.setup()
+    with saver() as checkpointer:
+        v1 = graphs.populate_fan(checkpointer)
+        history = {t: history_of(v1, t) for t in graphs.FAN_THREADS}
+    record = migrate_json(location, "--all", *FAN_STEPS, "--apply")
+    assert record["totals"]["threads"] == len(graphs.FAN_THREADS)
+    with saver() as checkpointer:
+        v2 = graphs.build_fan(2, checkpointer)
+        for thread_id, v1_history in history.items():
+            assert history_of(v2, thread_id) == [fan_expected(v) for v in v1_history]
+        retried = retry_fan(v2)
+    assert retried["runs"] == {"crew": 1, "collect": 1}  # workers 1 and 3 not again
+    with sqlite_saver(tmp_path / "fresh.sqlite") as checkpointer:
+        assert retry_fan(graphs.populate_fan(checkpointer, version=2)) == retried

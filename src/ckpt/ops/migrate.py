@@ -615,6 +615,9 @@ def _rename_node(
     tasks_value = checkpoint.values.get(TASKS)
     if tasks_value is not None:
         checkpoint.values[TASKS] = _sends_renamed(tasks_value, old, new)
+    tasks_key = (checkpoint.checkpoint_ns, TASKS, str(checkpoint.versions.get(TASKS)))
+    if rows.split and tasks_key in rows.blobs:  # Postgres: one blob for every checkpoint
+        rows.blobs[tasks_key] = _sends_renamed(rows.blobs[tasks_key], old, new)
     for write in writes:
         if write.channel == TASKS:
             write.type, write.data = _sends_renamed((write.type, write.data), old, new)
