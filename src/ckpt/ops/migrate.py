@@ -185,8 +185,16 @@ class Rewriter:
     """The plan's steps applied to one thread's rows (a pure function of them: the store
     calls it inside its transaction, the dry run on what its reader read)."""
 
-    def __init__(self, steps: Sequence[Step], *, latest: bool, aes_key: bytes | None = None):
+    def __init__(
+        self,
+        steps: Sequence[Step],
+        *,
+        latest: bool,
+        aes_key: bytes | None = None,
+        example: bool = True,
+    ):
         self.steps = list(steps)
+        self.example = example  # keep one checkpoint before and after, for the diff
         self.latest = latest
         self.aes_key = aes_key
         self.outcome = Outcome()
@@ -233,9 +241,12 @@ class Rewriter:
             for s in due:
                 if s.name not in outcome.steps and s.name in names_before:
                     outcome.steps.append(s.name)
-            if outcome.example is None or (
-                checkpoint.checkpoint_ns == ""
-                and checkpoint.checkpoint_id > outcome.example[0].checkpoint_id
+            if self.example and (
+                outcome.example is None
+                or (
+                    checkpoint.checkpoint_ns == ""
+                    and checkpoint.checkpoint_id > outcome.example[0].checkpoint_id
+                )
             ):
                 outcome.example = (
                     original,
@@ -354,10 +365,17 @@ class Rewriter:
                 gone.add(f"branch:to:{step.old}")
         if not gone:
             return
+        left: dict[tuple[str, str], set[str]] = {}  # old names pending writes still use
+        for write in rows.writes:
+            if write.channel in gone:
+                left.setdefault((write.checkpoint_ns, write.checkpoint_id), set()).add(
+                    write.channel
+                )
         for checkpoint in rows.checkpoints:
             if checkpoint.checkpoint_id not in chosen.get(checkpoint.checkpoint_ns, ()):
                 continue
             found = _names_in(checkpoint) & gone
+            found |= left.get((checkpoint.checkpoint_ns, checkpoint.checkpoint_id), set())
             if found:
                 raise CopyRefused(
                     f"checkpoint {checkpoint.checkpoint_id}: {sorted(found)[0]!r} is still "
@@ -857,18 +875,20 @@ def migrate_run(
         "backup": str(backup) if apply and backup else None,
         "steps": [step_record(s) for s in steps],
     }
-    rewriter = Rewriter(steps, latest=latest, aes_key=store.aes_key)
-    planned: list[MigrateThreadRecord] = []
-    for thread_id in threads:
-        rows = store.migration_rows(thread_id, latest=latest)
+
+    def plan(thread_id: str, rewriter: Rewriter) -> MigrateThreadRecord:
         try:
-            rewriter(rows)
+            rewriter(store.migration_rows(thread_id, latest=latest))
         except CopyRefused as refusal:
-            planned.append(_record(thread_id, None, str(refusal), False))
-            continue
-        planned.append(_record(thread_id, rewriter.outcome, None, False))
-    if not apply:
-        return MigrateRun(head, iter(planned))
+            return _record(thread_id, None, str(refusal), False)
+        return _record(thread_id, rewriter.outcome, None, False)
+
+    if not apply:  # the plan, a thread at a time, each with its diff
+        shown = Rewriter(steps, latest=latest, aes_key=store.aes_key)
+        return MigrateRun(head, (plan(t, shown) for t in threads))
+    # Every thread is planned before any is written (no diffs kept: memory stays small).
+    quiet = Rewriter(steps, latest=latest, aes_key=store.aes_key, example=False)
+    planned = [plan(t, quiet) for t in threads]
     if any(r["action"] == "refused" for r in planned):
         # Nothing is written when a thread cannot be migrated: fix the plan first.
         return MigrateRun(head, iter(planned))
@@ -884,7 +904,9 @@ def migrate_run(
                 if record["action"] != "migrate":
                     yield record
                     continue
-                thread_rewriter = Rewriter(steps, latest=latest, aes_key=store.aes_key)
+                thread_rewriter = Rewriter(
+                    steps, latest=latest, aes_key=store.aes_key, example=False
+                )
                 writer.migrate(record["thread_id"], thread_rewriter, latest=latest)
                 yield _record(record["thread_id"], thread_rewriter.outcome, None, True)
 
