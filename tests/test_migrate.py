@@ -330,6 +330,14 @@ def test_check_plan_names_the_threads_behind(store: Path, tmp_path: Path) -> Non
     assert result.exit_code == 1, result.output
     behind = set(result.stdout.split())
     assert behind == set(graphs.THREADS) - {"done-1"}
+    as_json = run_ckpt("check", str(store), "--plan", str(plan), "--json")
+    record = json.loads(as_json.stdout)
+    Draft202012Validator(
+        json.loads((Path(__file__).parent.parent / "docs" / "behind.schema.json").read_text())
+    ).validate(record)
+    assert set(record["behind"]) == behind
+    migrate_json(str(store), "--all", "--plan", str(plan), "--apply")
+    assert run_ckpt("check", str(store), "--plan", str(plan)).exit_code == 0
 
 
 def test_bad_input_is_one_line(store: Path, tmp_path: Path) -> None:

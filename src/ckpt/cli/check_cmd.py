@@ -75,6 +75,7 @@ def check(
     from ckpt.cli.options import fix_line
     from ckpt.errors import ExitCode
     from ckpt.records.encode import dump_document
+    from ckpt.records.types import MigrationBehindRecord
     from ckpt.render.check_view import check_view
     from ckpt.render.progress import advancing
 
@@ -83,7 +84,8 @@ def check(
         with opened(ctx, store_options, store, hidden_exit=False) as checkpoints:
             behind = checkpoints.migration_behind(plan, threads=thread or ())
         if json_out:
-            run.output.lines(dump_document({"plan": str(plan), "behind": behind}))
+            found: MigrationBehindRecord = {"plan": str(plan), "behind": behind}
+            run.output.lines(dump_document(found))
         else:
             run.output.lines(f"{t}\n" for t in behind)
         if behind:

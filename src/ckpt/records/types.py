@@ -982,3 +982,10 @@ class MigrateRecord(MigrateHead):
 
     threads: list[MigrateThreadRecord]
     totals: MigrateTotals
+
+
+class MigrationBehindRecord(TypedDict):
+    """`ckpt check --plan FILE --json` (docs/migrate.md, docs/behind.schema.json)."""
+
+    plan: str  # the plan file
+    behind: list[str]  # the threads the plan would still change (or cannot be carried out on)
