@@ -87,12 +87,14 @@ THREADS: dict[str, tuple[str, bool, str | None]] = {
 }
 
 
-def run_thread(graph: Any, thread_id: str) -> None:
+def run_thread(graph: Any, thread_id: str, version: int = 1) -> None:
     from langgraph.types import Command
 
     topic, fail, answer = THREADS[thread_id]
     config = {"configurable": {"thread_id": thread_id}}
-    graph.invoke({"messages": [HumanMessage(topic, id=f"human-{topic}")], "fail": fail}, config)
+    # `scratch` in the input too: LangGraph keeps the input under `__start__`.
+    start = {"messages": [HumanMessage(topic, id=f"human-{topic}")], "fail": fail}
+    graph.invoke({**start, "scratch": "from the input"} if version == 1 else start, config)
     if answer is not None:
         try:
             graph.invoke(Command(resume=answer), config)
@@ -103,7 +105,7 @@ def run_thread(graph: Any, thread_id: str) -> None:
 def populate(checkpointer: Any, version: int = 1) -> Any:
     graph = build(version, checkpointer)
     for thread_id in THREADS:
-        run_thread(graph, thread_id)
+        run_thread(graph, thread_id, version)
     return graph
 
 

@@ -112,6 +112,7 @@ def raw_names(path: Path) -> set[str]:
         for (body,) in conn.execute("SELECT checkpoint FROM checkpoints"):
             document = ormsgpack.unpackb(body, ext_hook=lambda code, data: None)
             names.update(document["channel_values"])
+            names.update(document["channel_values"].get("__start__") or ())  # the input's keys
             names.update(document["channel_versions"])
             names.update(document.get("updated_channels") or ())
             for node, seen in document["versions_seen"].items():
@@ -377,7 +378,10 @@ def pg_raw_names(dsn: str) -> set[str]:
             for node, seen in document["versions_seen"].items():
                 names.add(node)
                 names.update(seen)
-        names.update(c for (c,) in conn.execute("SELECT channel FROM checkpoint_blobs"))
+        for channel, tag, blob in conn.execute("SELECT channel, type, blob FROM checkpoint_blobs"):
+            names.add(channel)
+            if channel == "__start__" and tag == "msgpack":  # the input's keys
+                names.update(ormsgpack.unpackb(blob, ext_hook=lambda code, data: None))
         for channel, task_path in conn.execute("SELECT channel, task_path FROM checkpoint_writes"):
             names.add(channel)
             names.update(task_path.removeprefix("~").split(", "))

@@ -61,6 +61,7 @@ from ckpt.stores.base import Store
 PULL: Final = "__pregel_pull"
 PUSH: Final = "__pregel_push"
 TASKS: Final = "__pregel_tasks"
+START: Final = "__start__"  # the channel that keeps the graph's input (a map of state keys)
 INTERRUPT: Final = "__interrupt__"
 NO_WRITES: Final = "__no_writes__"
 BUMPS: Final = "__snapshot_bumps__"  # versions_seen entry that is no node (format.md §11)
@@ -286,7 +287,7 @@ class Rewriter:
             assert step.new is not None
             return _rename_channel(checkpoint, writes, rows, step.old, step.new)
         if step.kind == "drop_channel":
-            _drop_channel(checkpoint, writes, step.old)
+            _drop_channel(checkpoint, writes, rows, step.old)
             return {step.old}
         if step.kind == "rename_node":
             assert step.new is not None
@@ -474,7 +475,44 @@ def _rename_channel(
     for write in writes:
         if write.channel == old:
             write.channel = new
+    _rename_in_input(checkpoint, writes, rows, old, new)
     return {old}
+
+
+def _rename_in_input(
+    checkpoint: MigCheckpoint,
+    writes: list[MigWrite],
+    rows: MigrationRows,
+    old: str,
+    new: str | None,
+) -> None:
+    """The graph input a run starts from, kept as the `__start__` channel's value (a map
+    of state keys): its key renamed (None: dropped), in the body, its blob or a write."""
+
+    def rekeyed(blob: Blob) -> Blob:
+        tag, data = blob
+        if tag != "msgpack" or not data:
+            return blob
+        value = unpack_raw(data)
+        if not isinstance(value, dict) or old not in value:
+            return blob
+        if new is None:
+            return (tag, pack_raw({k: v for k, v in value.items() if k != old}))
+        if new in value:
+            raise CopyRefused(
+                f"checkpoint {checkpoint.checkpoint_id}: its input holds both {old!r} and {new!r}"
+            )
+        return (tag, pack_raw(_renamed_key(value, old, new)))
+
+    values = checkpoint.values
+    if START in values:
+        values[START] = rekeyed(values[START])
+    key = (checkpoint.checkpoint_ns, START, str(checkpoint.versions.get(START)))
+    if rows.split and key in rows.blobs:
+        rows.blobs[key] = rekeyed(rows.blobs[key])
+    for write in writes:
+        if write.channel == START:
+            write.type, write.data = rekeyed((write.type, write.data))
 
 
 def _bump_key(
@@ -522,8 +560,11 @@ def _rename_in_metadata(
                 outputs[name] = _renamed_key(output, *channel)
 
 
-def _drop_channel(checkpoint: MigCheckpoint, writes: list[MigWrite], name: str) -> None:
+def _drop_channel(
+    checkpoint: MigCheckpoint, writes: list[MigWrite], rows: MigrationRows, name: str
+) -> None:
     fields = checkpoint.fields
+    _rename_in_input(checkpoint, writes, rows, name, None)
     checkpoint.values.pop(name, None)
     checkpoint.versions.pop(name, None)
     updated = fields.get("updated_channels")
