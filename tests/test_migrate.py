@@ -498,3 +498,67 @@ def test_sends_to_a_renamed_node_and_a_renamed_delta_channel(
     assert retried["runs"] == {"crew": 1, "collect": 1}  # workers 1 and 3 not again
     with sqlite_saver(tmp_path / "fresh.sqlite") as checkpointer:
         assert retry_fan(graphs.populate_fan(checkpointer, version=2)) == retried
+
+
+# -- a killed migrate -------------------------------------------------------------------------
+
+
+def thread_states(path: Path) -> dict[str, set[bool]]:
+    """Per thread: whether each checkpoint lists the plan's steps (migrated) or not."""
+    states: dict[str, set[bool]] = {}
+    with closing(sqlite3.connect(path)) as conn:
+        for thread_id, metadata in conn.execute("SELECT thread_id, metadata FROM checkpoints"):
+            states.setdefault(thread_id, set()).add("ckpt_migrations" in json.loads(metadata))
+    return states
+
+
+@pytest.mark.long
+def test_a_killed_migrate_leaves_every_thread_whole(store: Path) -> None:
+    """SIGKILL in the middle of an applied migration of many threads: each thread is
+    migrated whole or not at all, and a second run migrates the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    # Many threads: the v1 threads' rows again under new thread ids (task ids and interrupt
+    # ids do not name the thread, so each copy is a thread LangGraph resumes).
+    with closing(sqlite3.connect(store)) as conn:
+        for n in range(150):
+            conn.execute(
+                "INSERT INTO checkpoints SELECT thread_id || ?, checkpoint_ns, checkpoint_id, "
+                "parent_checkpoint_id, type, checkpoint, metadata FROM checkpoints "
+                "WHERE thread_id NOT LIKE '%#%'",
+                (f"#{n:03d}",),
+            )
+            conn.execute(
+                "INSERT INTO writes SELECT thread_id || ?, checkpoint_ns, checkpoint_id, task_id, "
+                "task_path, idx, channel, type, value FROM writes WHERE thread_id NOT LIKE '%#%'",
+                (f"#{n:03d}",),
+            )
+        conn.commit()
+    command = [sys.executable, "-m", "ckpt", "migrate", str(store), "--all", *STEPS, "--apply"]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and child.poll() is None:
+        if any(True in s for s in thread_states(store).values()):
+            break
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    states = thread_states(store)
+    assert all(len(s) == 1 for s in states.values()), "a thread is half migrated"
+    done = sum(s == {True} for s in states.values())
+    assert 0 < done < len(states), "the kill did not land mid-run: make the store bigger"
+    record = migrate_json(str(store), "--all", *STEPS, "--apply")
+    assert record["totals"]["threads"] == len(states) - done
+    assert all(s == {True} for s in thread_states(store).values())
+    assert not raw_names(store) & GONE_CHANNELS
+    with sqlite_saver(store) as saver:
+        v2 = graphs.build(2, saver)
+        config = {"configurable": {"thread_id": "waiting-1#149"}}
+        graphs.RUNS.clear()
+        v2.invoke(Command(resume="yes"), config)
+        assert dict(graphs.RUNS) == {"approve": 1, "finish": 1}
