@@ -539,8 +539,8 @@ def test_a_killed_migrate_leaves_every_thread_whole(store: Path) -> None:
             )
         conn.commit()
     command = [sys.executable, "-m", "ckpt", "migrate", str(store), "--all", *STEPS, "--apply"]
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and child.poll() is None:
         if any(True in s for s in thread_states(store).values()):
