@@ -562,3 +562,47 @@ def test_a_killed_migrate_leaves_every_thread_whole(store: Path) -> None:
         graphs.RUNS.clear()
         v2.invoke(Command(resume="yes"), config)
         assert dict(graphs.RUNS) == {"approve": 1, "finish": 1}
+
+
+@pytest.mark.postgres
+def test_postgres_transform_add_and_latest(pg_new_database: Callable[[], str]) -> None:
+    """On Postgres a transformed value is a blob shared by every checkpoint at its version
+    (transformed once); an added non-primitive value becomes a blob; `--latest` writes a
+    renamed channel's blob under the new name beside the old one, which the older
+    checkpoints still name."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    from pg import url_of
+
+    dsn = pg_new_database()
+    with PostgresSaver.from_conn_string(dsn) as saver:
+        saver.setup()
+        graphs.populate(saver)
+    with ckpt.open(url_of(dsn)) as checkpoints:
+        record = checkpoints.migrate(
+            threads=["done-1"],
+            transform={"notes": lambda v: {**v, "text": v["text"].upper()}},
+            add_channel={"extra": {"a": [1, 2]}},
+            apply=True,
+        )
+    assert record["totals"]["threads"] == 1 and record["totals"]["blobs"] > 0
+    done = {"configurable": {"thread_id": "done-1"}}
+    with PostgresSaver.from_conn_string(dsn) as saver:
+        values = graphs.build(1, saver).get_state(done).values
+    assert values["notes"] == {"topic": "apples", "text": "NOTES ON APPLES"}
+    with ckpt.open(url_of(dsn)) as checkpoints:
+        assert checkpoints.checkpoint("done-1")["channel_values"]["extra"] == {"a": [1, 2]}
+    record = migrate_json(url_of(dsn), "--thread", "failed-1", *STEPS, "--latest", "--apply")
+    assert record["totals"]["checkpoints"] == 1
+    failed = {"configurable": {"thread_id": "failed-1"}}
+    with PostgresSaver.from_conn_string(dsn) as saver:
+        v1_history = history_of(graphs.build(1, saver), "failed-1")
+        v2 = graphs.build(2, saver)
+        assert v2.get_state(failed).values["findings"]["text"] == "notes on figs"
+        graphs.RUNS.clear()
+        with pytest.raises(RuntimeError):
+            v2.invoke(None, failed)
+        assert dict(graphs.RUNS) == {"finish": 1}
+    # The checkpoint before the newest is v1's still, values and all.
+    assert v1_history[1]["values"]["notes"] == {"topic": "figs", "text": "notes on figs"}
+    assert "scratch" in v1_history[1]["values"]
