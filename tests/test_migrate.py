@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import ormsgpack
 import pytest
@@ -606,3 +607,55 @@ def test_postgres_transform_add_and_latest(pg_new_database: Callable[[], str]) -
     # The checkpoint before the newest is v1's still, values and all.
     assert v1_history[1]["values"]["notes"] == {"topic": "figs", "text": "notes on figs"}
     assert "scratch" in v1_history[1]["values"]
+
+
+# -- a barrier: another node's task id names the renamed node -------------------------------
+
+
+def build_join(first: str, checkpointer: Any) -> Any:
+    """START -> FIRST and b, both -> c (a barrier channel `join:FIRST+b:c`), c asks."""
+    from typing import TypedDict
+
+    from langgraph.graph import START, StateGraph
+    from langgraph.types import interrupt
+
+    class Join(TypedDict, total=False):
+        seen: Annotated[list[str], operator.add]
+        answer: str
+
+    def node(name: str) -> Any:
+        def run(state: Join) -> Join:
+            graphs.RUNS[name] += 1
+            if name == "c":
+                return {"answer": str(interrupt({"seen": sorted(state.get("seen", []))}))}
+            return {"seen": [name]}
+
+        return run
+
+    graph = StateGraph(Join)
+    for name in (first, "b", "c"):
+        graph.add_node(name, node(name))
+    graph.add_edge(START, first)
+    graph.add_edge(START, "b")
+    graph.add_edge([first, "b"], "c")
+    return graph.compile(checkpointer=checkpointer)
+
+
+def test_renaming_a_node_a_barrier_waits_on(tmp_path: Path) -> None:
+    """Node c waits on `join:a+b:c`: renaming `a` changes c's triggers, so c's task id and
+    the id of the interrupt it raised; resuming by that id under v2 finds it."""
+    path = tmp_path / "join.sqlite"
+    config = {"configurable": {"thread_id": "join"}}
+    with sqlite_saver(path) as saver:
+        build_join("a", saver).invoke({"seen": []}, config)
+    migrate_json(str(path), "--all", "--rename-node", "a=alpha", "--apply")
+    with sqlite_saver(path) as saver:
+        v2 = build_join("alpha", saver)
+        state = v2.get_state(config)
+        assert state.next == ("c",)
+        (pending,) = state.interrupts
+        assert pending.value == {"seen": ["a", "b"]}
+        graphs.RUNS.clear()
+        v2.invoke(Command(resume={pending.id: "ok"}), config)
+        assert dict(graphs.RUNS) == {"c": 1}
+        assert v2.get_state(config).values["answer"] == "ok"

@@ -670,6 +670,17 @@ def _rename_node(
         renamed_channel = _node_channel(channel, old, new)
         if renamed_channel != channel:
             touched |= _rename_channel(checkpoint, writes, rows, channel, renamed_channel)
+    # Barriers (`add_edge([A, B], NODE)`) keep the names of the nodes that finished: their
+    # value is a set of node names, each write to them a node name.
+    for channel in [c for c in checkpoint.versions if c.startswith("join:")]:
+        if channel in checkpoint.values:
+            checkpoint.values[channel] = _barrier_renamed(checkpoint.values[channel], old, new)
+        key = (checkpoint.checkpoint_ns, channel, str(checkpoint.versions[channel]))
+        if rows.split and key in rows.blobs:
+            rows.blobs[key] = _barrier_renamed(rows.blobs[key], old, new)
+    for write in writes:
+        if write.channel.startswith("join:"):
+            write.type, write.data = _barrier_renamed((write.type, write.data), old, new)
     # Sends to the node, pending in the body (`__pregel_tasks`) or in writes.
     tasks_value = checkpoint.values.get(TASKS)
     if tasks_value is not None:
@@ -720,27 +731,56 @@ def _rename_tasks(
                 continue
             if push_task_id(cid, ns, step, old, index) == task_id:
                 new_id = push_task_id(cid, ns, step, new, index)
+        elif path.startswith(f"~{PULL}, "):
+            # Another node's task: its id changes only when a trigger names the renamed
+            # node (a barrier `join:OLD+B:NODE` of `add_edge([...], NODE)`).
+            node = path[len(f"~{PULL}, ") :]
+            if pull_task_id(cid, ns, step, node, (f"branch:to:{node}",)) == task_id:
+                continue
+            triggers = _pull_triggers(cid, ns, step, node, task_id, channels)
+            renamed = [_node_channel(t, old, new) for t in triggers or ()]
+            if triggers is None or list(triggers) == renamed:
+                continue
+            new_id = pull_task_id(cid, ns, step, node, renamed)
+            if new_id is None:
+                continue
+            old_ns, new_ns = f"{_task_ns(ns, node)}:{task_id}", f"{_task_ns(ns, node)}:{new_id}"
+            _retask(task_writes, new_id, path, old_ns, new_ns, cid)
+            continue
         if new_id is None:
             continue
         old_ns, new_ns = f"{_task_ns(ns, old)}:{task_id}", f"{_task_ns(ns, new)}:{new_id}"
-        for write in task_writes:
-            write.task_id = new_id
-            write.task_path = new_path
-            if write.channel == INTERRUPT:
-                write.type, write.data = _interrupts_renamed(
-                    (write.type, write.data), old_ns, new_ns, cid
-                )
+        _retask(task_writes, new_id, new_path, old_ns, new_ns, cid)
+
+
+def _retask(
+    task_writes: list[MigWrite], new_id: str, new_path: str, old_ns: str, new_ns: str, cid: str
+) -> None:
+    """A task's writes under its new id and path, its interrupts with their new ids."""
+    for write in task_writes:
+        write.task_id = new_id
+        write.task_path = new_path
+        if write.channel == INTERRUPT:
+            write.type, write.data = _interrupts_renamed(
+                (write.type, write.data), old_ns, new_ns, cid
+            )
 
 
 def _pull_triggers(
     cid: str, ns: str, step: int, node: str, task_id: str, channels: set[str]
 ) -> tuple[str, ...] | None:
     """The trigger channels a pull task's id was hashed with: `branch:to:NODE` (every
-    StateGraph node of langgraph 1.x), else any one or two channels of the checkpoint."""
-    first = (f"branch:to:{node}",)
-    if pull_task_id(cid, ns, step, node, first) == task_id:
-        return first
-    names = sorted(channels)
+    StateGraph node of langgraph 1.x), with a barrier of its (`join:A+B:NODE`), else any
+    one or two channels of the checkpoint."""
+    first = f"branch:to:{node}"
+    if pull_task_id(cid, ns, step, node, (first,)) == task_id:
+        return (first,)
+    for channel in sorted(channels):
+        if channel.startswith("join:") and channel.endswith(f":{node}"):
+            pair = tuple(sorted((first, channel)))
+            if pull_task_id(cid, ns, step, node, pair) == task_id:
+                return pair
+    names = sorted(channels | {first})
     for size in (1, 2):
         for triggers in combinations(names, size):
             if pull_task_id(cid, ns, step, node, triggers) == task_id:
@@ -768,6 +808,24 @@ def _interrupts_renamed(blob: Blob, old_ns: str, new_ns: str, cid: str) -> Blob:
                 item = RawExt(EXT_KW_ARGS, pack_raw(payload))
         out.append(item)
     return (tag, pack_raw(out))
+
+
+def _barrier_renamed(blob: Blob, old: str, new: str) -> Blob:
+    """A barrier's value (a set of node names: ext 0 `builtins.set`) or a write to it (a
+    node name) with `old` called `new`."""
+    tag, data = blob
+    if tag != "msgpack" or not data:
+        return blob
+    value = unpack_raw(data)
+    if value == old:
+        return (tag, pack_raw(new))
+    found = ext_class(value) if isinstance(value, RawExt) else None
+    if found is not None and found[1] in ("set", "frozenset") and isinstance(found[2][2], list):
+        payload = found[2]
+        if old in payload[2]:
+            payload[2] = [new if item == old else item for item in payload[2]]
+            return (tag, pack_raw(RawExt(value.code, pack_raw(payload))))
+    return blob
 
 
 def _sends_renamed(blob: Blob, old: str, new: str) -> Blob:
