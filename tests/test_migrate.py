@@ -659,3 +659,39 @@ def test_renaming_a_node_a_barrier_waits_on(tmp_path: Path) -> None:
         v2.invoke(Command(resume={pending.id: "ok"}), config)
         assert dict(graphs.RUNS) == {"c": 1}
         assert v2.get_state(config).values["answer"] == "ok"
+
+
+def build_ask(name: str, checkpointer: Any) -> Any:
+    """One node that asks twice: its second interrupt's id counts the first answer."""
+    from typing import TypedDict
+
+    from langgraph.graph import START, StateGraph
+    from langgraph.types import interrupt
+
+    class Ask(TypedDict, total=False):
+        answers: list[str]
+
+    def ask(state: Ask) -> Ask:
+        graphs.RUNS[name] += 1
+        return {"answers": [str(interrupt("first?")), str(interrupt("second?"))]}
+
+    graph = StateGraph(Ask)
+    graph.add_node(name, ask)
+    graph.add_edge(START, name)
+    return graph.compile(checkpointer=checkpointer)
+
+
+def test_a_renamed_node_that_asked_twice(tmp_path: Path) -> None:
+    path = tmp_path / "ask.sqlite"
+    config = {"configurable": {"thread_id": "ask"}}
+    with sqlite_saver(path) as saver:
+        v1 = build_ask("ask", saver)
+        v1.invoke({}, config)
+        v1.invoke(Command(resume="one"), config)  # the second question waits
+    migrate_json(str(path), "--all", "--rename-node", "ask=query", "--apply")
+    with sqlite_saver(path) as saver:
+        v2 = build_ask("query", saver)
+        (pending,) = v2.get_state(config).interrupts
+        assert pending.value == "second?"
+        v2.invoke(Command(resume={pending.id: "two"}), config)
+        assert v2.get_state(config).values["answers"] == ["one", "two"]

@@ -796,7 +796,8 @@ def _interrupts_renamed(blob: Blob, old_ns: str, new_ns: str, cid: str) -> Blob:
     items = unpack_raw(data)
     if not isinstance(items, list):
         return blob
-    ids = {interrupt_id(old_ns, n): n for n in range(len(items) + 1)}
+    # n: how many answers the task had when it asked (a resumed task asks again).
+    ids = {interrupt_id(old_ns, n): n for n in range(len(items) + 32)}
     out = []
     for item in items:
         found = ext_class(item) if isinstance(item, RawExt) else None
