@@ -695,3 +695,30 @@ def test_a_renamed_node_that_asked_twice(tmp_path: Path) -> None:
         assert pending.value == "second?"
         v2.invoke(Command(resume={pending.id: "two"}), config)
         assert v2.get_state(config).values["answers"] == ["one", "two"]
+
+
+def test_renaming_into_a_name_a_thread_has_is_refused(store: Path) -> None:
+    from ckpt.errors import ExitCode
+
+    before = rows_of(store)
+    result = run_ckpt("migrate", str(store), "--all", "--rename-channel", "notes=draft", "--apply")
+    assert result.exit_code == ExitCode.UNSAFE, result.output
+    assert "holds both 'notes' and 'draft'" in result.stderr
+    assert rows_of(store) == before
+
+
+def test_a_plan_file_with_every_kind_of_step(store: Path, tmp_path: Path) -> None:
+    plan = tmp_path / "v2.toml"
+    plan.write_text(
+        '[[step]]\nname = "findings"\nkind = "rename_channel"\nfrom = "notes"\nto = "findings"\n'
+        '[[step]]\nname = "no-scratch"\nkind = "drop_channel"\nchannel = "scratch"\n'
+        '[[step]]\nname = "approve"\nkind = "rename_node"\nfrom = "review"\nto = "approve"\n'
+        '[[step]]\nname = "priority"\nkind = "add_channel"\nchannel = "priority"\n'
+        'value = { level = "normal", tags = ["a"] }\n'
+    )
+    record = migrate_json(str(store), "--thread", "waiting-1", "--plan", str(plan), "--apply")
+    assert [s["name"] for s in record["steps"]] == ["findings", "no-scratch", "approve", "priority"]
+    with ckpt.open(str(store)) as checkpoints:
+        values = checkpoints.checkpoint("waiting-1")["channel_values"]
+    assert values["priority"] == {"level": "normal", "tags": ["a"]}
+    assert "findings" in values and "notes" not in values and "scratch" not in values
