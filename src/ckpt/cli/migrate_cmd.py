@@ -78,7 +78,8 @@ def migrate(
         typer.Option(
             "--backup",
             metavar="FILE",
-            help="SQLite: copy the store to FILE (online backup) before migrating.",
+            help="Back up first: SQLite: the whole file (online backup); Postgres: the "
+            "selected threads copied into a new SQLite FILE.",
             show_default=False,
         ),
     ] = None,

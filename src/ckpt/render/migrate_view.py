@@ -49,8 +49,9 @@ def migrate_lines(record: MigrateRecord, output: Output) -> Iterator[str]:
                 yield (paint(text, style) if style else text) + "\n"
     totals = record["totals"]
     verb = "migrated" if applied else "would migrate"
+    threads = "thread" if totals["threads"] == 1 else "threads"
     yield (
-        f"{verb} {totals['threads']:,} threads ({totals['checkpoints']:,} checkpoints, "
+        f"{verb} {totals['threads']:,} {threads} ({totals['checkpoints']:,} checkpoints, "
         f"{totals['writes']:,} writes, {totals['blobs']:,} blobs); "
         f"{totals['unchanged']:,} unchanged, {totals['refused']:,} refused\n"
     )
