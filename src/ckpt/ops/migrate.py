@@ -224,6 +224,8 @@ class Rewriter:
             writes = writes_at.get(key, [])
             original_writes = [_clone_write(w) for w in writes]
             self.blob_changed = False
+            if isinstance(new.blobs, _Blobs):
+                new.blobs.changed = False
             for step in due:
                 touched |= self._apply(step, checkpoint, writes, new, transformed)
             writes_at[key] = writes
@@ -232,6 +234,7 @@ class Rewriter:
                 and checkpoint.metadata == original.metadata
                 and writes == original_writes
                 and not self.blob_changed
+                and not (isinstance(new.blobs, _Blobs) and new.blobs.changed)
             ):
                 continue  # no step names anything here: the checkpoint stays as it is
             checkpoint.metadata[MIGRATED_KEY] = done + [s.name for s in due]
@@ -411,13 +414,29 @@ def _clone_write(write: MigWrite) -> MigWrite:
     )  # fmt: skip
 
 
+class _Blobs(dict[BlobKey, Blob]):
+    """A thread's blobs that note whether a step changed one (a blob can change while its
+    checkpoint's own fields do not: the input under `__start__`, pending Sends)."""
+
+    changed = False
+
+    def __setitem__(self, key: BlobKey, value: Blob) -> None:
+        if self.get(key) != value:
+            self.changed = True
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: BlobKey) -> None:
+        self.changed = True
+        super().__delitem__(key)
+
+
 def _clone_rows(rows: MigrationRows) -> MigrationRows:
     """A copy the steps may change: the stored values' bytes are shared, never changed."""
     return MigrationRows(
         rows.thread_id,
         [_clone_checkpoint(c) for c in rows.checkpoints],
         [_clone_write(w) for w in rows.writes],
-        dict(rows.blobs),
+        _Blobs(rows.blobs),
         rows.split,
     )
 
