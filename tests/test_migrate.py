@@ -172,6 +172,8 @@ def test_migrate_then_v2_resumes_every_thread(
     assert record["backup"] == str(backup)
     assert rows_of(backup) == rows_of(v1_store[0])  # the backup is the store as it was
     assert not raw_names(store) & (GONE_CHANNELS | {"review"})
+    checked = run_ckpt("check", str(store))  # every row still reads as LangGraph reads it
+    assert checked.exit_code == 0 and "no errors" in checked.stdout, checked.output
     with sqlite_saver(store) as saver:
         v2 = graphs.build(2, saver)
         for thread_id, history in v1_store[1].items():
