@@ -136,12 +136,16 @@ WHEN = {
     "`langgraph-ckpt[demo]`, `langgraph-ckpt[tui]`)",
     ExitCode.BUSY: "`prune`/`vacuum`/`copy --apply`: another connection held the store past "
     "`--timeout`; the thread being changed was rolled back (threads before it stay done)",
+    ExitCode.MISMATCH: "`migrate --apply`: a thread read back after writing differed from what "
+    "was written; that thread was rolled back (the threads before it stay migrated)",
     ExitCode.UNSAFE: "`prune`/`vacuum`: refused as unsafe (a `langgraph dev` folder a server "
     "rewrites, a `--backup`/`--into` file that exists, too little disk); nothing changed. "
     "`copy`: threads already on the target (nothing copied), a thread that cannot be "
-    "carried exactly (left out, the others copied), a target schema newer than ckpt knows",
-    ExitCode.UNSUPPORTED: "`prune`/`vacuum` on a kind of store they do not support yet, or "
-    "`copy` from or into one; nothing was read or changed",
+    "carried exactly (left out, the others copied), a target schema newer than ckpt knows. "
+    "`migrate`: a thread the plan cannot be carried out on, or a transform that raised "
+    "(nothing changed)",
+    ExitCode.UNSUPPORTED: "`prune`/`vacuum`/`migrate` on a kind of store they do not support "
+    "yet, or `copy` from or into one; nothing was read or changed",
     ExitCode.INTERNAL: "an internal error: a bug in ckpt, not a problem of the store (please "
     "report it; `CKPT_DEBUG=1` shows the traceback)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C); `copy --apply` says how many threads it copied, "

@@ -180,6 +180,7 @@ def taken_by(function: Any) -> set[str]:
     ("command", "functions"),
     [
         ("copy", ["copy", "iter_copy"]),
+        ("migrate", ["migrate", "iter_migrate"]),
         ("prune", ["prune", "iter_prune"]),
         ("vacuum", ["vacuum"]),
         ("diff", ["diff"]),
@@ -201,7 +202,7 @@ def test_the_api_takes_every_option_the_command_has(command: str, functions: lis
             taken.add("values")  # a count of what dump streams, values or not
         missing = {o for o in options if API_NAMES.get(o, o) not in taken}
         assert missing == set(), (command, name)
-    if command in ("copy", "prune", "vacuum"):  # and the module-level call too
+    if command in ("copy", "prune", "vacuum", "migrate"):  # and the module-level call too
         module_level = taken_by(getattr(ckpt, command))
         assert {API_NAMES.get(o, o) for o in options} - opening - {"spec"} <= module_level
 

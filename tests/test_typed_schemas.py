@@ -22,6 +22,8 @@ ROOTS = {
     "checkpoint.schema.json": records.CheckpointRecord,
     "check.schema.json": records.CheckRecord,
     "copy.schema.json": records.CopyRecord,
+    "migrate.schema.json": records.MigrateRecord,
+    "behind.schema.json": records.MigrationBehindRecord,
     "prune.schema.json": records.PruneRecord,
     "stats.schema.json": records.StatsRecord,
     "types.schema.json": records.TypesRecord,

@@ -44,13 +44,14 @@ __all__ = [
     "__version__",
     "copy",
     "diff",
+    "migrate",
     "open",
     "prune",
     "vacuum",
 ]
 
 if TYPE_CHECKING:
-    from ckpt.api import CheckpointStore, Comparison, copy, diff, open, prune, vacuum
+    from ckpt.api import CheckpointStore, Comparison, copy, diff, migrate, open, prune, vacuum
     from ckpt.errors import (
         Ambiguous,
         BadOption,
@@ -75,6 +76,7 @@ _HOMES = {
     "Comparison": "ckpt.api",
     "copy": "ckpt.api",
     "diff": "ckpt.api",
+    "migrate": "ckpt.api",
     "open": "ckpt.api",
     "prune": "ckpt.api",
     "vacuum": "ckpt.api",

@@ -18,16 +18,24 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from ckpt.analysis.comparison import Comparison
 from ckpt.analysis.records import checkpoint_record
-from ckpt.analysis.selector import id_bound, time_of
+from ckpt.analysis.selector import dump_query, time_of
 from ckpt.analysis.tasks import Task
-from ckpt.errors import BadOption, EncryptedError, MissingDependency, NotFound, RefusedGlobal
+from ckpt.errors import BadOption, EncryptedError, NotFound, RefusedGlobal
+from ckpt.ops.demo import missing_demo_packages, require_demo, write_demo
 from ckpt.ops.run import Run
 from ckpt.records.model import Checkpoint, CheckpointKey, DumpQuery
-from ckpt.records.options import CopyOptions, Hidden, OnConflict, PruneOptions, Strategy
+from ckpt.records.options import (
+    CopyOptions,
+    Hidden,
+    MigrateOptions,
+    OnConflict,
+    PruneOptions,
+    Strategy,
+)
 from ckpt.records.types import (
     CheckpointRecord,
     CheckRecord,
@@ -40,7 +48,7 @@ from ckpt.records.types import (
     VacuumRecord,
     VersionMatrix,
 )
-from ckpt.records.vocabulary import Status, ThreadSort, install_hint
+from ckpt.records.vocabulary import Status, ThreadSort
 from ckpt.records.when import When
 from ckpt.stores.base import Store
 
@@ -49,22 +57,29 @@ if TYPE_CHECKING:
 
     from ckpt.ops.copy import CopyRun
     from ckpt.ops.maintain import PruneRun
-    from ckpt.records.types import CopyRecord, PruneRecord, ThreadPlanRecord
+    from ckpt.ops.migrate import MigrateRun
+    from ckpt.records.migration import Step
+    from ckpt.records.types import CopyRecord, MigrateRecord, PruneRecord, ThreadPlanRecord
 
 __all__ = [
     "CheckpointStore",
     "Comparison",
     "CopyOptions",
+    "MigrateOptions",
     "PruneOptions",
     "Run",
     "closest_thread",
     "copy",
     "diff",
     "find_store",
+    "migrate",
+    "missing_demo_packages",
     "open",
     "prune",
+    "require_demo",
     "select_threads",
     "vacuum",
+    "write_demo",
 ]
 
 
@@ -322,7 +337,7 @@ class CheckpointStore:
         are raw checkpoint id bounds. Unknown `threads` raise NotFound at once, before
         anything streams; a namespace `ns` that holds nothing (outside a since/until
         window) raises it once the stream ends empty."""
-        query = self._dump_query(threads, ns, since, until, since_id, until_id, latest)
+        query = dump_query(self._store, threads, ns, since, until, since_id, until_id, latest)
         query = replace(query, thread_ids=self._known_threads(threads))
         return self._dump(query, values=values)
 
@@ -340,55 +355,17 @@ class CheckpointStore:
         """How many records `dump` with the same filters streams, when the store can count
         them cheaply (a count over the key index; pickle files: their loaded index); None
         when the store cannot say (a Postgres count that ran out of time)."""
-        query = self._dump_query(threads, ns, since, until, since_id, until_id, latest)
+        query = dump_query(self._store, threads, ns, since, until, since_id, until_id, latest)
         return self._store.count_checkpoints(query)
 
-    def _dump_query(
-        self,
-        threads: Sequence[str],
-        ns: str | None,
-        since: When | None,
-        until: When | None,
-        since_id: str | None,
-        until_id: str | None,
-        latest: bool,
-    ) -> DumpQuery:
-        if since is not None and since_id is not None:
-            raise BadOption("`since` and `since_id`: give one")
-        if until is not None and until_id is not None:
-            raise BadOption("`until` and `until_id`: give one")
-        now = dt.datetime.now(dt.UTC)
-        return DumpQuery(
-            thread_ids=tuple(threads),
-            checkpoint_ns=ns,
-            since_id=id_bound(self._store, since, "since", now) if since is not None else since_id,
-            until_id=id_bound(self._store, until, "until", now) if until is not None else until_id,
-            latest_only=latest,
-        )
-
     def _dump(self, query: DumpQuery, *, values: bool) -> Iterator[CheckpointRecord]:
-        from ckpt.analysis.encryption import record_error, record_hides_values
-        from ckpt.analysis.reader import CheckpointReader, annotate
+        from ckpt.analysis.encryption import record_error
+        from ckpt.analysis.reader import dump_records
 
-        reader = CheckpointReader(self._store)
-        first_hidden: CheckpointRecord | None = None
-        count = 0
-        for checkpoint in self._store.iter_checkpoints(query, values=values):
-            checkpoint, tasks = annotate(reader, checkpoint, values=values)
-            record = checkpoint_record(checkpoint, values=values, tasks=tasks)
-            if first_hidden is None and record_hides_values(record):
-                first_hidden = record
-            yield record
-            count += 1
-        if first_hidden is not None:
-            self._hidden(record_error(first_hidden, has_key=self._has_key), first_hidden)
-        if not count and query.checkpoint_ns is not None and not (query.since_id or query.until_id):
-            # Like an unknown thread: a namespace that matches nothing is a mistake (often
-            # `node` instead of `node:<task id>`), not an empty store.
-            raise NotFound(
-                f"no checkpoints in namespace {query.checkpoint_ns!r}; the thread records "
-                "list their namespaces"
-            )
+        hidden: list[CheckpointRecord] = []
+        yield from dump_records(self._store, query, values=values, hidden=hidden)
+        if hidden:
+            self._hidden(record_error(hidden[0], has_key=self._has_key), hidden[0])
 
     def stats(
         self,
@@ -724,6 +701,78 @@ class CheckpointStore:
             raise refusal
         return record  # type: ignore[return-value]
 
+    # -- migrating threads to a new graph ----------------------------------------------------
+    def iter_migrate(
+        self,
+        *,
+        threads: Sequence[str] = (),
+        older_than: When | None = None,
+        since: When | None = None,
+        status: Status | None = None,
+        where: Mapping[str, str] | None = None,
+        all: bool = False,  # the CLI's --all, by its name
+        rename_channel: Mapping[str, str] | None = None,
+        drop_channel: Sequence[str] = (),
+        rename_node: Mapping[str, str] | None = None,
+        add_channel: Mapping[str, Any] | None = None,
+        transform: Mapping[str, Callable[[Any], Any]] | None = None,
+        plan: str | os.PathLike[str] | Sequence[Step] | None = None,
+        latest: bool = False,
+        backup: str | os.PathLike[str] | None = None,
+        apply: bool = False,
+        timeout: float | None = None,
+    ) -> MigrateRun:
+        """`migrate`, streamed: a MigrateRun, whose iteration plans (with `apply`,
+        migrates) one thread at a time and yields its record; `head` and `totals` as
+        PruneRun's. The steps: `plan` (a TOML file, or a list of ckpt.records.migration
+        Step), else, in this order, `rename_channel` {old: new}, `drop_channel`,
+        `rename_node` {old: new}, `add_channel` {name: JSON value} and `transform`
+        {channel: function} (the function gets the decoded value as ckpt gives it and
+        returns the new one, which ckpt encodes as LangGraph's serializer would)."""
+        from ckpt.ops import migrate as migration
+        from ckpt.records.migration import steps_of
+
+        steps = steps_of(rename_channel, drop_channel, rename_node, add_channel, transform, plan)
+        choose = self._chooser(threads, older_than, since, status, where, all)
+        return migration.migrate_run(
+            self._store,
+            choose,
+            steps,
+            latest=latest,
+            apply=apply,
+            backup=Path(backup) if backup is not None else None,
+            timeout=timeout,
+        )
+
+    def migrate(self, **options: Unpack[MigrateOptions]) -> MigrateRecord:
+        """Change saved threads to fit a changed graph (`ckpt migrate --json`;
+        docs/migrate.md): the steps and threads as `iter_migrate` takes them. Without
+        `apply` nothing changes and the plan is returned; with it each thread is migrated
+        in its own transaction and read back before it commits (MigrationMismatch, exit
+        14, rolls that thread back). Raises Unsafe (exit 12) when a thread cannot be
+        migrated (then nothing changed), or a transform raised."""
+        run = self.iter_migrate(**options)
+        record = run.record()
+        if (refusal := run.refusal()) is not None:
+            raise refusal
+        return record  # type: ignore[return-value]
+
+    def migration_behind(
+        self,
+        plan: str | os.PathLike[str] | Sequence[Step],
+        *,
+        threads: Sequence[str] = (),
+        all: bool = True,
+        latest: bool = False,
+    ) -> list[str]:
+        """The threads a migration plan would still change (`ckpt check --plan`)."""
+        from ckpt.ops import migrate as migration
+        from ckpt.records.migration import steps_of
+
+        steps = steps_of(None, (), None, None, None, plan)
+        choose = self._chooser(threads, None, None, None, None, all and not threads)
+        return migration.behind(self._store, choose, steps, latest=latest)
+
     # -- comparing checkpoints ---------------------------------------------------------------
     def diff(
         self,
@@ -908,6 +957,15 @@ def copy(
         return store.copy(dst, **options)
 
 
+def migrate(
+    store: StoreLike, *, aes_key: str | bytes | None = None, **options: Unpack[MigrateOptions]
+) -> MigrateRecord:
+    """`ckpt migrate`: `CheckpointStore.migrate` on `store` (an open store, or what `open`
+    takes)."""
+    with _store(store, aes_key, options.get("timeout")) as opened:
+        return opened.migrate(**options)
+
+
 def prune(
     store: StoreLike, *, aes_key: str | bytes | None = None, **options: Unpack[PruneOptions]
 ) -> PruneRecord:
@@ -938,56 +996,3 @@ def find_store(folder: str | os.PathLike[str] | None = None) -> str:
     if folder is None and os.environ.get("CKPT_DB"):
         return os.environ["CKPT_DB"]
     return discover(Path(folder) if folder is not None else None)
-
-
-INSTALL_DEMO: Final = install_hint("demo")
-
-
-def missing_demo_packages() -> list[str]:
-    """The distributions of the `demo` extra that are not installed: every module ckpt/demo.py
-    imports from outside the standard library (including the lazy SqliteSaver import in
-    write_demo_store). Checked before importing ckpt.demo, so a missing one is one line
-    naming the extra, not a traceback halfway through writing the store. Plain imports of
-    fixed names (ckpt never imports a module by a computed name)."""
-    missing = []
-    try:
-        import numpy  # noqa: F401
-    except ImportError:
-        missing.append("numpy")
-    try:
-        import pydantic  # noqa: F401
-    except ImportError:
-        missing.append("pydantic")
-    try:
-        import langchain_core  # noqa: F401
-    except ImportError:
-        missing.append("langchain-core")
-    try:
-        import langgraph.graph
-    except ImportError:
-        missing.append("langgraph")
-    try:
-        import langgraph.checkpoint.sqlite  # noqa: F401
-    except ImportError:
-        missing.append("langgraph-checkpoint-sqlite")
-    return missing
-
-
-def require_demo() -> None:
-    """Raise MissingDependency, naming what to install, unless `write_demo` can run."""
-    if missing := missing_demo_packages():
-        raise MissingDependency(f"ckpt demo needs {', '.join(missing)}: {INSTALL_DEMO}")
-    try:
-        import ckpt.demo  # noqa: F401
-    except ImportError as exc:
-        # Installed but too old, e.g. a langgraph without DeltaChannel (before 1.2.0).
-        raise MissingDependency(f"ckpt demo needs newer packages: {INSTALL_DEMO} ({exc})") from None
-
-
-def write_demo(path: str | os.PathLike[str]) -> list[str]:
-    """Write the demo store (`ckpt demo`) at `path` by running real LangGraph graphs; the
-    thread ids. Raises MissingDependency without the `demo` extra."""
-    require_demo()
-    from ckpt.demo import write_demo_store
-
-    return write_demo_store(Path(path))

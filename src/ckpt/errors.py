@@ -24,6 +24,7 @@ class ExitCode(IntEnum):
     BUSY = 11  # prune/vacuum --apply: another connection holds the store; the thread rolled back
     UNSAFE = 12  # prune/vacuum: the change would not be safe (refused); nothing changed
     UNSUPPORTED = 13  # a command this kind of store does not support yet; nothing changed
+    MISMATCH = 14  # migrate --apply: a thread read back differs from what was written; rolled back
     INTERNAL = 70  # a bug in ckpt itself (sysexits' EX_SOFTWARE), never the store's fault
     INTERRUPTED = 130  # Ctrl-C
 
@@ -161,3 +162,10 @@ class CopyInterrupted(CkptError):
         super().__init__(message)
         self.copied = copied
         self.selected = selected
+
+
+class MigrationMismatch(CkptError):
+    """`migrate --apply`: a thread read back after writing differs from what the plan
+    wrote; that thread was rolled back, the threads before it stay migrated."""
+
+    exit_code = ExitCode.MISMATCH

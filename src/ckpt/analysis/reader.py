@@ -10,6 +10,7 @@ checkpoints show: for those the reader learns the shape from the thread once.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from ckpt.analysis.delta import DeltaValue, is_snapshot, rebuild
@@ -17,8 +18,9 @@ from ckpt.analysis.history import graph_key
 from ckpt.analysis.status import checkpoint_tasks, why_next_unknown
 from ckpt.analysis.tasks import Shape, Task, shape_of
 from ckpt.errors import NotFound
-from ckpt.records.model import Checkpoint, CheckpointKey
+from ckpt.records.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.records.plans import COUNTERS
+from ckpt.records.types import CheckpointRecord
 from ckpt.stores.base import Store
 
 # Streamed checkpoints of the current thread kept for delta replays (only their delta
@@ -113,3 +115,29 @@ def annotate(
     if values and checkpoint.values is not None:
         checkpoint = reader.with_deltas(checkpoint)
     return checkpoint, reader.tasks(checkpoint)
+
+
+def dump_records(
+    store: Store, query: DumpQuery, *, values: bool, hidden: list[CheckpointRecord]
+) -> Iterator[CheckpointRecord]:
+    """`dump`'s records, streamed; the first whose values stay encrypted is put in
+    `hidden`. A namespace that matches nothing is NotFound, as an unknown thread is."""
+    from ckpt.analysis.encryption import record_hides_values
+    from ckpt.analysis.records import checkpoint_record
+
+    reader = CheckpointReader(store)
+    count = 0
+    for checkpoint in store.iter_checkpoints(query, values=values):
+        checkpoint, tasks = annotate(reader, checkpoint, values=values)
+        record = checkpoint_record(checkpoint, values=values, tasks=tasks)
+        if not hidden and record_hides_values(record):
+            hidden.append(record)
+        yield record
+        count += 1
+    if not count and query.checkpoint_ns is not None and not (query.since_id or query.until_id):
+        # Like an unknown thread: a namespace that matches nothing is a mistake (often
+        # `node` instead of `node:<task id>`), not an empty store.
+        raise NotFound(
+            f"no checkpoints in namespace {query.checkpoint_ns!r}; the thread records "
+            "list their namespaces"
+        )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 from ckpt.errors import Ambiguous, BadOption, CkptError, NotFound
-from ckpt.records.model import CheckpointKey
+from ckpt.records.model import CheckpointKey, DumpQuery
 from ckpt.records.vocabulary import FIND_LIMIT
 from ckpt.records.when import When
 from ckpt.stores.base import Store
@@ -173,3 +173,29 @@ def time_of(store: Store, value: When, name: str, now: dt.datetime) -> dt.dateti
     if when is None:
         raise BadOption(f"`{name}` {parsed!r}: checkpoint {key.checkpoint_id} tells no time")
     return when
+
+
+def dump_query(
+    store: Store,
+    threads: Sequence[str],
+    ns: str | None,
+    since: When | None,
+    until: When | None,
+    since_id: str | None,
+    until_id: str | None,
+    latest: bool,
+) -> DumpQuery:
+    """What `dump` asks the store for: the threads, a namespace, and the times or ids
+    that bound the checkpoints (a time, an age, a checkpoint or a thread: `id_bound`)."""
+    if since is not None and since_id is not None:
+        raise BadOption("`since` and `since_id`: give one")
+    if until is not None and until_id is not None:
+        raise BadOption("`until` and `until_id`: give one")
+    now = dt.datetime.now(dt.UTC)
+    return DumpQuery(
+        thread_ids=tuple(threads),
+        checkpoint_ns=ns,
+        since_id=id_bound(store, since, "since", now) if since is not None else since_id,
+        until_id=id_bound(store, until, "until", now) if until is not None else until_id,
+        latest_only=latest,
+    )

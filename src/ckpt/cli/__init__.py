@@ -155,7 +155,8 @@ def _root(
     Exit codes: 0 ok, 1 diff found differences or check found an error, 2 usage, 3 no
     store, 4 unreadable store, 5 corrupt, 6 encrypted without key, 7 not found, 8 ambiguous
     id, 9 refused pickle global, 10 missing optional dependency, 11 store locked (prune,
-    vacuum), 12 refused as unsafe, 13 not supported on this kind of store, 70 internal
+    vacuum), 12 refused as unsafe, 13 not supported on this kind of store, 14 a migrated
+    thread read back differed (rolled back), 70 internal
     error (a bug in ckpt). See docs/cli.md.
     """
 
@@ -175,6 +176,7 @@ COMMAND_MODULES: dict[str, str] = {
     "prune": "maintain",
     "vacuum": "maintain",
     "copy": "copy_cmd",
+    "migrate": "migrate_cmd",
     "browse": "browse_cmd",
     "demo": "demo",
 }
@@ -200,6 +202,8 @@ def _register(module: str) -> None:
         from ckpt.cli.maintain import register
     elif module == "copy_cmd":
         from ckpt.cli.copy_cmd import register
+    elif module == "migrate_cmd":
+        from ckpt.cli.migrate_cmd import register
     elif module == "browse_cmd":
         from ckpt.cli.browse_cmd import register
     else:

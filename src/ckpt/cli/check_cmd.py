@@ -4,6 +4,7 @@ ckpt.scan.check through CheckpointStore.check; the view is ckpt.render.check_vie
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -43,6 +44,16 @@ def check(
         FailOn,
         typer.Option("--fail-on", help="Exit 1 when a finding this severe or worse is found."),
     ] = FailOn.error,
+    plan: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            metavar="FILE",
+            help="Instead: list the threads a `ckpt migrate --plan FILE` would still change "
+            "(one a line; exit 1 when there are any).",
+            show_default=False,
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
     *,
@@ -64,10 +75,22 @@ def check(
     from ckpt.cli.options import fix_line
     from ckpt.errors import ExitCode
     from ckpt.records.encode import dump_document
+    from ckpt.records.types import MigrationBehindRecord
     from ckpt.render.check_view import check_view
     from ckpt.render.progress import advancing
 
     run = state(ctx)
+    if plan is not None:
+        with opened(ctx, store_options, store, hidden_exit=False) as checkpoints:
+            behind = checkpoints.migration_behind(plan, threads=thread or ())
+        if json_out:
+            found: MigrationBehindRecord = {"plan": str(plan), "behind": behind}
+            run.output.lines(dump_document(found))
+        else:
+            run.output.lines(f"{t}\n" for t in behind)
+        if behind:
+            raise typer.Exit(int(ExitCode.FINDINGS))
+        return
     with opened(ctx, store_options, store, hidden_exit=False) as checkpoints:
         show_progress = not quiet and run.output.stderr.isatty()
         total = checkpoints.rows_to_read(thread or ()) if show_progress else None

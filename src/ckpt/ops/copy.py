@@ -122,14 +122,7 @@ class CopyRun(Run):
 
     def refusal(self) -> Unsafe | None:
         """The error a run that refused threads ends with (exit 12), once it has run."""
-        first = self.first_refused
-        if first is None:
-            return None
-        more = self.totals["refused"] - 1
-        return Unsafe(
-            f"{first['thread_id']}: {first['refused']}"
-            + (f" (and {more} more threads refused)" if more else "")
-        )
+        return self.refused(self.first_refused, self.totals["refused"])
 
 
 def copy_run(

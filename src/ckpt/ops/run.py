@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ckpt.errors import CkptError
+from ckpt.errors import CkptError, Unsafe
 
 
 class Run:
@@ -40,6 +40,18 @@ class Run:
     def refusal(self) -> CkptError | None:
         """The error the run ends with once it has run (threads refused), or None."""
         return None
+
+    @staticmethod
+    def refused(first: Mapping[str, Any] | None, count: int) -> Unsafe | None:
+        """The refusal of a run that refused `count` threads, `first` the first of them
+        (exit 12): its reason, and how many more there were."""
+        if first is None:
+            return None
+        more = count - 1
+        return Unsafe(
+            f"{first['thread_id']}: {first['refused']}"
+            + (f" (and {more} more threads refused)" if more else "")
+        )
 
     def record(self) -> dict[str, Any]:
         """The whole record (`--json`): the head, every thread's record, the totals. Runs

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from ckpt.records.vocabulary import Status
 from ckpt.records.when import When
 
 if TYPE_CHECKING:
+    from ckpt.records.migration import Step
     from ckpt.records.types import ThreadPlanRecord
 
 Hidden = Literal["raise", "keep"]
@@ -54,3 +55,18 @@ class CopyOptions(Selection, total=False):
     apply: bool
     timeout: float | None
     on_rows: Callable[[int], None] | None
+
+
+class MigrateOptions(Selection, total=False):
+    """What `migrate` takes besides the threads (CheckpointStore.iter_migrate)."""
+
+    rename_channel: Mapping[str, str] | None
+    drop_channel: Sequence[str]
+    rename_node: Mapping[str, str] | None
+    add_channel: Mapping[str, Any] | None
+    transform: Mapping[str, Callable[[Any], Any]] | None
+    plan: str | os.PathLike[str] | Sequence[Step] | None
+    latest: bool
+    backup: str | os.PathLike[str] | None
+    apply: bool
+    timeout: float | None

@@ -932,3 +932,60 @@ class CheckRecord(TypedDict):
     findings: list[FindingRecord]  # errors first, then warnings, then notes
     summary: FindingSummaryRecord
     status: Verdict
+
+
+MigrateAction = Literal["migrate", "unchanged", "refused"]
+
+
+class MigrateStepRecord(TypedDict):
+    name: str  # what migrated checkpoints list in metadata `ckpt_migrations`
+    kind: Literal["rename_channel", "drop_channel", "rename_node", "add_channel", "transform"]
+    old: str  # the channel or node renamed, dropped, added or transformed
+    new: str | None  # the new name of a rename
+    value: Any  # the JSON value an add_channel gives; null for the other kinds
+
+
+class MigrateThreadRecord(TypedDict):
+    thread_id: str
+    action: MigrateAction  # "unchanged": nothing to do (already migrated, or no such name)
+    applied: bool  # its transaction committed
+    refused: str | None  # why the plan cannot be carried out on it
+    checkpoints: int  # checkpoints changed
+    writes: int  # pending writes changed, added or removed
+    blobs: int  # separately kept values changed, added or removed (Postgres)
+    steps: list[str]  # the steps' names it goes (went) through
+    diff: list[str] | None  # a unified diff of the names in one checkpoint, before and after
+
+
+class MigrateTotals(TypedDict):
+    threads: int  # migrated (or, in a plan, to migrate)
+    checkpoints: int
+    writes: int
+    blobs: int
+    unchanged: int
+    refused: int
+
+
+class MigrateHead(TypedDict):
+    """A migrate record but its threads and totals."""
+
+    store: StoreRecord
+    applied: bool
+    latest: bool  # only each namespace's newest checkpoint
+    backup: str | None  # the backup file written before anything changed
+    steps: list[MigrateStepRecord]
+
+
+class MigrateRecord(MigrateHead):
+    """`ckpt migrate --json` (docs/migrate.md, docs/migrate.schema.json): the plan, or
+    what was done with `applied`."""
+
+    threads: list[MigrateThreadRecord]
+    totals: MigrateTotals
+
+
+class MigrationBehindRecord(TypedDict):
+    """`ckpt check --plan FILE --json` (docs/migrate.md, docs/behind.schema.json)."""
+
+    plan: str  # the plan file
+    behind: list[str]  # the threads the plan would still change (or cannot be carried out on)

@@ -29,6 +29,7 @@ from ckpt.records.model import (
 )
 
 if TYPE_CHECKING:
+    from ckpt.records.migration import MigrationRows, Rewrite
     from ckpt.records.plans import Planner, Strategy, ThreadPlan, ThreadRows
     from ckpt.records.types import Reclaim, StorageRecord, VacuumReport
 
@@ -251,6 +252,23 @@ class Store(ABC):
         cannot carry exactly (NotSupported, naming why); stores that can say nothing.
         `renumber_versions`: the copy rewrites integer channel versions."""
 
+    def check_migrate(self) -> None:
+        """Refuse, before anything is read, a `ckpt migrate` of a kind of store ckpt does
+        not write (NotSupported, exit 13)."""
+        raise NotSupported(
+            f"{self.location}: migrate is not supported on {self.kind} stores yet "
+            "(SQLite and Postgres are); nothing changed"
+        )
+
+    def migration_rows(self, thread_id: str, *, latest: bool = False) -> MigrationRows:
+        """Every row of a thread in the migration form (ckpt.records.migration), read on
+        this read-only reader: `ckpt migrate` plans from it without --apply. `latest`: the
+        newest checkpoint of each namespace is all a store must read (with its writes)."""
+        raise NotSupported(
+            f"{self.location}: migrate is not supported on {self.kind} stores yet "
+            "(SQLite and Postgres are); nothing changed"
+        )
+
     def writer(self, *, timeout: float | None) -> Writer:
         """A writable connection to this same store (closing this reader where its engine
         wants no reader beside the writer, as SQLite does). NotSupported or Unsafe where
@@ -288,6 +306,9 @@ class Writer(ABC):
     back only the thread it happened in. Nothing else in ckpt changes a store."""
 
     location: str
+    # `backup` copies the whole store (SQLite's online backup); else migrate backs the
+    # threads it changes up with `ckpt copy`.
+    backs_up_whole: ClassVar[bool] = False
 
     @abstractmethod
     def prune(self, thread_id: str, planner: Planner) -> ThreadPlan:
@@ -296,6 +317,15 @@ class Writer(ABC):
         `deleted` checkpoints with their writes (or the `whole` namespace), its
         `orphan_writes` (the writes of checkpoints already gone), its `blobs`, and the
         kept checkpoints whose parent is cleared (`parents_cleared`)."""
+
+    def migrate(
+        self, thread_id: str, rewrite: Rewrite, *, latest: bool = False
+    ) -> tuple[MigrationRows, MigrationRows | None]:
+        """Read the thread's rows inside its transaction, give them to `rewrite`
+        (ckpt.ops.migrate) and write back what it returns; then read the thread again in
+        the same transaction and roll it back (MigrationMismatch) if it differs from what
+        was written. The rows as they were and as written (None: unchanged)."""
+        raise NotSupported(f"{self.location}: migrate is not supported here yet; nothing changed")
 
     def backup(self, destination: Path) -> None:
         """A consistent copy of the whole store at `destination` (a new file)."""

@@ -44,6 +44,7 @@ from ckpt.stores.postgres.session import PgSession
 if TYPE_CHECKING:
     from psycopg.sql import SQL, Composable, Composed
 
+    from ckpt.records.migration import MigrationRows
     from ckpt.records.plans import Strategy, ThreadRows
 
     Query = SQL | Composed
@@ -1333,6 +1334,19 @@ class PostgresStore(Store):
         if backup:
             raise BadOption("`backup` is for SQLite stores (use pg_dump for Postgres)")
         refuse_shallow_keep(self, strategy)
+
+    def check_migrate(self) -> None:
+        from ckpt.stores.postgres.migrate import check
+
+        check(self)
+
+    def migration_rows(self, thread_id: str, *, latest: bool = False) -> MigrationRows:
+        # Every checkpoint even with `latest`: a blob is shared by every checkpoint at
+        # its version, and one the older checkpoints name must stay.
+        from ckpt.stores.postgres.migrate import read_rows
+
+        with self.conn.transaction():
+            return read_rows(self, self.conn, thread_id)
 
     def thread_rows(self, thread_id: str) -> ThreadRows:
         from ckpt.stores.postgres.writer import thread_rows

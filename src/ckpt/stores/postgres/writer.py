@@ -13,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ckpt.errors import BadOption, StoreBusy, Unsafe
+from ckpt.errors import BadOption, MigrationMismatch, StoreBusy, Unsafe
+from ckpt.records.migration import MigrationRows, Rewrite
 from ckpt.records.plans import (
     BlobRow,
     CheckpointRow,
@@ -243,6 +244,40 @@ class PostgresWriter(Writer):
                     ),
                     (thread_id, ns, channel, versions),
                 )
+
+    # -- migrate ----------------------------------------------------------------------------
+    def migrate(
+        self, thread_id: str, rewrite: Rewrite, *, latest: bool = False
+    ) -> tuple[MigrationRows, MigrationRows | None]:
+        """One thread's migration in one REPEATABLE READ transaction, read back before it
+        commits (ckpt.stores.base.Writer.migrate)."""
+        from ckpt.stores.postgres.migrate import read_rows, write_rows
+
+        pg = self.session.pg
+        try:
+            with self.conn.transaction():
+                before = read_rows(self.reader, self.conn, thread_id)
+                after = rewrite(before)
+                if after is not None:
+                    write_rows(self.reader, self.conn, before, after)
+                    if read_rows(self.reader, self.conn, thread_id) != after:
+                        raise MigrationMismatch(
+                            f"{self.session.location}: thread {thread_id!r} read back differs "
+                            "from what was written; rolled back (the threads before it stay "
+                            "migrated)"
+                        )
+        except pg.errors.LockNotAvailable as exc:
+            raise StoreBusy(
+                f"{self.session.location}: {exc}; thread {thread_id!r} rolled back"
+            ) from None
+        except pg.errors.SerializationFailure:
+            raise StoreBusy(
+                f"{self.session.location}: thread {thread_id!r} changed while it was migrated; "
+                "rolled back (run migrate again)"
+            ) from None
+        except pg.Error as exc:
+            raise self.session.translate(exc) from None
+        return before, after
 
     # -- vacuum -----------------------------------------------------------------------------
     def vacuum(self, into: Path | None) -> VacuumReport:

@@ -45,6 +45,7 @@ from ckpt.stores.body import (
 from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, file_pages, rows, translate
 
 if TYPE_CHECKING:
+    from ckpt.records.migration import MigrationRows
     from ckpt.records.plans import Strategy, ThreadRows
 
 T = TypeVar("T")
@@ -974,6 +975,21 @@ class SqliteStore(Store):
 
         with self._snapshot():
             return thread_rows(self.conn, thread_id, self.aes_key)
+
+    def check_migrate(self) -> None:
+        if not self.has_writes:
+            raise Unsafe(f"{self.location}: no writes table (langgraph 0.1 store); nothing changed")
+
+    def migration_rows(self, thread_id: str, *, latest: bool = False) -> MigrationRows:
+        from ckpt.stores.sqlite.migrate import read_rows
+
+        if not self.has_writes:
+            raise Unsafe(f"{self.location}: no writes table (langgraph 0.1 store); nothing changed")
+        with self._snapshot():
+            task_path = "task_path" in {
+                r[1] for r in self.conn.execute("PRAGMA table_info(writes)")
+            }
+            return read_rows(self.conn, thread_id, task_path=task_path, latest=latest)
 
     def vacuum_report(self, *, into: Path | None) -> VacuumReport:
         from ckpt.stores.sqlite.writer import vacuum_report, vacuum_space

@@ -15,7 +15,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from ckpt.errors import CkptError, StoreBusy, StoreCorrupt, StoreNotFound, StoreUnreadable, Unsafe
+from ckpt.errors import (
+    CkptError,
+    MigrationMismatch,
+    StoreBusy,
+    StoreCorrupt,
+    StoreNotFound,
+    StoreUnreadable,
+    Unsafe,
+)
+from ckpt.records.migration import MigrationRows, Rewrite
 from ckpt.records.plans import (
     NamespacePlan,
     Planner,
@@ -122,6 +131,8 @@ def sql_text(text: str) -> str:
 class SqliteWriter(Writer):
     """A read-write connection to an existing SqliteSaver file, for prune and vacuum."""
 
+    backs_up_whole = True
+
     def __init__(
         self,
         path: str | os.PathLike[str],
@@ -151,6 +162,46 @@ class SqliteWriter(Writer):
                 f"{self.path}: not a SqliteSaver store of langgraph 0.2 or later; nothing changed"
             )
         self.has_writes = "writes" in tables
+        self.task_path = self.has_writes and "task_path" in {
+            row[1] for row in self.conn.execute("PRAGMA table_info(writes)")
+        }
+
+    # -- migrate ----------------------------------------------------------------------------
+    def migrate(
+        self, thread_id: str, rewrite: Rewrite, *, latest: bool = False
+    ) -> tuple[MigrationRows, MigrationRows | None]:
+        """One thread's migration in one `BEGIN IMMEDIATE` transaction, read back before
+        it commits (ckpt.stores.base.Writer.migrate)."""
+        from ckpt.stores.sqlite.migrate import read_rows, write_rows
+
+        conn = self.conn
+        if not self.has_writes:
+            raise Unsafe(f"{self.path}: no writes table (langgraph 0.1 store); nothing changed")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreBusy(
+                f"{self.path}: another connection holds the write lock ({exc}); waited "
+                f"{self.busy_timeout:g} s, changed nothing in thread {thread_id!r} and after"
+            ) from None
+        try:
+            before = read_rows(conn, thread_id, task_path=self.task_path, latest=latest)
+            after = rewrite(before)
+            if after is not None:
+                write_rows(conn, before, after, task_path=self.task_path)
+                again = read_rows(conn, thread_id, task_path=self.task_path, latest=latest)
+                if again != after:
+                    raise MigrationMismatch(
+                        f"{self.path}: thread {thread_id!r} read back differs from what was "
+                        "written; rolled back (the threads before it stay migrated)"
+                    )
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise _translate(exc, self.path, thread_id) from None
+            raise
+        return before, after
 
     # -- prune ------------------------------------------------------------------------------
     def prune(self, thread_id: str, planner: Planner) -> ThreadPlan:
