@@ -13,6 +13,20 @@ from typing import Any, Protocol
 import pytest
 
 RUN_ENV = "CKPT_TEST_RUN"  # set by the run's first process (conftest.pytest_configure)
+LONG_ENV = "CKPT_TEST_LONG"  # set when the run selects the `long` tests (make test-long)
+
+
+def long_run() -> bool:
+    """Whether this run is a long one (`-m long`: make test-long, or set CKPT_TEST_LONG=1)."""
+    return os.environ.get(LONG_ENV, "") not in ("", "0")
+
+
+def examples(normal: int, long: int | None = None) -> int:
+    """A Hypothesis example count: `normal` in `make test`, `long` (by default 5 x normal)
+    in a long run and under `make fuzz` (HYPOTHESIS_PROFILE=fuzz)."""
+    if long_run() or os.environ.get("HYPOTHESIS_PROFILE") == "fuzz":
+        return long if long is not None else 5 * normal
+    return normal
 
 
 class NewDatabase(Protocol):
