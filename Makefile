@@ -57,10 +57,11 @@ test:
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck js-deps
 	$(MAKE) --no-print-directory pytest
 
-# The exhaustive variants that make test leaves out (tests marked `long`: whole hostile
-# and damage matrices, more Hypothesis examples); make test runs a sample of each.
+# The suite at full size: the exhaustive variants make test leaves out (tests marked
+# `long`), whole matrices where make test runs a sample, five times the Hypothesis
+# examples. `make test-long PYTEST_ARGS='-m long'` runs only the marked tests.
 test-long: $(STAMP) js-deps
-	$(BIN)/pytest -q -n $(TEST_PROCESSES) --dist worksteal -m long $(PYTEST_ARGS)
+	CKPT_TEST_LONG=1 $(BIN)/pytest -q -n $(TEST_PROCESSES) --dist worksteal $(PYTEST_ARGS)
 
 # The same checks in $(LATEST), with the newest releases pyproject.toml allows and no lock.
 # The old stamp goes first so that every run upgrades (eagerly: dependencies too).

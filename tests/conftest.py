@@ -17,7 +17,7 @@ from fixtures.build import DEV_FOLDER, ENCRYPTION_KEY, build_all
 from hypothesis import settings
 
 from pg import PgStore
-from runs import LONG_ENV, RUN_ENV, NewDatabase, run_prefix
+from runs import LONG_ENV, RUN_ENV, NewDatabase, long_run, run_prefix
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -52,28 +52,30 @@ PG_HOST = "127.0.0.1:5432"
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the first process: its children inherit it
         os.environ[RUN_ENV] = uuid.uuid4().hex[:8]
-        if long_run(config):
+        if _selects_long(config):
             os.environ[LONG_ENV] = "1"
 
 
 # --------------------------------------------------------------------------------------
-# `long`: the exhaustive variants (every case of a matrix, every example count) that
-# `make test` leaves out to stay within its time budget; `make test-long` (pytest -m long)
-# runs them. The normal suite keeps a representative sample of each.
+# A long run (`make test-long`: CKPT_TEST_LONG=1, or `-m long`) runs the exhaustive
+# variants `make test` leaves out to stay within its time budget: the tests marked `long`
+# (deselected otherwise), and every case of the matrices and Hypothesis example counts
+# that `make test` samples (runs.long_run, runs.examples). The normal suite keeps a
+# representative, deterministic sample of each.
 # --------------------------------------------------------------------------------------
-def long_run(config: pytest.Config) -> bool:
-    """Whether `-m` selects the `long` marker (then the long tests run as selected)."""
+def _selects_long(config: pytest.Config) -> bool:
+    """Whether `-m` selects the `long` marker."""
     expression = " ".join((config.option.markexpr or "").split())
     return "long" in expression and "not long" not in expression
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if long_run(config):
+    if long_run() or _selects_long(config):
         return
-    kept = [item for item in items if item.get_closest_marker("long") is None]
-    if len(kept) < len(items):
-        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
-        items[:] = kept
+    left_out = [item for item in items if item.get_closest_marker("long") is not None]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item.get_closest_marker("long") is None]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
