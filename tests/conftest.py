@@ -17,7 +17,7 @@ from fixtures.build import DEV_FOLDER, ENCRYPTION_KEY, build_all
 from hypothesis import settings
 
 from pg import PgStore
-from runs import LONG_ENV, RUN_ENV, NewDatabase, long_run, run_prefix
+from runs import LONG_ENV, RUN_ENV, NewDatabase, built_once, long_run, run_prefix
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -107,10 +107,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture(scope="session")
 def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder holding everything fixtures/build.py writes (see its docstring)."""
-    outdir = tmp_path_factory.mktemp("stores")
-    build_all(outdir)
-    return outdir
+    """A folder holding everything fixtures/build.py writes (see its docstring), built
+    once per run and shared by its test processes (`built_once`): tests only read it."""
+
+    def build(folder: Path) -> str:
+        build_all(folder)
+        return str(folder)
+
+    return Path(built_once(tmp_path_factory, "stores", build))
 
 
 @pytest.fixture(scope="session")
