@@ -284,22 +284,42 @@ def mongo_url() -> Iterator[str]:
         yield server.url
 
 
+def _pg_built_once(
+    tmp_path_factory: pytest.TempPathFactory,
+    pg_new_database: NewDatabase,
+    name: str,
+    build: Callable[[str], Any],
+) -> PgStore:
+    """A database `build(dsn)` fills, once per run: the run's test processes share it
+    (built_once; the tests only read it)."""
+
+    def built(folder: Path) -> dict[str, Any]:
+        dsn = pg_new_database(shared=True)
+        # As JSON in every process, the one that built it too.
+        return {"dsn": dsn, "manifest": json.loads(json.dumps(build(dsn)))}
+
+    found: dict[str, Any] = built_once(tmp_path_factory, name, built)
+    return PgStore(found["dsn"], found["manifest"])
+
+
 @pytest.fixture(scope="session")
-def pg_store(pg_new_database: NewDatabase) -> PgStore:
+def pg_store(tmp_path_factory: pytest.TempPathFactory, pg_new_database: NewDatabase) -> PgStore:
     """Every scenario through PostgresSaver."""
     from fixtures.postgres import build_postgres
 
-    dsn = pg_new_database()
-    return PgStore(dsn, dict(build_postgres(dsn)))
+    return _pg_built_once(tmp_path_factory, pg_new_database, "pg_store", build_postgres)
 
 
 @pytest.fixture(scope="session")
-def pg_shallow_store(pg_new_database: NewDatabase) -> PgStore:
+def pg_shallow_store(
+    tmp_path_factory: pytest.TempPathFactory, pg_new_database: NewDatabase
+) -> PgStore:
     """Every scenario through ShallowPostgresSaver (latest checkpoint only)."""
     from fixtures.postgres import build_postgres_shallow
 
-    dsn = pg_new_database()
-    return PgStore(dsn, dict(build_postgres_shallow(dsn)))
+    return _pg_built_once(
+        tmp_path_factory, pg_new_database, "pg_shallow_store", build_postgres_shallow
+    )
 
 
 @pytest.fixture(scope="session")
