@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 # Test processes (pytest-xdist): one per core. TEST_PROCESSES=0 runs the suite in this one.
 TEST_PROCESSES ?= auto
 
-.PHONY: demo test lint typecheck pytest test-latest lock bench bench-decode bench-stats bench-browse fuzz docs clean
+.PHONY: demo test test-long lint typecheck pytest test-latest lock bench bench-decode bench-stats bench-browse fuzz docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,12 @@ pytest: $(STAMP)
 test:
 	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck js-deps
 	$(MAKE) --no-print-directory pytest
+
+# The suite at full size: the exhaustive variants make test leaves out (tests marked
+# `long`), whole matrices where make test runs a sample, five times the Hypothesis
+# examples. `make test-long PYTEST_ARGS='-m long'` runs only the marked tests.
+test-long: $(STAMP) js-deps
+	CKPT_TEST_LONG=1 $(BIN)/pytest -q -n $(TEST_PROCESSES) --dist worksteal $(PYTEST_ARGS)
 
 # The same checks in $(LATEST), with the newest releases pyproject.toml allows and no lock.
 # The old stamp goes first so that every run upgrades (eagerly: dependencies too).
@@ -109,12 +115,15 @@ clean:
 	rm -rf $(VENV) $(LATEST) demo bench/out build .pytest_cache .mypy_cache .ruff_cache .hypothesis
 
 # LangGraph.js fixture packages (fixtures/js, used by tests/test_js_fixtures.py). npm ci
-# compiles better-sqlite3 (~1.5 min), so it runs again only when the npm manifests change.
+# compiles better-sqlite3, so it runs again only when the npm manifests change. It is
+# compiled at -O0 (CFLAGS come after node-gyp's -O3): the tests write a few hundred rows
+# with it, and an optimised SQLite amalgamation costs over a minute of a core that lint
+# and mypy need meanwhile.
 JS_DIR := fixtures/js
 JS_STAMP := $(JS_DIR)/node_modules/.ckpt-installed
 
 $(JS_STAMP): $(JS_DIR)/package-lock.json $(JS_DIR)/package.json
-	npm ci --prefix $(JS_DIR) --no-audit --no-fund
+	CFLAGS=-O0 CXXFLAGS=-O0 npm ci --prefix $(JS_DIR) --no-audit --no-fund
 	touch $(JS_STAMP)
 
 .PHONY: js-deps

@@ -181,13 +181,17 @@ def demo_folder(folder: Path) -> None:
     (folder / ".venv").symlink_to(BIN.parent)  # `make demo` runs .venv/bin/ckpt
 
 
+MAKE_ENV = ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "PYTEST_ARGS", "TEST_PROCESSES")
+
+
 def make_commands() -> list[str]:
     """What `make -n test` would run: the lines the README's `make test` block echoes."""
     done = subprocess.run(
         ["make", "-n", "--no-print-directory", "test"],
         cwd=ROOT,
-        # As a user types it: not with the flags and variables of a make this runs under.
-        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")},
+        # As a user types it: not with the flags and variables of a make this runs under
+        # (make exports the variables of its command line: `make test PYTEST_ARGS=...`).
+        env={k: v for k, v in os.environ.items() if k not in MAKE_ENV},
         capture_output=True,
         text=True,
         check=True,

@@ -17,7 +17,7 @@ from fixtures.build import DEV_FOLDER, ENCRYPTION_KEY, build_all
 from hypothesis import settings
 
 from pg import PgStore
-from runs import RUN_ENV, NewDatabase, run_prefix
+from runs import LONG_ENV, RUN_ENV, NewDatabase, built_once, long_run, run_prefix
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -52,6 +52,30 @@ PG_HOST = "127.0.0.1:5432"
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the first process: its children inherit it
         os.environ[RUN_ENV] = uuid.uuid4().hex[:8]
+        if _selects_long(config):
+            os.environ[LONG_ENV] = "1"
+
+
+# --------------------------------------------------------------------------------------
+# A long run (`make test-long`: CKPT_TEST_LONG=1, or `-m long`) runs the exhaustive
+# variants `make test` leaves out to stay within its time budget: the tests marked `long`
+# (deselected otherwise), and every case of the matrices and Hypothesis example counts
+# that `make test` samples (runs.long_run, runs.examples). The normal suite keeps a
+# representative, deterministic sample of each.
+# --------------------------------------------------------------------------------------
+def _selects_long(config: pytest.Config) -> bool:
+    """Whether `-m` selects the `long` marker."""
+    expression = " ".join((config.option.markexpr or "").split())
+    return "long" in expression and "not long" not in expression
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if long_run() or _selects_long(config):
+        return
+    left_out = [item for item in items if item.get_closest_marker("long") is not None]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item.get_closest_marker("long") is None]
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -83,10 +107,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.fixture(scope="session")
 def fixture_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder holding everything fixtures/build.py writes (see its docstring)."""
-    outdir = tmp_path_factory.mktemp("stores")
-    build_all(outdir)
-    return outdir
+    """A folder holding everything fixtures/build.py writes (see its docstring), built
+    once per run and shared by its test processes (`built_once`): tests only read it."""
+
+    def build(folder: Path) -> str:
+        build_all(folder)
+        return str(folder)
+
+    return Path(built_once(tmp_path_factory, "stores", build))
 
 
 @pytest.fixture(scope="session")
@@ -256,22 +284,42 @@ def mongo_url() -> Iterator[str]:
         yield server.url
 
 
+def _pg_built_once(
+    tmp_path_factory: pytest.TempPathFactory,
+    pg_new_database: NewDatabase,
+    name: str,
+    build: Callable[[str], Any],
+) -> PgStore:
+    """A database `build(dsn)` fills, once per run: the run's test processes share it
+    (built_once; the tests only read it)."""
+
+    def built(folder: Path) -> dict[str, Any]:
+        dsn = pg_new_database(shared=True)
+        # As JSON in every process, the one that built it too.
+        return {"dsn": dsn, "manifest": json.loads(json.dumps(build(dsn)))}
+
+    found: dict[str, Any] = built_once(tmp_path_factory, name, built)
+    return PgStore(found["dsn"], found["manifest"])
+
+
 @pytest.fixture(scope="session")
-def pg_store(pg_new_database: NewDatabase) -> PgStore:
+def pg_store(tmp_path_factory: pytest.TempPathFactory, pg_new_database: NewDatabase) -> PgStore:
     """Every scenario through PostgresSaver."""
     from fixtures.postgres import build_postgres
 
-    dsn = pg_new_database()
-    return PgStore(dsn, dict(build_postgres(dsn)))
+    return _pg_built_once(tmp_path_factory, pg_new_database, "pg_store", build_postgres)
 
 
 @pytest.fixture(scope="session")
-def pg_shallow_store(pg_new_database: NewDatabase) -> PgStore:
+def pg_shallow_store(
+    tmp_path_factory: pytest.TempPathFactory, pg_new_database: NewDatabase
+) -> PgStore:
     """Every scenario through ShallowPostgresSaver (latest checkpoint only)."""
     from fixtures.postgres import build_postgres_shallow
 
-    dsn = pg_new_database()
-    return PgStore(dsn, dict(build_postgres_shallow(dsn)))
+    return _pg_built_once(
+        tmp_path_factory, pg_new_database, "pg_shallow_store", build_postgres_shallow
+    )
 
 
 @pytest.fixture(scope="session")

@@ -6,13 +6,35 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
+T = TypeVar("T")
 RUN_ENV = "CKPT_TEST_RUN"  # set by the run's first process (conftest.pytest_configure)
+LONG_ENV = "CKPT_TEST_LONG"  # set when the run selects the `long` tests (make test-long)
+
+
+def long_run() -> bool:
+    """Whether this run is a long one (make test-long: CKPT_TEST_LONG=1, or `-m long`)."""
+    return os.environ.get(LONG_ENV, "") not in ("", "0")
+
+
+def thinned(items: Iterable[T], every: int) -> list[T]:
+    """`items` in a long run; in make test every `every`-th of them, from the first (a
+    deterministic sample spread over the whole list)."""
+    kept = list(items)
+    return kept if long_run() else kept[::every]
+
+
+def examples(normal: int, long: int | None = None) -> int:
+    """A Hypothesis example count: `normal` in `make test`, `long` (by default 5 x normal)
+    in a long run and under `make fuzz` (HYPOTHESIS_PROFILE=fuzz)."""
+    if long_run() or os.environ.get("HYPOTHESIS_PROFILE") == "fuzz":
+        return long if long is not None else 5 * normal
+    return normal
 
 
 class NewDatabase(Protocol):

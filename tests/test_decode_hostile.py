@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from ckpt.decoders import ABSENT, decode, is_marked
 from ckpt.decoders.depth import max_depth
 from ckpt.errors import DecodeError
+from runs import examples, long_run
 
 DATA = Path(__file__).parent / "data"
 TAGS = ["msgpack", "json", "pickle", None, "msgpack+aes", "bytes", "null", "empty", "weird"]
@@ -225,11 +226,12 @@ def test_truncated_encrypted_values() -> None:
 
 # -- fuzzing -------------------------------------------------------------------------------
 
+# The same examples on every run of make test (the profile's derandomize; make fuzz draws
+# new ones), and five times as many in a long run.
 FUZZ = settings(
-    max_examples=1_500,
-    deadline=2_000,
+    max_examples=examples(1_500, 7_500),
+    deadline=2_000 if long_run() else None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    derandomize=False,
 )
 
 

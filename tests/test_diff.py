@@ -23,6 +23,7 @@ from ckpt.cli import app
 from ckpt.errors import ExitCode
 from ckpt.records.model import Checkpoint, CheckpointKey
 from ckpt.stores.sqlite import SqliteStore
+from runs import examples
 
 runner = CliRunner()
 
@@ -315,7 +316,7 @@ def _typed(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(100, 400), deadline=None)
 @given(_records, _records)
 def test_patch_property(a: dict[str, Any], b: dict[str, Any]) -> None:
     changes = diff_values(a, b)

@@ -154,24 +154,29 @@ def _schemas() -> list[tuple[str, str]]:
     return [(f"h{index}", name) for index, name in enumerate(names)]
 
 
-PER_CASE = int(os.environ.get("HOSTILE_PG_COMMANDS", "4"))
+PER_CASE = int(os.environ.get("HOSTILE_PG_COMMANDS", "1"))
 
 
-def _sampled(index: int) -> list[tuple[str, list[str]]]:
-    """PER_CASE commands for case `index`, turning through all of them across the cases
+def _sampled(index: int, per_case: int) -> list[tuple[str, list[str]]]:
+    """`per_case` commands for case `index`, turning through all of them across the cases
     (every command for the intact schema); HOSTILE_PG_COMMANDS=18 runs all everywhere."""
     every = list(COMMANDS.items())
-    if index == 0 or PER_CASE >= len(every):
+    if index == 0 or per_case >= len(every):
         return every
-    return [every[(index * PER_CASE + k) % len(every)] for k in range(PER_CASE)]
+    return [every[(index * per_case + k) % len(every)] for k in range(per_case)]
 
 
 SHARDS = 3  # the cases run as this many tests, which make test's processes share
+# make test: PER_CASE commands per case; make test-long (`long`): every command on every case.
+RUNS = [pytest.param(PER_CASE, shard, id=str(shard)) for shard in range(SHARDS)] + [
+    pytest.param(len(COMMANDS), shard, id=f"long-{shard}", marks=pytest.mark.long)
+    for shard in range(SHARDS)
+]
 
 
-@pytest.mark.parametrize("shard", range(SHARDS))
+@pytest.mark.parametrize(("per_case", "shard"), RUNS)
 def test_every_command_on_hostile_postgres_schemas(
-    hostile_db: str, tmp_path: Path, shard: int
+    hostile_db: str, tmp_path: Path, per_case: int, shard: int
 ) -> None:
     url = node_dsn(hostile_db)  # the URL form the CLI takes
     built = Built(tmp_path, url, THREAD)  # nothing on disk: the folder stays empty
@@ -183,7 +188,7 @@ def test_every_command_on_hostile_postgres_schemas(
                 continue
             # and `check`, which decodes every value, on every schema
             check = ("check --json", CHECK_COMMANDS["check --json"])
-            for command, template in [*_sampled(index), check]:
+            for command, template in [*_sampled(index, per_case), check]:
                 args = [
                     url if p == "{store}" else THREAD if p == "{thread}" else p for p in template
                 ]

@@ -9,7 +9,8 @@ and nothing that acts on a terminal elsewhere; leave the store's files byte-iden
 
 `make test` runs a deterministic sample of the case x command matrix (HOSTILE_RUNS pairs,
 seed HOSTILE_SEED) plus every case of tests/hostile_corpus.txt on every command;
-`make fuzz` (bench/fuzz_stores.py) runs far more.
+`make test-long` a sample LONG_RUNS pairs big, and `make fuzz` (bench/fuzz_stores.py) far
+more.
 """
 
 from __future__ import annotations
@@ -41,8 +42,13 @@ from store_files import folder_hashes
 
 DATA = Path(__file__).parent / "data"
 SEED = int(os.environ.get("HOSTILE_SEED", "15"))
-RUNS = int(os.environ.get("HOSTILE_RUNS", "500"))
+RUNS = int(os.environ.get("HOSTILE_RUNS", "200"))
+LONG_RUNS = 2_000  # the sample of the `long` variant (make test-long)
 SHARDS = 4  # the sample and the corpus each run as this many tests (shard_of)
+SAMPLES = [pytest.param(RUNS, shard, id=str(shard)) for shard in range(SHARDS)] + [
+    pytest.param(LONG_RUNS, shard, id=f"long-{shard}", marks=pytest.mark.long)
+    for shard in range(SHARDS)
+]
 
 
 @pytest.fixture(scope="module")
@@ -92,17 +98,18 @@ def shard_of(pairs: list[tuple[Case, str]], shard: int) -> list[tuple[Case, str]
     return pairs[shard::SHARDS]
 
 
-@pytest.mark.parametrize("shard", range(SHARDS))
+@pytest.mark.parametrize(("size", "shard"), SAMPLES)
 def test_every_command_on_a_sample_of_hostile_stores(
     runner: Runner,
     base_paths: dict[str, Path],
     base_threads: dict[str, str],
     tmp_path: Path,
+    size: int,
     shard: int,
 ) -> None:
     every = cases(base_paths)
-    pairs = sample(every, list(COMMANDS), SEED, RUNS)
-    assert len(pairs) == RUNS
+    pairs = sample(every, list(COMMANDS), SEED, size)
+    assert len(pairs) == size
     checks = sample(every, list(CHECK_COMMANDS), SEED, CHECK_RUNS)
     mine = shard_of(pairs, shard) + shard_of(checks, shard)
     runs, failures = run_matrix(runner, mine, base_paths, tmp_path, base_threads)

@@ -12,7 +12,7 @@ import json
 import re
 import sqlite3
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 import pytest
 from fixtures.js_stores import build_js_stores
+
+from runs import NewDatabase, built_once
 
 if TYPE_CHECKING:
     from pg import PgStore
@@ -44,20 +46,23 @@ class JsBuild:
 
 
 @pytest.fixture(scope="session")
-def js_build(
-    tmp_path_factory: pytest.TempPathFactory, pg_new_database: Callable[[], str]
-) -> JsBuild:
-    """The JS stores, built once per session into a tmp folder and a fresh database."""
-    outdir = tmp_path_factory.mktemp("js_stores")
-    dsn = pg_new_database()
-    paths = build_js_stores(outdir, dsn)
+def js_build(tmp_path_factory: pytest.TempPathFactory, pg_new_database: NewDatabase) -> JsBuild:
+    """The JS stores, built once per run into a folder and a database the run's test
+    processes share (runs.built_once; the tests only read them)."""
+
+    def build(outdir: Path) -> dict[str, str]:
+        dsn = pg_new_database(shared=True)
+        paths = build_js_stores(outdir, dsn)
+        return {"pg_dsn": dsn, **{name: str(path) for name, path in paths.items()}}
+
+    built: dict[str, str] = built_once(tmp_path_factory, "js_stores", build)
     return JsBuild(
-        sqlite=paths["sqlite"],
-        pg_dsn=dsn,
-        manifest=json.loads(paths["manifest"].read_text()),
+        sqlite=Path(built["sqlite"]),
+        pg_dsn=built["pg_dsn"],
+        manifest=json.loads(Path(built["manifest"]).read_text()),
         oracles={
-            "sqlite": json.loads(paths["oracle_sqlite"].read_text()),
-            "postgres": json.loads(paths["oracle_postgres"].read_text()),
+            "sqlite": json.loads(Path(built["oracle_sqlite"]).read_text()),
+            "postgres": json.loads(Path(built["oracle_postgres"]).read_text()),
         },
     )
 

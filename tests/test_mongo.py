@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,7 @@ from fixtures.mongo_stores import DATABASE, document_snapshot
 
 from ckpt.errors import ExitCode
 from ckpt.records.encode import dumps
-
-CKPT = str(Path(sys.executable).with_name("ckpt"))
+from ckpt_runner import run_ckpt
 
 READ_COMMANDS_RUN = [
     ["threads"],
@@ -45,7 +43,7 @@ READ_COMMANDS_RUN = [
 
 
 def ckpt(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CKPT, *args], capture_output=True, text=True, check=False)
+    return run_ckpt(*args)
 
 
 def test_mongodb_saver_writes_the_documented_layout(mongo_url: str) -> None:

@@ -41,6 +41,7 @@ from ckpt.stores.pickle.unpickler import load_pickle
 from ckpt.stores.sqlite import SqliteStore
 from hostile import tuple_bomb
 from normalize import normalize
+from runs import examples
 
 runner = CliRunner()
 CKPT = Path(sys.executable).with_name("ckpt")
@@ -803,7 +804,11 @@ def damaged_copy(
         yield target
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(75, 300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     name=st.sampled_from(DEV_FILES),
     cut=st.none() | st.integers(min_value=0),
@@ -903,7 +908,11 @@ def _read_each(target: Path, *reads: Callable[[PickleStore], Any]) -> tuple[Any,
     return tuple(outcome)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(40, 200),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     name=st.sampled_from(DEV_FILES),
     cut=st.none() | st.integers(min_value=0),
@@ -961,7 +970,11 @@ def _whole_outcome(target: Path) -> tuple[Any, ...]:
     )
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=examples(25, 100),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(
     name=st.sampled_from(DEV_FILES),
     cut=st.none() | st.integers(min_value=0),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,8 +23,7 @@ from fixtures.redis_stores import KEY_FAMILIES, REDIS_SCENARIOS, key_snapshot
 from ckpt.errors import ExitCode
 from ckpt.records.encode import dumps
 from ckpt.stores.redis.session import READ_COMMANDS
-
-CKPT = str(Path(sys.executable).with_name("ckpt"))
+from ckpt_runner import run_ckpt
 
 READ_COMMANDS_RUN = [
     ["threads"],
@@ -48,7 +46,7 @@ READ_COMMANDS_RUN = [
 
 
 def ckpt(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CKPT, *args], capture_output=True, text=True, check=False)
+    return run_ckpt(*args)
 
 
 def command_counts(url: str) -> Counter[str]:

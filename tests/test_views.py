@@ -137,7 +137,15 @@ def _grown(samples: Path, tmp_path: Path, count: int, *, wide: bool) -> Path:
     return store
 
 
-@pytest.mark.parametrize(("count", "wide"), [(20_000, True), (10_000, False)])
+@pytest.mark.parametrize(
+    ("count", "wide"),
+    [
+        (4_000, True),
+        (2_000, False),
+        pytest.param(20_000, True, marks=pytest.mark.long),
+        pytest.param(10_000, False, marks=pytest.mark.long),
+    ],
+)
 def test_a_wide_fork_and_a_long_chain_draw_in_bounded_time(
     samples: Path, tmp_path: Path, count: int, wide: bool
 ) -> None:
@@ -187,11 +195,12 @@ def _nested_forks(path: Path, depth: int) -> list[str]:
     return xs + ys
 
 
-def test_forks_nested_thousands_deep_draw(tmp_path: Path) -> None:
+@pytest.mark.parametrize("depth", [1_000, pytest.param(3_000, marks=pytest.mark.long)])
+def test_forks_nested_thousands_deep_draw(tmp_path: Path, depth: int) -> None:
     """No recursion from the records to the lines, and no per-character cost on guides
-    thousands of columns wide: 3,000 nested forks draw, each checkpoint once."""
+    thousands of columns wide: `depth` nested forks draw, each checkpoint once."""
     store = tmp_path / "deep.sqlite"
-    ids = _nested_forks(store, 3_000)
+    ids = _nested_forks(store, depth)
     drawing = tmp_path / "history.txt"
     with drawing.open("w") as out:
         done = subprocess.run(
@@ -212,7 +221,7 @@ def test_forks_nested_thousands_deep_draw(tmp_path: Path) -> None:
                 drawn.append(found.group(1))
                 deepest = max(deepest, found.start())
     assert sorted(drawn) == sorted(i[-8:] for i in ids)
-    assert deepest >= 4 * 3_000  # the innermost fork is drawn 3,000 levels in
+    assert deepest >= 4 * depth  # the innermost fork is drawn `depth` levels in
 
 
 # -- what the views tell a user who is debugging ---------------------------------------------
