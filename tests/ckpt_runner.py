@@ -36,6 +36,7 @@ class Result:
     stdout: bytes
     stderr: bytes
     seconds: float
+    cpu_seconds: float  # the child's user + system time: what load on the machine leaves alone
     peak_mb: float  # the child's own peak resident set
     timed_out: bool
 
@@ -88,6 +89,7 @@ class Runner:
             stdout=out.read_bytes(),
             stderr=err.read_bytes(),
             seconds=got["seconds"],
+            cpu_seconds=got["cpu_seconds"],
             peak_mb=got["peak_kb"] / 1024,
             timed_out=got["timed_out"],
         )
@@ -210,6 +212,7 @@ def _serve() -> None:
                 "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
                 "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
                 "seconds": seconds,
+                "cpu_seconds": usage.ru_utime + usage.ru_stime,
                 "peak_kb": usage.ru_maxrss,
                 "timed_out": timed_out,
             }

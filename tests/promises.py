@@ -128,8 +128,10 @@ def problems(command: str, result: Result, built: Built, before: dict[str, str])
     if result.peak_mb > PEAK_MB:
         found.append(f"peak memory {result.peak_mb:.0f} MB")
     size_mb = sum(p.stat().st_size for p in built.folder.rglob("*") if p.is_file()) / 1e6
-    if result.seconds > 8 + 1.5 * size_mb:
-        found.append(f"took {result.seconds:.1f}s on {size_mb:.1f} MB")
+    # CPU time, not the wall clock: a loaded machine (CI beside other work) stretches the
+    # one and not the other, and this promise is about ckpt's own work on hostile input.
+    if result.cpu_seconds > 8 + 1.5 * size_mb:
+        found.append(f"took {result.cpu_seconds:.1f} s of CPU on {size_mb:.1f} MB")
     found.extend(unexpected_changes(built.folder, before))
     return found
 

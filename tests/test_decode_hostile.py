@@ -99,10 +99,10 @@ BLOBS = real_blobs()
     ],
 )
 def test_deep_nesting_is_refused(payload: bytes) -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(DecodeError, match="deep|Recursion"):
         decode("msgpack", payload)
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
 
 
 def test_deep_nesting_is_refused_in_a_thread_too() -> None:
@@ -176,11 +176,11 @@ def test_json_nesting_is_refused() -> None:
     ],
 )
 def test_length_prefixes_claiming_4_gb(payload: bytes) -> None:
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(DecodeError):
         decode("msgpack", payload)
     # A guard against allocating the claimed 4 GB first (minutes), not a speed claim.
-    assert time.perf_counter() - started < 10
+    assert time.process_time() - started < 10
 
 
 def test_numpy_shapes_that_do_not_match_the_buffer() -> None:
@@ -305,9 +305,9 @@ def test_non_string_keys_at_every_level_take_linear_time() -> None:
     node: Any = 1
     for _ in range(99):
         node = ormsgpack.Ext(2, pack(["m", "N", {"a": node, 1: 2}]))
-    started = time.perf_counter()
+    started = time.process_time()
     value = decode("msgpack", pack(node))
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
     for _ in range(99):
         assert value["__type__"] == "m.N"
         entries = dict(value["kwargs"]["entries"])
@@ -324,10 +324,10 @@ def test_tiny_ext_values_past_the_expansion_budget_are_too_large() -> None:
     from ckpt.errors import TooLarge
 
     item = pack(ormsgpack.Ext(0, b"\x00"))
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(TooLarge, match="too large"):
         decode("msgpack", b"\xdd" + (2_000_000).to_bytes(4, "big") + item * 2_000_000)
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
     # Just under the budget the same shape still decodes, one record per ext value.
     fitting = MIN_EXTS
     value = decode("msgpack", b"\xdd" + fitting.to_bytes(4, "big") + item * fitting)
@@ -350,10 +350,10 @@ def test_pickle_bombs_are_refused_before_unpickling() -> None:
     from hostile import PICKLES
 
     for name in ("hash-bomb", "memo-bomb", "hash-bomb-p2", "memo-bomb-p2"):
-        started = time.perf_counter()
+        started = time.process_time()
         with pytest.raises(StoreCorrupt, match="too large"):
             load_pickle(io.BytesIO(PICKLES[name]), source=name)
-        assert time.perf_counter() - started < 10, name  # unguarded: past 30 s
+        assert time.process_time() - started < 10, name  # unguarded: past 30 s
     # Shared references that stay small still load.
     small = b"\x80\x04]\x94K\x01a" + b"](h\x00h\x00e\x94" + b"."
     assert load_pickle(io.BytesIO(small), source="small") == [[1], [1]]
@@ -363,7 +363,7 @@ def test_lists_too_long_to_align_are_one_change() -> None:
     from ckpt.analysis.changes import ALIGN_LIMIT, diff_values
 
     size = int(ALIGN_LIMIT**0.5) + 10
-    started = time.perf_counter()
+    started = time.process_time()
     changes = diff_values({"x": list(range(size))}, {"x": [-n for n in range(1, size + 1)]})
-    assert time.perf_counter() - started < 5
+    assert time.process_time() - started < 5
     assert [(c.kind, c.pointer) for c in changes] == [("changed", "/x")]
