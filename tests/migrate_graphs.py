@@ -5,6 +5,8 @@ a resumed thread ran no node twice; messages carry fixed ids, so two runs compar
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 from typing import Annotated, Any, TypedDict
 
@@ -112,6 +114,7 @@ def populate(checkpointer: Any, version: int = 1) -> Any:
 # -- a fan-out: Sends to a node that gets renamed, and a DeltaChannel that gets renamed ------
 
 FAILING: set[int] = set()  # worker items that raise (a failed superstep with saved writes)
+ITEMS: list[int] = []  # the items of the run going on
 
 
 def concat_lists(state: list[str] | None, writes: Any) -> list[str]:
@@ -143,8 +146,12 @@ def build_fan(version: int, checkpointer: Any) -> Any:
 
     log, worker_node = ("log", "worker") if version == 1 else ("journal", "crew")
 
+    finished: list[int] = []  # the workers of this superstep that returned
+    lock = threading.Lock()
+
     def start(state: dict[str, Any]) -> Any:
         RUNS["start"] += 1
+        finished.clear()
         return Command(
             update={log: ["start"]},
             goto=[Send(worker_node, {"item": i}) for i in state["items"]],
@@ -153,7 +160,19 @@ def build_fan(version: int, checkpointer: Any) -> Any:
     def worker(arg: dict[str, Any]) -> dict[str, Any]:
         RUNS[worker_node] += 1
         if arg["item"] in FAILING:
+            # LangGraph runs the Sends side by side and stops the superstep at the first
+            # error: the failing worker raises only once the others have returned (and a
+            # moment more, for their writes to be saved), however loaded the machine is.
+            give_up = time.monotonic() + 30
+            while time.monotonic() < give_up:
+                with lock:
+                    if len(finished) >= len(ITEMS) - len(FAILING):
+                        break
+                time.sleep(0.01)
+            time.sleep(0.2)
             raise RuntimeError(f"item {arg['item']} failed")
+        with lock:
+            finished.append(arg["item"])
         return {"results": [arg["item"] * 10], log: [f"w{arg['item']}"]}
 
     def collect(state: dict[str, Any]) -> dict[str, Any]:
@@ -181,6 +200,7 @@ def populate_fan(checkpointer: Any, version: int = 1) -> Any:
     for thread_id, (items, failing) in FAN_THREADS.items():
         FAILING.clear()
         FAILING.update(failing)
+        ITEMS[:] = items
         try:
             graph.invoke({"items": items}, {"configurable": {"thread_id": thread_id}})
         except RuntimeError:

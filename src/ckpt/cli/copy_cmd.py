@@ -4,28 +4,23 @@ Without --apply it prints the plan and changes nothing (ckpt.ops.copy)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ckpt.cli.common import opened, state
 from ckpt.cli.options import (
-    AllOpt,
     ApplyOpt,
     JsonOpt,
-    OlderThanOpt,
     QuietOpt,
-    SinceOpt,
-    StatusOpt,
     StoreOptions,
-    ThreadsOpt,
-    WhereOpt,
-    selection,
     store_options,
+    thread_selection,
 )
 
 
 @store_options
+@thread_selection
 def copy(
     ctx: typer.Context,
     src: Annotated[
@@ -45,12 +40,6 @@ def copy(
             show_default=False,
         ),
     ] = None,
-    thread: ThreadsOpt = None,
-    since: SinceOpt = None,
-    older_than: OlderThanOpt = None,
-    status: StatusOpt = None,
-    where: WhereOpt = None,
-    every: AllOpt = False,
     rename: Annotated[
         list[str] | None,
         typer.Option(
@@ -100,6 +89,7 @@ def copy(
     quiet: QuietOpt = False,
     *,
     store_options: StoreOptions,
+    selected: dict[str, Any],
 ) -> None:
     """Copy threads into a SQLite file or Postgres database, byte for byte.
 
@@ -128,7 +118,7 @@ def copy(
         with advancing(enabled=show_progress, label="copying", unit="rows") as tick:
             with checkpoints.iter_copy(
                 dst,
-                **selection(thread, older_than, since, status, where, every),
+                **selected,
                 rename=renames,
                 on_conflict=on_conflict,  # type: ignore[arg-type]
                 redact=redact,

@@ -7,24 +7,18 @@ per transaction and print what they did (ckpt.ops.maintain, ckpt.writers).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ckpt.cli.common import opened, render_run, state
 from ckpt.cli.options import (
-    AllOpt,
     ApplyOpt,
     JsonOpt,
-    OlderThanOpt,
-    SinceOpt,
-    StatusOpt,
     StoreArg,
     StoreOptions,
-    ThreadsOpt,
-    WhereOpt,
-    selection,
     store_options,
+    thread_selection,
 )
 
 if TYPE_CHECKING:
@@ -32,15 +26,10 @@ if TYPE_CHECKING:
 
 
 @store_options
+@thread_selection
 def prune(
     ctx: typer.Context,
     store: StoreArg = None,
-    thread: ThreadsOpt = None,
-    older_than: OlderThanOpt = None,
-    since: SinceOpt = None,
-    status: StatusOpt = None,
-    where: WhereOpt = None,
-    every: AllOpt = False,
     keep_latest: Annotated[
         bool,
         typer.Option(
@@ -77,6 +66,7 @@ def prune(
     json_out: JsonOpt = False,
     *,
     store_options: StoreOptions,
+    selected: dict[str, Any],
 ) -> None:
     """Delete old checkpoints safely: keep what resuming each thread needs.
 
@@ -111,7 +101,7 @@ def prune(
                 output.stderr.write(plan_line(plan) + "\n")
 
         run = checkpoints.iter_prune(
-            **selection(thread, older_than, since, status, where, every),
+            **selected,
             strategy=strategy,  # type: ignore[arg-type]
             keep=keep_last or 1,
             backup=backup,

@@ -11,31 +11,20 @@ import typer
 
 from ckpt.cli.common import opened, render_run, state
 from ckpt.cli.options import (
-    AllOpt,
     ApplyOpt,
     JsonOpt,
-    OlderThanOpt,
-    SinceOpt,
-    StatusOpt,
     StoreArg,
     StoreOptions,
-    ThreadsOpt,
-    WhereOpt,
-    selection,
     store_options,
+    thread_selection,
 )
 
 
 @store_options
+@thread_selection
 def migrate(
     ctx: typer.Context,
     store: StoreArg = None,
-    thread: ThreadsOpt = None,
-    older_than: OlderThanOpt = None,
-    since: SinceOpt = None,
-    status: StatusOpt = None,
-    where: WhereOpt = None,
-    every: AllOpt = False,
     rename_channel: Annotated[
         list[str] | None,
         typer.Option("--rename-channel", metavar="OLD=NEW", help="Rename a channel (state key)."),
@@ -87,6 +76,7 @@ def migrate(
     json_out: JsonOpt = False,
     *,
     store_options: StoreOptions,
+    selected: dict[str, Any],
 ) -> None:
     """Migrate saved threads to a changed graph: rename or drop channels, rename nodes.
 
@@ -117,7 +107,7 @@ def migrate(
         steps = {"plan": plan}
     with opened(ctx, store_options, store) as checkpoints:
         run = checkpoints.iter_migrate(
-            **selection(thread, older_than, since, status, where, every),
+            **selected,
             **steps,
             latest=latest,
             backup=backup,

@@ -128,9 +128,11 @@ _STORE_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
 )
 
 
-def store_options(func: F) -> F:
-    """Add --db, --aes-key, --schema, --prefix and --timeout to a command, handed to it as one
-    keyword argument `store_options: StoreOptions`."""
+def _grouped(
+    func: F, name: str, parameters: tuple[tuple[str, Any, Any], ...], build: Callable[..., Any]
+) -> F:
+    """`func` with `parameters` (name, Annotated hint, default) added as keyword-only
+    options, handed to it as one keyword argument `name`: `build(**their values)`."""
     # Resolved here, in the command's own module: the annotations are strings
     # (`from __future__ import annotations`) that Typer would otherwise resolve in this one.
     hints = typing.get_type_hints(func, include_extras=True)
@@ -138,22 +140,28 @@ def store_options(func: F) -> F:
     kept = [
         p.replace(annotation=hints.get(p.name, p.annotation))
         for p in signature.parameters.values()
-        if p.name != "store_options"
+        if p.name != name
     ]
     added = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint)
-        for name, hint, default in _STORE_PARAMETERS
+        inspect.Parameter(option, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint)
+        for option, hint, default in parameters
     ]
 
     @functools.wraps(func)
     def command(*args: Any, **kwargs: Any) -> Any:
-        options = StoreOptions(**{name: kwargs.pop(name) for name, _, _ in _STORE_PARAMETERS})
-        return func(*args, store_options=options, **kwargs)
+        given = {option: kwargs.pop(option) for option, _, _ in parameters}
+        return func(*args, **{name: build(**given)}, **kwargs)
 
     command.__signature__ = signature.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
-    own = {k: v for k, v in hints.items() if k != "store_options"}
-    command.__annotations__ = {**own, **{name: hint for name, hint, _ in _STORE_PARAMETERS}}
+    own = {k: v for k, v in hints.items() if k != name}
+    command.__annotations__ = {**own, **{option: hint for option, hint, _ in parameters}}
     return command  # type: ignore[return-value]
+
+
+def store_options(func: F) -> F:
+    """Add --db, --aes-key, --schema, --prefix and --timeout to a command, handed to it as one
+    keyword argument `store_options: StoreOptions`."""
+    return _grouped(func, "store_options", _STORE_PARAMETERS, StoreOptions)
 
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (schema in docs/json.md).")]
@@ -304,13 +312,23 @@ def fix_line(fix: FixRecord) -> str:
     return " ".join(w if w in placeholders else shlex.quote(w) for w in words)
 
 
+_SELECTION_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
+    ("thread", ThreadsOpt, None),
+    ("older_than", OlderThanOpt, None),
+    ("since", SinceOpt, None),
+    ("status", StatusOpt, None),
+    ("where", WhereOpt, None),
+    ("every", AllOpt, False),
+)
+
+
 def selection(
-    thread: list[str] | None,
-    older_than: str | None,
-    since: str | None,
-    status: Any,
-    where: list[str] | None,
-    every: bool,
+    thread: list[str] | None = None,
+    older_than: str | None = None,
+    since: str | None = None,
+    status: Any = None,
+    where: list[str] | None = None,
+    every: bool = False,
 ) -> dict[str, Any]:
     """The threads `prune` and `copy` select, as the API's keywords (ckpt.api's `threads`,
     `older_than`, `since`, `status`, `where`, `all`): times stay text, the API parses it."""
@@ -322,6 +340,13 @@ def selection(
         "where": dict(parse_where(w) for w in where or ()),
         "all": every,
     }
+
+
+def thread_selection(func: F) -> F:
+    """Add the thread selection of `prune`, `copy` and `migrate` (--thread, --older-than,
+    --since, --status, --where, --all) to a command, handed to it as one keyword argument
+    `selected`: the API's keywords (`selection`)."""
+    return _grouped(func, "selected", _SELECTION_PARAMETERS, selection)
 
 
 def parse_where(text: str) -> tuple[str, str]:
