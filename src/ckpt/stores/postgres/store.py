@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
 from ckpt.errors import BadOption, NotFound
 from ckpt.records.model import (
@@ -35,7 +35,6 @@ from ckpt.stores.base import Writer
 from ckpt.stores.postgres.schema import CHECKPOINT_BYTES, detect_layout, migrations
 from ckpt.stores.postgres.session import PgSession
 from ckpt.stores.split import METADATA_LIMIT as METADATA_LIMIT
-from ckpt.stores.split import PAYLOAD_BYTES as PAYLOAD_BYTES
 from ckpt.stores.split import TOO_LARGE_PREFIX as _TOO_LARGE
 from ckpt.stores.split import BlobKey, SplitStore, WriteKey
 from ckpt.stores.split import Fetched as _Fetched
@@ -59,8 +58,6 @@ THREADS_PER_BATCH = 500  # latest checkpoints hydrated per round of `threads` ..
 FIRST_BATCH = 8  # ... at first: then twice as many each time
 PROBE_STEPS = 10000  # (thread, namespace) pairs `find_exact` walks before `find` scans
 KEYS_PER_QUERY = 5000  # blob or write keys sent in one statement (bounded statement time)
-
-T = TypeVar("T")
 
 
 # The saver release `ckpt check` speaks for (requirements/ci-constraints.txt), and the last
