@@ -84,6 +84,11 @@ class SplitStore(Store):
     def blob_versions(self) -> bool:
         return True
 
+    def _sort_writes(self, writes: Iterable[PendingWrite]) -> list[PendingWrite]:
+        """A checkpoint's pending writes in the order its saver hands them to LangGraph:
+        PostgresSaver's (task_path, task_id, idx)."""
+        return sort_writes(writes)
+
     def _blob_key(self, row: Row, channel: str, version: Any) -> BlobKey | None:
         if not self.blob_versions:
             return (row.thread_id, row.checkpoint_ns, channel)
@@ -151,7 +156,7 @@ class SplitStore(Store):
         key = CheckpointKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
         metadata = metadata_dict(row.metadata)
         pending = (
-            sort_writes(
+            self._sort_writes(
                 self._write(w)
                 for w in writes.get((key.thread_id, key.checkpoint_ns, key.checkpoint_id), [])
             )
