@@ -257,6 +257,28 @@ def mongo_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def mariadb() -> Iterator[Any]:
+    """A MariaDB on a free port for this test process (fixtures/mysql_server.py), started
+    once: each test that needs a store of its own creates a database in it."""
+    from fixtures.mysql_server import MariaDBServer, available
+
+    if not available():
+        pytest.skip("MariaDB is not installed (apt-get install mariadb-server)")
+    with MariaDBServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def mysql_url(mariadb: Any) -> str:
+    """A database holding every scenario PyMySQLSaver writes (fixtures/mysql_stores.py)."""
+    from fixtures.mysql_stores import build_mysql
+
+    url: str = mariadb.database("scenarios")
+    build_mysql(url)
+    return url
+
+
+@pytest.fixture(scope="session")
 def pg_store(pg_new_database: NewDatabase) -> PgStore:
     """Every scenario through PostgresSaver."""
     from fixtures.postgres import build_postgres

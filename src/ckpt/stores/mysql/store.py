@@ -82,6 +82,7 @@ class MySQLStore(SplitStore):
             session.close()
             raise
         self._catalog_cache: dict[str, ThreadInfo] | None = None
+        self._aggregate_limit: int | None = None
 
     def _columns(self) -> dict[str, set[str]]:
         found: dict[str, set[str]] = {}
@@ -162,11 +163,14 @@ class MySQLStore(SplitStore):
     @property
     def aggregate_limit(self) -> int | None:
         """The bytes MariaDB's JSON_ARRAYAGG keeps of one checkpoint's blobs or writes in
-        the saver's SELECT (group_concat_max_len); None on MySQL, which does not cut it."""
+        the saver's SELECT (group_concat_max_len, the server's default for its sessions);
+        None on MySQL, whose JSON_ARRAYAGG it does not cut."""
         if not self.session.mariadb:
             return None
-        (limit,) = self.session.rows("SELECT @@GLOBAL.group_concat_max_len")[0]
-        return int(limit)
+        if self._aggregate_limit is None:
+            (limit,) = self.session.rows("SELECT @@GLOBAL.group_concat_max_len")[0]
+            self._aggregate_limit = int(limit)
+        return self._aggregate_limit
 
     # -- statements ------------------------------------------------------------------------
     def _checkpoint_rows(self, where: str, params: Sequence[Any], *, values: bool) -> list[Row]:
