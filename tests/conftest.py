@@ -257,6 +257,19 @@ def mongo_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def valkey_url() -> Iterator[str]:
+    """A server without modules on a free port (Valkey's protocol: fixtures/redis_server.py)
+    holding every scenario ValkeySaver writes, as ckpt names it (valkey://)."""
+    from fixtures.redis_server import RedisServer
+    from fixtures.valkey_stores import build_valkey, valkey_url
+
+    with RedisServer(modules=False) as server:
+        url = valkey_url(server.url)
+        build_valkey(url)
+        yield url
+
+
+@pytest.fixture(scope="session")
 def mariadb() -> Iterator[Any]:
     """A MariaDB on a free port for this test process (fixtures/mysql_server.py), started
     once: each test that needs a store of its own creates a database in it."""
