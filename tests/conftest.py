@@ -257,6 +257,35 @@ def mongo_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def moto_server() -> Iterator[Any]:
+    """moto's DynamoDB and S3 on a free port, in this test process, started once
+    (fixtures/dynamodb_stores.py): each test store is a table of its own in it."""
+    from fixtures.dynamodb_stores import MotoServer
+
+    with MotoServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def dynamodb_url(moto_server: Any) -> str:
+    """Table `sample` (bucket `offload`): a sample of the scenarios and the large thread
+    through DynamoDBSaver with compression, S3 offload and a TTL."""
+    from fixtures.dynamodb_stores import DEFAULT_SCENARIOS, build_dynamodb
+
+    build_dynamodb(
+        moto_server,
+        "sample",
+        "offload",
+        scenarios=DEFAULT_SCENARIOS,
+        large=True,
+        enable_checkpoint_compression=True,
+        ttl_seconds=3600,
+    )
+    url: str = moto_server.url("sample", "offload")
+    return url
+
+
+@pytest.fixture(scope="session")
 def valkey_url() -> Iterator[str]:
     """A server without modules on a free port (Valkey's protocol: fixtures/redis_server.py)
     holding every scenario ValkeySaver writes, as ckpt names it (valkey://)."""
