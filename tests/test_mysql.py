@@ -8,6 +8,9 @@ saver."""
 from __future__ import annotations
 
 import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +155,8 @@ def test_threads_copy_into_sqlite_and_postgres_and_resume(
     from fixtures.state_oracle import demo_graphs, state_oracle
     from langgraph.checkpoint.mysql.pymysql import PyMySQLSaver
 
-    from test_copy import resumed_demo, saver_for, url_of
+    from pg import url_of
+    from resume import resumed_demo
 
     source = mariadb.database("copy_source")
     build_mysql(source)
@@ -168,13 +172,28 @@ def test_threads_copy_into_sqlite_and_postgres_and_resume(
         history = state_oracle(saver, demo_graphs(saver), store="", kind="")["snapshots"]
     resumed: dict[str, Any] | None = None
     for kind, target in targets.items():
-        with saver_for(kind, target) as saver, quiet_serde_log():
+        with _saver(kind, target) as saver, quiet_serde_log():
             copied = state_oracle(saver, demo_graphs(saver), store="", kind="")["snapshots"]
             assert copied == history, kind
             outcome = resumed_demo(saver)
             assert resumed is None or outcome == resumed, kind
             resumed = outcome
     assert resumed is not None and "ok" in {result for result, _ in resumed.values()}
+
+
+@contextmanager
+def _saver(kind: str, spec: str) -> Iterator[Any]:
+    """LangGraph's own saver on a copy (scratch: resuming writes to it)."""
+    if kind == "sqlite":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        with closing(sqlite3.connect(spec, check_same_thread=False)) as conn:
+            yield SqliteSaver(conn)
+    else:
+        from langgraph.checkpoint.postgres import PostgresSaver
+
+        with PostgresSaver.from_conn_string(spec) as saver:
+            yield saver
 
 
 def test_writes_past_group_concat_max_len_break_the_saver_not_ckpt(mariadb: Any) -> None:

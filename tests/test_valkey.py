@@ -93,7 +93,7 @@ def test_a_thread_copies_into_sqlite_and_resumes(valkey_url: str, tmp_path: Path
     from fixtures.valkey_stores import listing_saver
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from test_copy import resumed_demo
+    from resume import resumed_demo
 
     target = tmp_path / "copy.sqlite"
     done = run("copy", valkey_url, str(target), "--all", "--apply")

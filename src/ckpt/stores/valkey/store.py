@@ -93,7 +93,7 @@ class ValkeyStore(DocumentStore):
     ) -> None:
         if prefix not in (None, "", "checkpoint"):
             raise NotSupported(
-                f"--prefix {prefix}: Valkey stores are read in ValkeySaver's layout "
+                f"prefix {prefix!r}: Valkey stores are read in ValkeySaver's layout "
                 "(AgentCoreValkeySaver's `agentcore:` keys are not read yet)"
             )
         session = RedisSession(spec, timeout=timeout, valkey=True)
