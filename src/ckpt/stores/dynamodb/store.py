@@ -40,7 +40,13 @@ from ckpt.records.model import (
 )
 from ckpt.records.types import StorageRecord, TableBytesRecord, storage_record
 from ckpt.stores.body import checkpoint_from_body, decode_value
-from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields
+from ckpt.stores.documents import (
+    BATCH,
+    DocumentStore,
+    ThreadInfo,
+    WriteFields,
+    refuse_int_versions,
+)
 from ckpt.stores.dynamodb.session import DynamoSession
 
 AWS_RELEASE: Final = "langgraph-checkpoint-aws 1.2.6"
@@ -364,6 +370,10 @@ class DynamoDBStore(DocumentStore):
                 ordered = sorted(self._writes(key), key=lambda w: (w[1].task_id, w[1].idx))
                 for _, fields in ordered:
                     yield fields.raw(key, data=data)
+
+    def check_copy(self, *, renumber_versions: bool = False) -> None:
+        # DynamoDBSaver keeps LangGraph's default get_next_version, as MongoDBSaver does.
+        refuse_int_versions(self.location, "DynamoDBSaver", renumber_versions=renumber_versions)
 
     def close(self) -> None:
         self.session.close()
