@@ -241,7 +241,10 @@ STORES: dict[str, Callable[[int, int], Any]] = {
 
 def run_bench(kind: str, url: str, threads: int) -> list[tuple[str, Measured]]:
     rows = [
-        (f"{kind}: ckpt threads --json", measure([*CKPT, "threads", url, "--json"], repeat=2)),
+        (
+            f"{kind}: ckpt threads --json",
+            measure([*CKPT, "threads", url, "--json", "--timeout", "120"], repeat=2),
+        ),  # fmt: skip
         (
             f"{kind}: saver (ids by hand + get_tuple)",
             measure([sys.executable, "-c", SAVER[kind], url], repeat=1),
@@ -250,8 +253,8 @@ def run_bench(kind: str, url: str, threads: int) -> list[tuple[str, Measured]]:
     ]
     listed = rows[0][1].stdout.count('"thread_id"')
     counted = [int(m.stdout.strip() or 0) for _, m in rows[1:]]
-    print(f"{kind}: ckpt listed {listed}, saver found {counted[0]}, floor {counted[1]} "
-          f"(of {threads + 1})", flush=True)  # fmt: skip
+    print(f"  ckpt listed {listed}, saver found {counted[0]}, floor {counted[1]} "
+          f"(of {threads + 1} threads)", flush=True)  # fmt: skip
     return rows
 
 
@@ -262,13 +265,11 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=24, help="checkpoints per thread - 1")
     args = parser.parse_args()
     os.environ.setdefault("PYTHONPATH", str(HERE.parent / "src"))
-    rows: list[tuple[str, Measured]] = []
+    print(f"{'command':44} {'time':>9} {'peak RSS':>10}")
     for kind in STORES if args.kind == "all" else [args.kind]:
         with STORES[kind](args.threads, args.steps) as url:
-            rows.extend(run_bench(kind, url, args.threads))
-    print(f"{'command':44} {'time':>9} {'peak RSS':>10}")
-    for name, measured in rows:
-        print(f"{name:44} {measured.seconds:8.3f}s {measured.rss_mb:8.1f}MB")
+            for name, measured in run_bench(kind, url, args.threads):
+                print(f"{name:44} {measured.seconds:8.3f}s {measured.rss_mb:8.1f}MB", flush=True)
     if not Path(TIME).exists():
         print(f"peak memory not measured: no {TIME} (GNU time)")
     return 0

@@ -54,6 +54,34 @@ def test_every_mysql_checkpoint_agrees_with_langgraph(
     assert set(report.differences) <= {"empty channel shown as empty"}
 
 
+def test_encrypted_values_agree_with_langgraph(
+    mariadb: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PyMySQLSaver with EncryptedSerializer: blobs and writes encrypted, the JSON parts
+    plain (as in Postgres); with the key every checkpoint agrees."""
+    from fixtures.build import ENCRYPTION_KEY
+    from fixtures.mysql_stores import build_mysql
+    from fixtures.state_oracle import demo_graphs
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    url = mariadb.database("encrypted")
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=ENCRYPTION_KEY)
+    build_mysql(url, scenarios=("approval",), serde=serde)
+
+    def graphs(saver: Any) -> dict[str, Any]:
+        return {t: g for t, g in demo_graphs(saver).items() if t.startswith("approval")}
+
+    (case,) = build_mysql_cases(tmp_path, url, graphs=graphs, aes_key=ENCRYPTION_KEY)
+    report = compare_case(case)
+    with capsys.disabled():
+        print(f"\n{case['name']}: compared {dict(report.compared)}")
+    assert not report.mismatches, "\n".join(report.mismatches[:60])
+    assert report.compared["interrupts"] > 0
+    types = {tag for (tag,) in mariadb.execute("SELECT DISTINCT type FROM checkpoint_writes",
+                                                "encrypted")}  # fmt: skip
+    assert "msgpack+aes" in types, types
+
+
 def test_the_saver_writes_the_documented_layout(mysql_url: str) -> None:
     tables = table_snapshot(mysql_url)
     assert sorted(v for (v,) in tables["checkpoint_migrations"]) == list(range(22))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixtures.fidelity import build_valkey_cases
@@ -45,6 +46,32 @@ def test_every_valkey_checkpoint_agrees_with_langgraph(
     assert report.compared["checkpoints"] >= 2 * 79  # every checkpoint, at and history
     assert report.compared["tasks"] > 50 and report.compared["interrupts"] > 0
     assert set(report.differences) <= {"empty channel shown as empty"}
+
+
+def test_encrypted_values_agree_with_langgraph(
+    valkey_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ValkeySaver with EncryptedSerializer (database 1 of the same server): read with the
+    key, every checkpoint agrees; without it, the values show as encrypted."""
+    from fixtures.build import ENCRYPTION_KEY
+    from fixtures.state_oracle import demo_graphs
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    url = valkey_url.rsplit("/", 1)[0] + "/1"
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=ENCRYPTION_KEY)
+    build_valkey(url, scenarios=("approval",), serde=serde)
+
+    def graphs(saver: Any) -> dict[str, Any]:
+        return {t: g for t, g in demo_graphs(saver).items() if t.startswith("approval")}
+
+    (case,) = build_valkey_cases(tmp_path, url, graphs=graphs, aes_key=ENCRYPTION_KEY)
+    report = compare_case(case)
+    with capsys.disabled():
+        print(f"\n{case['name']}: compared {dict(report.compared)}")
+    assert not report.mismatches, "\n".join(report.mismatches[:60])
+    assert report.compared["values"] > 10 and report.compared["interrupts"] > 0
+    done = run("show", "approval-1", "--blobs", "--db", url, "--json")
+    assert "encrypted" in done.stdout and "Refund" not in done.stdout
 
 
 def test_every_read_command_reads_and_changes_nothing(valkey_url: str) -> None:
