@@ -17,6 +17,30 @@ all sides); peak memory is the child's max RSS (GNU time). Compared, per kind:
     floor                    the bare key read any listing needs: a Scan projecting PK
                              and SK (DynamoDB), SCAN + LRANGE 0 0 (Valkey), one GROUP BY
                              (MySQL)
+
+Numbers (2026-12-06, this 2-core machine shared with four other sessions; 25 checkpoints
+and 25 writes a thread, every process started cold):
+
+    command (201 threads)                        time   peak RSS
+    mysql: ckpt threads --json                  0.705s    38.1MB
+    mysql: saver (ids by hand + get_tuple)      1.293s    55.9MB
+    mysql: floor (one GROUP BY)                 0.174s    29.9MB
+    valkey: ckpt threads --json                 0.524s    33.7MB
+    valkey: saver (ids by hand + get_tuple)     1.704s    59.5MB
+    valkey: floor (SCAN + LRANGE 0 0)           0.436s    27.2MB
+
+    command (31 threads, moto in the bench's own process)
+    dynamodb: ckpt threads --json              21.643s    57.1MB
+    dynamodb: saver (ids by hand + get_tuple)  20.364s    83.5MB
+    dynamodb: floor (Scan of PK, SK)           14.272s    52.7MB
+
+moto answers each request in ~0.3 s here and its Scan dominates every DynamoDB row (the
+floor is two thirds of ckpt's time): the times say nothing of DynamoDB itself. What does:
+ckpt sends the Scan, then for the latest checkpoints two BatchGetItems per 100 and one
+Query per thread (its writes); the saver's way sends the same Scan, then per thread a
+Query, a GetItem per payload and a Query for the writes with a GetItem per write payload.
+At 200 threads moto's own batch writes and scans grow past minutes, so `--threads` above
+~50 is for a real DynamoDB (`--kind dynamodb` against moto is slow by moto's design).
 """
 
 from __future__ import annotations

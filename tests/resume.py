@@ -32,9 +32,11 @@ DEMO_RESUME = {
 }
 
 
-def resumed_demo(saver: BaseCheckpointSaver[Any]) -> dict[str, Any]:
-    """Resume the demo threads that stopped: answer the interrupts, retry the failure,
-    run the pending task; what each gives."""
+def resumed_demo(
+    saver: BaseCheckpointSaver[Any], only: tuple[str, ...] | None = None
+) -> dict[str, Any]:
+    """Resume the demo threads that stopped (or those of them in `only`): answer the
+    interrupts, retry the failure, run the pending task; what each gives."""
     from fixtures.state_oracle import demo_graphs
 
     graphs = demo_graphs(saver)
@@ -42,6 +44,8 @@ def resumed_demo(saver: BaseCheckpointSaver[Any]) -> dict[str, Any]:
     with quiet_serde_log(), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # the shallow saver's own
         for thread_id, answer in DEMO_RESUME.items():
+            if only is not None and thread_id not in only:
+                continue
             config: Any = {"configurable": {"thread_id": thread_id}}
             step = Command(resume=answer) if answer is not None else None
             try:

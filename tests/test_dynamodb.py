@@ -152,3 +152,40 @@ def test_bad_input_is_one_line_and_writes_nothing(
         assert words in done.stderr and done.stderr.count("\n") == 1, (how, done.stderr)
         assert "Traceback" not in done.stderr
     assert item_snapshot(moto_server, "sample", "offload") == before
+
+
+@pytest.mark.long
+@pytest.mark.postgres
+def test_threads_copy_renumbered_into_sqlite_and_postgres_and_resume(
+    moto_server: Any, dynamodb_url: str, tmp_path: Path, pg_new_database: Any
+) -> None:
+    """The sample copied with renumbered versions reads as DynamoDBSaver reads it (versions
+    aside) and resumes in SqliteSaver and PostgresSaver."""
+    import sqlite3
+    from contextlib import closing
+
+    from fixtures.dynamodb_stores import listing_saver
+    from fixtures.oracle import quiet_serde_log
+    from fixtures.state_oracle import state_oracle
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from pg import url_of
+    from resume import resumed_demo
+
+    graphs = graphs_for(DEFAULT_SCENARIOS, large=True)
+    sqlite_target, pg_target = str(tmp_path / "copy.sqlite"), pg_new_database()
+    for spec in (sqlite_target, url_of(pg_target)):
+        done = run("copy", dynamodb_url, spec, "--all", "--apply", "--renumber-versions")
+        assert done.exit_code == 0, done.output
+    with quiet_serde_log():
+        saver = listing_saver(moto_server, "sample", "offload")
+        theirs = _without_versions(state_oracle(saver, graphs(saver), store="", kind=""))
+        with closing(sqlite3.connect(sqlite_target, check_same_thread=False)) as conn:
+            copy = SqliteSaver(conn)
+            assert _without_versions(state_oracle(copy, graphs(copy), store="", kind="")) == theirs
+            first = resumed_demo(copy, only=("approval-2", "fanout-1"))
+        with PostgresSaver.from_conn_string(pg_target) as copy:
+            assert _without_versions(state_oracle(copy, graphs(copy), store="", kind="")) == theirs
+            assert resumed_demo(copy, only=("approval-2", "fanout-1")) == first
+    assert "ok" in {result for result, _ in first.values()}

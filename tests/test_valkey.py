@@ -168,3 +168,30 @@ def test_bad_input_is_one_line_and_writes_nothing(
     assert words in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert "secret" not in done.stderr and "Traceback" not in done.stderr
     assert key_snapshot(valkey_url) == before
+
+
+@pytest.mark.long
+@pytest.mark.postgres
+def test_every_thread_copies_into_postgres_and_resumes(
+    valkey_url: str, pg_new_database: Any
+) -> None:
+    """Every scenario copied into PostgresSaver reads as ValkeySaver reads it and resumes."""
+    from fixtures.oracle import quiet_serde_log
+    from fixtures.state_oracle import demo_graphs, state_oracle
+    from fixtures.valkey_stores import listing_saver
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    from pg import url_of
+    from resume import resumed_demo
+
+    target = pg_new_database()
+    done = run("copy", valkey_url, url_of(target), "--all", "--apply")
+    assert done.exit_code == 0, done.output
+    with quiet_serde_log():
+        saver = listing_saver(valkey_url)
+        theirs = state_oracle(saver, demo_graphs(saver), store="", kind="")["snapshots"]
+        with PostgresSaver.from_conn_string(target) as copy:
+            ours = state_oracle(copy, demo_graphs(copy), store="", kind="")["snapshots"]
+            resumed = resumed_demo(copy)
+    assert ours == theirs
+    assert "ok" in {result for result, _ in resumed.values()}
