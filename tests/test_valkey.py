@@ -74,6 +74,33 @@ def test_encrypted_values_agree_with_langgraph(
     assert "encrypted" in done.stdout and "Refund" not in done.stdout
 
 
+def test_agentcore_checkpoints_agree_with_langgraph(
+    valkey_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """AgentCoreValkeySaver (database 2 of the same server; its keys found without
+    `prefix`): every checkpoint of a sample agrees with the saver's own answers."""
+    from fixtures.state_oracle import demo_graphs
+    from fixtures.valkey_stores import build_agentcore
+
+    url = valkey_url.rsplit("/", 1)[0] + "/2"
+    build_agentcore(url, scenarios=("approval", "subgraph"))
+
+    def graphs(saver: Any) -> dict[str, Any]:
+        return {t: g for t, g in demo_graphs(saver).items() if t.split("-")[0] in
+                ("approval", "subgraph")}  # fmt: skip
+
+    (case,) = build_valkey_cases(tmp_path, url, graphs=graphs, agentcore=True)
+    before = key_snapshot(url)
+    report = compare_case(case)
+    assert key_snapshot(url) == before
+    with capsys.disabled():
+        print(f"\n{case['name']}: compared {dict(report.compared)}")
+    assert not report.mismatches, "\n".join(report.mismatches[:60])
+    assert report.compared["checkpoints"] >= 2 * 20 and report.compared["interrupts"] > 0
+    done = run("threads", "--db", url, "--prefix", "agentcore", "--json")
+    assert done.exit_code == 0 and len(json.loads(done.stdout)) == 4, done.output
+
+
 def test_every_read_command_reads_and_changes_nothing(valkey_url: str) -> None:
     before = key_snapshot(valkey_url)
     for args in READ_COMMANDS_RUN:

@@ -6,7 +6,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ckpt.errors import BadOption, NotSupported, StoreNotFound, StoreUnreadable
+from ckpt.errors import (
+    BadOption,
+    NotACheckpointStore,
+    NotSupported,
+    StoreNotFound,
+    StoreUnreadable,
+)
 from ckpt.stores.base import Store, Target
 
 if TYPE_CHECKING:
@@ -85,9 +91,19 @@ def open_store(
 
         return MySQLStore(spec, aes_key=aes_key, timeout=timeout)
     if is_valkey(spec):
-        from ckpt.stores.valkey import ValkeyStore
+        from ckpt.stores.valkey import AgentCoreStore, ValkeyStore
 
-        return ValkeyStore(spec, aes_key=aes_key, timeout=timeout, prefix=prefix)
+        if prefix == "agentcore":
+            return AgentCoreStore(spec, aes_key=aes_key, timeout=timeout)
+        try:
+            return ValkeyStore(spec, aes_key=aes_key, timeout=timeout, prefix=prefix)
+        except NotACheckpointStore as missing:
+            if prefix:
+                raise
+            try:  # no ValkeySaver keys: AgentCoreValkeySaver's, when they are there
+                return AgentCoreStore(spec, aes_key=aes_key, timeout=timeout)
+            except NotACheckpointStore:
+                raise missing from None
     if is_dynamodb(spec):
         from ckpt.stores.dynamodb import DynamoDBStore
 

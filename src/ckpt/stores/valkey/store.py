@@ -93,8 +93,8 @@ class ValkeyStore(DocumentStore):
     ) -> None:
         if prefix not in (None, "", "checkpoint"):
             raise NotSupported(
-                f"prefix {prefix!r}: Valkey stores are read in ValkeySaver's layout "
-                "(AgentCoreValkeySaver's `agentcore:` keys are not read yet)"
+                f"prefix {prefix!r}: Valkey stores are read in ValkeySaver's layout, or "
+                "AgentCoreValkeySaver's with prefix 'agentcore'"
             )
         session = RedisSession(spec, timeout=timeout, valkey=True)
         super().__init__(session.location, aes_key=aes_key)
@@ -247,28 +247,7 @@ class ValkeyStore(DocumentStore):
         return found
 
     def storage(self) -> StorageRecord:
-        info = self.session.execute("INFO", "memory")
-        used = int(info.get("used_memory", 0)) if isinstance(info, dict) else 0
-        server = self.session.execute("INFO", "server")
-        version = ""
-        if isinstance(server, dict):
-            version = str(server.get("valkey_version") or server.get("redis_version") or "")
-        families: dict[str, int] = {}
-        for key in self.session.scan("*"):
-            family = key.split(b":", 1)[0].decode("utf-8", "replace") if b":" in key else ""
-            family = family if family in FAMILIES else "other"
-            families[family] = families.get(family, 0) + 1
-        found: ServerRecord = {
-            "product": "Valkey",
-            "version": version,
-            "keys": int(self.session.execute("DBSIZE")),
-            "used_memory_bytes": used,
-            "modules": sorted(self.session.modules),
-            "indexed": False,
-            "key_families": dict(sorted(families.items())),
-            "note": "read by SCAN and the thread lists",
-        }
-        return storage_record(used, server=found)
+        return server_storage(self.session, FAMILIES, "read by SCAN and the thread lists")
 
     def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
         return {
@@ -319,6 +298,33 @@ class ValkeyStore(DocumentStore):
 
 
 # -- documents -------------------------------------------------------------------------------
+
+
+def server_storage(session: RedisSession, families: Sequence[str], note: str) -> StorageRecord:
+    """The server's memory and keys by family (the first `:` segment; `other` for keys
+    that are not the saver's, which ckpt never reads)."""
+    info = session.execute("INFO", "memory")
+    used = int(info.get("used_memory", 0)) if isinstance(info, dict) else 0
+    server = session.execute("INFO", "server")
+    version = ""
+    if isinstance(server, dict):
+        version = str(server.get("valkey_version") or server.get("redis_version") or "")
+    counted: dict[str, int] = {}
+    for key in session.scan("*"):
+        family = key.split(b":", 1)[0].decode("utf-8", "replace") if b":" in key else ""
+        family = family if family in families else "other"
+        counted[family] = counted.get(family, 0) + 1
+    found: ServerRecord = {
+        "product": "Valkey",
+        "version": version,
+        "keys": int(session.execute("DBSIZE")),
+        "used_memory_bytes": used,
+        "modules": sorted(session.modules),
+        "indexed": False,
+        "key_families": dict(sorted(counted.items())),
+        "note": note,
+    }
+    return storage_record(used, server=found)
 
 
 def _b64(value: Any) -> bytes:
