@@ -118,6 +118,7 @@ class DynamoDBStore(DocumentStore):
         self.session = session
         self._write_index: dict[str, list[CheckpointKey]] | None = None
         self._told_s3 = False
+        self._unfetched: set[str] = set()  # S3 write payloads `_writes` left unread
         schema = session.describe()
         keys = {k["AttributeName"]: k["KeyType"] for k in schema.get("KeySchema", [])}
         if keys != {"PK": "HASH", "SK": "RANGE"}:
@@ -221,11 +222,22 @@ class DynamoDBStore(DocumentStore):
             found[i.ref_key] = self.session.s3_get(i.ref_key)
         return found
 
-    def _writes(self, key: CheckpointKey) -> list[tuple[Item, WriteFields]]:
-        """The checkpoint's writes in the saver's order (SK: "task_id#idx" as strings)."""
+    def _writes(self, key: CheckpointKey, *, values: bool = True) -> list[tuple[Item, WriteFields]]:
+        """The checkpoint's writes in the saver's order (SK: "task_id#idx" as strings).
+        Without `values`, a write's S3 payload is fetched only for LangGraph's own
+        channels (`__interrupt__`, `__error__`, Sends...: what a status needs); the others
+        come with no bytes (`data` None, `size` 0), marked in `self._unfetched`."""
         pk = f"WRITES_{key.thread_id}#{key.checkpoint_ns}#{key.checkpoint_id}"
         items = [_item(key, item) for item in self.session.query(pk)]
-        payloads = self._payloads(items)
+        skipped = {
+            i.ref_key
+            for i in items
+            if not values
+            and i.ref_loc == "S3"
+            and not (_s(i.attributes, "channel") or "").startswith("__")
+        }
+        payloads = self._payloads([i for i in items if i.ref_key not in skipped])
+        self._unfetched = skipped
         found = []
         for item in items:
             stored = payloads.get(item.ref_key)
@@ -265,8 +277,9 @@ class DynamoDBStore(DocumentStore):
                         if fields.data is not None
                         else None
                     )
-                    for _, fields in self._writes(key)
-                    if fields.data is not None
+                    for item, fields in self._writes(key, values=values)
+                    # A write whose payload is gone: the saver leaves it out.
+                    if fields.data is not None or item.ref_key in self._unfetched
                 ]
                 built.append(
                     checkpoint_from_body(
