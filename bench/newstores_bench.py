@@ -30,17 +30,21 @@ and 25 writes a thread, every process started cold):
     valkey: floor (SCAN + LRANGE 0 0)           0.436s    27.2MB
 
     command (31 threads, moto in the bench's own process)
-    dynamodb: ckpt threads --json              21.643s    57.1MB
-    dynamodb: saver (ids by hand + get_tuple)  20.364s    83.5MB
-    dynamodb: floor (Scan of PK, SK)           14.272s    52.7MB
+    dynamodb: ckpt threads --json              15.792s    57.0MB   38 requests
+    dynamodb: saver (ids by hand + get_tuple)  21.006s    83.6MB   95 requests
+    dynamodb: floor (Scan of PK, SK)            3.977s    52.6MB    2 requests
 
-moto answers each request in ~0.3 s here and its Scan dominates every DynamoDB row (the
-floor is two thirds of ckpt's time): the times say nothing of DynamoDB itself. What does:
-ckpt sends the Scan, then for the latest checkpoints two BatchGetItems per 100 and one
-Query per thread (its writes); the saver's way sends the same Scan, then per thread a
-Query, a GetItem per payload and a Query for the writes with a GetItem per write payload.
-At 200 threads moto's own batch writes and scans grow past minutes, so `--threads` above
-~50 is for a real DynamoDB (`--kind dynamodb` against moto is slow by moto's design).
+    requests by operation (botocore's own count, COUNT_REQUESTS below)
+    ckpt threads   DescribeTable 1, Scan 2, BatchGetItem 2 (items, chunks), Query 31 (writes)
+    saver's way    Scan 2, Query 62 (latest, writes), GetItem 31 (payloads)
+    floor          Scan 2
+
+moto answers each request in ~0.3 s here, so the times count requests more than work:
+the DynamoDB rows say how many round trips each side needs, not what DynamoDB would
+take. ckpt's Query per thread is its latest checkpoint's writes (a status needs them);
+BatchGetItem fetches 100 items per request. Building a moto table grows past minutes
+beyond ~50 threads (its batch writes and scans slow down with the table), so
+`--threads` above that is for a real DynamoDB.
 """
 
 from __future__ import annotations
@@ -136,6 +140,34 @@ for page in pages:
 print(len(threads))
 """,
 }
+
+
+# Prepended to a DynamoDB side's script: count the requests botocore sends (stderr at exit).
+COUNT_REQUESTS = """
+import atexit, collections, sys, botocore.endpoint
+_sent = collections.Counter()
+_make = botocore.endpoint.Endpoint.make_request
+def _counted(self, model, request):
+    _sent[model.name] += 1
+    return _make(self, model, request)
+botocore.endpoint.Endpoint.make_request = _counted
+atexit.register(lambda: print("requests:", dict(_sent), file=sys.stderr))
+"""
+CKPT_MAIN = "\nfrom ckpt.cli import main\nmain()\n"
+
+
+def requests_sent(script: str, args: list[str]) -> str:
+    """The botocore requests one run of `script` sends, by operation."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", COUNT_REQUESTS + script, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.startswith("requests:")]
+    return lines[-1] if lines else f"(exit {done.returncode}: {done.stderr[-200:]})"
 
 
 def loop_graph(saver: Any, steps: int) -> Any:
@@ -275,6 +307,11 @@ def run_bench(kind: str, url: str, threads: int) -> list[tuple[str, Measured]]:
         ),  # fmt: skip
         (f"{kind}: floor", measure([sys.executable, "-c", FLOOR[kind], url], repeat=2)),
     ]
+    if kind == "dynamodb":
+        ours = requests_sent(CKPT_MAIN, ["threads", url, "--json", "--timeout", "120"])
+        print(f"  ckpt threads {ours}")
+        print(f"  saver's way {requests_sent(SAVER[kind], [url])}")
+        print(f"  floor {requests_sent(FLOOR[kind], [url])}", flush=True)
     listed = rows[0][1].stdout.count('"thread_id"')
     counted = [int(m.stdout.strip() or 0) for _, m in rows[1:]]
     print(f"  ckpt listed {listed}, saver found {counted[0]}, floor {counted[1]} "
