@@ -71,9 +71,14 @@ def test_every_scenario_agrees_with_langgraph(
     assert report.compared["checkpoints"] >= 2 * 79 and report.compared["tasks"] > 50
 
 
-def test_every_read_command_reads_and_changes_nothing(moto_server: Any, dynamodb_url: str) -> None:
+@pytest.mark.parametrize(
+    "commands", [READ_COMMANDS_RUN, pytest.param(WHOLE_STORE_COMMANDS, marks=pytest.mark.long)]
+)
+def test_every_read_command_reads_and_changes_nothing(
+    moto_server: Any, dynamodb_url: str, commands: list[list[str]]
+) -> None:
     before = item_snapshot(moto_server, "sample", "offload")
-    for args in READ_COMMANDS_RUN:
+    for args in commands:
         done = run(*args, "--db", dynamodb_url)
         expected = ExitCode.DIFFERENT if args[0] == "diff" else ExitCode.OK
         assert done.exit_code == expected, (args, done.output)
