@@ -32,14 +32,21 @@ fill in what the URL leaves out), a RedisSaver or ShallowRedisSaver store's
 'langgraph-ckpt[redis]'` and a server with RedisJSON; the saver's RediSearch indexes are
 used when present, docs/format.md §7b), or a MongoDBSaver store's
 `mongodb://host:port/[database]` or `mongodb+srv://` URL (needs `pip install
-'langgraph-ckpt[mongodb]'`; the database defaults to `checkpointing_db`, format.md §7c).
+'langgraph-ckpt[mongodb]'`; the database defaults to `checkpointing_db`, format.md §7c),
+a MySQL saver's `mysql://user[:pass]@host:port/database` (or `mariadb://`; needs `pip
+install 'langgraph-ckpt[mysql]'`, format.md §7e), a ValkeySaver store's
+`valkey://host:port[/db]` or `valkeys://` (needs `pip install 'langgraph-ckpt[valkey]'`,
+§7f), or a DynamoDBSaver table's
+`dynamodb://TABLE?region=...&endpoint_url=...&bucket=...` (needs `pip install
+'langgraph-ckpt[dynamodb]'`; what the URL leaves out boto3 reads from the environment,
+§7g). Any other `scheme://` is refused with the list of these.
 `--prefix` (also spelled `--collection`) names a saver's own key prefix or collections,
 `--database` a MongoDB store's database. Stores are only ever read:
 SQLite is opened read-only, through SQLite's own locking, so reads are right while an
 application writes (a WAL file with no `-shm` gets an empty `-wal` and a `-shm` beside
 it: see docs/security.md); Postgres sessions are `default_transaction_read_only` with a
-statement timeout; Redis and MongoDB get read commands only, each within `--timeout` (5 s
-by default).
+statement timeout, MySQL sessions `TRANSACTION READ ONLY` with one; Redis, Valkey, MongoDB
+and DynamoDB (and S3) get read requests only, each within `--timeout` (5 s by default).
 
 ## Copying threads (`ckpt copy`)
 

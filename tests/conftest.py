@@ -303,6 +303,70 @@ def _pg_built_once(
 
 
 @pytest.fixture(scope="session")
+def moto_server() -> Iterator[Any]:
+    """moto's DynamoDB and S3 on a free port, in this test process, started once
+    (fixtures/dynamodb_stores.py): each test store is a table of its own in it."""
+    from fixtures.dynamodb_stores import MotoServer
+
+    with MotoServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def dynamodb_url(moto_server: Any) -> str:
+    """Table `sample` (bucket `offload`): a sample of the scenarios and the large thread
+    through DynamoDBSaver with compression, S3 offload and a TTL."""
+    from fixtures.dynamodb_stores import DEFAULT_SCENARIOS, build_dynamodb
+
+    build_dynamodb(
+        moto_server,
+        "sample",
+        "offload",
+        scenarios=DEFAULT_SCENARIOS,
+        large=True,
+        enable_checkpoint_compression=True,
+        ttl_seconds=3600,
+    )
+    url: str = moto_server.url("sample", "offload")
+    return url
+
+
+@pytest.fixture(scope="session")
+def valkey_url() -> Iterator[str]:
+    """A server without modules on a free port (Valkey's protocol: fixtures/redis_server.py)
+    holding every scenario ValkeySaver writes, as ckpt names it (valkey://)."""
+    from fixtures.redis_server import RedisServer
+    from fixtures.valkey_stores import build_valkey, valkey_url
+
+    with RedisServer(modules=False) as server:
+        url = valkey_url(server.url)
+        build_valkey(url)
+        yield url
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterator[Any]:
+    """A MariaDB on a free port for this test process (fixtures/mysql_server.py), started
+    once: each test that needs a store of its own creates a database in it."""
+    from fixtures.mysql_server import MariaDBServer, available
+
+    if not available():
+        pytest.skip("MariaDB is not installed (apt-get install mariadb-server)")
+    with MariaDBServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def mysql_url(mariadb: Any) -> str:
+    """A database holding every scenario PyMySQLSaver writes (fixtures/mysql_stores.py)."""
+    from fixtures.mysql_stores import build_mysql
+
+    url: str = mariadb.database("scenarios")
+    build_mysql(url)
+    return url
+
+
+@pytest.fixture(scope="session")
 def pg_store(tmp_path_factory: pytest.TempPathFactory, pg_new_database: NewDatabase) -> PgStore:
     """Every scenario through PostgresSaver."""
     from fixtures.postgres import build_postgres

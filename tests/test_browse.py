@@ -172,12 +172,13 @@ async def go_to_checkpoint(pilot: Pilot[Any], checkpoint_id: str, ns: str = "") 
 # -- threads -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+@pytest.mark.parametrize("kind", ["sqlite", "redis", "valkey", "mysql"])
 def test_opens_at_the_newest_checkpoint_of_the_latest_thread(
     kind: str, request: pytest.FixtureRequest
 ) -> None:
     """On every kind of store alike (the browser reads through the one interface)."""
-    sqlite_store = request.getfixturevalue("sqlite_store" if kind == "sqlite" else "redis_url")
+    fixtures = {"sqlite": "sqlite_store", "redis": "redis_url", "valkey": "valkey_url"}
+    sqlite_store = request.getfixturevalue(fixtures.get(kind, "mysql_url"))
     with ckpt.open(sqlite_store) as store:
         threads = store.threads()
         newest = store.checkpoint(threads[0]["thread_id"])

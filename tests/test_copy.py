@@ -45,7 +45,7 @@ from ckpt.stores.postgres.target import MIGRATIONS
 from ckpt.stores.sqlite.target import SCHEMA
 from invoke import ckpt, runner
 from pg import url_of
-from resume import carry_on
+from resume import carry_on, resumed_demo
 from schemas import follows_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -804,36 +804,6 @@ def test_every_sample_copies_as_langgraph_reads_it_or_is_refused(
 
 
 # -- ShallowPostgresSaver: its one checkpoint per namespace, resumed as on the source ---------
-
-DEMO_RESUME = {
-    "approval-2": {"approved": True, "by": "bob"},
-    "subgraph-2": "looks good",
-    "fanout-1": None,
-    "pending-1": None,
-}
-
-
-def resumed_demo(saver: BaseCheckpointSaver[Any]) -> dict[str, Any]:
-    """Resume the demo threads that stopped: answer the interrupts, retry the failure,
-    run the pending task; what each gives."""
-    from fixtures.state_oracle import demo_graphs
-    from langgraph.types import Command
-
-    graphs = demo_graphs(saver)
-    outcome = {}
-    with quiet_serde_log(), warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # the shallow saver's own
-        for thread_id, answer in DEMO_RESUME.items():
-            config: Any = {"configurable": {"thread_id": thread_id}}
-            step = Command(resume=answer) if answer is not None else None
-            try:
-                graphs[thread_id].invoke(step, config)
-                result: Any = "ok"
-            except Exception as exc:  # the source must fail the same way
-                result = type(exc).__name__
-            values = graphs[thread_id].get_state(config).values
-            outcome[thread_id] = (result, json.dumps(values, default=repr, sort_keys=True))
-    return outcome
 
 
 def test_shallow_postgres_threads_copy_and_resume_as_on_the_source(

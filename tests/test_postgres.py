@@ -449,7 +449,7 @@ def test_queries_are_set_based(store: PostgresStore, monkeypatch: pytest.MonkeyP
     }
     assert len(latest) == len({(c.thread_id, c.checkpoint_ns) for c in latest})
     # Large values split a batch: payloads are fetched and held PAYLOAD_BYTES at a time.
-    monkeypatch.setattr("ckpt.stores.postgres.store.PAYLOAD_BYTES", 1)
+    monkeypatch.setattr("ckpt.stores.split.PAYLOAD_BYTES", 1)
     statements.clear()
     split = list(store.iter_checkpoints(DumpQuery()))
     assert [_fields(c) for c in split] == [_fields(c) for c in dumped]

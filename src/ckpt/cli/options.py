@@ -35,8 +35,8 @@ StoreArg = Annotated[
     str | None,
     typer.Argument(
         metavar="STORE",
-        help="SQLite file, .langgraph_api folder or .pckl file, or a postgresql://, redis:// or "
-        "mongodb:// URL. "
+        help="SQLite file, .langgraph_api folder or .pckl file, or a postgresql://, redis://, "
+        "mongodb://, mysql://, valkey:// or dynamodb:// URL. "
         "Default: --db, then $CKPT_DB, then the one store in the current folder.",
         show_default=False,
     ),
@@ -47,7 +47,8 @@ DbOpt = Annotated[
         "--db",
         envvar="CKPT_DB",
         metavar="STORE",
-        help="The store (path, postgresql://, redis:// or mongodb:// URL); also $CKPT_DB.",
+        help="The store (path, or postgresql://, redis://, mongodb://, mysql://, valkey:// or "
+        "dynamodb:// URL); also $CKPT_DB.",
         show_default=False,
     ),
 ]

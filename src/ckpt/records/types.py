@@ -846,6 +846,7 @@ FindingCode = Literal[
     "stale-interrupt",
     "waiting",
     "quadratic-growth",
+    "aggregate-too-long",
 ]
 
 

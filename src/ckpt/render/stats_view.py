@@ -44,11 +44,17 @@ def _summary(record: StatsRecord) -> RenderableType:
     if storage["file_bytes"] is not None:
         table.add_row("file", _pages(storage))
     for info in storage["tables"] or []:
+        # TOAST and the heap are Postgres's words; MySQL and DynamoDB have data and indexes.
+        postgres = store["kind"] == "postgres"
+        parts = [
+            f"{'heap' if postgres else 'data'} {human_size(info['table_bytes'])}",
+            f"indexes {human_size(info['index_bytes'])}",
+        ]
+        if postgres:
+            parts.append(f"TOAST {human_size(info['toast_bytes'])}")
         table.add_row(
             "table",
-            f"{info['table']}: {human_size(info['total_bytes'])} "
-            f"(heap {human_size(info['table_bytes'])}, indexes "
-            f"{human_size(info['index_bytes'])}, TOAST {human_size(info['toast_bytes'])})",
+            f"{info['table']}: {human_size(info['total_bytes'])} ({', '.join(parts)})",
         )
     server = storage["server"]
     if server is not None:

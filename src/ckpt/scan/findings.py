@@ -308,6 +308,15 @@ KINDS: Final[dict[str, Kind]] = {
             "step stores the whole state again, so their bytes grow with the square of "
             "their steps",
         ),
+        Kind(
+            "aggregate-too-long",
+            "checkpoint",
+            "warning",
+            "checkpoints whose pending writes the MySQL saver reads through one JSON "
+            "aggregate that this MariaDB server cuts at group_concat_max_len: LangGraph's "
+            "get_state and history raise JSONDecodeError on them (ckpt reads the rows one by "
+            "one); raise the server's group_concat_max_len above the size shown",
+        ),
     )
 }
 

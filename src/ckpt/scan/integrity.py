@@ -205,6 +205,10 @@ class Integrity(Visitor):
         # Each row brings its own copy of its thread id: what is kept holds one per thread
         # (a hostile store's 10 MB id, kept per checkpoint, would be 10 MB each).
         self.names: dict[str, str] = {}
+        # The MySQL saver on MariaDB: each checkpoint's writes as the length of the JSON
+        # aggregate its read builds, against the server's group_concat_max_len.
+        self.aggregate_limit = store.aggregate_limit
+        self.aggregates: dict[tuple[str, str, str], int] = {}
 
     # -- findings -----------------------------------------------------------------------------
     def found(
@@ -542,6 +546,9 @@ class Integrity(Visitor):
     def write(self, row: RawWrite) -> None:
         self.end_thread()
         self.tag(row, row.type)
+        if self.aggregate_limit is not None:
+            key = (self.name(row.thread_id), row.checkpoint_ns, row.checkpoint_id)
+            self.aggregates[key] = self.aggregates.get(key, 0) + aggregated_write(row)
         if self.troubled is not row:
             wrong = write_problem(row, untyped=self.untyped)
             if wrong is not None:
@@ -647,9 +654,24 @@ class Integrity(Visitor):
                     ),
                     size=stored,
                 )
+        limit = self.aggregate_limit
+        for (thread_id, ns, checkpoint_id), length in self.aggregates.items():
+            if limit is not None and length + 2 > limit:
+                self.found(
+                    "aggregate-too-long",
+                    thread_id,
+                    place(
+                        thread_id,
+                        ns,
+                        checkpoint_id,
+                        detail=f"its writes aggregate to about {length + 2:,} bytes, "
+                        f"group_concat_max_len is {limit:,}: SET GLOBAL "
+                        f"group_concat_max_len = {_next_power(length + 2):,}",
+                    ),
+                )
         self.look_up()
         for name in ("groups", "required", "named", "named_channels", "top", "blob_sizes",
-                     "growing"):  # fmt: skip
+                     "growing", "aggregates"):  # fmt: skip
             getattr(self, name).clear()
         self.ids.clear()
         self.names.clear()
@@ -847,6 +869,21 @@ class Integrity(Visitor):
             orphan_blob_bytes=tally.orphan_blob_bytes if self.policy != "none" else None,
             namespaces=sorted(set(tally.namespaces)),
         )
+
+
+def aggregated_write(row: RawWrite) -> int:
+    """The bytes one write takes in the MySQL saver's JSON_ARRAYAGG on MariaDB: the JSON
+    array [task_id, channel, type, to_base64(blob), idx] and its separator. MariaDB's
+    TO_BASE64 breaks lines every 76 characters, each newline escaped in JSON as two."""
+    encoded = 4 * ((row.size + 2) // 3)
+    newlines = max(encoded - 1, 0) // 76
+    texts = len(row.task_id) + len(row.channel) + len(row.type or "") + len(str(row.idx))
+    return encoded + 2 * newlines + texts + 18
+
+
+def _next_power(size: int) -> int:
+    """A group_concat_max_len that holds `size`: the next power of two."""
+    return 1 << max(size - 1, 1).bit_length()
 
 
 def _unread(row: RawCheckpoint) -> bool:

@@ -6,7 +6,13 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ckpt.errors import NotSupported, StoreNotFound, StoreUnreadable
+from ckpt.errors import (
+    BadOption,
+    NotACheckpointStore,
+    NotSupported,
+    StoreNotFound,
+    StoreUnreadable,
+)
 from ckpt.stores.base import Store, Target
 
 if TYPE_CHECKING:
@@ -24,6 +30,36 @@ def is_redis(spec: str) -> bool:
 
 def is_mongodb(spec: str) -> bool:
     return spec.lower().startswith(("mongodb://", "mongodb+srv://"))
+
+
+def is_mysql(spec: str) -> bool:
+    return spec.lower().startswith(("mysql://", "mariadb://"))
+
+
+def is_valkey(spec: str) -> bool:
+    return spec.lower().startswith(("valkey://", "valkeys://"))
+
+
+def is_dynamodb(spec: str) -> bool:
+    return spec.lower().startswith("dynamodb://")
+
+
+# Every URL scheme ckpt reads, as an unknown one's message lists them.
+SCHEMES = (
+    "postgresql://", "postgres://", "redis://", "rediss://", "unix://", "mongodb://",
+    "mongodb+srv://", "mysql://", "mariadb://", "valkey://", "valkeys://", "dynamodb://",
+)  # fmt: skip
+
+
+def _unknown_scheme(spec: str) -> BadOption | None:
+    """A URL whose scheme ckpt does not read (a path never has `scheme://`)."""
+    scheme, sep, _ = spec.partition("://")
+    if not sep or not scheme or not all(c.isalnum() or c in "+-." for c in scheme):
+        return None
+    return BadOption(
+        f"{scheme}://: not a kind of store ckpt reads; it reads files and folders and "
+        + ", ".join(SCHEMES)
+    )
 
 
 def open_store(
@@ -50,7 +86,32 @@ def open_store(
         return MongoStore(
             spec, aes_key=aes_key, timeout=timeout, collections=prefix, database=database
         )
+    if is_mysql(spec):
+        from ckpt.stores.mysql import MySQLStore
+
+        return MySQLStore(spec, aes_key=aes_key, timeout=timeout)
+    if is_valkey(spec):
+        from ckpt.stores.valkey import AgentCoreStore, ValkeyStore
+
+        if prefix == "agentcore":
+            return AgentCoreStore(spec, aes_key=aes_key, timeout=timeout)
+        try:
+            return ValkeyStore(spec, aes_key=aes_key, timeout=timeout, prefix=prefix)
+        except NotACheckpointStore as missing:
+            if prefix:
+                raise
+            try:  # no ValkeySaver keys: AgentCoreValkeySaver's, when they are there
+                return AgentCoreStore(spec, aes_key=aes_key, timeout=timeout)
+            except NotACheckpointStore:
+                raise missing from None
+    if is_dynamodb(spec):
+        from ckpt.stores.dynamodb import DynamoDBStore
+
+        return DynamoDBStore(spec, aes_key=aes_key, timeout=timeout)
+    unknown = _unknown_scheme(spec)
     path = Path(spec).expanduser()
+    if unknown is not None and not path.exists():
+        raise unknown
     if not path.exists():
         raise StoreNotFound(f"{spec}: no such file or folder")
     if path.is_dir() and not _is_dev_folder(path):
@@ -75,7 +136,7 @@ def open_target(spec: str, *, timeout: float | None = None) -> Target:
         from ckpt.stores.postgres.target import PostgresTarget
 
         return PostgresTarget(spec, timeout=timeout)
-    if is_redis(spec) or is_mongodb(spec) or "://" in spec:
+    if "://" in spec:
         raise NotSupported(
             f"{spec.split('://')[0]}:// targets are not supported: copy into a SQLite file or "
             "a postgresql:// database"

@@ -94,6 +94,13 @@ class Store(ABC):
         over damaged ones: the fix `ckpt check` suggests)."""
         return False
 
+    @property
+    def aggregate_limit(self) -> int | None:
+        """The bytes of one checkpoint's pending writes, aggregated into one JSON text,
+        that the saver's own read can take (MariaDB's group_concat_max_len under the MySQL
+        saver, format.md §7e); None where the saver has no such limit."""
+        return None
+
     # Whether `raw_writes` yields writes whose checkpoint is gone; stores that find writes
     # through their checkpoints' keys count those in `health` only.
     raw_writes_complete: ClassVar[bool] = True

@@ -95,6 +95,18 @@ class WriteFields:
         )
 
 
+def refuse_int_versions(location: str, saver: str, *, renumber_versions: bool) -> None:
+    """`copy` from a saver that counts channel versions 1, 2, 3 (LangGraph's default
+    get_next_version): SqliteSaver and PostgresSaver cannot resume a thread from those
+    (format.md 3.4), so the copy needs `renumber_versions`."""
+    if not renumber_versions:
+        raise NotSupported(
+            f"{location}: {saver} counts channel versions 1, 2, 3, and "
+            "SqliteSaver and PostgresSaver cannot resume a thread from those (format.md "
+            "3.4): pass `renumber_versions=True` to write them in their format"
+        )
+
+
 def key_order(key: CheckpointKey) -> tuple[str, str, str]:
     return (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
 

@@ -21,7 +21,6 @@ from ckpt.errors import (
     DecodeError,
     MissingDependency,
     NotACheckpointStore,
-    NotSupported,
     StoreUnreadable,
 )
 from ckpt.records.model import (
@@ -37,7 +36,13 @@ from ckpt.records.model import (
 from ckpt.records.types import CollectionRecord, StorageRecord, storage_record
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
-from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields
+from ckpt.stores.documents import (
+    BATCH,
+    DocumentStore,
+    ThreadInfo,
+    WriteFields,
+    refuse_int_versions,
+)
 from ckpt.stores.location import redact_url
 
 if TYPE_CHECKING:
@@ -447,12 +452,7 @@ class MongoStore(DocumentStore):
     def check_copy(self, *, renumber_versions: bool = False) -> None:
         # Checked with LangGraph: a MongoDBSaver thread copied into SqliteSaver as it is
         # reads back the same, then fails to resume (TypeError comparing str and int).
-        if not renumber_versions:
-            raise NotSupported(
-                f"{self.location}: MongoDBSaver counts channel versions 1, 2, 3, and "
-                "SqliteSaver and PostgresSaver cannot resume a thread from those (format.md "
-                "3.4): pass `renumber_versions=True` to write them in their format"
-            )
+        refuse_int_versions(self.location, "MongoDBSaver", renumber_versions=renumber_versions)
 
     def close(self) -> None:
         try:

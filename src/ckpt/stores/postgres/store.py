@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import itertools
-import json
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
-from ckpt.decoders import decode_json_text
-from ckpt.errors import BadOption, DecodeError, NotFound
+from ckpt.errors import BadOption, NotFound
 from ckpt.records.model import (
     TASKS,
-    BlobRef,
     Checkpoint,
     CheckpointKey,
     DumpQuery,
-    PendingWrite,
     RawBlob,
     RawCheckpoint,
     RawWrite,
@@ -36,10 +31,20 @@ from ckpt.records.types import (
     storage_record,
 )
 from ckpt.records.vocabulary import FIND_LIMIT
-from ckpt.stores.base import Store, Writer
-from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes, too_large_record
+from ckpt.stores.base import Writer
 from ckpt.stores.postgres.schema import CHECKPOINT_BYTES, detect_layout, migrations
 from ckpt.stores.postgres.session import PgSession
+from ckpt.stores.split import METADATA_LIMIT as METADATA_LIMIT
+from ckpt.stores.split import TOO_LARGE_PREFIX as _TOO_LARGE
+from ckpt.stores.split import BlobKey, SplitStore, WriteKey
+from ckpt.stores.split import Fetched as _Fetched
+from ckpt.stores.split import Row as _Row
+from ckpt.stores.split import StoredBlob as _Blob
+from ckpt.stores.split import WriteRow as _RawWrite
+from ckpt.stores.split import batched as _batched
+from ckpt.stores.split import columnar as _columnar
+from ckpt.stores.split import is_legacy as _is_legacy
+from ckpt.stores.split import version_text as _version_text
 
 if TYPE_CHECKING:
     from psycopg.sql import SQL, Composable, Composed
@@ -54,59 +59,6 @@ THREADS_PER_BATCH = 500  # latest checkpoints hydrated per round of `threads` ..
 FIRST_BATCH = 8  # ... at first: then twice as many each time
 PROBE_STEPS = 10000  # (thread, namespace) pairs `find_exact` walks before `find` scans
 KEYS_PER_QUERY = 5000  # blob or write keys sent in one statement (bounded statement time)
-# Blob payload bytes fetched (and held) at once. A batch whose values are larger is split,
-# so memory stays flat and each statement short even when every checkpoint carries a long
-# message list. Measured on 300 checkpoints with a 1 MB blob each: `ckpt dump` peaks at
-# 65 MB RSS with 4 MB, 100 MB with 16 MB, 250 MB with whole batches; same speed.
-PAYLOAD_BYTES = 4 * 1024 * 1024
-
-T = TypeVar("T")
-
-
-class _Row(NamedTuple):
-    """One `checkpoints` row as the select lists below return it."""
-
-    thread_id: str
-    checkpoint_ns: str
-    checkpoint_id: str
-    parent_checkpoint_id: str | None
-    body: Any  # the JSONB checkpoint, without channel_values when values are not wanted
-    metadata: Any
-    size: int
-    inline_keys: list[str] | None  # channel_values keys, when body comes without them
-
-
-@dataclass(frozen=True, slots=True)
-class _Blob:
-    """A checkpoint_blobs row; its payload comes with it only for __pregel_tasks."""
-
-    version: str | None  # None for the shallow schema, whose blobs have no version column
-    type: str
-    size: int
-    payload: bytes | None
-
-
-BlobKey = tuple[str, ...]  # (thread, ns, channel, version); shallow: (thread, ns, channel)
-
-
-class _RawWrite(NamedTuple):
-    task_id: str
-    task_path: str
-    idx: int
-    channel: str
-    type: str | None
-    blob: bytes | None
-    size: int
-
-
-WriteKey = tuple[str, str, str]
-
-
-class _Fetched(NamedTuple):
-    """Blobs and writes of a batch of rows, found with them (`threads`)."""
-
-    blobs: dict[BlobKey, _Blob]
-    writes: dict[WriteKey, list[_RawWrite]] | None
 
 
 # The saver release `ckpt check` speaks for (requirements/ci-constraints.txt), and the last
@@ -129,7 +81,7 @@ BLOB_BYTES: Final = "octet_length(b.blob)"
 WRITE_BYTES: Final = "octet_length(w.blob)"
 
 
-class PostgresStore(Store):
+class PostgresStore(SplitStore):
     """A PostgresSaver database (current, or v1 rows from checkpoint-postgres 2.x) or a
     ShallowPostgresSaver one, told apart by their columns (format.md §6, 8.16).
 
@@ -192,6 +144,10 @@ class PostgresStore(Store):
     def shallow(self) -> bool:
         """A ShallowPostgresSaver store: the latest checkpoint of each namespace only."""
         return self.layout.shallow
+
+    @property
+    def blob_versions(self) -> bool:
+        return self.layout.blob_versions
 
     @property
     def era(self) -> str:
@@ -1046,18 +1002,6 @@ class PostgresStore(Store):
             for row in group:
                 yield self._build(row, blobs, payloads, writes, shallow_sends, values=True)
 
-    def _blob_key(self, row: _Row, channel: str, version: Any) -> BlobKey | None:
-        if not self.layout.blob_versions:
-            return (row.thread_id, row.checkpoint_ns, channel)
-        text = _version_text(version)
-        return None if text is None else (row.thread_id, row.checkpoint_ns, channel, text)
-
-    def _row_blob_keys(self, row: _Row) -> Iterator[tuple[str, BlobKey]]:
-        for channel, version in _versions(row.body).items():
-            key = self._blob_key(row, channel, version)
-            if key is not None:
-                yield channel, key
-
     def _fetch_blobs(self, rows: Sequence[_Row], *, thread_id: str | None) -> dict[BlobKey, _Blob]:
         """The blob rows the checkpoints point at: type and size, without payloads (the
         server reads a TOASTed value's size without detoasting it). __pregel_tasks payloads
@@ -1106,34 +1050,6 @@ class PostgresStore(Store):
 
     def _key_columns(self, keys: Sequence[BlobKey]) -> list[list[Any]]:
         return _columnar(keys, 4 if self.layout.blob_versions else 3)
-
-    def _payload_groups(
-        self, rows: Sequence[_Row], blobs: dict[BlobKey, _Blob]
-    ) -> Iterator[tuple[list[_Row], list[BlobKey]]]:
-        """Consecutive rows whose blob payloads together stay under PAYLOAD_BYTES (a row
-        larger than that alone), with the keys to fetch for them, each key once."""
-        group: list[_Row] = []
-        keys: dict[BlobKey, None] = {}
-        size = 0
-        for row in rows:
-            needed = {
-                key: blobs[key].size
-                for channel, key in self._row_blob_keys(row)
-                if channel != TASKS
-                and not channel.startswith("join:")
-                and key in blobs
-                and blobs[key].type != "empty"
-            }
-            added = sum(n for key, n in needed.items() if key not in keys)
-            if group and size + added > PAYLOAD_BYTES:
-                yield group, list(keys)
-                group, keys, size = [], {}, 0
-                added = sum(needed.values())
-            group.append(row)
-            keys.update(dict.fromkeys(needed))
-            size += added
-        if group:
-            yield group, list(keys)
 
     def _fetch_payloads(self, keys: list[BlobKey]) -> dict[BlobKey, bytes | None]:
         version = "b.version, " if self.layout.blob_versions else ""
@@ -1222,111 +1138,6 @@ class PostgresStore(Store):
             )
         return found
 
-    def _write(self, raw: _RawWrite) -> PendingWrite:
-        return PendingWrite(
-            task_id=raw.task_id,
-            task_path=raw.task_path,
-            idx=raw.idx,
-            channel=raw.channel,
-            type=raw.type,
-            value=decode_value(raw.type, raw.blob, self.aes_key),
-            size=raw.size,
-        )
-
-    def _sends(self, raws: Iterable[_RawWrite]) -> list[Any]:
-        return [w.value for w in sort_writes(self._write(r) for r in raws if r.channel == TASKS)]
-
-    def _build(
-        self,
-        row: _Row,
-        blobs: dict[BlobKey, _Blob],
-        payloads: dict[BlobKey, bytes | None],
-        writes: dict[WriteKey, list[_RawWrite]] | None,
-        shallow_sends: dict[tuple[str, str], list[_RawWrite]],
-        *,
-        values: bool,
-    ) -> Checkpoint:
-        key = CheckpointKey(row.thread_id, row.checkpoint_ns, row.checkpoint_id)
-        metadata = _metadata(row.metadata)
-        pending = (
-            sort_writes(
-                self._write(w)
-                for w in writes.get((key.thread_id, key.checkpoint_ns, key.checkpoint_id), [])
-            )
-            if writes is not None
-            else None
-        )
-        body = row.body
-        if not isinstance(body, dict):
-            return checkpoint_from_dict(
-                key,
-                row.parent_checkpoint_id,
-                body,
-                metadata,
-                writes=pending,
-                values=values,
-                size=row.size,
-            )
-        body = dict(body)
-        inline = body.pop("channel_values", None)
-        # format.md §5.3: the JSONB's inline primitives first, then blobs override them. Without
-        # values, placeholders stand in: only which channels hold a value matters then.
-        channel_values: dict[str, Any]
-        if values:
-            channel_values = dict(inline) if isinstance(inline, dict) else {}
-        else:
-            channel_values = dict.fromkeys(row.inline_keys or ())
-        refs: dict[str, BlobRef] = {}
-        for channel, version in _versions(body).items():
-            blob_key = self._blob_key(row, channel, version)
-            blob = blobs.get(blob_key) if blob_key is not None else None
-            if blob is None:
-                continue
-            refs[channel] = BlobRef(
-                version=blob.version if blob.version is not None else str(version),
-                type=blob.type,
-                size=blob.size,
-            )
-            if blob.type == "empty":
-                # A placeholder for "no value" (format.md §2.1): LangGraph drops it, keeping
-                # any inline value (base.py:578-587).
-                continue
-            # An inline `true` with a blob behind it is a DeltaChannel snapshot marker; the
-            # blob holds the value (format.md §3.8, 8.5).
-            if channel == TASKS or channel.startswith("join:"):
-                # Needed for `next` even without values: the Sends, and barrier states.
-                channel_values[channel] = decode_value(blob.type, blob.payload, self.aes_key)
-            elif values:
-                payload = payloads.get(blob_key) if blob_key is not None else None
-                channel_values[channel] = decode_value(blob.type, payload, self.aes_key)
-            else:
-                channel_values[channel] = None
-        if _is_legacy(body) and not body.get("pending_sends"):
-            # v<4 JSONB keeps `pending_sends: []`; the Sends are the parent's
-            # __pregel_tasks writes (format.md §3.1, 5.3; shallow: format.md §6).
-            if self.layout.shallow:
-                sends = self._sends(shallow_sends.get((row.thread_id, row.checkpoint_ns), []))
-            elif row.parent_checkpoint_id and writes is not None:
-                parent = (row.thread_id, row.checkpoint_ns, row.parent_checkpoint_id)
-                sends = self._sends(writes.get(parent, []))
-            else:
-                sends = []
-            if sends:
-                body["pending_sends"] = sends
-        return checkpoint_from_dict(
-            key,
-            row.parent_checkpoint_id,
-            body,
-            metadata,
-            writes=pending,
-            values=values,
-            size=row.size,
-            channel_values=channel_values,
-            blobs=refs,
-            # LangGraph.js numbers versions with plain integers, PostgresSaver never does.
-            js_if_int_versions=True,
-        )
-
     # -- changing it -----------------------------------------------------------------------
     def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
         from ckpt.stores.postgres.writer import refuse_shallow_keep
@@ -1409,12 +1220,6 @@ class PostgresStore(Store):
 
 # -- helpers -----------------------------------------------------------------------------
 
-
-# Metadata whose text is longer than this is not fetched (issue 29): the server measures it
-# and sends a string saying so instead, which reads as a `too_large` record (docs/json.md).
-# PostgresSaver's metadata is always an object, so no real row holds such a string.
-METADATA_LIMIT: Final = 16 << 20
-_TOO_LARGE: Final = "\u2063ckpt-too-large "  # an invisible separator: no metadata starts so
 # The stored (maybe compressed) size first, which costs nothing: 32 KB stored is at most
 # ~8 MB of text under pglz or lz4 (at most ~255x), so only larger rows are measured.
 _METADATA: Final = (
@@ -1422,55 +1227,3 @@ _METADATA: Final = (
     f"AND octet_length(c.metadata::text) > {METADATA_LIMIT} "
     f"THEN to_jsonb('{_TOO_LARGE}' || octet_length(c.metadata::text)) ELSE c.metadata END"
 )
-
-
-def _metadata(raw: Any) -> dict[str, Any]:
-    """Metadata is JSONB, already a dict. Only legacy metadata (langgraph <= 0.4) has
-    `writes`, holding full values as LangChain envelopes (format.md §3.2): those are decoded
-    as for SQLite, so both stores show the same values. One too large to fetch (_METADATA)
-    is a `too_large` record."""
-    if raw is None:
-        return {}
-    if isinstance(raw, str) and raw.startswith(_TOO_LARGE):
-        return too_large_record(int(raw[len(_TOO_LARGE) :]))
-    if not isinstance(raw, dict):
-        return {"value": raw}
-    if "writes" not in raw:
-        return raw
-    try:
-        converted = decode_json_text(json.dumps(raw))
-    except DecodeError:
-        return raw
-    return converted if isinstance(converted, dict) else raw
-
-
-def _versions(body: Any) -> dict[str, Any]:
-    versions = body.get("channel_versions") if isinstance(body, dict) else None
-    return versions if isinstance(versions, dict) else {}
-
-
-def _is_legacy(body: Any) -> bool:
-    """Checkpoint format v1-v3 (before langgraph 0.5), whose Sends are not a channel value."""
-    v = body.get("v") if isinstance(body, dict) else None
-    return isinstance(v, int) and not isinstance(v, bool) and v < 4
-
-
-def _version_text(version: Any) -> str | None:
-    """A version as `jsonb_each_text` renders it, which is how PostgresSaver joins blobs
-    (format.md §3.4: strings today, plain ints from custom savers)."""
-    if isinstance(version, str):
-        return version
-    if isinstance(version, int) and not isinstance(version, bool):
-        return str(version)
-    return None
-
-
-def _batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    iterator = iter(items)
-    while chunk := list(itertools.islice(iterator, size)):
-        yield chunk
-
-
-def _columnar(keys: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
-    """Tuples to one list per column, for `unnest(%s, %s, ...)`."""
-    return [[key[i] for key in keys] for i in range(width)]

@@ -1,5 +1,6 @@
-"""A Redis connection for reading a RedisSaver store: only read commands, time-limited, its
-errors told in one line without passwords, and what the server can do (modules, indexes)."""
+"""A Redis connection for reading a RedisSaver store (or, through valkey-py, a ValkeySaver
+one): only read commands, time-limited, its errors told in one line without passwords, and
+what the server can do (modules, indexes)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ READ_COMMANDS: Final = frozenset(
         "SCAN",
         "TYPE",
         "GET",
+        "MGET",
+        "LRANGE",
+        "LLEN",
+        "PTTL",
+        "MEMORY",  # MEMORY USAGE
         "ZRANGE",
         "ZCARD",
         "JSON.GET",
@@ -39,6 +45,9 @@ GET_BATCH: Final = 200
 def _import_redis() -> ModuleType:
     try:
         import redis
+        import redis.backoff
+        import redis.connection
+        import redis.retry
     except ImportError:
         raise MissingDependency(
             f"reading a Redis store needs redis-py: {install_hint('redis')}"
@@ -46,16 +55,31 @@ def _import_redis() -> ModuleType:
     return redis
 
 
+def _import_valkey() -> ModuleType:
+    """valkey-py: redis-py's fork, the same modules under another name (ValkeySaver's own
+    client; it reads valkey:// and valkeys:// URLs)."""
+    try:
+        import valkey
+        import valkey.backoff
+        import valkey.connection
+        import valkey.retry
+    except ImportError:
+        raise MissingDependency(
+            f"reading a Valkey store needs valkey-py: {install_hint('valkey')}"
+        ) from None
+    return valkey
+
+
 class RedisSession:
     """One client. `modules` and `indexes` say what the server has (RedisJSON is needed;
     RediSearch indexes are used when the saver's are there)."""
 
-    def __init__(self, spec: str, *, timeout: float | None = None) -> None:
-        self.redis = _import_redis()
+    def __init__(self, spec: str, *, timeout: float | None = None, valkey: bool = False) -> None:
+        self.redis = _import_valkey() if valkey else _import_redis()
         self.location = redact_url(spec)
         self.timeout = timeout if timeout is not None and timeout > 0 else DEFAULT_TIMEOUT
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
+        NoBackoff = self.redis.backoff.NoBackoff
+        Retry = self.redis.retry.Retry
 
         try:
             self.client = self.redis.Redis.from_url(
@@ -99,7 +123,7 @@ class RedisSession:
             ) from None
         except redis.exceptions.ConnectionError as exc:
             raise StoreUnreadable(f"{self.location}: {doing}: {_clean(exc)}") from None
-        except redis.exceptions.RedisError as exc:
+        except _base_error(redis) as exc:
             raise StoreUnreadable(f"{self.location}: the server refused: {_clean(exc)}") from None
 
     def execute(self, *args: Any) -> Any:
@@ -143,14 +167,20 @@ class RedisSession:
             pass
 
 
+def _base_error(redis: ModuleType) -> type[Exception]:
+    """The library's base error: RedisError, or valkey-py's ValkeyError."""
+    exceptions = redis.exceptions
+    found: type[Exception] = getattr(exceptions, "RedisError", None) or exceptions.ValkeyError
+    return found
+
+
 def _no_client_info(redis: ModuleType) -> dict[str, Any]:
     """No CLIENT SETINFO on connect (ckpt sends only reads): `driver_info=None` from redis-py
     7.1 on, `lib_name=None` before it."""
     import inspect
 
-    from redis.connection import AbstractConnection
-
-    if "driver_info" in inspect.signature(AbstractConnection.__init__).parameters:
+    connection = redis.connection.AbstractConnection
+    if "driver_info" in inspect.signature(connection.__init__).parameters:
         return {"driver_info": None}
     return {"lib_name": None, "lib_version": None}
 

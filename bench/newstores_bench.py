@@ -1,0 +1,340 @@
+"""Time `ckpt threads` on MySQL, Valkey and DynamoDB stores against the saver's own way of
+getting the same answer and against a bare floor (issue 43).
+
+    python bench/newstores_bench.py                          # 200 threads x 25 checkpoints
+    python bench/newstores_bench.py --kind dynamodb --threads 1000
+
+Each store gets one seed thread written by the real saver (a graph that loops `--steps`
+times: one checkpoint per step, a write per step), then the seed's rows, keys or items
+copied under new thread ids. Every number is a separate process (start-up counts for
+all sides); peak memory is the child's max RSS (GNU time). Compared, per kind:
+
+    ckpt threads --json      ckpt's listing (key names / key columns, then the latest
+                             checkpoint of each thread)
+    saver                    what a user of the saver must do: list the thread ids by
+                             hand (none of these savers can: list(None) raises or yields
+                             nothing), then get_tuple() each thread's latest checkpoint
+    floor                    the bare key read any listing needs: a Scan projecting PK
+                             and SK (DynamoDB), SCAN + LRANGE 0 0 (Valkey), one GROUP BY
+                             (MySQL)
+
+Numbers (2026-12-06, this 2-core machine shared with four other sessions; 25 checkpoints
+and 25 writes a thread, every process started cold):
+
+    command (201 threads)                        time   peak RSS
+    mysql: ckpt threads --json                  0.705s    38.1MB
+    mysql: saver (ids by hand + get_tuple)      1.293s    55.9MB
+    mysql: floor (one GROUP BY)                 0.174s    29.9MB
+    valkey: ckpt threads --json                 0.524s    33.7MB
+    valkey: saver (ids by hand + get_tuple)     1.704s    59.5MB
+    valkey: floor (SCAN + LRANGE 0 0)           0.436s    27.2MB
+
+    command (31 threads, moto in the bench's own process)
+    dynamodb: ckpt threads --json              15.792s    57.0MB   38 requests
+    dynamodb: saver (ids by hand + get_tuple)  21.006s    83.6MB   95 requests
+    dynamodb: floor (Scan of PK, SK)            3.977s    52.6MB    2 requests
+
+    requests by operation (botocore's own count, COUNT_REQUESTS below)
+    ckpt threads   DescribeTable 1, Scan 2, BatchGetItem 2 (items, chunks), Query 31 (writes)
+    saver's way    Scan 2, Query 62 (latest, writes), GetItem 31 (payloads)
+    floor          Scan 2
+
+moto answers each request in ~0.3 s here, so the times count requests more than work:
+the DynamoDB rows say how many round trips each side needs, not what DynamoDB would
+take. ckpt's Query per thread is its latest checkpoint's writes (a status needs them);
+BatchGetItem fetches 100 items per request. Building a moto table grows past minutes
+beyond ~50 threads (its batch writes and scans slow down with the table), so
+`--threads` above that is for a real DynamoDB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from postgres import TIME, Measured, measure  # noqa: E402 - bench/ as a script folder
+
+CKPT = [sys.executable, "-m", "ckpt"]  # this checkout's ckpt (PYTHONPATH=src)
+SEED = "seed-thread"
+
+SAVER = {
+    "mysql": """
+import sys
+from langgraph.checkpoint.mysql.pymysql import PyMySQLSaver
+with PyMySQLSaver.from_conn_string(sys.argv[1]) as saver:
+    with saver._cursor() as cur:
+        cur.execute("SELECT DISTINCT thread_id FROM checkpoints")
+        threads = [row["thread_id"] for row in cur.fetchall()]
+    print(sum(saver.get_tuple({"configurable": {"thread_id": t}}) is not None for t in threads))
+""",
+    "valkey": """
+import sys
+from valkey import Valkey
+from langgraph_checkpoint_aws.checkpoint.valkey import ValkeySaver
+client = Valkey.from_url(sys.argv[1])
+saver = ValkeySaver(client)
+keys = client.scan_iter(match="thread:{*", count=2000)
+threads = {k.decode()[8:].rpartition("}:")[0] for k in keys}
+print(sum(saver.get_tuple({"configurable": {"thread_id": t}}) is not None for t in threads))
+""",
+    "dynamodb": """
+import sys
+from urllib.parse import parse_qs, urlsplit
+import boto3
+from langgraph_checkpoint_aws import DynamoDBSaver
+parts = urlsplit(sys.argv[1]); q = {k: v[0] for k, v in parse_qs(parts.query).items()}
+where = {"region_name": q["region"], "endpoint_url": q["endpoint_url"]}
+client = boto3.client("dynamodb", **where)
+threads = set()
+pages = client.get_paginator("scan").paginate(TableName=parts.netloc, ProjectionExpression="PK")
+for page in pages:
+    pks = [i["PK"]["S"] for i in page["Items"]]
+    threads.update(pk[11:] for pk in pks if pk.startswith("CHECKPOINT_"))
+saver = DynamoDBSaver(table_name=parts.netloc, **where)
+print(sum(saver.get_tuple({"configurable": {"thread_id": t}}) is not None for t in threads))
+""",
+}
+FLOOR = {
+    "mysql": """
+import sys
+from urllib.parse import urlsplit
+import pymysql
+p = urlsplit(sys.argv[1])
+conn = pymysql.connect(host=p.hostname, port=p.port, user=p.username, database=p.path[1:])
+with conn.cursor() as cur:
+    cur.execute(
+        "SELECT thread_id, count(*), max(checkpoint_id) FROM checkpoints GROUP BY thread_id"
+    )
+    print(len(cur.fetchall()))
+""",
+    "valkey": """
+import sys
+from valkey import Valkey
+client = Valkey.from_url(sys.argv[1])
+keys = list(client.scan_iter(match="thread:{*", count=2000))
+pipe = client.pipeline(transaction=False)
+for k in keys:
+    pipe.lrange(k, 0, 0)
+print(sum(bool(x) for x in pipe.execute()))
+""",
+    "dynamodb": """
+import sys
+from urllib.parse import parse_qs, urlsplit
+import boto3
+parts = urlsplit(sys.argv[1]); q = {k: v[0] for k, v in parse_qs(parts.query).items()}
+client = boto3.client("dynamodb", region_name=q["region"], endpoint_url=q["endpoint_url"])
+threads = set()
+pages = client.get_paginator("scan").paginate(TableName=parts.netloc, ProjectionExpression="PK, SK")
+for page in pages:
+    pks = [i["PK"]["S"] for i in page["Items"]]
+    threads.update(pk for pk in pks if pk.startswith("CHECKPOINT_"))
+print(len(threads))
+""",
+}
+
+
+# Prepended to a DynamoDB side's script: count the requests botocore sends (stderr at exit).
+COUNT_REQUESTS = """
+import atexit, collections, sys, botocore.endpoint
+_sent = collections.Counter()
+_make = botocore.endpoint.Endpoint.make_request
+def _counted(self, model, request):
+    _sent[model.name] += 1
+    return _make(self, model, request)
+botocore.endpoint.Endpoint.make_request = _counted
+atexit.register(lambda: print("requests:", dict(_sent), file=sys.stderr))
+"""
+CKPT_MAIN = "\nfrom ckpt.cli import main\nmain()\n"
+
+
+def requests_sent(script: str, args: list[str]) -> str:
+    """The botocore requests one run of `script` sends, by operation."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", COUNT_REQUESTS + script, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    lines = [line for line in done.stderr.splitlines() if line.startswith("requests:")]
+    return lines[-1] if lines else f"(exit {done.returncode}: {done.stderr[-200:]})"
+
+
+def loop_graph(saver: Any, steps: int) -> Any:
+    """A graph that counts to `steps`, one checkpoint and one write per step."""
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    class State(TypedDict):
+        count: int
+        log: str
+
+    def step(state: State) -> State:
+        return {"count": state["count"] + 1, "log": state["log"] + f" step {state['count']}"}
+
+    builder = StateGraph(State)
+    builder.add_node("step", step)
+    builder.add_edge(START, "step")
+    builder.add_conditional_edges("step", lambda s: END if s["count"] >= steps else "step")
+    return builder.compile(checkpointer=saver)
+
+
+def seed(saver: Any, steps: int) -> None:
+    config: Any = {"configurable": {"thread_id": SEED}, "recursion_limit": steps + 10}
+    loop_graph(saver, steps).invoke({"count": 0, "log": ""}, config)
+
+
+def names(threads: int) -> Iterator[str]:
+    return (f"bench-{n:05d}" for n in range(threads))
+
+
+@contextmanager
+def mysql_store(threads: int, steps: int) -> Iterator[str]:
+    from fixtures.mysql_server import MariaDBServer
+    from langgraph.checkpoint.mysql.pymysql import PyMySQLSaver
+
+    with MariaDBServer() as server:
+        url = server.database("bench")
+        with PyMySQLSaver.from_conn_string(url) as saver:
+            saver.setup()
+            seed(saver, steps)
+        for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
+            columns = [r[0] for r in server.execute(f"SHOW COLUMNS FROM {table}", "bench")]
+            listed = ", ".join(f"`{c}`" for c in columns)
+            picked = ", ".join("%s" if c == "thread_id" else f"`{c}`" for c in columns)
+            import pymysql
+
+            conn = pymysql.connect(host="127.0.0.1", port=server.port, user="root",
+                                   database="bench", autocommit=True)  # fmt: skip
+            with conn.cursor() as cur:
+                for name in names(threads):
+                    cur.execute(
+                        f"INSERT INTO {table} ({listed}) SELECT {picked} FROM {table} "
+                        "WHERE thread_id = %s",
+                        (name, SEED),
+                    )
+            conn.close()
+        yield url
+
+
+@contextmanager
+def valkey_store(threads: int, steps: int) -> Iterator[str]:
+    from fixtures.redis_server import RedisServer
+    from fixtures.valkey_stores import listing_saver, valkey_url
+    from valkey import Valkey
+
+    with RedisServer(modules=False) as server:
+        url = valkey_url(server.url)
+        seed(listing_saver(url), steps)
+        client = Valkey.from_url(url)
+        keys = list(client.scan_iter(match="*{" + SEED + "}*"))
+        strings = {k: client.get(k) for k in keys if client.type(k) == b"string"}
+        lists = {k: client.lrange(k, 0, -1) for k in keys if client.type(k) == b"list"}
+        pipe = client.pipeline(transaction=False)
+        token = SEED.encode()
+        for name in names(threads):
+            new = name.encode()
+            for key, value in strings.items():
+                pipe.set(key.replace(token, new), value.replace(token, new))
+            for key, values in lists.items():
+                pipe.rpush(key.replace(token, new), *values)
+            if len(pipe) > 5000:
+                pipe.execute()
+        pipe.execute()
+        client.close()
+        yield url
+
+
+@contextmanager
+def dynamodb_store(threads: int, steps: int) -> Iterator[str]:
+    from fixtures.dynamodb_stores import MotoServer, create_table, listing_saver
+
+    with MotoServer() as server:
+        create_table(server, "bench")
+        seed(listing_saver(server, "bench"), steps)
+        client = server.client("dynamodb")
+        items = [
+            i
+            for page in client.get_paginator("scan").paginate(TableName="bench")
+            for i in page["Items"]
+        ]
+
+        def renamed(value: Any, name: str) -> Any:
+            if isinstance(value, dict) and "S" in value:
+                return {"S": value["S"].replace(SEED, name)}
+            return value
+
+        batch: list[Any] = []
+        for name in names(threads):
+            for item in items:
+                batch.append(
+                    {"PutRequest": {"Item": {k: renamed(v, name) for k, v in item.items()}}}
+                )
+                if len(batch) == 25:
+                    client.batch_write_item(RequestItems={"bench": batch})
+                    batch = []
+        if batch:
+            client.batch_write_item(RequestItems={"bench": batch})
+        yield server.url("bench")
+
+
+STORES: dict[str, Callable[[int, int], Any]] = {
+    "mysql": mysql_store,
+    "valkey": valkey_store,
+    "dynamodb": dynamodb_store,
+}
+
+
+def run_bench(kind: str, url: str, threads: int) -> list[tuple[str, Measured]]:
+    rows = [
+        (
+            f"{kind}: ckpt threads --json",
+            measure([*CKPT, "threads", url, "--json", "--timeout", "120"], repeat=2),
+        ),  # fmt: skip
+        (
+            f"{kind}: saver (ids by hand + get_tuple)",
+            measure([sys.executable, "-c", SAVER[kind], url], repeat=1),
+        ),  # fmt: skip
+        (f"{kind}: floor", measure([sys.executable, "-c", FLOOR[kind], url], repeat=2)),
+    ]
+    if kind == "dynamodb":
+        ours = requests_sent(CKPT_MAIN, ["threads", url, "--json", "--timeout", "120"])
+        print(f"  ckpt threads {ours}")
+        print(f"  saver's way {requests_sent(SAVER[kind], [url])}")
+        print(f"  floor {requests_sent(FLOOR[kind], [url])}", flush=True)
+    listed = rows[0][1].stdout.count('"thread_id"')
+    counted = [int(m.stdout.strip() or 0) for _, m in rows[1:]]
+    print(f"  ckpt listed {listed}, saver found {counted[0]}, floor {counted[1]} "
+          f"(of {threads + 1} threads)", flush=True)  # fmt: skip
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kind", choices=[*STORES, "all"], default="all")
+    parser.add_argument("--threads", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=24, help="checkpoints per thread - 1")
+    args = parser.parse_args()
+    os.environ.setdefault("PYTHONPATH", str(HERE.parent / "src"))
+    print(f"{'command':44} {'time':>9} {'peak RSS':>10}")
+    for kind in STORES if args.kind == "all" else [args.kind]:
+        with STORES[kind](args.threads, args.steps) as url:
+            for name, measured in run_bench(kind, url, args.threads):
+                print(f"{name:44} {measured.seconds:8.3f}s {measured.rss_mb:8.1f}MB", flush=True)
+    if not Path(TIME).exists():
+        print(f"peak memory not measured: no {TIME} (GNU time)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

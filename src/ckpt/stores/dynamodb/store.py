@@ -1,0 +1,443 @@
+"""DynamoDBSaver stores (langgraph-checkpoint-aws 1.2.6, format.md §7g), read-only.
+
+One table with string keys PK and SK (the saver does not create it):
+
+    PK CHECKPOINT_{thread}           SK {ns}#{id}       a checkpoint: id, ns, type,
+                                                        parent_checkpoint_id, ref_loc,
+                                                        ref_key, compression, ttl
+    PK WRITES_{thread}#{ns}#{id}     SK {task_id}#{idx} a pending write: task_id, channel,
+                                                        idx, task_path, type, ref_*, ...
+    PK CHUNK_{...}                   SK CHUNK           a payload (`payload`, binary)
+
+A checkpoint's payload is ONE serde value, {"checkpoint": ..., "metadata": ...} (values
+inline), gzip-compressed when `compression` says "gzip"; a payload over 350 KB is an S3
+object (`ref_loc` S3, `ref_key` {thread}/checkpoints/{ns}/{id}[/writes/{task}/{idx}],
+under the bucket's optional key prefix). ckpt cuts the checkpoint's and the metadata's
+bytes out of the payload's msgpack map (ckpt.decoders.spans), never re-encoding them.
+
+Threads are counted from one Scan that projects only the keys; checkpoints, writes and
+payloads are fetched (Query, BatchGetItem, S3 GetObject) only for what is shown.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Sequence
+from typing import Any, Final, NamedTuple
+
+import ormsgpack
+
+from ckpt.decoders.spans import SpanError, container, plaintext, skip
+from ckpt.errors import NotACheckpointStore
+from ckpt.records.model import (
+    Checkpoint,
+    CheckpointKey,
+    DumpQuery,
+    RawCheckpoint,
+    RawWrite,
+    SaverFacts,
+    ThreadBytes,
+)
+from ckpt.records.types import StorageRecord, TableBytesRecord, storage_record
+from ckpt.stores.body import checkpoint_from_body, decode_value
+from ckpt.stores.documents import (
+    BATCH,
+    DocumentStore,
+    ThreadInfo,
+    WriteFields,
+    refuse_int_versions,
+)
+from ckpt.stores.dynamodb.session import DynamoSession
+
+AWS_RELEASE: Final = "langgraph-checkpoint-aws 1.2.6"
+GZIP_LIMIT: Final = 256 << 20  # bytes a compressed payload may inflate to before ckpt stops
+
+
+class Item(NamedTuple):
+    """A checkpoint or write item's attributes (payload not yet fetched)."""
+
+    key: CheckpointKey
+    tag: str | None
+    parent: str | None
+    ref_loc: str
+    ref_key: str
+    compression: str | None
+    attributes: dict[str, Any]
+
+
+class Payload(NamedTuple):
+    """A checkpoint payload cut in two: the checkpoint's and the metadata's msgpack."""
+
+    tag: str | None
+    body: bytes
+    metadata_tag: str | None
+    metadata: bytes
+    size: int  # as stored (compressed)
+
+
+def _s(item: dict[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return value.get("S") if isinstance(value, dict) and isinstance(value.get("S"), str) else None
+
+
+def _n(item: dict[str, Any], name: str) -> int | None:
+    value = item.get(name)
+    text = value.get("N") if isinstance(value, dict) else None
+    try:
+        return int(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
+def checkpoint_key_of(pk: str, sk: str) -> CheckpointKey | None:
+    if not pk.startswith("CHECKPOINT_") or "#" not in sk:
+        return None
+    ns, _, checkpoint_id = sk.rpartition("#")
+    return CheckpointKey(pk[len("CHECKPOINT_") :], ns, checkpoint_id)
+
+
+def writes_key_of(pk: str) -> CheckpointKey | None:
+    """The checkpoint of `WRITES_{thread}#{ns}#{id}` (a thread id may hold `#`; a namespace
+    and an id do not)."""
+    if not pk.startswith("WRITES_"):
+        return None
+    head, _, checkpoint_id = pk[len("WRITES_") :].rpartition("#")
+    thread_id, sep, ns = head.rpartition("#")
+    return CheckpointKey(thread_id, ns, checkpoint_id) if sep else None
+
+
+class DynamoDBStore(DocumentStore):
+    kind = "dynamodb"
+    label = "DynamoDB"
+
+    def __init__(
+        self, spec: str, *, aes_key: bytes | None = None, timeout: float | None = None
+    ) -> None:
+        session = DynamoSession(spec, timeout=timeout)
+        super().__init__(session.location, aes_key=aes_key)
+        self.session = session
+        self._write_index: dict[str, list[CheckpointKey]] | None = None
+        self._told_s3 = False
+        self._unfetched: set[str] = set()  # S3 write payloads `_writes` left unread
+        schema = session.describe()
+        keys = {k["AttributeName"]: k["KeyType"] for k in schema.get("KeySchema", [])}
+        if keys != {"PK": "HASH", "SK": "RANGE"}:
+            raise NotACheckpointStore(
+                f"{self.location}: not a DynamoDBSaver table (its keys are "
+                f"{', '.join(sorted(keys)) or 'none'}, not PK and SK)"
+            )
+        self.table_bytes = int(schema.get("TableSizeBytes") or 0)
+        self.table_items = int(schema.get("ItemCount") or 0)
+
+    @property
+    def era(self) -> str:
+        return "dynamodb"
+
+    @property
+    def era_note(self) -> str:
+        return f"DynamoDBSaver (langgraph-checkpoint-aws) table {self.session.table!r}" + (
+            f", S3 bucket {self.session.bucket!r}" if self.session.bucket else ""
+        )
+
+    def saver(self) -> SaverFacts:
+        return SaverFacts(
+            saver="DynamoDBSaver",
+            releases=f"langgraph-checkpoint-aws (the layout of {AWS_RELEASE})",
+            evidence=("table keys PK and SK", "CHECKPOINT_, WRITES_ and CHUNK_ items"),
+            langgraph="reads",
+            note=f"DynamoDBSaver of {AWS_RELEASE} reads it (its list() needs a thread id)",
+        )
+
+    # -- listing ---------------------------------------------------------------------------
+    def _read_catalog(self) -> dict[str, ThreadInfo]:
+        """Every thread from one Scan projecting only PK and SK."""
+        threads: dict[str, ThreadInfo] = {}
+        writes: dict[str, list[CheckpointKey]] = {}
+        for item in self.session.scan_keys():
+            pk, sk = _s(item, "PK") or "", _s(item, "SK") or ""
+            key = checkpoint_key_of(pk, sk)
+            if key is not None:
+                info = threads.get(key.thread_id)
+                if info is None:
+                    info = threads[key.thread_id] = ThreadInfo()
+                info.add(key)
+                continue
+            owner = writes_key_of(pk)
+            if owner is not None:
+                writes.setdefault(owner.thread_id, []).append(owner)
+        self._write_index = writes
+        return threads
+
+    def _thread_items(self, thread_id: str) -> list[Item]:
+        found = []
+        for item in self.session.query("CHECKPOINT_" + thread_id):
+            key = checkpoint_key_of(_s(item, "PK") or "", _s(item, "SK") or "")
+            if key is not None:
+                found.append(_item(key, item))
+        found.sort(key=lambda i: (i.key.checkpoint_id, i.key.checkpoint_ns))
+        return found
+
+    def _thread_keys(self, thread_id: str) -> list[CheckpointKey]:
+        return [i.key for i in self._thread_items(thread_id)]
+
+    def _all_keys(self) -> Iterator[CheckpointKey]:
+        for thread_id in sorted(self._catalog()):
+            yield from self._thread_keys(thread_id)
+
+    # -- loading ---------------------------------------------------------------------------
+    def _items(self, keys: Sequence[CheckpointKey]) -> dict[CheckpointKey, Item]:
+        wanted = [
+            {
+                "PK": {"S": "CHECKPOINT_" + k.thread_id},
+                "SK": {"S": f"{k.checkpoint_ns}#{k.checkpoint_id}"},
+            }
+            for k in keys
+        ]
+        found: dict[CheckpointKey, Item] = {}
+        for item in self.session.batch_get(wanted):
+            key = checkpoint_key_of(_s(item, "PK") or "", _s(item, "SK") or "")
+            if key is not None:
+                found[key] = _item(key, item)
+        return found
+
+    def _payloads(self, items: Sequence[Item]) -> dict[str, bytes | None]:
+        """ref_key -> the stored bytes (still compressed); None where gone."""
+        chunks = [i.ref_key for i in items if i.ref_loc == "DYNAMODB"]
+        found: dict[str, bytes | None] = dict.fromkeys((i.ref_key for i in items), None)
+        for item in self.session.batch_get(
+            [{"PK": {"S": k}, "SK": {"S": "CHUNK"}} for k in chunks]
+        ):
+            payload = item.get("payload", {}).get("B")
+            if isinstance(payload, bytes | bytearray):
+                found[_s(item, "PK") or ""] = bytes(payload)
+        for i in items:
+            if i.ref_loc != "S3":
+                continue
+            if self.session.s3 is None and not self._told_s3:
+                self._told_s3 = True
+                self.notices.append(
+                    f"payloads offloaded to S3 (e.g. {i.ref_key}) are not read: name the "
+                    "bucket (dynamodb://TABLE?bucket=...)"
+                )
+            found[i.ref_key] = self.session.s3_get(i.ref_key)
+        return found
+
+    def _writes(self, key: CheckpointKey, *, values: bool = True) -> list[tuple[Item, WriteFields]]:
+        """The checkpoint's writes in the saver's order (SK: "task_id#idx" as strings).
+        Without `values`, a write's S3 payload is fetched only for LangGraph's own
+        channels (`__interrupt__`, `__error__`, Sends...: what a status needs); the others
+        come with no bytes (`data` None, `size` 0), marked in `self._unfetched`."""
+        pk = f"WRITES_{key.thread_id}#{key.checkpoint_ns}#{key.checkpoint_id}"
+        items = [_item(key, item) for item in self.session.query(pk)]
+        skipped = {
+            i.ref_key
+            for i in items
+            if not values
+            and i.ref_loc == "S3"
+            and not (_s(i.attributes, "channel") or "").startswith("__")
+        }
+        payloads = self._payloads([i for i in items if i.ref_key not in skipped])
+        self._unfetched = skipped
+        found = []
+        for item in items:
+            stored = payloads.get(item.ref_key)
+            data = _inflate(stored, item.compression) if stored is not None else None
+            attributes = item.attributes
+            found.append(
+                (
+                    item,
+                    WriteFields(
+                        task_id=_s(attributes, "task_id") or "",
+                        task_path=_s(attributes, "task_path") or "",
+                        idx=_n(attributes, "idx") or 0,
+                        channel=_s(attributes, "channel") or "",
+                        type=item.tag,
+                        data=data,
+                        size=len(stored) if stored is not None else 0,
+                    ),
+                )
+            )
+        return found
+
+    def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
+        built = []
+        for start in range(0, len(keys), BATCH):
+            batch = keys[start : start + BATCH]
+            items = self._items(batch)
+            payloads = self._payloads(list(items.values()))
+            for key in batch:
+                item = items.get(key)
+                stored = payloads.get(item.ref_key) if item is not None else None
+                if item is None or stored is None:
+                    continue  # the saver skips a checkpoint whose payload is gone
+                payload = self._split(item, stored)
+                writes = [
+                    fields.pending(
+                        decode_value(fields.type, fields.data, self.aes_key)
+                        if fields.data is not None
+                        else None
+                    )
+                    for item, fields in self._writes(key, values=values)
+                    # A write whose payload is gone: the saver leaves it out.
+                    if fields.data is not None or item.ref_key in self._unfetched
+                ]
+                built.append(
+                    checkpoint_from_body(
+                        key,
+                        item.parent,
+                        payload.tag,
+                        payload.body,
+                        self._metadata(payload),
+                        writes=writes,
+                        values=values,
+                        aes_key=self.aes_key,
+                        size=payload.size,
+                        tolerant=True,
+                        keeps_order=True,
+                    )
+                )
+        return built
+
+    def _metadata(self, payload: Payload) -> dict[str, Any]:
+        if not payload.metadata:
+            return {}
+        value = decode_value(payload.metadata_tag, payload.metadata, self.aes_key)
+        return value if isinstance(value, dict) else {"value": value}
+
+    def _split(self, item: Item, stored: bytes) -> Payload:
+        data = _inflate(stored, item.compression)
+        if data is None:
+            return Payload(None, b"", None, b"", len(stored))
+        tag, opened = plaintext(item.tag, data, self.aes_key)
+        if tag != "msgpack":
+            # Encrypted without the key (or another serializer): the whole payload shows.
+            return Payload(item.tag, data, None, b"", len(stored))
+        parts = _map_values(opened, ("checkpoint", "metadata"))
+        if parts is None or "checkpoint" not in parts:
+            return Payload(tag, opened, None, b"", len(stored))
+        return Payload(tag, parts["checkpoint"], tag, parts.get("metadata", b""), len(stored))
+
+    # -- sizes, storage, health ------------------------------------------------------------
+    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        found: dict[str, ThreadBytes] = {}
+        for row in self.raw_checkpoints(query, data=False):
+            sized = found.setdefault(row.thread_id, ThreadBytes())
+            sized.checkpoints += 1
+            sized.checkpoint_bytes += row.size
+        for write in self.raw_writes(query, data=False):
+            sized = found.setdefault(write.thread_id, ThreadBytes())
+            sized.writes += 1
+            sized.write_bytes += write.size
+        return found
+
+    def storage(self) -> StorageRecord:
+        table: TableBytesRecord = {
+            "table": self.session.table,
+            "total_bytes": self.table_bytes,
+            "table_bytes": self.table_bytes,
+            "index_bytes": 0,
+            "toast_bytes": 0,
+            "rows_estimate": self.table_items,  # DynamoDB updates these every ~6 hours
+            "live_rows": None,
+            "dead_rows": None,
+        }
+        return storage_record(self.table_bytes, tables=[table])
+
+    def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
+        return {i.key: i.parent for i in self._thread_items(keys[0].thread_id)}
+
+    def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
+        if self._write_index is None:
+            self._read_catalog()
+        return list((self._write_index or {}).get(thread_id, []))
+
+    # -- raw scans -------------------------------------------------------------------------
+    def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
+        for keys in self._selected_keys(query):
+            for start in range(0, len(keys), BATCH):
+                batch = keys[start : start + BATCH]
+                items = self._items(batch)
+                payloads = self._payloads(list(items.values()))
+                for key in batch:
+                    item = items.get(key)
+                    stored = payloads.get(item.ref_key) if item is not None else None
+                    if item is None or stored is None:
+                        continue
+                    payload = self._split(item, stored)
+                    yield RawCheckpoint(
+                        thread_id=key.thread_id,
+                        checkpoint_ns=key.checkpoint_ns,
+                        checkpoint_id=key.checkpoint_id,
+                        parent_checkpoint_id=item.parent,
+                        type=payload.tag,
+                        body=payload.body if data else b"",
+                        metadata_type=payload.metadata_tag,
+                        metadata=payload.metadata if data else b"",
+                        body_size=len(payload.body),
+                        metadata_size=len(payload.metadata),
+                    )
+
+    def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
+        for keys in self._selected_keys(query):
+            for key in keys:
+                ordered = sorted(self._writes(key), key=lambda w: (w[1].task_id, w[1].idx))
+                for _, fields in ordered:
+                    yield fields.raw(key, data=data)
+
+    def check_copy(self, *, renumber_versions: bool = False) -> None:
+        # DynamoDBSaver keeps LangGraph's default get_next_version, as MongoDBSaver does.
+        refuse_int_versions(self.location, "DynamoDBSaver", renumber_versions=renumber_versions)
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def _item(key: CheckpointKey, item: dict[str, Any]) -> Item:
+    return Item(
+        key=key,
+        tag=_s(item, "type"),
+        parent=_s(item, "parent_checkpoint_id") or None,
+        ref_loc=_s(item, "ref_loc") or "",
+        ref_key=_s(item, "ref_key") or "",
+        compression=_s(item, "compression"),
+        attributes=item,
+    )
+
+
+def _inflate(stored: bytes, compression: str | None) -> bytes | None:
+    """The payload as serialized: gunzipped (at most GZIP_LIMIT bytes) when compressed."""
+    if compression != "gzip":
+        return stored
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        data = inflater.decompress(stored, GZIP_LIMIT)
+    except zlib.error:
+        return None
+    if inflater.unconsumed_tail:
+        return None  # larger than ckpt inflates
+    return data
+
+
+def _map_values(data: bytes, names: Sequence[str]) -> dict[str, bytes] | None:
+    """The bytes of the values under `names` in a msgpack map (None: not a map)."""
+    try:
+        shape = container(data, 0)
+        if shape is None or shape[0] != "map":
+            return None
+        _, count, i = shape
+        found: dict[str, bytes] = {}
+        for _ in range(count):
+            end = skip(data, i)
+            name = ormsgpack.unpackb(data[i:end]) if data[i] & 0xE0 == 0xA0 or data[i] in (
+                0xD9, 0xDA, 0xDB
+            ) else None  # fmt: skip
+            value_end = skip(data, end)
+            if isinstance(name, str) and name in names:
+                found[name] = data[end:value_end]
+            i = value_end
+        return found
+    except (SpanError, IndexError, ValueError):
+        return None
+
+
+__all__ = ["DynamoDBStore"]

@@ -1,0 +1,302 @@
+"""AgentCoreValkeySaver stores (langgraph-checkpoint-aws 1.2.6, format.md §7f), read-only:
+`valkey://... --prefix agentcore`.
+
+    agentcore:checkpoint:{session}:{actor}:{ns}:{id}   JSON: checkpoint_id, session_id,
+                                                      actor_id, thread_id, checkpoint_ns,
+                                                      parent_checkpoint_id, checkpoint_data
+                                                      and metadata as {"type", "data"
+                                                      (base64)} serde pairs, created_at
+    agentcore:writes:{session}:{actor}:{ns}:{id}       a list (RPUSH) of JSON writes:
+                                                      task_id, channel, value (a pair),
+                                                      task_path; no idx
+    agentcore:channel:...                              each new channel value again (the
+                                                      saver never reads them back)
+    agentcore:session:{session}:{actor}:checkpoints    ids, newest put first
+
+The session is the thread id in the root namespace, sha256(f"{thread}_{ns}") in a
+subgraph's: key names do not say the namespace, so ckpt reads the documents' own fields.
+A ckpt thread is the thread id (an actor's checkpoints are told apart by their keys).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator, Sequence
+from typing import Any, Final
+
+import orjson
+
+from ckpt.errors import NotACheckpointStore
+from ckpt.records.model import (
+    Checkpoint,
+    CheckpointKey,
+    DumpQuery,
+    PendingWrite,
+    RawCheckpoint,
+    RawWrite,
+    SaverFacts,
+    ThreadBytes,
+)
+from ckpt.records.types import StorageRecord
+from ckpt.stores.body import checkpoint_from_body, decode_value
+from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields, key_order
+from ckpt.stores.redis.session import RedisSession
+from ckpt.stores.valkey.store import AWS_RELEASE, server_storage
+
+PREFIX: Final = "agentcore"
+# LangGraph's WRITES_IDX_MAP (format.md §3.7): the special channels' fixed indexes, which
+# AgentCoreValkeySaver does not store (a write's idx here is its place in its task's).
+SPECIAL_IDX: Final = {"__error__": -1, "__scheduled__": -2, "__interrupt__": -3, "__resume__": -4}
+
+
+def _pair(value: Any) -> tuple[str | None, bytes]:
+    """A {"type", "data": base64} serde pair as (tag, bytes)."""
+    if not isinstance(value, dict):
+        return None, b""
+    tag, data = value.get("type"), value.get("data")
+    try:
+        raw = base64.b64decode(data, validate=True) if isinstance(data, str) else b""
+    except (binascii.Error, ValueError):
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else b""
+    return (tag if isinstance(tag, str) else None), raw
+
+
+def _json(text: bytes | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+class AgentCoreStore(DocumentStore):
+    kind = "valkey"
+    label = "Valkey"
+
+    def __init__(
+        self, spec: str, *, aes_key: bytes | None = None, timeout: float | None = None
+    ) -> None:
+        session = RedisSession(spec, timeout=timeout, valkey=True)
+        super().__init__(session.location, aes_key=aes_key)
+        self.session = session
+        self._keys: dict[CheckpointKey, str] = {}  # checkpoint -> its document's key
+        try:
+            if next(self.session.scan(f"{PREFIX}:checkpoint:*"), None) is None:
+                raise NotACheckpointStore(
+                    f"{self.location}: not an AgentCoreValkeySaver store (no "
+                    "agentcore:checkpoint:... keys)"
+                )
+        except BaseException:
+            session.close()
+            raise
+
+    @property
+    def era(self) -> str:
+        return "agentcore-valkey"
+
+    @property
+    def era_note(self) -> str:
+        return "AgentCoreValkeySaver (langgraph-checkpoint-aws) agentcore:* keys"
+
+    def saver(self) -> SaverFacts:
+        return SaverFacts(
+            saver="AgentCoreValkeySaver",
+            releases=f"langgraph-checkpoint-aws (the layout of {AWS_RELEASE})",
+            evidence=("agentcore:checkpoint:{session}:{actor}:{ns}:{id} JSON strings",),
+            langgraph="reads",
+            note=f"AgentCoreValkeySaver of {AWS_RELEASE} reads it (given each actor_id)",
+        )
+
+    # -- the catalog: every document's own fields ------------------------------------------
+    def _read_catalog(self) -> dict[str, ThreadInfo]:
+        found = self.session.scan(f"{PREFIX}:checkpoint:*")
+        names = [k.decode("utf-8", "surrogateescape") for k in found]
+        threads: dict[str, ThreadInfo] = {}
+        actors: dict[str, set[str]] = {}
+        for start in range(0, len(names), 200):
+            batch = names[start : start + 200]
+            for name, text in zip(batch, self.session.execute("MGET", *batch), strict=True):
+                doc = _json(text)
+                if not isinstance(doc, dict):
+                    continue
+                thread_id, ns, checkpoint_id = (
+                    doc.get(f) for f in ("thread_id", "checkpoint_ns", "checkpoint_id")
+                )
+                if not (
+                    isinstance(thread_id, str)
+                    and isinstance(ns, str)
+                    and isinstance(checkpoint_id, str)
+                ):
+                    continue
+                key = CheckpointKey(thread_id, ns, checkpoint_id)
+                self._keys[key] = name
+                info = threads.get(key.thread_id)
+                if info is None:
+                    info = threads[key.thread_id] = ThreadInfo()
+                info.add(key)
+                actors.setdefault(key.thread_id, set()).add(str(doc.get("actor_id")))
+        shared = sorted(t for t, found in actors.items() if len(found) > 1)
+        if shared:
+            self.notices.append(
+                f"thread {shared[0]!r} (and {len(shared) - 1} others) has checkpoints of "
+                "several actors: ckpt shows them as one thread"
+            )
+        return threads
+
+    def _thread_keys(self, thread_id: str) -> list[CheckpointKey]:
+        self._catalog()
+        keys = [k for k in self._keys if k.thread_id == thread_id]
+        keys.sort(key=lambda k: (k.checkpoint_id, k.checkpoint_ns))
+        return keys
+
+    def _all_keys(self) -> Iterator[CheckpointKey]:
+        self._catalog()
+        yield from sorted(self._keys, key=key_order)
+
+    # -- loading ---------------------------------------------------------------------------
+    def _documents(self, keys: Sequence[CheckpointKey]) -> list[dict[str, Any] | None]:
+        self._catalog()
+        names = [self._keys.get(k) for k in keys]
+        present = [n for n in names if n is not None]
+        texts = iter(self.session.execute("MGET", *present) if present else [])
+        found: list[dict[str, Any] | None] = []
+        for name in names:
+            doc = _json(next(texts)) if name is not None else None
+            found.append(doc if isinstance(doc, dict) else None)
+        return found
+
+    def _writes(self, keys: Sequence[CheckpointKey]) -> list[list[WriteFields]]:
+        names = [
+            self._keys[k].replace(f"{PREFIX}:checkpoint:", f"{PREFIX}:writes:", 1) for k in keys
+        ]
+        answers = self.session.pipeline([("LRANGE", n, 0, -1) for n in names])
+        found = []
+        for answer in answers:
+            writes: list[WriteFields] = []
+            seen: dict[str, int] = {}
+            for text in answer if isinstance(answer, list) else ():
+                entry = _json(text)
+                if not isinstance(entry, dict):
+                    continue
+                tag, data = _pair(entry.get("value"))
+                task_id, channel = str(entry.get("task_id", "")), str(entry.get("channel", ""))
+                position = seen.get(task_id, 0)
+                seen[task_id] = position + 1
+                writes.append(
+                    WriteFields(
+                        task_id=task_id,
+                        task_path=str(entry.get("task_path", "")),
+                        idx=SPECIAL_IDX.get(channel, position),
+                        channel=channel,
+                        type=tag,
+                        data=data,
+                        size=len(data),
+                    )
+                )
+            found.append(writes)
+        return found
+
+    def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
+        keys = [k for k in keys if k in self._keys or not self._catalog_cache]
+        if not keys:
+            return []
+        documents = self._documents(keys)
+        present = [k for k, d in zip(keys, documents, strict=True) if d is not None]
+        writes = dict(zip(present, self._writes(present), strict=True))
+        built = []
+        for key, doc in zip(keys, documents, strict=True):
+            if doc is None:
+                continue
+            tag, body = _pair(doc.get("checkpoint_data"))
+            parent = doc.get("parent_checkpoint_id")
+            built.append(
+                checkpoint_from_body(
+                    key,
+                    parent if isinstance(parent, str) and parent else None,
+                    tag,
+                    body,
+                    self._metadata(doc),
+                    writes=[self._write(w) for w in writes[key]],
+                    values=values,
+                    aes_key=self.aes_key,
+                    size=len(body),
+                    tolerant=True,
+                    keeps_order=True,
+                )
+            )
+        return built
+
+    def _metadata(self, doc: dict[str, Any]) -> dict[str, Any]:
+        tag, data = _pair(doc.get("metadata"))
+        if not data:
+            return {}
+        value = decode_value(tag, data, self.aes_key)
+        return value if isinstance(value, dict) else {"value": value}
+
+    def _write(self, raw: WriteFields) -> PendingWrite:
+        return raw.pending(decode_value(raw.type, raw.data, self.aes_key))
+
+    # -- sizes, storage, health ------------------------------------------------------------
+    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        found: dict[str, ThreadBytes] = {}
+        for row in self.raw_checkpoints(query, data=False):
+            sized = found.setdefault(row.thread_id, ThreadBytes())
+            sized.checkpoints += 1
+            sized.checkpoint_bytes += row.size
+        for write in self.raw_writes(query, data=False):
+            sized = found.setdefault(write.thread_id, ThreadBytes())
+            sized.writes += 1
+            sized.write_bytes += write.size
+        return found
+
+    def storage(self) -> StorageRecord:
+        return server_storage(self.session, (PREFIX,), "read by SCAN of agentcore:checkpoint:*")
+
+    def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
+        found: dict[CheckpointKey, str | None] = {}
+        for key, doc in zip(keys, self._documents(keys), strict=True):
+            parent = doc.get("parent_checkpoint_id") if doc is not None else None
+            found[key] = parent if isinstance(parent, str) and parent else None
+        return found
+
+    def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
+        keys = self._thread_keys(thread_id)
+        return [k for k, found in zip(keys, self._writes(keys), strict=True) for _ in found]
+
+    # -- raw scans -------------------------------------------------------------------------
+    def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
+        for keys in self._selected_keys(query):
+            for start in range(0, len(keys), BATCH):
+                batch = keys[start : start + BATCH]
+                for key, doc in zip(batch, self._documents(batch), strict=True):
+                    if doc is None:
+                        continue
+                    tag, body = _pair(doc.get("checkpoint_data"))
+                    metadata_tag, metadata = _pair(doc.get("metadata"))
+                    parent = doc.get("parent_checkpoint_id")
+                    yield RawCheckpoint(
+                        thread_id=key.thread_id,
+                        checkpoint_ns=key.checkpoint_ns,
+                        checkpoint_id=key.checkpoint_id,
+                        parent_checkpoint_id=parent if isinstance(parent, str) and parent else None,
+                        type=tag,
+                        body=body if data else b"",
+                        metadata_type=metadata_tag,
+                        metadata=metadata if data else b"",
+                        body_size=len(body),
+                        metadata_size=len(metadata),
+                    )
+
+    def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
+        for keys in self._selected_keys(query):
+            ordered = sorted(keys, key=key_order)
+            for start in range(0, len(ordered), BATCH):
+                batch = ordered[start : start + BATCH]
+                for key, found in zip(batch, self._writes(batch), strict=True):
+                    for fields in sorted(found, key=lambda w: (w.task_id, w.idx)):
+                        yield fields.raw(key, data=data)
+
+    def close(self) -> None:
+        self.session.close()
