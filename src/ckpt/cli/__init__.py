@@ -176,6 +176,7 @@ COMMAND_MODULES: dict[str, str] = {
     "vacuum": "maintain",
     "copy": "copy_cmd",
     "browse": "browse_cmd",
+    "mcp": "mcp_cmd",
     "demo": "demo",
 }
 _registered: set[str] = set()
@@ -202,6 +203,8 @@ def _register(module: str) -> None:
         from ckpt.cli.copy_cmd import register
     elif module == "browse_cmd":
         from ckpt.cli.browse_cmd import register
+    elif module == "mcp_cmd":
+        from ckpt.cli.mcp_cmd import register
     else:
         from ckpt.cli.demo import register
     register(_app)
