@@ -4,6 +4,7 @@ on a store opened per call as every read command opens it."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
@@ -53,17 +54,10 @@ class Tools:
     def _store(self) -> Iterator[tuple[CheckpointStore, list[str]]]:
         """The store for one call, and the notices to hand back with its answer (what ckpt
         says on stderr, encrypted values without a key, refused pickle globals)."""
-        from mcp.server.mcpserver.exceptions import ToolError
-
         notices: list[str] = []
-        try:
-            store = self._open()
-        except CkptError as exc:
-            raise ToolError(_said_error(exc)) from None
+        store = self._open()
         try:
             yield store, notices
-        except CkptError as exc:
-            raise ToolError(_said_error(exc)) from None
         finally:
             store.close()
         notices.extend(store.notices)
@@ -237,9 +231,20 @@ class Tools:
         ]
 
 
-def _said_error(exc: CkptError) -> str:
-    """A library error as the tool's error: its one line and the exit code ckpt would give."""
-    return f"{exc.message} (ckpt exit {int(exc.exit_code)}: {exc.exit_code.name.lower()})"
+def _answering(tool: Callable[..., str]) -> Callable[..., str]:
+    """A tool whose library errors are the tool's error (an MCP error result): the one line
+    ckpt would print, and the exit code it would give."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    @functools.wraps(tool)
+    def answer(*args: Any, **kwargs: Any) -> str:
+        try:
+            return tool(*args, **kwargs)
+        except CkptError as exc:
+            code = exc.exit_code
+            raise ToolError(f"{exc.message} (ckpt exit {int(code)}: {code.name.lower()})") from None
+
+    return answer
 
 
 def server(open_store: Opener, budget: Budget) -> MCPServer[Any]:
@@ -253,9 +258,8 @@ def server(open_store: Opener, budget: Budget) -> MCPServer[Any]:
     )
     read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
     for name in tools.names():
-        app.add_tool(
-            getattr(tools, name), name=name, annotations=read_only, structured_output=False
-        )
+        tool = _answering(getattr(tools, name))
+        app.add_tool(tool, name=name, annotations=read_only, structured_output=False)
     return app
 
 

@@ -1,0 +1,253 @@
+"""`ckpt mcp`: the real stdio round trip with the MCP SDK's own client (its tools listed and
+each one called on stores of every kind, answers equal to the CLI's --json), the budget that
+bounds every answer, and bad arguments answered as MCP errors by a server that stays up."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.invoke import run
+from tests.pg import PgStore, url_of
+
+from ckpt.records.encode import dumps
+
+pytest.importorskip("mcp", reason="the mcp extra")
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = [
+    "list_threads",
+    "thread_history",
+    "show_checkpoint",
+    "diff_checkpoints",
+    "dump_checkpoints",
+    "store_stats",
+    "store_types",
+    "check_store",
+]
+# Large enough that the fixture stores come back whole (equal to --json); the cuts and pages
+# are the subject of their own tests below.
+WHOLE = ["--budget", "10000000", "--value-chars", "10000000"]
+
+
+class Server:
+    """A `ckpt mcp STORE` subprocess and the SDK's client on it, called from sync tests
+    through an anyio portal (one server per store for the whole module)."""
+
+    def __init__(self, store: str, *options: str) -> None:
+        self.store = store
+        self.options = options
+
+    def __enter__(self) -> Server:
+        from anyio.from_thread import start_blocking_portal
+        from mcp import Client
+        from mcp.client.stdio import StdioServerParameters
+
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "ckpt", "mcp", self.store, *self.options],
+            env={"PYTHONPATH": str(ROOT / "src")},
+            cwd=ROOT,
+        )
+        self._portal_cm = start_blocking_portal()
+        self.portal = self._portal_cm.__enter__()
+        self._client_cm = self.portal.wrap_async_context_manager(Client(params))
+        self.client = self._client_cm.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._client_cm.__exit__(None, None, None)
+        self._portal_cm.__exit__(None, None, None)
+
+    def tools(self) -> list[Any]:
+        return list(self.portal.call(self.client.list_tools).tools)
+
+    def raw(self, name: str, arguments: dict[str, Any]) -> Any:
+        return self.portal.call(self.client.call_tool, name, arguments)
+
+    def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = self.raw(name, arguments or {})
+        assert not result.is_error, result.content
+        answer: dict[str, Any] = json.loads(result.content[0].text)
+        return answer
+
+    def pages(self, name: str, arguments: dict[str, Any]) -> list[Any]:
+        """Every page of a listing, following `next_cursor`."""
+        records: list[Any] = []
+        cursor = None
+        while True:
+            answer = self.call(name, {**arguments, "cursor": cursor})
+            records += answer["result"]
+            cursor = answer.get("next_cursor")
+            if cursor is None:
+                return records
+
+
+def cli_json(*args: str, exit_code: int = 0) -> Any:
+    result = run(*args, "--json")
+    assert result.exit_code == exit_code, result.stderr + result.stdout
+    return json.loads(result.stdout)
+
+
+def strict(value: Any) -> Any:
+    """A value as it reads back from strict JSON (the CLI's and the server's)."""
+    return json.loads(dumps(value))
+
+
+@pytest.fixture(scope="module")
+def stores(
+    request: pytest.FixtureRequest,
+) -> Callable[[str], str]:
+    """The store of each kind, as `ckpt` is given it (built by conftest's session fixtures
+    on first use)."""
+
+    def location(kind: str) -> str:
+        if kind == "sqlite":
+            return str(request.getfixturevalue("sqlite_store"))
+        if kind == "dev_folder":
+            return str(request.getfixturevalue("dev_folder"))
+        if kind == "postgres":
+            store: PgStore = request.getfixturevalue("pg_store")
+            return url_of(store.dsn)
+        if kind == "redis":
+            return str(request.getfixturevalue("redis_url"))
+        return str(request.getfixturevalue("mongo_url"))
+
+    return location
+
+
+KINDS = [
+    "sqlite",
+    "dev_folder",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    "redis",
+    "mongodb",
+]
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def server(request: pytest.FixtureRequest, stores: Callable[[str], str]) -> Iterator[Server]:
+    with Server(stores(request.param), *WHOLE) as started:
+        yield started
+
+
+def test_every_tool_answers_as_the_cli_prints(server: Server) -> None:
+    tools = server.tools()
+    assert [t.name for t in tools] == TOOLS
+    assert all(t.annotations.read_only_hint for t in tools)
+    store = server.store
+
+    threads = server.call("list_threads", {"sort": "thread"})
+    assert threads["result"] == cli_json("threads", store, "--sort", "thread")
+    assert "next_cursor" not in threads
+    # A thread with a parent chain: its history, latest checkpoint, diff and dump.
+    thread = max(threads["result"], key=lambda t: (t["checkpoints"], t["thread_id"]))
+    name = thread["thread_id"]
+    on = ("--db", store)
+    assert server.pages("thread_history", {"thread_id": name}) == cli_json("history", name, *on)
+    shown = server.call("show_checkpoint", {"selector": name, "values": True})
+    assert shown["result"] == cli_json("show", name, "--blobs", *on)
+    assert server.call("show_checkpoint", {"selector": name})["result"] == cli_json(
+        "show", name, *on
+    )
+    diffed = server.call("diff_checkpoints", {"a": name})
+    assert diffed["result"] == cli_json("diff", name, *on, exit_code=1)
+    dumped = server.pages("dump_checkpoints", {"threads": [name], "values": True})
+    assert dumped == cli_json("dump", store, "--thread", name)
+    assert server.pages("dump_checkpoints", {"threads": [name]}) == cli_json(
+        "dump", store, "--thread", name, "--no-values"
+    )
+    # The store-wide reads; the check of one thread (no store-wide findings that change).
+    assert server.call("store_types")["result"] == cli_json("types", store)
+    checked = server.call("check_store", {"threads": [name]})["result"]
+    assert checked == cli_json("check", store, "--thread", name, exit_code=checked_exit(checked))
+    stats = server.call("store_stats", {"threads": [name]})["result"]
+    assert comparable(stats) == comparable(cli_json("stats", store, "--thread", name))
+
+
+def checked_exit(record: dict[str, Any]) -> int:
+    return 1 if any(f["severity"] == "error" for f in record["findings"]) else 0
+
+
+def comparable(stats: dict[str, Any]) -> dict[str, Any]:
+    """A stats record without what two reads of a server measure differently (a Postgres
+    or MongoDB storage size moves as the server works)."""
+    return {k: v for k, v in stats.items() if k != "storage"}
+
+
+def test_pages_and_filters_agree_with_the_cli(server: Server) -> None:
+    store = server.store
+    assert server.pages("list_threads", {"limit": 2}) == cli_json("threads", store)
+    errors = server.call("list_threads", {"status": "error"})["result"]
+    assert errors == cli_json("threads", store, "--status", "error")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "said"),
+    [
+        ("list_threads", {"limit": "many"}, "limit"),
+        ("list_threads", {"limit": 0}, "limit"),
+        ("list_threads", {"status": "broken"}, "status"),
+        ("list_threads", {"cursor": "not-a-cursor"}, "cursor"),
+        ("thread_history", {}, "thread_id"),
+        ("thread_history", {"thread_id": "no-such-thread"}, "exit 7"),
+        ("show_checkpoint", {"selector": "no-such-thread"}, "exit 7"),
+        ("diff_checkpoints", {"a": "no-such-thread", "b": 3}, "b"),
+        ("dump_checkpoints", {"since": "yesterday-ish"}, "since"),
+        ("check_store", {"stale": "soon"}, "stale"),
+    ],
+)
+def test_bad_arguments_are_mcp_errors_and_the_server_stays_up(
+    stores: Callable[[str], str], sqlite_server: Server, tool: str, arguments: Any, said: str
+) -> None:
+    result = sqlite_server.raw(tool, arguments)
+    assert result.is_error
+    assert said in result.content[0].text
+    assert "Traceback" not in result.content[0].text
+    assert [t.name for t in sqlite_server.tools()] == TOOLS  # still answering
+
+
+@pytest.fixture(scope="module")
+def sqlite_server(stores: Callable[[str], str]) -> Iterator[Server]:
+    """A server with a small budget, for the errors and the cuts."""
+    with Server(stores("sqlite"), "--budget", "6000", "--value-chars", "300") as started:
+        yield started
+
+
+def test_an_unknown_tool_is_an_error_too(sqlite_server: Server) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    try:
+        result = sqlite_server.raw("prune", {"all": True})
+    except MCPError:
+        pass
+    else:
+        assert result.is_error
+    assert [t.name for t in sqlite_server.tools()] == TOOLS
+
+
+def test_small_budgets_page_and_cut(sqlite_server: Server, sqlite_store: Path) -> None:
+    whole = cli_json("threads", str(sqlite_store))
+    first = sqlite_server.call("list_threads", {})
+    assert len(dumps(first)) <= 6000
+    assert first["next_cursor"] and 0 < len(first["result"]) < len(whole)
+    assert sqlite_server.pages("list_threads", {}) == strict(whole)
+    # A checkpoint with its values: long strings cut, with their size and what was cut.
+    shown = sqlite_server.call(
+        "show_checkpoint", {"selector": whole[0]["thread_id"], "values": True}
+    )
+    assert len(dumps(shown)) <= 6000
+    text = dumps(shown["result"])
+    if shown.get("left_out"):
+        assert '"__ckpt__": "cut"' in text or '"__ckpt__":"cut"' in text
+    assert "exit" not in text
+
+
+def test_the_mcp_command_fails_as_every_command_does(tmp_path: Path) -> None:
+    result = run("mcp", str(tmp_path / "missing.sqlite"))
+    assert result.exit_code == 3, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
