@@ -120,12 +120,13 @@ def stores(
     return location
 
 
+# SQLite in every run; the other kinds start a server each (a few seconds): `long`.
 KINDS = [
     "sqlite",
-    "dev_folder",
-    pytest.param("postgres", marks=pytest.mark.postgres),
-    "redis",
-    "mongodb",
+    pytest.param("dev_folder", marks=pytest.mark.long),
+    pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.long]),
+    pytest.param("redis", marks=pytest.mark.long),
+    pytest.param("mongodb", marks=pytest.mark.long),
 ]
 
 
@@ -236,15 +237,57 @@ def test_small_budgets_page_and_cut(sqlite_server: Server, sqlite_store: Path) -
     assert len(dumps(first)) <= 6000
     assert first["next_cursor"] and 0 < len(first["result"]) < len(whole)
     assert sqlite_server.pages("list_threads", {}) == strict(whole)
-    # A checkpoint with its values: long strings cut, with their size and what was cut.
-    shown = sqlite_server.call(
-        "show_checkpoint", {"selector": whole[0]["thread_id"], "values": True}
-    )
+    # The largest checkpoint of the store, with its values: cut to the budget, each cut
+    # named in `left_out`, the rest as --json has it.
+    thread = max(whole, key=lambda t: t["checkpoints"])["thread_id"]
+    shown = sqlite_server.call("show_checkpoint", {"selector": thread, "values": True})
     assert len(dumps(shown)) <= 6000
-    text = dumps(shown["result"])
-    if shown.get("left_out"):
-        assert '"__ckpt__": "cut"' in text or '"__ckpt__":"cut"' in text
-    assert "exit" not in text
+    assert shown["left_out"]
+    assert '"__ckpt__": "cut"' in json.dumps(shown["result"])
+    full = cli_json("show", thread, "--blobs", "--db", str(sqlite_store))
+    assert shown["result"]["checkpoint_id"] == full["checkpoint_id"]
+
+
+def test_the_budget_cuts_long_values_and_pages_lists() -> None:
+    from ckpt.mcp.budget import Budget, bounded, fit, paged
+
+    record = {"id": "a", "text": "x" * 5000, "items": list(range(3000)), "small": [1, 2]}
+    answer = bounded(record, Budget(chars=3000, value_chars=100))
+    assert answer.result["id"] == "a" and answer.result["small"] == [1, 2]
+    assert answer.result["text"] == {"__ckpt__": "cut", "size": 5000, "head": "x" * 100}
+    items = answer.result["items"]
+    assert items[:5] == [0, 1, 2, 3, 4] and items[-1]["__ckpt__"] == "cut"
+    assert items[-1]["items"] == 3000 - (len(items) - 1)
+    assert len(dumps(answer.document())) <= 3000
+    assert any("text" in said for said in answer.left_out)
+    assert any("items" in said for said in answer.left_out)
+    # Under the budget nothing changes.
+    assert fit(record, 10**6, "", []) == record
+    # Pages: every record once, in order, each page within the budget.
+    records = [{"n": n, "pad": "y" * 50} for n in range(100)]
+    seen: list[Any] = []
+    start = 0
+    while True:
+        page = paged(iter(records), Budget(chars=1500), start=start, limit=30)
+        assert len(dumps(page.document())) <= 1500
+        seen += page.result
+        if page.cursor is None:
+            break
+        start = int(page.cursor)
+    assert seen == records
+
+
+def test_encrypted_values_are_marked_and_said(encrypted_store: Path) -> None:
+    """Without the key the tools answer: the values marked encrypted, a notice says why."""
+    import ckpt.api
+    from ckpt.mcp.budget import Budget
+    from ckpt.mcp.server import Tools
+
+    tools = Tools(lambda: ckpt.api.open(encrypted_store, hidden="keep"), Budget())
+    thread = json.loads(tools.list_threads(sort="thread", limit=1))["result"][0]["thread_id"]
+    shown = json.loads(tools.show_checkpoint(thread, values=True))
+    assert '"__ckpt__": "encrypted"' in json.dumps(shown["result"])
+    assert any("key" in notice for notice in shown["notices"])
 
 
 def test_the_mcp_command_fails_as_every_command_does(tmp_path: Path) -> None:

@@ -88,7 +88,7 @@ def fit(value: Any, chars: int, path: str, left_out: list[str]) -> Any:
     if dumps_within(value, chars) is not None:
         return value
     if isinstance(value, dict) and MARK not in value:
-        sizes = {k: _size(v) + len(dumps(k)) + 2 for k, v in value.items()}
+        sizes = {k: _size(v) + len(dumps(k)) + 4 for k, v in value.items()}  # ": ", ", "
         kept: dict[str, Any] = {}
         room = chars - 2
         larger = []
@@ -100,14 +100,14 @@ def fit(value: Any, chars: int, path: str, left_out: list[str]) -> Any:
                 larger.append(key)
         for n, key in enumerate(larger):
             share = max(room // (len(larger) - n), HEAD + 50)
-            kept[key] = fit(value[key], share - len(dumps(key)) - 2, f"{path}.{key}", left_out)
-            room -= _size(kept[key]) + len(dumps(key)) + 2
+            kept[key] = fit(value[key], share - len(dumps(key)) - 4, f"{path}.{key}", left_out)
+            room -= _size(kept[key]) + len(dumps(key)) + 4
         return {k: kept[k] for k in value}  # the record's own order
     if isinstance(value, list | tuple):
         items: list[Any] = []
         room = chars - 2 - 80  # the closing record that counts what is left out
         for i, item in enumerate(value):
-            size = _size(item) + 1
+            size = _size(item) + 2  # ", "
             if size > room:
                 if not items and room > HEAD + 50:  # one item larger than all: fitted
                     items.append(fit(item, room, f"{path}[{i}]", left_out))
@@ -125,10 +125,18 @@ def fit(value: Any, chars: int, path: str, left_out: list[str]) -> Any:
 
 def bounded(value: Any, budget: Budget, notices: Iterable[str] = ()) -> Answer:
     """One record (a checkpoint, stats, a check) as an answer within the budget."""
-    left_out: list[str] = []
-    value = cut_strings(value, budget.value_chars, "", left_out)
-    value = fit(value, budget.chars - ENVELOPE, "", left_out)
-    return Answer(value, left_out=left_out[:20] + _more(left_out, 20), notices=list(notices))
+    cut: list[str] = []
+    value = cut_strings(value, budget.value_chars, "", cut)
+    room = budget.chars - ENVELOPE
+    for _ in range(8):  # the estimate is close; a retry takes what it missed by
+        left_out = list(cut)
+        answer = Answer(fit(value, room, "", left_out), left_out=_trim(left_out))
+        over = _size(answer.document()) - (budget.chars - ENVELOPE // 2)
+        if over <= 0:
+            break
+        room -= over + 50
+    answer.notices = list(notices)
+    return answer
 
 
 def paged(
@@ -147,7 +155,7 @@ def paged(
         if len(page) >= limit:
             return Answer(page, str(position), _trim(left_out), list(notices))
         record = cut_strings(record, budget.value_chars, f"[{position}]", left_out)
-        size = _size(record) + 1
+        size = _size(record) + 2  # ", "
         if size > room:
             if page:
                 return Answer(page, str(position), _trim(left_out), list(notices))
