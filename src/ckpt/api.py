@@ -30,6 +30,7 @@ from ckpt.records.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.records.types import (
     CheckpointRecord,
     CheckRecord,
+    FollowWritesRecord,
     HistoryNodeRecord,
     LineageRecord,
     PatchOperation,
@@ -345,6 +346,51 @@ class CheckpointStore:
         if ns is not None or last is not None:
             return iter(self.history(thread_id, ns=ns, last=last))
         return self._watched(stream_history(self._store, thread_id))
+
+    def follow_history(
+        self,
+        thread_id: str,
+        *,
+        ns: str | None = None,
+        last: int | None = None,
+        interval: float = 1.0,
+        polls: int | None = None,
+    ) -> Iterator[CheckpointRecord | FollowWritesRecord]:
+        """`history --follow`: the thread's checkpoints (the newest `last` of those already
+        there), then each new one as it lands, oldest id first, with the writes that land
+        on a checkpoint already given as `writes` events (a task's output, error or
+        interrupt), polling every `interval` seconds; `polls` stops after that many (None:
+        until the caller stops). A thread not there yet is waited for. Reads are short and
+        read-only: a writer never waits on them (ckpt.analysis.follow)."""
+        from ckpt.analysis.follow import HistoryFollower
+        from ckpt.analysis.follow import polls as ticks
+
+        _interval(interval)
+        follower = HistoryFollower(self._store, thread_id, ns)
+        for _ in ticks(self._store, interval=interval, count=polls):
+            yield from follower.poll(last=last if follower.newest is None else None)
+
+    def follow_threads(
+        self,
+        *,
+        where: dict[str, str] | None = None,
+        interval: float = 1.0,
+        polls: int | None = None,
+    ) -> Iterator[ThreadRecord]:
+        """`threads --follow`: every thread's record, then a thread's record again whenever
+        its status changes (a new thread, a run that finished, failed or stopped on an
+        interrupt), polling every `interval` seconds; `polls` stops after that many."""
+        from ckpt.analysis.follow import polls as ticks
+        from ckpt.analysis.follow import thread_changes
+
+        _interval(interval)
+        notices = self._store.notices
+
+        def records() -> Iterator[ThreadRecord]:
+            yield from self.iter_threads(sort="thread", where=where)
+            notices[:] = list(dict.fromkeys(notices))  # said once, however many polls
+
+        return thread_changes(records, ticks(self._store, interval=interval, count=polls))
 
     def _watched(self, records: Iterator[CheckpointRecord]) -> Iterator[CheckpointRecord]:
         """A stream of records, then the error of those that stayed encrypted (only they
@@ -929,6 +975,11 @@ class CheckpointStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _interval(seconds: float) -> None:
+    if not 0 < seconds <= 3600 or seconds != seconds:
+        raise BadOption(f"`interval` must be between 0 and 3600 seconds, not {seconds!r}")
 
 
 def _source(record: CheckpointRecord) -> object:
