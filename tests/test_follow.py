@@ -34,6 +34,13 @@ def history_ids(store: str, thread: str) -> list[str]:
     return [r["checkpoint_id"] for r in json.loads(result.stdout)]
 
 
+def look(follower: HistoryFollower) -> list[Any]:
+    """One poll as `follow_history` makes it: the store's change token first (a reader of
+    files saved whole opens them again there), then what is new."""
+    follower.store.change_token()
+    return list(follower.poll())
+
+
 def check_events(events: list[dict[str, Any]], expected: list[str]) -> None:
     """Every checkpoint once, oldest id first; the interrupt and the failure seen in the
     writes that landed on checkpoints already shown, or in the checkpoints themselves."""
@@ -76,10 +83,10 @@ def test_the_follower_sees_each_checkpoint_once_and_the_writes_as_they_land(
     events: list[dict[str, Any]] = []
     writer.start()
     while writer.is_alive():
-        events += follower.poll()
+        events += look(follower)
         time.sleep(0.01)
     writer.join()
-    events += follower.poll()
+    events += look(follower)
     store.close()
     assert failures == []
     check_events(events, history_ids(str(path), "live"))
@@ -189,3 +196,65 @@ def test_follow_watches_a_graph_writing_in_another_process(
     statuses = [c["status"] for c in changes if c["thread_id"] == "t1"]
     assert statuses[-1] == "error" and "interrupted" in statuses, statuses
     assert all(a != b for a, b in zip(statuses, statuses[1:], strict=False))
+
+
+def test_the_follower_reads_a_langgraph_dev_folder_again_when_it_is_saved(
+    tmp_path: Path,
+) -> None:
+    """`langgraph dev` saves its files whole: the follower opens them again when they
+    change, and shows only what is new."""
+    from fixtures.build import DevServerSaver
+    from langgraph.types import Command
+    from tests.follow_writer import PlannedFailure, follow_graph
+
+    folder = tmp_path / ".langgraph_api"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        saver = DevServerSaver(folder)
+        graph = follow_graph(saver, 0.0)
+        config = {"configurable": {"thread_id": "dev"}}
+
+        def saved() -> None:
+            for kept in (saver.storage, saver.writes, saver.blobs):
+                kept.sync()  # type: ignore[attr-defined]
+
+        graph.invoke({"steps": []}, config)
+        saved()
+        store = ckpt.api.open(folder)
+        follower = HistoryFollower(store.backend, "dev")
+        events = look(follower)
+        assert look(follower) == []  # nothing new, nothing again
+        with pytest.raises(PlannedFailure):
+            graph.invoke(Command(resume="yes"), config)
+        time.sleep(0.01)  # a new modification time, on file systems that keep only ms
+        saved()
+        events += look(follower)
+        store.close()
+    check_events(events, history_ids(str(folder), "dev"))
+
+
+def test_an_unchanged_sqlite_store_is_not_read_again(tmp_path: Path) -> None:
+    """The change token: polls of a store nobody writes read it once; a commit by another
+    connection makes the next poll read."""
+    from ckpt.analysis.follow import polls
+
+    path = tmp_path / "quiet.sqlite"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with saver_of("sqlite", str(path)) as saver:
+            run_graph(saver, "warm", 0.0)
+    store = ckpt.api.open(path)
+    naps: list[float] = []
+    assert list(polls(store.backend, interval=0.5, sleep=naps.append, count=4)) == [0]
+    assert naps == [0.5, 0.5, 0.5]
+    ticks = polls(store.backend, interval=0.5, sleep=lambda _: None, count=3)
+    assert next(ticks) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with saver_of("sqlite", str(path)) as saver:
+            run_graph(saver, "second", 0.0)
+    assert list(ticks) == [1]
+    assert [e["checkpoint_id"] for e in store.follow_history("second", polls=1)] == (
+        history_ids(str(path), "second")
+    )
+    store.close()

@@ -384,10 +384,10 @@ class CheckpointStore:
         from ckpt.analysis.follow import thread_changes
 
         _interval(interval)
-        notices = self._store.notices
 
         def records() -> Iterator[ThreadRecord]:
             yield from self.iter_threads(sort="thread", where=where)
+            notices = self._store.notices
             notices[:] = list(dict.fromkeys(notices))  # said once, however many polls
 
         return thread_changes(records, ticks(self._store, interval=interval, count=polls))

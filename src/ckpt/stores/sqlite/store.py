@@ -1008,7 +1008,7 @@ class SqliteStore(Store):
             self._links += 1
             if self._timeout is not None:
                 self.conn.set_progress_handler(self._over_time, PROGRESS_STEPS)
-        stamps = []
+        stamps: list[tuple[int, int, int] | None] = []
         for path in (self.path, Path(f"{self.path}-wal")):
             try:
                 st = path.stat()
