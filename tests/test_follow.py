@@ -258,3 +258,21 @@ def test_an_unchanged_sqlite_store_is_not_read_again(tmp_path: Path) -> None:
         history_ids(str(path), "second")
     )
     store.close()
+
+
+def test_threads_follow_starts_with_every_thread_once(sqlite_store: Path) -> None:
+    """The first look gives every thread (as `threads --json` has it), in thread order, and
+    a second look of a store nobody writes gives none; the human lines say each status,
+    and why a failed thread failed."""
+    from ckpt.render.output import Output
+    from ckpt.render.plain import thread_change_lines
+
+    with ckpt.api.open(sqlite_store) as store:
+        first = list(store.follow_threads(polls=1))
+        assert first == store.threads(sort="thread")
+        assert list(store.follow_threads(polls=3, interval=0.01))[len(first) :] == []
+    lines = list(thread_change_lines(iter(first), Output.from_environment()))
+    assert len(lines) == len(first)
+    failed = next(r for r in first if r["status"] == "error")
+    line = next(line for line in lines if f"  {failed['thread_id']}  error" in line)
+    assert failed["failed_tasks"][0]["name"] in line

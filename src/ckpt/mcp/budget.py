@@ -143,7 +143,19 @@ def paged(
     records: Iterator[Any], budget: Budget, *, start: int, limit: int, notices: Iterable[str] = ()
 ) -> Answer:
     """Records from position `start`, as many as fit the budget (at most `limit`), and the
-    cursor of the next page when there are more."""
+    cursor of the next page when there are more. A stream left unfinished is closed (its
+    read ends)."""
+    try:
+        return _page(records, budget, start=start, limit=limit, notices=notices)
+    finally:
+        close = getattr(records, "close", None)
+        if close is not None:
+            close()
+
+
+def _page(
+    records: Iterator[Any], budget: Budget, *, start: int, limit: int, notices: Iterable[str]
+) -> Answer:
     left_out: list[str] = []
     page: list[Any] = []
     room = budget.chars - ENVELOPE
