@@ -64,7 +64,7 @@ def run_graph(saver: Any, thread: str, pause: float) -> None:
     graph = follow_graph(saver, pause)
     config = {"configurable": {"thread_id": thread}}
     graph.invoke({"steps": []}, config)
-    time.sleep(pause * 2)  # a person reads the question
+    time.sleep(pause * 4)  # a person reads the question
     try:
         graph.invoke(Command(resume="yes"), config)
     except PlannedFailure:

@@ -50,7 +50,7 @@ def check_events(events: list[dict[str, Any]], expected: list[str]) -> None:
     channels = {w["channel"] for w in writes}
     assert {"__interrupt__", "__error__"} <= channels, channels
     landed = [e for e in events if e.get("event") == "writes"]
-    assert landed, "no writes landed after their checkpoint was shown"
+    assert landed, f"no writes landed after their checkpoint was shown: {events}"
     for event in landed:
         assert event["checkpoint_id"] in shown[: shown.index(event["checkpoint_id"]) + 1]
     failed = [t for e in events for t in e.get("tasks") or [] if t["state"] == "failed"]
@@ -174,7 +174,7 @@ def test_follow_watches_a_graph_writing_in_another_process(
         said = history.stderr.readline()  # the follower is up and waiting
         assert "waiting for thread 't1'" in said, said
         writer = subprocess.run(
-            [sys.executable, str(WRITER), kind, target, "t1", "0.2"],
+            [sys.executable, str(WRITER), kind, target, "t1", "0.3"],
             capture_output=True,
             text=True,
             timeout=120,

@@ -130,10 +130,34 @@ KINDS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def started() -> Iterator[Callable[[str], Server]]:
+    """One server per store for the whole module, started on first use."""
+    servers: dict[str, Server] = {}
+
+    def start(store: str) -> Server:
+        if store not in servers:
+            servers[store] = Server(store, *WHOLE).__enter__()
+        return servers[store]
+
+    yield start
+    for running in servers.values():
+        running.__exit__(None, None, None)
+
+
 @pytest.fixture(scope="module", params=KINDS)
-def server(request: pytest.FixtureRequest, stores: Callable[[str], str]) -> Iterator[Server]:
-    with Server(stores(request.param), *WHOLE) as started:
-        yield started
+def server(
+    request: pytest.FixtureRequest,
+    stores: Callable[[str], str],
+    started: Callable[[str], Server],
+) -> Server:
+    return started(stores(request.param))
+
+
+@pytest.fixture(scope="module")
+def sqlite_server(stores: Callable[[str], str], started: Callable[[str], Server]) -> Server:
+    """The SQLite store's server, for the errors."""
+    return started(stores("sqlite"))
 
 
 def test_every_tool_answers_as_the_cli_prints(server: Server) -> None:
@@ -212,13 +236,6 @@ def test_bad_arguments_are_mcp_errors_and_the_server_stays_up(
     assert [t.name for t in sqlite_server.tools()] == TOOLS  # still answering
 
 
-@pytest.fixture(scope="module")
-def sqlite_server(stores: Callable[[str], str]) -> Iterator[Server]:
-    """A server with a small budget, for the errors and the cuts."""
-    with Server(stores("sqlite"), "--budget", "6000", "--value-chars", "300") as started:
-        yield started
-
-
 def test_an_unknown_tool_is_an_error_too(sqlite_server: Server) -> None:
     from mcp.shared.exceptions import MCPError
 
@@ -231,16 +248,33 @@ def test_an_unknown_tool_is_an_error_too(sqlite_server: Server) -> None:
     assert [t.name for t in sqlite_server.tools()] == TOOLS
 
 
-def test_small_budgets_page_and_cut(sqlite_server: Server, sqlite_store: Path) -> None:
+def test_small_budgets_page_and_cut(sqlite_store: Path) -> None:
+    """The tools as the server calls them (in this process: one server per module is
+    started), with a small budget."""
+    import ckpt.api
+    from ckpt.mcp.budget import Budget
+    from ckpt.mcp.server import Tools
+
+    tools = Tools(lambda: ckpt.api.open(sqlite_store, hidden="keep"), Budget(6000, 300))
+
+    def call(name: str, arguments: dict[str, Any]) -> Any:
+        return json.loads(getattr(tools, name)(**arguments))
+
     whole = cli_json("threads", str(sqlite_store))
-    first = sqlite_server.call("list_threads", {})
+    first = call("list_threads", {})
     assert len(dumps(first)) <= 6000
     assert first["next_cursor"] and 0 < len(first["result"]) < len(whole)
-    assert sqlite_server.pages("list_threads", {}) == strict(whole)
+    pages, cursor = list(first["result"]), first["next_cursor"]
+    while cursor is not None:
+        page = call("list_threads", {"cursor": cursor})
+        assert len(dumps(page)) <= 6000
+        pages += page["result"]
+        cursor = page.get("next_cursor")
+    assert pages == strict(whole)
     # The largest checkpoint of the store, with its values: cut to the budget, each cut
     # named in `left_out`, the rest as --json has it.
     thread = max(whole, key=lambda t: t["checkpoints"])["thread_id"]
-    shown = sqlite_server.call("show_checkpoint", {"selector": thread, "values": True})
+    shown = call("show_checkpoint", {"selector": thread, "values": True})
     assert len(dumps(shown)) <= 6000
     assert shown["left_out"]
     assert '"__ckpt__": "cut"' in json.dumps(shown["result"])
