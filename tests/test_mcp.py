@@ -5,6 +5,7 @@ bounds every answer, and bad arguments answered as MCP errors by a server that s
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -322,6 +323,45 @@ def test_encrypted_values_are_marked_and_said(encrypted_store: Path) -> None:
     shown = json.loads(tools.show_checkpoint(thread, values=True))
     assert '"__ckpt__": "encrypted"' in json.dumps(shown["result"])
     assert any("key" in notice for notice in shown["notices"])
+
+
+class Payload:
+    """A hostile pickle: unpickling it runs `touch <marker>`."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_refused_values_are_marked_and_nothing_runs(dev_folder: Path, tmp_path: Path) -> None:
+    """A `langgraph dev` folder whose blob names os.system: the tools answer, the value
+    marked refused and a notice naming it; nothing was run."""
+    import pickle
+    import shutil
+
+    from fixtures.build import DEV_FILES
+    from fixtures.oracle import load_memory_saver
+
+    import ckpt.api
+    from ckpt.mcp.budget import Budget
+    from ckpt.mcp.server import Tools
+
+    folder = tmp_path / ".langgraph_api"
+    folder.mkdir()
+    for name in DEV_FILES:
+        shutil.copyfile(dev_folder / name, folder / name)
+    marker = tmp_path / "pwned"
+    saver = load_memory_saver(*(folder / n for n in DEV_FILES))
+    blobs = {key: (("msgpack", Payload(marker)) if key[0] == "support-1" else value)
+             for key, value in dict(saver.blobs).items()}  # fmt: skip
+    (folder / DEV_FILES[2]).write_bytes(pickle.dumps(blobs, 2))
+    tools = Tools(lambda: ckpt.api.open(folder, hidden="keep"), Budget())
+    shown = json.loads(tools.show_checkpoint("support-1", values=True))
+    assert '"__ckpt__": "refused"' in json.dumps(shown["result"])
+    assert any("refused to load" in n and "system" in n for n in shown["notices"])
+    assert not marker.exists()
 
 
 def test_the_mcp_command_fails_as_every_command_does(tmp_path: Path) -> None:
