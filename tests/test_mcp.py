@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -368,3 +369,22 @@ def test_the_mcp_command_fails_as_every_command_does(tmp_path: Path) -> None:
     result = run("mcp", str(tmp_path / "missing.sqlite"))
     assert result.exit_code == 3, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_without_the_sdk_one_line_names_the_extra(sqlite_store: Path) -> None:
+    code = (
+        "import sys; sys.modules['mcp'] = None; sys.argv[0] = 'ckpt'; "
+        "from ckpt.cli import main; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "mcp", str(sqlite_store)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    assert done.returncode == 10, done.stderr
+    assert done.stderr.strip() == (
+        "ckpt: error: ckpt mcp needs the MCP SDK: pip install 'langgraph-ckpt[mcp]'"
+    )
+    assert done.stdout == ""
