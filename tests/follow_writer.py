@@ -6,8 +6,9 @@ Runs `follow_graph` on THREAD through the saver of KIND (sqlite: a path; postgre
 DSN; redis, mongodb: a URL), in two runs as an application does: the first stops on an
 interrupt, the second resumes it and fails in its last node (a ValueError of the graph's
 own). Each node sleeps PAUSE seconds first, so that a follower polling faster sees every
-step land. Prints one JSON line ({"errors": [...]}): anything but the graph's own
-interrupt and failure is an error, and the exit status is then 1.
+step land. Prints one JSON line ({"errors": [...], "writes": n, "slowest": seconds}: how
+many puts it made and the longest one took): anything but the graph's own interrupt and
+failure is an error, and the exit status is then 1.
 """
 
 from __future__ import annotations
@@ -105,15 +106,32 @@ def saver_of(kind: str, store: str) -> Iterator[Any]:
             yield saver
 
 
+def timed(saver: Any, took: list[float]) -> Any:
+    """The saver, each put and put_writes timed (a reader that held a lock would show)."""
+    for name in ("put", "put_writes"):
+        method = getattr(saver, name)
+
+        def wrapped(*args: Any, _method: Any = method, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return _method(*args, **kwargs)
+            finally:
+                took.append(time.perf_counter() - start)
+
+        setattr(saver, name, wrapped)
+    return saver
+
+
 def main(kind: str, store: str, thread: str, pause: float) -> int:
     warnings.simplefilter("ignore")
     errors: list[str] = []
+    took: list[float] = []
     try:
         with saver_of(kind, store) as saver:
-            run_graph(saver, thread, pause)
+            run_graph(timed(saver, took), thread, pause)
     except Exception as exc:  # reported, and the exit status says so
         errors.append(f"{type(exc).__name__}: {exc}")
-    print(json.dumps({"errors": errors}))
+    print(json.dumps({"errors": errors, "writes": len(took), "slowest": max(took, default=0)}))
     return 1 if errors else 0
 
 
