@@ -279,3 +279,20 @@ def test_threads_follow_starts_with_every_thread_once(sqlite_store: Path) -> Non
     failed = next(r for r in first if r["status"] == "error")
     line = next(line for line in lines if f"  {failed['thread_id']}  error" in line)
     assert failed["failed_tasks"][0]["name"] in line
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("threads", "{store}", "--follow", "--limit", "3"),
+        ("threads", "{store}", "--follow", "--status", "error"),
+        ("history", "x", "--db", "{store}", "--follow", "--interval", "0"),
+        ("history", "x", "--db", "{store}", "--follow", "--interval", "nan"),
+    ],
+)
+def test_follow_options_that_cannot_hold_are_usage_errors(
+    sqlite_store: Path, args: tuple[str, ...]
+) -> None:
+    result = run(*(a.format(store=sqlite_store) for a in args))
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and result.stdout == ""
