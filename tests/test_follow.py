@@ -296,3 +296,18 @@ def test_follow_options_that_cannot_hold_are_usage_errors(
     result = run(*(a.format(store=sqlite_store) for a in args))
     assert result.exit_code == 2, result.stdout + result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and result.stdout == ""
+
+
+def test_follow_with_last_starts_with_the_newest_and_shows_no_older_one_later(
+    sqlite_store: Path,
+) -> None:
+    with ckpt.api.open(sqlite_store) as store:
+        thread = max(store.threads(), key=lambda t: t["checkpoints"])["thread_id"]
+        newest = [r["checkpoint_id"] for r in store.history(thread, last=3)]
+        followed = [e["checkpoint_id"] for e in store.follow_history(thread, last=3, polls=1)]
+        assert followed == newest
+        # Every look after the first: nothing (the store is not written).
+        follower = HistoryFollower(store.backend, thread)
+        first = [e["checkpoint_id"] for e in follower.poll(last=3)]
+        assert first == newest
+        assert list(follower.poll()) == [] and list(follower.poll()) == []

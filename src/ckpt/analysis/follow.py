@@ -49,14 +49,25 @@ class HistoryFollower:
         """What landed since the last poll: the new writes of checkpoints already shown
         (before any newer checkpoint: they were written first), then the new checkpoints,
         oldest id first. `last` keeps only the newest N of the new checkpoints."""
-        low = self._low()
         yield from self._writes()
-        query = DumpQuery(thread_ids=(self.thread_id,), checkpoint_ns=self.ns, since_id=low)
-        found = [
-            c
-            for c in self.store.iter_checkpoints(query, values=False)
-            if c.checkpoint_id not in self.shown
-        ]
+        if self.newest is None and self.ns is None:
+            # The first look: the thread as `history` reads it (its newest `last` alone).
+            found = self.store.checkpoints(self.thread_id, values=False, last=last)
+            if last is not None and found:
+                # The ones just older than those are not to come later as new.
+                self.newest = found[-1].checkpoint_id
+                window = DumpQuery(thread_ids=(self.thread_id,), since_id=self._low())
+                kept = {c.checkpoint_id for c in found}
+                for older in self.store.iter_checkpoints(window, values=False):
+                    if older.checkpoint_id not in kept:
+                        self.shown[older.checkpoint_id] = None
+                self.newest = None
+        else:
+            query = DumpQuery(
+                thread_ids=(self.thread_id,), checkpoint_ns=self.ns, since_id=self._low()
+            )
+            found = list(self.store.iter_checkpoints(query, values=False))
+        found = [c for c in found if c.checkpoint_id not in self.shown]
         found.sort(key=lambda c: c.checkpoint_id)
         if last is not None and len(found) > last:
             for checkpoint in found[:-last]:  # not shown, and not to be shown later either
