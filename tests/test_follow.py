@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.follow_writer import run_graph, saver_of
-from tests.invoke import run
 
 import ckpt.api
 from ckpt.analysis.follow import HistoryFollower
+from follow_writer import run_graph, saver_of
+from invoke import run
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITER = Path(__file__).parent / "follow_writer.py"
@@ -123,7 +123,7 @@ def live_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple
             path = str(tmp_path / "live.sqlite")
             yield from _warm(kind, path, path)
         elif kind == "postgres":
-            from tests.pg import url_of
+            from pg import url_of
 
             dsn = request.getfixturevalue("pg_new_database")()
             yield from _warm(kind, dsn, url_of(dsn))
@@ -208,7 +208,8 @@ def test_the_follower_reads_a_langgraph_dev_folder_again_when_it_is_saved(
     change, and shows only what is new."""
     from fixtures.build import DevServerSaver
     from langgraph.types import Command
-    from tests.follow_writer import PlannedFailure, follow_graph
+
+    from follow_writer import PlannedFailure, follow_graph
 
     folder = tmp_path / ".langgraph_api"
     with warnings.catch_warnings():

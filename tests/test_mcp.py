@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.invoke import run
-from tests.pg import PgStore, url_of
 
 from ckpt.records.encode import dumps
+from invoke import run
+from pg import PgStore, url_of
 
 pytest.importorskip("mcp", reason="the mcp extra")
 
