@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS := test,postgres,demo,dev,tui
+EXTRAS := test,postgres,demo,dev,tui,mcp
 # The versions the tests run against (CI installs exactly these). `make lock` rewrites it
 # on purpose; `make test-latest` runs the suite on the newest releases to see drift first.
 CONSTRAINTS := requirements/ci-constraints.txt

@@ -66,6 +66,30 @@ def test_textual_is_imported_only_by_the_browser() -> None:
     assert [m for m in users if not m.startswith("browse/")] == ["cli/browse_cmd.py"]
 
 
+def test_the_mcp_sdk_is_imported_only_by_the_mcp_server_which_only_reads() -> None:
+    modules = package_modules()
+    offenders = {
+        module: sorted(n for n in names if under(n, "mcp") or under(n, "mcp_types"))
+        for module, names in modules.items()
+        if not module.startswith("mcp/")
+    }
+    assert {m: n for m, n in offenders.items() if n} == {}
+    assert any(under(n, "mcp") for n in modules["mcp/server.py"])
+    # ...and ckpt.mcp only from its command, which imports it when it runs.
+    users = sorted(m for m, names in modules.items() if any(under(n, "ckpt.mcp") for n in names))
+    assert [m for m in users if not m.startswith("mcp/")] == ["cli/mcp_cmd.py"]
+    # Read-only by construction: no tool reaches a verb that writes.
+    writes = {"prune", "iter_prune", "copy", "iter_copy", "vacuum"}
+    called = {
+        node.attr
+        for path in (PACKAGE / "mcp").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Attribute)
+    }
+    assert called & {"checkpoint", "iter_history", "diff"}  # it reads the calls
+    assert not called & writes
+
+
 def test_library_modules_never_import_the_renderers() -> None:
     offenders = {
         module: sorted(n for n in names if under(n, "ckpt.render"))
@@ -103,10 +127,12 @@ def test_nested_ruff_configs_repeat_the_bans() -> None:
     render = banned_api(tomllib.loads((PACKAGE / "render" / ".ruff.toml").read_text()))
     cli = banned_api(tomllib.loads((PACKAGE / "cli" / ".ruff.toml").read_text()))
     browse = banned_api(tomllib.loads((PACKAGE / "browse" / ".ruff.toml").read_text()))
-    assert {"rich", "ckpt.render", "textual", "importlib", "pickle.Unpickler"} <= set(main)
+    mcp = banned_api(tomllib.loads((PACKAGE / "mcp" / ".ruff.toml").read_text()))
+    assert {"rich", "ckpt.render", "textual", "importlib", "pickle.Unpickler", "mcp"} <= set(main)
     assert render == {k: v for k, v in main.items() if k not in {"rich", "ckpt.render"}}
     assert cli == {k: v for k, v in main.items() if k != "ckpt.render"}
     assert browse == {k: v for k, v in main.items() if k not in {"rich", "ckpt.render", "textual"}}
+    assert mcp == {k: v for k, v in main.items() if k != "mcp"}
 
 
 PROBE = """\
@@ -116,6 +142,7 @@ from rich.text import Text
 from textual.app import App
 from ckpt.render import human
 from typer import _click
+from mcp.server.mcpserver import MCPServer
 eval("1")
 exec("1")
 class Loader(pickle.Unpickler):
@@ -131,6 +158,7 @@ class Loader(pickle.Unpickler):
         ("render", {"rich", "ckpt.render"}),
         ("cli", {"ckpt.render"}),
         ("browse", {"rich", "ckpt.render", "textual"}),
+        ("mcp", {"mcp"}),
     ],
 )
 def test_ruff_refuses_a_probe(tmp_path: Path, folder: str, allowed: set[str]) -> None:
@@ -139,7 +167,7 @@ def test_ruff_refuses_a_probe(tmp_path: Path, folder: str, allowed: set[str]) ->
     import shutil
 
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    for nested in ("render", "cli", "browse"):
+    for nested in ("render", "cli", "browse", "mcp"):
         (tmp_path / "src" / "ckpt" / nested).mkdir(parents=True)
         shutil.copy(PACKAGE / nested / ".ruff.toml", tmp_path / "src" / "ckpt" / nested)
     probe = tmp_path / "src" / "ckpt" / folder / "probe.py"
@@ -153,7 +181,16 @@ def test_ruff_refuses_a_probe(tmp_path: Path, folder: str, allowed: set[str]) ->
     )
     report = result.stdout
     assert "S307" in report and "S102" in report, report
-    for name in ("importlib", "pickle.Unpickler", "typer._click", "rich", "ckpt.render", "textual"):
+    names = (
+        "importlib",
+        "pickle.Unpickler",
+        "typer._click",
+        "rich",
+        "ckpt.render",
+        "textual",
+        "mcp",
+    )
+    for name in names:
         assert (f"`{name}` is banned" in report) == (name not in allowed), (name, report)
 
 
@@ -394,7 +431,7 @@ def test_the_wheel_is_pure_python(tmp_path: Path) -> None:
 # its options declare at start-up, where importing the API would cost every run ~40 ms),
 # the browser (another face, only `browse` imports it) and the package's __version__.
 CLI_MAY_IMPORT = ("ckpt.api", "ckpt.records", "ckpt.render", "ckpt.errors", "ckpt.cli",
-                  "ckpt.records.vocabulary", "ckpt.browse")  # fmt: skip
+                  "ckpt.records.vocabulary", "ckpt.browse", "ckpt.mcp")  # fmt: skip
 CLI_MAY_NAME = {"ckpt", "ckpt.__version__"}
 
 
@@ -409,15 +446,17 @@ def cli_reaches_past_the_api(path: Path) -> list[str]:
 
 
 def test_the_cli_imports_only_the_api_records_renderers_and_errors() -> None:
-    # The browser is a face too: it keeps the CLI's rule (no diff, sort or selector of its own).
+    # The browser and the MCP server are faces too: they keep the CLI's rule (no diff, sort or
+    # selector of their own).
     found = {
         path.relative_to(PACKAGE).as_posix(): cli_reaches_past_the_api(path)
-        for face in ("cli", "browse")
+        for face in ("cli", "browse", "mcp")
         for path in sorted((PACKAGE / face).rglob("*.py"))
     }
     assert {m: n for m, n in found.items() if n} == {}
     assert any(under(n, "ckpt.api") for n in imported_modules(PACKAGE / "cli" / "common.py"))
     assert any(under(n, "ckpt.api") for n in imported_modules(PACKAGE / "browse" / "app.py"))
+    assert any(under(n, "ckpt.api") for n in imported_modules(PACKAGE / "mcp" / "server.py"))
 
 
 def test_the_cli_import_check_fires(tmp_path: Path) -> None:
@@ -476,11 +515,11 @@ def message_strings(path: Path) -> list[tuple[int, str]]:
 
 
 def library_files() -> list[Path]:
-    """The library: everything but the faces (the CLI, the renderers, the browser)."""
+    """The library: everything but the faces (the CLI, the renderers, the browser, MCP)."""
     return [
         path
         for path in sorted(PACKAGE.rglob("*.py"))
-        if path.relative_to(PACKAGE).parts[0] not in {"cli", "render", "browse"}
+        if path.relative_to(PACKAGE).parts[0] not in {"cli", "render", "browse", "mcp"}
     ]
 
 
@@ -533,7 +572,8 @@ def test_every_parameter_a_library_message_names_has_its_flag() -> None:
 # The folders say the flow (cli -> api -> scan/ops/analysis -> stores -> records/decoders):
 # a new module joins a group, not the top of the package.
 TOP_LEVEL = {"__init__.py", "__main__.py", "api.py", "demo.py", "errors.py", "escapes.py"}
-GROUPS = {"analysis", "browse", "cli", "decoders", "ops", "records", "render", "scan", "stores"}
+GROUPS = {"analysis", "browse", "cli", "decoders", "mcp", "ops", "records", "render", "scan",
+          "stores"}  # fmt: skip
 
 
 def test_the_package_top_holds_only_the_face_and_its_groups() -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from ckpt.analysis.comparison import Comparison
 from ckpt.analysis.records import checkpoint_record
-from ckpt.analysis.selector import dump_query, time_of
+from ckpt.analysis.selector import dump_query
 from ckpt.analysis.tasks import Task
 from ckpt.errors import BadOption, EncryptedError, NotFound, RefusedGlobal
 from ckpt.ops.demo import missing_demo_packages, require_demo, write_demo
@@ -39,6 +39,7 @@ from ckpt.records.options import (
 from ckpt.records.types import (
     CheckpointRecord,
     CheckRecord,
+    FollowWritesRecord,
     HistoryNodeRecord,
     LineageRecord,
     PatchOperation,
@@ -257,6 +258,51 @@ class CheckpointStore:
         if ns is not None or last is not None:
             return iter(self.history(thread_id, ns=ns, last=last))
         return self._watched(stream_history(self._store, thread_id))
+
+    def follow_history(
+        self,
+        thread_id: str,
+        *,
+        ns: str | None = None,
+        last: int | None = None,
+        interval: float = 1.0,
+        polls: int | None = None,
+    ) -> Iterator[CheckpointRecord | FollowWritesRecord]:
+        """`history --follow`: the thread's checkpoints (the newest `last` of those already
+        there), then each new one as it lands, oldest id first, with the writes that land
+        on a checkpoint already given as `writes` events (a task's output, error or
+        interrupt), polling every `interval` seconds; `polls` stops after that many (None:
+        until the caller stops). A thread not there yet is waited for. Reads are short and
+        read-only: a writer never waits on them (ckpt.analysis.follow)."""
+        from ckpt.analysis.follow import HistoryFollower, check_interval
+        from ckpt.analysis.follow import polls as ticks
+
+        check_interval(interval)
+        follower = HistoryFollower(self._store, thread_id, ns)
+        for _ in ticks(self._store, interval=interval, count=polls):
+            yield from follower.poll(last=last if follower.newest is None else None)
+
+    def follow_threads(
+        self,
+        *,
+        where: dict[str, str] | None = None,
+        interval: float = 1.0,
+        polls: int | None = None,
+    ) -> Iterator[ThreadRecord]:
+        """`threads --follow`: every thread's record, then a thread's record again whenever
+        its status changes (a new thread, a run that finished, failed or stopped on an
+        interrupt), polling every `interval` seconds; `polls` stops after that many."""
+        from ckpt.analysis.follow import check_interval, thread_changes
+        from ckpt.analysis.follow import polls as ticks
+
+        check_interval(interval)
+
+        def records() -> Iterator[ThreadRecord]:
+            yield from self.iter_threads(sort="thread", where=where)
+            notices = self._store.notices
+            notices[:] = list(dict.fromkeys(notices))  # said once, however many polls
+
+        return thread_changes(records, ticks(self._store, interval=interval, count=polls))
 
     def _watched(self, records: Iterator[CheckpointRecord]) -> Iterator[CheckpointRecord]:
         """A stream of records, then the error of those that stayed encrypted (only they
@@ -536,27 +582,15 @@ class CheckpointStore:
         """The threads chosen, and the selection checked, when called (once the store has
         said it can do what is asked): their ids in thread id order. Every given condition
         must hold; the records are streamed and dropped (100,000 threads: their ids only)."""
-        from ckpt.analysis.threads import chosen_ids
-        from ckpt.records.when import parse_age, parse_when
+        from ckpt.analysis.threads import chooser
 
-        now = dt.datetime.now(dt.UTC)
+        def listed() -> Iterator[ThreadRecord]:
+            return self.iter_threads(status=status, where=dict(where or {}), sort="thread")
 
-        def choose() -> list[str]:
-            if not (threads or older_than is not None or since is not None or status or where):
-                if not every:
-                    raise BadOption(
-                        "say which threads: `threads`, `older_than`, `since`, `status`, "
-                        "`where`, or `all=True` for every thread"
-                    )
-            old = parse_age(older_than, "older_than") if older_than is not None else None
-            new = parse_when(since, "since") if since is not None else None
-            wanted = set(self._known_threads(threads))
-            before = time_of(self._store, old, "older_than", now) if old is not None else None
-            after = time_of(self._store, new, "since", now) if new is not None else None
-            records = self.iter_threads(status=status, where=dict(where or {}), sort="thread")
-            return chosen_ids(records, wanted, before=before, after=after)
-
-        return choose
+        given = bool(threads or older_than is not None or since is not None or status or where)
+        return chooser(
+            self._store, self._known_threads, listed, threads, older_than, since, given or every
+        )
 
     # -- changing a store: prune, vacuum (apply=True only) --------------------------------
     def iter_prune(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import Any, Final
 
 from ckpt.records.types import ThreadRecord
 from ckpt.records.vocabulary import STATUSES, Status, ThreadSort
+from ckpt.records.when import When
 from ckpt.stores.base import Store
 
 _STATUS_ORDER = {status: i for i, status in enumerate(STATUSES)}
@@ -181,3 +182,39 @@ def chosen_ids(
             continue
         chosen.append(record["thread_id"])
     return chosen
+
+
+def chooser(
+    store: Store,
+    known: Callable[[Sequence[str]], tuple[str, ...]],
+    listed: Callable[[], Iterable[ThreadRecord]],
+    threads: Sequence[str],
+    older_than: When | None,
+    since: When | None,
+    said: bool,
+) -> Callable[[], list[str]]:
+    """The threads `prune`, `copy` and `migrate` take, chosen when called (once the store
+    has said it can do what is asked): their ids in thread id order, among `known(threads)`
+    (when any are given) and the `listed()` records, updated before `older_than` and at
+    or after `since`. The records are streamed and dropped (100,000 threads: their ids).
+    `said`: whether any condition (or `all`) was given; without one, BadOption."""
+    from ckpt.analysis.selector import time_of
+    from ckpt.errors import BadOption
+    from ckpt.records.when import parse_age, parse_when
+
+    now = dt.datetime.now(dt.UTC)
+
+    def choose() -> list[str]:
+        if not said:
+            raise BadOption(
+                "say which threads: `threads`, `older_than`, `since`, `status`, "
+                "`where`, or `all=True` for every thread"
+            )
+        old = parse_age(older_than, "older_than") if older_than is not None else None
+        new = parse_when(since, "since") if since is not None else None
+        wanted = set(known(threads))
+        before = time_of(store, old, "older_than", now) if old is not None else None
+        after = time_of(store, new, "since", now) if new is not None else None
+        return chosen_ids(listed(), wanted, before=before, after=after)
+
+    return choose

@@ -178,6 +178,7 @@ COMMAND_MODULES: dict[str, str] = {
     "copy": "copy_cmd",
     "migrate": "migrate_cmd",
     "browse": "browse_cmd",
+    "mcp": "mcp_cmd",
     "demo": "demo",
 }
 _registered: set[str] = set()
@@ -206,6 +207,8 @@ def _register(module: str) -> None:
         from ckpt.cli.migrate_cmd import register
     elif module == "browse_cmd":
         from ckpt.cli.browse_cmd import register
+    elif module == "mcp_cmd":
+        from ckpt.cli.mcp_cmd import register
     else:
         from ckpt.cli.demo import register
     register(_app)

@@ -13,7 +13,9 @@ import typer
 
 from ckpt.cli.common import opened, state, wants_ndjson
 from ckpt.cli.options import (
+    FollowOpt,
     FullOpt,
+    IntervalOpt,
     JsonOpt,
     LocalOpt,
     NdjsonOpt,
@@ -26,9 +28,12 @@ from ckpt.cli.options import (
     parse_where,
     store_options,
 )
+from ckpt.errors import BadOption
 
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Iterable
+
+    from ckpt.render.output import Output
 
 
 @store_options
@@ -54,21 +59,35 @@ def threads(
     local: LocalOpt = False,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
+    follow: FollowOpt = False,
+    interval: IntervalOpt = 1.0,
     *,
     store_options: StoreOptions,
 ) -> None:
     """List every thread: checkpoints, namespaces, latest step, status (size with --size).
 
+    With --follow: every thread, then a line whenever a thread changes status.
     Example: ckpt threads db.sqlite --status error --json | jq '.[].errors'
     """
     from ckpt.render.output import stream_json_array, stream_ndjson
-    from ckpt.render.plain import threads_table
+    from ckpt.render.plain import thread_change_lines, threads_table
 
     filters = dict(parse_where(w) for w in where or [])
     as_lines = wants_ndjson(ctx, json_out, ndjson_out)  # option errors before opening the store
     output = state(ctx).output
     output.local_time = local
+    if follow and (status or limit or size or sort.value != "updated"):
+        raise BadOption(
+            "--follow shows every thread as it changes: no --status, --limit, --size or --sort"
+        )
     with opened(ctx, store_options, store) as checkpoints:
+        if follow:
+            changes = checkpoints.follow_threads(where=filters, interval=interval)
+            if json_out or ndjson_out:
+                each(output, stream_ndjson(changes))
+            else:
+                each(output, thread_change_lines(changes, output), text=True)
+            return
         records = checkpoints.iter_threads(
             sort=sort.value,  # type: ignore[arg-type]
             limit=limit,
@@ -108,11 +127,15 @@ def history(
     local: LocalOpt = False,
     json_out: JsonOpt = False,
     ndjson_out: NdjsonOpt = False,
+    follow: FollowOpt = False,
+    interval: IntervalOpt = 1.0,
     *,
     store_options: StoreOptions,
 ) -> None:
     """Show a thread's checkpoints as a tree of parent links: forks and subgraphs included.
 
+    With --follow: a line per checkpoint, then each new one as it lands, with the writes,
+    errors and interrupts that land on it after.
     Example: ckpt history support-1 --db chat.sqlite
     """
     from ckpt.render import human
@@ -123,12 +146,31 @@ def history(
     output.local_time = local
     as_lines = wants_ndjson(ctx, json_out, ndjson_out)
     with opened(ctx, store_options) as checkpoints:
+        if follow:
+            if not checkpoints.thread_exists(thread):
+                output.notices([f"waiting for thread {thread!r} in {checkpoints.location}"])
+            events = checkpoints.follow_history(thread, last=last, interval=interval)
+            if json_out or ndjson_out:
+                each(output, stream_ndjson(events))
+            else:
+                each(output, human.followed_lines(events, output, local=local), text=True)
+            return
         if json_out or ndjson_out:
             stream = checkpoints.iter_history(thread, last=last)
             output.lines(stream_ndjson(stream) if as_lines else stream_json_array(stream))
         else:
             lineage = checkpoints.lineage(thread, last=last)
             output.text(tree_lines(human.history_view(lineage, last=last, local=local), output))
+
+
+def each(output: Output, lines: Iterable[str], *, text: bool = False) -> None:
+    """Lines as they come, each on its way at once (`--follow`: the reader sees a
+    checkpoint the moment it is found, not when the pipe's buffer fills)."""
+    for line in lines:
+        if text:
+            output.text([line])
+        else:
+            output.lines([line])
 
 
 TABLE_COLUMNS = 12  # checkpoints a terminal can show side by side

@@ -185,6 +185,25 @@ LocalOpt = Annotated[
 ]
 FullOpt = Annotated[bool, typer.Option("--full", help="Show long values whole instead of cut.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar on stderr.")]
+FollowOpt = Annotated[
+    bool,
+    typer.Option(
+        "--follow",
+        "-f",
+        help="Keep watching: print what changes as a graph writes (Ctrl-C stops; --json: NDJSON).",
+    ),
+]
+IntervalOpt = Annotated[
+    float,
+    typer.Option(
+        "--interval",
+        metavar="SECONDS",
+        min=0.01,
+        max=3600.0,
+        help="With --follow: seconds between two looks at the store.",
+        callback=lambda value: _finite(value, "--interval"),
+    ),
+]
 ThreadsOpt = Annotated[
     list[str] | None,
     typer.Option("--thread", "-t", metavar="THREAD", help="Only this thread (repeatable)."),
@@ -284,6 +303,7 @@ FLAGS: dict[str, str] = {
     "ns": "--ns",
     "other": "--db2",
     "spec": "--db",
+    "interval": "--interval",
 }
 _NAMED = re.compile(r"`([^`\n]+)`")
 

@@ -141,6 +141,19 @@ class CheckpointRecord(TypedDict):
     branch: NotRequired[BranchRecord | None]  # `history` only: the branch it starts, if any
 
 
+class FollowWritesRecord(TypedDict):
+    """`history --follow`: writes that landed on a checkpoint already shown (a task's
+    output, its error, its interrupt), with its tasks and interrupts as they now stand."""
+
+    event: Literal["writes"]
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    pending_writes: list[WriteRecord]  # the new ones only
+    tasks: list[TaskRecord] | None
+    interrupts: list[InterruptRecord]
+
+
 class SubgraphRecord(TypedDict):
     checkpoint_ns: str
     chain: list[HistoryNodeRecord]

@@ -4,8 +4,8 @@ computes status, `next` or tasks: the records carry them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, cast
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -23,6 +23,7 @@ from ckpt.records.model import CONTROL_CHANNELS, INTERRUPT, NULL_TASK_ID, is_int
 from ckpt.records.types import (
     CheckpointRecord,
     DeltaRecord,
+    FollowWritesRecord,
     HistoryNodeRecord,
     InterruptRecord,
     LineageRecord,
@@ -296,6 +297,44 @@ def history_view(
                 chain = chain[-last:]
         drawer.add_chain(parent, chain)
     return tree
+
+
+def followed_lines(
+    events: Iterable[CheckpointRecord | FollowWritesRecord], output: Output, *, local: bool
+) -> Iterator[str]:
+    """`history --follow`: each checkpoint on the line `ckpt history` draws it (a subgraph's
+    after its namespace), and writes that land later on a line of their own under it, as
+    `ran: ...` reads in the tree (✗ a failed task, ⏸ an interrupt). One line at a time: the
+    newest checkpoint of each namespace is all that is kept."""
+    from ckpt.render.plain import tree_lines
+
+    latest: dict[str, CheckpointRecord] = {}
+    for event in events:
+        ns = event["checkpoint_ns"]
+        line = Text()
+        if event.get("event") == "writes":
+            before = latest.get(ns)
+            if before is None:
+                continue
+            landed = cast(FollowWritesRecord, event)
+            record: CheckpointRecord = {
+                **before,
+                "pending_writes": [*(before["pending_writes"] or []), *landed["pending_writes"]],
+                "tasks": landed["tasks"],
+                "interrupts": landed["interrupts"],
+            }
+            latest[ns] = record
+            line.append(f"  ↳ {short_id(record['checkpoint_id'])}", style="yellow")
+            line.append("  ran: ", style="dim")
+            line.append_text(_writes_brief(record))
+        else:
+            record = event  # type: ignore[assignment]
+            if ns:
+                line.append(f"{ns}  ", style="blue")
+            when = short_time(record["ts"], local)
+            line.append_text(_node_label(record, when, latest.get(ns)))
+            latest[ns] = record
+        yield from tree_lines(TreeNode(_runs(line)), output)
 
 
 def _runs(text: Text) -> Runs:

@@ -40,6 +40,22 @@ def ansi_paint(text: str, style: str, *, colour: bool) -> str:
     return f"\x1b[{_ANSI[style]}m{text}\x1b[0m" if colour and style in _ANSI else text
 
 
+def thread_change_lines(records: Iterable[ThreadRecord], output: Output) -> Iterator[str]:
+    """`threads --follow`: a line per thread whose status changed, as it changes: its
+    latest checkpoint's time, the thread, the status, the step, and what it waits for (the
+    next nodes, an interrupt) or why it failed."""
+    for record in records:
+        detail = ", ".join(record["next"] or [])
+        if record["status"] == "error" and record["failed_tasks"]:
+            detail = failure(record["failed_tasks"][0], limit=200)
+        elif record["interrupts"]:
+            detail = f"interrupt {record['interrupts'][0]['id']}"
+        when = short_time(record["updated_at"], output.local_time)
+        step = record["step"] if record["step"] is not None else "?"
+        cells = [when, clean_line(record["thread_id"]), record["status"], f"step {step}", detail]
+        yield "  ".join(c for c in cells if c) + "\n"
+
+
 def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[str]:
     """The lines of the table, one row per thread; nothing at all for no threads.
 

@@ -7,7 +7,7 @@ is opened by ckpt.stores.open_store; nothing outside ckpt/stores names a kind of
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -281,6 +281,13 @@ class Store(ABC):
         wants no reader beside the writer, as SQLite does). NotSupported or Unsafe where
         the kind cannot be changed safely."""
         raise NotSupported(f"{self.location}: {self.kind} stores cannot be changed yet")
+
+    def change_token(self) -> Hashable | None:
+        """A value that differs between two calls whenever the store may have changed in
+        between (`--follow` reads nothing while it stays the same); None when the kind
+        cannot tell cheaply, and every poll reads. May reconnect a reader opened on a
+        snapshot that cannot see changes."""
+        return None
 
     def fork(self) -> Store | None:
         """Another reader of the same store, for work on another thread (its queries then

@@ -6,7 +6,7 @@ refusing changes are the same for all of them, here."""
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -146,6 +146,12 @@ class DocumentStore(Store):
     @abstractmethod
     def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
         """The checkpoint each of the thread's stored writes belongs to (one per write)."""
+
+    def change_token(self) -> Hashable | None:
+        # The server cannot say cheaply whether anything changed: every poll reads, with
+        # the thread catalog read again (a new thread, a new latest checkpoint).
+        self._catalog_cache = None
+        return None
 
     def _catalog(self) -> dict[str, ThreadInfo]:
         if self._catalog_cache is None:

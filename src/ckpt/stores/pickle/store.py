@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeGuard
@@ -89,6 +89,8 @@ class PickleStore(Store):
     kind = "pickle"
 
     def __init__(self, path: str | os.PathLike[str], *, aes_key: bytes | None = None) -> None:
+        self._given = Path(path)
+        self._stamps: tuple[object, ...] | None = None  # change_token's last look
         self.layout = _locate(Path(path))
         super().__init__(str(self.layout.location), aes_key=aes_key)
         storage = self.layout.storage
@@ -940,6 +942,22 @@ class PickleStore(Store):
     def writer(self, *, timeout: float | None) -> Writer:
         raise Unsafe(f"{self.location}: {DEV_FOLDER_REFUSAL}")
 
+    def change_token(self) -> Hashable | None:
+        # `langgraph dev` rewrites a file whole when it saves: its inode, size or time
+        # change. A file read at open (or since) is then read again, from scratch: this
+        # reader is opened anew in place (notices and refusals said once).
+        stamps = tuple(
+            _file_stamp(path)
+            for path in (self.layout.storage, self.layout.writes, self.layout.blobs)
+        )
+        if self._stamps is not None and stamps != self._stamps:
+            notices, refused = self.notices, self.refused
+            self.close()
+            self.__init__(self._given, aes_key=self.aes_key)  # type: ignore[misc]
+            self.notices, self.refused = notices, sorted({*refused, *self.refused})
+        self._stamps = stamps
+        return stamps
+
     def close(self) -> None:
         self._writes_dict = None
         self._blobs_dict = None
@@ -952,6 +970,16 @@ class PickleStore(Store):
         if self._storage_fd is not None:
             os.close(self._storage_fd)
             self._storage_fd = None
+
+
+def _file_stamp(path: Path | None) -> tuple[int, int, int] | None:
+    if path is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _spanned(fd: int, role: str) -> dict[Any, Any] | None:

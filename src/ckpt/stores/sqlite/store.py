@@ -7,7 +7,7 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -140,6 +140,7 @@ class SqliteStore(Store):
         self._link = connect(self.path)
         self.conn = self._link.conn
         self._reading = 0  # methods inside the open read transaction (`_snapshot`)
+        self._links = 1  # connections opened (change_token)
         self._timeout = timeout
         self._told_large = False
         self._deadline = math.inf  # set while _run or _stream steps a statement
@@ -1008,6 +1009,30 @@ class SqliteStore(Store):
         # the writer's first write fail. Every read of the command is done by now.
         self.close()
         return SqliteWriter(self.path, busy_timeout=timeout or 5.0, aes_key=self.aes_key)
+
+    def change_token(self) -> Hashable | None:
+        # A commit changes the file or its -wal (size, modification time): two stat calls,
+        # no lock a writer waits on. (PRAGMA data_version cannot say it: a connection that
+        # maps the wal-index read-only sees its number move at every read of its own.) A
+        # connection opened immutable sees no commit: once the file changes or a writer
+        # attaches, it is opened again, in the mode that reads a live store
+        # (stores/sqlite/connection.py).
+        if self._link.changed() and not self._reading:
+            self._link.close()
+            self._link = connect(self.path)
+            self.conn = self._link.conn
+            self._links += 1
+            if self._timeout is not None:
+                self.conn.set_progress_handler(self._over_time, PROGRESS_STEPS)
+        stamps: list[tuple[int, int, int] | None] = []
+        for path in (self.path, Path(f"{self.path}-wal")):
+            try:
+                st = path.stat()
+            except OSError:
+                stamps.append(None)
+            else:
+                stamps.append((st.st_ino, st.st_size, st.st_mtime_ns))
+        return (self._links, *stamps)
 
     def fork(self) -> SqliteStore:
         # Its own read-only connection: sqlite3 releases the GIL while a query runs.
