@@ -203,9 +203,6 @@ CODECS: tuple[Codec, ...] = (
 )
 
 
-_UNPACKABLE = object()
-
-
 def _inner(value: Any, depth: int) -> Iterator[tuple[str, Any]]:
     """Damages inside a field that holds a map (plain, msgpack or JSON): each key removed,
     each key's value damaged, and one level further down."""
@@ -213,12 +210,6 @@ def _inner(value: Any, depth: int) -> Iterator[tuple[str, Any]]:
         decoded = unpack(value)
         if decoded is None:
             continue
-
-        def packed(changed: dict[str, Any]) -> Any:
-            try:
-                return pack(changed, value)
-            except (TypeError, ValueError):  # not encodable the same way: not generated
-                return _UNPACKABLE
 
         changes: list[tuple[str, Any]] = []
         for key, inner in decoded.items():
@@ -229,8 +220,11 @@ def _inner(value: Any, depth: int) -> Iterator[tuple[str, Any]]:
                 for what, changed in _inner(inner, depth - 1):
                     changes.append((f"[{key}]{what}", {**decoded, key: changed}))
         for what, changed in changes:
-            if (encoded := packed(changed)) is not _UNPACKABLE:
-                yield what, encoded
+            try:
+                encoded = pack(changed, value)
+            except (TypeError, ValueError):  # not encodable the same way: not generated
+                continue
+            yield what, encoded
         return
     if isinstance(value, (list, tuple)) and 0 < len(value) <= 4:  # a typed pair: (type, bytes)
         for index, inner in enumerate(value):
@@ -352,20 +346,52 @@ def _text(value: Any) -> str:
     return json.dumps(_plain(value), default=repr, sort_keys=True)
 
 
-def _skeleton(value: Any) -> Any:
-    """A value's shape: its maps' keys, its lists' lengths, its leaves' types."""
-    if isinstance(value, dict):
-        return {str(k): _skeleton(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_skeleton(v) for v in value]
-    if hasattr(value, "model_dump"):
-        return [type(value).__name__, _skeleton(value.model_dump())]
-    return type(value).__name__
+def _types(values: Any) -> list[str]:
+    return sorted({type(v).__name__ for v in values})
+
+
+def _frame(checkpoint: Any, checkpoint_id: str, metadata: Any) -> Any:
+    """The parts of a loaded checkpoint whose shape LangGraph itself defines (format.md
+    §2): the body's keys and their types, its format version, the types of its versions
+    and of the channel names in `updated_channels`, whether its id is the row's; whether
+    metadata is a map with a string `source`, a number `step` and (if any) a map of
+    `parents`. Channel values, write values, which channels and nodes the versions name
+    and the application's own metadata keys are values: any that loads is valid."""
+    if not isinstance(checkpoint, dict):
+        return type(checkpoint).__name__
+    optional = ("updated_channels", "pending_sends")
+    frame: dict[str, Any] = {
+        k: type(v).__name__
+        for k, v in checkpoint.items()
+        if k not in optional or not isinstance(v, (list, type(None)))
+    }
+    frame["v"] = checkpoint.get("v")
+    frame["id"] = checkpoint.get("id") == checkpoint_id
+    versions = checkpoint.get("channel_versions")
+    seen = checkpoint.get("versions_seen")
+    every = list(versions.values()) if isinstance(versions, dict) else []
+    if isinstance(seen, dict):
+        frame["versions_seen"] = [t for t in _types(seen.values()) if t != "dict"]
+        every += [x for m in seen.values() if isinstance(m, dict) for x in m.values()]
+    kinds = _types(every)  # of one kind, strings or numbers
+    frame["versions"] = kinds if len(kinds) > 1 or set(kinds) - {"str", "int", "float"} else "ok"
+    updated = checkpoint.get("updated_channels")
+    frame["updated_channels"] = [t for t in _types(updated or []) if t != "str"]
+    if not isinstance(metadata, dict):
+        frame["metadata"] = type(metadata).__name__
+    else:
+        frame["metadata"] = [
+            type(metadata.get("source")).__name__,
+            type(metadata.get("step")).__name__,
+            type(metadata.get("parents", {})).__name__,
+        ]
+    return frame
 
 
 @dataclass(frozen=True)
 class View:
-    """What LangGraph makes of one thread: its shape, and the values it loaded."""
+    """What LangGraph makes of one thread: its shape (which checkpoints, linked how, with
+    which pending writes, each of the shape LangGraph writes), and the values it loaded."""
 
     shape: str
     values: str
@@ -385,38 +411,37 @@ def thread_view(saver: BaseCheckpointSaver[Any], graph: Any, thread: str) -> Vie
     for tup in ([latest] if latest else []) + listed:
         configurable = tup.config["configurable"]
         parent = tup.parent_config["configurable"] if tup.parent_config else {}
-        checkpoint = tup.checkpoint
-        loaded = {
-            "checkpoint": {k: v for k, v in checkpoint.items() if k != "ts"},
-            "metadata": tup.metadata,
-            "writes": [list(w) for w in tup.pending_writes or []],
-        }
+        writes = [list(w) for w in tup.pending_writes or []]
         shape.append(
             [
                 configurable.get("checkpoint_ns", ""),
                 configurable["checkpoint_id"],
                 parent.get("checkpoint_id"),
                 parent.get("checkpoint_ns"),
-                _skeleton(loaded),
+                _frame(tup.checkpoint, configurable["checkpoint_id"], tup.metadata),
+                sorted(_text([w[0], type(w[1]).__name__]) for w in writes),
             ]
         )
-        values.append(loaded)
+        values.append(
+            {
+                "checkpoint": {k: v for k, v in tup.checkpoint.items() if k != "ts"},
+                "metadata": tup.metadata,
+                "writes": writes,
+            }
+        )
     for snapshot in history:
         parent = snapshot.parent_config["configurable"] if snapshot.parent_config else {}
-        loaded = {
-            "values": snapshot.values,
-            "metadata": snapshot.metadata,
-            "next": snapshot.next,
-            "tasks": [(t.name, t.error is not None, len(t.interrupts)) for t in snapshot.tasks],
-        }
         shape.append(
-            [
-                snapshot.config["configurable"]["checkpoint_id"],
-                parent.get("checkpoint_id"),
-                _skeleton(loaded),
-            ]
+            [snapshot.config["configurable"]["checkpoint_id"], parent.get("checkpoint_id")]
         )
-        values.append(loaded)
+        values.append(
+            {
+                "values": snapshot.values,
+                "metadata": snapshot.metadata,
+                "next": snapshot.next,
+                "tasks": [(t.name, t.error is not None, len(t.interrupts)) for t in snapshot.tasks],
+            }
+        )
     return View(_text(shape), _text(values))
 
 
@@ -441,6 +466,7 @@ class Tally:
     kind: str
     tried: int = 0
     refused: int = 0  # the store would not hold the damaged value (a typed column)
+    store_refused: int = 0  # ckpt refuses the whole store (exit 4, one line): never a pass
     harmless: int = 0  # LangGraph reads every thread as before
     broken: int = 0  # LangGraph raises or reads a history of another shape
     caught: int = 0  # ... and check marks the thread with an error
@@ -455,6 +481,7 @@ class Tally:
     def line(self) -> str:
         return (
             f"{self.kind}: {self.tried} damages, {self.refused} refused by the store, "
+            f"{self.store_refused} stores refused by ckpt, "
             f"{self.broken} broken, {self.caught} caught, {self.pruned} pruned (note), "
             f"{self.out_of_reach} out of reach (+{self.values_caught} value changes caught), "
             f"{self.harmless} harmless ({self.flagged_harmless} flagged), "
@@ -466,12 +493,13 @@ class Tally:
 def run(
     kind: Kind,
     damages: Sequence[Damage],
-    error_threads: Callable[[str], set[str]],
+    error_threads: Callable[[str], set[str] | None],
     graphs: Callable[[BaseCheckpointSaver[Any]], dict[str, Any]],
 ) -> Tally:
     """Apply `damages` to `kind`'s store a group at a time (one damage per thread), run
-    `error_threads` (the threads `ckpt check` marks with an error) and LangGraph on each
-    damaged store, and tally what each damage did and whether check caught it."""
+    `error_threads` (the threads `ckpt check` marks with an error; None when ckpt refuses
+    the whole store, exit 4) and LangGraph on each damaged store, and tally what each
+    damage did and whether check caught it."""
     tally = Tally(kind.name)
     started = time.process_time()
     kind.reset()
@@ -479,8 +507,10 @@ def run(
         compiled = graphs(saver)
         threads = sorted({r.thread for r in kind.rows()})
         baseline = {t: thread_view(saver, compiled.get(t), t) for t in threads}
-    assert not error_threads(kind.target()), "errors on the undamaged store"
-    for group in batches(damages, threads):
+    assert error_threads(kind.target()) == set(), "errors on the undamaged store"
+    pending = list(batches(damages, threads))
+    while pending:
+        group = pending.pop(0)
         applied: list[Damage] = []
         for damage in group:
             try:
@@ -490,43 +520,61 @@ def run(
                 continue
             applied.append(damage)
         flagged = error_threads(kind.target())
+        if flagged is None and len(applied) > 1:  # which one? each alone
+            kind.reset()
+            pending[:0] = [[d] for d in applied]
+            continue
         with kind.saver() as saver:
             compiled = graphs(saver)
             after = {t: thread_view(saver, compiled.get(t), t) for t in threads}
         kind.reset()
-        touched = set().union(*(d.threads for d in applied)) if applied else set()
-        for thread in sorted(set(threads) - touched):
-            assert judge(baseline[thread], after[thread]) == "same", thread
-            if thread in flagged:
-                tally.false_alarms.append(f"{thread} (beside {[d.name for d in applied]})")
-        for damage in applied:
-            tally.tried += 1
-            verdicts = {t: judge(baseline[t], after[t]) for t in damage.threads if t in after}
-            must = {t for t, v in verdicts.items() if v in ("raises", "shape")}
-            if damage.pruned in must:
-                must.discard(damage.pruned)
-                tally.pruned += 1
-            if must:
-                tally.broken += 1
-                if must <= flagged:
-                    tally.caught += 1
-                else:
-                    missed = sorted(must - flagged)
-                    tally.misses.append(
-                        f"{damage.name}: {missed} "
-                        + ", ".join(f"{t}={verdicts[t]}/{_said(after[t])}" for t in missed)
-                    )
-            elif "values" in verdicts.values():
-                if damage.threads & flagged:
-                    tally.values_caught += 1
-                else:
-                    tally.out_of_reach += 1
-            elif damage.pruned is None:
-                tally.harmless += 1
-                if damage.threads & flagged:
-                    tally.flagged_harmless += 1
+        if flagged is None:
+            tally.tried += len(applied)
+            tally.store_refused += len(applied)
+            continue
+        _tally(tally, applied, flagged, baseline, after)
     tally.seconds = time.process_time() - started
     return tally
+
+
+def _tally(
+    tally: Tally,
+    applied: Sequence[Damage],
+    flagged: set[str],
+    baseline: dict[str, View | str],
+    after: dict[str, View | str],
+) -> None:
+    touched = set().union(*(d.threads for d in applied)) if applied else set()
+    for thread in sorted(set(baseline) - touched):
+        assert judge(baseline[thread], after[thread]) == "same", thread
+        if thread in flagged:
+            tally.false_alarms.append(f"{thread} (beside {[d.name for d in applied]})")
+    for damage in applied:
+        tally.tried += 1
+        verdicts = {t: judge(baseline[t], after[t]) for t in damage.threads if t in after}
+        must = {t for t, v in verdicts.items() if v in ("raises", "shape")}
+        if damage.pruned in must:
+            must.discard(damage.pruned)
+            tally.pruned += 1
+        if must:
+            tally.broken += 1
+            if must <= flagged:
+                tally.caught += 1
+            else:
+                missed = sorted(must - flagged)
+                tally.misses.append(
+                    f"{damage.name}: {missed} "
+                    + ", ".join(f"{t}={verdicts[t]}/{_said(after[t])}" for t in missed)
+                )
+        elif "values" in verdicts.values():
+            if damage.threads & flagged:
+                tally.values_caught += 1
+            else:
+                tally.out_of_reach += 1
+        elif damage.pruned is None:
+            tally.harmless += 1
+            if damage.threads & flagged:
+                tally.flagged_harmless += 1
 
 
 def _said(view: View | str) -> str:

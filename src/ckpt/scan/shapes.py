@@ -37,6 +37,7 @@ _NO_BYTES: Final = frozenset({"null", "empty"})
 _VERSION: Final = (str, int, float)
 _VERSION_TYPES: Final = frozenset(_VERSION)
 _STR: Final = frozenset({str})
+FORMAT_VERSIONS: Final = frozenset({1, 2, 3, 4})  # checkpoint `v` (format.md §2)
 
 
 def body_problem(body: Any, *, values_apart: bool) -> str | None:
@@ -47,6 +48,8 @@ def body_problem(body: Any, *, values_apart: bool) -> str | None:
     v = body.get("v")
     if type(v) is not int:
         return "no format version `v`" if "v" not in body else f"`v` is {_kind(v)}"
+    if v not in FORMAT_VERSIONS:
+        return f"format version `v` {v} is none LangGraph writes (1 to 4)"
     checkpoint_id = body.get("id")
     if type(checkpoint_id) is not str:
         return "no `id`" if "id" not in body else f"`id` is {_kind(checkpoint_id)}"
@@ -82,9 +85,19 @@ def body_problem(body: Any, *, values_apart: bool) -> str | None:
         problem = _versions(node_seen, f"`versions_seen` of {str(node)[:60]!r}")
         if problem is not None:
             return problem
+    kinds = _version_kinds(versions) | {
+        kind for node_seen in seen.values() if type(node_seen) is dict
+        for kind in _version_kinds(node_seen)
+    }  # fmt: skip
+    if len(kinds) > 1:
+        # A saver writes one kind of version (strings, or numbers before langgraph 0.2):
+        # LangGraph takes max() over them, and a string beside a number is a changed row.
+        return "its versions mix strings and numbers"
     updated = body.get("updated_channels")
     if updated is not None and type(updated) is not list:
         return f"`updated_channels` is {_kind(updated)}"
+    if updated and not set(map(type, updated)) <= _STR:
+        return "`updated_channels` holds something other than channel names"
     sends = body.get("pending_sends")
     if sends is not None and type(sends) is not list and v < 4:
         return f"`pending_sends` is {_kind(sends)}"
@@ -103,6 +116,13 @@ def _versions(versions: Any, name: str) -> str | None:
         if not isinstance(version, _VERSION) or type(version) is bool:
             return f"the version of {channel[:60]!r} in `{name.strip('`')}` is {_kind(version)}"
     return None
+
+
+def _version_kinds(versions: Any) -> set[bool]:
+    """Whether the versions are strings (True) or numbers (False)."""
+    if type(versions) is not dict:
+        return set()
+    return {type(version) is str for version in versions.values()}
 
 
 def _plain_versions(versions: dict[Any, Any]) -> bool:
@@ -134,18 +154,20 @@ def parse_metadata(row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | Non
 def metadata_problem(metadata: dict[str, Any]) -> str | None:
     """What LangGraph trips on in decoded metadata, or None."""
     step = metadata.get("step")
-    if "step" in metadata and (not isinstance(step, int | float) or type(step) is bool):
+    if "step" not in metadata:
+        return "no `step`"
+    if not isinstance(step, int | float) or type(step) is bool:
         return f"`step` is {_kind(step)}, not a number"
     parents = metadata.get("parents")
-    if "parents" in metadata and parents is not None:
+    if "parents" in metadata:
         if type(parents) is not dict:
             return f"`parents` is {_kind(parents)}, not a map"
         for ns, checkpoint_id in parents.items():
             if type(ns) is not str or type(checkpoint_id) is not str:
                 return "`parents` maps something other than a namespace to a checkpoint id"
     source = metadata.get("source")
-    if source is not None and type(source) is not str:
-        return f"`source` is {_kind(source)}"
+    if type(source) is not str:
+        return "no `source`" if "source" not in metadata else f"`source` is {_kind(source)}"
     return None
 
 
@@ -155,6 +177,8 @@ def write_problem(row: RawWrite, *, untyped: bool) -> str | None:
     have no tag."""
     if type(row.task_id) is not str or not row.task_id:
         return "no task id"
+    if not is_uuid(row.task_id):
+        return f"task id {row.task_id[:60]!r} is not a uuid"
     if type(row.channel) is not str or not row.channel:
         return "no channel"
     if type(row.idx) is not int or type(row.idx) is bool or row.idx == UNREADABLE_IDX:
@@ -162,6 +186,18 @@ def write_problem(row: RawWrite, *, untyped: bool) -> str | None:
     return _value_problem(row.type, row.data, VALUE_TAGS, untyped=untyped) or stored_problem(
         row.type, row.flaws
     )
+
+
+def is_uuid(text: Any) -> bool:
+    """Whether `text` is a uuid as LangGraph writes checkpoint and task ids (32 hex digits,
+    dashes between)."""
+    if type(text) is not str or len(text) != 36:
+        return False
+    try:
+        binascii.unhexlify(text.replace("-", ""))
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def stored_problem(tag: str | None, flaws: tuple[str, ...]) -> str | None:

@@ -425,16 +425,16 @@ class PickleStore(Store):
         for key, task_writes in (self._writes or {}).items():
             if type(key) is not tuple or len(key) != 3 or not isinstance(task_writes, dict):
                 continue  # not a writes entry; loading that checkpoint's writes says so
-            if not _selected(query, key[0], key[1], key[2]):
-                continue
+            if not isinstance(key[0], str) or not _selected(query, key[0], key[1], key[2]):
+                continue  # a thread no string names: LangGraph never finds these writes
             sized = found.setdefault(key[0], ThreadBytes())
             sized.writes += len(task_writes)
             sized.write_bytes += sum(_write_size(w) for w in task_writes.values())
         for key, pair in (self._blobs or {}).items():
             if type(key) is not tuple or len(key) != 4:
                 continue
-            if not _selected(query, key[0], key[1], None):
-                continue
+            if not isinstance(key[0], str) or not _selected(query, key[0], key[1], None):
+                continue  # a thread no string names: LangGraph never finds this value
             sized = found.setdefault(key[0], ThreadBytes())
             sized.blobs += 1
             sized.blob_bytes += _pair_size(pair)
