@@ -4,6 +4,7 @@ the store back, and opens LangGraph's own saver on it."""
 
 from __future__ import annotations
 
+import json
 import pickle
 import shutil
 import sqlite3
@@ -14,9 +15,9 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from damage import Delete, Op, Refused, Row, Update
+from damage import Delete, Insert, Op, Refused, Row, Update
 
-__all__ = ["DevFolderKind", "SqliteKind"]
+__all__ = ["DevFolderKind", "MongoKind", "PostgresKind", "RedisKind", "SqliteKind"]
 
 
 class SqliteKind:
@@ -196,3 +197,313 @@ class DevFolderKind:
 
     def moved(self, row: Row, thread: str) -> dict[str, Any]:
         return {**row.fields, "thread_id": thread}
+
+
+# -- servers ----------------------------------------------------------------------------------
+
+PG_TABLES: dict[str, tuple[str, ...]] = {  # each table's primary key
+    "checkpoints": ("thread_id", "checkpoint_ns", "checkpoint_id"),
+    "checkpoint_blobs": ("thread_id", "checkpoint_ns", "channel", "version"),
+    "checkpoint_writes": ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"),
+}
+PG_JSONB = frozenset({"checkpoint", "metadata"})
+
+
+class PostgresKind:
+    """A PostgresSaver store in a database of its own: the undamaged rows are kept in a
+    schema `pristine` and copied back after each group of damages."""
+
+    name = "postgres"
+    thread_field = "thread_id"
+
+    def __init__(self, dsn: str) -> None:
+        import psycopg
+        from psycopg.rows import dict_row
+
+        self.dsn = dsn
+        self.conn = psycopg.connect(dsn, autocommit=True, row_factory=dict_row)
+        self.conn.execute("CREATE SCHEMA pristine")
+        for table in PG_TABLES:
+            self.conn.execute(f"CREATE TABLE pristine.{table} AS SELECT * FROM {table}")
+        self._rows = [
+            Row(table, {k: found[k] for k in key}, found["thread_id"], dict(found))
+            for table, key in PG_TABLES.items()
+            for found in self.conn.execute(f"SELECT * FROM {table} ORDER BY {', '.join(key)}")
+        ]
+
+    def rows(self) -> list[Row]:
+        return list(self._rows)
+
+    def reset(self) -> None:
+        with self.conn.transaction():
+            for table in PG_TABLES:
+                self.conn.execute(f"DELETE FROM {table}")
+                self.conn.execute(f"INSERT INTO {table} SELECT * FROM pristine.{table}")
+
+    @staticmethod
+    def _value(name: str, value: Any) -> Any:
+        from psycopg.types.json import Jsonb
+
+        return Jsonb(value) if name in PG_JSONB and value is not None else value
+
+    def apply(self, ops: Sequence[Op]) -> None:
+        import psycopg
+
+        try:
+            with self.conn.transaction():
+                for op in ops:
+                    if isinstance(op, Insert):
+                        names = ", ".join(op.fields)
+                        marks = ", ".join("%s" for _ in op.fields)
+                        self.conn.execute(
+                            f"INSERT INTO {op.table} ({names}) VALUES ({marks})",
+                            [self._value(k, v) for k, v in op.fields.items()],
+                        )
+                        continue
+                    where = " AND ".join(f"{k} = %s" for k in op.row.ref)
+                    if isinstance(op, Update):
+                        sets = ", ".join(f"{k} = %s" for k in op.fields)
+                        self.conn.execute(
+                            f"UPDATE {op.row.table} SET {sets} WHERE {where}",
+                            [*(self._value(k, v) for k, v in op.fields.items()),
+                             *op.row.ref.values()],
+                        )  # fmt: skip
+                    else:
+                        self.conn.execute(
+                            f"DELETE FROM {op.row.table} WHERE {where}", list(op.row.ref.values())
+                        )
+        except (psycopg.DataError, psycopg.IntegrityError, psycopg.ProgrammingError) as exc:
+            raise Refused(str(exc)) from exc
+
+    def target(self) -> str:
+        from pg import url_of
+
+        return url_of(self.dsn)
+
+    @contextmanager
+    def saver(self) -> Iterator[BaseCheckpointSaver[Any]]:
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
+
+        with psycopg.connect(
+            self.dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row
+        ) as conn:
+            yield PostgresSaver(conn)
+
+    def moved(self, row: Row, thread: str) -> dict[str, Any]:
+        return {**row.fields, "thread_id": thread}
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class RedisKind:
+    """A RedisSaver store on a server of its own (fixtures/redis_server.py): its JSON
+    documents as rows (a checkpoint, a pending write), and the sorted sets and latest
+    pointers as rows that can be deleted; each key a group changed is put back from
+    its DUMP."""
+
+    name = "redis"
+    thread_field = "thread_id"
+
+    def __init__(self, url: str) -> None:
+        import redis
+
+        self.url = url
+        self.client = redis.Redis.from_url(url)
+        self.dumps: dict[str, bytes] = {}
+        rows: list[Row] = []
+        for raw in sorted(self.client.scan_iter(count=1000)):
+            key = raw.decode()
+            family = key.split(":")[0]
+            self.dumps[key] = self.client.dump(key)
+            kind = self.client.type(key).decode()
+            if kind == "ReJSON-RL":
+                fields = dict(self.client.json().get(key))
+            elif kind == "string":
+                fields = {"value": self.client.get(key).decode()}
+            else:
+                fields = {}
+            rows.append(Row(_REDIS_TABLES.get(family, family), key, key.split(":")[1], fields))
+        self._rows = rows
+        self.touched: set[str] = set()
+
+    def rows(self) -> list[Row]:
+        return list(self._rows)
+
+    def reset(self) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for key in sorted(self.touched):
+            pipe.delete(key)
+            if key in self.dumps:
+                pipe.restore(key, 0, self.dumps[key], replace=True)
+        pipe.execute()
+        self.touched.clear()
+
+    @staticmethod
+    def key_of(table: str, fields: dict[str, Any]) -> str:
+        parts = [fields.get(k) for k in ("thread_id", "checkpoint_ns", "checkpoint_id")]
+        if table == "writes":
+            parts += [fields.get("task_id"), fields.get("idx")]
+        family = {"checkpoints": "checkpoint", "writes": "checkpoint_write"}[table]
+        return ":".join([family, *(str(p) for p in parts)])
+
+    def apply(self, ops: Sequence[Op]) -> None:
+        import redis
+
+        pipe = self.client.pipeline(transaction=True)
+        keys: list[str] = []
+        for op in ops:
+            if isinstance(op, Delete):
+                keys.append(op.row.ref)
+                pipe.delete(op.row.ref)
+                continue
+            if isinstance(op, Update):
+                key, table, fields = op.row.ref, op.row.table, {**op.row.fields, **op.fields}
+            else:
+                if op.table not in ("checkpoints", "writes"):
+                    raise Refused(f"no key for a new {op.table} row")
+                table, fields = op.table, op.fields
+                key = self.key_of(table, fields)
+                if key in self.dumps:
+                    raise Refused(f"{key} is there")
+            keys.append(key)
+            if table in ("checkpoints", "writes"):
+                pipe.execute_command("JSON.SET", key, "$", json.dumps(fields))
+            elif "value" in fields and isinstance(fields["value"], (str, bytes, int, float)):
+                pipe.set(key, fields["value"])
+            else:
+                raise Refused(f"{table} holds no such value")
+        self.touched.update(keys)
+        try:
+            pipe.execute()
+        except redis.ResponseError as exc:
+            raise Refused(str(exc)) from exc
+
+    def target(self) -> str:
+        return self.url
+
+    @contextmanager
+    def saver(self) -> Iterator[BaseCheckpointSaver[Any]]:
+        from langgraph.checkpoint.redis import RedisSaver
+
+        with RedisSaver.from_conn_string(self.url) as saver:
+            yield saver
+
+    def moved(self, row: Row, thread: str) -> dict[str, Any]:
+        return {**row.fields, "thread_id": thread}
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _write_group(document: dict[str, Any]) -> tuple[Any, Any, Any]:
+    return (document["thread_id"], document["checkpoint_ns"], document["checkpoint_id"])
+
+
+_REDIS_TABLES = {"checkpoint": "checkpoints", "checkpoint_write": "writes"}
+
+
+class MongoKind:
+    """A MongoDBSaver store on a server of its own (fixtures/mongo_server.py): each
+    document a row; each document a group changed is put back as it was."""
+
+    name = "mongodb"
+    thread_field = "thread_id"
+    TABLES = ("checkpoints", "checkpoint_writes")
+
+    def __init__(self, url: str) -> None:
+        from fixtures.mongo_stores import DATABASE
+        from pymongo import MongoClient
+
+        self.url = url
+        self.client: Any = MongoClient(url)
+        self.db = self.client[DATABASE]
+        self.pristine: dict[Any, dict[str, Any]] = {}
+        rows: list[Row] = []
+        for table in self.TABLES:
+            for document in self.db[table].find({}).sort("_id"):
+                self.pristine[document["_id"]] = document
+                rows.append(Row(table, document["_id"], document["thread_id"], dict(document)))
+        self._rows = rows
+        self.touched: set[Any] = set()
+        self.inserted: list[tuple[str, Any]] = []
+
+    def rows(self) -> list[Row]:
+        return list(self._rows)
+
+    def reset(self) -> None:
+        for table, inserted in self.inserted:
+            self.db[table].delete_one({"_id": inserted})
+        # MongoDBSaver reads a checkpoint's writes in the server's order (nx-27017: as
+        # inserted): a write put back goes back with its checkpoint's others, in order.
+        groups = {
+            _write_group(self.pristine[ref])
+            for ref in self.touched
+            if ref in self.pristine and "task_id" in self.pristine[ref]
+        }
+        for row in self._rows:
+            if row.ref in self.touched and row.table == "checkpoints":
+                self._put_back(row)
+        writes = self.db["checkpoint_writes"]
+        for ref in self.touched:  # wherever its keys sent it
+            writes.delete_one({"_id": ref})
+        for group in groups:
+            writes.delete_many(dict(zip(("thread_id", "checkpoint_ns", "checkpoint_id"), group)))
+            writes.insert_many(
+                [d for d in self.pristine.values() if "task_id" in d and _write_group(d) == group]
+            )
+        self.inserted.clear()
+        self.touched.clear()
+
+    def _put_back(self, row: Row) -> None:
+        # nx-27017 cannot replace a document holding bytes: delete and insert it.
+        self.db[row.table].delete_one({"_id": row.ref})
+        self.db[row.table].insert_one(self.pristine[row.ref])
+
+    def apply(self, ops: Sequence[Op]) -> None:
+        import pymongo.errors
+
+        done: list[tuple[str, Any]] = []
+        changed: list[Row] = []
+        try:
+            for op in ops:
+                if isinstance(op, Update):
+                    changed.append(op.row)
+                    self.db[op.row.table].update_one({"_id": op.row.ref}, {"$set": op.fields})
+                elif isinstance(op, Delete):
+                    changed.append(op.row)
+                    self.db[op.row.table].delete_one({"_id": op.row.ref})
+                else:
+                    fields = {k: v for k, v in op.fields.items() if k != "_id"}
+                    inserted = self.db[op.table].insert_one(fields).inserted_id
+                    done.append((op.table, inserted))
+        except pymongo.errors.PyMongoError as exc:  # undo this damage only
+            for table, inserted in done:
+                self.db[table].delete_one({"_id": inserted})
+            for row in changed:
+                self._put_back(row)
+            raise Refused(str(exc)) from exc
+        self.inserted.extend(done)
+        self.touched.update(row.ref for row in changed)
+
+    def target(self) -> str:
+        return self.url
+
+    @contextmanager
+    def saver(self) -> Iterator[BaseCheckpointSaver[Any]]:
+        from langgraph.checkpoint.mongodb import MongoDBSaver
+        from pymongo import MongoClient
+
+        client: Any = MongoClient(self.url)
+        try:
+            yield MongoDBSaver(client)
+        finally:
+            client.close()
+
+    def moved(self, row: Row, thread: str) -> dict[str, Any]:
+        return {**row.fields, "thread_id": thread}
+
+    def close(self) -> None:
+        self.client.close()

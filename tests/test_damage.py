@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from fixtures.oracle import quiet_serde_log
 from fixtures.state_oracle import demo_graphs
 
@@ -14,8 +16,9 @@ from checking import check, errors
 from ckpt.cli import app
 from ckpt.errors import ExitCode
 from damage import Kind, Tally, generate, run, sample
-from damage_stores import DevFolderKind, SqliteKind
+from damage_stores import DevFolderKind, MongoKind, PostgresKind, RedisKind, SqliteKind
 from invoke import runner
+from runs import NewDatabase
 
 SAMPLE = 40  # damages per kind in the normal suite
 
@@ -50,3 +53,42 @@ def test_sqlite_damage(sqlite_store: Path, tmp_path: Path) -> None:
 
 def test_dev_folder_damage(dev_folder: Path, tmp_path: Path) -> None:
     assert_caught(damage_run(DevFolderKind(dev_folder, tmp_path), SAMPLE))
+
+
+@pytest.mark.postgres
+def test_postgres_damage(pg_new_database: NewDatabase) -> None:
+    from fixtures.postgres import build_postgres
+
+    dsn = pg_new_database()
+    build_postgres(dsn)
+    kind = PostgresKind(dsn)
+    try:
+        assert_caught(damage_run(kind, SAMPLE))
+    finally:
+        kind.close()
+
+
+def test_redis_damage() -> None:
+    from fixtures.redis_server import RedisServer
+    from fixtures.redis_stores import build_redis
+
+    with RedisServer() as server:
+        build_redis(server.url)
+        kind = RedisKind(server.url)
+        try:
+            assert_caught(damage_run(kind, SAMPLE))
+        finally:
+            kind.close()
+
+
+def test_mongodb_damage() -> None:
+    from fixtures.mongo_server import MongoServer
+    from fixtures.mongo_stores import build_mongo
+
+    with MongoServer() as server:
+        build_mongo(server.url)
+        kind = MongoKind(server.url)
+        try:
+            assert_caught(damage_run(kind, SAMPLE))
+        finally:
+            kind.close()
