@@ -450,7 +450,8 @@ class MongoKind:
         for ref in self.touched:  # wherever its keys sent it
             writes.delete_one({"_id": ref})
         for group in groups:
-            writes.delete_many(dict(zip(("thread_id", "checkpoint_ns", "checkpoint_id"), group)))
+            keys = ("thread_id", "checkpoint_ns", "checkpoint_id")
+            writes.delete_many(dict(zip(keys, group, strict=True)))
             writes.insert_many(
                 [d for d in self.pristine.values() if "task_id" in d and _write_group(d) == group]
             )

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from fixtures.oracle import quiet_serde_log
 from fixtures.state_oracle import demo_graphs
 
