@@ -135,6 +135,8 @@ def parse_metadata(row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | Non
     is not read here: MongoDBSaver's typed pairs, a serde tag ckpt does not read)."""
     tag = row.metadata_type
     data = row.metadata
+    if tag == "mongodb-pairs" and data:
+        return _mongodb_pairs(data)
     if tag not in ("json", "jsonb", "msgpack"):
         return None, None
     if not data:
@@ -148,6 +150,58 @@ def parse_metadata(row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | Non
         return None, f"the metadata does not decode ({str(exc)[:80]})"
     if type(metadata) is not dict:
         return None, f"the metadata is {_kind(metadata)}, not a map"
+    return metadata, metadata_problem(metadata)
+
+
+class _BadPair(Exception):
+    pass
+
+
+def _mongodb_pairs(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """MongoDBSaver's metadata (format.md §7c), as the store gives it: JSON of a document
+    whose leaves are `[type, bytes]` pairs (bytes as ckpt's base64 records), which
+    `loads_metadata` hands to `serde.loads_typed` one by one. Each pair must be one and
+    decode; the decoded metadata is then judged as any other."""
+    import base64
+
+    def leaf(value: Any, where: str) -> Any:
+        if type(value) is dict and value.get("__ckpt__") != "bytes":
+            return {k: leaf(v, f"{where}.{k}" if where else k) for k, v in value.items()}
+        if not (type(value) is list and len(value) == 2 and type(value[0]) is str):
+            raise _BadPair(f"`{where}` is {_kind(value)}, not a [type, bytes] pair")
+        tag, stored = value
+        if tag == "null":
+            return None
+        if tag.partition("+")[0] not in VALUE_TAGS or tag.partition("+")[2]:
+            if tag.partition("+")[2]:
+                return None  # encrypted: judged with the key, by the census
+            raise _BadPair(f"`{where}`: serde tag {tag[:40]!r}: no LangGraph serializer reads it")
+        if type(stored) is not dict or stored.get("__ckpt__") != "bytes":
+            raise _BadPair(f"`{where}` holds {_kind(stored)}, not bytes")
+        payload = base64.b64decode(stored.get("base64", ""))
+        if tag in ("bytes", "bytearray"):
+            return payload
+        if tag == "pickle":
+            return None
+        if not payload:
+            raise _BadPair(f"`{where}`: tag {tag!r} with empty bytes")
+        try:
+            if tag == "json":
+                return json.loads(payload)
+            return ormsgpack.unpackb(payload, ext_hook=lambda code, data: None)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise _BadPair(f"`{where}` does not decode ({str(exc)[:60]})") from exc
+
+    try:
+        document = json.loads(data)
+    except ValueError as exc:
+        return None, f"the metadata does not decode ({str(exc)[:80]})"
+    if type(document) is not dict:
+        return None, f"the metadata is {_kind(document)}, not a map"
+    try:
+        metadata = leaf(document, "")
+    except _BadPair as exc:
+        return None, str(exc)
     return metadata, metadata_problem(metadata)
 
 
