@@ -426,7 +426,9 @@ def thread_view(saver: BaseCheckpointSaver[Any], graph: Any, thread: str) -> Vie
             {
                 "checkpoint": {k: v for k, v in tup.checkpoint.items() if k != "ts"},
                 "metadata": tup.metadata,
-                "writes": writes,
+                # Sorted: RedisSaver's order is its search index's, which changes as
+                # documents are written back (a reader's order, not the store's).
+                "writes": sorted(writes, key=_text),
             }
         )
     for snapshot in history:
@@ -546,7 +548,10 @@ def _tally(
 ) -> None:
     touched = set().union(*(d.threads for d in applied)) if applied else set()
     for thread in sorted(set(baseline) - touched):
-        assert judge(baseline[thread], after[thread]) == "same", thread
+        assert judge(baseline[thread], after[thread]) == "same", (
+            f"{thread}, undamaged, reads otherwise beside {[d.name for d in applied]}: "
+            f"{_first_difference(baseline[thread], after[thread])}"
+        )
         if thread in flagged:
             tally.false_alarms.append(f"{thread} (beside {[d.name for d in applied]})")
     for damage in applied:
@@ -575,6 +580,28 @@ def _tally(
             tally.harmless += 1
             if damage.threads & flagged:
                 tally.flagged_harmless += 1
+
+
+def _first_difference(before: View | str, after: View | str) -> str:
+    if isinstance(before, str) or isinstance(after, str):
+        return f"{_said(before)} -> {_said(after)}"
+    for part in ("shape", "values"):
+        old, new = json.loads(getattr(before, part)), json.loads(getattr(after, part))
+        for was, now in zip(old, new, strict=False):
+            path = ""
+            while was != now and type(was) is type(now) and isinstance(was, (dict, list)):
+                keys = list(was) if isinstance(was, dict) else list(range(len(was)))
+                if isinstance(was, list) and len(was) != len(now):
+                    break
+                if isinstance(was, dict) and set(was) != set(now):
+                    break
+                key = next(k for k in keys if was[k] != now[k])
+                path, was, now = f"{path}/{key}", was[key], now[key]
+            if was != now:
+                return f"{part} at {path}: {json.dumps(was)[:200]} -> {json.dumps(now)[:200]}"
+        if len(old) != len(new):
+            return f"{part}: {len(old)} -> {len(new)} entries"
+    return "the same"
 
 
 def _said(view: View | str) -> str:

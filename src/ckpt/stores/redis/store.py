@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
@@ -28,6 +29,7 @@ from ckpt.errors import (
     StoreUnreadable,
 )
 from ckpt.records.model import (
+    UNREADABLE_IDX,
     Checkpoint,
     CheckpointKey,
     DumpQuery,
@@ -576,7 +578,7 @@ class RedisStore(DocumentStore):
                 for (_, w), text in zip(batch, texts, strict=True):
                     if text is None:
                         continue
-                    fields = _write_fields(text)
+                    fields = _write_fields(text, CheckpointKey(*w[:3]))
                     yield fields.raw(CheckpointKey(*w[:3]), data=data)
 
     def check_copy(self, *, renumber_versions: bool = False) -> None:
@@ -598,13 +600,29 @@ def _name(key: CheckpointKey) -> CheckpointName:
     return CheckpointName(key.thread_id, key.checkpoint_ns, key.checkpoint_id)
 
 
-def _write_fields(text: bytes) -> WriteFields:
+def _write_fields(text: bytes, key: CheckpointKey | None = None) -> WriteFields:
     try:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError:
         doc = {}
     if not isinstance(doc, dict):
         doc = {}
+    fields = _document_write(doc)
+    if key is not None and "thread_id" in doc:
+        # RedisSaver finds a checkpoint's writes by the document's fields, not its key:
+        # a document naming another checkpoint is a write of that one (or of none).
+        ns = doc.get("checkpoint_ns")
+        home = (
+            str(doc.get("thread_id")),
+            "" if ns == "__empty__" else str(ns),
+            str(doc.get("checkpoint_id")),
+        )
+        if home != (key.thread_id, key.checkpoint_ns, key.checkpoint_id):
+            return dataclasses.replace(fields, home=home)
+    return fields
+
+
+def _document_write(doc: dict[str, Any]) -> WriteFields:
     blob = doc.get("blob")
     data: bytes | None = None
     if "blob" not in doc and "value" in doc:
@@ -627,11 +645,13 @@ def _write_fields(text: bytes) -> WriteFields:
             data = blob.encode("utf-8", "surrogatepass")
     idx = doc.get("idx")
     tag = doc.get("type")
+    task_id, channel = doc.get("task_id"), doc.get("channel")
     return WriteFields(
-        task_id=str(doc.get("task_id", "")),
+        # A task id or channel of another type is what LangGraph gets: judged as such.
+        task_id=task_id if isinstance(task_id, str) else "",
         task_path=str(doc.get("task_path", "")),
-        idx=idx if type(idx) is int else 0,
-        channel=str(doc.get("channel", "")),
+        idx=idx if type(idx) is int else UNREADABLE_IDX,
+        channel=channel if isinstance(channel, str) else "",
         type=tag if isinstance(tag, str) else None,
         data=data,
         size=len(data) if data is not None else 0,
