@@ -91,6 +91,10 @@ class Damage:
     # A thread whose oldest checkpoint of a namespace this damage takes away (deleted, or
     # moved to another thread): the shape retention leaves (TTL, a hand DELETE), a note.
     pruned: str | None = None
+    # A checkpoint no other names as its parent, or a pending write, deleted: what is left
+    # is a whole chain of valid parts (a thread rewound, a task that wrote less), out of
+    # reach like a value changed into another (unless what is left gives it away).
+    leaf: bool = False
 
 
 class Kind(Protocol):
@@ -275,7 +279,17 @@ def generate(kind: Kind, rows: Sequence[Row], depth: int = 2) -> Iterator[Damage
             for what, changed in _inner(value, depth):
                 yield Damage(f"{where}.{name}{what}", one, (Update(row, {name: changed}),))
         pruned = row.thread if _is_oldest(rows, row) else None
-        yield Damage(f"{where}:deleted", one, (Delete(row),), pruned)
+        leaf = (
+            "writes" in row.table
+            or row.table == "checkpoints"
+            and not any(
+                r.table == "checkpoints"
+                and r.thread == row.thread
+                and r.fields.get("parent_checkpoint_id") == row.checkpoint_id
+                for r in rows
+            )
+        )
+        yield Damage(f"{where}:deleted", one, (Delete(row),), pruned, leaf and pruned is None)
         duplicate = dict(row.fields)
         if row.table == "checkpoints":
             duplicate["checkpoint_id"] = str(uuid6())
@@ -561,7 +575,9 @@ def _tally(
         if damage.pruned in must:
             must.discard(damage.pruned)
             tally.pruned += 1
-        if must:
+        if must and damage.leaf and not must <= flagged:
+            tally.out_of_reach += 1
+        elif must:
             tally.broken += 1
             if must <= flagged:
                 tally.caught += 1

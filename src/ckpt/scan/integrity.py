@@ -290,7 +290,7 @@ class Integrity(Visitor):
             if type(stored_id) is str and stored_id != row.checkpoint_id:
                 self._malformed("id-mismatch", row, f"the body says {stored_id}")
         elif self.troubled is not row and not _unread(row):
-            shape = body_tag_problem(row)
+            shape = body_tag_problem(row, untyped=self.untyped)
             if shape is not None:
                 self._malformed("malformed-checkpoint", row, shape)
         parent_id = row.parent_checkpoint_id
@@ -571,6 +571,8 @@ class Integrity(Visitor):
             self.found("malformed-write", row.thread_id, _row_place(row, "write", detail))
         else:
             self.strays.setdefault(key, []).append((row.task_id, row.idx, row.channel))
+        if not self.store.raw_writes_complete:
+            return  # a store whose orphans `health` counts (orphan_writes_of)
         self.tally.orphan_writes += 1
         self.tally_threads["writes"].add(self.name(row.thread_id))
         span = self.groups.get((row.thread_id, row.checkpoint_ns))

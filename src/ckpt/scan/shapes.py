@@ -283,14 +283,15 @@ def _value_problem(
     return None
 
 
-def body_tag_problem(row: RawCheckpoint) -> str | None:
+def body_tag_problem(row: RawCheckpoint, *, untyped: bool = True) -> str | None:
     """What is wrong with a body that was not decoded, or None when there was no reason to
-    decode it (encrypted, not fetched for its size, a pickle)."""
+    decode it (encrypted, not fetched for its size, a pickle). `untyped`: a store of
+    langgraph 0.1, whose pickles have no tag."""
     tag = row.type
     if not row.body and row.body_size == 0:
         return "no body (null or empty)"
     if tag is None:
-        return None  # langgraph 0.1's untyped pickles
+        return None if untyped else "no serde tag"
     inner = tag.partition("+")[0]
     if inner in ("null", "empty", "bytes", "bytearray"):
         return f"the body is stored as {tag[:40]!r}, which holds no checkpoint"
