@@ -572,6 +572,7 @@ class RedisStore(DocumentStore):
                 if (w.checkpoint_ns, w.checkpoint_id) in ids
             ]
             keyed.sort(key=lambda item: (item[1].checkpoint_ns, item[1].checkpoint_id))
+            keyed += self._strays(names, {key for key, _ in keyed})
             for start in range(0, len(keyed), BATCH):
                 batch = keyed[start : start + BATCH]
                 texts = self.session.json_mget([key for key, _ in batch])
@@ -580,6 +581,31 @@ class RedisStore(DocumentStore):
                         continue
                     fields = _write_fields(text, CheckpointKey(*w[:3]))
                     yield fields.raw(CheckpointKey(*w[:3]), data=data)
+
+    def _strays(
+        self, names: Sequence[CheckpointName], seen: set[str]
+    ) -> list[tuple[str, WriteName]]:
+        """Write documents naming the thread's checkpoint ids under another thread (moved,
+        or their thread_id changed): RedisSaver finds writes by those fields, so these
+        are lost to the checkpoints they name. Found by the index, 50 ids a search."""
+        if not self.indexed or not names:
+            return []
+        found: list[tuple[str, WriteName]] = []
+        ids = sorted({n.checkpoint_id for n in names})
+        thread = tag_escape(names[0].thread_id or "00000000-0000-0000-0000-000000000000")
+        for start in range(0, len(ids), 50):
+            wanted = "|".join(tag_escape(i) for i in ids[start : start + 50])
+            answer = self.session.execute(
+                "FT.SEARCH", self.search_names[1],
+                f"@checkpoint_id:{{{wanted}}} -@thread_id:{{{thread}}}",
+                "NOCONTENT", "LIMIT", 0, _SEARCH_PAGE, "DIALECT", 2,
+            )  # fmt: skip
+            for raw in answer[1:] if isinstance(answer, list) else []:
+                key = raw.decode("utf-8", "surrogateescape")
+                name = write_name(key, self.write_prefix, self.root)
+                if name is not None and key not in seen:
+                    found.append((key, name))
+        return found
 
     def check_copy(self, *, renumber_versions: bool = False) -> None:
         # RedisSaver keeps values as JSON documents (format.md §7b): carrying them into a
