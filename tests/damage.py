@@ -364,6 +364,14 @@ def _types(values: Any) -> list[str]:
     return sorted({type(v).__name__ for v in values})
 
 
+# LangGraph's Checkpoint (langgraph.checkpoint.base): what a saver passes through beside
+# them (RedisSaver's "type") is the saver's own.
+CHECKPOINT_FIELDS = frozenset(
+    {"v", "id", "ts", "channel_values", "channel_versions", "versions_seen",
+     "updated_channels", "pending_sends"}
+)  # fmt: skip
+
+
 def _frame(checkpoint: Any, checkpoint_id: str, metadata: Any) -> Any:
     """The parts of a loaded checkpoint whose shape LangGraph itself defines (format.md
     §2): the body's keys and their types, its format version, the types of its versions
@@ -377,7 +385,7 @@ def _frame(checkpoint: Any, checkpoint_id: str, metadata: Any) -> Any:
     frame: dict[str, Any] = {
         k: type(v).__name__
         for k, v in checkpoint.items()
-        if k not in optional or not isinstance(v, (list, type(None)))
+        if k in CHECKPOINT_FIELDS and (k not in optional or not isinstance(v, (list, type(None))))
     }
     frame["v"] = checkpoint.get("v")
     frame["id"] = checkpoint.get("id") == checkpoint_id
