@@ -786,6 +786,12 @@ class Integrity(Visitor):
                 self._copied(here)
                 if what in ("parent", "pruned"):
                     self._moved_away(thread_id, ns, checkpoint_id, wanted, others)
+            elif what in ("parent", "pruned") and any(k.checkpoint_ns != ns for k in keys):
+                # Each namespace chains its own checkpoints: a parent in another namespace
+                # of the thread is a row whose namespace changed.
+                moved = next(k.checkpoint_ns for k in keys if k.checkpoint_ns != ns)
+                here["detail"] = f"parent {wanted} is a checkpoint of namespace {moved!r}"
+                self.found("dangling-parent", thread_id, here)
             elif what == "pruned":
                 here["detail"] = f"parent {wanted}"
                 self.found("pruned-history", thread_id, here)

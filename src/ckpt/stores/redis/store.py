@@ -722,7 +722,14 @@ def _raw_checkpoint(name: CheckpointName, text: bytes, *, data: bool) -> RawChec
         elif isinstance(raw_metadata, dict):  # ShallowRedisSaver keeps it as an object
             metadata = orjson.dumps(raw_metadata)
         stored_parent = doc.get("parent_checkpoint_id")
-        parent = from_storage_id(stored_parent) if isinstance(stored_parent, str) else None
+        # A parent of another type is what RedisSaver links to (check judges it as text).
+        parent = (
+            from_storage_id(stored_parent)
+            if isinstance(stored_parent, str)
+            else None
+            if stored_parent is None
+            else str(stored_parent)
+        )
     else:
         body = text
     return RawCheckpoint(
