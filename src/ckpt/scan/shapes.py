@@ -137,6 +137,11 @@ def parse_metadata(row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | Non
     data = row.metadata
     if tag == "mongodb-pairs" and data:
         return _mongodb_pairs(data)
+    if isinstance(tag, str) and "+" not in tag and tag not in VALUE_TAGS | {"jsonb"}:
+        # A serde pair's tag (InMemorySaver keeps metadata as one): loads_typed raises.
+        return None, f"metadata under serde tag {tag[:40]!r}: no LangGraph serializer reads it"
+    if tag in ("null", "bytes", "bytearray"):
+        return None, f"the metadata is stored as {tag!r}, which holds no map"
     if tag not in ("json", "jsonb", "msgpack"):
         return None, None
     if not data:
