@@ -279,6 +279,8 @@ class Integrity(Visitor):
         metadata, wrong = parse_metadata(row)
         if wrong is not None and not (row.metadata_type == "msgpack" and self.troubled is row):
             self._malformed("malformed-metadata", row, wrong)
+        if row.misfiled is not None:
+            self._malformed("malformed-checkpoint", row, row.misfiled)
         stored = stored_problem(row.type, row.flaws)
         if stored is not None:
             self._malformed("malformed-checkpoint", row, stored)

@@ -733,6 +733,7 @@ def _raw_checkpoint(name: CheckpointName, text: bytes, *, data: bool) -> RawChec
     else:
         body = text
     return RawCheckpoint(
+        misfiled=_misfiled(name, doc),
         thread_id=name.thread_id,
         checkpoint_ns=name.checkpoint_ns,
         checkpoint_id=name.checkpoint_id,
@@ -744,6 +745,36 @@ def _raw_checkpoint(name: CheckpointName, text: bytes, *, data: bool) -> RawChec
         body_size=len(body),
         metadata_size=len(metadata),
     )
+
+
+# The fields RedisSaver searches and reads beside the body, and the types it writes.
+_FIELD_TYPES: Final = {
+    "checkpoint_ts": (int, float),
+    "has_writes": (bool,),
+    "source": (str,),
+    "step": (int,),
+}
+
+
+def _misfiled(name: CheckpointName, doc: Any) -> str | None:
+    """What a checkpoint document's own fields say against its key: RedisSaver finds
+    checkpoints by those fields (the search index), so a document naming another
+    thread, namespace or id, or holding a field of another type, is not the checkpoint
+    its key says (or is dropped from the index)."""
+    if not isinstance(doc, dict) or "thread_id" not in doc:
+        return None  # LangGraph.js's documents, or no document: judged elsewhere
+    ns = doc.get("checkpoint_ns")
+    said = (doc.get("thread_id"), "" if ns == "__empty__" else ns, doc.get("checkpoint_id"))
+    if said != (name.thread_id, name.checkpoint_ns, name.checkpoint_id):
+        shown = ", ".join(str(part)[:60] for part in said)
+        return f"the document names ({shown}), its key another checkpoint"
+    for field_name, types in _FIELD_TYPES.items():
+        value = doc.get(field_name)
+        if field_name in doc and (not isinstance(value, types) or (
+            type(value) is bool and bool not in types
+        )):  # fmt: skip
+            return f"its `{field_name}` is {type(value).__name__}"
+    return None
 
 
 def _first(answer: Any) -> Any:
