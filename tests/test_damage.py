@@ -26,7 +26,7 @@ from damage_stores import DevFolderKind, MongoKind, PostgresKind, RedisKind, Sql
 from invoke import runner
 from marks import postgres_marked
 
-SAMPLE = 40  # damages per kind in make test
+SAMPLE = 30  # damages per kind in make test
 KINDS = ("sqlite", "dev_folder", "postgres", "redis", "mongodb")
 
 
