@@ -216,6 +216,9 @@ class RawCheckpoint:
     # show (a value kept as SQLite TEXT, which LangGraph's loader cannot unpack): words
     # for `ckpt check` (ckpt.scan.integrity), empty for a row as its saver writes it.
     flaws: tuple[str, ...] = ()
+    # What the store's own record says against where it is kept (a RedisSaver document
+    # naming another checkpoint than its key): the saver finds it by one, ckpt by the other.
+    misfiled: str | None = None
 
     @property
     def size(self) -> int:

@@ -839,6 +839,7 @@ FindingCode = Literal[
     "malformed-checkpoint",
     "malformed-metadata",
     "malformed-write",
+    "misplaced-write",
     "malformed-blob",
     "missing-blob",
     "missing-snapshot",

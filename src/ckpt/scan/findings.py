@@ -161,6 +161,14 @@ KINDS: Final[dict[str, Kind]] = {
             "restore",
         ),
         Kind(
+            "misplaced-write",
+            "checkpoint",
+            "error",
+            "pending writes of this checkpoint are filed under another thread or namespace "
+            "(moved there, or their keys changed): LangGraph loads the checkpoint without them",
+            "restore",
+        ),
+        Kind(
             "malformed-blob",
             "blob",
             "error",

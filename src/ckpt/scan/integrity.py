@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Final
 
 from ckpt.errors import CkptError, NotFound
 from ckpt.records.model import (
+    UNREADABLE_IDX,
     CheckpointKey,
     DumpQuery,
     RawBlob,
@@ -50,6 +51,7 @@ from ckpt.scan.shapes import (
     blob_problem,
     body_problem,
     body_tag_problem,
+    is_uuid,
     parse_metadata,
     stored_problem,
     write_problem,
@@ -187,6 +189,14 @@ class Integrity(Visitor):
         # checkpoint read: (thread, ns, checkpoint id) -> [rows, bytes].
         self.suspects: list[tuple[str, str, str, str, str, str | None]] = []
         self.ahead: dict[tuple[str, str, str], list[int]] = {}
+        # Each checkpoint id of the batch -> the (thread, ns) holding it; each write of the
+        # batch by (thread, ns, checkpoint id, task id, idx); per task of a checkpoint,
+        # [writes, highest index]; and the writes whose checkpoint is not in their thread
+        # and namespace: (thread, ns, checkpoint id) -> [(task id, idx, channel)].
+        self.homes: dict[str, list[tuple[str, str]]] = {}
+        self.write_keys: set[tuple[str, str, str, str, int]] = set()
+        self.task_writes: dict[tuple[str, str, str, str], list[int]] = {}
+        self.strays: dict[tuple[str, str, str], list[tuple[str, int, str]]] = {}
         self.unsettled: list[tuple[str, str, str, int]] = []  # see `settle`
         self.copied: set[tuple[str, str, str]] = set()  # copied checkpoints said this batch
         # The batch's threads: [encrypted values, plain values, their bytes], and the first
@@ -273,6 +283,8 @@ class Integrity(Visitor):
         metadata, wrong = parse_metadata(row)
         if wrong is not None and not (row.metadata_type == "msgpack" and self.troubled is row):
             self._malformed("malformed-metadata", row, wrong)
+        if row.misfiled is not None:
+            self._malformed("malformed-checkpoint", row, row.misfiled)
         stored = stored_problem(row.type, row.flaws)
         if stored is not None:
             self._malformed("malformed-checkpoint", row, stored)
@@ -284,9 +296,14 @@ class Integrity(Visitor):
             if type(stored_id) is str and stored_id != row.checkpoint_id:
                 self._malformed("id-mismatch", row, f"the body says {stored_id}")
         elif self.troubled is not row and not _unread(row):
-            shape = body_tag_problem(row)
+            shape = body_tag_problem(row, untyped=self.untyped)
             if shape is not None:
                 self._malformed("malformed-checkpoint", row, shape)
+        parent_id = row.parent_checkpoint_id
+        if parent_id is not None and not is_uuid(parent_id):
+            detail = f"its parent id {str(parent_id)[:60]!r} is no checkpoint id"
+            self._malformed("malformed-checkpoint", row, detail)
+        self.homes.setdefault(row.checkpoint_id, []).append((thread_id, row.checkpoint_ns))
         parents = metadata.get("parents") if metadata is not None else None
         source = metadata.get("source") if metadata is not None else None
         step = metadata.get("step") if metadata is not None else None
@@ -422,12 +439,8 @@ class Integrity(Visitor):
             # has its first checkpoint (no prune keeps that and deletes older ones).
             if started:
                 self._suspect("parent", thread_id, ns, node, node.parent_id or "")
-            else:
-                self.found(
-                    "pruned-history",
-                    thread_id,
-                    place(thread_id, ns, node.checkpoint_id, detail=f"parent {node.parent_id}"),
-                )
+            else:  # looked up: a parent in another thread is a row moved or copied here
+                self._suspect("pruned", thread_id, ns, node, node.parent_id or "")
         # The namespace's first checkpoint is there: any other checkpoint without a parent
         # lost its link, or was added (a prune that clears parents leaves no first one).
         if started:
@@ -553,8 +566,22 @@ class Integrity(Visitor):
             wrong = write_problem(row, untyped=self.untyped)
             if wrong is not None:
                 self.found("malformed-write", row.thread_id, _row_place(row, "write", wrong))
-        if (row.thread_id, row.checkpoint_ns, row.checkpoint_id) in self.ids:
+        key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+        if type(row.idx) is int and row.idx != UNREADABLE_IDX and type(row.task_id) is str:
+            self.write_keys.add((*key, row.task_id, row.idx))
+            counted = self.task_writes.setdefault((*key, row.task_id), [0, -1])
+            counted[0] += 1
+            counted[1] = max(counted[1], row.idx)
+        if key in self.ids:
             return
+        if type(row.checkpoint_id) is not str or not is_uuid(row.checkpoint_id):
+            # A key cut short or changed: the checkpoint it was written for lost it.
+            detail = f"it names {str(row.checkpoint_id)[:60]!r}, no checkpoint id"
+            self.found("malformed-write", row.thread_id, _row_place(row, "write", detail))
+        else:
+            self.strays.setdefault(key, []).append((row.task_id, row.idx, row.channel))
+        if not self.store.raw_writes_complete:
+            return  # a store whose orphans `health` counts (orphan_writes_of)
         self.tally.orphan_writes += 1
         self.tally_threads["writes"].add(self.name(row.thread_id))
         span = self.groups.get((row.thread_id, row.checkpoint_ns))
@@ -669,9 +696,12 @@ class Integrity(Visitor):
                         f"group_concat_max_len = {_next_power(length + 2):,}",
                     ),
                 )
+        self.gaps()
+        self.misplaced()
         self.look_up()
         for name in ("groups", "required", "named", "named_channels", "top", "blob_sizes",
-                     "growing", "aggregates"):  # fmt: skip
+                     "growing", "aggregates", "homes", "write_keys", "task_writes",
+                     "strays"):  # fmt: skip
             getattr(self, name).clear()
         self.ids.clear()
         self.names.clear()
@@ -682,6 +712,61 @@ class Integrity(Visitor):
         self.tally.orphan_write_threads += len(self.tally_threads["writes"])
         for seen in self.tally_threads.values():
             seen.clear()
+
+    def gaps(self) -> None:
+        """A task's writes are numbered from 0 in one put_writes call (special channels
+        get negative indexes): an index past the task's count is a row added or changed."""
+        for (thread_id, ns, checkpoint_id, task_id), (count, top) in self.task_writes.items():
+            if top >= count:
+                detail = f"task {task_id[:40]}: index {top}, of {count} write{'s' * (count != 1)}"
+                self.found("malformed-write", thread_id, place(thread_id, ns, checkpoint_id,
+                           detail=detail))  # fmt: skip
+
+    def misplaced(self) -> None:
+        """Writes whose checkpoint is in another thread or namespace: where that checkpoint
+        lacks them, they were moved away from it (LangGraph loads it without them)."""
+        for (thread_id, ns, checkpoint_id), writes in self.strays.items():
+            homes = self.homes.get(checkpoint_id)
+            if homes is None:
+                if self.lookups >= LOOKUPS // 2:
+                    continue
+                found = self._look_up(checkpoint_id) or []
+                homes = [(k.thread_id, k.checkpoint_ns) for k in found]
+                batch = False
+            else:
+                batch = True
+            for home_thread, home_ns in homes:
+                if (home_thread, home_ns) == (thread_id, ns):
+                    continue
+                if batch:
+                    lost = [
+                        w for w in writes
+                        if (home_thread, home_ns, checkpoint_id, w[0], w[1]) not in self.write_keys
+                    ]  # fmt: skip
+                else:
+                    try:
+                        kept = self.store.load(
+                            CheckpointKey(home_thread, home_ns, checkpoint_id), values=False
+                        ).pending_writes
+                    except CkptError:
+                        continue
+                    have = {(w.task_id, w.idx) for w in kept or []}
+                    lost = [w for w in writes if (w[0], w[1]) not in have]
+                if lost:
+                    where = "thread " + thread_id if home_thread != thread_id else "namespace"
+                    self.found(
+                        "misplaced-write",
+                        home_thread,
+                        place(
+                            home_thread,
+                            home_ns,
+                            checkpoint_id,
+                            detail=f"{len(lost)} of its pending writes are filed under "
+                            f"{where} {ns!r}"
+                            if where == "namespace"
+                            else f"{len(lost)} of its pending writes are filed under {where}",
+                        ),
+                    )
 
     def _look_up(self, checkpoint_id: str) -> list[CheckpointKey] | None:
         if self.lookups >= LOOKUPS:
@@ -718,11 +803,23 @@ class Integrity(Visitor):
             elif others:
                 said = {
                     "parent": "its parent",
+                    "pruned": "its parent",
                     "root": "its id",
                     "ran-from": "the checkpoint it ran from",
                 }
                 here["detail"] = f"{said[what]} {wanted} is a checkpoint of thread {others[0]}"
                 self._copied(here)
+                if what in ("parent", "pruned"):
+                    self._moved_away(thread_id, ns, checkpoint_id, wanted, others)
+            elif what in ("parent", "pruned") and any(k.checkpoint_ns != ns for k in keys):
+                # Each namespace chains its own checkpoints: a parent in another namespace
+                # of the thread is a row whose namespace changed.
+                moved = next(k.checkpoint_ns for k in keys if k.checkpoint_ns != ns)
+                here["detail"] = f"parent {wanted} is a checkpoint of namespace {moved!r}"
+                self.found("dangling-parent", thread_id, here)
+            elif what == "pruned":
+                here["detail"] = f"parent {wanted}"
+                self.found("pruned-history", thread_id, here)
             elif what == "parent":
                 self.found("dangling-parent", thread_id, {**here, "detail": f"parent {wanted}"})
             elif what == "root":
@@ -731,6 +828,29 @@ class Integrity(Visitor):
             else:
                 here["detail"] = f"ran from {wanted}, which is not in the thread"
                 self.found("orphan-subgraph", thread_id, here)
+
+    def _moved_away(
+        self, thread_id: str, ns: str, checkpoint_id: str, parent_id: str, others: list[str]
+    ) -> None:
+        """A checkpoint whose parent is in another thread, and which that thread does not
+        hold itself: moved from there (its thread_id changed), not copied. That thread lost
+        it: LangGraph reads its history without it."""
+        keys = self._look_up(checkpoint_id)
+        if keys is None:
+            return
+        holders = {k.thread_id for k in keys}
+        for other in others:
+            if other not in holders:
+                self.found(
+                    "missing-checkpoint",
+                    other,
+                    place(
+                        other,
+                        ns,
+                        checkpoint_id,
+                        detail=f"a child of {parent_id}, filed under thread {thread_id}",
+                    ),
+                )
 
     def _copied(self, where: PlaceRecord) -> None:
         """A copied checkpoint, said once however many signs point at it."""

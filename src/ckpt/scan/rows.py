@@ -109,7 +109,8 @@ def thread_batches(sizes: dict[str, ThreadBytes]) -> Iterator[list[str]]:
     """Threads in id order, cut where a batch would read more than BATCH_ROWS rows."""
     batch: list[str] = []
     rows = 0
-    for thread_id in sorted(sizes):
+    # A damaged pickle store can key a thread by something other than a string.
+    for thread_id in sorted(sizes, key=lambda t: (type(t) is not str, str(t))):
         sized = sizes[thread_id]
         weight = sized.checkpoints + sized.blobs
         if len(thread_id) > LONG_ID:

@@ -37,6 +37,7 @@ _NO_BYTES: Final = frozenset({"null", "empty"})
 _VERSION: Final = (str, int, float)
 _VERSION_TYPES: Final = frozenset(_VERSION)
 _STR: Final = frozenset({str})
+FORMAT_VERSIONS: Final = frozenset({1, 2, 3, 4})  # checkpoint `v` (format.md §2)
 
 
 def body_problem(body: Any, *, values_apart: bool) -> str | None:
@@ -47,6 +48,8 @@ def body_problem(body: Any, *, values_apart: bool) -> str | None:
     v = body.get("v")
     if type(v) is not int:
         return "no format version `v`" if "v" not in body else f"`v` is {_kind(v)}"
+    if v not in FORMAT_VERSIONS:
+        return f"format version `v` {v} is none LangGraph writes (1 to 4)"
     checkpoint_id = body.get("id")
     if type(checkpoint_id) is not str:
         return "no `id`" if "id" not in body else f"`id` is {_kind(checkpoint_id)}"
@@ -82,9 +85,19 @@ def body_problem(body: Any, *, values_apart: bool) -> str | None:
         problem = _versions(node_seen, f"`versions_seen` of {str(node)[:60]!r}")
         if problem is not None:
             return problem
+    kinds = _version_kinds(versions) | {
+        kind for node_seen in seen.values() if type(node_seen) is dict
+        for kind in _version_kinds(node_seen)
+    }  # fmt: skip
+    if len(kinds) > 1:
+        # A saver writes one kind of version (strings, or numbers before langgraph 0.2):
+        # LangGraph takes max() over them, and a string beside a number is a changed row.
+        return "its versions mix strings and numbers"
     updated = body.get("updated_channels")
     if updated is not None and type(updated) is not list:
         return f"`updated_channels` is {_kind(updated)}"
+    if updated and not set(map(type, updated)) <= _STR:
+        return "`updated_channels` holds something other than channel names"
     sends = body.get("pending_sends")
     if sends is not None and type(sends) is not list and v < 4:
         return f"`pending_sends` is {_kind(sends)}"
@@ -105,6 +118,13 @@ def _versions(versions: Any, name: str) -> str | None:
     return None
 
 
+def _version_kinds(versions: Any) -> set[bool]:
+    """Whether the versions are strings (True) or numbers (False)."""
+    if type(versions) is not dict:
+        return set()
+    return {type(version) is str for version in versions.values()}
+
+
 def _plain_versions(versions: dict[Any, Any]) -> bool:
     """The common case, checked in C: string keys, versions of the types savers write."""
     return set(map(type, versions)) <= _STR and set(map(type, versions.values())) <= _VERSION_TYPES
@@ -115,6 +135,13 @@ def parse_metadata(row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | Non
     is not read here: MongoDBSaver's typed pairs, a serde tag ckpt does not read)."""
     tag = row.metadata_type
     data = row.metadata
+    if tag == "mongodb-pairs" and data:
+        return _mongodb_pairs(data)
+    if isinstance(tag, str) and "+" not in tag and tag not in VALUE_TAGS | {"jsonb"}:
+        # A serde pair's tag (InMemorySaver keeps metadata as one): loads_typed raises.
+        return None, f"metadata under serde tag {tag[:40]!r}: no LangGraph serializer reads it"
+    if tag in ("null", "bytes", "bytearray"):
+        return None, f"the metadata is stored as {tag!r}, which holds no map"
     if tag not in ("json", "jsonb", "msgpack"):
         return None, None
     if not data:
@@ -131,21 +158,75 @@ def parse_metadata(row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | Non
     return metadata, metadata_problem(metadata)
 
 
+class _BadPair(Exception):
+    pass
+
+
+def _mongodb_pairs(data: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """MongoDBSaver's metadata (format.md §7c), as the store gives it: JSON of a document
+    whose leaves are `[type, bytes]` pairs (bytes as ckpt's base64 records), which
+    `loads_metadata` hands to `serde.loads_typed` one by one. Each pair must be one and
+    decode; the decoded metadata is then judged as any other."""
+    import base64
+
+    def leaf(value: Any, where: str) -> Any:
+        if type(value) is dict and value.get("__ckpt__") != "bytes":
+            return {k: leaf(v, f"{where}.{k}" if where else k) for k, v in value.items()}
+        if not (type(value) is list and len(value) == 2 and type(value[0]) is str):
+            raise _BadPair(f"`{where}` is {_kind(value)}, not a [type, bytes] pair")
+        tag, stored = value
+        if tag == "null":
+            return None
+        if tag.partition("+")[0] not in VALUE_TAGS or tag.partition("+")[2]:
+            if tag.partition("+")[2]:
+                return None  # encrypted: judged with the key, by the census
+            raise _BadPair(f"`{where}`: serde tag {tag[:40]!r}: no LangGraph serializer reads it")
+        if type(stored) is not dict or stored.get("__ckpt__") != "bytes":
+            raise _BadPair(f"`{where}` holds {_kind(stored)}, not bytes")
+        payload = base64.b64decode(stored.get("base64", ""))
+        if tag in ("bytes", "bytearray"):
+            return payload
+        if tag == "pickle":
+            return None
+        if not payload:
+            raise _BadPair(f"`{where}`: tag {tag!r} with empty bytes")
+        try:
+            if tag == "json":
+                return json.loads(payload)
+            return ormsgpack.unpackb(payload, ext_hook=lambda code, data: None)
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise _BadPair(f"`{where}` does not decode ({str(exc)[:60]})") from exc
+
+    try:
+        document = json.loads(data)
+    except ValueError as exc:
+        return None, f"the metadata does not decode ({str(exc)[:80]})"
+    if type(document) is not dict:
+        return None, f"the metadata is {_kind(document)}, not a map"
+    try:
+        metadata = leaf(document, "")
+    except _BadPair as exc:
+        return None, str(exc)
+    return metadata, metadata_problem(metadata)
+
+
 def metadata_problem(metadata: dict[str, Any]) -> str | None:
     """What LangGraph trips on in decoded metadata, or None."""
     step = metadata.get("step")
-    if "step" in metadata and (not isinstance(step, int | float) or type(step) is bool):
+    if "step" not in metadata:
+        return "no `step`"
+    if not isinstance(step, int | float) or type(step) is bool:
         return f"`step` is {_kind(step)}, not a number"
     parents = metadata.get("parents")
-    if "parents" in metadata and parents is not None:
+    if "parents" in metadata:
         if type(parents) is not dict:
             return f"`parents` is {_kind(parents)}, not a map"
         for ns, checkpoint_id in parents.items():
             if type(ns) is not str or type(checkpoint_id) is not str:
                 return "`parents` maps something other than a namespace to a checkpoint id"
     source = metadata.get("source")
-    if source is not None and type(source) is not str:
-        return f"`source` is {_kind(source)}"
+    if type(source) is not str:
+        return "no `source`" if "source" not in metadata else f"`source` is {_kind(source)}"
     return None
 
 
@@ -155,6 +236,8 @@ def write_problem(row: RawWrite, *, untyped: bool) -> str | None:
     have no tag."""
     if type(row.task_id) is not str or not row.task_id:
         return "no task id"
+    if not is_uuid(row.task_id):
+        return f"task id {row.task_id[:60]!r} is not a uuid"
     if type(row.channel) is not str or not row.channel:
         return "no channel"
     if type(row.idx) is not int or type(row.idx) is bool or row.idx == UNREADABLE_IDX:
@@ -162,6 +245,18 @@ def write_problem(row: RawWrite, *, untyped: bool) -> str | None:
     return _value_problem(row.type, row.data, VALUE_TAGS, untyped=untyped) or stored_problem(
         row.type, row.flaws
     )
+
+
+def is_uuid(text: Any) -> bool:
+    """Whether `text` is a uuid as LangGraph writes checkpoint and task ids (32 hex digits,
+    dashes between)."""
+    if type(text) is not str or len(text) != 36:
+        return False
+    try:
+        binascii.unhexlify(text.replace("-", ""))
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def stored_problem(tag: str | None, flaws: tuple[str, ...]) -> str | None:
@@ -193,14 +288,15 @@ def _value_problem(
     return None
 
 
-def body_tag_problem(row: RawCheckpoint) -> str | None:
+def body_tag_problem(row: RawCheckpoint, *, untyped: bool = True) -> str | None:
     """What is wrong with a body that was not decoded, or None when there was no reason to
-    decode it (encrypted, not fetched for its size, a pickle)."""
+    decode it (encrypted, not fetched for its size, a pickle). `untyped`: a store of
+    langgraph 0.1, whose pickles have no tag."""
     tag = row.type
     if not row.body and row.body_size == 0:
         return "no body (null or empty)"
     if tag is None:
-        return None  # langgraph 0.1's untyped pickles
+        return None if untyped else "no serde tag"
     inner = tag.partition("+")[0]
     if inner in ("null", "empty", "bytes", "bytearray"):
         return f"the body is stored as {tag[:40]!r}, which holds no checkpoint"

@@ -68,6 +68,10 @@ class WriteFields:
     type: str | None
     data: bytes | None
     size: int
+    # The (thread, namespace, checkpoint id) the document itself names, where the saver
+    # finds writes by those fields (RedisSaver searches them): None when they agree with
+    # the key it is stored under.
+    home: tuple[str, str, str] | None = None
 
     def pending(self, value: Any) -> PendingWrite:
         return PendingWrite(
@@ -81,10 +85,15 @@ class WriteFields:
         )
 
     def raw(self, key: CheckpointKey, *, data: bool) -> RawWrite:
+        thread_id, ns, checkpoint_id = self.home or (
+            key.thread_id,
+            key.checkpoint_ns,
+            key.checkpoint_id,
+        )
         return RawWrite(
-            thread_id=key.thread_id,
-            checkpoint_ns=key.checkpoint_ns,
-            checkpoint_id=key.checkpoint_id,
+            thread_id=thread_id,
+            checkpoint_ns=ns,
+            checkpoint_id=checkpoint_id,
             task_id=self.task_id,
             idx=self.idx,
             channel=self.channel,

@@ -24,6 +24,7 @@ from ckpt.errors import (
     StoreUnreadable,
 )
 from ckpt.records.model import (
+    UNREADABLE_IDX,
     Checkpoint,
     CheckpointKey,
     DumpQuery,
@@ -438,11 +439,24 @@ class MongoStore(DocumentStore):
         for keys in self._selected_keys(query):
             wanted = set(keys)
             rows = []
-            for doc in self._find(self.writes_coll, {"thread_id": {"$eq": keys[0].thread_id}}):
-                key = _key(doc)
-                if key is None or key not in wanted:
-                    continue
-                rows.append((key, _write_fields(doc)))
+            thread_id = keys[0].thread_id
+            # The thread's writes, its orphans among them (check judges those; `health`
+            # counts them), and writes of its checkpoints filed under another thread (moved
+            # there, or their thread_id changed: MongoDBSaver finds writes by those fields).
+            moved = {
+                "thread_id": {"$ne": thread_id},
+                "checkpoint_id": {"$in": sorted({k.checkpoint_id for k in keys})},
+            }
+            for found in (
+                self._find(self.writes_coll, {"thread_id": {"$eq": thread_id}}),
+                self._find(self.writes_coll, moved),
+            ):
+                for doc in found:
+                    key = _key(doc) or _stray_key(doc)
+                    rows.append((key, _write_fields(doc)))
+            rows = [(k, w) for k, w in rows if k in wanted] + [
+                (k, w) for k, w in rows if k not in wanted
+            ]
             rows.sort(
                 key=lambda r: (r[0].checkpoint_ns, r[0].checkpoint_id, r[1].task_id, r[1].idx)
             )
@@ -475,6 +489,14 @@ def _key(doc: dict[str, Any]) -> CheckpointKey | None:
     return CheckpointKey(thread_id, ns, checkpoint_id)
 
 
+def _stray_key(doc: dict[str, Any]) -> CheckpointKey:
+    """The key a write document names when some part is not a string (MongoDBSaver never
+    finds it under any checkpoint): each part as text."""
+    return CheckpointKey(
+        *(str(doc.get(part)) for part in ("thread_id", "checkpoint_ns", "checkpoint_id"))
+    )
+
+
 def _bytes(value: Any) -> bytes | None:
     """BSON binary (bson.Binary is a bytes subclass) as bytes; None for anything else."""
     return bytes(value) if isinstance(value, bytes | bytearray) else None
@@ -484,11 +506,13 @@ def _write_fields(doc: dict[str, Any]) -> WriteFields:
     data = _bytes(doc.get("value"))
     idx = doc.get("idx")
     tag = doc.get("type")
+    task_id, channel = doc.get("task_id"), doc.get("channel")
     return WriteFields(
-        task_id=str(doc.get("task_id", "")),
+        # A task id or channel of another type is what LangGraph gets: judged as such.
+        task_id=task_id if isinstance(task_id, str) else "",
         task_path=str(doc.get("task_path", "")),
-        idx=idx if type(idx) is int else 0,
-        channel=str(doc.get("channel", "")),
+        idx=idx if type(idx) is int else UNREADABLE_IDX,
+        channel=channel if isinstance(channel, str) else "",
         type=tag if isinstance(tag, str) else None,
         data=data,
         size=len(data) if data is not None else 0,

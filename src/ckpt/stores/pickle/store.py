@@ -21,6 +21,7 @@ from ckpt.errors import (
 )
 from ckpt.records.model import (
     TASKS,
+    UNREADABLE_IDX,
     BlobRef,
     Checkpoint,
     CheckpointKey,
@@ -427,16 +428,16 @@ class PickleStore(Store):
         for key, task_writes in (self._writes or {}).items():
             if type(key) is not tuple or len(key) != 3 or not isinstance(task_writes, dict):
                 continue  # not a writes entry; loading that checkpoint's writes says so
-            if not _selected(query, key[0], key[1], key[2]):
-                continue
+            if not isinstance(key[0], str) or not _selected(query, key[0], key[1], key[2]):
+                continue  # a thread no string names: LangGraph never finds these writes
             sized = found.setdefault(key[0], ThreadBytes())
             sized.writes += len(task_writes)
             sized.write_bytes += sum(_write_size(w) for w in task_writes.values())
         for key, pair in (self._blobs or {}).items():
             if type(key) is not tuple or len(key) != 4:
                 continue
-            if not _selected(query, key[0], key[1], None):
-                continue
+            if not isinstance(key[0], str) or not _selected(query, key[0], key[1], None):
+                continue  # a thread no string names: LangGraph never finds this value
             sized = found.setdefault(key[0], ThreadBytes())
             sized.blobs += 1
             sized.blob_bytes += _pair_size(pair)
@@ -842,6 +843,8 @@ class PickleStore(Store):
             key = CheckpointKey(thread_id, ns, checkpoint_id)
             body = self._body(key, raw_body, values=False, tolerant=True)
             versions = body.get("channel_versions") if isinstance(body, dict) else None
+            # InMemorySaver loads the metadata as a (tag, bytes) pair: anything else is none.
+            metadata_type = _tag(raw_metadata) if _tag(raw_metadata) is not None else "msgpack"
             yield RawCheckpoint(
                 thread_id=thread_id,
                 checkpoint_ns=ns,
@@ -849,7 +852,7 @@ class PickleStore(Store):
                 parent_checkpoint_id=parent_id if isinstance(parent_id, str) else None,
                 type=_tag(raw_body),
                 body=body_pair[1] if body_pair else b"",
-                metadata_type=_tag(raw_metadata),
+                metadata_type=metadata_type,
                 metadata=meta_pair[1] if meta_pair else b"",
                 body_size=_pair_size(raw_body),
                 metadata_size=_pair_size(raw_metadata),
@@ -884,27 +887,53 @@ class PickleStore(Store):
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         writes = self._writes or {}
-        for thread_id, ns, checkpoint_id, _ in self._entries(query):
-            task_writes = writes.get((thread_id, ns, checkpoint_id))
+        keys = [(t, ns, i) for t, ns, i, _ in self._entries(query)]
+        # And the writes nothing in storage holds, of these threads or naming one of their
+        # checkpoints (moved, or a key part changed): check judges them, `health` counts them.
+        threads, ids, held = {k[0] for k in keys}, {k[2] for k in keys}, set(keys)
+        keys += sorted(
+            (
+                key
+                for key in writes
+                if type(key) is tuple
+                and len(key) == 3
+                and key not in held
+                and (key[0] in threads or key[2] in ids)
+            ),
+            key=str,
+        )
+        for key in keys:
+            task_writes = writes.get(key)
             if not isinstance(task_writes, dict):
                 continue
+            thread_id, ns, checkpoint_id = (str(part) for part in key)
             for inner_key in sorted(task_writes, key=str):
                 stored = task_writes[inner_key]
                 if type(stored) is not tuple or len(stored) < 3:
                     continue
                 pair = _pair(stored[2], self._writes_file) if data else None
-                idx = inner_key[1] if type(inner_key) is tuple and len(inner_key) == 2 else 0
+                # InMemorySaver sorts a checkpoint's writes by (task path, task id, index)
+                # from this key: parts of other types make it raise.
+                idx = (
+                    inner_key[1]
+                    if type(inner_key) is tuple
+                    and len(inner_key) == 2
+                    and isinstance(inner_key[0], str)
+                    and type(inner_key[1]) is int
+                    else UNREADABLE_IDX
+                )
+                task_path = stored[3] if len(stored) > 3 else ""
                 yield RawWrite(
                     thread_id=thread_id,
                     checkpoint_ns=ns,
                     checkpoint_id=checkpoint_id,
-                    task_id=str(stored[0]),
-                    idx=idx if isinstance(idx, int) else 0,
-                    channel=str(stored[1]),
+                    task_id=stored[0] if isinstance(stored[0], str) else "",
+                    idx=idx if isinstance(task_path, str) else UNREADABLE_IDX,
+                    channel=stored[1] if isinstance(stored[1], str) else "",
                     type=_tag(stored[2]),
                     data=pair[1] if pair else None,
                     size=_pair_size(stored[2]),
-                    task_path=stored[3] if len(stored) > 3 and isinstance(stored[3], str) else "",
+                    task_path=task_path if isinstance(task_path, str) else "",
                 )
 
     def _entries(self, query: DumpQuery) -> Iterator[tuple[str, str, str, Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
@@ -28,6 +29,7 @@ from ckpt.errors import (
     StoreUnreadable,
 )
 from ckpt.records.model import (
+    UNREADABLE_IDX,
     Checkpoint,
     CheckpointKey,
     DumpQuery,
@@ -570,14 +572,40 @@ class RedisStore(DocumentStore):
                 if (w.checkpoint_ns, w.checkpoint_id) in ids
             ]
             keyed.sort(key=lambda item: (item[1].checkpoint_ns, item[1].checkpoint_id))
+            keyed += self._strays(names, {key for key, _ in keyed})
             for start in range(0, len(keyed), BATCH):
                 batch = keyed[start : start + BATCH]
                 texts = self.session.json_mget([key for key, _ in batch])
                 for (_, w), text in zip(batch, texts, strict=True):
                     if text is None:
                         continue
-                    fields = _write_fields(text)
+                    fields = _write_fields(text, CheckpointKey(*w[:3]))
                     yield fields.raw(CheckpointKey(*w[:3]), data=data)
+
+    def _strays(
+        self, names: Sequence[CheckpointName], seen: set[str]
+    ) -> list[tuple[str, WriteName]]:
+        """Write documents naming the thread's checkpoint ids under another thread (moved,
+        or their thread_id changed): RedisSaver finds writes by those fields, so these
+        are lost to the checkpoints they name. Found by the index, 50 ids a search."""
+        if not self.indexed or not names:
+            return []
+        found: list[tuple[str, WriteName]] = []
+        ids = sorted({n.checkpoint_id for n in names})
+        thread = tag_escape(names[0].thread_id or "00000000-0000-0000-0000-000000000000")
+        for start in range(0, len(ids), 50):
+            wanted = "|".join(tag_escape(i) for i in ids[start : start + 50])
+            answer = self.session.execute(
+                "FT.SEARCH", self.search_names[1],
+                f"@checkpoint_id:{{{wanted}}} -@thread_id:{{{thread}}}",
+                "NOCONTENT", "LIMIT", 0, _SEARCH_PAGE, "DIALECT", 2,
+            )  # fmt: skip
+            for raw in answer[1:] if isinstance(answer, list) else []:
+                key = raw.decode("utf-8", "surrogateescape")
+                name = write_name(key, self.write_prefix, self.root)
+                if name is not None and key not in seen:
+                    found.append((key, name))
+        return found
 
     def check_copy(self, *, renumber_versions: bool = False) -> None:
         # RedisSaver keeps values as JSON documents (format.md §7b): carrying them into a
@@ -598,13 +626,29 @@ def _name(key: CheckpointKey) -> CheckpointName:
     return CheckpointName(key.thread_id, key.checkpoint_ns, key.checkpoint_id)
 
 
-def _write_fields(text: bytes) -> WriteFields:
+def _write_fields(text: bytes, key: CheckpointKey | None = None) -> WriteFields:
     try:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError:
         doc = {}
     if not isinstance(doc, dict):
         doc = {}
+    fields = _document_write(doc)
+    if key is not None and "thread_id" in doc:
+        # RedisSaver finds a checkpoint's writes by the document's fields, not its key:
+        # a document naming another checkpoint is a write of that one (or of none).
+        ns = doc.get("checkpoint_ns")
+        home = (
+            str(doc.get("thread_id")),
+            "" if ns == "__empty__" else str(ns),
+            str(doc.get("checkpoint_id")),
+        )
+        if home != (key.thread_id, key.checkpoint_ns, key.checkpoint_id):
+            return dataclasses.replace(fields, home=home)
+    return fields
+
+
+def _document_write(doc: dict[str, Any]) -> WriteFields:
     blob = doc.get("blob")
     data: bytes | None = None
     if "blob" not in doc and "value" in doc:
@@ -627,11 +671,13 @@ def _write_fields(text: bytes) -> WriteFields:
             data = blob.encode("utf-8", "surrogatepass")
     idx = doc.get("idx")
     tag = doc.get("type")
+    task_id, channel = doc.get("task_id"), doc.get("channel")
     return WriteFields(
-        task_id=str(doc.get("task_id", "")),
+        # A task id or channel of another type is what LangGraph gets: judged as such.
+        task_id=task_id if isinstance(task_id, str) else "",
         task_path=str(doc.get("task_path", "")),
-        idx=idx if type(idx) is int else 0,
-        channel=str(doc.get("channel", "")),
+        idx=idx if type(idx) is int else UNREADABLE_IDX,
+        channel=channel if isinstance(channel, str) else "",
         type=tag if isinstance(tag, str) else None,
         data=data,
         size=len(data) if data is not None else 0,
@@ -676,10 +722,18 @@ def _raw_checkpoint(name: CheckpointName, text: bytes, *, data: bool) -> RawChec
         elif isinstance(raw_metadata, dict):  # ShallowRedisSaver keeps it as an object
             metadata = orjson.dumps(raw_metadata)
         stored_parent = doc.get("parent_checkpoint_id")
-        parent = from_storage_id(stored_parent) if isinstance(stored_parent, str) else None
+        # A parent of another type is what RedisSaver links to (check judges it as text).
+        parent = (
+            from_storage_id(stored_parent)
+            if isinstance(stored_parent, str)
+            else None
+            if stored_parent is None
+            else str(stored_parent)
+        )
     else:
         body = text
     return RawCheckpoint(
+        misfiled=_misfiled(name, doc),
         thread_id=name.thread_id,
         checkpoint_ns=name.checkpoint_ns,
         checkpoint_id=name.checkpoint_id,
@@ -691,6 +745,36 @@ def _raw_checkpoint(name: CheckpointName, text: bytes, *, data: bool) -> RawChec
         body_size=len(body),
         metadata_size=len(metadata),
     )
+
+
+# The fields RedisSaver searches and reads beside the body, and the types it writes.
+_FIELD_TYPES: Final = {
+    "checkpoint_ts": (int, float),
+    "has_writes": (bool,),
+    "source": (str,),
+    "step": (int,),
+}
+
+
+def _misfiled(name: CheckpointName, doc: Any) -> str | None:
+    """What a checkpoint document's own fields say against its key: RedisSaver finds
+    checkpoints by those fields (the search index), so a document naming another
+    thread, namespace or id, or holding a field of another type, is not the checkpoint
+    its key says (or is dropped from the index)."""
+    if not isinstance(doc, dict) or "thread_id" not in doc:
+        return None  # LangGraph.js's documents, or no document: judged elsewhere
+    ns = doc.get("checkpoint_ns")
+    said = (doc.get("thread_id"), "" if ns == "__empty__" else ns, doc.get("checkpoint_id"))
+    if said != (name.thread_id, name.checkpoint_ns, name.checkpoint_id):
+        shown = ", ".join(str(part)[:60] for part in said)
+        return f"the document names ({shown}), its key another checkpoint"
+    for field_name, types in _FIELD_TYPES.items():
+        value = doc.get(field_name)
+        if field_name in doc and (not isinstance(value, types) or (
+            type(value) is bool and bool not in types
+        )):  # fmt: skip
+            return f"its `{field_name}` is {type(value).__name__}"
+    return None
 
 
 def _first(answer: Any) -> Any:
