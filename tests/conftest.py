@@ -257,6 +257,17 @@ def mongo_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def mongo_new_database() -> Iterator[Callable[[], str]]:
+    """An empty nx-27017 server for this test process; each call names a new database on
+    it (the URL of a store nothing has written yet: a `copy` or `prune` target)."""
+    from fixtures.mongo_server import MongoServer
+
+    counter = iter(range(1_000_000))
+    with MongoServer() as server:
+        yield lambda: f"{server.url}scratch{next(counter)}"
+
+
+@pytest.fixture(scope="session")
 def pg_store(pg_new_database: NewDatabase) -> PgStore:
     """Every scenario through PostgresSaver."""
     from fixtures.postgres import build_postgres

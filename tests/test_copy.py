@@ -78,6 +78,12 @@ def saver_for(kind: str, spec: str) -> Iterator[BaseCheckpointSaver[Any]]:
     elif kind == "postgres":
         with PostgresSaver.from_conn_string(spec) as saver:
             yield saver
+    elif kind == "mongodb":
+        from langgraph.checkpoint.mongodb import MongoDBSaver
+        from pymongo import MongoClient
+
+        with MongoClient(spec) as client:
+            yield MongoDBSaver(client, db_name=client.get_default_database().name)
     else:
         yield dev_folder_saver(Path(spec).parent)
 
@@ -167,23 +173,40 @@ def source_digest(source: Source) -> str:
     return digest_tree(Path(source.spec))
 
 
-@pytest.mark.parametrize("target_kind", ["sqlite", "postgres"])
-@pytest.mark.parametrize("source_kind", ["sqlite", "postgres", "dev"])
+def _matrix() -> list[Any]:
+    """Every source kind into every target kind; into the kinds added later (MongoDB,
+    Redis) one source in the default suite and the others behind `long`."""
+    pairs = []
+    for source in ("sqlite", "postgres", "dev"):
+        for target in ("sqlite", "postgres", "mongodb"):
+            marks = [pytest.mark.postgres] if "postgres" in (source, target) else []
+            if target == "mongodb" and source != "sqlite":
+                marks.append(pytest.mark.long)
+            pairs.append(pytest.param(source, target, marks=marks, id=f"{source}-{target}"))
+    return pairs
+
+
+@pytest.mark.parametrize(("source_kind", "target_kind"), _matrix())
 def test_copied_threads_read_and_resume_as_on_the_source(
     sources: dict[str, Source],
     source_kind: str,
     target_kind: str,
     tmp_path: Path,
     pg_new_database: NewDatabase,
+    mongo_new_database: Callable[[], str],
 ) -> None:
     source = sources[source_kind]
     before = source_digest(source)
+    # MongoDBSaver counts channel versions 1, 2, 3: theirs are written so (format.md §3.4).
+    options = ("--renumber-versions",) if target_kind == "mongodb" else ()
     if target_kind == "sqlite":
         target_spec = target = str(tmp_path / "copy.sqlite")
+    elif target_kind == "mongodb":
+        target_spec = target = mongo_new_database()
     else:
         target = pg_new_database()
         target_spec = url_of(target)
-    plan = ckpt("copy", source_spec(source), target_spec, "--all", "--json")
+    plan = ckpt("copy", source_spec(source), target_spec, "--all", "--json", *options)
     assert plan.exit_code == 0, plan.output
     planned = json.loads(plan.stdout)
     assert not planned["applied"] and planned["totals"]["threads"] == len(
@@ -191,7 +214,7 @@ def test_copied_threads_read_and_resume_as_on_the_source(
     )
     if target_kind == "sqlite":
         assert not Path(target).exists()  # a dry run creates nothing
-    done = ckpt("copy", source_spec(source), target_spec, "--all", "--apply", "--json")
+    done = ckpt("copy", source_spec(source), target_spec, "--all", "--apply", "--json", *options)
     assert done.exit_code == 0, done.output
     copied = json.loads(done.stdout)
     assert copied["applied"] and copied["totals"] == planned["totals"]

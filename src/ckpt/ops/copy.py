@@ -153,11 +153,15 @@ def copy_run(
     changes nothing. `on_rows` hears of every row moved (the progress bar)."""
     if on_conflict not in ON_CONFLICT:
         raise BadOption(f"`on_conflict` must be fail, skip or replace, not {on_conflict!r}")
-    if target.location == source.location or _same_file(target.location, source.location):
+    if (
+        target.location == source.location
+        or _same_file(target.location, source.location)
+        or (target.identity is not None and target.identity == source.identity)
+    ):
         raise Unsafe(
             f"{target.location}: the source and the target are the same store; nothing copied"
         )
-    source.check_copy(renumber_versions=renumber_versions)
+    source.check_copy(renumber_versions=renumber_versions, counted_versions=target.counted_versions)
     target.check_writable(replace=on_conflict == "replace")
     redactor = (
         stores.redactor(

@@ -75,7 +75,11 @@ def open_target(spec: str, *, timeout: float | None = None) -> Target:
         from ckpt.stores.postgres.target import PostgresTarget
 
         return PostgresTarget(spec, timeout=timeout)
-    if is_redis(spec) or is_mongodb(spec) or "://" in spec:
+    if is_mongodb(spec):
+        from ckpt.stores.mongo.target import MongoTarget
+
+        return MongoTarget(spec, timeout=timeout)
+    if is_redis(spec) or "://" in spec:
         raise NotSupported(
             f"{spec.split('://')[0]}:// targets are not supported: copy into a SQLite file or "
             "a postgresql:// database"

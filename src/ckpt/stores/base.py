@@ -48,6 +48,10 @@ class Store(ABC):
     # How VACUUM gives deleted rows' space back (ckpt.records.Reclaim); None: no vacuum.
     reclaim: ClassVar[Reclaim | None] = None
     aes_key: bytes | None
+    # Which store this is whatever the spelling of its location (a server's address,
+    # database and prefix), for `copy` to refuse a target that is its source; None: the
+    # location says it (files are compared resolved).
+    identity: str | None = None
     notices: list[str]  # said once on stderr by the CLI (e.g. "this layout holds no values")
 
     def __init__(self, location: str, *, aes_key: bytes | None = None) -> None:
@@ -246,10 +250,13 @@ class Store(ABC):
         `ckpt vacuum --json` but "store" and "applied" (docs/json.md)."""
         raise NotSupported(f"{self.location}: vacuum is not supported on {self.kind} stores yet")
 
-    def check_copy(self, *, renumber_versions: bool = False) -> None:  # noqa: B027 - optional hook
+    def check_copy(  # noqa: B027 - optional hook
+        self, *, renumber_versions: bool = False, counted_versions: bool = False
+    ) -> None:
         """Refuse, before anything is read, a `ckpt copy` from a store whose layout ckpt
         cannot carry exactly (NotSupported, naming why); stores that can say nothing.
-        `renumber_versions`: the copy rewrites integer channel versions."""
+        `renumber_versions`: the copy rewrites channel versions into the target's format;
+        `counted_versions`: the target's saver counts versions 1, 2, 3 (MongoDBSaver)."""
 
     def writer(self, *, timeout: float | None) -> Writer:
         """A writable connection to this same store (closing this reader where its engine
@@ -342,6 +349,10 @@ class Target(ABC):
 
     location: str
     layout: ClassVar[str]
+    # Whether the target's saver counts channel versions 1, 2, 3 (MongoDBSaver) rather
+    # than SqliteSaver's strings.
+    counted_versions: ClassVar[bool] = False
+    identity: str | None = None  # as Store.identity
     # What the target holds before the copy: "new" (nothing yet: setup() creates the
     # saver's schema), or "ready" (the saver's schema is there).
     state: str

@@ -116,6 +116,9 @@ class MongoStore(DocumentStore):
                     f"{self.checkpoints_name!r} collection)"
                 )
             self.database = default
+            from ckpt.stores.mongo.target import identity_of
+
+            self.identity = identity_of(spec, default, (self.checkpoints_name, self.writes_name))
             self.checkpoints_coll: Collection[dict[str, Any]] = db[self.checkpoints_name]
             self.writes_coll: Collection[dict[str, Any]] | None = (
                 db[self.writes_name] if self.writes_name in collections_there else None
@@ -444,10 +447,12 @@ class MongoStore(DocumentStore):
             for key, fields in rows:
                 yield fields.raw(key, data=data)
 
-    def check_copy(self, *, renumber_versions: bool = False) -> None:
+    def check_copy(
+        self, *, renumber_versions: bool = False, counted_versions: bool = False
+    ) -> None:
         # Checked with LangGraph: a MongoDBSaver thread copied into SqliteSaver as it is
         # reads back the same, then fails to resume (TypeError comparing str and int).
-        if not renumber_versions:
+        if not renumber_versions and not counted_versions:
             raise NotSupported(
                 f"{self.location}: MongoDBSaver counts channel versions 1, 2, 3, and "
                 "SqliteSaver and PostgresSaver cannot resume a thread from those (format.md "

@@ -579,7 +579,9 @@ class RedisStore(DocumentStore):
                     fields = _write_fields(text)
                     yield fields.raw(CheckpointKey(*w[:3]), data=data)
 
-    def check_copy(self, *, renumber_versions: bool = False) -> None:
+    def check_copy(
+        self, *, renumber_versions: bool = False, counted_versions: bool = False
+    ) -> None:
         # RedisSaver keeps values as JSON documents (format.md §7b): carrying them into a
         # msgpack store would mean decoding and re-encoding them, which copy never does.
         raise NotSupported(
