@@ -268,6 +268,27 @@ def mongo_new_database() -> Iterator[Callable[[], str]]:
 
 
 @pytest.fixture(scope="session")
+def _redis_scratch_server() -> Iterator[str]:
+    from fixtures.redis_server import RedisServer
+
+    with RedisServer() as server:
+        yield server.url
+
+
+@pytest.fixture
+def redis_empty(_redis_scratch_server: str) -> str:
+    """The URL of a Redis 8 server (RedisJSON, RediSearch) emptied for this test: no key,
+    no index (one server for the session; a `copy` or `prune` target)."""
+    import redis
+
+    with redis.Redis.from_url(_redis_scratch_server, protocol=2) as client:
+        for name in client.execute_command("FT._LIST") or ():
+            client.execute_command("FT.DROPINDEX", name)
+        client.flushall()
+    return _redis_scratch_server
+
+
+@pytest.fixture(scope="session")
 def pg_store(pg_new_database: NewDatabase) -> PgStore:
     """Every scenario through PostgresSaver."""
     from fixtures.postgres import build_postgres

@@ -84,6 +84,12 @@ def saver_for(kind: str, spec: str) -> Iterator[BaseCheckpointSaver[Any]]:
 
         with MongoClient(spec) as client:
             yield MongoDBSaver(client, db_name=client.get_default_database().name)
+    elif kind == "redis":
+        from langgraph.checkpoint.redis import RedisSaver
+
+        with RedisSaver.from_conn_string(spec) as redis_saver:
+            redis_saver.setup()
+            yield redis_saver
     else:
         yield dev_folder_saver(Path(spec).parent)
 
@@ -174,8 +180,8 @@ def source_digest(source: Source) -> str:
 
 
 def _matrix() -> list[Any]:
-    """Every source kind into every target kind; into the kinds added later (MongoDB,
-    Redis) one source in the default suite and the others behind `long`."""
+    """Every source kind into every target kind (Redis: test_redis_copy_is_what_redis_saver_
+    writes); into MongoDB one source in the default suite and the others behind `long`."""
     pairs = []
     for source in ("sqlite", "postgres", "dev"):
         for target in ("sqlite", "postgres", "mongodb"):
@@ -194,38 +200,168 @@ def test_copied_threads_read_and_resume_as_on_the_source(
     tmp_path: Path,
     pg_new_database: NewDatabase,
     mongo_new_database: Callable[[], str],
+    request: pytest.FixtureRequest,
 ) -> None:
     source = sources[source_kind]
     before = source_digest(source)
     # MongoDBSaver counts channel versions 1, 2, 3: theirs are written so (format.md §3.4).
     options = ("--renumber-versions",) if target_kind == "mongodb" else ()
+    # RedisSaver's JSON keeps an Enum as its bare value: the thread holding one is refused.
+    refused = {"custom-types"} if target_kind == "redis" else set()
     if target_kind == "sqlite":
         target_spec = target = str(tmp_path / "copy.sqlite")
     elif target_kind == "mongodb":
         target_spec = target = mongo_new_database()
+    elif target_kind == "redis":
+        target_spec = target = request.getfixturevalue("redis_empty")
     else:
         target = pg_new_database()
         target_spec = url_of(target)
     plan = ckpt("copy", source_spec(source), target_spec, "--all", "--json", *options)
-    assert plan.exit_code == 0, plan.output
+    assert plan.exit_code == (12 if refused else 0), plan.output
     planned = json.loads(plan.stdout)
+    assert {t["thread_id"] for t in planned["threads"] if t["refused"]} == refused
     assert not planned["applied"] and planned["totals"]["threads"] == len(
         source.manifest["threads"]
-    )
+    ) - len(refused)
     if target_kind == "sqlite":
         assert not Path(target).exists()  # a dry run creates nothing
     done = ckpt("copy", source_spec(source), target_spec, "--all", "--apply", "--json", *options)
-    assert done.exit_code == 0, done.output
+    assert done.exit_code == (12 if refused else 0), done.output
     copied = json.loads(done.stdout)
     assert copied["applied"] and copied["totals"] == planned["totals"]
     for record in (planned, copied):  # one shape from every source into every target
         follows_schema(record, "copy.schema.json")
     assert source_digest(source) == before  # the source is byte-identical
     history, resumed = source.langgraph()
+    manifest = source.manifest
+    if refused:
+        manifest = {**manifest, "threads": {  # type: ignore[typeddict-item]
+            t: g for t, g in manifest["threads"].items() if t not in refused
+        }}  # fmt: skip
+        history = [s for s in history if s["thread_id"] not in refused]
+        resumed = {t: r for t, r in resumed.items() if t not in refused}
     with saver_for(target_kind, target) as saver, quiet_serde_log():
-        assert what_langgraph_says(saver, source.manifest) == history
-        assert carried_on(saver, source.manifest) == resumed
+        assert what_langgraph_says(saver, manifest) == history
+        assert carried_on(saver, manifest) == resumed
     assert resumed  # interrupts, errors and pending tasks were resumed
+
+
+# -- Redis: the copy is what RedisSaver itself writes, and LangGraph resumes it -----------
+
+
+def put_by_saver(
+    source: BaseCheckpointSaver[Any], target: BaseCheckpointSaver[Any], thread_ids: list[str]
+) -> None:
+    """The threads as LangGraph's own API moves them: every checkpoint `put` (oldest
+    first) and its pending writes `put_writes`, one call per task."""
+    for thread_id in thread_ids:
+        tuples = sorted(
+            source.list({"configurable": {"thread_id": thread_id}}),
+            key=lambda t: (t.config["configurable"]["checkpoint_id"],
+                           t.config["configurable"]["checkpoint_ns"]),
+        )  # fmt: skip
+        for found in tuples:
+            ns = found.config["configurable"]["checkpoint_ns"]
+            parent = found.parent_config or {
+                "configurable": {"thread_id": thread_id, "checkpoint_ns": ns}
+            }
+            versions = found.checkpoint["channel_versions"]
+            target.put(parent, found.checkpoint, found.metadata, versions)
+        for found in tuples:
+            by_task: dict[str, list[tuple[str, Any]]] = {}
+            for task_id, channel, value in found.pending_writes or []:
+                by_task.setdefault(task_id, []).append((channel, value))
+            for task_id, writes in by_task.items():
+                target.put_writes(found.config, writes, task_id)
+
+
+def redis_documents(url: str) -> tuple[dict[str, Any], list[Any]]:
+    """Every key of a RedisSaver store: its checkpoints' documents (but `checkpoint_ts`,
+    the saver's clock) and latest pointers by key; its writes as (checkpoint, task,
+    channel, type, value) sorted (their idx and task_path are what the writer's calls
+    were, which LangGraph's API does not give back)."""
+    import base64
+
+    import redis
+
+    checkpoints: dict[str, Any] = {}
+    writes = []
+    with redis.Redis.from_url(url, protocol=2, decode_responses=True) as client:
+        for key in client.scan_iter("*", count=5000):
+            kind = client.type(key)
+            if key.startswith("checkpoint_write:"):
+                doc = json.loads(client.execute_command("JSON.GET", key))
+                value = base64.b64decode(doc["blob"])
+                writes.append((doc["thread_id"], doc["checkpoint_ns"], doc["checkpoint_id"],
+                               doc["task_id"], doc["channel"], doc["type"],
+                               json.loads(value) if doc["type"] == "json" else value))  # fmt: skip
+            elif kind == "ReJSON-RL":
+                doc = json.loads(client.execute_command("JSON.GET", key))
+                doc.pop("checkpoint_ts")
+                checkpoints[key] = doc
+            elif kind == "string":
+                checkpoints[key] = client.get(key)
+    return checkpoints, sorted(writes, key=repr)
+
+
+def test_redis_copy_is_what_redis_saver_writes(
+    sources: dict[str, Source], redis_empty: str
+) -> None:
+    """SQLite into Redis: every document as RedisSaver's put/put_writes writes the same
+    checkpoints, the RediSearch indexes as its setup() makes them, LangGraph reading the
+    copy as it reads RedisSaver's own, and every stopped thread resuming as on the source.
+    The thread holding an Enum is refused: RedisSaver's JSON keeps its bare value."""
+    from fixtures.redis_server import RedisServer
+    from langgraph.checkpoint.redis import RedisSaver
+
+    source = sources["sqlite"]
+    done = ckpt("copy", source.spec, redis_empty, "--all", "--apply", "--json")
+    assert done.exit_code == 12, done.output
+    record = json.loads(done.stdout)
+    follows_schema(record, "copy.schema.json")
+    assert record["target"]["layout"] == "json"
+    refused = {t["thread_id"] for t in record["threads"] if t["refused"]}
+    assert refused == {"custom-types"}, done.output
+    assert "fixtures.agents.Priority" in done.stderr
+    copied = sorted(set(source.manifest["threads"]) - refused)
+    manifest: Any = {**source.manifest, "threads": {
+        t: g for t, g in source.manifest["threads"].items() if t not in refused
+    }}  # fmt: skip
+    with RedisServer() as reference:
+        with (
+            closing(sqlite3.connect(source.spec, check_same_thread=False)) as conn,
+            RedisSaver.from_conn_string(reference.url) as saver,
+            quiet_serde_log(),
+        ):
+            saver.setup()
+            put_by_saver(SqliteSaver(conn), saver, copied)
+            said_by_saver = what_langgraph_says(saver, manifest)
+        assert redis_documents(redis_empty) == redis_documents(reference.url)
+        assert ft_info(redis_empty) == ft_info(reference.url)
+        with saver_for("redis", reference.url) as saver, quiet_serde_log():
+            resumed_by_saver = carried_on(saver, manifest)
+    with saver_for("redis", redis_empty) as saver, quiet_serde_log():
+        assert what_langgraph_says(saver, manifest) == said_by_saver
+        resumed_copy = carried_on(saver, manifest)
+    assert resumed_copy == resumed_by_saver
+    # And as on the source, but where RedisSaver itself differs: it replays a
+    # DeltaChannel's writes in another order than SqliteSaver (format.md §7b).
+    _, resumed = source.langgraph()
+    differ = {t for t, r in resumed_copy.items() if resumed[t] != r}
+    assert differ and all(t.startswith("delta-") for t in differ), differ
+
+
+def ft_info(url: str) -> dict[str, Any]:
+    import redis
+
+    found = {}
+    with redis.Redis.from_url(url, protocol=2) as client:
+        for name in client.execute_command("FT._LIST"):
+            info = client.execute_command("FT.INFO", name)
+            fields = dict(zip(info[::2], info[1::2], strict=True))
+            found[name] = (fields[b"index_definition"], fields[b"attributes"])
+    return found
 
 
 def test_sqlite_to_sqlite_is_byte_exact(sources: dict[str, Source], tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""`ckpt copy`: carry threads from any store into a SqliteSaver file or a PostgresSaver
-database, exactly, one thread per transaction on the target.
+"""`ckpt copy`: carry threads from any store into a SqliteSaver file, a PostgresSaver or
+MongoDBSaver database or a RedisSaver server, one thread per transaction on the target.
 
 The source is read through its read-only raw scans (the stored bytes, nothing decoded);
 ckpt.stores.transfer moves each checkpoint into the target's layout by byte spans. A dry
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ckpt import stores
-from ckpt.errors import BadOption, CopyInterrupted, CopyRefused, Unsafe
+from ckpt.errors import BadOption, CopyInterrupted, CopyRefused, NotSupported, Unsafe
 from ckpt.records.model import TASKS, DumpQuery
 from ckpt.records.types import CopyHead, CopyThreadRecord, CopyTotals
 from ckpt.stores.base import Store, Target, ThreadSink
@@ -162,6 +162,13 @@ def copy_run(
             f"{target.location}: the source and the target are the same store; nothing copied"
         )
     source.check_copy(renumber_versions=renumber_versions, counted_versions=target.counted_versions)
+    if target.counted_versions and not source.counted_versions and not renumber_versions:
+        # Checked with LangGraph: MongoDBSaver's get_next_version raises on a string.
+        raise NotSupported(
+            f"{target.location}: MongoDBSaver counts channel versions 1, 2, 3 and cannot "
+            f"resume a thread from the string versions of {source.location}: pass "
+            "`renumber_versions=True` to write them as its integers (their order kept)"
+        )
     target.check_writable(replace=on_conflict == "replace")
     redactor = (
         stores.redactor(
@@ -305,6 +312,7 @@ def _copy_thread(
     for write in source.raw_writes(query):
         if redactor is not None:
             write = redactor.write(write)
+        write = target.carry_write(write)
         if write.channel == TASKS:
             order = (write.task_path, write.task_id, write.idx)
             sends.setdefault(write.checkpoint_id, []).append((order, (write.type, write.data)))

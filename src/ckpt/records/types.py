@@ -707,7 +707,9 @@ CopyAction = Literal["copy", "replace", "skip", "conflict", "refused"]
 
 
 class CopyTargetRef(TypedDict):
-    layout: Literal["inline", "split"]  # SqliteSaver's values in the body; PostgresSaver's blobs
+    # SqliteSaver's and MongoDBSaver's values in the body; PostgresSaver's blobs;
+    # RedisSaver's JSON documents
+    layout: Literal["inline", "split", "json"]
     location: str
     state: Literal["new", "ready"]  # "new": the saver's schema is made on apply
 

@@ -69,8 +69,9 @@ def open_store(
 
 
 def open_target(spec: str, *, timeout: float | None = None) -> Target:
-    """The store `ckpt copy` writes into: a SqliteSaver file (created when missing) or a
-    PostgresSaver database. Opening it changes nothing."""
+    """The store `ckpt copy` writes into: a SqliteSaver file (created when missing), a
+    PostgresSaver or MongoDBSaver database, or a RedisSaver server. Opening it changes
+    nothing."""
     if is_postgres(spec):
         from ckpt.stores.postgres.target import PostgresTarget
 
@@ -79,10 +80,14 @@ def open_target(spec: str, *, timeout: float | None = None) -> Target:
         from ckpt.stores.mongo.target import MongoTarget
 
         return MongoTarget(spec, timeout=timeout)
-    if is_redis(spec) or "://" in spec:
+    if is_redis(spec):
+        from ckpt.stores.redis.target import RedisTarget
+
+        return RedisTarget(spec, timeout=timeout)
+    if "://" in spec:
         raise NotSupported(
-            f"{spec.split('://')[0]}:// targets are not supported: copy into a SQLite file or "
-            "a postgresql:// database"
+            f"{spec.split('://')[0]}:// targets are not supported: copy into a SQLite file, "
+            "a postgresql://, mongodb:// or redis:// store"
         )
     from ckpt.stores.sqlite.target import SqliteTarget
 

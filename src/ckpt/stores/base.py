@@ -52,6 +52,9 @@ class Store(ABC):
     # database and prefix), for `copy` to refuse a target that is its source; None: the
     # location says it (files are compared resolved).
     identity: str | None = None
+    # Whether its saver counts channel versions 1, 2, 3 (MongoDBSaver) rather than write
+    # SqliteSaver's `f"{n:032}.{random}"` strings (format.md §3.4).
+    counted_versions: ClassVar[bool] = False
     notices: list[str]  # said once on stderr by the CLI (e.g. "this layout holds no values")
 
     def __init__(self, location: str, *, aes_key: bytes | None = None) -> None:
@@ -341,7 +344,8 @@ class Carried:
 
 class Target(ABC):
     """A store `ckpt copy` writes threads into, in the layout of the saver that owns it:
-    "inline" (SqliteSaver: values inside the body) or "split" (PostgresSaver: blobs).
+    "inline" (SqliteSaver, MongoDBSaver: values inside the body), "split" (PostgresSaver:
+    blobs) or "json" (RedisSaver: values as JSON inside its documents).
 
     Opening one changes nothing: a missing store or schema is created by `setup()`, which
     only an applied copy calls. Each thread is written in one transaction (`thread`): a
@@ -372,6 +376,11 @@ class Target(ABC):
         `sends` (checkpoint id -> its `__pregel_tasks` writes, where Postgres keeps a
         pre-v4 checkpoint's Sends); `renumber`: integer channel versions written as the
         target's saver writes its own. Raises CopyRefused for what cannot be carried."""
+
+    def carry_write(self, write: RawWrite) -> RawWrite:
+        """A source pending write as this target stores its value (most keep the bytes as
+        they are; RedisSaver's JSON does not). Raises CopyRefused."""
+        return write
 
     @abstractmethod
     def check_writable(self, *, replace: bool) -> None:

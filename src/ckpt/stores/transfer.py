@@ -454,8 +454,8 @@ def integer_versions(body: bytes, where: str, *, renumber: bool) -> bytes:
             if converted != value and not renumber:
                 raise CopyRefused(
                     f"{where}: its channel versions are strings, from which MongoDBSaver "
-                    "cannot resume (it counts 1, 2, 3): pass --renumber-versions to write "
-                    "them as its integers"
+                    "cannot resume (it counts 1, 2, 3): pass `renumber_versions=True` to "
+                    "write them as its integers"
                 )
             packed = ormsgpack.packb(converted)
         entries.append((key, packed))

@@ -64,6 +64,7 @@ def _import_pymongo() -> Any:
 class MongoStore(DocumentStore):
     kind = "mongodb"
     label = "MongoDB"
+    counted_versions = True
 
     def __init__(
         self,
