@@ -231,6 +231,7 @@ def copy_run(
                 "writes": 0,
                 "blobs": 0,
                 "bytes": 0,
+                "reencoded": source.reencodes,
             }
             if conflict and on_conflict == "skip":
                 record["action"] = "skip"
@@ -309,7 +310,10 @@ def _copy_thread(
     # Writes first (the same transaction: nothing sees them before the checkpoints), and
     # with them the `__pregel_tasks` writes where Postgres keeps pre-v4 Sends.
     sends: dict[str, list[tuple[tuple[str, str, int], Any]]] = {}
-    for write in source.raw_writes(query):
+    for stored in source.raw_writes(query):
+        write = source.copy_write(stored)
+        if write is None:
+            continue
         if redactor is not None:
             write = redactor.write(write)
         write = target.carry_write(write)
@@ -325,6 +329,7 @@ def _copy_thread(
     ordered = {cid: [blob for _, blob in sorted(found)] for cid, found in sends.items()}
     seen: dict[tuple[str, str, str], bytes] = {}
     for raw in source.raw_checkpoints(query):
+        raw = source.copy_checkpoint(raw)
         if redactor is not None:
             raw = redactor.checkpoint(raw)
         carried = target.carry(raw, blobs, ordered, renumber=renumber)

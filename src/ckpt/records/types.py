@@ -730,6 +730,9 @@ class CopyThreadRecord(TypedDict):
     writes: int
     blobs: int
     bytes: int
+    # Its values encoded again rather than carried as stored (out of RedisSaver's JSON:
+    # LangGraph reads them the same, the bytes are new)
+    reencoded: bool
 
 
 class CopyTotals(TypedDict):

@@ -261,6 +261,22 @@ class Store(ABC):
         `renumber_versions`: the copy rewrites channel versions into the target's format;
         `counted_versions`: the target's saver counts versions 1, 2, 3 (MongoDBSaver)."""
 
+    # Whether `copy_checkpoint`/`copy_write` encode the values again (RedisSaver's JSON
+    # into serde msgpack) rather than carry the stored bytes.
+    reencodes: ClassVar[bool] = False
+
+    def copy_checkpoint(self, row: RawCheckpoint) -> RawCheckpoint:
+        """A raw checkpoint as `ckpt copy` carries it: as stored, or for a store that keeps
+        values in no serde form (RedisSaver's JSON) encoded as LangGraph's serializer
+        encodes what its saver reads from it. Raises CopyRefused."""
+        return row
+
+    def copy_write(self, write: RawWrite) -> RawWrite | None:
+        """A raw pending write as `ckpt copy` carries it (see `copy_checkpoint`); None for
+        a write the store's saver never reads back (RedisSaver's behind a has_writes
+        flag that is false), which the copy leaves out."""
+        return write
+
     def writer(self, *, timeout: float | None) -> Writer:
         """A writable connection to this same store (closing this reader where its engine
         wants no reader beside the writer, as SQLite does). NotSupported or Unsafe where

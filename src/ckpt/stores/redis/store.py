@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
 import orjson
+import ormsgpack
 
 from ckpt.decoders import is_marked, undecodable_record
 from ckpt.decoders.redisjson import (
@@ -22,6 +24,7 @@ from ckpt.decoders.redisjson import (
     decode_redis_value,
 )
 from ckpt.errors import (
+    CopyRefused,
     DecodeError,
     NotACheckpointStore,
     NotSupported,
@@ -121,6 +124,7 @@ class RedisStore(DocumentStore):
             session.close()
             raise
         self._told_ignored = False
+        self._read_writes: dict[CheckpointName, bool] = {}  # has_writes, for copy_write
         self._odd_keys: dict[CheckpointName, str] = {}
         # How keys spell the root namespace: `__empty__`, or LangGraph.js's empty segment.
         self.root = "" if self.js else EMPTY_NS
@@ -579,15 +583,74 @@ class RedisStore(DocumentStore):
                     fields = _write_fields(text)
                     yield fields.raw(CheckpointKey(*w[:3]), data=data)
 
+    reencodes = True
+
     def check_copy(
         self, *, renumber_versions: bool = False, counted_versions: bool = False
     ) -> None:
-        # RedisSaver keeps values as JSON documents (format.md §7b): carrying them into a
-        # msgpack store would mean decoding and re-encoding them, which copy never does.
-        raise NotSupported(
-            f"{self.location}: copy from Redis is not supported yet (RedisSaver keeps values "
-            "as JSON, not the serializer's bytes)"
-        )
+        if self.js:
+            raise NotSupported(
+                f"{self.location}: copy reads Python's RedisSaver layout, not LangGraph.js's"
+            )
+        if self.era == "shallow":
+            raise NotSupported(
+                f"{self.location}: copy reads RedisSaver's layout, not ShallowRedisSaver's "
+                "(one checkpoint per namespace, no parents)"
+            )
+
+    def copy_checkpoint(self, row: RawCheckpoint) -> RawCheckpoint:
+        """The checkpoint as SqliteSaver would store what RedisSaver reads from it: a
+        msgpack body in LangGraph's field order, its values encoded again
+        (ckpt.stores.redis.reencode); `type` and the `pending_sends` RedisSaver adds gone."""
+        from ckpt.stores.redis.reencode import reencode_value
+        from ckpt.stores.transfer import _pack_map
+
+        where = f"checkpoint {row.checkpoint_id}"
+        try:
+            body = orjson.loads(row.body)
+        except orjson.JSONDecodeError:
+            raise CopyRefused(f"{where}: its document is not JSON") from None
+        if not isinstance(body, dict):
+            raise CopyRefused(f"{where}: its document holds no checkpoint")
+        entries: list[tuple[str, bytes]] = []
+        legacy = not isinstance(body.get("v"), int) or body["v"] < 4
+        for key, value in body.items():
+            if key == "type" or (key == "pending_sends" and not legacy):
+                continue
+            if key == "channel_values" and isinstance(value, dict):
+                values = [
+                    (channel, reencode_value(v, f"{where}: channel {channel!r}",
+                                             channel_values=True))
+                    for channel, v in value.items()
+                ]  # fmt: skip
+                entries.append((key, _pack_map(values)))
+            else:
+                entries.append((key, ormsgpack.packb(value)))
+        packed = _pack_map(entries)
+        return dataclasses.replace(row, type="msgpack", body=packed, body_size=len(packed))
+
+    def copy_write(self, write: RawWrite) -> RawWrite | None:
+        """The write as LangGraph's serializer writes what RedisSaver's `loads_typed`
+        reads from its JSON; `msgpack`, `bytes` and `null` values are carried as stored."""
+        from ckpt.stores.redis.reencode import reencode_value
+
+        at = CheckpointName(write.thread_id, write.checkpoint_ns, write.checkpoint_id)
+        if at not in self._read_writes:
+            (answer,) = self.session.pipeline([("JSON.GET", self._key(at), "$.has_writes")])
+            self._read_writes[at] = _first(answer) in (True, "true")
+        if not self._read_writes[at]:
+            return None  # RedisSaver never reads it (format.md §7b): nor does the copy
+        if write.type != "json" or write.data is None:
+            return write
+        where = f"a pending write of checkpoint {write.checkpoint_id} (channel {write.channel!r})"
+        try:
+            value = orjson.loads(write.data)
+        except orjson.JSONDecodeError:
+            raise CopyRefused(f"{where} is not JSON") from None
+        if value is None:
+            return dataclasses.replace(write, type="null", data=b"", size=0)
+        data = reencode_value(value, where, channel_values=False)
+        return dataclasses.replace(write, type="msgpack", data=data, size=len(data))
 
     def close(self) -> None:
         self.session.close()
