@@ -608,6 +608,71 @@ def test_a_killed_copy_leaves_no_half_thread(big_source: Path, tmp_path: Path) -
     assert all(n == 1500 for n in counts), counts
 
 
+@pytest.fixture(scope="module")
+def server_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """20 threads of 200 checkpoints with a value each: a copy into a server that runs
+    long enough to stop midway."""
+    path = tmp_path_factory.mktemp("server-source") / "source.sqlite"
+    with closing(sqlite3.connect(path)) as conn:
+        conn.executescript(SCHEMA)
+        body = b"\x82\xa1v\x04\xaechannel_values\x81\xa1x\xc4\x40" + os.urandom(64)
+        rows = [
+            (f"t{t:03d}", "", f"{c:08d}", f"{c - 1:08d}" if c else None, "msgpack", body, b"{}")
+            for t in range(20) for c in range(200)
+        ]  # fmt: skip
+        conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.commit()
+    return path
+
+
+def server_thread_sizes(kind: str, url: str) -> list[int]:
+    """Checkpoints per thread on a Redis or MongoDB target."""
+    if kind == "redis":
+        import redis
+
+        counts: dict[str, int] = {}
+        with redis.Redis.from_url(url, decode_responses=True) as client:
+            for key in client.scan_iter("checkpoint:*", count=5000):
+                thread = key.split(":")[1]
+                counts[thread] = counts.get(thread, 0) + 1
+        return sorted(counts.values())
+    from pymongo import MongoClient
+
+    with MongoClient(url) as client:
+        db = client.get_default_database()
+        if "checkpoints" not in db.list_collection_names():
+            return []
+        grouped = db.checkpoints.aggregate([{"$group": {"_id": "$thread_id", "n": {"$sum": 1}}}])
+        return sorted(row["n"] for row in grouped)
+
+
+@pytest.mark.parametrize("kind", ["redis", "mongodb"])
+def test_a_killed_copy_leaves_no_half_thread_on_a_server(
+    kind: str,
+    server_source: Path,
+    request: pytest.FixtureRequest,
+    mongo_new_database: Callable[[], str],
+) -> None:
+    """Kill the process while it copies into Redis (MULTI/EXEC per thread) or MongoDB (a
+    transaction per thread): every thread on the target is whole or absent."""
+    url = request.getfixturevalue("redis_empty") if kind == "redis" else mongo_new_database()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    options = ["--renumber-versions"] if kind == "mongodb" else []
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ckpt", "copy", str(server_source), url, "--all", "--apply",
+         *options],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(server_thread_sizes(kind, url)) < 3:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    counts = server_thread_sizes(kind, url)
+    assert 3 <= len(counts) < 20, counts  # killed midway
+    assert all(n == 200 for n in counts), counts
+
+
 def test_ctrl_c_says_what_was_copied_and_the_next_run_finishes(
     big_source: Path, tmp_path: Path
 ) -> None:

@@ -168,6 +168,10 @@ class MongoStore(DocumentStore):
             yield from collection.find(query, projection, batch_size=1000)
 
     @property
+    def copy_target(self) -> bool:
+        return True
+
+    @property
     def era(self) -> str:
         return "mongodb"
 

@@ -156,6 +156,12 @@ class RedisStore(DocumentStore):
         return "shallow" if any(map(self._shallow, self._odd_keys)) else "redis"
 
     @property
+    def copy_target(self) -> bool:
+        # RedisSaver's layout; not ShallowRedisSaver's nor LangGraph.js's (ckpt.stores.
+        # redis.target writes the one).
+        return not self.js and self.era != "shallow"
+
+    @property
     def era_note(self) -> str:
         how = "RediSearch index" if self.indexed else "SCAN (no RediSearch index)"
         if self.js:
