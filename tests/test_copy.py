@@ -1193,6 +1193,41 @@ def test_mongodb_threads_copy_and_resume_with_renumbered_versions(
     assert "ok" in {result for result, _ in resumed.values()}
 
 
+@pytest.mark.long
+def test_between_redis_and_mongodb_threads_resume_as_on_the_source(
+    redis_url: str, mongo_url: str, redis_empty: str, mongo_new_database: Callable[[], str]
+) -> None:
+    """Redis into MongoDB and MongoDB into Redis (versions renumbered for each saver): the
+    demo threads resume from the copy as from a store their own saver wrote."""
+    from fixtures.mongo_server import MongoServer
+    from fixtures.mongo_stores import build_mongo
+    from fixtures.redis_server import RedisServer
+    from fixtures.redis_stores import build_redis
+
+    into_mongo = mongo_new_database()
+    # The `rich` scenario's datetimes: RedisSaver cannot keep them (it cannot write that
+    # scenario itself, fixtures/redis_stores.py), so that thread is refused into Redis.
+    for source, target, expected in (
+        (redis_url, into_mongo, set()),
+        (mongo_url, redis_empty, {"rich-1"}),
+    ):
+        done = ckpt("copy", source, target, "--all", "--renumber-versions", "--apply", "--json")
+        refused = {t["thread_id"] for t in json.loads(done.stdout)["threads"] if t["refused"]}
+        assert refused == expected, done.output
+    with saver_for("mongodb", into_mongo) as saver:
+        from_redis = resumed_demo(saver)
+    with saver_for("redis", redis_empty) as saver:
+        from_mongo = resumed_demo(saver)
+    with RedisServer() as scratch:
+        build_redis(scratch.url)
+        with saver_for("redis", scratch.url) as saver:
+            assert from_redis == resumed_demo(saver)
+    with MongoServer() as scratch:
+        build_mongo(scratch.url)
+        with saver_for("mongodb", scratch.url + "checkpointing_db") as saver:
+            assert from_mongo == resumed_demo(saver)
+
+
 def test_a_nul_in_a_string_refuses_its_thread_into_postgres(
     tmp_path: Path, pg_new_database: NewDatabase
 ) -> None:
