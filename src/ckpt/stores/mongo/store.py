@@ -34,8 +34,10 @@ from ckpt.records.model import (
     SaverFacts,
     ThreadBytes,
 )
+from ckpt.records.plans import CheckpointRow, ThreadRows, WriteRow
 from ckpt.records.types import CollectionRecord, StorageRecord, storage_record
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
+from ckpt.stores.base import Writer
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
 from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields
 from ckpt.stores.location import redact_url
@@ -451,6 +453,51 @@ class MongoStore(DocumentStore):
             )
             for key, fields in rows:
                 yield fields.raw(key, data=data)
+
+    # -- prune (ckpt.stores.mongo.writer) -----------------------------------------------
+    def _prune_rows(self, thread_id: str) -> ThreadRows:
+        from ckpt.decoders.spans import body_layout
+        from ckpt.stores.prune_rows import metadata_facts
+
+        checkpoints = []
+        for doc in self._find(self.checkpoints_coll, {"thread_id": {"$eq": thread_id}}):
+            key = _key(doc)
+            if key is None:
+                continue
+            body = _bytes(doc.get("checkpoint")) or b""
+            tag = doc.get("type")
+            layout = body_layout(tag if isinstance(tag, str) else None, body, self.aes_key)
+            root, delta, js_delta = metadata_facts(self._metadata(doc.get("metadata")))
+            parent = doc.get("parent_checkpoint_id")
+            checkpoints.append(
+                CheckpointRow(
+                    checkpoint_ns=key.checkpoint_ns,
+                    checkpoint_id=key.checkpoint_id,
+                    parent_id=parent if isinstance(parent, str) and parent else None,
+                    v=layout.v if layout else None,
+                    root_id=root,
+                    delta_channels=delta,
+                    values=frozenset(layout.values) if layout else None,
+                    versions={},
+                    size=len(body) + _metadata_size(doc.get("metadata")),
+                    js_delta=js_delta,
+                )
+            )
+        writes = []
+        if self.writes_coll is not None:
+            for doc in self._find(self.writes_coll, {"thread_id": {"$eq": thread_id}}):
+                key = _key(doc)
+                if key is not None:
+                    fields = _write_fields(doc)
+                    writes.append(
+                        WriteRow(key.checkpoint_ns, key.checkpoint_id, fields.channel, fields.size)
+                    )
+        return ThreadRows(thread_id, checkpoints, writes)
+
+    def writer(self, *, timeout: float | None) -> Writer:
+        from ckpt.stores.mongo.writer import MongoWriter
+
+        return MongoWriter(self)
 
     def check_copy(
         self, *, renumber_versions: bool = False, counted_versions: bool = False

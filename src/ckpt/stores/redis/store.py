@@ -40,7 +40,9 @@ from ckpt.records.model import (
     SaverFacts,
     ThreadBytes,
 )
+from ckpt.records.plans import CheckpointRow, Strategy, ThreadRows, WriteRow
 from ckpt.records.types import ServerRecord, StorageRecord, storage_record
+from ckpt.stores.base import Writer
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
 from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields
 from ckpt.stores.redis.keys import (
@@ -589,6 +591,78 @@ class RedisStore(DocumentStore):
                     fields = _write_fields(text)
                     yield fields.raw(CheckpointKey(*w[:3]), data=data)
 
+    # -- prune (ckpt.stores.redis.writer) -----------------------------------------------
+    def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
+        super().check_prune(strategy, backup=backup)
+        if self.js or self.era == "shallow":
+            raise NotSupported(
+                f"{self.location}: prune works on RedisSaver's layout, not "
+                + ("LangGraph.js's" if self.js else "ShallowRedisSaver's (one checkpoint each)")
+            )
+
+    def _prune_rows(self, thread_id: str) -> ThreadRows:
+        from ckpt.decoders.spans import body_layout
+        from ckpt.stores.prune_rows import metadata_facts
+
+        names = self._thread_names(thread_id)
+        checkpoints = []
+        for start in range(0, len(names), BATCH):
+            batch = names[start : start + BATCH]
+            for (_, name), text in zip(
+                batch, self.session.json_mget([k for k, _ in batch]), strict=True
+            ):
+                if text is None:
+                    continue
+                try:
+                    doc = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    doc = None
+                doc = doc if isinstance(doc, dict) else {}
+                body = doc.get("checkpoint")
+                layout = body_layout("json", orjson.dumps(body)) if isinstance(body, dict) else None
+                root, delta, js_delta = metadata_facts(_metadata(doc.get("metadata")))
+                parent = doc.get("parent_checkpoint_id")
+                checkpoints.append(
+                    CheckpointRow(
+                        checkpoint_ns=name.checkpoint_ns,
+                        checkpoint_id=name.checkpoint_id,
+                        parent_id=from_storage_id(parent) or None
+                        if isinstance(parent, str)
+                        else None,
+                        v=layout.v if layout else None,
+                        root_id=root,
+                        delta_channels=delta,
+                        values=frozenset(layout.values) if layout else None,
+                        versions={},
+                        size=len(text),
+                        js_delta=js_delta,
+                    )
+                )
+        writes = []
+        keyed = self._thread_write_names(thread_id)
+        for start in range(0, len(keyed), BATCH):
+            chunk = keyed[start : start + BATCH]
+            answers = self.session.pipeline(
+                [("JSON.GET", key, "$.channel", "$.blob") for key, _ in chunk]
+            )
+            for (_, wname), answer in zip(chunk, answers, strict=True):
+                fields = _paths(answer)
+                channel, blob = fields.get("$.channel"), fields.get("$.blob")
+                writes.append(
+                    WriteRow(
+                        wname.checkpoint_ns,
+                        wname.checkpoint_id,
+                        channel if isinstance(channel, str) else "",
+                        len(blob) if isinstance(blob, str) else 0,
+                    )
+                )
+        return ThreadRows(thread_id, checkpoints, writes)
+
+    def writer(self, *, timeout: float | None) -> Writer:
+        from ckpt.stores.redis.writer import RedisWriter
+
+        return RedisWriter(self)
+
     reencodes = True
 
     def check_copy(
@@ -762,6 +836,19 @@ def _raw_checkpoint(name: CheckpointName, text: bytes, *, data: bool) -> RawChec
         body_size=len(body),
         metadata_size=len(metadata),
     )
+
+
+def _paths(answer: Any) -> dict[str, Any]:
+    """JSON.GET of several `$` paths: each path's one match."""
+    if not isinstance(answer, bytes | str):
+        return {}
+    try:
+        found = orjson.loads(answer)
+    except orjson.JSONDecodeError:
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {k: v[0] for k, v in found.items() if isinstance(v, list) and v}
 
 
 def _first(answer: Any) -> Any:
