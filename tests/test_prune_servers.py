@@ -134,3 +134,134 @@ def test_pruned_threads_resume_as_before(
     assert "orphan-writes" not in {f["code"] for f in found["findings"]}, found["findings"]
     with saver(kind, original) as a, saver(kind, pruned) as b:
         assert compare_with_langgraph(a, b, manifest) == len(manifest["threads"])
+
+
+def drop_checkpoint(kind: str, url: str, thread_id: str) -> str:
+    """Delete, behind the saver's back, the oldest checkpoint of a thread that has pending
+    writes, leaving its writes behind (what `check` calls orphan writes); its id."""
+    if kind == "mongodb":
+        from pymongo import MongoClient
+
+        with MongoClient(url) as client:
+            db = client.get_default_database()
+            write = db.checkpoint_writes.find_one({"thread_id": thread_id, "checkpoint_ns": ""},
+                                                  sort=[("checkpoint_id", 1)])  # fmt: skip
+            assert write is not None
+            cid = write["checkpoint_id"]
+            db.checkpoints.delete_one(
+                {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": cid}
+            )
+            return str(cid)
+    import redis
+
+    with redis.Redis.from_url(url, decode_responses=True) as client:
+        keys = sorted(client.scan_iter(f"checkpoint_write:{thread_id}:__empty__:*", count=5000))
+        cid = keys[0].split(":")[3]
+        client.delete(f"checkpoint:{thread_id}:__empty__:{cid}")
+        return cid
+
+
+def writes_of(kind: str, url: str, checkpoint_id: str) -> int:
+    """The write documents (and, Redis, registries) of one checkpoint."""
+    if kind == "mongodb":
+        from pymongo import MongoClient
+
+        with MongoClient(url) as client:
+            db = client.get_default_database()
+            return int(db.checkpoint_writes.count_documents({"checkpoint_id": checkpoint_id}))
+    import redis
+
+    with redis.Redis.from_url(url, decode_responses=True) as client:
+        return sum(1 for key in client.scan_iter("*", count=5000) if checkpoint_id in key
+                   and not key.startswith("checkpoint:"))  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["redis", "mongodb"])
+def test_orphans_then_delete(
+    agents: tuple[Path, AgentManifest],
+    kind: str,
+    request: pytest.FixtureRequest,
+    mongo_new_database: Callable[[], str],
+) -> None:
+    """--orphans removes the writes of a checkpoint deleted behind the saver's back and
+    nothing LangGraph reads; --delete removes whole threads, every key or document."""
+    source, manifest = agents
+    url = request.getfixturevalue("redis_empty") if kind == "redis" else mongo_new_database()
+    threads = ["react-done", "fn-interrupt", "sup-interrupt"]
+    options = ["--renumber-versions"] if kind == "mongodb" else []
+    selected = [a for t in threads for a in ("--thread", t)]
+    assert ckpt("copy", str(source), url, *selected, "--apply", *options).exit_code == 0
+    lost = drop_checkpoint(kind, url, "react-done")
+    found = json.loads(ckpt("check", url, "--json").stdout)["findings"]
+    assert "orphan-writes" in {f["code"] for f in found}, found
+    subset: Any = {**manifest, "threads": {t: manifest["threads"][t] for t in threads}}
+    with saver(kind, url) as before_saver:
+        from fixtures.agents import GRAPH_FACTORIES
+
+        from test_prune import live_state
+
+        def states(s: BaseCheckpointSaver[Any]) -> list[Any]:
+            return [live_state(s, GRAPH_FACTORIES[g](s), t) for t, g in subset["threads"].items()]
+
+        before = states(before_saver)
+    plan = json.loads(ckpt("prune", url, "--all", "--orphans", "--json").stdout)
+    assert plan["totals"]["writes"] > 0 and plan["totals"]["checkpoints"] == 0
+    done = ckpt("prune", url, "--all", "--orphans", "--apply", "--json")
+    assert done.exit_code == 0, done.output
+    pruned = {t["thread_id"]: t["writes"] for t in json.loads(done.stdout)["threads"]}
+    assert pruned["react-done"] > 0, pruned  # the writes of checkpoint `lost`
+    assert writes_of(kind, url, lost) == 0
+    found = json.loads(ckpt("check", url, "--json").stdout)["findings"]
+    assert "orphan-writes" not in {f["code"] for f in found}, found
+    with saver(kind, url) as after_saver:
+        assert states(after_saver) == before
+    gone = ckpt("prune", url, "--thread", "fn-interrupt", "--delete", "--apply")
+    assert gone.exit_code == 0, gone.output
+    left = snapshot(kind, url)
+    assert "fn-interrupt" not in repr(left)
+    assert "sup-interrupt" in repr(left)
+
+
+@pytest.mark.parametrize("kind", ["redis", "mongodb"])
+def test_a_killed_prune_leaves_each_thread_pruned_or_untouched(
+    kind: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    mongo_new_database: Callable[[], str],
+) -> None:
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+    from contextlib import closing
+
+    from ckpt.stores.sqlite.target import SCHEMA
+    from test_copy import ROOT, server_thread_sizes
+
+    source = tmp_path / "source.sqlite"
+    with closing(sqlite3.connect(source)) as conn:
+        conn.executescript(SCHEMA)
+        body = b"\x82\xa1v\x04\xaechannel_values\x81\xa1x\xc4\x08" + os.urandom(8)
+        rows = [
+            (f"t{t:03d}", "", f"{c:08d}", f"{c - 1:08d}" if c else None, "msgpack", body, b"{}")
+            for t in range(20) for c in range(100)
+        ]  # fmt: skip
+        conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.commit()
+    url = request.getfixturevalue("redis_empty") if kind == "redis" else mongo_new_database()
+    options = ["--renumber-versions"] if kind == "mongodb" else []
+    assert ckpt("copy", str(source), url, "--all", "--apply", *options).exit_code == 0
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ckpt", "prune", url, "--all", "--keep-latest", "--apply"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and server_thread_sizes(kind, url).count(1) < 3:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate()
+    counts = server_thread_sizes(kind, url)
+    assert len(counts) == 20 and set(counts) == {1, 100}, counts  # killed midway
