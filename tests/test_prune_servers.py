@@ -265,3 +265,45 @@ def test_a_killed_prune_leaves_each_thread_pruned_or_untouched(
     proc.communicate()
     counts = server_thread_sizes(kind, url)
     assert len(counts) == 20 and set(counts) == {1, 100}, counts  # killed midway
+
+
+@pytest.mark.parametrize("kind", ["redis", "mongodb"])
+def test_vacuum_says_what_the_server_gives_back(
+    agents: tuple[Path, AgentManifest],
+    kind: str,
+    request: pytest.FixtureRequest,
+    mongo_new_database: Callable[[], str],
+) -> None:
+    """Redis: its memory and what MEMORY PURGE may return; MongoDB: its collections and
+    `compact`; a dry run runs nothing, --apply runs it and reports before and after."""
+    from test_prune import vacuum_json
+
+    source, _ = agents
+    url = request.getfixturevalue("redis_empty") if kind == "redis" else mongo_new_database()
+    options = ["--renumber-versions"] if kind == "mongodb" else []
+    assert (
+        ckpt("copy", str(source), url, "--thread", "sup-done", "--apply", *options).exit_code == 0
+    )
+    assert ckpt("prune", url, "--all", "--keep-latest", "--apply").exit_code == 0
+    report = vacuum_json(url)
+    assert not report["applied"] and report["before"] is None and report["file_bytes"] is None
+    shown = ckpt("vacuum", url).stdout
+    if kind == "redis":
+        assert (report["reclaim"], report["statement"], report["tables"]) == (
+            "memory",
+            "MEMORY PURGE",
+            None,
+        )
+        memory = report["memory"]
+        assert memory["used_bytes"] > 0 and memory["rss_bytes"] > 0
+        assert "memory:" in shown and "used by data" in shown
+    else:
+        assert report["reclaim"] == "compact" and report["memory"] is None
+        assert [t["table"] for t in report["tables"]] == ["checkpoints", "checkpoint_writes"]
+        assert report["statement"] == "compact checkpoints; compact checkpoint_writes"
+        stats = json.loads(ckpt("stats", url, "--json").stdout)
+        assert report["tables"][0]["live_rows"] == stats["totals"]["checkpoints"]
+    assert f"to run (or --apply): {report['statement']};" in shown
+    done = vacuum_json(url, "--apply")
+    assert done["applied"] and done["before"] is not None and done["after"] is not None
+    assert ckpt("vacuum", url, "--apply").stdout.startswith(("TABLE", "memory:"))

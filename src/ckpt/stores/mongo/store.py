@@ -14,10 +14,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ckpt.decoders import undecodable_record
 from ckpt.errors import (
+    BadOption,
     DecodeError,
     MissingDependency,
     NotACheckpointStore,
@@ -35,7 +37,14 @@ from ckpt.records.model import (
     ThreadBytes,
 )
 from ckpt.records.plans import CheckpointRow, ThreadRows, WriteRow
-from ckpt.records.types import CollectionRecord, StorageRecord, storage_record
+from ckpt.records.types import (
+    NO_PAGES,
+    CollectionRecord,
+    StorageRecord,
+    VacuumReport,
+    VacuumTableRecord,
+    storage_record,
+)
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
 from ckpt.stores.base import Writer
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
@@ -66,6 +75,7 @@ def _import_pymongo() -> Any:
 class MongoStore(DocumentStore):
     kind = "mongodb"
     label = "MongoDB"
+    reclaim = "compact"
     counted_versions = True
 
     def __init__(
@@ -493,6 +503,48 @@ class MongoStore(DocumentStore):
                         WriteRow(key.checkpoint_ns, key.checkpoint_id, fields.channel, fields.size)
                     )
         return ThreadRows(thread_id, checkpoints, writes)
+
+    def vacuum_report(self, *, into: Path | None) -> VacuumReport:
+        """What `compact` may give back, collection by collection: the storage the engine
+        holds beyond what the documents take (collStats `freeStorageSize` where the
+        server reports it)."""
+        if into is not None:
+            raise BadOption("`into` is for SQLite stores")
+        db = self.client[self.database]
+        tables: list[VacuumTableRecord] = []
+        for name in (self.checkpoints_name, self.writes_name):
+            try:
+                with self._errors():
+                    stats = db.command("collStats", name)
+            except StoreUnreadable:
+                continue
+            storage, indexes = int(stats.get("storageSize", 0)), int(stats.get("totalIndexSize", 0))
+            free = stats.get("freeStorageSize")
+            tables.append(
+                {
+                    "table": name,
+                    "total_bytes": storage + indexes,
+                    "table_bytes": storage,
+                    "index_bytes": indexes,
+                    "toast_bytes": 0,
+                    "rows_estimate": None,
+                    "live_rows": int(stats.get("count", 0)),
+                    "dead_rows": None,
+                    "bloat_estimate_bytes": int(free) if isinstance(free, int) else 0,
+                }
+            )
+        return {
+            "reclaim": "compact",
+            "statement": "; ".join(f"compact {t['table']}" for t in tables),
+            "into": None,
+            **NO_PAGES,
+            "disk_free_bytes": None,
+            "disk_needed_bytes": None,
+            "tables": tables,
+            "memory": None,
+            "before": None,
+            "after": None,
+        }
 
     def writer(self, *, timeout: float | None) -> Writer:
         from ckpt.stores.mongo.writer import MongoWriter

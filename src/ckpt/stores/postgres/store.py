@@ -1352,6 +1352,7 @@ class PostgresStore(Store):
             "disk_free_bytes": None,
             "disk_needed_bytes": None,
             "tables": tables,
+            "memory": None,
             "before": None,
             "after": None,
         }

@@ -12,6 +12,7 @@ import base64
 import binascii
 import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 import orjson
@@ -24,6 +25,7 @@ from ckpt.decoders.redisjson import (
     decode_redis_value,
 )
 from ckpt.errors import (
+    BadOption,
     CopyRefused,
     DecodeError,
     NotACheckpointStore,
@@ -41,7 +43,13 @@ from ckpt.records.model import (
     ThreadBytes,
 )
 from ckpt.records.plans import CheckpointRow, Strategy, ThreadRows, WriteRow
-from ckpt.records.types import ServerRecord, StorageRecord, storage_record
+from ckpt.records.types import (
+    NO_PAGES,
+    ServerRecord,
+    StorageRecord,
+    VacuumReport,
+    storage_record,
+)
 from ckpt.stores.base import Writer
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
 from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields
@@ -72,6 +80,7 @@ _SEARCH_PAGE: Final = 5000
 class RedisStore(DocumentStore):
     kind = "redis"
     label = "Redis"
+    reclaim = "memory"
 
     def __init__(
         self,
@@ -657,6 +666,34 @@ class RedisStore(DocumentStore):
                     )
                 )
         return ThreadRows(thread_id, checkpoints, writes)
+
+    def vacuum_report(self, *, into: Path | None) -> VacuumReport:
+        """What Redis can give back: a deleted key's memory is free at once; the allocator
+        may hold the freed pages (rss beyond used), which MEMORY PURGE asks it to return
+        (jemalloc does; another allocator gives nothing back, and the report says so)."""
+        if into is not None:
+            raise BadOption("`into` is for SQLite stores")
+        info = self.session.execute("INFO", "memory")
+        info = info if isinstance(info, dict) else {}
+        used, rss = int(info.get("used_memory", 0)), int(info.get("used_memory_rss", 0))
+        allocator = str(info.get("mem_allocator", "unknown"))
+        return {
+            "reclaim": "memory",
+            "statement": "MEMORY PURGE",
+            "into": None,
+            **NO_PAGES,
+            "disk_free_bytes": None,
+            "disk_needed_bytes": None,
+            "tables": None,
+            "memory": {
+                "used_bytes": used,
+                "rss_bytes": rss,
+                "allocator": allocator,
+                "reclaimable_bytes": max(rss - used, 0) if allocator.startswith("jemalloc") else 0,
+            },
+            "before": None,
+            "after": None,
+        }
 
     def writer(self, *, timeout: float | None) -> Writer:
         from ckpt.stores.redis.writer import RedisWriter
