@@ -1252,3 +1252,49 @@ def test_a_nul_in_a_string_refuses_its_thread_into_postgres(
     assert actions == {"clean": "copy", "nul": "refused"}
     with psycopg.connect(target) as conn:
         assert conn.execute("SELECT DISTINCT thread_id FROM checkpoints").fetchall() == [("clean",)]
+
+
+def test_a_target_that_is_the_source_is_refused_however_spelled(
+    redis_url: str, mongo_url: str
+) -> None:
+    """The same Redis server, or MongoDB database, named twice (`localhost` for
+    `127.0.0.1`): refused before anything is read, exit 12, one line."""
+    from fixtures.redis_stores import key_snapshot
+
+    before = key_snapshot(redis_url)
+    for url in (redis_url, mongo_url + "checkpointing_db"):
+        other = url.replace("127.0.0.1", "localhost")
+        assert other != url
+        done = ckpt("copy", url, other, "--all", "--on-conflict", "replace", "--apply")
+        assert done.exit_code == 12, done.output
+        assert done.stderr.count("\n") == 1 and "the same store" in done.stderr
+    assert key_snapshot(redis_url) == before
+
+
+def test_redact_out_of_redis(redis_url: str, tmp_path: Path) -> None:
+    """--redact from a Redis source: the copy holds no message text of the source, and
+    LangGraph reads it with the same next steps and tasks."""
+    target = tmp_path / "redacted.sqlite"
+    done = ckpt("copy", redis_url, str(target), "--all", "--redact", "--apply", "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["redacted"]
+    plain = tmp_path / "plain.sqlite"
+    assert ckpt("copy", redis_url, str(plain), "--all", "--apply").exit_code == 0
+    texts = {m for m in stored_strings(plain)[0] if len(m) > 12 and " " in m}
+    assert texts  # the source has sentences to hide
+    redacted, _ = stored_strings(target)
+    assert not texts & redacted
+    from fixtures.state_oracle import demo_graphs
+
+    with (
+        closing(sqlite3.connect(plain, check_same_thread=False)) as a,
+        closing(sqlite3.connect(target, check_same_thread=False)) as b,
+        quiet_serde_log(),
+    ):
+        sa, sb = SqliteSaver(a), SqliteSaver(b)
+        # (RedisSaver cannot write the `rich` scenario: fixtures/redis_stores.py)
+        graphs_a = {t: g for t, g in demo_graphs(sa).items() if t != "rich-1"}
+        graphs_b = {t: g for t, g in demo_graphs(sb).items() if t != "rich-1"}
+        original = state_oracle(sa, graphs_a, store="", kind="")["snapshots"]
+        copied = state_oracle(sb, graphs_b, store="", kind="")["snapshots"]
+    assert shape_of(copied) == shape_of(original)

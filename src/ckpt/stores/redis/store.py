@@ -99,6 +99,7 @@ class RedisStore(DocumentStore):
         given, _, given_writes = prefix.partition(",")
         self.prefix = given or PREFIX
         self.write_prefix = write_prefix or given_writes or f"{self.prefix}_write"
+        self.identity = session.identity(self.prefix)
         try:
             if not session.has_json:
                 raise StoreUnreadable(

@@ -118,6 +118,7 @@ class RedisTarget(Target):
             where = kwargs.get("path") or (
                 f"{resolved_host(str(kwargs.get('host', 'localhost')))}:{kwargs.get('port', 6379)}"
             )
+            # As RedisSession.identity spells it for the store read from the same server.
             self.identity = f"redis://{where}/{kwargs.get('db', 0)}/{PREFIX}"
             self.state = "ready" if PREFIX in self.indexes or has_keys else "new"
         except BaseException:
