@@ -363,6 +363,52 @@ def test_redis_copy_is_what_redis_saver_writes(
     assert differ and all(t.startswith("delta-") for t in differ), differ
 
 
+def test_a_shallow_redis_copy_is_what_shallow_redis_saver_writes(
+    sources: dict[str, Source], redis_empty: str
+) -> None:
+    """--shallow: each namespace's newest checkpoint and its writes as ShallowRedisSaver's
+    own put/put_writes leave them, read and resumed by LangGraph as the saver's own; a
+    RedisSaver store is not written in the other layout."""
+    import warnings
+
+    from fixtures.redis_server import RedisServer
+    from langgraph.checkpoint.redis.shallow import ShallowRedisSaver
+
+    source = sources["sqlite"]
+    threads = [t for t in REDIS_SAMPLE if t != "custom-types"]
+    chosen = [a for t in threads for a in ("--thread", t)]
+    done = ckpt("copy", source.spec, redis_empty, *chosen, "--shallow", "--apply")
+    assert done.exit_code == 0, done.output
+    again = ckpt("copy", source.spec, redis_empty, *chosen, "--on-conflict", "replace")
+    assert again.exit_code == 4 and "ShallowRedisSaver's layout" in again.stderr, again.output
+    manifest: Any = {**source.manifest, "threads": {t: source.manifest["threads"][t]
+                                                    for t in threads}}  # fmt: skip
+
+    def documents(url: str) -> tuple[dict[str, Any], list[Any]]:
+        checkpoints, writes = redis_documents(url)
+        kept = {(d["thread_id"], d["checkpoint_id"]) for k, d in checkpoints.items()
+                if k.startswith("checkpoint:")}  # fmt: skip
+        return checkpoints, [w for w in writes if (w[0], w[2]) in kept]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the shallow saver's own
+        with RedisServer() as reference:
+            with (
+                closing(sqlite3.connect(source.spec, check_same_thread=False)) as conn,
+                ShallowRedisSaver.from_conn_string(reference.url) as saver,
+                quiet_serde_log(),
+            ):
+                saver.setup()
+                put_by_saver(SqliteSaver(conn), saver, threads)
+                assert documents(redis_empty) == documents(reference.url)
+                said_by_saver = what_langgraph_says(saver, manifest)
+                resumed_by_saver = carried_on(saver, manifest)  # (it writes: last)
+        with ShallowRedisSaver.from_conn_string(redis_empty) as saver, quiet_serde_log():
+            saver.setup()
+            assert what_langgraph_says(saver, manifest) == said_by_saver
+            assert carried_on(saver, manifest) == resumed_by_saver
+
+
 def test_out_of_redis_is_what_langgraph_wrote_into_sqlite(
     sources: dict[str, Source], redis_empty: str, tmp_path: Path
 ) -> None:

@@ -149,6 +149,7 @@ class CopyOptions(Selection, total=False):
     keep_keys: Sequence[str]
     keep_errors: bool
     renumber_versions: bool
+    shallow: bool
     apply: bool
     timeout: float | None
     on_rows: Callable[[int], None] | None
@@ -819,6 +820,7 @@ class CheckpointStore:
         keep_keys: Sequence[str] = (),
         keep_errors: bool = False,
         renumber_versions: bool = False,
+        shallow: bool = False,
         apply: bool = False,
         timeout: float | None = None,
         on_rows: Callable[[int], None] | None = None,
@@ -826,7 +828,8 @@ class CheckpointStore:
         """`copy`, streamed: a CopyRun (a context manager that closes the target), whose
         iteration copies (or plans) one thread at a time and yields its record; `head`,
         `totals` and `notices` (what the target has to say) as PruneRun's. `on_rows`
-        hears of every row moved."""
+        hears of every row moved; `shallow`: a Redis target in ShallowRedisSaver's layout
+        (each namespace's newest checkpoint only)."""
         from ckpt.ops import copy as copying
         from ckpt.stores import open_target
 
@@ -838,7 +841,7 @@ class CheckpointStore:
             if redact
             else None
         )
-        target = open_target(os.fspath(dst), timeout=timeout)
+        target = open_target(os.fspath(dst), timeout=timeout, shallow=shallow)
         try:
             run = copying.copy_run(
                 self._store,

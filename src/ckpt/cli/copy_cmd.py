@@ -101,6 +101,14 @@ def copy(
             "or those as MongoDBSaver's integers.",
         ),
     ] = False,
+    shallow: Annotated[
+        bool,
+        typer.Option(
+            "--shallow",
+            help="Into Redis: ShallowRedisSaver's layout, each namespace's newest "
+            "checkpoint and its writes only.",
+        ),
+    ] = False,
     apply: ApplyOpt = False,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
@@ -146,6 +154,7 @@ def copy(
                 keep_keys=keep_key or (),
                 keep_errors=keep_errors,
                 renumber_versions=renumber_versions,
+                shallow=shallow,
                 apply=apply,
                 timeout=store_options.timeout,
                 on_rows=tick,

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ckpt.errors import NotSupported, StoreNotFound, StoreUnreadable
+from ckpt.errors import BadOption, NotSupported, StoreNotFound, StoreUnreadable
 from ckpt.stores.base import Store, Target
 
 if TYPE_CHECKING:
@@ -68,10 +68,12 @@ def open_store(
     return SqliteStore(path, aes_key=aes_key, timeout=timeout)
 
 
-def open_target(spec: str, *, timeout: float | None = None) -> Target:
+def open_target(spec: str, *, timeout: float | None = None, shallow: bool = False) -> Target:
     """The store `ckpt copy` writes into: a SqliteSaver file (created when missing), a
     PostgresSaver or MongoDBSaver database, or a RedisSaver server. Opening it changes
-    nothing."""
+    nothing. `shallow`: a Redis target in ShallowRedisSaver's layout."""
+    if shallow and not is_redis(spec):
+        raise BadOption("`shallow` is for Redis targets (ShallowRedisSaver's layout)")
     if is_postgres(spec):
         from ckpt.stores.postgres.target import PostgresTarget
 
@@ -83,7 +85,7 @@ def open_target(spec: str, *, timeout: float | None = None) -> Target:
     if is_redis(spec):
         from ckpt.stores.redis.target import RedisTarget
 
-        return RedisTarget(spec, timeout=timeout)
+        return RedisTarget(spec, timeout=timeout, shallow=shallow)
     if "://" in spec:
         raise NotSupported(
             f"{spec.split('://')[0]}:// targets are not supported: copy into a SQLite file, "

@@ -6,7 +6,10 @@ creates, and per checkpoint the keys its `put` and `put_writes` write (format.md
     write_keys_zset:{thread}:{ns}:{id}                   its writes' keys
     checkpoint_latest:{thread}:{ns}                      the newest checkpoint's key
 
-Values are written as RedisSaver's JSON (ckpt.stores.redis.encode). Each thread is one
+ShallowRedisSaver's layout (`shallow`): `checkpoint:{thread}:{ns}` for each namespace's
+newest checkpoint (no parent, no has_writes, the metadata an object), its writes, and
+`write_registry:{thread}:{ns}:shallow`. Values are written as RedisSaver's JSON
+(ckpt.stores.redis.encode). Each thread is one
 MULTI/EXEC: Redis runs it whole, and a copy killed before EXEC sends leaves nothing. Keys
 get no TTL (RedisSaver's `ttl` lives in the saver's configuration, not in the store).
 """
@@ -88,7 +91,8 @@ class RedisRow:
 class RedisTarget(Target):
     layout = "json"
 
-    def __init__(self, spec: str, *, timeout: float | None = None) -> None:
+    def __init__(self, spec: str, *, timeout: float | None = None, shallow: bool = False) -> None:
+        self.shallow = shallow
         from ckpt.stores.redis.session import _import_redis, _module_name, _text
 
         self.redis = _import_redis()
@@ -121,6 +125,15 @@ class RedisTarget(Target):
             # As RedisSession.identity spells it for the store read from the same server.
             self.identity = f"redis://{where}/{kwargs.get('db', 0)}/{PREFIX}"
             self.state = "ready" if PREFIX in self.indexes or has_keys else "new"
+            with self.errors("cannot connect"):
+                found = self.client.scan(0, match="write_registry:*:shallow", count=1000)[1]
+            if has_keys and bool(found) != shallow:
+                there, asked = ("ShallowRedisSaver's", "RedisSaver's") if found else (
+                    "RedisSaver's", "ShallowRedisSaver's")  # fmt: skip
+                raise StoreUnreadable(
+                    f"{self.location} holds {there} layout: copying {asked} into it would mix "
+                    + ("them (pass `shallow`)" if found else "them (leave out `shallow`)")
+                )
         except BaseException:
             self.client.close()
             raise
@@ -204,6 +217,8 @@ class RedisTarget(Target):
         if "source" in metadata and "step" in metadata:
             document["source"], document["step"] = metadata["source"], metadata["step"]
         key = checkpoint_key(PREFIX, row.thread_id, row.checkpoint_ns, row.checkpoint_id)
+        if self.shallow:
+            key, document = _shallow(row, document, metadata)
         text = orjson.dumps(document)
         return Carried(RedisRow(row.checkpoint_ns, row.checkpoint_id, key, document), len(text), {})
 
@@ -273,22 +288,30 @@ class RedisTarget(Target):
         sid = glob_escape(to_storage_id(thread_id))
         keys: list[bytes] = []
         with self.errors("cannot read the target"):
-            for family in (PREFIX, WRITE_PREFIX, "write_keys_zset", f"{PREFIX}_latest"):
+            for family in (PREFIX, WRITE_PREFIX, "write_keys_zset", f"{PREFIX}_latest",
+                           "write_registry"):  # fmt: skip
                 for raw in self.client.scan_iter(match=f"{family}:{sid}:*", count=2000):
                     text = raw.decode("utf-8", "surrogateescape")
                     name = (
                         write_name(text, WRITE_PREFIX)
                         if family == WRITE_PREFIX
                         else checkpoint_name(text, PREFIX)
-                        if family == PREFIX
+                        if family == PREFIX and not self.shallow
                         else None
                     )
                     if name is None or name.thread_id == thread_id:
                         keys.append(raw)
+            if self.shallow:  # `checkpoint:{thread}:{ns}` and its registry: by the id as is
+                raw_id = glob_escape(thread_id)
+                for pattern in (f"{PREFIX}:{raw_id}:*", f"write_registry:{raw_id}:*"):
+                    keys.extend(self.client.scan_iter(match=pattern, count=2000))
         return keys
 
     def thread(self, thread_id: str, *, replace: bool) -> ThreadSink:
-        return _RedisSink(self, thread_id, self.thread_keys(thread_id) if replace else [])
+        doomed = self.thread_keys(thread_id) if replace else []
+        if self.shallow:
+            return _ShallowSink(self, thread_id, doomed)
+        return _RedisSink(self, thread_id, doomed)
 
     def close(self) -> None:
         try:
@@ -307,6 +330,8 @@ class _RedisSink(ThreadSink):
     registries: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
     latest: dict[str, str] = field(default_factory=dict)
     calls: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
+    newest: dict[str, RedisRow] = field(default_factory=dict)  # shallow: kept per namespace
+    pending: list[RawWrite] = field(default_factory=list)  # shallow: writes, kept till then
 
     def checkpoint(self, row: RedisRow) -> None:
         document = row.document
@@ -362,6 +387,63 @@ class _RedisSink(ThreadSink):
 
     def rollback(self) -> None:
         self.commands = []  # nothing was sent: MULTI ... EXEC goes at commit only
+
+
+class _ShallowSink(_RedisSink):
+    """ShallowRedisSaver's layout: each namespace's newest checkpoint, without its parent,
+    under `checkpoint:{thread}:{ns}`, and the writes of that checkpoint, registered in
+    `write_registry:{thread}:{ns}:shallow`; no latest pointer, no has_writes."""
+
+    def checkpoint(self, row: RedisRow) -> None:
+        kept = self.newest.get(row.checkpoint_ns)
+        if kept is None or row.checkpoint_id > kept.checkpoint_id:
+            self.newest[row.checkpoint_ns] = row
+
+    def write(self, write: RawWrite) -> None:
+        self.pending.append(write)
+
+    def commit(self) -> None:
+        for ns, row in self.newest.items():
+            self.commands.append(("JSON.SET", row.key, "$", orjson.dumps(row.document)))
+            for write in self.pending:
+                if (write.checkpoint_ns, write.checkpoint_id) == (ns, row.checkpoint_id):
+                    super().write(write)
+        # Writes of checkpoints a shallow store does not keep are left out.
+        target = self.target
+        with target.errors():
+            pipe = target.client.pipeline(transaction=True)
+            if self.doomed:
+                pipe.delete(*self.doomed)
+            for command in self.commands:
+                pipe.execute_command(*command)
+            registries: dict[str, dict[str, int]] = {}
+            for (ns, _), registry in self.registries.items():
+                registries.setdefault(
+                    f"write_registry:{self.thread_id}:{to_storage_ns(ns)}:shallow", {}
+                ).update(registry)
+            for key, registry in registries.items():
+                pipe.zadd(key, registry)
+            pipe.execute()
+        self.commands = []
+
+
+def _shallow(
+    row: RawCheckpoint, document: dict[str, Any], metadata: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """ShallowRedisSaver's key and document for a checkpoint RedisSaver's would be:
+    ids as they are, no parent and no has_writes, the metadata as an object."""
+    shallow: dict[str, Any] = {
+        "thread_id": row.thread_id,
+        "run_id": document["run_id"],
+        "checkpoint_ns": document["checkpoint_ns"],
+        "checkpoint_id": row.checkpoint_id,
+        "checkpoint_ts": document["checkpoint_ts"],
+        "checkpoint": document["checkpoint"],
+        "metadata": json.loads(document["metadata"]),
+    }
+    if "source" in metadata and "step" in metadata:
+        shallow["source"], shallow["step"] = metadata["source"], metadata["step"]
+    return f"{PREFIX}:{row.thread_id}:{row.checkpoint_ns}", shallow
 
 
 def _timestamp(ts: Any) -> float | None:
