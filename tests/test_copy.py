@@ -47,6 +47,7 @@ from invoke import ckpt, runner
 from pg import url_of
 from resume import carry_on
 from schemas import follows_schema
+from server_stores import server_thread_sizes
 
 ROOT = Path(__file__).resolve().parent.parent
 NewDatabase = Callable[[], str]
@@ -680,27 +681,6 @@ def server_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
         conn.executemany("INSERT INTO checkpoints VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         conn.commit()
     return path
-
-
-def server_thread_sizes(kind: str, url: str) -> list[int]:
-    """Checkpoints per thread on a Redis or MongoDB target."""
-    if kind == "redis":
-        import redis
-
-        counts: dict[str, int] = {}
-        with redis.Redis.from_url(url, decode_responses=True) as client:
-            for key in client.scan_iter("checkpoint:*", count=5000):
-                thread = key.split(":")[1]
-                counts[thread] = counts.get(thread, 0) + 1
-        return sorted(counts.values())
-    from pymongo import MongoClient
-
-    with MongoClient(url) as client:
-        db = client.get_default_database()
-        if "checkpoints" not in db.list_collection_names():
-            return []
-        grouped = db.checkpoints.aggregate([{"$group": {"_id": "$thread_id", "n": {"$sum": 1}}}])
-        return sorted(row["n"] for row in grouped)
 
 
 @pytest.mark.parametrize("kind", ["redis", "mongodb"])

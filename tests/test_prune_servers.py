@@ -17,8 +17,8 @@ from fixtures.agents import AgentManifest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from invoke import ckpt
+from prune_checks import compare_with_langgraph
 from schemas import follows_schema
-from test_prune import compare_with_langgraph
 
 # RedisSaver's JSON keeps an Enum as its bare value: copy refuses that thread into Redis.
 NOT_IN_REDIS = {"custom-types"}
@@ -218,7 +218,7 @@ def test_orphans_then_delete(
     with saver(kind, url) as before_saver:
         from fixtures.agents import GRAPH_FACTORIES
 
-        from test_prune import live_state
+        from prune_checks import live_state
 
         def states(s: BaseCheckpointSaver[Any]) -> list[Any]:
             return [live_state(s, GRAPH_FACTORIES[g](s), t) for t, g in subset["threads"].items()]
@@ -258,7 +258,7 @@ def test_a_killed_prune_leaves_each_thread_pruned_or_untouched(
     from contextlib import closing
 
     from ckpt.stores.sqlite.target import SCHEMA
-    from test_copy import ROOT, server_thread_sizes
+    from server_stores import ROOT, server_thread_sizes
 
     source = tmp_path / "source.sqlite"
     with closing(sqlite3.connect(source)) as conn:
@@ -296,7 +296,7 @@ def test_vacuum_says_what_the_server_gives_back(
 ) -> None:
     """Redis: its memory and what MEMORY PURGE may return; MongoDB: its collections and
     `compact`; a dry run runs nothing, --apply runs it and reports before and after."""
-    from test_prune import vacuum_json
+    from prune_checks import vacuum_json
 
     source, _ = agents
     url = request.getfixturevalue("redis_empty") if kind == "redis" else mongo_new_database()
