@@ -83,12 +83,9 @@ def copy_lines(record: CopyRecord, output: Output) -> Iterator[str]:
     reencoded = sum(
         1 for t in record["threads"] if t.get("reencoded") and t["action"] in ("copy", "replace")
     )
-    if reencoded:
-        yield (
-            f"{reencoded:,} {'thread' if reencoded == 1 else 'threads'} re-encoded: the "
-            "source keeps values as JSON (RedisSaver), so they are written as LangGraph's "
-            "serializer writes what the saver reads back, not byte for byte\n"
-        )
+    if reencoded:  # the values are new bytes: LangGraph reads them as the source's
+        noun = "thread" if reencoded == 1 else "threads"
+        yield f"{reencoded:,} {noun} re-encoded from RedisSaver's JSON, not byte for byte\n"
     if (redaction := record["redaction"]) is not None:
         kept = [f"key {clean_line(k)}" for k in redaction["keep_keys"]]
         kept += ["error type names"] if redaction["keep_errors"] else []
