@@ -325,19 +325,32 @@ class _RedisSink(ThreadSink):
     target: RedisTarget
     thread_id: str
     doomed: list[bytes]
-    commands: list[tuple[Any, ...]] = field(default_factory=list)
     with_writes: set[tuple[str, str]] = field(default_factory=set)
     registries: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
     latest: dict[str, str] = field(default_factory=dict)
     calls: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
     newest: dict[str, RedisRow] = field(default_factory=dict)  # shallow: kept per namespace
     pending: list[RawWrite] = field(default_factory=list)  # shallow: writes, kept till then
+    # Each checkpoint's JSON.SET, and its writes', sent in the order the saver makes them
+    # (a checkpoint, then its writes, oldest first): RedisSaver reads writes back in the
+    # order RediSearch indexed them, which is how it replays a DeltaChannel.
+    saved: dict[tuple[str, str], tuple[Any, ...]] = field(default_factory=dict)
+    written: dict[tuple[str, str], list[tuple[Any, ...]]] = field(default_factory=dict)
+
+    def ordered(self) -> list[tuple[Any, ...]]:
+        commands: list[tuple[Any, ...]] = []
+        for at in sorted(self.saved.keys() | self.written.keys(), key=lambda k: (k[1], k[0])):
+            if at in self.saved:
+                commands.append(self.saved[at])
+            commands.extend(self.written.get(at, ()))
+        return commands
 
     def checkpoint(self, row: RedisRow) -> None:
         document = row.document
         if (row.checkpoint_ns, row.checkpoint_id) in self.with_writes:
             document = {**document, "has_writes": True}
-        self.commands.append(("JSON.SET", row.key, "$", orjson.dumps(document)))
+        at = (row.checkpoint_ns, row.checkpoint_id)
+        self.saved[at] = ("JSON.SET", row.key, "$", orjson.dumps(document))
         if row.checkpoint_id > self.latest.get(row.checkpoint_ns, ""):
             self.latest[row.checkpoint_ns] = row.checkpoint_id
 
@@ -359,8 +372,8 @@ class _RedisSink(ThreadSink):
             "type": write.type,
             "blob": base64.b64encode(data).decode(),
         }
-        self.commands.append(("JSON.SET", key, "$", orjson.dumps(document)))
         at = (write.checkpoint_ns, write.checkpoint_id)
+        self.written.setdefault(at, []).append(("JSON.SET", key, "$", orjson.dumps(document)))
         self.with_writes.add(at)
         # put_writes scores a call's keys 0, 1, 2 ...: one call per task.
         calls = self.calls.setdefault((*at, write.task_id), [0])
@@ -373,7 +386,7 @@ class _RedisSink(ThreadSink):
             pipe = target.client.pipeline(transaction=True)
             if self.doomed:
                 pipe.delete(*self.doomed)
-            for command in self.commands:
+            for command in self.ordered():
                 pipe.execute_command(*command)
             for (ns, checkpoint_id), registry in self.registries.items():
                 pipe.zadd(write_zset_key(self.thread_id, ns, checkpoint_id), registry)
@@ -383,10 +396,10 @@ class _RedisSink(ThreadSink):
                     checkpoint_key(PREFIX, self.thread_id, ns, checkpoint_id),
                 )
             pipe.execute()
-        self.commands = []
+        self.saved, self.written = {}, {}
 
     def rollback(self) -> None:
-        self.commands = []  # nothing was sent: MULTI ... EXEC goes at commit only
+        self.saved, self.written = {}, {}  # nothing was sent: MULTI/EXEC goes at commit
 
 
 class _ShallowSink(_RedisSink):
@@ -404,7 +417,9 @@ class _ShallowSink(_RedisSink):
 
     def commit(self) -> None:
         for ns, row in self.newest.items():
-            self.commands.append(("JSON.SET", row.key, "$", orjson.dumps(row.document)))
+            self.saved[(ns, row.checkpoint_id)] = (
+                "JSON.SET", row.key, "$", orjson.dumps(row.document)
+            )  # fmt: skip
             for write in self.pending:
                 if (write.checkpoint_ns, write.checkpoint_id) == (ns, row.checkpoint_id):
                     super().write(write)
@@ -414,7 +429,7 @@ class _ShallowSink(_RedisSink):
             pipe = target.client.pipeline(transaction=True)
             if self.doomed:
                 pipe.delete(*self.doomed)
-            for command in self.commands:
+            for command in self.ordered():
                 pipe.execute_command(*command)
             registries: dict[str, dict[str, int]] = {}
             for (ns, _), registry in self.registries.items():
@@ -424,7 +439,7 @@ class _ShallowSink(_RedisSink):
             for key, registry in registries.items():
                 pipe.zadd(key, registry)
             pipe.execute()
-        self.commands = []
+        self.saved, self.written = {}, {}
 
 
 def _shallow(
