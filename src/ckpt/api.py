@@ -682,6 +682,7 @@ class CheckpointStore:
         keep_keys: Sequence[str] = (),
         keep_errors: bool = False,
         renumber_versions: bool = False,
+        shallow: bool = False,
         apply: bool = False,
         timeout: float | None = None,
         on_rows: Callable[[int], None] | None = None,
@@ -689,7 +690,8 @@ class CheckpointStore:
         """`copy`, streamed: a CopyRun (a context manager that closes the target), whose
         iteration copies (or plans) one thread at a time and yields its record; `head`,
         `totals` and `notices` (what the target has to say) as PruneRun's. `on_rows`
-        hears of every row moved."""
+        hears of every row moved; `shallow`: a Redis target in ShallowRedisSaver's layout
+        (each namespace's newest checkpoint only)."""
         from ckpt.ops import copy as copying
         from ckpt.stores import open_target
 
@@ -701,7 +703,7 @@ class CheckpointStore:
             if redact
             else None
         )
-        target = open_target(os.fspath(dst), timeout=timeout)
+        target = open_target(os.fspath(dst), timeout=timeout, shallow=shallow)
         try:
             run = copying.copy_run(
                 self._store,

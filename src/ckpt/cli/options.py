@@ -281,6 +281,7 @@ FLAGS: dict[str, str] = {
     "keep_errors": "--keep-errors",
     "renumber_versions": "--renumber-versions",
     "renumber_versions=True": "--renumber-versions",
+    "shallow": "--shallow",
     "strategy": "--keep-latest, --keep-last or --delete",
     "strategy='delete'": "--delete",
     "strategy='orphans'": "--orphans",

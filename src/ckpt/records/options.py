@@ -52,6 +52,7 @@ class CopyOptions(Selection, total=False):
     keep_keys: Sequence[str]
     keep_errors: bool
     renumber_versions: bool
+    shallow: bool
     apply: bool
     timeout: float | None
     on_rows: Callable[[int], None] | None

@@ -384,9 +384,16 @@ class DynamoDBStore(DocumentStore):
                 for _, fields in ordered:
                     yield fields.raw(key, data=data)
 
-    def check_copy(self, *, renumber_versions: bool = False) -> None:
+    def check_copy(
+        self, *, renumber_versions: bool = False, counted_versions: bool = False
+    ) -> None:
         # DynamoDBSaver keeps LangGraph's default get_next_version, as MongoDBSaver does.
-        refuse_int_versions(self.location, "DynamoDBSaver", renumber_versions=renumber_versions)
+        refuse_int_versions(
+            self.location,
+            "DynamoDBSaver",
+            renumber_versions=renumber_versions,
+            counted_versions=counted_versions,
+        )
 
     def close(self) -> None:
         self.session.close()

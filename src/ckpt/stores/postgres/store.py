@@ -1177,6 +1177,7 @@ class PostgresStore(SplitStore):
             "disk_free_bytes": None,
             "disk_needed_bytes": None,
             "tables": tables,
+            "memory": None,
             "before": None,
             "after": None,
         }

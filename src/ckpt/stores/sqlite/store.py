@@ -957,7 +957,9 @@ class SqliteStore(Store):
             )
 
     # -- changing it -----------------------------------------------------------------------
-    def check_copy(self, *, renumber_versions: bool = False) -> None:
+    def check_copy(
+        self, *, renumber_versions: bool = False, counted_versions: bool = False
+    ) -> None:
         if self._era == "0.1":
             raise NotSupported(
                 f"{self.location}: langgraph 0.1's tables (thread_ts, untyped values) have no "
