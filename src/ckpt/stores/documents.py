@@ -6,8 +6,9 @@ refusing changes are the same for all of them, here."""
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -19,6 +20,7 @@ from ckpt.records.model import (
     PendingWrite,
     RawWrite,
     StoreHealth,
+    ThreadBytes,
     ThreadSummary,
 )
 from ckpt.records.vocabulary import FIND_LIMIT
@@ -119,6 +121,39 @@ def refuse_int_versions(
         )
 
 
+def catalog_threads(
+    catalog: dict[str, ThreadInfo],
+    measured: dict[str, ThreadBytes],
+    load: Callable[[list[CheckpointKey]], list[Checkpoint]],
+    *,
+    sizes: bool,
+    batch: int,
+) -> Iterator[ThreadSummary]:
+    """`threads` from a catalog of threads (in thread order): their sizes from `measured`
+    (with `sizes`), their latest root checkpoints loaded `batch` threads at a time by
+    `load` (without values)."""
+    thread_ids = sorted(catalog)
+    for start in range(0, len(thread_ids), batch):
+        chunk = thread_ids[start : start + batch]
+        keys = [
+            CheckpointKey(t, "", root)
+            for t in chunk
+            if (root := catalog[t].latest_root) is not None
+        ]
+        latest = {c.thread_id: c for c in load(keys)}
+        for thread_id in chunk:
+            info = catalog[thread_id]
+            found = measured.get(thread_id)
+            yield ThreadSummary(
+                thread_id=thread_id,
+                namespaces=sorted(info.namespaces),
+                checkpoints=info.checkpoints,
+                writes=found.writes if found is not None else (0 if sizes else None),
+                size=found.total if found is not None else (0 if sizes else None),
+                latest=latest.get(thread_id),
+            )
+
+
 def key_order(key: CheckpointKey) -> tuple[str, str, str]:
     return (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
 
@@ -173,27 +208,9 @@ class DocumentStore(Store):
     # -- listing ---------------------------------------------------------------------------
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         catalog = self._catalog()
-        thread_ids = sorted(catalog)
         measured = self.sizes(DumpQuery()) if sizes else {}
-        for start in range(0, len(thread_ids), BATCH):
-            batch = thread_ids[start : start + BATCH]
-            keys = [
-                CheckpointKey(t, "", root)
-                for t in batch
-                if (root := catalog[t].latest_root) is not None
-            ]
-            latest = {c.thread_id: c for c in self._load_keys(keys, values=False)}
-            for thread_id in batch:
-                info = catalog[thread_id]
-                found = measured.get(thread_id)
-                yield ThreadSummary(
-                    thread_id=thread_id,
-                    namespaces=sorted(info.namespaces),
-                    checkpoints=info.checkpoints,
-                    writes=found.writes if found is not None else (0 if sizes else None),
-                    size=found.total if found is not None else (0 if sizes else None),
-                    latest=latest.get(thread_id),
-                )
+        load = partial(self._load_keys, values=False)
+        yield from catalog_threads(catalog, measured, load, sizes=sizes, batch=BATCH)
 
     def thread_exists(self, thread_id: str) -> bool:
         if self._catalog_cache is not None:

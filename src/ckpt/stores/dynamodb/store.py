@@ -36,7 +36,6 @@ from ckpt.records.model import (
     RawCheckpoint,
     RawWrite,
     SaverFacts,
-    ThreadBytes,
 )
 from ckpt.records.types import StorageRecord, TableBytesRecord, storage_record
 from ckpt.stores.body import checkpoint_from_body, decode_value
@@ -318,18 +317,6 @@ class DynamoDBStore(DocumentStore):
         return Payload(tag, parts["checkpoint"], tag, parts.get("metadata", b""), len(stored))
 
     # -- sizes, storage, health ------------------------------------------------------------
-    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
-        found: dict[str, ThreadBytes] = {}
-        for row in self.raw_checkpoints(query, data=False):
-            sized = found.setdefault(row.thread_id, ThreadBytes())
-            sized.checkpoints += 1
-            sized.checkpoint_bytes += row.size
-        for write in self.raw_writes(query, data=False):
-            sized = found.setdefault(write.thread_id, ThreadBytes())
-            sized.writes += 1
-            sized.write_bytes += write.size
-        return found
-
     def storage(self) -> StorageRecord:
         table: TableBytesRecord = {
             "table": self.session.table,

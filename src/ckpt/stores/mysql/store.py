@@ -12,6 +12,7 @@ threads that breaks).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any, Final
 
 import orjson
@@ -28,12 +29,11 @@ from ckpt.records.model import (
     RawWrite,
     SaverFacts,
     StoreHealth,
-    ThreadBytes,
     ThreadSummary,
 )
 from ckpt.records.types import StorageRecord, TableBytesRecord, storage_record
 from ckpt.records.vocabulary import FIND_LIMIT
-from ckpt.stores.documents import ThreadInfo, key_order
+from ckpt.stores.documents import ThreadInfo, catalog_threads, key_order
 from ckpt.stores.mysql.session import MySQLSession
 from ckpt.stores.split import (
     BlobKey,
@@ -309,26 +309,8 @@ class MySQLStore(SplitStore):
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         catalog = self._catalog()
         measured = self.sizes(DumpQuery()) if sizes else {}
-        thread_ids = sorted(catalog)
-        for start in range(0, len(thread_ids), BATCH * 5):
-            batch = thread_ids[start : start + BATCH * 5]
-            keys = [
-                CheckpointKey(t, "", root)
-                for t in batch
-                if (root := catalog[t].latest_root) is not None
-            ]
-            latest = {c.thread_id: c for c in self.load_many(keys, values=False)}
-            for thread_id in batch:
-                info = catalog[thread_id]
-                found = measured.get(thread_id)
-                yield ThreadSummary(
-                    thread_id=thread_id,
-                    namespaces=sorted(info.namespaces),
-                    checkpoints=info.checkpoints,
-                    writes=found.writes if found is not None else (0 if sizes else None),
-                    size=found.total if found is not None else (0 if sizes else None),
-                    latest=latest.get(thread_id),
-                )
+        load = partial(self.load_many, values=False)
+        yield from catalog_threads(catalog, measured, load, sizes=sizes, batch=BATCH * 5)
 
     def thread_exists(self, thread_id: str) -> bool:
         return any(
@@ -472,22 +454,6 @@ class MySQLStore(SplitStore):
                 yield from self.load_many(chunk, values=values)
 
     # -- sizes, storage, health ------------------------------------------------------------
-    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
-        found: dict[str, ThreadBytes] = {}
-        for row in self.raw_checkpoints(query, data=False):
-            sized = found.setdefault(row.thread_id, ThreadBytes())
-            sized.checkpoints += 1
-            sized.checkpoint_bytes += row.size
-        for blob in self.raw_blobs(query, data=False):
-            sized = found.setdefault(blob.thread_id, ThreadBytes())
-            sized.blobs += 1
-            sized.blob_bytes += blob.size
-        for write in self.raw_writes(query, data=False):
-            sized = found.setdefault(write.thread_id, ThreadBytes())
-            sized.writes += 1
-            sized.write_bytes += write.size
-        return found
-
     def storage(self) -> StorageRecord:
         tables: list[TableBytesRecord] = []
         for name, data, index, rows in self.session.rows(

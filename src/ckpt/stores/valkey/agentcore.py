@@ -36,7 +36,6 @@ from ckpt.records.model import (
     RawCheckpoint,
     RawWrite,
     SaverFacts,
-    ThreadBytes,
 )
 from ckpt.records.types import StorageRecord
 from ckpt.stores.body import checkpoint_from_body, decode_value
@@ -239,18 +238,6 @@ class AgentCoreStore(DocumentStore):
         return raw.pending(decode_value(raw.type, raw.data, self.aes_key))
 
     # -- sizes, storage, health ------------------------------------------------------------
-    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
-        found: dict[str, ThreadBytes] = {}
-        for row in self.raw_checkpoints(query, data=False):
-            sized = found.setdefault(row.thread_id, ThreadBytes())
-            sized.checkpoints += 1
-            sized.checkpoint_bytes += row.size
-        for write in self.raw_writes(query, data=False):
-            sized = found.setdefault(write.thread_id, ThreadBytes())
-            sized.writes += 1
-            sized.write_bytes += write.size
-        return found
-
     def storage(self) -> StorageRecord:
         return server_storage(self.session, (PREFIX,), "read by SCAN of agentcore:checkpoint:*")
 
