@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from ckpt.ops.maintain import PruneRun
     from ckpt.ops.migrate import MigrateRun
     from ckpt.records.migration import Step
-    from ckpt.records.types import CopyRecord, MigrateRecord, PruneRecord, ThreadPlanRecord
+    from ckpt.records.runs import CopyRecord, MigrateRecord, PruneRecord, ThreadPlanRecord
 
 T = TypeVar("T")
 

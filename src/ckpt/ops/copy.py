@@ -21,7 +21,7 @@ from ckpt import stores
 from ckpt.errors import BadOption, CopyInterrupted, CopyRefused, NotSupported, Unsafe
 from ckpt.ops.run import Run
 from ckpt.records.model import TASKS, DumpQuery
-from ckpt.records.types import CopyHead, CopyThreadRecord, CopyTotals
+from ckpt.records.runs import CopyHead, CopyThreadRecord, CopyTotals
 from ckpt.stores.base import Store, Target, ThreadSink
 
 if TYPE_CHECKING:

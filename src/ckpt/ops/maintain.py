@@ -18,14 +18,8 @@ from ckpt.errors import BadOption
 from ckpt.ops.prune import plan_thread
 from ckpt.ops.run import Run
 from ckpt.records.plans import Strategy, ThreadPlan
-from ckpt.records.types import (
-    NamespacePlanRecord,
-    PruneHead,
-    PruneTotals,
-    StoreRecord,
-    ThreadPlanRecord,
-    VacuumRecord,
-)
+from ckpt.records.runs import NamespacePlanRecord, PruneHead, PruneTotals, ThreadPlanRecord
+from ckpt.records.types import StoreRecord, VacuumRecord
 from ckpt.stores.base import Store
 
 

@@ -51,11 +51,7 @@ from ckpt.records.migration import (
     check_steps,
     step_record,
 )
-from ckpt.records.types import (
-    MigrateHead,
-    MigrateThreadRecord,
-    MigrateTotals,
-)
+from ckpt.records.runs import MigrateHead, MigrateThreadRecord, MigrateTotals
 from ckpt.stores.base import Store
 
 PULL: Final = "__pregel_pull"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from ckpt.records.types import MigrateHead, MigrateThreadRecord, MigrateTotals
+from ckpt.records.runs import MigrateHead, MigrateThreadRecord, MigrateTotals
 from ckpt.render.output import Output
 from ckpt.render.plain import ansi_paint
 from ckpt.render.text import clean_line
