@@ -530,7 +530,18 @@ class TypeExampleRecord(TypedDict):
     version: NotRequired[str | None]  # blobs only
 
 
-class TypeUseRecord(TypedDict):
+class UsesRecord(TypedDict):
+    """How often a type or a global is named, where, and one place it is."""
+
+    count: int
+    threads: int
+    channels: list[str]
+    writes: list[str]
+    elsewhere: list[str]
+    example: TypeExampleRecord
+
+
+class TypeUseRecord(UsesRecord):
     """One (module, class) pair the stored values name, and how LangGraph treats it."""
 
     module: str
@@ -541,24 +552,12 @@ class TypeUseRecord(TypedDict):
     lc: int | None  # json tag: the envelope's lc (1 or 2)
     status: TypeStatus
     becomes: str | None  # what strict mode gives instead when it does not rebuild it
-    count: int
-    threads: int
-    channels: list[str]
-    writes: list[str]
-    elsewhere: list[str]
-    example: TypeExampleRecord
 
 
-class PickleGlobalRecord(TypedDict):
+class PickleGlobalRecord(UsesRecord):
     """A global a `pickle`-tagged value would import when LangGraph unpickles it."""
 
     name: str  # "module.name" as pickletools reads it
-    count: int
-    threads: int
-    channels: list[str]
-    writes: list[str]
-    elsewhere: list[str]
-    example: TypeExampleRecord
 
 
 class PickleRecord(TypedDict):
@@ -695,6 +694,24 @@ class VacuumReport(VacuumSpaceRecord):
     into: str | None  # --into: the compacted copy's file (SQLite)
     before: VacuumStateRecord | None  # applied: the store before VACUUM
     after: VacuumStateRecord | None  # applied in place: the store after (null with --into)
+
+
+def server_vacuum_report(
+    reclaim: Reclaim, statement: str, tables: list[VacuumTableRecord]
+) -> VacuumReport:
+    """The VacuumReport of a dry run on a database server's tables (no file of its own)."""
+    return {
+        "reclaim": reclaim,
+        "statement": statement,
+        "into": None,
+        **NO_PAGES,
+        "disk_free_bytes": None,
+        "disk_needed_bytes": None,
+        "tables": tables,
+        "memory": None,
+        "before": None,
+        "after": None,
+    }
 
 
 def vacuum_state(report: VacuumReport) -> VacuumStateRecord:

@@ -38,11 +38,11 @@ from ckpt.records.model import (
 )
 from ckpt.records.plans import CheckpointRow, ThreadRows, WriteRow
 from ckpt.records.types import (
-    NO_PAGES,
     CollectionRecord,
     StorageRecord,
     VacuumReport,
     VacuumTableRecord,
+    server_vacuum_report,
     storage_record,
 )
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
@@ -552,18 +552,8 @@ class MongoStore(DocumentStore):
                     "bloat_estimate_bytes": int(free) if isinstance(free, int) else 0,
                 }
             )
-        return {
-            "reclaim": "compact",
-            "statement": "; ".join(f"compact {t['table']}" for t in tables),
-            "into": None,
-            **NO_PAGES,
-            "disk_free_bytes": None,
-            "disk_needed_bytes": None,
-            "tables": tables,
-            "memory": None,
-            "before": None,
-            "after": None,
-        }
+        statement = "; ".join(f"compact {t['table']}" for t in tables)
+        return server_vacuum_report("compact", statement, tables)
 
     def writer(self, *, timeout: float | None) -> Writer:
         from ckpt.stores.mongo.writer import MongoWriter

@@ -23,11 +23,11 @@ from ckpt.records.model import (
     WriteTotals,
 )
 from ckpt.records.types import (
-    NO_PAGES,
     StorageRecord,
     TableBytesRecord,
     VacuumReport,
     VacuumTableRecord,
+    server_vacuum_report,
     storage_record,
 )
 from ckpt.records.vocabulary import FIND_LIMIT
@@ -896,18 +896,8 @@ class PostgresStore(SplitStore):
         if into is not None:
             raise BadOption("`into` is for SQLite stores")
         tables = self.vacuum_tables()
-        return {
-            "reclaim": "reuse",
-            "statement": "VACUUM (ANALYZE) " + ", ".join(t["table"] for t in tables),
-            "into": None,
-            **NO_PAGES,
-            "disk_free_bytes": None,
-            "disk_needed_bytes": None,
-            "tables": tables,
-            "memory": None,
-            "before": None,
-            "after": None,
-        }
+        statement = "VACUUM (ANALYZE) " + ", ".join(t["table"] for t in tables)
+        return server_vacuum_report("reuse", statement, tables)
 
     def vacuum_tables(self) -> list[VacuumTableRecord]:
         """The saver's tables with their dead rows' share of the heap: what VACUUM makes
