@@ -154,6 +154,24 @@ def catalog_threads(
             )
 
 
+def catalog_count(catalog: dict[str, ThreadInfo], query: DumpQuery) -> int | None:
+    """How many checkpoints a dump of the whole store reads, from the thread catalog; None
+    for a narrower query (counting it would read what the dump reads)."""
+    if query.thread_ids or query.checkpoint_ns is not None or query.since_id or query.until_id:
+        return None
+    if query.latest_only:
+        return sum(len(info.namespaces) for info in catalog.values())
+    return sum(info.checkpoints for info in catalog.values())
+
+
+def newest_per_namespace(keys: list[CheckpointKey]) -> list[CheckpointKey]:
+    """The last key of each namespace among `keys` (sorted oldest first)."""
+    newest: dict[str, CheckpointKey] = {}
+    for key in keys:
+        newest[key.checkpoint_ns] = key
+    return list(newest.values())
+
+
 def key_order(key: CheckpointKey) -> tuple[str, str, str]:
     return (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
 
@@ -265,12 +283,7 @@ class DocumentStore(Store):
         return self._load_keys(keys, values=values)
 
     def count_checkpoints(self, query: DumpQuery) -> int | None:
-        if query.thread_ids or query.checkpoint_ns is not None or query.since_id or query.until_id:
-            return None
-        catalog = self._catalog().values()
-        if query.latest_only:
-            return sum(len(info.namespaces) for info in catalog)
-        return sum(info.checkpoints for info in catalog)
+        return catalog_count(self._catalog(), query)
 
     def _selected_keys(self, query: DumpQuery) -> Iterator[list[CheckpointKey]]:
         """The query's checkpoints, a thread at a time, in (thread, ns, id) order."""
@@ -285,10 +298,7 @@ class DocumentStore(Store):
             ]
             keys.sort(key=key_order)
             if query.latest_only:
-                newest: dict[str, CheckpointKey] = {}
-                for k in keys:
-                    newest[k.checkpoint_ns] = k
-                keys = list(newest.values())
+                keys = newest_per_namespace(keys)
             if keys:
                 yield keys
 

@@ -33,7 +33,13 @@ from ckpt.records.model import (
 )
 from ckpt.records.types import StorageRecord, TableBytesRecord, storage_record
 from ckpt.records.vocabulary import FIND_LIMIT
-from ckpt.stores.documents import ThreadInfo, catalog_threads, key_order
+from ckpt.stores.documents import (
+    ThreadInfo,
+    catalog_count,
+    catalog_threads,
+    key_order,
+    newest_per_namespace,
+)
 from ckpt.stores.mysql.session import MySQLSession
 from ckpt.stores.split import (
     BlobKey,
@@ -433,20 +439,12 @@ class MySQLStore(SplitStore):
                 key=lambda k: (k.checkpoint_ns, k.checkpoint_id),
             )
             if query.latest_only:
-                newest: dict[str, CheckpointKey] = {}
-                for k in keys:
-                    newest[k.checkpoint_ns] = k
-                keys = list(newest.values())
+                keys = newest_per_namespace(keys)
             if keys:
                 yield keys
 
     def count_checkpoints(self, query: DumpQuery) -> int | None:
-        if query.thread_ids or query.checkpoint_ns is not None or query.since_id or query.until_id:
-            return None
-        catalog = self._catalog().values()
-        if query.latest_only:
-            return sum(len(info.namespaces) for info in catalog)
-        return sum(info.checkpoints for info in catalog)
+        return catalog_count(self._catalog(), query)
 
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
         for keys in self._selected_keys(query):

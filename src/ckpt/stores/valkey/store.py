@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -78,7 +79,33 @@ def split_key(family: str, key: str) -> CheckpointKey | None:
     return None if found is None or not checkpoint_id else CheckpointKey(*found, checkpoint_id)
 
 
-class ValkeyStore(DocumentStore):
+class ValkeyDocuments(DocumentStore):
+    """What ValkeySaver and AgentCoreValkeySaver stores share: a RedisSession without
+    modules, and each checkpoint's writes in one document (`_writes`)."""
+
+    session: RedisSession
+
+    @abstractmethod
+    def _writes(self, keys: Sequence[CheckpointKey]) -> list[list[WriteFields]]:
+        """Each checkpoint's stored writes, in the order of `keys`."""
+
+    def _write(self, raw: WriteFields) -> PendingWrite:
+        return raw.pending(decode_value(raw.type, raw.data, self.aes_key))
+
+    def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
+        for keys in self._selected_keys(query):
+            ordered = sorted(keys, key=key_order)
+            for start in range(0, len(ordered), BATCH):
+                batch = ordered[start : start + BATCH]
+                for key, found in zip(batch, self._writes(batch), strict=True):
+                    for fields in sorted(found, key=lambda w: (w.task_id, w.idx)):
+                        yield fields.raw(key, data=data)
+
+    def close(self) -> None:
+        self.session.close()
+
+
+class ValkeyStore(ValkeyDocuments):
     kind = "valkey"
     label = "Valkey"
 
@@ -229,9 +256,6 @@ class ValkeyStore(DocumentStore):
             )
         return built
 
-    def _write(self, raw: WriteFields) -> PendingWrite:
-        return raw.pending(decode_value(raw.type, raw.data, self.aes_key))
-
     # -- sizes, storage, health ------------------------------------------------------------
     def storage(self) -> StorageRecord:
         return server_storage(self.session, FAMILIES, "read by SCAN and the thread lists")
@@ -270,18 +294,6 @@ class ValkeyStore(DocumentStore):
                         body_size=len(stored.body),
                         metadata_size=len(stored.metadata),
                     )
-
-    def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
-        for keys in self._selected_keys(query):
-            ordered = sorted(keys, key=key_order)
-            for start in range(0, len(ordered), BATCH):
-                batch = ordered[start : start + BATCH]
-                for key, found in zip(batch, self._writes(batch), strict=True):
-                    for fields in sorted(found, key=lambda w: (w.task_id, w.idx)):
-                        yield fields.raw(key, data=data)
-
-    def close(self) -> None:
-        self.session.close()
 
 
 # -- documents -------------------------------------------------------------------------------
