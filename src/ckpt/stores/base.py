@@ -18,6 +18,7 @@ from ckpt.records.model import (
     Checkpoint,
     CheckpointKey,
     DumpQuery,
+    Part,
     RawBlob,
     RawCheckpoint,
     RawWrite,
@@ -214,18 +215,14 @@ class Store(Closes):
         `threads` and `stats` both count with this, so their sizes always agree. This
         default counts from the raw scans, without their bytes."""
         found: dict[str, ThreadBytes] = {}
-        for row in self.raw_checkpoints(query, data=False):
-            sized = found.setdefault(row.thread_id, ThreadBytes())
-            sized.checkpoints += 1
-            sized.checkpoint_bytes += row.size
-        for blob in self.raw_blobs(query, data=False):
-            sized = found.setdefault(blob.thread_id, ThreadBytes())
-            sized.blobs += 1
-            sized.blob_bytes += blob.size
-        for write in self.raw_writes(query, data=False):
-            sized = found.setdefault(write.thread_id, ThreadBytes())
-            sized.writes += 1
-            sized.write_bytes += write.size
+        parts: tuple[tuple[Part, Iterator[RawCheckpoint | RawBlob | RawWrite]], ...] = (
+            ("checkpoint", self.raw_checkpoints(query, data=False)),
+            ("blob", self.raw_blobs(query, data=False)),
+            ("write", self.raw_writes(query, data=False)),
+        )
+        for part, rows in parts:
+            for row in rows:
+                found.setdefault(row.thread_id, ThreadBytes()).add(part, 1, row.size)
         return found
 
     @abstractmethod

@@ -13,6 +13,7 @@ from ckpt.records.model import (
     Checkpoint,
     CheckpointKey,
     DumpQuery,
+    Part,
     RawBlob,
     RawCheckpoint,
     RawWrite,
@@ -474,37 +475,21 @@ class PostgresStore(SplitStore):
 
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         found: dict[str, ThreadBytes] = {}
-        where, params = self._raw_filter(query, "c", ids=True)
-        for thread_id, count, size in self._rows(
-            self.layout.sql(
-                f"SELECT c.thread_id, count(*), sum({CHECKPOINT_BYTES}) FROM {{cp}} c{where} "
-                "GROUP BY c.thread_id"
-            ),
-            params,
-        ):
-            found[thread_id] = ThreadBytes(checkpoints=int(count), checkpoint_bytes=int(size or 0))
-        if self.layout.has_blobs:
-            where, params = self._raw_filter(query, "b", ids=False)
-            for thread_id, count, size in self._rows(
-                self.layout.sql(
-                    f"SELECT b.thread_id, count(*), sum({BLOB_BYTES}) FROM {{bl}} b{where} "
-                    "GROUP BY b.thread_id"
-                ),
-                params,
-            ):
-                sized = found.setdefault(thread_id, ThreadBytes())
-                sized.blobs, sized.blob_bytes = int(count), int(size or 0)
-        if self.layout.has_writes:
-            where, params = self._raw_filter(query, "w", ids=True)
-            for thread_id, count, size in self._rows(
-                self.layout.sql(
-                    f"SELECT w.thread_id, count(*), sum({WRITE_BYTES}) FROM {{wr}} w{where} "
-                    "GROUP BY w.thread_id"
-                ),
-                params,
-            ):
-                sized = found.setdefault(thread_id, ThreadBytes())
-                sized.writes, sized.write_bytes = int(count), int(size or 0)
+        parts: tuple[tuple[Part, str, str, str, bool, bool], ...] = (
+            ("checkpoint", "c", "cp", CHECKPOINT_BYTES, True, True),
+            ("blob", "b", "bl", BLOB_BYTES, False, self.layout.has_blobs),
+            ("write", "w", "wr", WRITE_BYTES, True, self.layout.has_writes),
+        )
+        for part, alias, table, size, ids, present in parts:
+            if not present:
+                continue
+            where, params = self._raw_filter(query, alias, ids=ids)
+            statement = self.layout.sql(
+                f"SELECT {alias}.thread_id, count(*), sum({size}) FROM {{{table}}} {alias}{where} "
+                f"GROUP BY {alias}.thread_id"
+            )
+            for thread_id, count, total in self._rows(statement, params):
+                found.setdefault(thread_id, ThreadBytes()).add(part, int(count), int(total or 0))
         return found
 
     def storage(self) -> StorageRecord:
