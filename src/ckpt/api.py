@@ -725,6 +725,7 @@ class CheckpointStore(Closes):
         backup: str | os.PathLike[str] | None = None,
         apply: bool = False,
         timeout: float | None = None,
+        graph: Any = None,
     ) -> MigrateRun:
         """`migrate`, streamed: a MigrateRun, whose iteration plans (with `apply`,
         migrates) one thread at a time and yields its record; `head` and `totals` as
@@ -732,7 +733,9 @@ class CheckpointStore(Closes):
         Step), else, in this order, `rename_channel` {old: new}, `drop_channel`,
         `rename_node` {old: new}, `add_channel` {name: JSON value} and `transform`
         {channel: function} (the function gets the decoded value as ckpt gives it and
-        returns the new one, which ckpt encodes as LangGraph's serializer would)."""
+        returns the new one, which ckpt encodes as LangGraph's serializer would). `graph`:
+        the new compiled graph (or "module:attr", imported: the caller's own code), through
+        which each migrated thread is loaded (MigrationMismatch names those it cannot)."""
         from ckpt.ops import migrate as migration
         from ckpt.records.migration import steps_of
 
@@ -746,6 +749,7 @@ class CheckpointStore(Closes):
             apply=apply,
             backup=Path(backup) if backup is not None else None,
             timeout=timeout,
+            graph=graph,
         )
 
     def migrate(self, **options: Unpack[MigrateOptions]) -> MigrateRecord:

@@ -71,3 +71,4 @@ class MigrateOptions(Selection, total=False):
     backup: str | os.PathLike[str] | None
     apply: bool
     timeout: float | None
+    graph: Any

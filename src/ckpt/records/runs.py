@@ -166,6 +166,7 @@ class MigrateThreadRecord(TypedDict):
     blobs: int  # separately kept values changed, added or removed (Postgres)
     steps: list[str]  # the steps' names it goes (went) through
     diff: list[str] | None  # a unified diff of the names in one checkpoint, before and after
+    graph_error: str | None  # --graph: what the new graph raised loading it (None: it loads)
 
 
 class MigrateTotals(TypedDict):

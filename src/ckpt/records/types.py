@@ -270,7 +270,7 @@ class TableBytesRecord(TypedDict):
     total_bytes: int
     table_bytes: int
     index_bytes: int
-    toast_bytes: int
+    toast_bytes: int | None  # Postgres's TOAST; None where the kind has none
     rows_estimate: int | None
     live_rows: int | None
     dead_rows: int | None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -330,6 +331,12 @@ class Store(Closes):
             f"{self.location}: migrate is not supported on {self.kind} stores yet "
             "(SQLite and Postgres are); nothing changed"
         )
+
+    def langgraph_saver(self) -> AbstractContextManager[Any]:
+        """LangGraph's own saver over this store (`migrate --graph` loads migrated threads
+        through the user's graph with it): SqliteSaver, PostgresSaver. MissingDependency
+        without their package; NotSupported where ckpt has none to offer."""
+        raise NotSupported(f"{self.location}: no LangGraph saver for {self.kind} stores here")
 
     def writer(self, *, timeout: float | None) -> Writer:
         """A writable connection to this same store (closing this reader where its engine

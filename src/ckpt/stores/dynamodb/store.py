@@ -329,7 +329,7 @@ class DynamoDBStore(DocumentStore):
             "total_bytes": self.table_bytes,
             "table_bytes": self.table_bytes,
             "index_bytes": 0,
-            "toast_bytes": 0,
+            "toast_bytes": None,
             "rows_estimate": self.table_items,  # DynamoDB updates these every ~6 hours
             "live_rows": None,
             "dead_rows": None,

@@ -545,7 +545,7 @@ class MongoStore(DocumentStore):
                     "total_bytes": storage + indexes,
                     "table_bytes": storage,
                     "index_bytes": indexes,
-                    "toast_bytes": 0,
+                    "toast_bytes": None,
                     "rows_estimate": None,
                     "live_rows": int(stats.get("count", 0)),
                     "dead_rows": None,
