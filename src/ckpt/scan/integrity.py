@@ -562,7 +562,9 @@ class Integrity(Visitor):
         if self.aggregate_limit is not None:
             key = (self.name(row.thread_id), row.checkpoint_ns, row.checkpoint_id)
             self.aggregates[key] = self.aggregates.get(key, 0) + aggregated_write(row)
-        if self.troubled is not row:
+        if row.misfiled is not None:
+            self.found("malformed-write", row.thread_id, _row_place(row, "write", row.misfiled))
+        elif self.troubled is not row:
             wrong = write_problem(row, untyped=self.untyped)
             if wrong is not None:
                 self.found("malformed-write", row.thread_id, _row_place(row, "write", wrong))

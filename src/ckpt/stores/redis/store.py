@@ -124,6 +124,9 @@ class RedisStore(DocumentStore):
             raise
         self._told_ignored = False
         self._odd_keys: dict[CheckpointName, str] = {}
+        self._left_out: dict[str, dict[str, list[bytes]]] | None = None
+        # The top-level fields each index reads and their types ("TAG", "NUMERIC" ...).
+        self.index_fields: dict[str, list[tuple[str, str]]] = {}
         # How keys spell the root namespace: `__empty__`, or LangGraph.js's empty segment.
         self.root = "" if self.js else EMPTY_NS
 
@@ -253,11 +256,65 @@ class RedisStore(DocumentStore):
                 return
 
     def _thread_key_names(self, prefix: str, thread_id: str) -> Iterable[bytes]:
-        """The key names under `prefix` of (at least) the thread: by its index, or SCAN."""
+        """The key names under `prefix` of (at least) the thread: by its index (and the
+        thread's documents the index left out), or SCAN."""
         if self._searchable(thread_id):
             index = self.search_names[0 if prefix == self.prefix else 1]
-            return self._search(index, thread_id)
+            left_out = self.left_out(prefix).get(thread_id, [])
+            if not left_out:
+                return self._search(index, thread_id)
+            return [*self._search(index, thread_id), *left_out]
         return self.session.scan(f"{glob_escape(prefix)}:{glob_escape(to_storage_id(thread_id))}:*")
+
+    def left_out(self, prefix: str) -> dict[str, list[bytes]]:
+        """The documents under `prefix` that the saver's search index left out, by the
+        thread their key names: a field it indexes as a TAG holding a number, an object
+        or a list fails indexing, so RedisSaver (which finds checkpoints and writes only
+        through the index) never reads them. Looked for only when the server counts an
+        indexing failure (FT.INFO `hash_indexing_failures`, which never goes down): then
+        by one SCAN of the key names against the index's own."""
+        if self._left_out is None:
+            self._left_out = {self.prefix: {}, self.write_prefix: {}}
+            if self.indexed:
+                for index, under in zip(
+                    self.search_names, (self.prefix, self.write_prefix), strict=True
+                ):
+                    info = self.session.execute("FT.INFO", index)
+                    if _indexing_failures(info):
+                        self.index_fields[under] = _index_fields(info)
+                        self._left_out[under] = self._unindexed(index, under)
+        return self._left_out.get(prefix, {})
+
+    def _is_left_out(self, prefix: str, name: CheckpointName) -> bool:
+        keys = self.left_out(prefix).get(name.thread_id)
+        return bool(keys) and self._key(name).encode("utf-8", "surrogateescape") in (keys or ())
+
+    def _unindexed(self, index: str, prefix: str) -> dict[str, list[bytes]]:
+        indexed: set[bytes] = set()
+        offset = 0
+        while True:
+            answer = self.session.execute(
+                "FT.SEARCH", index, "*", "NOCONTENT", "LIMIT", offset, _SEARCH_PAGE,
+                "DIALECT", 2,
+            )  # fmt: skip
+            keys = answer[1:] if isinstance(answer, list) else []
+            indexed.update(keys)
+            offset += _SEARCH_PAGE
+            if not keys or offset >= int(answer[0]):
+                break
+        found: dict[str, list[bytes]] = {}
+        for raw in self.session.scan(glob_escape(prefix) + ":*"):
+            if raw in indexed:
+                continue
+            key = raw.decode("utf-8", "surrogateescape")
+            name: CheckpointName | WriteName | None = (
+                checkpoint_name(key, prefix, self.root)
+                if prefix == self.prefix
+                else write_name(key, prefix, self.root)
+            )
+            if name is not None:
+                found.setdefault(name.thread_id, []).append(raw)
+        return found
 
     def _thread_names(self, thread_id: str) -> list[tuple[str, CheckpointName]]:
         """The thread's checkpoint keys, by (checkpoint id, namespace)."""
@@ -560,8 +617,13 @@ class RedisStore(DocumentStore):
                 batch = names[start : start + BATCH]
                 texts = self.session.json_mget([self._key(n) for n in batch])
                 for name, text in zip(batch, texts, strict=True):
-                    if text is not None:
-                        yield _raw_checkpoint(name, text, data=data)
+                    if text is None:
+                        continue
+                    raw = _raw_checkpoint(name, text, data=data)
+                    if raw.misfiled is None and self._is_left_out(self.prefix, name):
+                        why = _left_out_why(text, self.index_fields[self.prefix])
+                        raw = dataclasses.replace(raw, misfiled=why)
+                    yield raw
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         for names in self._selected_names(query):
@@ -576,8 +638,15 @@ class RedisStore(DocumentStore):
             for start in range(0, len(keyed), BATCH):
                 batch = keyed[start : start + BATCH]
                 texts = self.session.json_mget([key for key, _ in batch])
-                for (_, w), text in zip(batch, texts, strict=True):
+                left_out = self.left_out(self.write_prefix).get(names[0].thread_id, ())
+                for (key, w), text in zip(batch, texts, strict=True):
                     if text is None:
+                        continue
+                    if left_out and key.encode("utf-8", "surrogateescape") in left_out:
+                        # Never read by RedisSaver: lost to the checkpoint its key names.
+                        why = _left_out_why(text, self.index_fields[self.write_prefix])
+                        raw = _write_fields(text).raw(CheckpointKey(*w[:3]), data=data)
+                        yield dataclasses.replace(raw, misfiled=why)
                         continue
                     fields = _write_fields(text, CheckpointKey(*w[:3]))
                     yield fields.raw(CheckpointKey(*w[:3]), data=data)
@@ -775,6 +844,69 @@ def _misfiled(name: CheckpointName, doc: Any) -> str | None:
         )):  # fmt: skip
             return f"its `{field_name}` is {type(value).__name__}"
     return None
+
+
+def _indexing_failures(answer: Any) -> int:
+    """FT.INFO's count of documents that failed indexing (RESP2: a flat list)."""
+    if isinstance(answer, list):
+        for at in range(0, len(answer) - 1, 2):
+            if answer[at] in (b"hash_indexing_failures", "hash_indexing_failures"):
+                try:
+                    return int(answer[at + 1])
+                except (TypeError, ValueError):
+                    return 0
+    return 0
+
+
+def _index_fields(answer: Any) -> list[tuple[str, str]]:
+    """The top-level document fields an index reads, with their types, from FT.INFO."""
+    found: list[tuple[str, str]] = []
+    if not isinstance(answer, list):
+        return found
+    for at in range(0, len(answer) - 1, 2):
+        if answer[at] not in (b"attributes", "attributes") or not isinstance(answer[at + 1], list):
+            continue
+        for attribute in answer[at + 1]:
+            if not isinstance(attribute, list):
+                continue
+            pairs = {
+                _text_of(attribute[i]): _text_of(attribute[i + 1])
+                for i in range(0, len(attribute) - 1, 2)
+            }
+            path, kind = pairs.get("identifier", ""), pairs.get("type", "")
+            if path.startswith("$.") and path[2:].isidentifier():
+                found.append((path[2:], kind))
+    return found
+
+
+def _text_of(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+# The JSON types a field of each index type takes (RediSearch 2.x on JSON documents).
+_INDEXABLE: Final = {"TAG": (str, bool, list), "TEXT": (str, list), "NUMERIC": (int, float)}
+
+
+def _left_out_why(text: bytes, fields: list[tuple[str, str]]) -> str:
+    """Why RedisSaver never reads a document its search index left out."""
+    why = "the saver's search index leaves it out, so RedisSaver never reads it"
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return why
+    if not isinstance(doc, dict):
+        return why
+    for field_name, kind in fields:
+        value = doc.get(field_name)
+        types = _INDEXABLE.get(kind)
+        if value is None or types is None:
+            continue
+        wrong = not isinstance(value, types) or (kind == "NUMERIC" and type(value) is bool)
+        if kind == "TAG" and isinstance(value, list):
+            wrong = not all(isinstance(v, str | bool) for v in value)
+        if wrong:
+            return f"its `{field_name}` is {type(value).__name__}: {why}"
+    return why
 
 
 def _first(answer: Any) -> Any:
