@@ -46,7 +46,6 @@ from ckpt.stores.pickle.unpickler import (
     build_target,
     built,
     collector_paused,
-    latin1_bytes,
     load_pickle,
     refused_record,
 )
@@ -1037,7 +1036,7 @@ def _stored_pair(value: Any) -> bool:
         type(value) is tuple
         and len(value) == 2
         and type(value[0]) is str
-        and (type(value[1]) is StoredText or type(value[1]) is str)
+        and (type(value[1]) is StoredText or type(value[1]) is bytes or type(value[1]) is str)
     )
 
 
@@ -1322,8 +1321,10 @@ def _pair(raw: Any, file: PickleFile | None = None) -> tuple[str, bytes] | None:
         return None
     payload = raw[1]
     try:
-        if isinstance(payload, str | bytes):
-            return raw[0], latin1_bytes(payload)
+        # Text is not bytes: the readers give protocol 2's bytes as bytes, so a `str` here
+        # was stored as one, which LangGraph's serializer cannot load.
+        if isinstance(payload, bytes):
+            return raw[0], payload
         if isinstance(payload, StoredText) and file is not None:
             return raw[0], file.read(payload)
     except (ValueError, OSError):
@@ -1353,9 +1354,10 @@ def _tag(raw: Any) -> str | None:
 
 
 def _pair_size(raw: Any) -> int:
-    """Bytes of a stored value, from the index alone: a latin-1 str from load_pickle has one
-    character per byte; a StoredText of the storage and writes files counts them too
-    (pickle_lean), one of the blobs file counts the bytes of its UTF-8 text in the file."""
+    """Bytes of a stored value, from the index alone: bytes from load_pickle (a str, text
+    stored where bytes go, is sized by its characters); a StoredText of the storage and
+    writes files counts them too (pickle_lean), one of the blobs file counts the bytes of
+    its UTF-8 text in the file."""
     try:
         payload = raw[1]
         if type(payload) is StoredText:
@@ -1384,6 +1386,8 @@ def _not_a_pair(raw: Any) -> dict[str, Any]:
     for part in raw if type(raw) is tuple else ():
         if isinstance(part, Refused):
             return refused_record(part)
+    if type(raw) is tuple and len(raw) == 2 and isinstance(raw[1], str):
+        return _undecodable("its value is text, not bytes: not a (type, bytes) pair")
     return _undecodable("not a (type, bytes) pair")
 
 
