@@ -855,6 +855,7 @@ class PickleStore(Store):
                 metadata=meta_pair[1] if meta_pair else b"",
                 body_size=_pair_size(raw_body),
                 metadata_size=_pair_size(raw_metadata),
+                flaws=_text_flaw(raw_body),
                 # None when the body keeps its values inline (checkpoint 2.0.21 and older).
                 channel_versions=(
                     {str(c): str(v) for c, v in versions.items()}
@@ -933,6 +934,7 @@ class PickleStore(Store):
                     data=pair[1] if pair else None,
                     size=_pair_size(stored[2]),
                     task_path=task_path if isinstance(task_path, str) else "",
+                    flaws=_text_flaw(stored[2]),
                 )
 
     def _entries(self, query: DumpQuery) -> Iterator[tuple[str, str, str, Any]]:
@@ -1365,6 +1367,14 @@ def _pair_size(raw: Any) -> int:
         return len(payload) if isinstance(payload, str | bytes) else 0
     except (TypeError, IndexError, KeyError):  # not a pair: sized as nothing
         return 0
+
+
+def _text_flaw(raw: Any) -> tuple[str, ...]:
+    """A (tag, text) pair: its value stored as a `str`, which LangGraph's serializer
+    cannot load (the readers give stored bytes as bytes)."""
+    if type(raw) is tuple and len(raw) == 2 and type(raw[1]) is str:
+        return ("its value is stored as text, not bytes",)
+    return ()
 
 
 def _entry_size(entry: tuple[Any, Any, Any]) -> int:
