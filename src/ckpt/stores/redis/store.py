@@ -648,7 +648,7 @@ class RedisStore(DocumentStore):
                         raw = _write_fields(text).raw(CheckpointKey(*w[:3]), data=data)
                         yield dataclasses.replace(raw, misfiled=why)
                         continue
-                    fields = _write_fields(text, CheckpointKey(*w[:3]))
+                    fields = _write_fields(text, CheckpointKey(*w[:3]), root=self.root)
                     yield fields.raw(CheckpointKey(*w[:3]), data=data)
 
     def _strays(
@@ -695,7 +695,11 @@ def _name(key: CheckpointKey) -> CheckpointName:
     return CheckpointName(key.thread_id, key.checkpoint_ns, key.checkpoint_id)
 
 
-def _write_fields(text: bytes, key: CheckpointKey | None = None) -> WriteFields:
+def _write_fields(
+    text: bytes, key: CheckpointKey | None = None, *, root: str = EMPTY_NS
+) -> WriteFields:
+    """`root`: how the saver spells the root namespace inside its write documents
+    (`__empty__`; LangGraph.js's `""`)."""
     try:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -714,6 +718,10 @@ def _write_fields(text: bytes, key: CheckpointKey | None = None) -> WriteFields:
         )
         if home != (key.thread_id, key.checkpoint_ns, key.checkpoint_id):
             return dataclasses.replace(fields, home=home)
+        if ns == "" and root:
+            # RedisSaver searches the root's writes by `__empty__`: never found.
+            why = f"its `checkpoint_ns` is '' where the saver writes {root!r}: never found"
+            return dataclasses.replace(fields, misfiled=why)
     return fields
 
 
@@ -833,6 +841,9 @@ def _misfiled(name: CheckpointName, doc: Any) -> str | None:
     if not isinstance(doc, dict) or "thread_id" not in doc:
         return None  # LangGraph.js's documents, or no document: judged elsewhere
     ns = doc.get("checkpoint_ns")
+    if ns == "":
+        # The saver keeps the root as `__empty__` here, and searches by it: never found.
+        return "its `checkpoint_ns` is '' where the saver writes '__empty__': never found"
     said = (doc.get("thread_id"), "" if ns == "__empty__" else ns, doc.get("checkpoint_id"))
     if said != (name.thread_id, name.checkpoint_ns, name.checkpoint_id):
         shown = ", ".join(str(part)[:60] for part in said)
