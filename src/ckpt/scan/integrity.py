@@ -701,6 +701,10 @@ class Integrity(Visitor):
         self.gaps()
         self.misplaced()
         self.look_up()
+        newest = {key: span[1] for key, span in self.groups.items()}
+        for thread_id, ns, checkpoint_id, said in self.store.latest_problems(newest, settle=SETTLE):
+            where = place(thread_id, ns, checkpoint_id, detail=said)
+            self.found("wrong-latest", thread_id, where)
         for name in ("groups", "required", "named", "named_channels", "top", "blob_sizes",
                      "growing", "aggregates", "homes", "write_keys", "task_writes",
                      "strays"):  # fmt: skip

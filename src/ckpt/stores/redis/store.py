@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import datetime as dt
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final
 
@@ -39,6 +41,7 @@ from ckpt.records.model import (
     SaverFacts,
     ThreadBytes,
 )
+from ckpt.records.plans import recent
 from ckpt.records.types import ServerRecord, StorageRecord, storage_record
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
 from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields
@@ -369,6 +372,61 @@ class RedisStore(DocumentStore):
             if n.checkpoint_ns == checkpoint_ns
         ]
         return CheckpointKey(thread_id, checkpoint_ns, max(ids)) if ids else None
+
+    def latest_problems(
+        self, newest: dict[tuple[str, str], str], *, settle: float = 0.0
+    ) -> list[tuple[str, str, str, str]]:
+        # RedisSaver's get_tuple without an id reads `checkpoint_latest:{thread}:{ns}` and
+        # the document it names: none, or another, is what it resumes from.
+        if self.js or not newest or self.era == "shallow":
+            return []
+        found: list[tuple[str, str, str, str]] = []
+        behind = self._pointers(sorted(newest), newest, found, live=True)
+        if behind:
+            time.sleep(settle)  # put() sets the pointer after the document
+            self._pointers(behind, newest, found, live=False)
+        return found
+
+    def _pointers(
+        self,
+        pairs: list[tuple[str, str]],
+        newest: dict[tuple[str, str], str],
+        found: list[tuple[str, str, str, str]],
+        *,
+        live: bool,
+    ) -> list[tuple[str, str]]:
+        """Adds to `found` the (thread, ns) whose pointer is wrong; returns those (`live`)
+        one step behind a recent checkpoint, to ask again."""
+        behind: list[tuple[str, str]] = []
+        now = dt.datetime.now(dt.UTC)
+        for start in range(0, len(pairs), 500):
+            batch = pairs[start : start + 500]
+            answers = self.session.pipeline(
+                [("GET", latest_key(self.prefix, thread_id, ns)) for thread_id, ns in batch]
+            )
+            for (thread_id, ns), answer in zip(batch, answers, strict=True):
+                checkpoint_id = newest[thread_id, ns]
+                if isinstance(answer, bytes):
+                    pointer = answer.decode("utf-8", "surrogateescape")
+                    if pointer == self._key(CheckpointName(thread_id, ns, checkpoint_id)):
+                        continue
+                    named = checkpoint_name(pointer, self.prefix, self.root)
+                    if (
+                        live
+                        and named is not None
+                        and (named.thread_id, named.checkpoint_ns) == (thread_id, ns)
+                        and named.checkpoint_id < checkpoint_id
+                        and recent(checkpoint_id, now)
+                    ):
+                        behind.append((thread_id, ns))
+                        continue
+                    said = f"the saver's latest pointer names {pointer[:80]!r}"
+                elif answer is None:
+                    said = "the saver's latest pointer is gone"
+                else:
+                    said = "the saver's latest pointer is not a string"
+                found.append((thread_id, ns, checkpoint_id, said))
+        return behind
 
     # -- loading ---------------------------------------------------------------------------
 
