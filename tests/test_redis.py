@@ -397,3 +397,29 @@ def test_documents_the_search_index_leaves_out_are_errors_on_their_thread() -> N
     details = json.dumps(record["findings"])
 
     assert "its `checkpoint_id` is int: the saver's search index leaves it out" in details
+
+
+def test_a_latest_pointer_gone_or_changed_is_an_error_on_its_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RedisSaver's get_tuple (every resume) starts from `checkpoint_latest:{thread}:{ns}`:
+    gone, or naming an older checkpoint, LangGraph finds none or resumes from that one.
+    (Nothing writes here: a pointer behind a recent checkpoint is asked again at once.)"""
+    import redis
+    from fixtures.redis_stores import build_redis
+
+    from checking import check, errors
+
+    with RedisServer() as server:
+        build_redis(server.url)
+        monkeypatch.setattr("ckpt.scan.integrity.SETTLE", 0.0)
+        client = redis.Redis.from_url(server.url)
+        assert not errors(check(server.url))
+        client.delete("checkpoint_latest:approval-1:__empty__")
+        older = sorted(client.scan_iter(match="checkpoint:approval-2:__empty__:*"))[0]
+        client.set("checkpoint_latest:approval-2:__empty__", older)
+        client.close()
+        record = check(server.url)
+    assert errors(record) == {"wrong-latest": {"approval-1", "approval-2"}}, record["findings"]
+    details = json.dumps(record["findings"])
+    assert "the saver's latest pointer is gone" in details and older.decode() in details
