@@ -707,6 +707,16 @@ class RedisStore(DocumentStore):
                         yield dataclasses.replace(raw, misfiled=why)
                         continue
                     fields = _write_fields(text, CheckpointKey(*w[:3]), root=self.root)
+                    if (
+                        not self.js
+                        and fields.home is None
+                        and fields.misfiled is None
+                        and fields.idx != UNREADABLE_IDX
+                        and fields.idx != w.idx
+                    ):
+                        # RedisSaver keys a write by the index it stores in it.
+                        why = f"its `idx` is {fields.idx}, its key says {w.idx}"
+                        fields = dataclasses.replace(fields, misfiled=why)
                     yield fields.raw(CheckpointKey(*w[:3]), data=data)
 
     def _strays(
