@@ -367,6 +367,38 @@ def mysql_url(mariadb: Any) -> str:
 
 
 @pytest.fixture(scope="session")
+def mongo_new_database() -> Iterator[Callable[[], str]]:
+    """An empty nx-27017 server for this test process; each call names a new database on
+    it (the URL of a store nothing has written yet: a `copy` or `prune` target)."""
+    from fixtures.mongo_server import MongoServer
+
+    counter = iter(range(1_000_000))
+    with MongoServer() as server:
+        yield lambda: f"{server.url}scratch{next(counter)}"
+
+
+@pytest.fixture(scope="session")
+def _redis_scratch_server() -> Iterator[str]:
+    from fixtures.redis_server import RedisServer
+
+    with RedisServer() as server:
+        yield server.url
+
+
+@pytest.fixture
+def redis_empty(_redis_scratch_server: str) -> str:
+    """The URL of a Redis 8 server (RedisJSON, RediSearch) emptied for this test: no key,
+    no index (one server for the session; a `copy` or `prune` target)."""
+    import redis
+
+    with redis.Redis.from_url(_redis_scratch_server, protocol=2) as client:
+        for name in client.execute_command("FT._LIST") or ():
+            client.execute_command("FT.DROPINDEX", name)
+        client.flushall()
+    return _redis_scratch_server
+
+
+@pytest.fixture(scope="session")
 def pg_store(tmp_path_factory: pytest.TempPathFactory, pg_new_database: NewDatabase) -> PgStore:
     """Every scenario through PostgresSaver."""
     from fixtures.postgres import build_postgres

@@ -311,6 +311,13 @@ def test_redis_damage_is_found(redis_url: str) -> None:
         record = check(redis_url)
     assert errors(record) == expected
     assert record["saver"]["saver"] == "RedisSaver"
+    # `ckpt copy` writes this kind of store: the restore from a backup is offered.
+    fixes = [f["fix"] for f in record["findings"] if f["fix"] is not None]
+    assert fixes and all(fix["applies"] for fix in fixes)
+    restore = by_code(record)["dangling-parent"]["fix"]
+    assert fix_line(restore) == f"ckpt copy BACKUP {redis_url} --thread support-1 " + (
+        "--on-conflict replace --apply"
+    )
     assert check(redis_url)["summary"]["error"] == 0  # put back
 
 
@@ -361,4 +368,11 @@ def test_mongodb_damage_is_found(mongo_url: str) -> None:
         record = check(mongo_url)
     assert errors(record) == expected
     assert record["saver"]["saver"] == "MongoDBSaver"
+    # `ckpt copy` writes this kind of store: the restore from a backup is offered.
+    fixes = [f["fix"] for f in record["findings"] if f["fix"] is not None]
+    assert fixes and all(fix["applies"] for fix in fixes)
+    restore = by_code(record)["dangling-parent"]["fix"]
+    assert fix_line(restore) == f"ckpt copy BACKUP {mongo_url} --thread support-1 " + (
+        "--on-conflict replace --apply"
+    )
     assert check(mongo_url)["summary"]["error"] == 0  # put back

@@ -16,31 +16,15 @@ from typing import Any
 import psycopg
 import pytest
 from fixtures.agent_stores import build_postgres, build_sqlite
-from fixtures.agents import GRAPH_FACTORIES, AgentManifest
-from fixtures.oracle import quiet_serde_log
-from fixtures.state_oracle import snapshot_record
-from jsonschema import Draft202012Validator
+from fixtures.agents import AgentManifest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from invoke import ckpt
 from pg import url_of
-from resume import carry_on
+from prune_checks import VACUUM_SCHEMA, compare_with_langgraph, vacuum_json
 from schemas import follows_schema
-
-VACUUM_SCHEMA = Draft202012Validator(
-    json.loads((Path(__file__).parent.parent / "docs" / "vacuum.schema.json").read_text())
-)
-
-
-def vacuum_json(*args: str) -> dict[str, Any]:
-    """`ckpt vacuum --json`, checked against its schema."""
-    result = ckpt("vacuum", *args, "--json")
-    assert result.exit_code == 0, result.output
-    record: dict[str, Any] = json.loads(result.stdout)
-    VACUUM_SCHEMA.validate(record)
-    return record
 
 
 def digest(path: Path) -> str:
@@ -58,38 +42,6 @@ def counts(path: Path) -> tuple[int, int]:
 def agents(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, AgentManifest]:
     path = tmp_path_factory.mktemp("prune") / "agents.sqlite"
     return path, build_sqlite(path)
-
-
-# -- what LangGraph says about a thread, and what it does next ---------------------------------
-
-
-def live_state(saver: BaseCheckpointSaver[Any], graph: Any, thread_id: str) -> dict[str, Any]:
-    config = {"configurable": {"thread_id": thread_id}}
-    snapshot = graph.get_state(config, subgraphs=True)
-    record = snapshot_record("live", snapshot, saver.get_tuple(config), graph.output_channels)
-    for key in ("checkpoint_id", "parent_checkpoint_id", "created_at", "metadata"):
-        record.pop(key)  # a prune keeps the latest checkpoint but drops its parent link
-    return record
-
-
-def compare_with_langgraph(
-    original: BaseCheckpointSaver[Any], pruned: BaseCheckpointSaver[Any], manifest: AgentManifest
-) -> int:
-    """LangGraph's view of every thread, then what carrying on gives; returns threads."""
-    checked = 0
-    with quiet_serde_log():
-        for thread_id, graph_name in sorted(manifest["threads"].items()):
-            before = GRAPH_FACTORIES[graph_name](original)
-            after = GRAPH_FACTORIES[graph_name](pruned)
-            assert live_state(pruned, after, thread_id) == live_state(
-                original, before, thread_id
-            ), thread_id
-            status = manifest["status"].get(thread_id, "done")
-            assert carry_on(after, thread_id, status) == carry_on(before, thread_id, status), (
-                thread_id
-            )
-            checked += 1
-    return checked
 
 
 # -- SQLite -----------------------------------------------------------------------------------

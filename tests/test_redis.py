@@ -116,16 +116,12 @@ def test_threads_lists_every_thread_with_its_status(redis_url: str) -> None:
     assert rows["subgraph-1"]["namespaces"][0] == "" and len(rows["subgraph-1"]["namespaces"]) == 2
 
 
-@pytest.mark.parametrize(
-    "command", [["prune", "--keep-last", "1", "--apply"], ["vacuum", "--apply"]]
-)
-def test_prune_and_vacuum_are_not_supported_and_change_nothing(
-    redis_url: str, command: list[str]
-) -> None:
+@pytest.mark.parametrize("command", [["prune", "--all", "--keep-last", "1"], ["vacuum"]])
+def test_prune_and_vacuum_plan_and_change_nothing(redis_url: str, command: list[str]) -> None:
+    """Without --apply, prune and vacuum only read (tests/test_prune_servers.py applies)."""
     before = key_snapshot(redis_url)
     done = ckpt(*command, "--db", redis_url)
-    assert done.returncode == ExitCode.UNSUPPORTED
-    assert done.stderr.count("\n") == 1 and "not supported on Redis stores yet" in done.stderr
+    assert done.returncode == 0, done.stderr
     assert key_snapshot(redis_url) == before
 
 
@@ -423,3 +419,9 @@ def test_a_latest_pointer_gone_or_changed_is_an_error_on_its_thread(
     assert errors(record) == {"wrong-latest": {"approval-1", "approval-2"}}, record["findings"]
     details = json.dumps(record["findings"])
     assert "the saver's latest pointer is gone" in details and older.decode() in details
+
+
+def test_a_shallow_store_is_not_pruned(redis_shallow_url: str) -> None:
+    done = ckpt("prune", "--db", redis_shallow_url, "--all", "--keep-latest", "--apply")
+    assert done.returncode == ExitCode.UNSUPPORTED
+    assert done.stderr.count("\n") == 1 and "ShallowRedisSaver" in done.stderr

@@ -682,6 +682,7 @@ class CheckpointStore:
         keep_keys: Sequence[str] = (),
         keep_errors: bool = False,
         renumber_versions: bool = False,
+        shallow: bool = False,
         apply: bool = False,
         timeout: float | None = None,
         on_rows: Callable[[int], None] | None = None,
@@ -689,7 +690,8 @@ class CheckpointStore:
         """`copy`, streamed: a CopyRun (a context manager that closes the target), whose
         iteration copies (or plans) one thread at a time and yields its record; `head`,
         `totals` and `notices` (what the target has to say) as PruneRun's. `on_rows`
-        hears of every row moved."""
+        hears of every row moved; `shallow`: a Redis target in ShallowRedisSaver's layout
+        (each namespace's newest checkpoint only)."""
         from ckpt.ops import copy as copying
         from ckpt.stores import open_target
 
@@ -701,7 +703,7 @@ class CheckpointStore:
             if redact
             else None
         )
-        target = open_target(os.fspath(dst), timeout=timeout)
+        target = open_target(os.fspath(dst), timeout=timeout, shallow=shallow)
         try:
             run = copying.copy_run(
                 self._store,
@@ -755,6 +757,7 @@ class CheckpointStore:
         backup: str | os.PathLike[str] | None = None,
         apply: bool = False,
         timeout: float | None = None,
+        graph: Any = None,
     ) -> MigrateRun:
         """`migrate`, streamed: a MigrateRun, whose iteration plans (with `apply`,
         migrates) one thread at a time and yields its record; `head` and `totals` as
@@ -762,7 +765,9 @@ class CheckpointStore:
         Step), else, in this order, `rename_channel` {old: new}, `drop_channel`,
         `rename_node` {old: new}, `add_channel` {name: JSON value} and `transform`
         {channel: function} (the function gets the decoded value as ckpt gives it and
-        returns the new one, which ckpt encodes as LangGraph's serializer would)."""
+        returns the new one, which ckpt encodes as LangGraph's serializer would). `graph`:
+        the new compiled graph (or "module:attr", imported: the caller's own code), through
+        which each migrated thread is loaded (MigrationMismatch names those it cannot)."""
         from ckpt.ops import migrate as migration
         from ckpt.records.migration import steps_of
 
@@ -776,6 +781,7 @@ class CheckpointStore:
             apply=apply,
             backup=Path(backup) if backup is not None else None,
             timeout=timeout,
+            graph=graph,
         )
 
     def migrate(self, **options: Unpack[MigrateOptions]) -> MigrateRecord:

@@ -1,4 +1,5 @@
-"""`ckpt copy`: threads from any store into a SQLite file or a Postgres database, exactly.
+"""`ckpt copy`: threads from any store into a SQLite file, a Postgres or MongoDB database or
+a Redis server, as their savers write them.
 
 Without --apply it prints the plan and changes nothing (ckpt.ops.copy)."""
 
@@ -36,7 +37,8 @@ def copy(
         str | None,
         typer.Argument(
             metavar="DST",
-            help="A SQLite file (created when missing) or a postgresql:// database.",
+            help="A SQLite file (created when missing), a postgresql:// or mongodb:// "
+            "database (its path names the database) or a redis:// server.",
             show_default=False,
         ),
     ] = None,
@@ -80,8 +82,17 @@ def copy(
         bool,
         typer.Option(
             "--renumber-versions",
-            help="Write integer channel versions (MongoDBSaver's) in SqliteSaver's and "
-            "PostgresSaver's format, their order kept, so the copy can resume.",
+            help="Write channel versions as the target's saver counts them, their order "
+            "kept, so the copy can resume: MongoDBSaver's 1, 2, 3 as SqliteSaver's strings, "
+            "or those as MongoDBSaver's integers.",
+        ),
+    ] = False,
+    shallow: Annotated[
+        bool,
+        typer.Option(
+            "--shallow",
+            help="Into Redis: ShallowRedisSaver's layout, each namespace's newest "
+            "checkpoint and its writes only.",
         ),
     ] = False,
     apply: ApplyOpt = False,
@@ -91,14 +102,18 @@ def copy(
     store_options: StoreOptions,
     selected: dict[str, Any],
 ) -> None:
-    """Copy threads into a SQLite file or Postgres database, byte for byte.
+    """Copy threads into a SQLite, Postgres, MongoDB or Redis store, as its saver writes.
 
-    Every checkpoint, parent link, namespace, pending write and metadata is carried; values
-    are moved as the bytes they are, never decoded and re-encoded. A thread ckpt cannot
-    carry exactly is left out and named (exit 12). Each thread is one transaction on the
-    target: a copy stopped midway leaves every thread whole or absent. Prints the plan and
-    changes nothing unless --apply; a missing SQLite file or PostgresSaver schema is
-    created then, as setup() makes it. Exit 12: threads already on the target (see
+    Every checkpoint, parent link, namespace, pending write and metadata is carried. Between
+    SQLite, Postgres, MongoDB and `langgraph dev` values move as the bytes they are; into
+    Redis they become RedisSaver's JSON, and out of Redis they are encoded again as
+    LangGraph's serializer encodes what RedisSaver reads (the plan says which threads). A
+    thread ckpt cannot carry exactly is left out and named (exit 12). Each thread is one
+    transaction on the target (Redis: MULTI/EXEC; MongoDB: a multi-document transaction,
+    so a replica set): a copy stopped midway leaves every thread whole or absent. The
+    target may not be the source. Prints the plan and changes nothing unless --apply; a
+    missing SQLite file, PostgresSaver schema, MongoDBSaver indexes or RediSearch indexes
+    are created then, as setup() makes them. Exit 12: threads already on the target (see
     --on-conflict), or a thread refused.
     Example: ckpt copy .langgraph_api postgresql://localhost/app --all --apply
     """
@@ -125,6 +140,7 @@ def copy(
                 keep_keys=keep_key or (),
                 keep_errors=keep_errors,
                 renumber_versions=renumber_versions,
+                shallow=shallow,
                 apply=apply,
                 timeout=store_options.timeout,
                 on_rows=tick,

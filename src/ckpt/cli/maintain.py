@@ -70,8 +70,10 @@ def prune(
 ) -> None:
     """Delete old checkpoints safely: keep what resuming each thread needs.
 
-    Prints the plan and changes nothing unless --apply. Each thread is pruned in its own
-    transaction (all or nothing); what stays and why is listed. Delta snapshots and the
+    Prints the plan and changes nothing unless --apply. Stores: SQLite, Postgres,
+    RedisSaver (not ShallowRedisSaver), MongoDBSaver; a `langgraph dev` folder is refused.
+    Each thread is pruned in its own transaction (all or nothing: a Redis MULTI/EXEC, a
+    MongoDB transaction); what stays and why is listed. Delta snapshots and the
     chain to them, the parent a pre-v4 checkpoint reads its Sends from, persistent
     subgraph heads stay; subgraph calls of deleted checkpoints go. Exit 11: the store was
     locked (that thread rolled back); 12: refused as unsafe (nothing changed).
@@ -139,6 +141,9 @@ def vacuum(
     while another connection holds the store) then a WAL truncate, or VACUUM INTO FILE.
     Postgres: dead rows and bloat of the checkpoint tables and the VACUUM (ANALYZE)
     statement, run with --apply (no lock that blocks the application).
+    Redis: deleted keys' memory is free at once; the memory used and held, and MEMORY
+    PURGE (the allocator's freed pages back to the system) with --apply.
+    MongoDB: the collections' storage and what `compact` may give back; --apply runs it.
     """
     from ckpt.records.encode import dump_document
     from ckpt.render.maintain_view import vacuum_view

@@ -1,5 +1,5 @@
-"""`ckpt copy`: carry threads from any store into a SqliteSaver file or a PostgresSaver
-database, exactly, one thread per transaction on the target.
+"""`ckpt copy`: carry threads from any store into a SqliteSaver file, a PostgresSaver or
+MongoDBSaver database or a RedisSaver server, one thread per transaction on the target.
 
 The source is read through its read-only raw scans (the stored bytes, nothing decoded);
 ckpt.stores.transfer moves each checkpoint into the target's layout by byte spans. A dry
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ckpt import stores
-from ckpt.errors import BadOption, CopyInterrupted, CopyRefused, Unsafe
+from ckpt.errors import BadOption, CopyInterrupted, CopyRefused, NotSupported, Unsafe
 from ckpt.ops.run import Run
 from ckpt.records.model import TASKS, DumpQuery
 from ckpt.records.types import CopyHead, CopyThreadRecord, CopyTotals
@@ -147,11 +147,22 @@ def copy_run(
     changes nothing. `on_rows` hears of every row moved (the progress bar)."""
     if on_conflict not in ON_CONFLICT:
         raise BadOption(f"`on_conflict` must be fail, skip or replace, not {on_conflict!r}")
-    if target.location == source.location or _same_file(target.location, source.location):
+    if (
+        target.location == source.location
+        or _same_file(target.location, source.location)
+        or (target.identity is not None and target.identity == source.identity)
+    ):
         raise Unsafe(
             f"{target.location}: the source and the target are the same store; nothing copied"
         )
-    source.check_copy(renumber_versions=renumber_versions)
+    source.check_copy(renumber_versions=renumber_versions, counted_versions=target.counted_versions)
+    if target.counted_versions and not source.counted_versions and not renumber_versions:
+        # Checked with LangGraph: MongoDBSaver's get_next_version raises on a string.
+        raise NotSupported(
+            f"{target.location}: MongoDBSaver counts channel versions 1, 2, 3 and cannot "
+            f"resume a thread from the string versions of {source.location}: pass "
+            "`renumber_versions=True` to write them as its integers (their order kept)"
+        )
     target.check_writable(replace=on_conflict == "replace")
     redactor = (
         stores.redactor(
@@ -214,6 +225,7 @@ def copy_run(
                 "writes": 0,
                 "blobs": 0,
                 "bytes": 0,
+                "reencoded": source.reencodes,
             }
             if conflict and on_conflict == "skip":
                 record["action"] = "skip"
@@ -292,9 +304,13 @@ def _copy_thread(
     # Writes first (the same transaction: nothing sees them before the checkpoints), and
     # with them the `__pregel_tasks` writes where Postgres keeps pre-v4 Sends.
     sends: dict[str, list[tuple[tuple[str, str, int], Any]]] = {}
-    for write in source.raw_writes(query):
+    for stored in source.raw_writes(query):
+        write = source.copy_write(stored)
+        if write is None:
+            continue
         if redactor is not None:
             write = redactor.write(write)
+        write = target.carry_write(write)
         if write.channel == TASKS:
             order = (write.task_path, write.task_id, write.idx)
             sends.setdefault(write.checkpoint_id, []).append((order, (write.type, write.data)))
@@ -307,6 +323,7 @@ def _copy_thread(
     ordered = {cid: [blob for _, blob in sorted(found)] for cid, found in sends.items()}
     seen: dict[tuple[str, str, str], bytes] = {}
     for raw in source.raw_checkpoints(query):
+        raw = source.copy_checkpoint(raw)
         if redactor is not None:
             raw = redactor.checkpoint(raw)
         carried = target.carry(raw, blobs, ordered, renumber=renumber)

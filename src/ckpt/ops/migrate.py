@@ -19,6 +19,7 @@ from __future__ import annotations
 import binascii
 import difflib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -38,8 +39,9 @@ from ckpt.decoders.repack import (
     pack_raw,
     unpack_raw,
 )
-from ckpt.errors import CopyRefused, DecodeError, Unsafe
+from ckpt.errors import CkptError, CopyRefused, DecodeError, MigrationMismatch, Unsafe
 from ckpt.ops.run import Run
+from ckpt.ops.user_graph import graph_loader
 from ckpt.records.migration import (
     MIGRATED_KEY,
     Blob,
@@ -196,6 +198,7 @@ class Rewriter:
             return None
         new.writes = [w for ws in writes_at.values() for w in ws]
         new.writes.sort(key=lambda w: (w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx))
+        _close_gaps(new.writes, rows.writes)
         if new.split:
             outcome.blobs = self._settle_blobs(rows, new, touched)
         self._check_no_old_names(new, chosen)
@@ -854,9 +857,12 @@ class MigrateRun(Run):
         )
     )
     first_refused: MigrateThreadRecord | None = None
+    unloadable: list[MigrateThreadRecord] = field(default_factory=list)  # --graph failed
 
     def __iter__(self) -> Iterator[MigrateThreadRecord]:
         for record in self.records:
+            if record["graph_error"] is not None:
+                self.unloadable.append(record)
             totals = self.totals
             if record["action"] == "refused":
                 totals["refused"] += 1
@@ -870,9 +876,35 @@ class MigrateRun(Run):
                 totals["blobs"] += record["blobs"]
             yield record
 
-    def refusal(self) -> Unsafe | None:
-        """The error a run that refused threads ends with (exit 12), once it has run."""
+    def refusal(self) -> CkptError | None:
+        """The error a run ends with once it has run: threads refused (exit 12), or
+        migrated threads the new graph cannot load (`graph`: exit 14)."""
+        if self.unloadable:
+            first, more = self.unloadable[0], len(self.unloadable) - 1
+            return MigrationMismatch(
+                f"the new graph cannot load migrated thread {first['thread_id']!r}: "
+                f"{first['graph_error']}" + (f" (and {more} more threads)" if more else "")
+            )
         return self.refused(self.first_refused, self.totals["refused"])
+
+
+def _close_gaps(writes: list[MigWrite], before: Sequence[MigWrite]) -> None:
+    """A task that lost writes (a dropped channel) has its other writes numbered 0, 1, 2 ...
+    again, in their order: as LangGraph's put_writes numbers what a task wrote (negative
+    indexes, its special channels', stay). Sorted writes, renumbered in place."""
+
+    def task(write: MigWrite) -> tuple[str, str, str]:
+        return (write.checkpoint_ns, write.checkpoint_id, write.task_id)
+
+    had = Counter(task(w) for w in before)
+    left = Counter(task(w) for w in writes)
+    shrunk = {key for key, count in left.items() if count < had[key]}
+    number: dict[tuple[str, str, str], int] = {}
+    for write in writes:
+        key = task(write)
+        if key in shrunk and write.idx >= 0:
+            write.idx = number.get(key, 0)
+            number[key] = write.idx + 1
 
 
 def _record(
@@ -882,6 +914,7 @@ def _record(
         return {
             "thread_id": thread_id, "action": "refused", "applied": False, "refused": refused,
             "checkpoints": 0, "writes": 0, "blobs": 0, "steps": [], "diff": None,
+            "graph_error": None,
         }  # fmt: skip
     return {
         "thread_id": thread_id,
@@ -893,6 +926,7 @@ def _record(
         "blobs": outcome.blobs,
         "steps": outcome.steps,
         "diff": diff_lines(outcome),
+        "graph_error": None,
     }
 
 
@@ -905,8 +939,11 @@ def migrate_run(
     apply: bool = False,
     backup: Path | None = None,
     timeout: float | None = None,
+    graph: Any = None,
 ) -> MigrateRun:
     """Plan (and with `apply`, carry out) the migration of the threads `choose` names.
+    `graph`: the user's new compiled graph; each migrated thread is then loaded through
+    it (get_state, get_state_history) and what it raises is the thread's `graph_error`.
 
     Every thread is planned first on the read-only reader (a step that cannot be carried
     out, a transform that raises, is found before anything is written: an applied run
@@ -941,7 +978,7 @@ def migrate_run(
         return MigrateRun(head, iter(planned))
 
     def applied() -> Iterator[MigrateThreadRecord]:
-        with store.writer(timeout=timeout) as writer:
+        with store.writer(timeout=timeout) as writer, graph_loader(store, graph) as loads:
             if backup is not None:
                 if writer.backs_up_whole:
                     writer.backup(backup)
@@ -955,7 +992,9 @@ def migrate_run(
                     steps, latest=latest, aes_key=store.aes_key, example=False
                 )
                 writer.migrate(record["thread_id"], thread_rewriter, latest=latest)
-                yield _record(record["thread_id"], thread_rewriter.outcome, None, True)
+                done = _record(record["thread_id"], thread_rewriter.outcome, None, True)
+                done["graph_error"] = loads(record["thread_id"])
+                yield done
 
     return MigrateRun(head, applied())
 

@@ -52,6 +52,7 @@ class CopyOptions(Selection, total=False):
     keep_keys: Sequence[str]
     keep_errors: bool
     renumber_versions: bool
+    shallow: bool
     apply: bool
     timeout: float | None
     on_rows: Callable[[int], None] | None
@@ -70,3 +71,4 @@ class MigrateOptions(Selection, total=False):
     backup: str | os.PathLike[str] | None
     apply: bool
     timeout: float | None
+    graph: Any

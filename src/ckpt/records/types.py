@@ -270,7 +270,7 @@ class TableBytesRecord(TypedDict):
     total_bytes: int
     table_bytes: int
     index_bytes: int
-    toast_bytes: int
+    toast_bytes: int | None  # Postgres's TOAST; None where the kind has none
     rows_estimate: int | None
     live_rows: int | None
     dead_rows: int | None
@@ -682,7 +682,7 @@ class ThreadPlanRecord(TypedDict):
 # whose free pages go back to the file system (SQLite; `--into` writes the compacted copy
 # elsewhere); "reuse", it makes the space of dead rows reusable by the same tables, whose
 # files keep their size (Postgres: only VACUUM FULL, which locks, would shrink them).
-Reclaim = Literal["file", "reuse"]
+Reclaim = Literal["file", "reuse", "memory", "compact"]
 
 
 class PruneTotals(TypedDict):
@@ -704,7 +704,10 @@ class PruneHead(TypedDict):
     backup: str | None  # the backup file written first
     # How `ckpt vacuum` then gives the space of the deleted rows back (Reclaim, below):
     # "file" (the file keeps its size until VACUUM rewrites it), "reuse" (the tables reuse
-    # it once VACUUM has run; the files do not shrink); null: not said.
+    # it once VACUUM has run; the files do not shrink), "memory" (Redis frees a deleted
+    # key's memory at once; the allocator may hold the pages until MEMORY PURGE),
+    # "compact" (MongoDB's engine reuses the space; `compact` gives it back); null: not
+    # said.
     reclaim: Reclaim | None
 
 
@@ -720,7 +723,9 @@ CopyAction = Literal["copy", "replace", "skip", "conflict", "refused"]
 
 
 class CopyTargetRef(TypedDict):
-    layout: Literal["inline", "split"]  # SqliteSaver's values in the body; PostgresSaver's blobs
+    # SqliteSaver's and MongoDBSaver's values in the body; PostgresSaver's blobs;
+    # RedisSaver's JSON documents
+    layout: Literal["inline", "split", "json"]
     location: str
     state: Literal["new", "ready"]  # "new": the saver's schema is made on apply
 
@@ -741,6 +746,9 @@ class CopyThreadRecord(TypedDict):
     writes: int
     blobs: int
     bytes: int
+    # Its values encoded again rather than carried as stored (out of RedisSaver's JSON:
+    # LangGraph reads them the same, the bytes are new)
+    reencoded: bool
 
 
 class CopyTotals(TypedDict):
@@ -778,6 +786,17 @@ class VacuumTableRecord(TableBytesRecord):
     bloat_estimate_bytes: int  # the heap's share of dead row versions: what VACUUM reuses
 
 
+class VacuumMemoryRecord(TypedDict):
+    """A Redis server's memory, as INFO memory counts it: what its data takes (`used`),
+    what the process holds from the system (`rss`), and the allocator's freed pages it
+    has not given back yet (what MEMORY PURGE asks it to return)."""
+
+    used_bytes: int
+    rss_bytes: int
+    allocator: str
+    reclaimable_bytes: int  # allocator pages free but held: rss beyond what data uses
+
+
 class VacuumSpaceRecord(FilePagesRecord):
     """The store as VACUUM finds or leaves it: a file, its pages and the disk room VACUUM
     needs (SQLite), or tables and their dead rows (Postgres); null where there is none."""
@@ -785,6 +804,7 @@ class VacuumSpaceRecord(FilePagesRecord):
     disk_free_bytes: int | None
     disk_needed_bytes: int | None  # VACUUM writes a copy of the file: up to twice its size
     tables: list[VacuumTableRecord] | None
+    memory: VacuumMemoryRecord | None  # Redis: its memory; null for other kinds
 
 
 class VacuumStateRecord(VacuumSpaceRecord):
@@ -803,6 +823,23 @@ class VacuumReport(VacuumSpaceRecord):
     into: str | None  # --into: the compacted copy's file (SQLite)
     before: VacuumStateRecord | None  # applied: the store before VACUUM
     after: VacuumStateRecord | None  # applied in place: the store after (null with --into)
+
+
+def vacuum_state(report: VacuumReport) -> VacuumStateRecord:
+    """A report's space as the state before or after `vacuum --apply` (no journal)."""
+    return {
+        "file_bytes": report["file_bytes"],
+        "page_size": report["page_size"],
+        "pages": report["pages"],
+        "free_pages": report["free_pages"],
+        "free_bytes": report["free_bytes"],
+        "wal_bytes": report["wal_bytes"],
+        "disk_free_bytes": report["disk_free_bytes"],
+        "disk_needed_bytes": report["disk_needed_bytes"],
+        "tables": report["tables"],
+        "memory": report["memory"],
+        "journal_mode": None,
+    }
 
 
 class VacuumRecord(VacuumReport):
@@ -971,6 +1008,7 @@ class MigrateThreadRecord(TypedDict):
     blobs: int  # separately kept values changed, added or removed (Postgres)
     steps: list[str]  # the steps' names it goes (went) through
     diff: list[str] | None  # a unified diff of the names in one checkpoint, before and after
+    graph_error: str | None  # --graph: what the new graph raised loading it (None: it loads)
 
 
 class MigrateTotals(TypedDict):

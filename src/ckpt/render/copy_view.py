@@ -31,7 +31,10 @@ def copy_lines(
     headers = ["THREAD", "CHECKPOINTS", "WRITES", "BLOBS", "SIZE", "ACTION"]
     rows: list[list[str]] = []
     refusals: list[str] = []
+    reencoded = 0
     for thread in records:
+        if thread.get("reencoded") and thread["action"] in ("copy", "replace"):
+            reencoded += 1
         name = clean_line(thread["thread_id"])
         if thread["to"] != thread["thread_id"]:
             name += f" -> {clean_line(thread['to'])}"
@@ -86,6 +89,9 @@ def copy_lines(
     ]
     summary += "".join(f"; {e}" for e in extra if e)
     yield summary + "\n"
+    if reencoded:  # the values are new bytes: LangGraph reads them as the source's
+        noun = "thread" if reencoded == 1 else "threads"
+        yield f"{reencoded:,} {noun} re-encoded from RedisSaver's JSON, not byte for byte\n"
     if (redaction := head["redaction"]) is not None:
         kept = [f"key {clean_line(k)}" for k in redaction["keep_keys"]]
         kept += ["error type names"] if redaction["keep_errors"] else []

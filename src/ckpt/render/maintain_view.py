@@ -16,6 +16,7 @@ from ckpt.records.types import (
     PruneHead,
     PruneTotals,
     ThreadPlanRecord,
+    VacuumMemoryRecord,
     VacuumRecord,
     VacuumTableRecord,
 )
@@ -153,6 +154,9 @@ def prune_lines(
 RECLAIM: Final = {
     "file": "the file keeps its size until `ckpt vacuum --apply`",
     "reuse": "the space is reused after VACUUM: `ckpt vacuum` shows the statement",
+    "memory": "Redis freed the keys' memory at once; `ckpt vacuum` shows what the "
+    "allocator still holds",
+    "compact": "MongoDB reuses the space; `ckpt vacuum --apply` runs compact to give it back",
 }
 
 
@@ -176,7 +180,10 @@ def vacuum_view(record: VacuumRecord) -> RenderableType:
     tables = after["tables"] if after is not None else record["tables"]
     if tables is not None:
         lines.append(_tables_part(tables))
-    if record["reclaim"] == "reuse":  # the statement is one to run by hand, or --apply
+    memory = after["memory"] if after is not None else record["memory"]
+    if memory is not None:
+        lines.append(_memory_part(record, memory))
+    if record["reclaim"] in ("reuse", "memory", "compact"):  # by hand, or --apply
         if record["applied"]:
             lines.append(Text(f"ran: {record['statement']}"))
         else:
@@ -221,6 +228,21 @@ def _file_part(record: VacuumRecord) -> list[RenderableType]:
             )
         )
     return lines
+
+
+def _memory_part(record: VacuumRecord, memory: VacuumMemoryRecord) -> Text:
+    """Redis: what its data takes, what the process holds, what the allocator may return."""
+    said = (
+        f"memory: {human_size(memory['used_bytes'])} used by data, "
+        f"{human_size(memory['rss_bytes'])} held from the system"
+    )
+    before = record["before"]
+    if record["applied"] and before is not None and before["memory"] is not None:
+        was = before["memory"]["rss_bytes"]
+        return Text(f"{said} (was {human_size(was)} before MEMORY PURGE)")
+    if not memory["allocator"].startswith("jemalloc"):
+        return Text(f"{said}; its allocator ({memory['allocator']}) gives nothing back")
+    return Text(f"{said}; MEMORY PURGE may give {human_size(memory['reclaimable_bytes'])} back")
 
 
 def _tables_part(tables: list[VacuumTableRecord]) -> Table:

@@ -433,8 +433,9 @@ def summary(findings: list[FindingRecord]) -> tuple[FindingSummaryRecord, Verdic
 
 def fix(finding: Finding, store: str, *, restores: bool, prunes: bool) -> FixRecord | None:
     """The command that repairs the threads, as data: copied back whole from a backup
-    over the damaged ones (`ckpt copy` writes SQLite and PostgresSaver stores), or the
-    rows nothing uses pruned from each thread, in its own transaction."""
+    over the damaged ones (`ckpt copy` writes SqliteSaver, PostgresSaver, MongoDBSaver and
+    RedisSaver stores), or the rows nothing uses pruned from each thread, in its own
+    transaction."""
     how = finding.kind.fix
     if how is None or not finding.threads:
         return None

@@ -129,17 +129,28 @@ def open_store(
     return SqliteStore(path, aes_key=aes_key, timeout=timeout)
 
 
-def open_target(spec: str, *, timeout: float | None = None) -> Target:
-    """The store `ckpt copy` writes into: a SqliteSaver file (created when missing) or a
-    PostgresSaver database. Opening it changes nothing."""
+def open_target(spec: str, *, timeout: float | None = None, shallow: bool = False) -> Target:
+    """The store `ckpt copy` writes into: a SqliteSaver file (created when missing), a
+    PostgresSaver or MongoDBSaver database, or a RedisSaver server. Opening it changes
+    nothing. `shallow`: a Redis target in ShallowRedisSaver's layout."""
+    if shallow and not is_redis(spec):
+        raise BadOption("`shallow` is for Redis targets (ShallowRedisSaver's layout)")
     if is_postgres(spec):
         from ckpt.stores.postgres.target import PostgresTarget
 
         return PostgresTarget(spec, timeout=timeout)
+    if is_mongodb(spec):
+        from ckpt.stores.mongo.target import MongoTarget
+
+        return MongoTarget(spec, timeout=timeout)
+    if is_redis(spec):
+        from ckpt.stores.redis.target import RedisTarget
+
+        return RedisTarget(spec, timeout=timeout, shallow=shallow)
     if "://" in spec:
         raise NotSupported(
-            f"{spec.split('://')[0]}:// targets are not supported: copy into a SQLite file or "
-            "a postgresql:// database"
+            f"{spec.split('://')[0]}:// targets are not supported: copy into a SQLite file, "
+            "a postgresql://, mongodb:// or redis:// store"
         )
     from ckpt.stores.sqlite.target import SqliteTarget
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -49,6 +50,13 @@ class Store(ABC):
     # How VACUUM gives deleted rows' space back (ckpt.records.Reclaim); None: no vacuum.
     reclaim: ClassVar[Reclaim | None] = None
     aes_key: bytes | None
+    # Which store this is whatever the spelling of its location (a server's address,
+    # database and prefix), for `copy` to refuse a target that is its source; None: the
+    # location says it (files are compared resolved).
+    identity: str | None = None
+    # Whether its saver counts channel versions 1, 2, 3 (MongoDBSaver) rather than write
+    # SqliteSaver's `f"{n:032}.{random}"` strings (format.md §3.4).
+    counted_versions: ClassVar[bool] = False
     notices: list[str]  # said once on stderr by the CLI (e.g. "this layout holds no values")
 
     def __init__(self, location: str, *, aes_key: bytes | None = None) -> None:
@@ -265,10 +273,29 @@ class Store(ABC):
         `ckpt vacuum --json` but "store" and "applied" (docs/json.md)."""
         raise NotSupported(f"{self.location}: vacuum is not supported on {self.kind} stores yet")
 
-    def check_copy(self, *, renumber_versions: bool = False) -> None:  # noqa: B027 - optional hook
+    def check_copy(  # noqa: B027 - optional hook
+        self, *, renumber_versions: bool = False, counted_versions: bool = False
+    ) -> None:
         """Refuse, before anything is read, a `ckpt copy` from a store whose layout ckpt
         cannot carry exactly (NotSupported, naming why); stores that can say nothing.
-        `renumber_versions`: the copy rewrites integer channel versions."""
+        `renumber_versions`: the copy rewrites channel versions into the target's format;
+        `counted_versions`: the target's saver counts versions 1, 2, 3 (MongoDBSaver)."""
+
+    # Whether `copy_checkpoint`/`copy_write` encode the values again (RedisSaver's JSON
+    # into serde msgpack) rather than carry the stored bytes.
+    reencodes: ClassVar[bool] = False
+
+    def copy_checkpoint(self, row: RawCheckpoint) -> RawCheckpoint:
+        """A raw checkpoint as `ckpt copy` carries it: as stored, or for a store that keeps
+        values in no serde form (RedisSaver's JSON) encoded as LangGraph's serializer
+        encodes what its saver reads from it. Raises CopyRefused."""
+        return row
+
+    def copy_write(self, write: RawWrite) -> RawWrite | None:
+        """A raw pending write as `ckpt copy` carries it (see `copy_checkpoint`); None for
+        a write the store's saver never reads back (RedisSaver's behind a has_writes
+        flag that is false), which the copy leaves out."""
+        return write
 
     def check_migrate(self) -> None:
         """Refuse, before anything is read, a `ckpt migrate` of a kind of store ckpt does
@@ -286,6 +313,12 @@ class Store(ABC):
             f"{self.location}: migrate is not supported on {self.kind} stores yet "
             "(SQLite and Postgres are); nothing changed"
         )
+
+    def langgraph_saver(self) -> AbstractContextManager[Any]:
+        """LangGraph's own saver over this store (`migrate --graph` loads migrated threads
+        through the user's graph with it): SqliteSaver, PostgresSaver. MissingDependency
+        without their package; NotSupported where ckpt has none to offer."""
+        raise NotSupported(f"{self.location}: no LangGraph saver for {self.kind} stores here")
 
     def writer(self, *, timeout: float | None) -> Writer:
         """A writable connection to this same store (closing this reader where its engine
@@ -389,7 +422,8 @@ class Carried:
 
 class Target(ABC):
     """A store `ckpt copy` writes threads into, in the layout of the saver that owns it:
-    "inline" (SqliteSaver: values inside the body) or "split" (PostgresSaver: blobs).
+    "inline" (SqliteSaver, MongoDBSaver: values inside the body), "split" (PostgresSaver:
+    blobs) or "json" (RedisSaver: values as JSON inside its documents).
 
     Opening one changes nothing: a missing store or schema is created by `setup()`, which
     only an applied copy calls. Each thread is written in one transaction (`thread`): a
@@ -397,6 +431,10 @@ class Target(ABC):
 
     location: str
     layout: ClassVar[str]
+    # Whether the target's saver counts channel versions 1, 2, 3 (MongoDBSaver) rather
+    # than SqliteSaver's strings.
+    counted_versions: ClassVar[bool] = False
+    identity: str | None = None  # as Store.identity
     # What the target holds before the copy: "new" (nothing yet: setup() creates the
     # saver's schema), or "ready" (the saver's schema is there).
     state: str
@@ -416,6 +454,11 @@ class Target(ABC):
         `sends` (checkpoint id -> its `__pregel_tasks` writes, where Postgres keeps a
         pre-v4 checkpoint's Sends); `renumber`: integer channel versions written as the
         target's saver writes its own. Raises CopyRefused for what cannot be carried."""
+
+    def carry_write(self, write: RawWrite) -> RawWrite:
+        """A source pending write as this target stores its value (most keep the bytes as
+        they are; RedisSaver's JSON does not). Raises CopyRefused."""
+        return write
 
     @abstractmethod
     def check_writable(self, *, replace: bool) -> None:

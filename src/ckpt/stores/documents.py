@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from ckpt.errors import NotFound, NotSupported
+from ckpt.errors import BadOption, NotFound, NotSupported
 from ckpt.records.model import (
     Checkpoint,
     CheckpointKey,
@@ -25,7 +25,7 @@ from ckpt.records.vocabulary import FIND_LIMIT
 from ckpt.stores.base import Store, Writer
 
 if TYPE_CHECKING:
-    from ckpt.records.plans import Strategy
+    from ckpt.records.plans import Strategy, ThreadRows
     from ckpt.records.types import VacuumReport
 
 BATCH: Final = 200  # threads, or checkpoints, loaded per round of queries
@@ -108,11 +108,14 @@ class WriteFields:
         )
 
 
-def refuse_int_versions(location: str, saver: str, *, renumber_versions: bool) -> None:
+def refuse_int_versions(
+    location: str, saver: str, *, renumber_versions: bool, counted_versions: bool = False
+) -> None:
     """`copy` from a saver that counts channel versions 1, 2, 3 (LangGraph's default
     get_next_version): SqliteSaver and PostgresSaver cannot resume a thread from those
-    (format.md 3.4), so the copy needs `renumber_versions`."""
-    if not renumber_versions:
+    (format.md 3.4), so the copy needs `renumber_versions`, unless the target counts
+    them too (`counted_versions`: MongoDBSaver, RedisSaver)."""
+    if not renumber_versions and not counted_versions:
         raise NotSupported(
             f"{location}: {saver} counts channel versions 1, 2, 3, and "
             "SqliteSaver and PostgresSaver cannot resume a thread from those (format.md "
@@ -312,8 +315,15 @@ class DocumentStore(Store):
         health.orphan_write_examples = sorted(set(orphans), key=key_order)[:5]
         return health
 
-    # -- changing it: not yet (issue 27) ----------------------------------------------------
+    # -- changing it: prune (ckpt.stores.{mongo,redis}.writer), vacuum -------------------
     def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
+        if backup:
+            raise BadOption(f"{self.location}: `backup` is for SQLite stores")
+
+    def thread_rows(self, thread_id: str) -> ThreadRows:
+        return self._prune_rows(thread_id)
+
+    def _prune_rows(self, thread_id: str) -> ThreadRows:
         raise NotSupported(f"{self.location}: prune is not supported on {self.label} stores yet")
 
     def vacuum_report(self, *, into: Path | None) -> VacuumReport:

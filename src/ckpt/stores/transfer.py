@@ -435,3 +435,90 @@ def _as_text(value: Any) -> Any:
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:032}.{0.0:016}"
     return value
+
+
+# -- string channel versions into integers (MongoDBSaver: format.md §3.4) --------------------
+
+
+def integer_versions(body: bytes, where: str, *, renumber: bool) -> bytes:
+    """A msgpack body with its channel versions as MongoDBSaver counts them (1, 2, 3):
+    SqliteSaver's and PostgresSaver's `f"{n:032}.{random}"` become `n` (their order kept:
+    n grows by one a step, in every lineage), integers stay. MongoDBSaver's
+    get_next_version cannot continue from a string (NotImplementedError), so a body that
+    holds string versions is refused unless `renumber` (`--renumber-versions`)."""
+    entries = []
+    for key, packed in _map_entries(body, where):
+        if key in ("channel_versions", "versions_seen"):
+            value = _plain(packed, f"{where}'s {key!r}")
+            converted = _as_integer(value, where)
+            if converted != value and not renumber:
+                raise CopyRefused(
+                    f"{where}: its channel versions are strings, from which MongoDBSaver "
+                    "cannot resume (it counts 1, 2, 3): pass `renumber_versions=True` to "
+                    "write them as its integers"
+                )
+            packed = ormsgpack.packb(converted)
+        entries.append((key, packed))
+    return _pack_map(entries)
+
+
+def _as_integer(value: Any, where: str) -> Any:
+    if isinstance(value, dict):
+        return {k: _as_integer(v, where) for k, v in value.items()}
+    if isinstance(value, str):
+        head, dot, _ = value.partition(".")
+        if head.isdigit() and head.isascii():
+            return int(head)
+        raise CopyRefused(f"{where}: channel version {value!r} is not a counted version")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# -- metadata as MongoDBSaver keeps it ---------------------------------------------------------
+
+
+def metadata_pairs(row: RawCheckpoint) -> dict[str, Any]:
+    """The metadata as MongoDBSaver's `dumps_metadata` stores it: a document whose
+    dicts stay documents and every other value is a serde `(type, bytes)` pair
+    (msgpack; `null` for None), as its JsonPlusSerializer writes plain values. A
+    MongoDB source's pairs are carried as they are."""
+    where = f"checkpoint {row.checkpoint_id}'s metadata"
+    if row.metadata_type == "mongodb-pairs":
+        try:
+            stored = json.loads(row.metadata or b"{}")
+        except ValueError:
+            raise CopyRefused(f"{where} is not JSON") from None
+        pairs = _pairs_back(stored, where)
+        if not isinstance(pairs, dict):
+            raise CopyRefused(f"{where} is not an object")
+        return pairs
+    try:
+        value = json.loads(metadata_json(row))
+    except ValueError:
+        raise CopyRefused(f"{where} is not JSON") from None
+    if not isinstance(value, dict):
+        raise CopyRefused(f"{where} is not an object")
+    return {str(k): _pairs(v) for k, v in value.items()}
+
+
+def _pairs(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _pairs(v) for k, v in value.items()}
+    if value is None:
+        return ("null", b"")
+    return ("msgpack", ormsgpack.packb(value))
+
+
+def _pairs_back(value: Any, where: str) -> Any:
+    """A MongoDB source's metadata as ckpt read it (ckpt.stores.mongo: payloads as
+    `{"__ckpt__": "bytes", "base64": ...}` records) turned back into its pairs."""
+    import base64
+
+    if isinstance(value, dict) and value.get("__ckpt__") == "bytes":
+        return base64.b64decode(value.get("base64", ""))
+    if isinstance(value, dict):
+        return {str(k): _pairs_back(v, where) for k, v in value.items()}
+    if isinstance(value, list) and len(value) == 2 and isinstance(value[0], str):
+        return (value[0], _pairs_back(value[1], where))
+    raise CopyRefused(f"{where} holds a value that is not a serde pair")

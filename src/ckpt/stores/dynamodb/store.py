@@ -336,7 +336,7 @@ class DynamoDBStore(DocumentStore):
             "total_bytes": self.table_bytes,
             "table_bytes": self.table_bytes,
             "index_bytes": 0,
-            "toast_bytes": 0,
+            "toast_bytes": None,
             "rows_estimate": self.table_items,  # DynamoDB updates these every ~6 hours
             "live_rows": None,
             "dead_rows": None,
@@ -384,9 +384,16 @@ class DynamoDBStore(DocumentStore):
                 for _, fields in ordered:
                     yield fields.raw(key, data=data)
 
-    def check_copy(self, *, renumber_versions: bool = False) -> None:
+    def check_copy(
+        self, *, renumber_versions: bool = False, counted_versions: bool = False
+    ) -> None:
         # DynamoDBSaver keeps LangGraph's default get_next_version, as MongoDBSaver does.
-        refuse_int_versions(self.location, "DynamoDBSaver", renumber_versions=renumber_versions)
+        refuse_int_versions(
+            self.location,
+            "DynamoDBSaver",
+            renumber_versions=renumber_versions,
+            counted_versions=counted_versions,
+        )
 
     def close(self) -> None:
         self.session.close()

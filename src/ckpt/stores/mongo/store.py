@@ -15,10 +15,12 @@ import dataclasses
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from ckpt.decoders import undecodable_record
 from ckpt.errors import (
+    BadOption,
     DecodeError,
     MissingDependency,
     NotACheckpointStore,
@@ -35,8 +37,17 @@ from ckpt.records.model import (
     SaverFacts,
     ThreadBytes,
 )
-from ckpt.records.types import CollectionRecord, StorageRecord, storage_record
+from ckpt.records.plans import CheckpointRow, ThreadRows, WriteRow
+from ckpt.records.types import (
+    NO_PAGES,
+    CollectionRecord,
+    StorageRecord,
+    VacuumReport,
+    VacuumTableRecord,
+    storage_record,
+)
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
+from ckpt.stores.base import Writer
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
 from ckpt.stores.documents import (
     BATCH,
@@ -72,6 +83,8 @@ def _import_pymongo() -> Any:
 class MongoStore(DocumentStore):
     kind = "mongodb"
     label = "MongoDB"
+    reclaim = "compact"
+    counted_versions = True
 
     def __init__(
         self,
@@ -127,6 +140,9 @@ class MongoStore(DocumentStore):
                     f"{self.checkpoints_name!r} collection)"
                 )
             self.database = default
+            from ckpt.stores.mongo.target import identity_of
+
+            self.identity = identity_of(spec, default, (self.checkpoints_name, self.writes_name))
             self.checkpoints_coll: Collection[dict[str, Any]] = db[self.checkpoints_name]
             self.writes_coll: Collection[dict[str, Any]] | None = (
                 db[self.writes_name] if self.writes_name in collections_there else None
@@ -173,6 +189,10 @@ class MongoStore(DocumentStore):
     ) -> Iterator[dict[str, Any]]:
         with self._errors():
             yield from collection.find(query, projection, batch_size=1000)
+
+    @property
+    def copy_target(self) -> bool:
+        return True
 
     @property
     def era(self) -> str:
@@ -472,10 +492,104 @@ class MongoStore(DocumentStore):
             for key, fields in rows:
                 yield fields.raw(key, data=data)
 
-    def check_copy(self, *, renumber_versions: bool = False) -> None:
+    # -- prune (ckpt.stores.mongo.writer) -----------------------------------------------
+    def _prune_rows(self, thread_id: str) -> ThreadRows:
+        from ckpt.decoders.spans import body_layout
+        from ckpt.stores.prune_rows import metadata_facts
+
+        checkpoints = []
+        for doc in self._find(self.checkpoints_coll, {"thread_id": {"$eq": thread_id}}):
+            key = _key(doc)
+            if key is None:
+                continue
+            body = _bytes(doc.get("checkpoint")) or b""
+            tag = doc.get("type")
+            layout = body_layout(tag if isinstance(tag, str) else None, body, self.aes_key)
+            root, delta, js_delta = metadata_facts(self._metadata(doc.get("metadata")))
+            parent = doc.get("parent_checkpoint_id")
+            checkpoints.append(
+                CheckpointRow(
+                    checkpoint_ns=key.checkpoint_ns,
+                    checkpoint_id=key.checkpoint_id,
+                    parent_id=parent if isinstance(parent, str) and parent else None,
+                    v=layout.v if layout else None,
+                    root_id=root,
+                    delta_channels=delta,
+                    values=frozenset(layout.values) if layout else None,
+                    versions={},
+                    size=len(body) + _metadata_size(doc.get("metadata")),
+                    js_delta=js_delta,
+                )
+            )
+        writes = []
+        if self.writes_coll is not None:
+            for doc in self._find(self.writes_coll, {"thread_id": {"$eq": thread_id}}):
+                key = _key(doc)
+                if key is not None:
+                    fields = _write_fields(doc)
+                    writes.append(
+                        WriteRow(key.checkpoint_ns, key.checkpoint_id, fields.channel, fields.size)
+                    )
+        return ThreadRows(thread_id, checkpoints, writes)
+
+    def vacuum_report(self, *, into: Path | None) -> VacuumReport:
+        """What `compact` may give back, collection by collection: the storage the engine
+        holds beyond what the documents take (collStats `freeStorageSize` where the
+        server reports it)."""
+        if into is not None:
+            raise BadOption("`into` is for SQLite stores")
+        db = self.client[self.database]
+        tables: list[VacuumTableRecord] = []
+        for name in (self.checkpoints_name, self.writes_name):
+            try:
+                with self._errors():
+                    stats = db.command("collStats", name)
+            except StoreUnreadable:
+                continue
+            storage, indexes = int(stats.get("storageSize", 0)), int(stats.get("totalIndexSize", 0))
+            free = stats.get("freeStorageSize")
+            tables.append(
+                {
+                    "table": name,
+                    "total_bytes": storage + indexes,
+                    "table_bytes": storage,
+                    "index_bytes": indexes,
+                    "toast_bytes": None,
+                    "rows_estimate": None,
+                    "live_rows": int(stats.get("count", 0)),
+                    "dead_rows": None,
+                    "bloat_estimate_bytes": int(free) if isinstance(free, int) else 0,
+                }
+            )
+        return {
+            "reclaim": "compact",
+            "statement": "; ".join(f"compact {t['table']}" for t in tables),
+            "into": None,
+            **NO_PAGES,
+            "disk_free_bytes": None,
+            "disk_needed_bytes": None,
+            "tables": tables,
+            "memory": None,
+            "before": None,
+            "after": None,
+        }
+
+    def writer(self, *, timeout: float | None) -> Writer:
+        from ckpt.stores.mongo.writer import MongoWriter
+
+        return MongoWriter(self)
+
+    def check_copy(
+        self, *, renumber_versions: bool = False, counted_versions: bool = False
+    ) -> None:
         # Checked with LangGraph: a MongoDBSaver thread copied into SqliteSaver as it is
         # reads back the same, then fails to resume (TypeError comparing str and int).
-        refuse_int_versions(self.location, "MongoDBSaver", renumber_versions=renumber_versions)
+        refuse_int_versions(
+            self.location,
+            "MongoDBSaver",
+            renumber_versions=renumber_versions,
+            counted_versions=counted_versions,
+        )
 
     def close(self) -> None:
         try:

@@ -502,7 +502,7 @@ class MySQLStore(SplitStore):
                     "total_bytes": int(data or 0) + int(index or 0),
                     "table_bytes": int(data or 0),
                     "index_bytes": int(index or 0),
-                    "toast_bytes": 0,
+                    "toast_bytes": None,
                     "rows_estimate": int(rows) if rows is not None else None,
                     "live_rows": None,
                     "dead_rows": None,

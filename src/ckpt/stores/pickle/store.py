@@ -953,7 +953,9 @@ class PickleStore(Store):
                     yield thread_id, ns, checkpoint_id, namespaces[ns][checkpoint_id]
 
     # -- changing it: never (the dev server rewrites these files) ----------------------------
-    def check_copy(self, *, renumber_versions: bool = False) -> None:
+    def check_copy(
+        self, *, renumber_versions: bool = False, counted_versions: bool = False
+    ) -> None:
         if self.layout.single_file and not self._inline_values:
             raise NotSupported(
                 f"{self.location}: this PersistentDict file keeps no channel values and no "

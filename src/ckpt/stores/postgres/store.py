@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ckpt.errors import BadOption, NotFound
+from ckpt.errors import BadOption, MissingDependency, NotFound
 from ckpt.records.model import (
     TASKS,
     Checkpoint,
@@ -1177,6 +1178,7 @@ class PostgresStore(SplitStore):
             "disk_free_bytes": None,
             "disk_needed_bytes": None,
             "tables": tables,
+            "memory": None,
             "before": None,
             "after": None,
         }
@@ -1191,6 +1193,25 @@ class PostgresStore(SplitStore):
             bloat = round(table["table_bytes"] * dead / (live + dead)) if live + dead else 0
             found.append({**table, "bloat_estimate_bytes": bloat})
         return found
+
+    @contextmanager
+    def langgraph_saver(self) -> Iterator[Any]:
+        try:
+            from langgraph.checkpoint.postgres import PostgresSaver
+        except ImportError:
+            raise MissingDependency(
+                "`graph` loads threads through LangGraph's PostgresSaver: "
+                "pip install langgraph-checkpoint-postgres"
+            ) from None
+        from psycopg import connect
+        from psycopg.rows import dict_row
+
+        # As PostgresSaver.from_conn_string connects, in the store's schema when it has one.
+        options = f"-c search_path={self.schema}" if self.schema else None
+        with connect(
+            self._spec, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=options
+        ) as conn:
+            yield PostgresSaver(conn)
 
     def writer(self, *, timeout: float | None) -> Writer:
         from ckpt.stores.postgres.writer import PostgresWriter

@@ -319,6 +319,7 @@ def _state(tables: list[VacuumTableRecord]) -> VacuumStateRecord:
         "disk_free_bytes": None,
         "disk_needed_bytes": None,
         "tables": tables,
+        "memory": None,
         "journal_mode": None,
     }
 

@@ -103,6 +103,17 @@ class RedisSession:
             with self.errors("cannot list the RediSearch indexes"):
                 self.indexes = {_text(name) for name in self.execute("FT._LIST") or ()}
 
+    def identity(self, prefix: str) -> str:
+        """Which server, database and key prefix this is, whatever the URL spelled (its
+        host resolved: `localhost` and `127.0.0.1` are one server)."""
+        from ckpt.stores.location import resolved_host
+
+        kwargs = self.client.connection_pool.connection_kwargs
+        where = kwargs.get("path") or (
+            f"{resolved_host(str(kwargs.get('host', 'localhost')))}:{kwargs.get('port', 6379)}"
+        )
+        return f"redis://{where}/{kwargs.get('db', 0)}/{prefix}"
+
     @property
     def has_json(self) -> bool:
         return "rejson" in self.modules or "redisjson" in self.modules

@@ -14,9 +14,11 @@ import dataclasses
 import datetime as dt
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 import orjson
+import ormsgpack
 
 from ckpt.decoders import is_marked, undecodable_record
 from ckpt.decoders.redisjson import (
@@ -25,6 +27,8 @@ from ckpt.decoders.redisjson import (
     decode_redis_value,
 )
 from ckpt.errors import (
+    BadOption,
+    CopyRefused,
     DecodeError,
     NotACheckpointStore,
     NotSupported,
@@ -41,8 +45,15 @@ from ckpt.records.model import (
     SaverFacts,
     ThreadBytes,
 )
-from ckpt.records.plans import recent
-from ckpt.records.types import ServerRecord, StorageRecord, storage_record
+from ckpt.records.plans import CheckpointRow, Strategy, ThreadRows, WriteRow, recent
+from ckpt.records.types import (
+    NO_PAGES,
+    ServerRecord,
+    StorageRecord,
+    VacuumReport,
+    storage_record,
+)
+from ckpt.stores.base import Writer
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
 from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields
 from ckpt.stores.redis.keys import (
@@ -72,6 +83,7 @@ _SEARCH_PAGE: Final = 5000
 class RedisStore(DocumentStore):
     kind = "redis"
     label = "Redis"
+    reclaim = "memory"
 
     def __init__(
         self,
@@ -90,6 +102,7 @@ class RedisStore(DocumentStore):
         given, _, given_writes = prefix.partition(",")
         self.prefix = given or PREFIX
         self.write_prefix = write_prefix or given_writes or f"{self.prefix}_write"
+        self.identity = session.identity(self.prefix)
         try:
             if not session.has_json:
                 raise StoreUnreadable(
@@ -126,6 +139,7 @@ class RedisStore(DocumentStore):
             session.close()
             raise
         self._told_ignored = False
+        self._read_writes: dict[CheckpointName, bool] = {}  # has_writes, for copy_write
         self._odd_keys: dict[CheckpointName, str] = {}
         self._left_out: dict[str, dict[str, list[bytes]]] | None = None
         # The top-level fields each index reads and their types ("TAG", "NUMERIC" ...).
@@ -158,6 +172,12 @@ class RedisStore(DocumentStore):
             return "js"
         self._catalog()  # reads every key name: what tells the shallow layout
         return "shallow" if any(map(self._shallow, self._odd_keys)) else "redis"
+
+    @property
+    def copy_target(self) -> bool:
+        # RedisSaver's layout; not ShallowRedisSaver's nor LangGraph.js's (ckpt.stores.
+        # redis.target writes the one).
+        return not self.js and self.era != "shallow"
 
     @property
     def era_note(self) -> str:
@@ -744,13 +764,174 @@ class RedisStore(DocumentStore):
                     found.append((key, name))
         return found
 
-    def check_copy(self, *, renumber_versions: bool = False) -> None:
-        # RedisSaver keeps values as JSON documents (format.md §7b): carrying them into a
-        # msgpack store would mean decoding and re-encoding them, which copy never does.
-        raise NotSupported(
-            f"{self.location}: copy from Redis is not supported yet (RedisSaver keeps values "
-            "as JSON, not the serializer's bytes)"
-        )
+    # -- prune (ckpt.stores.redis.writer) -----------------------------------------------
+    def check_prune(self, strategy: Strategy, *, backup: bool) -> None:
+        super().check_prune(strategy, backup=backup)
+        if self.js or self.era == "shallow":
+            raise NotSupported(
+                f"{self.location}: prune works on RedisSaver's layout, not "
+                + ("LangGraph.js's" if self.js else "ShallowRedisSaver's (one checkpoint each)")
+            )
+
+    def _prune_rows(self, thread_id: str) -> ThreadRows:
+        from ckpt.decoders.spans import body_layout
+        from ckpt.stores.prune_rows import metadata_facts
+
+        names = self._thread_names(thread_id)
+        checkpoints = []
+        for start in range(0, len(names), BATCH):
+            batch = names[start : start + BATCH]
+            for (_, name), text in zip(
+                batch, self.session.json_mget([k for k, _ in batch]), strict=True
+            ):
+                if text is None:
+                    continue
+                try:
+                    doc = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    doc = None
+                doc = doc if isinstance(doc, dict) else {}
+                body = doc.get("checkpoint")
+                layout = body_layout("json", orjson.dumps(body)) if isinstance(body, dict) else None
+                root, delta, js_delta = metadata_facts(_metadata(doc.get("metadata")))
+                parent = doc.get("parent_checkpoint_id")
+                checkpoints.append(
+                    CheckpointRow(
+                        checkpoint_ns=name.checkpoint_ns,
+                        checkpoint_id=name.checkpoint_id,
+                        parent_id=from_storage_id(parent) or None
+                        if isinstance(parent, str)
+                        else None,
+                        v=layout.v if layout else None,
+                        root_id=root,
+                        delta_channels=delta,
+                        values=frozenset(layout.values) if layout else None,
+                        versions={},
+                        size=len(text),
+                        js_delta=js_delta,
+                    )
+                )
+        writes = []
+        keyed = self._thread_write_names(thread_id)
+        for start in range(0, len(keyed), BATCH):
+            chunk = keyed[start : start + BATCH]
+            answers = self.session.pipeline(
+                [("JSON.GET", key, "$.channel", "$.blob") for key, _ in chunk]
+            )
+            for (_, wname), answer in zip(chunk, answers, strict=True):
+                fields = _paths(answer)
+                channel, blob = fields.get("$.channel"), fields.get("$.blob")
+                writes.append(
+                    WriteRow(
+                        wname.checkpoint_ns,
+                        wname.checkpoint_id,
+                        channel if isinstance(channel, str) else "",
+                        len(blob) if isinstance(blob, str) else 0,
+                    )
+                )
+        return ThreadRows(thread_id, checkpoints, writes)
+
+    def vacuum_report(self, *, into: Path | None) -> VacuumReport:
+        """What Redis can give back: a deleted key's memory is free at once; the allocator
+        may hold the freed pages (rss beyond used), which MEMORY PURGE asks it to return
+        (jemalloc does; another allocator gives nothing back, and the report says so)."""
+        if into is not None:
+            raise BadOption("`into` is for SQLite stores")
+        info = self.session.execute("INFO", "memory")
+        info = info if isinstance(info, dict) else {}
+        used, rss = int(info.get("used_memory", 0)), int(info.get("used_memory_rss", 0))
+        allocator = str(info.get("mem_allocator", "unknown"))
+        return {
+            "reclaim": "memory",
+            "statement": "MEMORY PURGE",
+            "into": None,
+            **NO_PAGES,
+            "disk_free_bytes": None,
+            "disk_needed_bytes": None,
+            "tables": None,
+            "memory": {
+                "used_bytes": used,
+                "rss_bytes": rss,
+                "allocator": allocator,
+                "reclaimable_bytes": max(rss - used, 0) if allocator.startswith("jemalloc") else 0,
+            },
+            "before": None,
+            "after": None,
+        }
+
+    def writer(self, *, timeout: float | None) -> Writer:
+        from ckpt.stores.redis.writer import RedisWriter
+
+        return RedisWriter(self)
+
+    reencodes = True
+
+    def check_copy(
+        self, *, renumber_versions: bool = False, counted_versions: bool = False
+    ) -> None:
+        if self.js:
+            raise NotSupported(
+                f"{self.location}: copy reads Python's RedisSaver layout, not LangGraph.js's"
+            )
+        if self.era == "shallow":
+            raise NotSupported(
+                f"{self.location}: copy reads RedisSaver's layout, not ShallowRedisSaver's "
+                "(one checkpoint per namespace, no parents)"
+            )
+
+    def copy_checkpoint(self, row: RawCheckpoint) -> RawCheckpoint:
+        """The checkpoint as SqliteSaver would store what RedisSaver reads from it: a
+        msgpack body in LangGraph's field order, its values encoded again
+        (ckpt.stores.redis.reencode); `type` and the `pending_sends` RedisSaver adds gone."""
+        from ckpt.stores.redis.reencode import reencode_value
+        from ckpt.stores.transfer import _pack_map
+
+        where = f"checkpoint {row.checkpoint_id}"
+        try:
+            body = orjson.loads(row.body)
+        except orjson.JSONDecodeError:
+            raise CopyRefused(f"{where}: its document is not JSON") from None
+        if not isinstance(body, dict):
+            raise CopyRefused(f"{where}: its document holds no checkpoint")
+        entries: list[tuple[str, bytes]] = []
+        legacy = not isinstance(body.get("v"), int) or body["v"] < 4
+        for key, value in body.items():
+            if key == "type" or (key == "pending_sends" and not legacy):
+                continue
+            if key == "channel_values" and isinstance(value, dict):
+                values = [
+                    (channel, reencode_value(v, f"{where}: channel {channel!r}",
+                                             channel_values=True))
+                    for channel, v in value.items()
+                ]  # fmt: skip
+                entries.append((key, _pack_map(values)))
+            else:
+                entries.append((key, ormsgpack.packb(value)))
+        packed = _pack_map(entries)
+        return dataclasses.replace(row, type="msgpack", body=packed, body_size=len(packed))
+
+    def copy_write(self, write: RawWrite) -> RawWrite | None:
+        """The write as LangGraph's serializer writes what RedisSaver's `loads_typed`
+        reads from its JSON; `msgpack`, `bytes` and `null` values are carried as stored."""
+        from ckpt.stores.redis.reencode import reencode_value
+
+        at = CheckpointName(write.thread_id, write.checkpoint_ns, write.checkpoint_id)
+        if at not in self._read_writes:
+            (answer,) = self.session.pipeline([("JSON.GET", self._key(at), "$.has_writes")])
+            self._read_writes[at] = _first(answer) in (True, "true")
+        if not self._read_writes[at]:
+            return None  # RedisSaver never reads it (format.md §7b): nor does the copy
+        if write.type != "json" or write.data is None:
+            return write
+        where = f"a pending write of checkpoint {write.checkpoint_id} (channel {write.channel!r})"
+        try:
+            value = orjson.loads(write.data)
+        except orjson.JSONDecodeError:
+            raise CopyRefused(f"{where} is not JSON") from None
+        if value is None:
+            return dataclasses.replace(write, type="null", data=b"", size=0)
+        data = reencode_value(value, where, channel_values=False)
+        return dataclasses.replace(write, type="msgpack", data=data, size=len(data))
 
     def close(self) -> None:
         self.session.close()
@@ -986,6 +1167,19 @@ def _left_out_why(text: bytes, fields: list[tuple[str, str]]) -> str:
         if wrong:
             return f"its `{field_name}` is {type(value).__name__}: {why}"
     return why
+
+
+def _paths(answer: Any) -> dict[str, Any]:
+    """JSON.GET of several `$` paths: each path's one match."""
+    if not isinstance(answer, bytes | str):
+        return {}
+    try:
+        found = orjson.loads(answer)
+    except orjson.JSONDecodeError:
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {k: v[0] for k, v in found.items() if isinstance(v, list) and v}
 
 
 def _first(answer: Any) -> Any:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from ckpt.errors import (
     CkptError,
+    MissingDependency,
     NotACheckpointStore,
     NotFound,
     NotSupported,
@@ -957,7 +958,9 @@ class SqliteStore(Store):
             )
 
     # -- changing it -----------------------------------------------------------------------
-    def check_copy(self, *, renumber_versions: bool = False) -> None:
+    def check_copy(
+        self, *, renumber_versions: bool = False, counted_versions: bool = False
+    ) -> None:
         if self._era == "0.1":
             raise NotSupported(
                 f"{self.location}: langgraph 0.1's tables (thread_ts, untyped values) have no "
@@ -1000,6 +1003,21 @@ class SqliteStore(Store):
         except OSError as exc:
             raise StoreUnreadable(f"{self.location}: cannot read ({exc.strerror})") from None
         return vacuum_report(self.path, space, into)
+
+    @contextmanager
+    def langgraph_saver(self) -> Iterator[Any]:
+        try:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+        except ImportError:
+            raise MissingDependency(
+                "`graph` loads threads through LangGraph's SqliteSaver: "
+                "pip install langgraph-checkpoint-sqlite"
+            ) from None
+        conn = sqlite3.connect(self.path, check_same_thread=False)
+        try:
+            yield SqliteSaver(conn)
+        finally:
+            conn.close()
 
     def writer(self, *, timeout: float | None) -> Writer:
         from ckpt.stores.sqlite.writer import SqliteWriter

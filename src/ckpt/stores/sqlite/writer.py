@@ -98,6 +98,7 @@ def vacuum_space(path: Path, pages: FilePagesRecord) -> VacuumSpaceRecord:
         "disk_free_bytes": shutil.disk_usage(path.parent).free,
         "disk_needed_bytes": VACUUM_ROOM * path.stat().st_size,
         "tables": None,
+        "memory": None,
     }
 
 
@@ -118,6 +119,7 @@ def vacuum_report(path: Path, space: VacuumSpaceRecord, into: Path | None) -> Va
         "disk_free_bytes": space["disk_free_bytes"],
         "disk_needed_bytes": space["disk_needed_bytes"],
         "tables": None,
+        "memory": None,
         "before": None,
         "after": None,
     }
