@@ -269,6 +269,7 @@ class RawWrite:
     size: int
     task_path: str = ""  # '' where the store keeps none (SQLite before checkpoint-sqlite 3.1.2)
     flaws: tuple[str, ...] = ()  # as RawCheckpoint.flaws
+    misfiled: str | None = None  # as RawCheckpoint.misfiled
 
 
 @dataclass(slots=True)

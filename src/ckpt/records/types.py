@@ -760,6 +760,7 @@ FindingCode = Literal[
     "out-of-order",
     "id-mismatch",
     "missing-checkpoint",
+    "wrong-latest",
     "orphan-subgraph",
     "pruned-history",
     "malformed-checkpoint",

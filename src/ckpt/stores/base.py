@@ -191,6 +191,17 @@ class Store(Closes):
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
         """The newest checkpoint of a (thread, namespace), as LangGraph picks it (max id)."""
 
+    def latest_problems(
+        self, newest: dict[tuple[str, str], str], *, settle: float = 0.0
+    ) -> list[tuple[str, str, str, str]]:
+        """Stores whose saver keeps its own pointer to each namespace's newest checkpoint
+        (RedisSaver's `checkpoint_latest`), which its `get_tuple` starts from: given each
+        (thread, namespace) and its newest checkpoint id as read, (thread, ns, newest id,
+        what the pointer says instead) where it is missing or names another checkpoint.
+        A pointer one step behind a recent checkpoint is asked again after `settle`
+        seconds (a run may be putting it). None elsewhere: LangGraph picks the newest by id."""
+        return []
+
     # -- loading ---------------------------------------------------------------------------
     @abstractmethod
     def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:

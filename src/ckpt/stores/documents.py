@@ -74,6 +74,9 @@ class WriteFields:
     # finds writes by those fields (RedisSaver searches them): None when they agree with
     # the key it is stored under.
     home: tuple[str, str, str] | None = None
+    # Why the saver never finds the document where its key files it (a RedisSaver write
+    # whose `checkpoint_ns` is not spelled as the saver spells it): None when it does.
+    misfiled: str | None = None
 
     def pending(self, value: Any) -> PendingWrite:
         return PendingWrite(
@@ -103,6 +106,7 @@ class WriteFields:
             data=self.data if data else None,
             size=self.size,
             task_path=self.task_path,
+            misfiled=self.misfiled,
         )
 
 

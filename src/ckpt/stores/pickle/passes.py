@@ -45,7 +45,7 @@ def stored_pair(value: Any) -> bool:
         type(value) is tuple
         and len(value) == 2
         and type(value[0]) is str
-        and (type(value[1]) is StoredText or type(value[1]) is str)
+        and (type(value[1]) is StoredText or type(value[1]) is bytes or type(value[1]) is str)
     )
 
 

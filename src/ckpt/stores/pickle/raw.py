@@ -10,7 +10,6 @@ from ckpt.records.model import DumpQuery
 from ckpt.stores.pickle.index import PickleFile, StoredText
 from ckpt.stores.pickle.unpickler import (
     Refused,
-    latin1_bytes,
     refused_record,
 )
 
@@ -22,8 +21,10 @@ def pair(raw: Any, file: PickleFile | None = None) -> tuple[str, bytes] | None:
         return None
     payload = raw[1]
     try:
-        if isinstance(payload, str | bytes):
-            return raw[0], latin1_bytes(payload)
+        # Text is not bytes: the readers give protocol 2's bytes as bytes, so a `str` here
+        # was stored as one, which LangGraph's serializer cannot load.
+        if isinstance(payload, bytes):
+            return raw[0], payload
         if isinstance(payload, StoredText) and file is not None:
             return raw[0], file.read(payload)
     except (ValueError, OSError):
@@ -53,9 +54,10 @@ def tag(raw: Any) -> str | None:
 
 
 def pair_size(raw: Any) -> int:
-    """Bytes of a stored value, from the index alone: a latin-1 str from load_pickle has one
-    character per byte; a StoredText of the storage and writes files counts them too
-    (pickle_lean), one of the blobs file counts the bytes of its UTF-8 text in the file."""
+    """Bytes of a stored value, from the index alone: bytes from load_pickle (a str, text
+    stored where bytes go, is sized by its characters); a StoredText of the storage and
+    writes files counts them too (pickle_lean), one of the blobs file counts the bytes of
+    its UTF-8 text in the file."""
     try:
         payload = raw[1]
         if type(payload) is StoredText:
@@ -63,6 +65,14 @@ def pair_size(raw: Any) -> int:
         return len(payload) if isinstance(payload, str | bytes) else 0
     except (TypeError, IndexError, KeyError):  # not a pair: sized as nothing
         return 0
+
+
+def text_flaw(raw: Any) -> tuple[str, ...]:
+    """A (tag, text) pair: its value stored as a `str`, which LangGraph's serializer
+    cannot load (the readers give stored bytes as bytes)."""
+    if type(raw) is tuple and len(raw) == 2 and type(raw[1]) is str:
+        return ("its value is stored as text, not bytes",)
+    return ()
 
 
 def entry_size(entry: tuple[Any, Any, Any]) -> int:
@@ -84,6 +94,8 @@ def not_a_pair(raw: Any) -> dict[str, Any]:
     for part in raw if type(raw) is tuple else ():
         if isinstance(part, Refused):
             return refused_record(part)
+    if type(raw) is tuple and len(raw) == 2 and isinstance(raw[1], str):
+        return undecodable("its value is text, not bytes: not a (type, bytes) pair")
     return undecodable("not a (type, bytes) pair")
 
 

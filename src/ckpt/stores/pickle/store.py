@@ -58,6 +58,7 @@ from ckpt.stores.pickle.raw import pair as _pair
 from ckpt.stores.pickle.raw import pair_size as _pair_size
 from ckpt.stores.pickle.raw import selected as _selected
 from ckpt.stores.pickle.raw import tag as _tag
+from ckpt.stores.pickle.raw import text_flaw as _text_flaw
 from ckpt.stores.pickle.raw import write_size as _write_size
 from ckpt.stores.pickle.unpickler import (
     Refused,
@@ -779,6 +780,7 @@ class PickleStore(Store):
                 metadata=meta_pair[1] if meta_pair else b"",
                 body_size=_pair_size(raw_body),
                 metadata_size=_pair_size(raw_metadata),
+                flaws=_text_flaw(raw_body),
                 # None when the body keeps its values inline (checkpoint 2.0.21 and older).
                 channel_versions=(
                     {str(c): str(v) for c, v in versions.items()}
@@ -857,6 +859,7 @@ class PickleStore(Store):
                     data=pair[1] if pair else None,
                     size=_pair_size(stored[2]),
                     task_path=task_path if isinstance(task_path, str) else "",
+                    flaws=_text_flaw(stored[2]),
                 )
 
     def _entries(self, query: DumpQuery) -> Iterator[tuple[str, str, str, Any]]:
