@@ -20,6 +20,7 @@ from typing import Final
 
 from ckpt.errors import CkptError
 from ckpt.records.model import DumpQuery, ThreadBytes
+from ckpt.records.plans import COUNTERS
 from ckpt.records.types import (
     CheckRecord,
     DeltaHealthRecord,
@@ -34,7 +35,8 @@ from ckpt.records.types import (
 from ckpt.records.when import updated_at
 from ckpt.scan.census import Census, CensusVisitor
 from ckpt.scan.findings import summary
-from ckpt.scan.integrity import COUNTERS, Integrity, place
+from ckpt.scan.integrity import Integrity
+from ckpt.scan.places import place
 from ckpt.scan.rows import Visitor, scan
 from ckpt.stores.base import Store
 

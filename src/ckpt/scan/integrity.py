@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
 
 from ckpt.errors import CkptError, NotFound
 from ckpt.records.model import (
@@ -44,8 +43,17 @@ from ckpt.records.plans import (
     version_number,
 )
 from ckpt.records.types import FindingCode, PlaceRecord
-from ckpt.records.vocabulary import TOO_LARGE
+from ckpt.scan.chains import IdIndex, Node, Pair, ThreadChain, cycles
 from ckpt.scan.findings import PLACES_SHOWN, RUNAWAY_BYTES, Finding, Findings
+from ckpt.scan.places import (
+    aggregated_write,
+    needs_blob,
+    next_power,
+    part_of,
+    place,
+    row_place,
+    unread,
+)
 from ckpt.scan.rows import RawRow, Visitor
 from ckpt.scan.shapes import (
     blob_problem,
@@ -62,83 +70,8 @@ from ckpt.stores.base import Store
 LOOKUPS: Final = 200  # find_exact look-ups per run (copied rows, writes ahead of their checkpoint)
 ID_LOOKUPS: Final = 50  # of those, for ids met in an earlier thread (one per thread)
 SETTLE: Final = 2.0  # seconds a recent checkpoint some writes name may take to be committed
-COUNTERS: Final = "counters_since_delta_snapshot"  # format.md §3.2, 3.8
 # Serde tags that carry no encryption because nothing is serialized (format.md §5.2, 7.1).
 _UNSERIALIZED: Final = frozenset({"empty", "jsonb"})
-
-Pair = tuple[str, str, str, str | None]  # (thread, ns, channel, version) of a blob
-
-
-def place(
-    thread_id: str,
-    checkpoint_ns: str | None = None,
-    checkpoint_id: str | None = None,
-    *,
-    channel: str | None = None,
-    detail: str | None = None,
-) -> PlaceRecord:
-    return {
-        "thread_id": thread_id,
-        "checkpoint_ns": checkpoint_ns,
-        "checkpoint_id": checkpoint_id,
-        "channel": channel,
-        "detail": detail,
-    }
-
-
-class IdIndex:
-    """Every checkpoint id of the store in a Bloom filter: whether an id was met before, in
-    constant memory per id (BITS bits, so a store of a million checkpoints takes 2.5 MB)
-    and with a false hit about once in 900 ids; a hit is looked up by id before it is said."""
-
-    BITS: ClassVar[int] = 20
-    HASHES: ClassVar[int] = 4
-    MAX_BYTES: ClassVar[int] = 64 << 20
-
-    def __init__(self, ids: int) -> None:
-        size = min(max(ids * self.BITS // 8, 1 << 12), self.MAX_BYTES)
-        self.bits = bytearray(size)
-        self.size = size * 8
-
-    def add(self, key: str) -> bool:
-        """Add `key`; whether it may have been added before (double hashing: HASHES bit
-        positions from two of Python's string hashes)."""
-        bits, size = self.bits, self.size
-        first = hash(key)
-        second = hash((key, 1)) | 1
-        seen = True
-        for i in range(self.HASHES):
-            position = (first + i * second) % size
-            byte, bit = position >> 3, 1 << (position & 7)
-            if not bits[byte] & bit:
-                seen = False
-                bits[byte] |= bit
-        return seen
-
-
-@dataclass(slots=True)
-class _Node:
-    """One checkpoint of the namespace being read: what its chain checks need."""
-
-    checkpoint_id: str
-    parent_id: str | None
-    source: str | None
-    parents: dict[str, str] | None  # metadata "parents": ancestor namespace -> checkpoint id
-    step: int | float | None
-    versions: dict[str, Any] | None
-
-
-@dataclass(slots=True)
-class _Thread:
-    """The current thread's namespaces, while its checkpoints stream by."""
-
-    thread_id: str
-    ids: dict[str, set[str]] = field(default_factory=dict)  # ns -> checkpoint ids
-    oldest: dict[str, str] = field(default_factory=dict)  # ns -> its smallest id
-    started: set[str] = field(default_factory=set)  # namespaces holding their first checkpoint
-    subgraphs: dict[str, list[_Node]] = field(default_factory=dict)  # subgraph ns -> its nodes
-    growth: list[tuple[int, tuple[Pair, ...]]] = field(default_factory=list)  # root checkpoints
-    shares: bool = False  # an id of it was met in an earlier thread (looked up once)
 
 
 class Integrity(Visitor):
@@ -207,8 +140,8 @@ class Integrity(Visitor):
         self.plain_rows: dict[str, list[RawRow]] = {}
         self.plain_threads = Finding(self.findings.get("unencrypted-thread").kind)
         del self.findings.by_code["unencrypted-thread"]
-        self.thread: _Thread | None = None
-        self.group: list[_Node] = []
+        self.thread: ThreadChain | None = None
+        self.group: list[Node] = []
         self.group_key: tuple[str, str] | None = None
         self.last_body: tuple[RawCheckpoint, Any] | None = None
         self.troubled: RawRow | None = None  # the last row the census could not read
@@ -250,18 +183,18 @@ class Integrity(Visitor):
             return
         self.troubled = row
         code: FindingCode = "too-large" if large else "undecodable"
-        self.found(code, row.thread_id, _row_place(row, at, f"{tag}: {error}"))
+        self.found(code, row.thread_id, row_place(row, at, f"{tag}: {error}"))
 
     def unverified(self, row: RawRow, at: str, tag: str | None) -> None:
         self.troubled = row
-        self.found("unverified", row.thread_id, _row_place(row, at, tag))
+        self.found("unverified", row.thread_id, row_place(row, at, tag))
 
     def strict(self, row: RawRow, at: str, names: list[str]) -> None:
-        self.found("strict-msgpack", row.thread_id, _row_place(row, at, ", ".join(names)))
+        self.found("strict-msgpack", row.thread_id, row_place(row, at, ", ".join(names)))
 
     def pickled(self, row: RawRow, at: str, names: list[str]) -> None:
         detail = ", ".join(names) if names else "no globals"
-        self.found("pickle-values", row.thread_id, _row_place(row, at, detail))
+        self.found("pickle-values", row.thread_id, row_place(row, at, detail))
 
     # -- checkpoints --------------------------------------------------------------------------
     def checkpoint(self, row: RawCheckpoint) -> None:
@@ -274,7 +207,7 @@ class Integrity(Visitor):
         thread = self.thread
         if thread is None or thread.thread_id != row.thread_id:
             self.end_thread()
-            thread = self.thread = _Thread(self.name(row.thread_id))
+            thread = self.thread = ThreadChain(self.name(row.thread_id))
         thread_id = thread.thread_id
         key = (thread_id, row.checkpoint_ns)
         if key != self.group_key:
@@ -295,7 +228,7 @@ class Integrity(Visitor):
             stored_id = body.get("id") if type(body) is dict else None
             if type(stored_id) is str and stored_id != row.checkpoint_id:
                 self._malformed("id-mismatch", row, f"the body says {stored_id}")
-        elif self.troubled is not row and not _unread(row):
+        elif self.troubled is not row and not unread(row):
             shape = body_tag_problem(row, untyped=self.untyped)
             if shape is not None:
                 self._malformed("malformed-checkpoint", row, shape)
@@ -309,7 +242,7 @@ class Integrity(Visitor):
         step = metadata.get("step") if metadata is not None else None
         versions = body.get("channel_versions") if isinstance(body, dict) else None
         self.group.append(
-            _Node(
+            Node(
                 row.checkpoint_id,
                 row.parent_checkpoint_id,
                 source if isinstance(source, str) else None,
@@ -364,7 +297,7 @@ class Integrity(Visitor):
         if self.policy == "every":
             needed: Iterable[str] = versions
         else:  # "updated": PostgresSaver keeps a blob for the values it does not inline
-            needed, snapshots, deltas = _needs_blob(body, metadata, versions)
+            needed, snapshots, deltas = needs_blob(body, metadata, versions)
             self.deltas |= deltas
             self.snapshots.extend(
                 ((thread_id, ns, c, versions[c]), row.checkpoint_id) for c in snapshots
@@ -394,9 +327,9 @@ class Integrity(Visitor):
         self.thread.oldest[ns] = oldest
         if ns:
             self.thread.subgraphs[ns] = nodes
-        roots: list[_Node] = []
-        older: list[_Node] = []  # parent gone, and older than every checkpoint left
-        later: list[_Node] = []  # id sorting before its parent's
+        roots: list[Node] = []
+        older: list[Node] = []  # parent gone, and older than every checkpoint left
+        later: list[Node] = []  # id sorting before its parent's
         missing = 0
         for node in nodes:
             parent = node.parent_id
@@ -417,7 +350,7 @@ class Integrity(Visitor):
             self.tally.missing_parents += missing
             self.tally_threads["parents"].add(thread_id)
         in_cycles: set[str] = set()
-        for cycle in _cycles(by_id):
+        for cycle in cycles(by_id):
             in_cycles.update(cycle)
             self.found(
                 "cycle", thread_id, place(thread_id, ns, min(cycle), detail=" -> ".join(cycle))
@@ -448,10 +381,10 @@ class Integrity(Visitor):
                 if node is not started[0]:
                     self._suspect("root", thread_id, ns, node, node.checkpoint_id)
 
-    def _suspect(self, what: str, thread_id: str, ns: str, node: _Node, wanted: str) -> None:
+    def _suspect(self, what: str, thread_id: str, ns: str, node: Node, wanted: str) -> None:
         self.suspects.append((what, thread_id, ns, node.checkpoint_id, wanted, node.parent_id))
 
-    def _follows(self, thread_id: str, ns: str, node: _Node, parent: _Node) -> None:
+    def _follows(self, thread_id: str, ns: str, node: Node, parent: Node) -> None:
         """A checkpoint follows from its parent: its step is later, and no channel's version
         is older (LangGraph only ever increments them)."""
         detail = None
@@ -498,7 +431,7 @@ class Integrity(Visitor):
                 continue
             self._ancestors(thread, ns, nodes)
 
-    def _ancestors(self, thread: _Thread, ns: str, nodes: list[_Node]) -> None:
+    def _ancestors(self, thread: ThreadChain, ns: str, nodes: list[Node]) -> None:
         """Each checkpoint of a subgraph namespace names the checkpoints its run hangs on
         (metadata `parents`): they are the thread's, or older than its oldest (pruned)."""
         for node in sorted(nodes, key=lambda n: n.checkpoint_id):
@@ -534,7 +467,7 @@ class Integrity(Visitor):
         if self.troubled is not row:
             wrong = blob_problem(row)
             if wrong is not None:
-                self.found("malformed-blob", thread_id, _row_place(row, "blob", wrong))
+                self.found("malformed-blob", thread_id, row_place(row, "blob", wrong))
         pair = (thread_id, row.checkpoint_ns, row.channel, row.version)
         self.blob_sizes[pair] = row.size
         slot = (thread_id, row.checkpoint_ns, row.channel)
@@ -563,11 +496,11 @@ class Integrity(Visitor):
             key = (self.name(row.thread_id), row.checkpoint_ns, row.checkpoint_id)
             self.aggregates[key] = self.aggregates.get(key, 0) + aggregated_write(row)
         if row.misfiled is not None:
-            self.found("malformed-write", row.thread_id, _row_place(row, "write", row.misfiled))
+            self.found("malformed-write", row.thread_id, row_place(row, "write", row.misfiled))
         elif self.troubled is not row:
             wrong = write_problem(row, untyped=self.untyped)
             if wrong is not None:
-                self.found("malformed-write", row.thread_id, _row_place(row, "write", wrong))
+                self.found("malformed-write", row.thread_id, row_place(row, "write", wrong))
         key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
         if type(row.idx) is int and row.idx != UNREADABLE_IDX and type(row.task_id) is str:
             self.write_keys.add((*key, row.task_id, row.idx))
@@ -579,7 +512,7 @@ class Integrity(Visitor):
         if type(row.checkpoint_id) is not str or not is_uuid(row.checkpoint_id):
             # A key cut short or changed: the checkpoint it was written for lost it.
             detail = f"it names {str(row.checkpoint_id)[:60]!r}, no checkpoint id"
-            self.found("malformed-write", row.thread_id, _row_place(row, "write", detail))
+            self.found("malformed-write", row.thread_id, row_place(row, "write", detail))
         else:
             self.strays.setdefault(key, []).append((row.task_id, row.idx, row.channel))
         if not self.store.raw_writes_complete:
@@ -695,7 +628,7 @@ class Integrity(Visitor):
                         checkpoint_id,
                         detail=f"its writes aggregate to about {length + 2:,} bytes, "
                         f"group_concat_max_len is {limit:,}: SET GLOBAL "
-                        f"group_concat_max_len = {_next_power(length + 2):,}",
+                        f"group_concat_max_len = {next_power(length + 2):,}",
                     ),
                 )
         self.gaps()
@@ -977,7 +910,7 @@ class Integrity(Visitor):
             finding.batch_threads.add(thread_id)
             for row in self.plain_rows.get(thread_id, ()):
                 if len(finding.places) < PLACES_SHOWN:
-                    finding.places.append(_row_place(row, _part(row), row.type))
+                    finding.places.append(row_place(row, part_of(row), row.type))
         self.plain_threads.close_batch()
         self.tags_of.clear()
         self.plain_rows.clear()
@@ -995,94 +928,3 @@ class Integrity(Visitor):
             orphan_blob_bytes=tally.orphan_blob_bytes if self.policy != "none" else None,
             namespaces=sorted(set(tally.namespaces)),
         )
-
-
-def aggregated_write(row: RawWrite) -> int:
-    """The bytes one write takes in the MySQL saver's JSON_ARRAYAGG on MariaDB: the JSON
-    array [task_id, channel, type, to_base64(blob), idx] and its separator. MariaDB's
-    TO_BASE64 breaks lines every 76 characters, each newline escaped in JSON as two."""
-    encoded = 4 * ((row.size + 2) // 3)
-    newlines = max(encoded - 1, 0) // 76
-    texts = len(row.task_id) + len(row.channel) + len(row.type or "") + len(str(row.idx))
-    return encoded + 2 * newlines + texts + 18
-
-
-def _next_power(size: int) -> int:
-    """A group_concat_max_len that holds `size`: the next power of two."""
-    return 1 << max(size - 1, 1).bit_length()
-
-
-def _unread(row: RawCheckpoint) -> bool:
-    """A body the census had no reason to read: encrypted (without the key, or another
-    cipher), or too large to fetch."""
-    tag = row.type
-    return (isinstance(tag, str) and "+" in tag) or row.body.startswith(TOO_LARGE)
-
-
-def _needs_blob(
-    body: Any, metadata: dict[str, Any] | None, versions: dict[str, str]
-) -> tuple[list[str], list[str], set[str]]:
-    """The channels of a PostgresSaver checkpoint that must have a blob at their version
-    (format.md §5.2, 3.8): those its step updated (`updated_channels`: they hold a value)
-    whose value is not inline. Then the channels whose inline `true` is a snapshot marker
-    if they are DeltaChannels, and the DeltaChannels its metadata counts (the checkpoint
-    holding a snapshot counts none: the caller decides for the whole namespace). A
-    channel left out may rightly have no blob: an empty one, or a DeltaChannel between
-    snapshots. Bodies without `updated_channels` (before langgraph 0.6.4) say nothing."""
-    if not isinstance(body, dict):
-        return [], [], set()
-    inline = body.get("channel_values")
-    inline = inline if isinstance(inline, dict) else {}
-    counters = metadata.get(COUNTERS) if metadata is not None else None
-    deltas = {str(c) for c in counters} if isinstance(counters, dict) else set()
-    marked = [c for c, value in inline.items() if value is True and c in versions]
-    updated = body.get("updated_channels")
-    needed = []
-    if isinstance(updated, list):
-        needed = [
-            c
-            for c in updated
-            if isinstance(c, str) and c in versions and c not in deltas and c not in inline
-        ]
-    return needed, marked, deltas
-
-
-def _cycles(by_id: dict[str, _Node]) -> Iterator[list[str]]:
-    """Each circle of parent links, once (its ids in parent order)."""
-    state: dict[str, int] = {}  # 1: on the current walk, 2: done
-    for start in by_id:
-        if start in state:
-            continue
-        walk: list[str] = []
-        node: str | None = start
-        while node is not None and node in by_id and node not in state:
-            state[node] = 1
-            walk.append(node)
-            node = by_id[node].parent_id
-        if node is not None and state.get(node) == 1:
-            yield walk[walk.index(node) :]
-        for visited in walk:
-            state[visited] = 2
-
-
-def _part(row: RawRow) -> str:
-    return "blob" if type(row) is RawBlob else "write" if type(row) is RawWrite else "checkpoint"
-
-
-def _row_place(row: RawRow, at: str, detail: str | None) -> PlaceRecord:
-    if type(row) is RawBlob:
-        return place(
-            row.thread_id,
-            row.checkpoint_ns,
-            channel=row.channel,
-            detail=f"blob version {row.version}: {detail}",
-        )
-    channel = row.channel if type(row) is RawWrite else None
-    what = f"{at} of task {row.task_id}" if type(row) is RawWrite else at
-    return place(
-        row.thread_id,
-        row.checkpoint_ns,
-        row.checkpoint_id,  # type: ignore[union-attr]
-        channel=channel,
-        detail=f"{what}: {detail}" if detail else what,
-    )
