@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from ckpt.analysis.comparison import Comparison
 from ckpt.analysis.records import checkpoint_record
-from ckpt.analysis.selector import dump_query
+from ckpt.analysis.selector import dump_query, missing
 from ckpt.analysis.tasks import Task
 from ckpt.errors import BadOption, EncryptedError, NotFound, RefusedGlobal
 from ckpt.ops.demo import missing_demo_packages, require_demo, write_demo
@@ -521,7 +521,7 @@ class CheckpointStore:
             if not thread_id.strip():
                 raise BadOption("empty thread id in `threads`")
             if not self._store.thread_exists(thread_id):
-                raise NotFound(f"no thread {thread_id!r} in {self._store.location}")
+                raise missing(self._store, f"no thread {thread_id!r} in {self._store.location}")
         return tuple(dict.fromkeys(threads))
 
     def is_latest(self, record: CheckpointRecord) -> bool:

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from ckpt.analysis.records import checkpoint_record
-from ckpt.analysis.selector import did_you_mean, short_id
+from ckpt.analysis.selector import did_you_mean, missing, short_id
 from ckpt.analysis.status import checkpoint_tasks
 from ckpt.analysis.tasks import Shape, ShapeLearner, Task, shape_of
-from ckpt.errors import BadOption, NotFound
+from ckpt.errors import BadOption
 from ckpt.records.model import Checkpoint, DumpQuery
 from ckpt.records.types import BranchKind, BranchRecord, CheckpointRecord, HistoryNodeRecord
 from ckpt.stores.base import Store
@@ -355,7 +355,7 @@ def thread_checkpoints(
     if not checkpoints:
         where = f" in namespace {checkpoint_ns!r}" if checkpoint_ns else ""
         hint = did_you_mean(store, thread_id) if not checkpoint_ns else ""
-        raise NotFound(f"no thread {thread_id!r}{where} in {store.location}{hint}")
+        raise missing(store, f"no thread {thread_id!r}{where} in {store.location}{hint}")
     return checkpoints
 
 
@@ -376,7 +376,7 @@ def stream_history(store: Store, thread_id: str) -> Iterator[CheckpointRecord]:
         forked = forked or checkpoint.parent_checkpoint_id != last.get(ns)
         last[ns] = checkpoint.checkpoint_id
     if not learners:
-        raise NotFound(f"no thread {thread_id!r} in {store.location}")
+        raise missing(store, f"no thread {thread_id!r} in {store.location}")
     shapes = {key: learner.shape() for key, learner in learners.items()}
     # Otherwise the lineage is read once more, ids and parents alone, to tell the branches.
     trunks = (
