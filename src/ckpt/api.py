@@ -518,8 +518,8 @@ class CheckpointStore:
 
     def _known_threads(self, threads: Sequence[str]) -> tuple[str, ...]:
         for thread_id in threads:
-            if not thread_id.strip():
-                raise BadOption("empty thread id in `threads`")
+            if not thread_id.strip() and not self._store.thread_exists(thread_id):
+                raise BadOption(f"empty thread id {thread_id!r} in `threads`: no thread has it")
             if not self._store.thread_exists(thread_id):
                 raise missing(self._store, f"no thread {thread_id!r} in {self._store.location}")
         return tuple(dict.fromkeys(threads))

@@ -340,8 +340,9 @@ def thread_checkpoints(
 ) -> list[Checkpoint]:
     """A thread's checkpoints without values (one namespace, or all); unknown is an error.
     `last`: only the newest `last` (by id), read alone where the store can."""
-    if not thread_id.strip():
-        raise BadOption("empty thread id")
+    if not thread_id.strip() and not store.thread_exists(thread_id):
+        # A thread whose id is blank is selectable (`threads` shows it quoted: '').
+        raise BadOption(f"empty thread id {thread_id!r}: no thread has it")
     if checkpoint_ns is None:
         checkpoints = store.checkpoints(thread_id, values=False, last=last)
     else:
@@ -362,8 +363,9 @@ def thread_checkpoints(
 def stream_history(store: Store, thread_id: str) -> Iterator[CheckpointRecord]:
     """`history --json` of a whole thread with flat memory: one pass learns each graph's
     shape (what `thread_tasks` learns from the list), a second streams the records."""
-    if not thread_id.strip():
-        raise BadOption("empty thread id")
+    if not thread_id.strip() and not store.thread_exists(thread_id):
+        # A thread whose id is blank is selectable (`threads` shows it quoted: '').
+        raise BadOption(f"empty thread id {thread_id!r}: no thread has it")
     learners: dict[str, ShapeLearner] = {}
     # Whether each checkpoint's parent is the one before it in its namespace: then no
     # checkpoint has two children, and no branch starts (the usual thread). Only the last

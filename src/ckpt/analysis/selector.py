@@ -58,10 +58,10 @@ def missing(store: Store, message: str) -> CkptError:
 def resolve(store: Store, selector: str, *, checkpoint_ns: str | None = None) -> CheckpointKey:
     """Find the one checkpoint a selector names, or raise NotFound / Ambiguous."""
     ns = checkpoint_ns or ""
+    if store.thread_exists(selector):  # a blank id too: `threads` shows it quoted ('')
+        return _latest(store, selector, ns)
     if not selector.strip():
         raise BadOption("empty checkpoint selector: give an id, a prefix, THREAD or THREAD~N")
-    if store.thread_exists(selector):
-        return _latest(store, selector, ns)
     thread, tilde, back = selector.rpartition("~")
     if tilde and thread and back.isdigit() and store.thread_exists(thread):
         return ancestor(store, _latest(store, thread, ns), int(back))

@@ -32,6 +32,7 @@ from ckpt.render.text import (
     failure,
     human_size,
     short_time,
+    thread_cell,
 )
 
 # A history line as `ckpt history` draws it (and its "ran:" part), and the channel values
@@ -98,7 +99,7 @@ def thread_row(record: ThreadRecord, width: int, id_width: int) -> Text:
     style = STATUS_STYLE.get(status, "")
     text = Text(STATUS_MARK.get(status, " "), style=style)
     text.append(" ")
-    thread_id = clean_line(record["thread_id"])
+    thread_id = thread_cell(record["thread_id"])
     if cell_width(thread_id) > room:
         thread_id = thread_id[: max(room - 1, 1)] + "…"
     text.append(thread_id + " " * max(room - cell_width(thread_id), 0), style="bold")
@@ -124,7 +125,7 @@ def thread_detail(record: ThreadRecord | None) -> Text:
     if record is None:
         return Text("no thread", style="dim")
     status = record["status"]
-    text = Text(clean_line(record["thread_id"]), style="bold")
+    text = Text(thread_cell(record["thread_id"]), style="bold")
     text.append(f"  {status}", style=STATUS_STYLE.get(status, ""))
     if record["step"] is not None:
         text.append(f"  step {record['step']}", style="dim")

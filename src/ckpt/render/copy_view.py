@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from ckpt.records.types import CopyHead, CopyThreadRecord, CopyTotals
 from ckpt.render.output import Output
 from ckpt.render.plain import ansi_paint
-from ckpt.render.text import cell_width, clean_line, human_size
+from ckpt.render.text import cell_width, clean_line, human_size, thread_cell
 
 _ACTIONS = {
     "copy": ("copy", "copied"),
@@ -35,7 +35,7 @@ def copy_lines(
     for thread in records:
         if thread.get("reencoded") and thread["action"] in ("copy", "replace"):
             reencoded += 1
-        name = clean_line(thread["thread_id"])
+        name = thread_cell(thread["thread_id"])
         if thread["to"] != thread["thread_id"]:
             name += f" -> {clean_line(thread['to'])}"
         action = _ACTIONS[thread["action"]][1 if applied else 0]

@@ -41,6 +41,7 @@ from ckpt.render.text import (
     human_size,
     short_time,
     task_name,
+    thread_cell,
     today,
     zone_label,
 )
@@ -254,7 +255,7 @@ def history_view(
     and branches say what the update wrote."""
     thread_id, chains = lineage["thread_id"], lineage["chains"]
     earlier, written = lineage["earlier"], lineage["written"]
-    title = Text(f"thread {thread_id}", style="bold")
+    title = Text(f"thread {thread_cell(thread_id)}", style="bold")
     title.append(f"  (times {zone_label(local)})", style="dim")
     tree = TreeNode(_runs(title))
     records = {
@@ -668,7 +669,7 @@ def checkpoint_view(
     header.add_column(overflow="fold")
     metadata = record["metadata"] if isinstance(record["metadata"], dict) else {}
     step, source = metadata.get("step"), metadata.get("source")
-    header.add_row("thread", record["thread_id"])
+    header.add_row("thread", thread_cell(record["thread_id"]))
     header.add_row("namespace", record["checkpoint_ns"] or "(root)")
     header.add_row("checkpoint", record["checkpoint_id"])
     header.add_row("parent", record["parent_checkpoint_id"] or "(none)")

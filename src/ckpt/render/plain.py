@@ -18,6 +18,7 @@ from ckpt.render.text import (
     human_size,
     short_time,
     task_name,
+    thread_cell,
     today,
     zone_label,
 )
@@ -52,7 +53,7 @@ def thread_change_lines(records: Iterable[ThreadRecord], output: Output) -> Iter
             detail = f"interrupt {record['interrupts'][0]['id']}"
         when = short_time(record["updated_at"], output.local_time)
         step = record["step"] if record["step"] is not None else "?"
-        cells = [when, clean_line(record["thread_id"]), record["status"], f"step {step}", detail]
+        cells = [when, thread_cell(record["thread_id"]), record["status"], f"step {step}", detail]
         yield "  ".join(c for c in cells if c) + "\n"
 
 
@@ -122,7 +123,7 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
             if fitted and updated.startswith(now):
                 updated = updated[11:]
             cells = [
-                clean_line(record["thread_id"]),
+                thread_cell(record["thread_id"]),
                 record["status"],
                 "" if record["step"] is None else str(record["step"]),
                 clean_line(record["source"] or ""),

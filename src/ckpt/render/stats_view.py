@@ -14,7 +14,7 @@ from ckpt.records.types import FilePagesRecord, GrowthRecord, HealthRecord, Stat
 from ckpt.render.check_view import FixLine, findings_view
 from ckpt.render.human import Hanging, _boxed
 from ckpt.render.output import Output
-from ckpt.render.text import clean_line, human_size
+from ckpt.render.text import clean_line, human_size, thread_cell
 
 BARS = "▁▂▃▄▅▆▇█"
 CHART_WIDTH = 60
@@ -167,7 +167,7 @@ def _sections(record: StatsRecord, output: Output, fix_line: FixLine) -> list[Re
         ],  # fmt: skip
         [
             [
-                clean_line(t["thread_id"]),
+                thread_cell(t["thread_id"]),
                 f"{t['checkpoints']:,}",
                 f"{t['writes']:,}",
                 human_size(t["bytes"]),
@@ -239,7 +239,7 @@ def _sections(record: StatsRecord, output: Output, fix_line: FixLine) -> list[Re
         ],  # fmt: skip
         [
             [
-                clean_line(c["thread_id"]),
+                thread_cell(c["thread_id"]),
                 c["checkpoint_ns"] or "(root)",
                 c["checkpoint_id"],
                 "" if c["step"] is None else str(c["step"]),

@@ -36,6 +36,17 @@ def clean_line(text: str) -> str:
     return for_terminal(text)
 
 
+def thread_cell(thread_id: str) -> str:
+    """A thread id as a table shows it: clean_line, and shell-quoted when it is blank or
+    has blanks at either end (`''`, `' a'`), which a table cell would hide; the quoted form
+    is what selects it (`ckpt show ''`)."""
+    import shlex
+
+    if thread_id and thread_id.strip() == thread_id:
+        return clean_line(thread_id)
+    return clean_line(shlex.quote(thread_id))
+
+
 def cut(text: str, full: bool, limit: int = CUT, length: int | None = None) -> str:
     """Shorten for a table cell; long cuts say how long the whole value is. `length`: the
     whole text's, when `text` is only its start."""
