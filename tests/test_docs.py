@@ -34,6 +34,20 @@ def test_every_command_has_help_and_a_docs_entry() -> None:
         assert f"## ckpt {name}\n" in cli_md, f"{name} is missing from docs/cli.md"
 
 
+def test_usage_lines_show_arguments_as_typed() -> None:
+    """`ckpt show SELECTOR`, not Typer's `{SELECTOR}`; brackets only on what may be left
+    out; copy's DST shown as needed (issue 46 §3)."""
+    gen = _gen_cli()
+    usages = {}
+    for name in gen.command_names():  # type: ignore[attr-defined]
+        usage = CliRunner().invoke(app, [name, "--help"]).stdout.splitlines()[0]
+        assert "{" not in usage, usage
+        usages[name] = usage.split("[OPTIONS]")[1].strip()
+    assert usages["show"] == "SELECTOR" and usages["history"] == "THREAD"
+    assert usages["diff"] == "A [B]" and usages["copy"] == "SRC DST"
+    assert usages["threads"] == "[STORE]"
+
+
 def test_cli_reference_is_up_to_date() -> None:
     gen = _gen_cli()
     assert (DOCS / "cli.md").read_text() == gen.render(), "run `make docs`"  # type: ignore[attr-defined]

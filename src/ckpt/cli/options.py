@@ -34,7 +34,7 @@ def _finite(value: float | None, name: str) -> float | None:
 StoreArg = Annotated[
     str | None,
     typer.Argument(
-        metavar="STORE",
+        metavar="[STORE]",
         help="SQLite file, .langgraph_api folder or .pckl file, or a postgresql://, redis://, "
         "mongodb://, mysql://, valkey:// or dynamodb:// URL. "
         "Default: --db, then $CKPT_DB, then the one store in the current folder.",
