@@ -367,3 +367,68 @@ def test_a_shallow_store_is_not_pruned(redis_shallow_url: str) -> None:
     done = ckpt("prune", "--db", redis_shallow_url, "--all", "--keep-latest", "--apply")
     assert done.returncode == ExitCode.UNSUPPORTED
     assert done.stderr.count("\n") == 1 and "ShallowRedisSaver" in done.stderr
+
+
+def test_namespaces_whose_names_hold_a_colon_are_read_under_their_thread() -> None:
+    """Keys of a namespace `crawl:<uuid>|fetch:page:<uuid>` (a task named `fetch:page`),
+    and of threads whose ids hold `:` (`user`, `user:42`), split at the right colon: ckpt
+    lists the threads RedisSaver lists, with the checkpoints and writes it reads (issue 46
+    §5: they were listed under bogus ids such as `t1:crawl:<uuid>|fetch`); a copy that
+    replaces thread `user` leaves `user:42` whole."""
+    import uuid
+
+    import redis
+    from fixtures.build import fixture_warnings
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.redis import RedisSaver
+
+    def ns_of(*names: str) -> str:
+        return "|".join(f"{name}:{uuid.uuid4()}" for name in names)
+
+    placed = {
+        "t1": ["", ns_of("crawl", "fetch:page"), ns_of("fetch:page")],
+        "user": ["", ns_of("node")],
+        "user:42": ["", ns_of("node"), ns_of("crawl", "fetch:page")],
+    }
+    with RedisServer() as server, fixture_warnings():
+        with RedisSaver.from_conn_string(server.url) as saver:
+            saver.setup()
+            for thread_id, namespaces in placed.items():
+                for ns in namespaces:
+                    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
+                    checkpoint = empty_checkpoint()
+                    saved = saver.put(config, checkpoint, {"source": "loop", "step": 0}, {})
+                    saver.put_writes(saved, [("x", ns or "root")], str(uuid.uuid4()))
+            said = {}  # what RedisSaver reads: each namespace's checkpoint and its writes
+            for thread_id, namespaces in placed.items():
+                tuples = [
+                    saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
+                    for ns in namespaces
+                ]
+                said[thread_id] = sorted(
+                    (t.config["configurable"]["checkpoint_ns"], len(t.pending_writes or []))
+                    for t in tuples
+                    if t is not None
+                )
+        listed = ckpt("threads", server.url, "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert {row["thread_id"] for row in json.loads(listed.stdout)} == set(placed)
+        for thread_id in placed:
+            dumped = ckpt("dump", server.url, "--thread", thread_id)
+            assert dumped.returncode == 0, dumped.stderr
+            mine = sorted(
+                (record["checkpoint_ns"], len(record["pending_writes"]))
+                for record in map(json.loads, dumped.stdout.splitlines())
+            )
+            assert mine == said[thread_id] and len(mine) == len(placed[thread_id]), thread_id
+            assert all(n == 1 for _, n in mine), (thread_id, mine)
+        # A copy out and back with `replace` of thread `user`: `user:42` keeps every key.
+        client = redis.Redis.from_url(server.url, protocol=2, driver_info=None)
+        before = {k for k in client.scan_iter(count=1000) if b":user:42:" in k}
+        aside = server.url.rsplit("/", 1)[0] + "/5"
+        assert ckpt("copy", server.url, aside, "-t", "user", "--apply").returncode == 0
+        back = ckpt("copy", aside, server.url, "-t", "user", "--on-conflict", "replace", "--apply")
+        assert back.returncode == 0, back.stderr
+        after = {k for k in client.scan_iter(count=1000) if b":user:42:" in k}
+        client.close()
+        assert after == before
