@@ -369,7 +369,9 @@ def test_a_shallow_store_is_not_pruned(redis_shallow_url: str) -> None:
     assert done.stderr.count("\n") == 1 and "ShallowRedisSaver" in done.stderr
 
 
-def test_namespaces_whose_names_hold_a_colon_are_read_under_their_thread() -> None:
+def test_namespaces_whose_names_hold_a_colon_are_read_under_their_thread(
+    redis_empty: str,
+) -> None:
     """Keys of a namespace `crawl:<uuid>|fetch:page:<uuid>` (a task named `fetch:page`),
     and of threads whose ids hold `:` (`user`, `user:42`), split at the right colon: ckpt
     lists the threads RedisSaver lists, with the checkpoints and writes it reads (issue 46
@@ -390,8 +392,9 @@ def test_namespaces_whose_names_hold_a_colon_are_read_under_their_thread() -> No
         "user": ["", ns_of("node")],
         "user:42": ["", ns_of("node"), ns_of("crawl", "fetch:page")],
     }
-    with RedisServer() as server, fixture_warnings():
-        with RedisSaver.from_conn_string(server.url) as saver:
+    url = redis_empty
+    with fixture_warnings():
+        with RedisSaver.from_conn_string(url) as saver:
             saver.setup()
             for thread_id, namespaces in placed.items():
                 for ns in namespaces:
@@ -410,24 +413,24 @@ def test_namespaces_whose_names_hold_a_colon_are_read_under_their_thread() -> No
                     for t in tuples
                     if t is not None
                 )
-        listed = ckpt("threads", server.url, "--json")
+        listed = ckpt("threads", url, "--json")
         assert listed.returncode == 0, listed.stderr
         assert {row["thread_id"] for row in json.loads(listed.stdout)} == set(placed)
-        for thread_id in placed:
-            dumped = ckpt("dump", server.url, "--thread", thread_id)
-            assert dumped.returncode == 0, dumped.stderr
-            mine = sorted(
-                (record["checkpoint_ns"], len(record["pending_writes"]))
-                for record in map(json.loads, dumped.stdout.splitlines())
-            )
-            assert mine == said[thread_id] and len(mine) == len(placed[thread_id]), thread_id
-            assert all(n == 1 for _, n in mine), (thread_id, mine)
+        dumped = ckpt("dump", url)
+        assert dumped.returncode == 0, dumped.stderr
+        mine: dict[str, list[tuple[str, int]]] = {thread_id: [] for thread_id in placed}
+        for record in map(json.loads, dumped.stdout.splitlines()):
+            pair = (record["checkpoint_ns"], len(record["pending_writes"]))
+            mine[record["thread_id"]].append(pair)
+        assert {t: sorted(pairs) for t, pairs in mine.items()} == said
+        assert sum(map(len, mine.values())) == sum(map(len, placed.values()))
+        assert all(n == 1 for pairs in mine.values() for _, n in pairs), mine
         # A copy out and back with `replace` of thread `user`: `user:42` keeps every key.
-        client = redis.Redis.from_url(server.url, protocol=2, driver_info=None)
+        client = redis.Redis.from_url(url, protocol=2, driver_info=None)
         before = {k for k in client.scan_iter(count=1000) if b":user:42:" in k}
-        aside = server.url.rsplit("/", 1)[0] + "/5"
-        assert ckpt("copy", server.url, aside, "-t", "user", "--apply").returncode == 0
-        back = ckpt("copy", aside, server.url, "-t", "user", "--on-conflict", "replace", "--apply")
+        aside = url.rsplit("/", 1)[0] + "/5"
+        assert ckpt("copy", url, aside, "-t", "user", "--apply").returncode == 0
+        back = ckpt("copy", aside, url, "-t", "user", "--on-conflict", "replace", "--apply")
         assert back.returncode == 0, back.stderr
         after = {k for k in client.scan_iter(count=1000) if b":user:42:" in k}
         client.close()
