@@ -435,3 +435,30 @@ def test_namespaces_whose_names_hold_a_colon_are_read_under_their_thread(
         after = {k for k in client.scan_iter(count=1000) if b":user:42:" in k}
         client.close()
         assert after == before
+
+
+def test_pending_writes_come_in_the_order_redis_saver_hands_langgraph(redis_empty: str) -> None:
+    """RedisSaver's get_tuple() gives a checkpoint's writes in its registry's order (a task's
+    `__interrupt__` before its `__resume__`, tasks interleaved as they wrote), not sorted:
+    `show` and `dump` give the same order (issue 46 §5)."""
+    import uuid
+
+    from fixtures.build import fixture_warnings
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.redis import RedisSaver
+
+    config = {"configurable": {"thread_id": "order-1", "checkpoint_ns": ""}}
+    tasks = [str(uuid.uuid4()) for _ in range(2)]
+    with fixture_warnings(), RedisSaver.from_conn_string(redis_empty) as saver:
+        saver.setup()
+        saved = saver.put(config, empty_checkpoint(), {"source": "loop", "step": 1}, {})
+        saver.put_writes(saved, [("b", 1), ("a", 2)], tasks[1], "~__pregel_pull, z")
+        saver.put_writes(saved, [("__interrupt__", [])], tasks[0], "~__pregel_pull, y")
+        saver.put_writes(saved, [("c", 3)], tasks[1], "~__pregel_pull, z")  # idx 0 again
+        saver.put_writes(saved, [("__resume__", "ok")], tasks[0], "~__pregel_pull, y")
+        said = [(w[0], w[1]) for w in saver.get_tuple(config).pending_writes]  # type: ignore[union-attr]
+    shown = ckpt("show", "order-1", "--db", redis_empty, "--writes", "--json")
+    assert shown.returncode == 0, shown.stderr
+    mine = [(w["task_id"], w["channel"]) for w in json.loads(shown.stdout)["pending_writes"]]
+    assert mine == said and len(mine) == 4, (mine, said)
+    assert said != sorted(said)  # the registry's order is not a sort of them

@@ -452,7 +452,7 @@ class RedisStore(DocumentStore):
                 text = next(texts)
                 if text is not None:
                     writes.append(self._write(text))
-            found.append(sort_writes(writes))
+            found.append(sort_writes(writes) if self.js else registry_order(writes))
         return found
 
     def _write(self, text: bytes) -> PendingWrite:
@@ -997,6 +997,18 @@ def _first(answer: Any) -> Any:
     except orjson.JSONDecodeError:
         return None
     return found[0] if isinstance(found, list) and found else None
+
+
+def registry_order(writes: list[PendingWrite]) -> list[PendingWrite]:
+    """RedisSaver's order, which its get_tuple() hands LangGraph: the write registry's
+    (`write_keys_zset`, ZRANGE by score: a task's `__interrupt__` before its `__resume__`,
+    tasks interleaved as they wrote), one write per (task id, idx), the last one read kept
+    where the first stood (its `_load_writes` dict), not LangGraph's (task_path, task_id,
+    idx) sort (issue 46 §5)."""
+    kept: dict[tuple[str, int], PendingWrite] = {}
+    for write in writes:
+        kept[(write.task_id, write.idx)] = write
+    return list(kept.values())
 
 
 def _write_name_from_fields(answer: Any, paths: tuple[str, ...]) -> WriteName | None:
