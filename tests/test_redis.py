@@ -462,3 +462,69 @@ def test_pending_writes_come_in_the_order_redis_saver_hands_langgraph(redis_empt
     mine = [(w["task_id"], w["channel"]) for w in json.loads(shown.stdout)["pending_writes"]]
     assert mine == said and len(mine) == 4, (mine, said)
     assert said != sorted(said)  # the registry's order is not a sort of them
+
+
+def test_values_redis_saver_did_not_keep_show_what_langgraph_reads(redis_empty: str) -> None:
+    """RedisSaver stores an object its JSON encoder does not know as a type envelope
+    without its data (a Decimal, a timedelta, a frozenset, a time zone, an IP address, a
+    numpy scalar). ckpt shows what LangGraph reads in its place (`read_as`), marked
+    `not_kept` (issue 46 §5; docs/json.md); a kept value (a set) is shown as it is."""
+    import datetime
+    import decimal
+    import ipaddress
+    from zoneinfo import ZoneInfo
+
+    import numpy as np
+    from fixtures.build import fixture_warnings
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.redis import RedisSaver
+
+    values: dict[str, Any] = {
+        "decimal": decimal.Decimal("1.5"),
+        "timedelta": datetime.timedelta(seconds=3),
+        "frozenset": frozenset({1, 2}),
+        "zone": ZoneInfo("Europe/Paris"),
+        "offset": datetime.UTC,
+        "address": ipaddress.ip_address("10.0.0.1"),
+        "network": ipaddress.ip_network("10.0.0.0/8"),
+        "int64": np.int64(3),
+        "set": {1, 2},
+    }
+    config = {"configurable": {"thread_id": "lost-1", "checkpoint_ns": ""}}
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = values
+    checkpoint["channel_versions"] = dict.fromkeys(values, 1)
+    with fixture_warnings(), RedisSaver.from_conn_string(redis_empty) as saver:
+        saver.setup()
+        saved = saver.put(config, checkpoint, {"source": "loop", "step": 1}, {})
+        saver.put_writes(saved, [("decimal", decimal.Decimal("2"))], "task-1")
+        read = saver.get_tuple(config)
+    assert read is not None
+
+    def as_ckpt_json(value: Any) -> Any:  # LangGraph's value in ckpt's JSON (docs/json.md)
+        if isinstance(value, decimal.Decimal):
+            return str(value)
+        if isinstance(value, datetime.timedelta):
+            return value.total_seconds()
+        if isinstance(value, set | frozenset):
+            return sorted(value)
+        return value
+
+    shown = ckpt("show", "lost-1", "--db", redis_empty, "--blobs", "--json")
+    assert shown.returncode == 0, shown.stderr
+    record = json.loads(shown.stdout)
+    for channel, value in read.checkpoint["channel_values"].items():
+        mine = record["channel_values"][channel]
+        if channel == "set":
+            assert mine == as_ckpt_json(value) == [1, 2]
+            continue
+        assert mine["__ckpt__"] == "not_kept", (channel, mine)
+        assert (
+            mine["type"] == f"{type(values[channel]).__module__}.{type(values[channel]).__name__}"
+        )
+        assert mine["read_as"] == as_ckpt_json(value), (channel, mine, value)
+    [write] = record["pending_writes"]
+    assert write["value"]["read_as"] == as_ckpt_json(read.pending_writes[0][2]) == "0"
+    human = ckpt("show", "lost-1", "--db", redis_empty, "--blobs")
+    assert human.returncode == 0, human.stderr
+    assert '<decimal.Decimal not kept by the saver; LangGraph reads "0">' in human.stdout

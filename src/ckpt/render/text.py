@@ -64,6 +64,11 @@ def brief(value: Any, full: bool = False, limit: int = CUT) -> str:
         return f"<encrypted {value.get('inner', '')}, {value.get('size', '?')} bytes>"
     if isinstance(value, dict) and value.get(MARK_KEY) == "skipped":
         return "<not loaded>"
+    if isinstance(value, dict) and value.get(MARK_KEY) == "not_kept":
+        read_as = dumps(value.get("read_as"))
+        return cut(
+            f"<{value.get('type')} not kept by the saver; LangGraph reads {read_as}>", full, limit
+        )
     if full:
         return dumps(value)
     head, length = dumps_head(value, limit)
@@ -78,8 +83,9 @@ def brief_within(value: Any, limit: int) -> str | None:
             return None
         text = clean(value)
         return text if len(text) <= limit else None
-    if isinstance(value, dict) and value.get(MARK_KEY) in ("encrypted", "skipped"):
-        return brief(value)
+    if isinstance(value, dict) and value.get(MARK_KEY) in ("encrypted", "skipped", "not_kept"):
+        text = brief(value, full=True)
+        return text if len(text) <= limit else None
     return dumps_within(value, limit)
 
 
