@@ -36,6 +36,15 @@ def clean_line(text: str) -> str:
     return for_terminal(text)
 
 
+def short_name(text: str) -> str:
+    """A name (a channel, a task, a path, a namespace) as a view shows it: whole up to
+    LONG_LINE characters, else its start and its length (a 16 MB channel name took Rich
+    10 s to measure and printed 16 MB; issue 46 §4). The JSON keeps it whole."""
+    if len(text) > LONG_LINE:
+        return f"{text[: LONG_LINE - 96]}… ({len(text):,} chars)"
+    return text
+
+
 def thread_cell(thread_id: str) -> str:
     """A thread id as a table shows it: clean_line, and shell-quoted when it is blank or
     has blanks at either end (`''`, `' a'`), which a table cell would hide; the quoted form
