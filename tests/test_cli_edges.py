@@ -534,3 +534,11 @@ def test_a_body_too_large_to_fetch_is_a_record_and_the_rest_shows(tmp_path: Path
     assert checked.exit_code == 0, checked.output
     (large,) = [f for f in json.loads(checked.stdout)["findings"] if f["code"] == "too-large"]
     assert large["severity"] == "warning" and large["places"][0]["checkpoint_id"] == checkpoint
+
+
+def test_counts_of_one_are_singular(sqlite_store: Path) -> None:
+    """`read 1 thread`, not `1 threads` (issue 46 §3)."""
+    checked = run("check", str(sqlite_store), "-t", "rich-1")
+    assert "read       1 thread · " in checked.stdout, checked.stdout
+    typed = run("types", str(sqlite_store), "-t", "rich-1")
+    assert typed.stdout.splitlines()[2].startswith("1 thread, "), typed.stdout

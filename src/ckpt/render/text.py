@@ -36,6 +36,11 @@ def clean_line(text: str) -> str:
     return for_terminal(text)
 
 
+def counted(count: int, noun: str) -> str:
+    """`1 thread`, `12 threads`, `1,024 values`: a count and its noun (plural in -s)."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
 def short_name(text: str) -> str:
     """A name (a channel, a task, a path, a namespace) as a view shows it: whole up to
     LONG_LINE characters, else its start and its length (a 16 MB channel name took Rich
