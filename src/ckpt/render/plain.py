@@ -156,6 +156,7 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
             shown = [i for i in shown if not says_nothing.get(headers[i], False)]
         headers[at["UPDATED"]] = f"UPDATED ({zone_label(local)})"
         full_widths = [max(cell_width(h), w) for h, w in zip(headers, widths, strict=True)]
+        dropped: list[str] = []  # for the width, which the table then says
         if fitted:
             # Still too narrow for a useful detail: the least telling columns go first.
             want = min(DETAIL_ROOM, max(widest, len("NEXT / DETAIL")))
@@ -164,6 +165,8 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
                     continue  # asked for (--size)
                 if output.columns() - sum(full_widths[i] + 2 for i in shown) >= want:
                     break
+                if any(headers[i] == header for i in shown):
+                    dropped.append(header)
                 shown = [i for i in shown if headers[i] != header]
         headers = [headers[i] for i in shown]
         widths = [full_widths[i] for i in shown]
@@ -230,6 +233,20 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
                 short,
                 error=status == "error",
             )
+        # Never silently: the columns that say one thing on every row, and those left out
+        # for the width (issue 46 §3).
+        notes = []
+        if fitted and count > 1:
+            same = {"SOURCE": next(iter(sources), ""), "PENDING": "0", "NS": "0"}
+            alike = [f"{h} {same[h]}" for h in same if says_nothing.get(h) and same[h]]
+            if alike:
+                notes.append(", ".join(alike) + " on every row")
+        if dropped:
+            left_out = ", ".join(sorted(dropped, key=("SOURCE", "PENDING", "NS", "SIZE").index))
+            notes.append(f"{left_out} left out at {output.columns()} columns; --json has all")
+        if notes:
+            for text in wrap_text(f"({'; '.join(notes)})", output.columns(), output.columns()):
+                yield paint(text, "dim") + "\n"
 
 
 # -- trees ----------------------------------------------------------------------------------------
