@@ -516,7 +516,13 @@ def test_every_view_fits_80_columns(sqlite_store: Path, tmp_path: Path, mode: st
         ["diff", "fork-1", *db],
         ["vacuum", str(store)],
         ["vacuum", str(store), "--into", str(tmp_path / "copy.sqlite")],
+        ["copy", str(store), str(tmp_path / "new.sqlite"), "--all"],  # a new target
+        ["copy", str(store), str(store.with_name("again.sqlite")), "--all"],  # conflicts
     ]
+    copied = run_at(
+        80, "copy", str(store), str(store.with_name("again.sqlite")), "--all", "--apply"
+    )
+    assert "copied" in copied
     for args in views:
         out = run_at(80, *args, env=NARROW[mode])
         assert "\x1b[" not in out, args  # not a terminal, or NO_COLOR: no styles
