@@ -361,6 +361,10 @@ def test_a_failed_task_says_what_redis_kept_of_its_error(redis_url: str) -> None
     shown = ckpt("show", "fanout-1", "--db", redis_url, "--writes").stdout
     assert "the saver stores only the error's fields shown below: there is no traceback" in shown
     assert "repr only" not in shown
+    # Its one-line form says there is no message, not a dict that reads as data (§3).
+    listed = ckpt("threads", redis_url).stdout
+    assert "): ValueError (no message: RedisSaver keeps none)" in listed, listed
+    assert '{"__type__": "builtins.ValueError"' not in listed
 
 
 def test_a_shallow_store_is_not_pruned(redis_shallow_url: str) -> None:

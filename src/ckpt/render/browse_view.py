@@ -29,6 +29,7 @@ from ckpt.render.text import (
     cell_width,
     clean_line,
     cut,
+    error_brief,
     failure,
     human_size,
     short_time,
@@ -140,7 +141,7 @@ def thread_detail(record: ThreadRecord | None) -> Text:
             text.append(failure(task, limit=300), style="red")
     elif record["errors"]:
         text.append("\nerror: ", style="bold red")
-        text.append(brief(record["errors"][0], limit=300), style="red")
+        text.append(error_brief(record["errors"][0], limit=300), style="red")
     for interrupt in record["interrupts"][:3]:
         text.append("\nwaiting: ", style="bold yellow")
         text.append(brief(interrupt["value"], limit=200), style="yellow")
@@ -317,7 +318,7 @@ def _task_lines(
     if task["input"] is not None:
         fields.add_row(Text("  input", style="bold"), Text(brief(task["input"], full, 600)))
     if task["error"] is not None:
-        error = Text(brief(task["error"], full, 600), style="red")
+        error = Text(error_brief(task["error"], full, 600), style="red")
         error.append("\nLangGraph keeps the error's text only, no traceback", style="dim")
         fields.add_row(Text("  error", style="bold red"), error)
     for interrupt in task["interrupts"]:

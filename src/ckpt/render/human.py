@@ -38,6 +38,7 @@ from ckpt.render.text import (
     brief,
     cell_width,
     cut,
+    error_brief,
     human_size,
     short_name,
     short_time,
@@ -560,7 +561,7 @@ def _writes_brief(record: CheckpointRecord) -> Text:
 def _task_brief(name: str, task: TaskRecord, written: list[str]) -> Text:
     if task["state"] == "failed":
         given = f"({brief(task['input'], limit=40)})" if task["input"] is not None else ""
-        return Text(f"✗ {name}{given}: {brief(task['error'], limit=60)}", style="bold red")
+        return Text(f"✗ {name}{given}: {error_brief(task['error'], limit=60)}", style="bold red")
     waiting = _waiting(task)
     if waiting:
         return Text(f"⏸ {name}: {brief(waiting[0]['value'], limit=50)}", style="bold yellow")

@@ -14,6 +14,7 @@ from ckpt.render.text import (
     cell_width,
     clean_line,
     cut,
+    error_brief,
     failure,
     human_size,
     short_time,
@@ -102,13 +103,13 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
                 same = [t for t in failed[1:] if t["error"] == failed[0]["error"]]
                 if same and failed[0]["input"] is None:
                     names = clean_line(", ".join(task_name(t) for t in [failed[0], *same]))
-                    detail = short = f"{names}: {brief(failed[0]['error'], limit=200)}"
+                    detail = short = f"{names}: {error_brief(failed[0]['error'], limit=200)}"
                 else:
                     same = []
                 if len(failed) > 1 + len(same):
                     detail += f"  (+{len(failed) - 1 - len(same)} more failed)"
             elif record["status"] == "error" and record["errors"]:
-                detail = brief(record["errors"][0], limit=200)
+                detail = error_brief(record["errors"][0], limit=200)
             elif record["status"] == "interrupted" and record["interrupts"]:
                 first = record["interrupts"][0]
                 # The id first: it is what Command(resume={id: ...}) needs, and a cut

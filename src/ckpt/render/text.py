@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ckpt.analysis.tasks import send_label
-from ckpt.decoders import MARK_KEY
+from ckpt.decoders import MARK_KEY, TYPE_KEY
 from ckpt.escapes import for_terminal
 from ckpt.records.encode import dumps, dumps_head, dumps_within
 from ckpt.records.types import TaskRecord
@@ -108,13 +108,28 @@ def task_name(task: TaskRecord) -> str:
     return send_label(task["name"], task["send_index"])
 
 
+def error_brief(error: Any, full: bool = False, limit: int = CUT) -> str:
+    """A task's error on one line: LangGraph's repr as stored, or, for an error RedisSaver
+    kept as an object without its message (its type and attributes: format.md §7b), the
+    type and that there is no message, where its dict would read as data (issue 46 §3)."""
+    if isinstance(error, dict) and isinstance(error.get(TYPE_KEY), str):
+        name = error[TYPE_KEY].rpartition(".")[2]
+        said = {k: v for k, v in error.items() if k not in (TYPE_KEY, "__notes__")}
+        if not said:
+            return cut(f"{name} (no message: RedisSaver keeps none)", full, limit)
+        if set(said) <= {"args", "message"}:
+            text = said.get("message", said.get("args"))
+            return cut(f"{name}: {brief(text, full, limit)}", full, limit)
+    return brief(error, full, limit)
+
+
 def failure(task: TaskRecord, limit: int = CUT, with_input: bool = True) -> str:
     """A failed task on one line, its input (the Send's argument) then its error:
     `worker[1]({"item": "invoice-2"}): ValueError('...')`. The input is cut first."""
     call = clean_line(task_name(task))
     if with_input and task["input"] is not None:
         call += f"({brief(task['input'], limit=min(60, limit))})"
-    return f"{call}: {brief(task['error'], limit=limit)}"
+    return f"{call}: {error_brief(task['error'], limit=limit)}"
 
 
 def human_size(size: int) -> str:
