@@ -238,8 +238,8 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
         # for the width (issue 46 §3).
         notes = []
         if fitted and count > 1:
-            same = {"SOURCE": next(iter(sources), ""), "PENDING": "0", "NS": "0"}
-            alike = [f"{h} {same[h]}" for h in same if says_nothing.get(h) and same[h]]
+            every = {"SOURCE": next(iter(sources), ""), "PENDING": "0", "NS": "0"}
+            alike = [f"{h} {every[h]}" for h in every if says_nothing.get(h) and every[h]]
             if alike:
                 notes.append(", ".join(alike) + " on every row")
         if dropped:
