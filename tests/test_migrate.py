@@ -407,8 +407,12 @@ def test_postgres_migrate_then_v2_resumes_every_thread(
     url = url_of(dsn)
     assert "notes" in pg_raw_names(dsn)
     backup = tmp_path / "backup.sqlite"
-    record = migrate_json(url, "--all", *STEPS, "--backup", str(backup), "--apply")
+    new_app = graph_module(tmp_path)  # --graph: each thread loads through PostgresSaver
+    record = migrate_json(
+        url, "--all", *STEPS, "--backup", str(backup), "--apply", "--graph", f"{new_app}:graph"
+    )
     assert record["totals"]["threads"] == len(graphs.THREADS)
+    assert all(t["graph_error"] is None for t in record["threads"])
     assert record["totals"]["blobs"] > 0  # `notes`' blobs, renamed once per version
     with sqlite_saver(backup) as saver:  # the backup holds v1's threads as they were
         v1 = graphs.build(1, saver)
@@ -724,3 +728,84 @@ def test_a_plan_file_with_every_kind_of_step(store: Path, tmp_path: Path) -> Non
         values = checkpoints.checkpoint("waiting-1")["channel_values"]
     assert values["priority"] == {"level": "normal", "tags": ["a"]}
     assert "findings" in values and "notes" not in values and "scratch" not in values
+
+
+# -- --graph: the user's new graph loads every migrated thread ---------------------------------
+
+GRAPH_MODULE = '''
+import sys
+
+sys.path.insert(0, {tests!r})
+from migrate_graphs import build
+
+graph = build(2, None)  # the new graph, compiled without a checkpointer
+
+
+class StillReadsNotes:
+    """An application that still reads the old key: its get_state raises without it."""
+
+    def __init__(self, compiled):
+        self.compiled = compiled
+
+    def copy(self, update):
+        return StillReadsNotes(self.compiled.copy(update=update))
+
+    def get_state(self, config):
+        state = self.compiled.get_state(config)
+        if state.values and "notes" not in state.values:
+            raise KeyError("notes")
+        return state
+
+    def get_state_history(self, config):
+        return self.compiled.get_state_history(config)
+
+
+stale = StillReadsNotes(build(1, None))
+'''
+
+
+def graph_module(tmp_path: Path) -> Path:
+    path = tmp_path / "new_app.py"
+    path.write_text(GRAPH_MODULE.format(tests=str(Path(__file__).parent)))
+    return path
+
+
+def test_graph_loads_every_migrated_thread(store: Path, tmp_path: Path) -> None:
+    """--graph FILE:ATTR with the v2 graph: every migrated thread loads through it and
+    LangGraph's SqliteSaver (graph_error null, exit 0)."""
+    module = graph_module(tmp_path)
+    record = migrate_json(str(store), "--all", *STEPS, "--apply", "--graph", f"{module}:graph")
+    migrated = [t for t in record["threads"] if t["action"] == "migrate"]
+    assert migrated and all(t["graph_error"] is None for t in migrated)
+
+
+def test_graph_names_the_threads_it_cannot_load(store: Path, tmp_path: Path) -> None:
+    """A graph that raises on a migrated thread: each thread stays migrated (committed),
+    its record says what the graph raised, and the run ends with exit 14."""
+    module = graph_module(tmp_path)
+    result = run_ckpt(
+        "migrate", str(store), "--all", *STEPS, "--apply", "--json", "--graph", f"{module}:stale"
+    )
+    assert result.exit_code == 14, result.output
+    record = json.loads(result.stdout)
+    SCHEMA.validate(record)
+    failed = [t for t in record["threads"] if t["graph_error"]]
+    assert failed and all("KeyError" in t["graph_error"] for t in failed)
+    assert all(t["applied"] for t in failed)
+    assert "the new graph cannot load migrated thread" in result.stderr
+
+
+def test_a_graph_that_cannot_be_imported_is_one_line(store: Path, tmp_path: Path) -> None:
+    before = digest(store)
+    broken = tmp_path / "broken_app.py"
+    broken.write_text("raise RuntimeError('no config')\n")
+    for spec, words in (
+        (f"{broken}:graph", "importing it raised RuntimeError: no config"),
+        ("no_such_module_here:graph", "importing it raised ModuleNotFoundError"),
+        (f"{graph_module(tmp_path)}:nothing", "not a compiled LangGraph graph"),
+        ("graph", "give MODULE:ATTR"),
+    ):
+        result = run_ckpt("migrate", str(store), "--all", *STEPS, "--apply", "--graph", spec)
+        assert result.exit_code == 2, (spec, result.output)
+        assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert digest(store) == before

@@ -305,3 +305,42 @@ def test_another_database_and_collections(mongo_url: str) -> None:
             assert json.loads(done.stdout) == expected
         missing = ckpt("threads", server.url, "--database", "agents")
         assert missing.returncode == ExitCode.UNREADABLE and "'checkpoints'" in missing.stderr
+
+
+def test_a_checkpoint_whose_id_or_namespace_is_not_text_is_an_error_on_its_thread(
+    mongo_url: str,
+) -> None:
+    """MongoDBSaver lists a thread's checkpoints by `thread_id`: one whose checkpoint_id
+    or checkpoint_ns became a number is still listed with it, and cannot be read as a
+    checkpoint (tests/test_damage.py asks LangGraph). Check reads it, on its thread."""
+    import pymongo
+
+    from checking import check, errors
+
+    with MongoServer() as server:
+        source: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(mongo_url)
+        target: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(server.url)
+        for name in ("checkpoints", "checkpoint_writes"):
+            docs = list(source[DATABASE][name].find({}, {"_id": 0}))
+            target[DATABASE][name].insert_many(docs)
+        source.close()
+        checkpoints = target[DATABASE]["checkpoints"]
+        for thread_id, field_name in (
+            ("approval-1", "checkpoint_id"),
+            ("approval-2", "checkpoint_ns"),
+        ):
+            newest = max(
+                d["checkpoint_id"] for d in checkpoints.find({"thread_id": {"$eq": thread_id}})
+            )
+            checkpoints.update_one(
+                {"thread_id": {"$eq": thread_id}, "checkpoint_id": {"$eq": newest}},
+                {"$set": {field_name: 7}},
+            )
+        target.close()
+        record = check(server.url)
+    found = errors(record)
+    assert found.get("malformed-checkpoint") == {"approval-1", "approval-2"}, record["findings"]
+    assert set().union(*found.values()) == {"approval-1", "approval-2"}, found
+    details = json.dumps(record["findings"])
+    assert "its `checkpoint_id` is int, not a string" in details
+    assert "its `checkpoint_ns` is int, not a string" in details

@@ -367,6 +367,64 @@ def test_a_failed_task_says_what_redis_kept_of_its_error(redis_url: str) -> None
     assert '{"__type__": "builtins.ValueError"' not in listed
 
 
+def test_documents_the_search_index_leaves_out_are_errors_on_their_thread() -> None:
+    """A field RediSearch indexes as a TAG that became a number drops its document out of
+    the saver's index: RedisSaver, which finds checkpoints and writes only through it,
+    loses them (tests/test_damage.py asks LangGraph). Check finds them by their key
+    names once the server counts an indexing failure, and marks their own thread."""
+    import redis
+    from fixtures.redis_stores import build_redis
+
+    from checking import check, errors
+
+    with RedisServer() as server:
+        build_redis(server.url)  # with the saver's indexes (a copy by RESTORE has none)
+        target = redis.Redis.from_url(server.url)
+        assert not errors(check(server.url))
+        write = sorted(target.scan_iter(match="checkpoint_write:approval-2:*"))[0]
+        checkpoint = sorted(target.scan_iter(match="checkpoint:approval-1:*"))[1]
+        for key, field_name in ((write, "checkpoint_id"), (checkpoint, "thread_id")):
+            doc = target.json().get(key)
+            doc[field_name] = 7
+            target.execute_command("JSON.SET", key, "$", json.dumps(doc))
+        target.close()
+        record = check(server.url)
+    found = errors(record)
+    assert found == {
+        "malformed-write": {"approval-2"},
+        "malformed-checkpoint": {"approval-1"},
+    }, record["findings"]
+    details = json.dumps(record["findings"])
+
+    assert "its `checkpoint_id` is int: the saver's search index leaves it out" in details
+
+
+def test_a_latest_pointer_gone_or_changed_is_an_error_on_its_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RedisSaver's get_tuple (every resume) starts from `checkpoint_latest:{thread}:{ns}`:
+    gone, or naming an older checkpoint, LangGraph finds none or resumes from that one.
+    (Nothing writes here: a pointer behind a recent checkpoint is asked again at once.)"""
+    import redis
+    from fixtures.redis_stores import build_redis
+
+    from checking import check, errors
+
+    with RedisServer() as server:
+        build_redis(server.url)
+        monkeypatch.setattr("ckpt.scan.integrity.SETTLE", 0.0)
+        client = redis.Redis.from_url(server.url)
+        assert not errors(check(server.url))
+        client.delete("checkpoint_latest:approval-1:__empty__")
+        older = sorted(client.scan_iter(match="checkpoint:approval-2:__empty__:*"))[0]
+        client.set("checkpoint_latest:approval-2:__empty__", older)
+        client.close()
+        record = check(server.url)
+    assert errors(record) == {"wrong-latest": {"approval-1", "approval-2"}}, record["findings"]
+    details = json.dumps(record["findings"])
+    assert "the saver's latest pointer is gone" in details and older.decode() in details
+
+
 def test_a_shallow_store_is_not_pruned(redis_shallow_url: str) -> None:
     done = ckpt("prune", "--db", redis_shallow_url, "--all", "--keep-latest", "--apply")
     assert done.returncode == ExitCode.UNSUPPORTED

@@ -1,4 +1,4 @@
-"""Each record's TypedDict (ckpt.records.types) and its JSON Schema (docs/*.schema.json)
+"""Each record's TypedDict (ckpt.records.types, .runs) and its JSON Schema (docs/*.schema.json)
 say the same: the same keys at every depth, the same required ones, the same Literal
 choices as enums. The records are checked against the schemas on real output elsewhere
 (tests/schemas.py); this holds the two descriptions to each other, so that neither drifts
@@ -14,6 +14,7 @@ from typing import Any, Literal, NotRequired, Required, Union, get_args, get_ori
 
 import pytest
 
+from ckpt.records import runs
 from ckpt.records import types as records
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -21,10 +22,10 @@ ROOTS = {
     "thread.schema.json": records.ThreadRecord,
     "checkpoint.schema.json": records.CheckpointRecord,
     "check.schema.json": records.CheckRecord,
-    "copy.schema.json": records.CopyRecord,
-    "migrate.schema.json": records.MigrateRecord,
-    "behind.schema.json": records.MigrationBehindRecord,
-    "prune.schema.json": records.PruneRecord,
+    "copy.schema.json": runs.CopyRecord,
+    "migrate.schema.json": runs.MigrateRecord,
+    "behind.schema.json": runs.MigrationBehindRecord,
+    "prune.schema.json": runs.PruneRecord,
     "stats.schema.json": records.StatsRecord,
     "types.schema.json": records.TypesRecord,
     "vacuum.schema.json": records.VacuumRecord,

@@ -69,7 +69,8 @@ if TYPE_CHECKING:
         StoreUnreadable,
         Unsafe,
     )
-    from ckpt.records.types import CheckpointRecord, CopyRecord, PruneRecord, ThreadRecord
+    from ckpt.records.runs import CopyRecord, PruneRecord
+    from ckpt.records.types import CheckpointRecord, ThreadRecord
 
 _HOMES = {
     "CheckpointStore": "ckpt.api",
@@ -81,8 +82,8 @@ _HOMES = {
     "prune": "ckpt.api",
     "vacuum": "ckpt.api",
     "CheckpointRecord": "ckpt.records.types",
-    "CopyRecord": "ckpt.records.types",
-    "PruneRecord": "ckpt.records.types",
+    "CopyRecord": "ckpt.records.runs",
+    "PruneRecord": "ckpt.records.runs",
     "ThreadRecord": "ckpt.records.types",
 }
 
@@ -91,10 +92,10 @@ def __getattr__(name: str) -> Any:
     # PEP 562: the API loads on first use; the CLI's start-up never pays for it.
     if name in _HOMES:
         from ckpt import api
-        from ckpt.records import types as records
+        from ckpt.records import runs, types
 
-        module = api if _HOMES[name] == "ckpt.api" else records
-        return getattr(module, name)
+        homes = {"ckpt.api": api, "ckpt.records.runs": runs, "ckpt.records.types": types}
+        return getattr(homes[_HOMES[name]], name)
     if name in __all__:
         from ckpt import errors
 

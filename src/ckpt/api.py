@@ -17,14 +17,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ckpt.analysis.comparison import Comparison
 from ckpt.analysis.records import checkpoint_record
-from ckpt.analysis.selector import dump_query, missing
+from ckpt.analysis.selector import dump_query, known_threads
 from ckpt.analysis.tasks import Task
-from ckpt.errors import BadOption, EncryptedError, NotFound, RefusedGlobal
+from ckpt.errors import BadOption, EncryptedError, NotFound
 from ckpt.ops.demo import missing_demo_packages, require_demo, write_demo
 from ckpt.ops.run import Run
 from ckpt.records.model import Checkpoint, CheckpointKey, DumpQuery
@@ -51,7 +50,7 @@ from ckpt.records.types import (
 )
 from ckpt.records.vocabulary import Status, ThreadSort
 from ckpt.records.when import When
-from ckpt.stores.base import Store
+from ckpt.stores.base import Closes, Store
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -60,7 +59,9 @@ if TYPE_CHECKING:
     from ckpt.ops.maintain import PruneRun
     from ckpt.ops.migrate import MigrateRun
     from ckpt.records.migration import Step
-    from ckpt.records.types import CopyRecord, MigrateRecord, PruneRecord, ThreadPlanRecord
+    from ckpt.records.runs import CopyRecord, MigrateRecord, PruneRecord, ThreadPlanRecord
+
+T = TypeVar("T")
 
 __all__ = [
     "CheckpointStore",
@@ -105,7 +106,7 @@ def closest_thread(thread_id: str, ids: Iterable[str]) -> str:
     return closest(thread_id, ids)
 
 
-class CheckpointStore:
+class CheckpointStore(Closes):
     """A checkpoint store, read-only, as ckpt's records. Get one with `ckpt.open`.
 
     Values that stay encrypted (no key, or a wrong one) are an EncryptedError once what
@@ -337,18 +338,10 @@ class CheckpointStore:
         newest `updates` update_state checkpoints (what each edit wrote), and, with `last`,
         how many older checkpoints were not read (when the store can count them from its
         key index; else 0)."""
-        from ckpt.analysis.history import written_by
-        from ckpt.records.types import history_nodes
+        from ckpt.analysis.history import lineage_record
 
         chains = self.history_tree(thread_id, last=last)
-        records = [node["checkpoint"] for chain in chains for node in history_nodes(chain)]
-        edits = [r for r in records if written_by(r) == "update"][-updates:] if updates else []
-        written = {cid: values or {} for cid, values in self.channel_values(edits).items()}
-        earlier = 0
-        if last is not None and len(records) >= last:
-            total = self.dump_total(threads=[thread_id])
-            earlier = max(total - len(records), 0) if total is not None else 0
-        return {"thread_id": thread_id, "chains": chains, "written": written, "earlier": earlier}
+        return lineage_record(self._store, thread_id, chains, last=last, updates=updates)
 
     def versions(
         self, thread_id: str, *, ns: str | None = None, last: int | None = None
@@ -517,12 +510,7 @@ class CheckpointStore:
             yield from self.iter_threads(sort="thread")
 
     def _known_threads(self, threads: Sequence[str]) -> tuple[str, ...]:
-        for thread_id in threads:
-            if not thread_id.strip() and not self._store.thread_exists(thread_id):
-                raise BadOption(f"empty thread id {thread_id!r} in `threads`: no thread has it")
-            if not self._store.thread_exists(thread_id):
-                raise missing(self._store, f"no thread {thread_id!r} in {self._store.location}")
-        return tuple(dict.fromkeys(threads))
+        return known_threads(self._store, threads)
 
     def is_latest(self, record: CheckpointRecord) -> bool:
         """Whether a record is its namespace's newest checkpoint (its `next` is then also
@@ -559,15 +547,10 @@ class CheckpointStore:
         values: bool,
         channels: Sequence[str] = (),
     ) -> tuple[Checkpoint, list[Task] | None]:
-        from ckpt.analysis.encryption import pick_channels
-        from ckpt.analysis.reader import CheckpointReader, annotate
+        from ckpt.analysis.reader import load_checkpoint
 
         key = selector if isinstance(selector, CheckpointKey) else self.resolve(selector, ns=ns)
-        checkpoint = self._store.load(key, values=values)
-        checkpoint, tasks = annotate(CheckpointReader(self._store), checkpoint, values=values)
-        if channels:
-            checkpoint = pick_channels(checkpoint, list(channels))
-        return checkpoint, tasks
+        return load_checkpoint(self._store, key, values=values, channels=channels)
 
     # -- choosing threads (prune, copy) -----------------------------------------------------
     def _chooser(
@@ -615,12 +598,6 @@ class CheckpointStore:
         is asked for, so memory stays flat however many threads are selected."""
         from ckpt.ops import maintain as maintenance
 
-        if strategy not in ("keep_latest", "keep_last", "delete", "orphans"):
-            raise BadOption(
-                f"`strategy` must be keep_latest, keep_last, delete or orphans, not {strategy!r}"
-            )
-        if keep < 1:
-            raise BadOption(f"`keep` must be 1 or more, not {keep}")
         choose = self._chooser(threads, older_than, since, status, where, all)
         return maintenance.prune_run(
             self._store,
@@ -693,19 +670,12 @@ class CheckpointStore:
         hears of every row moved; `shallow`: a Redis target in ShallowRedisSaver's layout
         (each namespace's newest checkpoint only)."""
         from ckpt.ops import copy as copying
-        from ckpt.stores import open_target
 
-        if (keep_keys or keep_errors) and not redact:
-            raise BadOption("`keep_keys` and `keep_errors` are for `redact=True`")
+        redaction = copying.Redaction.given(redact, keep_keys, keep_errors)
         choose = self._chooser(threads, older_than, since, status, where, all)
-        redaction = (
-            copying.Redaction(keep_keys=frozenset(keep_keys), keep_errors=keep_errors)
-            if redact
-            else None
-        )
-        target = open_target(os.fspath(dst), timeout=timeout, shallow=shallow)
-        try:
-            run = copying.copy_run(
+        return copying.copy_into(
+            os.fspath(dst),
+            lambda target: copying.copy_run(
                 self._store,
                 target,
                 choose,
@@ -715,12 +685,10 @@ class CheckpointStore:
                 redaction=redaction,
                 renumber_versions=renumber_versions,
                 on_rows=on_rows,
-            )
-        except BaseException:
-            target.close()
-            raise
-        run.target = target
-        return run
+            ),
+            timeout=timeout,
+            shallow=shallow,
+        )
 
     def copy(self, dst: str | os.PathLike[str], **options: Unpack[CopyOptions]) -> CopyRecord:
         """Copy threads into a SqliteSaver file or PostgresSaver database `dst` (`ckpt
@@ -757,6 +725,7 @@ class CheckpointStore:
         backup: str | os.PathLike[str] | None = None,
         apply: bool = False,
         timeout: float | None = None,
+        graph: Any = None,
     ) -> MigrateRun:
         """`migrate`, streamed: a MigrateRun, whose iteration plans (with `apply`,
         migrates) one thread at a time and yields its record; `head` and `totals` as
@@ -764,7 +733,9 @@ class CheckpointStore:
         Step), else, in this order, `rename_channel` {old: new}, `drop_channel`,
         `rename_node` {old: new}, `add_channel` {name: JSON value} and `transform`
         {channel: function} (the function gets the decoded value as ckpt gives it and
-        returns the new one, which ckpt encodes as LangGraph's serializer would)."""
+        returns the new one, which ckpt encodes as LangGraph's serializer would). `graph`:
+        the new compiled graph (or "module:attr", imported: the caller's own code), through
+        which each migrated thread is loaded (MigrationMismatch names those it cannot)."""
         from ckpt.ops import migrate as migration
         from ckpt.records.migration import steps_of
 
@@ -778,6 +749,7 @@ class CheckpointStore:
             apply=apply,
             backup=Path(backup) if backup is not None else None,
             timeout=timeout,
+            graph=graph,
         )
 
     def migrate(self, **options: Unpack[MigrateOptions]) -> MigrateRecord:
@@ -823,24 +795,11 @@ class CheckpointStore:
         copy after a migration), B (or A again) is read there. Raises NotFound, naming
         the side, when a checkpoint is missing or A has no parent."""
         from ckpt.analysis.changes import diff_records
-        from ckpt.decoders import MARK_KEY
+        from ckpt.analysis.comparison import the_parent
 
         if b is None and other is None:
             right = self.checkpoint(a, ns=ns)
-            left = self.parent(right)
-            body = right.get("checkpoint")
-            if left is None and isinstance(body, dict) and body.get(MARK_KEY) == "refused":
-                # Its parent id is in what was refused: not "no parent" (exit 7), refused (9).
-                raise RefusedGlobal(
-                    f"refused to load {body.get('global')} from {self.location}: it is where "
-                    f"checkpoint {right['checkpoint_id']} of thread {right['thread_id']!r} goes, "
-                    "so its parent cannot be read; give two checkpoints; nothing was run"
-                )
-            if left is None:
-                raise NotFound(
-                    f"checkpoint {right['checkpoint_id']} of thread {right['thread_id']!r} has "
-                    "no parent to compare with; give two checkpoints"
-                )
+            left = the_parent(right, self.parent(right), self.location)
         else:
             left = self.checkpoint(a, ns=ns)
             where = other or self
@@ -855,17 +814,6 @@ class CheckpointStore:
     # -- lifetime ----------------------------------------------------------------------------
     def close(self) -> None:
         self._store.close()
-
-    def __enter__(self) -> CheckpointStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def open(  # the library's entry point, named as sqlite3.connect or open() are
@@ -893,25 +841,16 @@ def open(  # the library's entry point, named as sqlite3.connect or open() are
     are kept marked in the records, the errors in `store.hidden` ("keep"). Raises
     StoreNotFound, StoreUnreadable, NotACheckpointStore, StoreCorrupt (ckpt.errors).
     """
-    from ckpt.analysis.encryption import verify_key
-    from ckpt.decoders import key_from_env_or_arg
+    from ckpt.analysis.encryption import opened_with_key
     from ckpt.stores import discover, open_store
 
     text = os.fspath(spec) if spec is not None else os.environ.get("CKPT_DB") or discover()
-    if isinstance(aes_key, bytes):
-        aes_key = aes_key.decode("utf-8")
-    try:
-        key = key_from_env_or_arg(aes_key)
-    except EncryptedError as exc:
-        raise BadOption(exc.message) from None
-    store = open_store(
-        text, aes_key=key, schema=schema, prefix=prefix, database=database, timeout=timeout
+    store = opened_with_key(
+        aes_key,
+        lambda key: open_store(
+            text, aes_key=key, schema=schema, prefix=prefix, database=database, timeout=timeout
+        ),
     )
-    try:
-        verify_key(store)
-    except BaseException:
-        store.close()
-        raise
     return CheckpointStore(store, hidden=hidden)
 
 
@@ -928,6 +867,17 @@ def _store(
         return
     with open(store, aes_key=aes_key, timeout=timeout, hidden="keep") as opened:
         yield opened
+
+
+def _on(
+    store: StoreLike,
+    aes_key: str | bytes | None,
+    timeout: float | None,
+    verb: Callable[[CheckpointStore], T],
+) -> T:
+    """`verb` called on a store as given (see _store)."""
+    with _store(store, aes_key, timeout) as opened:
+        return verb(opened)
 
 
 @overload
@@ -989,8 +939,7 @@ def copy(
 ) -> CopyRecord:
     """`ckpt copy SRC DST`: `CheckpointStore.copy` on `src` (an open store, or what `open`
     takes, opened with `aes_key` and the `timeout` of the options)."""
-    with _store(src, aes_key, options.get("timeout")) as store:
-        return store.copy(dst, **options)
+    return _on(src, aes_key, options.get("timeout"), lambda store: store.copy(dst, **options))
 
 
 def migrate(
@@ -998,8 +947,7 @@ def migrate(
 ) -> MigrateRecord:
     """`ckpt migrate`: `CheckpointStore.migrate` on `store` (an open store, or what `open`
     takes)."""
-    with _store(store, aes_key, options.get("timeout")) as opened:
-        return opened.migrate(**options)
+    return _on(store, aes_key, options.get("timeout"), lambda opened: opened.migrate(**options))
 
 
 def prune(
@@ -1007,8 +955,7 @@ def prune(
 ) -> PruneRecord:
     """`ckpt prune`: `CheckpointStore.prune` on `store` (an open store, or what `open`
     takes)."""
-    with _store(store, aes_key, options.get("timeout")) as opened:
-        return opened.prune(**options)
+    return _on(store, aes_key, options.get("timeout"), lambda opened: opened.prune(**options))
 
 
 def vacuum(
@@ -1020,8 +967,9 @@ def vacuum(
 ) -> VacuumRecord:
     """`ckpt vacuum`: `CheckpointStore.vacuum` on `store` (an open store, or what `open`
     takes)."""
-    with _store(store, None, timeout) as opened:
-        return opened.vacuum(into=into, apply=apply, timeout=timeout)
+    return _on(
+        store, None, timeout, lambda opened: opened.vacuum(into=into, apply=apply, timeout=timeout)
+    )
 
 
 def find_store(folder: str | os.PathLike[str] | None = None) -> str:

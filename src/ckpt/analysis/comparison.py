@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ckpt.decoders import MARK_KEY
+from ckpt.errors import NotFound, RefusedGlobal
 from ckpt.records.types import CheckpointRecord, PatchOperation
 
 if TYPE_CHECKING:
@@ -47,3 +49,24 @@ class Comparison:
     def compares(self, one: CheckpointRecord, other: CheckpointRecord) -> bool:
         """Whether this is the diff of these very records (either way round)."""
         return {id(one), id(other)} == {id(self.a), id(self.b)}
+
+
+def the_parent(
+    record: CheckpointRecord, parent: CheckpointRecord | None, location: str
+) -> CheckpointRecord:
+    """`parent`, the checkpoint `record` is compared with when `ckpt diff` is given one;
+    RefusedGlobal (exit 9) when its parent id is in what was refused, NotFound (exit 7)
+    when it has none."""
+    if parent is not None:
+        return parent
+    body = record.get("checkpoint")
+    if isinstance(body, dict) and body.get(MARK_KEY) == "refused":
+        raise RefusedGlobal(
+            f"refused to load {body.get('global')} from {location}: it is where "
+            f"checkpoint {record['checkpoint_id']} of thread {record['thread_id']!r} goes, "
+            "so its parent cannot be read; give two checkpoints; nothing was run"
+        )
+    raise NotFound(
+        f"checkpoint {record['checkpoint_id']} of thread {record['thread_id']!r} has "
+        "no parent to compare with; give two checkpoints"
+    )

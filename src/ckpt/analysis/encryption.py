@@ -4,12 +4,12 @@ it or keep it), and `--channel` narrowing (which must not hide what encryption h
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from ckpt.decoders import decode, is_marked
-from ckpt.errors import EncryptedError, NotFound
+from ckpt.decoders import decode, is_marked, key_from_env_or_arg
+from ckpt.errors import BadOption, EncryptedError, NotFound
 from ckpt.records.model import Checkpoint, ThreadSummary
 from ckpt.stores.base import Store
 
@@ -77,6 +77,25 @@ def verify_key(store: Store) -> None:
             f"{store.location}: the key does not decrypt this store: wrong `aes_key` / "
             "LANGGRAPH_AES_KEY"
         )
+
+
+def opened_with_key(aes_key: str | bytes | None, opener: Callable[[bytes | None], Store]) -> Store:
+    """The store `opener` opens with the EncryptedSerializer key given (else
+    $LANGGRAPH_AES_KEY), the key checked on one encrypted value (verify_key); a key that
+    is not one is BadOption."""
+    if isinstance(aes_key, bytes):
+        aes_key = aes_key.decode("utf-8")
+    try:
+        key = key_from_env_or_arg(aes_key)
+    except EncryptedError as exc:
+        raise BadOption(exc.message) from None
+    store = opener(key)
+    try:
+        verify_key(store)
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def hides_thread(thread: ThreadSummary) -> bool:

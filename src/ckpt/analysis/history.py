@@ -11,8 +11,15 @@ from ckpt.analysis.selector import did_you_mean, missing, short_id
 from ckpt.analysis.status import checkpoint_tasks
 from ckpt.analysis.tasks import Shape, ShapeLearner, Task, shape_of
 from ckpt.errors import BadOption
-from ckpt.records.model import Checkpoint, DumpQuery
-from ckpt.records.types import BranchKind, BranchRecord, CheckpointRecord, HistoryNodeRecord
+from ckpt.records.model import Checkpoint, CheckpointKey, DumpQuery
+from ckpt.records.types import (
+    BranchKind,
+    BranchRecord,
+    CheckpointRecord,
+    HistoryNodeRecord,
+    LineageRecord,
+    history_nodes,
+)
 from ckpt.stores.base import Store
 
 
@@ -423,3 +430,25 @@ def written_by(record: CheckpointRecord) -> object:
     """The `source` a checkpoint's metadata names (input, loop, update, fork), if any."""
     metadata = record["metadata"]
     return metadata.get("source") if isinstance(metadata, dict) else None
+
+
+def lineage_record(
+    store: Store,
+    thread_id: str,
+    chains: list[list[HistoryNodeRecord]],
+    *,
+    last: int | None,
+    updates: int,
+) -> LineageRecord:
+    """`ckpt history`'s record around a thread's tree (`chains`): the channel values of its
+    newest `updates` update_state checkpoints (what each edit wrote), and, with `last`, how
+    many older checkpoints were not read (when the store can count them; else 0)."""
+    records = [node["checkpoint"] for chain in chains for node in history_nodes(chain)]
+    edits = [r for r in records if written_by(r) == "update"][-updates:] if updates else []
+    keys = [CheckpointKey(r["thread_id"], r["checkpoint_ns"], r["checkpoint_id"]) for r in edits]
+    written = {c.checkpoint_id: c.values or {} for c in store.load_many(keys, values=True)}
+    earlier = 0
+    if last is not None and len(records) >= last:
+        total = store.count_checkpoints(DumpQuery(thread_ids=(thread_id,)))
+        earlier = max(total - len(records), 0) if total is not None else 0
+    return {"thread_id": thread_id, "chains": chains, "written": written, "earlier": earlier}

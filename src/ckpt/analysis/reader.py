@@ -10,7 +10,7 @@ checkpoints show: for those the reader learns the shape from the thread once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from ckpt.analysis.delta import DeltaValue, is_snapshot, rebuild
@@ -115,6 +115,21 @@ def annotate(
     if values and checkpoint.values is not None:
         checkpoint = reader.with_deltas(checkpoint)
     return checkpoint, reader.tasks(checkpoint)
+
+
+def load_checkpoint(
+    store: Store, key: CheckpointKey, *, values: bool, channels: Sequence[str] = ()
+) -> tuple[Checkpoint, list[Task] | None]:
+    """One checkpoint as the API gives it: its delta values rebuilt, its due tasks, and
+    only `channels`' values and writes when some are named."""
+    from ckpt.analysis.encryption import pick_channels
+
+    checkpoint, tasks = annotate(
+        CheckpointReader(store), store.load(key, values=values), values=values
+    )
+    if channels:
+        checkpoint = pick_channels(checkpoint, list(channels))
+    return checkpoint, tasks
 
 
 def dump_records(

@@ -208,3 +208,14 @@ def dump_query(
         until_id=id_bound(store, until, "until", now) if until is not None else until_id,
         latest_only=latest,
     )
+
+
+def known_threads(store: Store, threads: Sequence[str]) -> tuple[str, ...]:
+    """`threads` as the API takes them: each one there (NotFound names the first that is
+    not), duplicates dropped, in the order given."""
+    for thread_id in threads:
+        if not thread_id.strip() and not store.thread_exists(thread_id):
+            raise BadOption(f"empty thread id {thread_id!r} in `threads`: no thread has it")
+        if not store.thread_exists(thread_id):
+            raise missing(store, f"no thread {thread_id!r} in {store.location}")
+    return tuple(dict.fromkeys(threads))

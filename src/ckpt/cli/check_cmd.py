@@ -75,7 +75,7 @@ def check(
     from ckpt.cli.options import fix_line
     from ckpt.errors import ExitCode
     from ckpt.records.encode import dump_document
-    from ckpt.records.types import MigrationBehindRecord
+    from ckpt.records.runs import MigrationBehindRecord
     from ckpt.render.check_view import check_view
     from ckpt.render.progress import advancing
 

@@ -22,7 +22,7 @@ from ckpt.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from ckpt.records.types import ThreadPlanRecord
+    from ckpt.records.runs import ThreadPlanRecord
 
 
 @store_options

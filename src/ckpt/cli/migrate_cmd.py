@@ -72,6 +72,17 @@ def migrate(
             show_default=False,
         ),
     ] = None,
+    graph: Annotated[
+        str | None,
+        typer.Option(
+            "--graph",
+            metavar="MODULE:ATTR",
+            help="Your new compiled graph (e.g. my_app.graph:graph, imported: your code): "
+            "with --apply, load each migrated thread through it and name those it cannot "
+            "(exit 14).",
+            show_default=False,
+        ),
+    ] = None,
     apply: ApplyOpt = False,
     json_out: JsonOpt = False,
     *,
@@ -112,6 +123,7 @@ def migrate(
             latest=latest,
             backup=backup,
             apply=apply,
+            graph=graph,
             timeout=store_options.timeout,
         )
         render_run(output, run, json_out=json_out, lines=migrate_lines)

@@ -314,6 +314,7 @@ FLAGS: dict[str, str] = {
     "add_channel": "--add-channel",
     "plan": "--plan",
     "latest": "--latest",
+    "graph": "--graph",
     "into": "--into",
     "apply": "--apply",
     "apply=True": "--apply",

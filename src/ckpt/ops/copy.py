@@ -21,7 +21,7 @@ from ckpt import stores
 from ckpt.errors import BadOption, CopyInterrupted, CopyRefused, NotSupported, Unsafe
 from ckpt.ops.run import Run
 from ckpt.records.model import TASKS, DumpQuery
-from ckpt.records.types import CopyHead, CopyThreadRecord, CopyTotals
+from ckpt.records.runs import CopyHead, CopyThreadRecord, CopyTotals
 from ckpt.stores.base import Store, Target, ThreadSink
 
 if TYPE_CHECKING:
@@ -37,6 +37,13 @@ class Redaction:
 
     keep_keys: frozenset[str] = frozenset()
     keep_errors: bool = False
+
+    @classmethod
+    def given(cls, redact: bool, keep_keys: Sequence[str], keep_errors: bool) -> Redaction | None:
+        """The redaction the API's `redact`, `keep_keys` and `keep_errors` ask for, if any."""
+        if (keep_keys or keep_errors) and not redact:
+            raise BadOption("`keep_keys` and `keep_errors` are for `redact=True`")
+        return cls(keep_keys=frozenset(keep_keys), keep_errors=keep_errors) if redact else None
 
 
 @dataclass
@@ -261,6 +268,25 @@ def copy_run(
             yield record
 
     run.records = records()
+    return run
+
+
+def copy_into(
+    dst: str,
+    start: Callable[[Target], CopyRun],
+    *,
+    timeout: float | None = None,
+    shallow: bool = False,
+) -> CopyRun:
+    """The run `start` begins on the store at `dst`, opened here as a target (`shallow`: a
+    Redis target in ShallowRedisSaver's layout) and closed with the run (CopyRun.target)."""
+    target = stores.open_target(dst, timeout=timeout, shallow=shallow)
+    try:
+        run = start(target)
+    except BaseException:
+        target.close()
+        raise
+    run.target = target
     return run
 
 

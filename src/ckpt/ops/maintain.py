@@ -14,17 +14,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from ckpt.errors import BadOption
 from ckpt.ops.prune import plan_thread
 from ckpt.ops.run import Run
 from ckpt.records.plans import Strategy, ThreadPlan
-from ckpt.records.types import (
-    NamespacePlanRecord,
-    PruneHead,
-    PruneTotals,
-    StoreRecord,
-    ThreadPlanRecord,
-    VacuumRecord,
-)
+from ckpt.records.runs import NamespacePlanRecord, PruneHead, PruneTotals, ThreadPlanRecord
+from ckpt.records.types import StoreRecord, VacuumRecord
 from ckpt.stores.base import Store
 
 
@@ -74,6 +69,12 @@ def prune_run(
     at a time. The store says first whether it can be pruned that way, then the threads
     are chosen; each is planned (or pruned, in its own transaction) as the run is
     iterated (PruneRun)."""
+    if strategy not in ("keep_latest", "keep_last", "delete", "orphans"):
+        raise BadOption(
+            f"`strategy` must be keep_latest, keep_last, delete or orphans, not {strategy!r}"
+        )
+    if keep < 1:
+        raise BadOption(f"`keep` must be 1 or more, not {keep}")
     store.check_prune(strategy, backup=backup is not None)
     threads = list(choose())
     head: PruneHead = {

@@ -12,34 +12,33 @@ LangGraph finds the saved writes and answers on resume and runs no node twice.
 
 Each migrated checkpoint lists the names of the steps it went through in its metadata
 (MIGRATED_KEY): a step a checkpoint lists is skipped, so a second run changes nothing.
+What each step does to the rows is in ckpt.ops.migrate_steps; here, the rewrite of one
+thread and the run over the threads.
 """
 
 from __future__ import annotations
 
-import binascii
 import difflib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import combinations
 from pathlib import Path
-from typing import Any, Final
-
-import ormsgpack
-import xxhash
+from typing import Any
 
 from ckpt.decoders import decode
-from ckpt.decoders.repack import (
-    EXT_KW_ARGS,
-    EXT_POS_ARGS,
-    RawExt,
-    encode_value,
-    ext_class,
-    pack_raw,
-    unpack_raw,
+from ckpt.decoders.repack import encode_value
+from ckpt.errors import CkptError, CopyRefused, DecodeError, MigrationMismatch, Unsafe
+from ckpt.ops.migrate_steps import (
+    add_channel,
+    drop_channel,
+    names_in,
+    primitive_bytes,
+    rename_channel,
+    rename_node,
 )
-from ckpt.errors import CopyRefused, DecodeError, Unsafe
 from ckpt.ops.run import Run
+from ckpt.ops.user_graph import graph_loader
 from ckpt.records.migration import (
     MIGRATED_KEY,
     Blob,
@@ -51,56 +50,8 @@ from ckpt.records.migration import (
     check_steps,
     step_record,
 )
-from ckpt.records.types import (
-    MigrateHead,
-    MigrateThreadRecord,
-    MigrateTotals,
-)
+from ckpt.records.runs import MigrateHead, MigrateThreadRecord, MigrateTotals
 from ckpt.stores.base import Store
-
-PULL: Final = "__pregel_pull"
-PUSH: Final = "__pregel_push"
-TASKS: Final = "__pregel_tasks"
-START: Final = "__start__"  # the channel that keeps the graph's input (a map of state keys)
-INTERRUPT: Final = "__interrupt__"
-NO_WRITES: Final = "__no_writes__"
-BUMPS: Final = "__snapshot_bumps__"  # versions_seen entry that is no node (format.md §11)
-COUNTERS: Final = "counters_since_delta_snapshot"
-# Writes that say a task did not finish (format.md §11: a task is finished iff it has an
-# output write): dropping a channel must not leave a finished task without one.
-CONTROL: Final = frozenset({INTERRUPT, "__resume__", "__error__", "__error_source_node__"})
-
-
-# -- ids as LangGraph derives them ---------------------------------------------------------
-
-
-def _hash_id(checkpoint_id: str, *parts: str) -> str | None:
-    try:
-        namespace = binascii.unhexlify(checkpoint_id.replace("-", ""))
-    except (binascii.Error, ValueError):
-        return None
-    hexed = xxhash.xxh3_128_hexdigest(namespace + "".join(parts).encode("utf-8", "surrogatepass"))
-    return f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:32]}"
-
-
-def _task_ns(parent_ns: str, node: str) -> str:
-    return f"{parent_ns}|{node}" if parent_ns else node
-
-
-def pull_task_id(
-    checkpoint_id: str, ns: str, step: int, node: str, triggers: Sequence[str]
-) -> str | None:
-    return _hash_id(checkpoint_id, _task_ns(ns, node), str(step), node, PULL, *sorted(triggers))
-
-
-def push_task_id(checkpoint_id: str, ns: str, step: int, node: str, index: int) -> str | None:
-    return _hash_id(checkpoint_id, _task_ns(ns, node), str(step), node, PUSH, str(index))
-
-
-def interrupt_id(task_ns: str, answered: int) -> str:
-    text = f"{task_ns}|{answered}" if answered else task_ns
-    return str(xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass")))
-
 
 # -- rewriting one thread ------------------------------------------------------------------
 
@@ -196,6 +147,7 @@ class Rewriter:
             return None
         new.writes = [w for ws in writes_at.values() for w in ws]
         new.writes.sort(key=lambda w: (w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx))
+        _close_gaps(new.writes, rows.writes)
         if new.split:
             outcome.blobs = self._settle_blobs(rows, new, touched)
         self._check_no_old_names(new, chosen)
@@ -222,15 +174,15 @@ class Rewriter:
         may now be unused."""
         if step.kind == "rename_channel":
             assert step.new is not None
-            return _rename_channel(checkpoint, writes, rows, step.old, step.new)
+            return rename_channel(checkpoint, writes, rows, step.old, step.new)
         if step.kind == "drop_channel":
-            _drop_channel(checkpoint, writes, rows, step.old)
+            drop_channel(checkpoint, writes, rows, step.old)
             return {step.old}
         if step.kind == "rename_node":
             assert step.new is not None
-            return _rename_node(checkpoint, writes, rows, step.old, step.new)
+            return rename_node(checkpoint, writes, rows, step.old, step.new)
         if step.kind == "add_channel":
-            _add_channel(checkpoint, rows, step.old, step.value)
+            add_channel(checkpoint, rows, step.old, step.value)
             return set()
         self._transform(step, checkpoint, rows, transformed)
         return set()
@@ -250,7 +202,7 @@ class Rewriter:
         key = (checkpoint.checkpoint_ns, channel, str(version))
         if channel in values:
             result = self._transformed(values[channel], function, where)
-            if rows.split and not _primitive_bytes(result[1] or b""):
+            if rows.split and not primitive_bytes(result[1] or b""):
                 # A store that keeps only primitives inline keeps this one as a blob.
                 del values[channel]
                 rows.blobs[key] = result
@@ -312,7 +264,7 @@ class Rewriter:
         for checkpoint in rows.checkpoints:
             if checkpoint.checkpoint_id not in chosen.get(checkpoint.checkpoint_ns, ()):
                 continue
-            found = _names_in(checkpoint) & gone
+            found = names_in(checkpoint) & gone
             found |= left.get((checkpoint.checkpoint_ns, checkpoint.checkpoint_id), set())
             if found:
                 raise CopyRefused(
@@ -375,437 +327,6 @@ def _clone_rows(rows: MigrationRows) -> MigrationRows:
     )
 
 
-def _names_in(checkpoint: MigCheckpoint) -> set[str]:
-    names = set(checkpoint.values) | set(checkpoint.versions)
-    updated = checkpoint.fields.get("updated_channels")
-    if isinstance(updated, list):
-        names.update(x for x in updated if isinstance(x, str))
-    seen = checkpoint.fields.get("versions_seen")
-    if isinstance(seen, dict):
-        for node, inner in seen.items():
-            if isinstance(inner, dict) and node != BUMPS:
-                names.update(str(k) for k in inner)
-    return names
-
-
-def _renamed_key(mapping: dict[Any, Any], old: str, new: str) -> dict[Any, Any]:
-    """`mapping` with key `old` called `new`, in the same place."""
-    return {(new if k == old else k): v for k, v in mapping.items()}
-
-
-def _rename_channel(
-    checkpoint: MigCheckpoint, writes: list[MigWrite], rows: MigrationRows, old: str, new: str
-) -> set[str]:
-    fields = checkpoint.fields
-    where = f"checkpoint {checkpoint.checkpoint_id}"
-    values, versions = checkpoint.values, checkpoint.versions
-    if (old in values or old in versions) and (new in values or new in versions):
-        raise CopyRefused(
-            f"{where}: holds both {old!r} and {new!r}; rename into a name no checkpoint has"
-        )
-    if old in values:
-        fields["channel_values"] = _renamed_key(values, old, new)
-    if old in versions:
-        version = versions[old]
-        fields["channel_versions"] = _renamed_key(versions, old, new)
-        if rows.split:
-            found = rows.blobs.get((checkpoint.checkpoint_ns, old, str(version)))
-            if found is not None:
-                rows.blobs[(checkpoint.checkpoint_ns, new, str(version))] = found
-    updated = fields.get("updated_channels")
-    if isinstance(updated, list):
-        fields["updated_channels"] = [new if x == old else x for x in updated]
-    seen = fields.get("versions_seen")
-    if isinstance(seen, dict):
-        for node, inner in list(seen.items()):
-            if not isinstance(inner, dict):
-                continue
-            if node == BUMPS:
-                seen[node] = {_bump_key(k, channel=(old, new)): v for k, v in inner.items()}
-            elif old in inner:
-                seen[node] = _renamed_key(inner, old, new)
-    _rename_in_metadata(checkpoint.metadata, channel=(old, new))
-    for write in writes:
-        if write.channel == old:
-            write.channel = new
-    _rename_in_input(checkpoint, writes, rows, old, new)
-    return {old}
-
-
-def _rename_in_input(
-    checkpoint: MigCheckpoint,
-    writes: list[MigWrite],
-    rows: MigrationRows,
-    old: str,
-    new: str | None,
-) -> None:
-    """The graph input a run starts from, kept as the `__start__` channel's value (a map
-    of state keys): its key renamed (None: dropped), in the body, its blob or a write."""
-
-    def rekeyed(blob: Blob) -> Blob:
-        tag, data = blob
-        if tag != "msgpack" or not data:
-            return blob
-        value = unpack_raw(data)
-        if not isinstance(value, dict) or old not in value:
-            return blob
-        if new is None:
-            return (tag, pack_raw({k: v for k, v in value.items() if k != old}))
-        if new in value:
-            raise CopyRefused(
-                f"checkpoint {checkpoint.checkpoint_id}: its input holds both {old!r} and {new!r}"
-            )
-        return (tag, pack_raw(_renamed_key(value, old, new)))
-
-    values = checkpoint.values
-    if START in values:
-        values[START] = rekeyed(values[START])
-    key = (checkpoint.checkpoint_ns, START, str(checkpoint.versions.get(START)))
-    if rows.split and key in rows.blobs:
-        rows.blobs[key] = rekeyed(rows.blobs[key])
-    for write in writes:
-        if write.channel == START:
-            write.type, write.data = rekeyed((write.type, write.data))
-
-
-def _bump_key(
-    key: Any, *, channel: tuple[str, str] | None = None, node: tuple[str, str] | None = None
-) -> Any:
-    """A `__snapshot_bumps__` key (`node|channel` or `node:channel`) renamed."""
-    if not isinstance(key, str):
-        return key
-    for sep in ("|", ":"):
-        head, found, tail = key.partition(sep)
-        if found:
-            if channel is not None and tail == channel[0]:
-                tail = channel[1]
-            if node is not None and head == node[0]:
-                head = node[1]
-            return f"{head}{sep}{tail}"
-    return key
-
-
-def _rename_in_metadata(
-    metadata: dict[str, Any],
-    *,
-    channel: tuple[str, str] | None = None,
-    node: tuple[str, str] | None = None,
-    drop: str | None = None,
-) -> None:
-    """Metadata that names channels (`counters_since_delta_snapshot`; the channels of a
-    node's output under `writes`, langgraph <1.0) and nodes (`writes`' keys)."""
-    counters = metadata.get(COUNTERS)
-    if isinstance(counters, dict):
-        if drop is not None:
-            counters.pop(drop, None)
-        elif channel is not None and channel[0] in counters:
-            metadata[COUNTERS] = _renamed_key(counters, *channel)
-    outputs = metadata.get("writes")
-    if isinstance(outputs, dict):
-        if node is not None and node[0] in outputs:
-            metadata["writes"] = outputs = _renamed_key(outputs, *node)
-        for name, output in list(outputs.items()):
-            if not isinstance(output, dict):
-                continue
-            if drop is not None:
-                output.pop(drop, None)
-            elif channel is not None and channel[0] in output:
-                outputs[name] = _renamed_key(output, *channel)
-
-
-def _drop_channel(
-    checkpoint: MigCheckpoint, writes: list[MigWrite], rows: MigrationRows, name: str
-) -> None:
-    fields = checkpoint.fields
-    _rename_in_input(checkpoint, writes, rows, name, None)
-    checkpoint.values.pop(name, None)
-    checkpoint.versions.pop(name, None)
-    updated = fields.get("updated_channels")
-    if isinstance(updated, list):
-        fields["updated_channels"] = [x for x in updated if x != name]
-    seen = fields.get("versions_seen")
-    if isinstance(seen, dict):
-        for node, inner in seen.items():
-            if not isinstance(inner, dict):
-                continue
-            if node == BUMPS:
-                for key in [k for k in inner if _bump_key(k, channel=(name, "")) != k]:
-                    del inner[key]
-            else:
-                inner.pop(name, None)
-    _rename_in_metadata(checkpoint.metadata, drop=name)
-    # A task whose only output was the dropped channel keeps an output write: LangGraph
-    # counts a task finished iff it has one, and would run it again otherwise.
-    by_task: dict[str, list[MigWrite]] = {}
-    for write in writes:
-        by_task.setdefault(write.task_id, []).append(write)
-    kept: list[MigWrite] = []
-    for task_writes in by_task.values():
-        outputs = [w for w in task_writes if w.channel not in CONTROL]
-        left = [w for w in task_writes if w.channel != name]
-        if outputs and not any(w.channel not in CONTROL for w in left):
-            first = next(w for w in task_writes if w.channel == name)
-            left.append(
-                MigWrite(first.checkpoint_ns, first.checkpoint_id, first.task_id,
-                         first.task_path, first.idx, NO_WRITES, "null", b"")
-            )  # fmt: skip
-        kept.extend(left)
-    writes[:] = kept
-
-
-def _add_channel(checkpoint: MigCheckpoint, rows: MigrationRows, name: str, value: Any) -> None:
-    if name in checkpoint.values or name in checkpoint.versions:
-        return
-    versions = checkpoint.versions
-    integers = bool(versions) and all(type(v) is int for v in versions.values())
-    version: Any = 1 if integers else f"{1:032}.{0.0:016}"
-    versions[name] = version
-    checkpoint.fields["channel_versions"] = versions
-    packed: Blob = ("msgpack", ormsgpack.packb(value))
-    if rows.split and not _primitive(value):
-        rows.blobs[(checkpoint.checkpoint_ns, name, str(version))] = packed
-    else:
-        checkpoint.values[name] = packed
-        checkpoint.fields["channel_values"] = checkpoint.values
-
-
-def _primitive_bytes(data: bytes) -> bool:
-    try:
-        return _primitive(ormsgpack.unpackb(data))
-    except (ValueError, TypeError):
-        return False  # an ext: not a primitive
-
-
-def _primitive(value: Any) -> bool:
-    return value is None or isinstance(value, (bool, int, float, str))
-
-
-def _node_channel(channel: str, old: str, new: str) -> str:
-    """A channel named after a node (`branch:to:NODE`; a barrier `join:A+B:NODE`)."""
-    if channel == f"branch:to:{old}":
-        return f"branch:to:{new}"
-    if channel.startswith("join:"):
-        _, starts, end = channel.split(":", 2) if channel.count(":") >= 2 else ("", "", "")
-        if starts or end:
-            names = [new if s == old else s for s in starts.split("+")]
-            return f"join:{'+'.join(names)}:{new if end == old else end}"
-    return channel
-
-
-def _rename_node(
-    checkpoint: MigCheckpoint, writes: list[MigWrite], rows: MigrationRows, old: str, new: str
-) -> set[str]:
-    where = f"checkpoint {checkpoint.checkpoint_id}"
-    ns = checkpoint.checkpoint_ns
-    if any(part.split(":")[0] == old for part in ns.split("|")) and ns:
-        raise CopyRefused(
-            f"{where}: a subgraph namespace of node {old!r} ({ns!r}); renaming a subgraph "
-            "node is not supported yet"
-        )
-    fields = checkpoint.fields
-    seen = fields.get("versions_seen")
-    if isinstance(seen, dict):
-        if old in seen and new in seen:
-            raise CopyRefused(f"{where}: both nodes {old!r} and {new!r} have run")
-        renamed = _renamed_key(seen, old, new)
-        if isinstance(renamed.get(BUMPS), dict):
-            renamed[BUMPS] = {_bump_key(k, node=(old, new)): v for k, v in renamed[BUMPS].items()}
-        fields["versions_seen"] = renamed
-    _rename_in_metadata(checkpoint.metadata, node=(old, new))
-    # Task ids first: they hash the triggers as the old graph named them.
-    metadata_step = checkpoint.metadata.get("step")
-    step = (metadata_step if isinstance(metadata_step, int) else -1) + 1
-    channels = set(checkpoint.versions) | {w.channel for w in writes}
-    _rename_tasks(checkpoint, writes, step, channels, old, new)
-    touched: set[str] = set()
-    names = set(checkpoint.versions) | set(checkpoint.values) | {w.channel for w in writes}
-    for channel in sorted(names):
-        renamed_channel = _node_channel(channel, old, new)
-        if renamed_channel != channel:
-            touched |= _rename_channel(checkpoint, writes, rows, channel, renamed_channel)
-    # Barriers (`add_edge([A, B], NODE)`) keep the names of the nodes that finished: their
-    # value is a set of node names, each write to them a node name.
-    for channel in [c for c in checkpoint.versions if c.startswith("join:")]:
-        if channel in checkpoint.values:
-            checkpoint.values[channel] = _barrier_renamed(checkpoint.values[channel], old, new)
-        key = (checkpoint.checkpoint_ns, channel, str(checkpoint.versions[channel]))
-        if rows.split and key in rows.blobs:
-            rows.blobs[key] = _barrier_renamed(rows.blobs[key], old, new)
-    for write in writes:
-        if write.channel.startswith("join:"):
-            write.type, write.data = _barrier_renamed((write.type, write.data), old, new)
-    # Sends to the node, pending in the body (`__pregel_tasks`) or in writes.
-    tasks_value = checkpoint.values.get(TASKS)
-    if tasks_value is not None:
-        checkpoint.values[TASKS] = _sends_renamed(tasks_value, old, new)
-    tasks_key = (checkpoint.checkpoint_ns, TASKS, str(checkpoint.versions.get(TASKS)))
-    if rows.split and tasks_key in rows.blobs:  # Postgres: one blob for every checkpoint
-        rows.blobs[tasks_key] = _sends_renamed(rows.blobs[tasks_key], old, new)
-    for write in writes:
-        if write.channel == TASKS:
-            write.type, write.data = _sends_renamed((write.type, write.data), old, new)
-    return touched
-
-
-def _rename_tasks(
-    checkpoint: MigCheckpoint,
-    writes: list[MigWrite],
-    step: int,
-    channels: set[str],
-    old: str,
-    new: str,
-) -> None:
-    """The writes of the node's tasks: task path, task id and interrupt ids as LangGraph
-    derives them for the renamed node."""
-    cid, ns = checkpoint.checkpoint_id, checkpoint.checkpoint_ns
-    tasks: dict[str, list[MigWrite]] = {}
-    for write in writes:
-        tasks.setdefault(write.task_id, []).append(write)
-    for task_id, task_writes in tasks.items():
-        path = task_writes[0].task_path
-        new_id: str | None = None
-        new_path = path
-        if path == f"~{PULL}, {old}" or (
-            not path and _pull_triggers(cid, ns, step, old, task_id, channels)
-        ):
-            triggers = _pull_triggers(cid, ns, step, old, task_id, channels)
-            if triggers is None:
-                raise CopyRefused(
-                    f"checkpoint {cid}: cannot derive the triggers of task {task_id} of node "
-                    f"{old!r} (its id is not LangGraph's), so not its new id"
-                )
-            renamed = [_node_channel(t, old, new) for t in triggers]
-            new_id = pull_task_id(cid, ns, step, new, renamed)
-            new_path = f"~{PULL}, {new}" if path else path
-        elif path.startswith(f"~{PUSH}, "):
-            try:
-                index = int(path.split(", ")[1])
-            except (IndexError, ValueError):
-                continue
-            if push_task_id(cid, ns, step, old, index) == task_id:
-                new_id = push_task_id(cid, ns, step, new, index)
-        elif path.startswith(f"~{PULL}, "):
-            # Another node's task: its id changes only when a trigger names the renamed
-            # node (a barrier `join:OLD+B:NODE` of `add_edge([...], NODE)`).
-            node = path[len(f"~{PULL}, ") :]
-            if pull_task_id(cid, ns, step, node, (f"branch:to:{node}",)) == task_id:
-                continue
-            triggers = _pull_triggers(cid, ns, step, node, task_id, channels)
-            renamed = [_node_channel(t, old, new) for t in triggers or ()]
-            if triggers is None or list(triggers) == renamed:
-                continue
-            new_id = pull_task_id(cid, ns, step, node, renamed)
-            if new_id is None:
-                continue
-            old_ns, new_ns = f"{_task_ns(ns, node)}:{task_id}", f"{_task_ns(ns, node)}:{new_id}"
-            _retask(task_writes, new_id, path, old_ns, new_ns, cid)
-            continue
-        if new_id is None:
-            continue
-        old_ns, new_ns = f"{_task_ns(ns, old)}:{task_id}", f"{_task_ns(ns, new)}:{new_id}"
-        _retask(task_writes, new_id, new_path, old_ns, new_ns, cid)
-
-
-def _retask(
-    task_writes: list[MigWrite], new_id: str, new_path: str, old_ns: str, new_ns: str, cid: str
-) -> None:
-    """A task's writes under its new id and path, its interrupts with their new ids."""
-    for write in task_writes:
-        write.task_id = new_id
-        write.task_path = new_path
-        if write.channel == INTERRUPT:
-            write.type, write.data = _interrupts_renamed(
-                (write.type, write.data), old_ns, new_ns, cid
-            )
-
-
-def _pull_triggers(
-    cid: str, ns: str, step: int, node: str, task_id: str, channels: set[str]
-) -> tuple[str, ...] | None:
-    """The trigger channels a pull task's id was hashed with: `branch:to:NODE` (every
-    StateGraph node of langgraph 1.x), with a barrier of its (`join:A+B:NODE`), else any
-    one or two channels of the checkpoint."""
-    first = f"branch:to:{node}"
-    if pull_task_id(cid, ns, step, node, (first,)) == task_id:
-        return (first,)
-    for channel in sorted(channels):
-        if channel.startswith("join:") and channel.endswith(f":{node}"):
-            pair = tuple(sorted((first, channel)))
-            if pull_task_id(cid, ns, step, node, pair) == task_id:
-                return pair
-    names = sorted(channels | {first})
-    for size in (1, 2):
-        for triggers in combinations(names, size):
-            if pull_task_id(cid, ns, step, node, triggers) == task_id:
-                return triggers
-    return None
-
-
-def _interrupts_renamed(blob: Blob, old_ns: str, new_ns: str, cid: str) -> Blob:
-    """An `__interrupt__` write's Interrupts with the ids of the renamed task."""
-    tag, data = blob
-    if tag != "msgpack" or not data:
-        raise CopyRefused(f"checkpoint {cid}: an interrupt stored as {tag!r} cannot be renamed")
-    items = unpack_raw(data)
-    if not isinstance(items, list):
-        return blob
-    # n: how many answers the task had when it asked (a resumed task asks again).
-    ids = {interrupt_id(old_ns, n): n for n in range(len(items) + 32)}
-    out = []
-    for item in items:
-        found = ext_class(item) if isinstance(item, RawExt) else None
-        if found is not None and item.code == EXT_KW_ARGS and found[1] == "Interrupt":
-            module, name, payload = found
-            kwargs = payload[2]
-            if isinstance(kwargs, dict) and kwargs.get("id") in ids:
-                kwargs["id"] = interrupt_id(new_ns, ids[kwargs["id"]])
-                item = RawExt(EXT_KW_ARGS, pack_raw(payload))
-        out.append(item)
-    return (tag, pack_raw(out))
-
-
-def _barrier_renamed(blob: Blob, old: str, new: str) -> Blob:
-    """A barrier's value (a set of node names: ext 0 `builtins.set`) or a write to it (a
-    node name) with `old` called `new`."""
-    tag, data = blob
-    if tag != "msgpack" or not data:
-        return blob
-    value = unpack_raw(data)
-    if value == old:
-        return (tag, pack_raw(new))
-    found = ext_class(value) if isinstance(value, RawExt) else None
-    if found is not None and found[1] in ("set", "frozenset") and isinstance(found[2][2], list):
-        payload = found[2]
-        if old in payload[2]:
-            payload[2] = [new if item == old else item for item in payload[2]]
-            return (tag, pack_raw(RawExt(value.code, pack_raw(payload))))
-    return blob
-
-
-def _sends_renamed(blob: Blob, old: str, new: str) -> Blob:
-    """A value holding Sends (a list of them, or one) with those to `old` sent to `new`."""
-    tag, data = blob
-    if tag != "msgpack" or not data:
-        return blob
-    value = unpack_raw(data)
-    changed = False
-
-    def renamed(item: Any) -> Any:
-        nonlocal changed
-        found = ext_class(item) if isinstance(item, RawExt) else None
-        if found is not None and item.code == EXT_POS_ARGS and found[1] == "Send":
-            payload = found[2]
-            args = payload[2]
-            if isinstance(args, list) and args and args[0] == old:
-                args[0] = new
-                changed = True
-                return RawExt(EXT_POS_ARGS, pack_raw(payload))
-        return item
-
-    value = [renamed(i) for i in value] if isinstance(value, list) else renamed(value)
-    return (tag, pack_raw(value)) if changed else blob
-
-
 # -- the run ---------------------------------------------------------------------------------
 
 
@@ -854,9 +375,12 @@ class MigrateRun(Run):
         )
     )
     first_refused: MigrateThreadRecord | None = None
+    unloadable: list[MigrateThreadRecord] = field(default_factory=list)  # --graph failed
 
     def __iter__(self) -> Iterator[MigrateThreadRecord]:
         for record in self.records:
+            if record["graph_error"] is not None:
+                self.unloadable.append(record)
             totals = self.totals
             if record["action"] == "refused":
                 totals["refused"] += 1
@@ -870,9 +394,35 @@ class MigrateRun(Run):
                 totals["blobs"] += record["blobs"]
             yield record
 
-    def refusal(self) -> Unsafe | None:
-        """The error a run that refused threads ends with (exit 12), once it has run."""
+    def refusal(self) -> CkptError | None:
+        """The error a run ends with once it has run: threads refused (exit 12), or
+        migrated threads the new graph cannot load (`graph`: exit 14)."""
+        if self.unloadable:
+            first, more = self.unloadable[0], len(self.unloadable) - 1
+            return MigrationMismatch(
+                f"the new graph cannot load migrated thread {first['thread_id']!r}: "
+                f"{first['graph_error']}" + (f" (and {more} more threads)" if more else "")
+            )
         return self.refused(self.first_refused, self.totals["refused"])
+
+
+def _close_gaps(writes: list[MigWrite], before: Sequence[MigWrite]) -> None:
+    """A task that lost writes (a dropped channel) has its other writes numbered 0, 1, 2 ...
+    again, in their order: as LangGraph's put_writes numbers what a task wrote (negative
+    indexes, its special channels', stay). Sorted writes, renumbered in place."""
+
+    def task(write: MigWrite) -> tuple[str, str, str]:
+        return (write.checkpoint_ns, write.checkpoint_id, write.task_id)
+
+    had = Counter(task(w) for w in before)
+    left = Counter(task(w) for w in writes)
+    shrunk = {key for key, count in left.items() if count < had[key]}
+    number: dict[tuple[str, str, str], int] = {}
+    for write in writes:
+        key = task(write)
+        if key in shrunk and write.idx >= 0:
+            write.idx = number.get(key, 0)
+            number[key] = write.idx + 1
 
 
 def _record(
@@ -882,6 +432,7 @@ def _record(
         return {
             "thread_id": thread_id, "action": "refused", "applied": False, "refused": refused,
             "checkpoints": 0, "writes": 0, "blobs": 0, "steps": [], "diff": None,
+            "graph_error": None,
         }  # fmt: skip
     return {
         "thread_id": thread_id,
@@ -893,6 +444,7 @@ def _record(
         "blobs": outcome.blobs,
         "steps": outcome.steps,
         "diff": diff_lines(outcome),
+        "graph_error": None,
     }
 
 
@@ -905,8 +457,11 @@ def migrate_run(
     apply: bool = False,
     backup: Path | None = None,
     timeout: float | None = None,
+    graph: Any = None,
 ) -> MigrateRun:
     """Plan (and with `apply`, carry out) the migration of the threads `choose` names.
+    `graph`: the user's new compiled graph; each migrated thread is then loaded through
+    it (get_state, get_state_history) and what it raises is the thread's `graph_error`.
 
     Every thread is planned first on the read-only reader (a step that cannot be carried
     out, a transform that raises, is found before anything is written: an applied run
@@ -941,7 +496,7 @@ def migrate_run(
         return MigrateRun(head, iter(planned))
 
     def applied() -> Iterator[MigrateThreadRecord]:
-        with store.writer(timeout=timeout) as writer:
+        with store.writer(timeout=timeout) as writer, graph_loader(store, graph) as loads:
             if backup is not None:
                 if writer.backs_up_whole:
                     writer.backup(backup)
@@ -955,7 +510,9 @@ def migrate_run(
                     steps, latest=latest, aes_key=store.aes_key, example=False
                 )
                 writer.migrate(record["thread_id"], thread_rewriter, latest=latest)
-                yield _record(record["thread_id"], thread_rewriter.outcome, None, True)
+                done = _record(record["thread_id"], thread_rewriter.outcome, None, True)
+                done["graph_error"] = loads(record["thread_id"])
+                yield done
 
     return MigrateRun(head, applied())
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from ckpt.errors import BadOption
-from ckpt.records.types import MigrateStepRecord
+from ckpt.records.runs import MigrateStepRecord
 
 # (serde tag, bytes) of one stored value; inside a SQLite body a value is ("msgpack", its
 # bytes), an inline Postgres primitive the same (ckpt.stores.postgres packs it).

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 # Writes that belong to no task (input Commands, update_state resumes): format.md §3.3.
 NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"
@@ -162,6 +162,10 @@ class ThreadSummary:
     latest: Checkpoint | None  # latest root checkpoint, loaded without channel values
 
 
+# The parts of a store's rows that sizes count apart (ThreadBytes).
+Part = Literal["checkpoint", "blob", "write"]
+
+
 @dataclass(slots=True)
 class ThreadBytes:
     """Rows and stored bytes of one thread, as every size ckpt shows counts them: checkpoint
@@ -177,6 +181,18 @@ class ThreadBytes:
     @property
     def total(self) -> int:
         return self.checkpoint_bytes + self.blob_bytes + self.write_bytes
+
+    def add(self, part: Part, rows: int, size: int) -> None:
+        """Count `rows` rows of one part, `size` bytes in all."""
+        if part == "checkpoint":
+            self.checkpoints += rows
+            self.checkpoint_bytes += size
+        elif part == "blob":
+            self.blobs += rows
+            self.blob_bytes += size
+        else:
+            self.writes += rows
+            self.write_bytes += size
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +269,7 @@ class RawWrite:
     size: int
     task_path: str = ""  # '' where the store keeps none (SQLite before checkpoint-sqlite 3.1.2)
     flaws: tuple[str, ...] = ()  # as RawCheckpoint.flaws
+    misfiled: str | None = None  # as RawCheckpoint.misfiled
 
 
 @dataclass(slots=True)

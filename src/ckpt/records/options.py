@@ -12,7 +12,7 @@ from ckpt.records.when import When
 
 if TYPE_CHECKING:
     from ckpt.records.migration import Step
-    from ckpt.records.types import ThreadPlanRecord
+    from ckpt.records.runs import ThreadPlanRecord
 
 Hidden = Literal["raise", "keep"]
 Strategy = Literal["keep_latest", "keep_last", "delete", "orphans"]
@@ -71,3 +71,4 @@ class MigrateOptions(Selection, total=False):
     backup: str | os.PathLike[str] | None
     apply: bool
     timeout: float | None
+    graph: Any

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from ckpt.records.types import CopyHead, CopyThreadRecord, CopyTotals
+from ckpt.records.runs import CopyHead, CopyThreadRecord, CopyTotals
 from ckpt.render.output import Output
 from ckpt.render.plain import ansi_paint, wrap_text
 from ckpt.render.text import cell_width, clean_line, human_size, thread_cell

@@ -11,15 +11,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ckpt.records.types import (
-    NamespacePlanRecord,
-    PruneHead,
-    PruneTotals,
-    ThreadPlanRecord,
-    VacuumMemoryRecord,
-    VacuumRecord,
-    VacuumTableRecord,
-)
+from ckpt.records.runs import NamespacePlanRecord, PruneHead, PruneTotals, ThreadPlanRecord
+from ckpt.records.types import VacuumMemoryRecord, VacuumRecord, VacuumTableRecord
 from ckpt.render.output import Output
 from ckpt.render.plain import SPOOL_BYTES, ansi_paint, wrap_text
 from ckpt.render.text import cell_width, clean_line, human_size, thread_cell

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from ckpt.records.types import MigrateHead, MigrateThreadRecord, MigrateTotals
+from ckpt.records.runs import MigrateHead, MigrateThreadRecord, MigrateTotals
 from ckpt.render.output import Output
 from ckpt.render.plain import ansi_paint
 from ckpt.render.text import clean_line, thread_cell
@@ -48,6 +48,9 @@ def migrate_lines(
         )
         if thread["refused"]:
             yield paint(f"  refused: {clean_line(thread['refused'])}", "yellow") + "\n"
+        if thread["graph_error"]:
+            text = f"  the new graph cannot load it: {clean_line(thread['graph_error'])}"
+            yield paint(text, "red") + "\n"
         if thread["diff"] and not applied:
             for line in thread["diff"]:
                 style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""

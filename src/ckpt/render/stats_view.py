@@ -45,13 +45,13 @@ def _summary(record: StatsRecord) -> RenderableType:
         table.add_row("file", _pages(storage))
     for info in storage["tables"] or []:
         # TOAST and the heap are Postgres's words; MySQL and DynamoDB have data and indexes.
-        postgres = store["kind"] == "postgres"
+        toast = info["toast_bytes"]
         parts = [
-            f"{'heap' if postgres else 'data'} {human_size(info['table_bytes'])}",
+            f"{'heap' if toast is not None else 'data'} {human_size(info['table_bytes'])}",
             f"indexes {human_size(info['index_bytes'])}",
         ]
-        if postgres:
-            parts.append(f"TOAST {human_size(info['toast_bytes'])}")
+        if toast is not None:
+            parts.append(f"TOAST {human_size(toast)}")
         table.add_row(
             "table",
             f"{info['table']}: {human_size(info['total_bytes'])} ({', '.join(parts)})",

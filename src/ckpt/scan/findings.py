@@ -112,6 +112,15 @@ KINDS: Final[dict[str, Kind]] = {
             "restore",
         ),
         Kind(
+            "wrong-latest",
+            "checkpoint",
+            "error",
+            "the saver's own pointer to the newest checkpoint of a namespace (RedisSaver's "
+            "`checkpoint_latest`) is gone or names another checkpoint: LangGraph resumes "
+            "from that one, or finds none",
+            "restore",
+        ),
+        Kind(
             "missing-checkpoint",
             "checkpoint",
             "error",

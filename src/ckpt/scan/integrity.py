@@ -562,7 +562,9 @@ class Integrity(Visitor):
         if self.aggregate_limit is not None:
             key = (self.name(row.thread_id), row.checkpoint_ns, row.checkpoint_id)
             self.aggregates[key] = self.aggregates.get(key, 0) + aggregated_write(row)
-        if self.troubled is not row:
+        if row.misfiled is not None:
+            self.found("malformed-write", row.thread_id, _row_place(row, "write", row.misfiled))
+        elif self.troubled is not row:
             wrong = write_problem(row, untyped=self.untyped)
             if wrong is not None:
                 self.found("malformed-write", row.thread_id, _row_place(row, "write", wrong))
@@ -699,6 +701,10 @@ class Integrity(Visitor):
         self.gaps()
         self.misplaced()
         self.look_up()
+        newest = {key: span[1] for key, span in self.groups.items()}
+        for thread_id, ns, checkpoint_id, said in self.store.latest_problems(newest, settle=SETTLE):
+            where = place(thread_id, ns, checkpoint_id, detail=said)
+            self.found("wrong-latest", thread_id, where)
         for name in ("groups", "required", "named", "named_channels", "top", "blob_sizes",
                      "growing", "aggregates", "homes", "write_keys", "task_writes",
                      "strays"):  # fmt: skip

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ckpt.errors import BadOption, NotFound, NotSupported
 from ckpt.records.model import (
     Checkpoint,
     CheckpointKey,
     DumpQuery,
+    Part,
     RawBlob,
     RawCheckpoint,
     RawWrite,
@@ -34,7 +36,25 @@ if TYPE_CHECKING:
     from ckpt.records.types import Reclaim, StorageRecord, VacuumReport
 
 
-class Store(ABC):
+class Closes(ABC):
+    """What holds a connection or a file: closed by `close()`, or on leaving a `with`."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class Store(Closes):
     """A read-only view of one checkpoint store.
 
     Readers never write, never run code from the data, and raise only `ckpt.errors`
@@ -175,6 +195,17 @@ class Store(ABC):
     def latest_key(self, thread_id: str, checkpoint_ns: str = "") -> CheckpointKey | None:
         """The newest checkpoint of a (thread, namespace), as LangGraph picks it (max id)."""
 
+    def latest_problems(
+        self, newest: dict[tuple[str, str], str], *, settle: float = 0.0
+    ) -> list[tuple[str, str, str, str]]:
+        """Stores whose saver keeps its own pointer to each namespace's newest checkpoint
+        (RedisSaver's `checkpoint_latest`), which its `get_tuple` starts from: given each
+        (thread, namespace) and its newest checkpoint id as read, (thread, ns, newest id,
+        what the pointer says instead) where it is missing or names another checkpoint.
+        A pointer one step behind a recent checkpoint is asked again after `settle`
+        seconds (a run may be putting it). None elsewhere: LangGraph picks the newest by id."""
+        return []
+
     # -- loading ---------------------------------------------------------------------------
     @abstractmethod
     def load(self, key: CheckpointKey, *, values: bool = True) -> Checkpoint:
@@ -195,10 +226,20 @@ class Store(ABC):
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
         """Stream checkpoints (thread, ns, id order) with flat memory, one decoded at a time."""
 
-    @abstractmethod
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         """Rows and bytes per thread, aggregated by the store (SQL where there is SQL).
-        `threads` and `stats` both count with this, so their sizes always agree."""
+        `threads` and `stats` both count with this, so their sizes always agree. This
+        default counts from the raw scans, without their bytes."""
+        found: dict[str, ThreadBytes] = {}
+        parts: tuple[tuple[Part, Iterator[RawCheckpoint | RawBlob | RawWrite]], ...] = (
+            ("checkpoint", self.raw_checkpoints(query, data=False)),
+            ("blob", self.raw_blobs(query, data=False)),
+            ("write", self.raw_writes(query, data=False)),
+        )
+        for part, rows in parts:
+            for row in rows:
+                found.setdefault(row.thread_id, ThreadBytes()).add(part, 1, row.size)
+        return found
 
     @abstractmethod
     def storage(self) -> StorageRecord:
@@ -265,7 +306,7 @@ class Store(ABC):
         `ckpt vacuum --json` but "store" and "applied" (docs/json.md)."""
         raise NotSupported(f"{self.location}: vacuum is not supported on {self.kind} stores yet")
 
-    def check_copy(  # noqa: B027 - optional hook
+    def check_copy(
         self, *, renumber_versions: bool = False, counted_versions: bool = False
     ) -> None:
         """Refuse, before anything is read, a `ckpt copy` from a store whose layout ckpt
@@ -306,6 +347,12 @@ class Store(ABC):
             "(SQLite and Postgres are); nothing changed"
         )
 
+    def langgraph_saver(self) -> AbstractContextManager[Any]:
+        """LangGraph's own saver over this store (`migrate --graph` loads migrated threads
+        through the user's graph with it): SqliteSaver, PostgresSaver. MissingDependency
+        without their package; NotSupported where ckpt has none to offer."""
+        raise NotSupported(f"{self.location}: no LangGraph saver for {self.kind} stores here")
+
     def writer(self, *, timeout: float | None) -> Writer:
         """A writable connection to this same store (closing this reader where its engine
         wants no reader beside the writer, as SQLite does). NotSupported or Unsafe where
@@ -329,22 +376,11 @@ class Store(ABC):
         the store holds none or cannot find one cheaply."""
         return None
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Release connections and file handles."""
 
-    def __enter__(self) -> Store:
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class Writer(ABC):
+class Writer(Closes):
     """A writable connection to one store, from `Store.writer()`. Every change is one
     thread per transaction: a thread is changed whole or not at all, and a failure rolls
     back only the thread it happened in. Nothing else in ckpt changes a store."""
@@ -380,20 +416,6 @@ class Writer(ABC):
         """Give the space of deleted rows back; the record's fields but "store" and
         "applied", `before` and `after` filled (docs/json.md, `ckpt vacuum`)."""
 
-    @abstractmethod
-    def close(self) -> None: ...
-
-    def __enter__(self) -> Writer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
 
 @dataclass(frozen=True, slots=True)
 class Carried:
@@ -406,7 +428,7 @@ class Carried:
     blobs: dict[tuple[str, str, str], bytes | None]
 
 
-class Target(ABC):
+class Target(Closes):
     """A store `ckpt copy` writes threads into, in the layout of the saver that owns it:
     "inline" (SqliteSaver, MongoDBSaver: values inside the body), "split" (PostgresSaver:
     blobs) or "json" (RedisSaver: values as JSON inside its documents).
@@ -426,7 +448,6 @@ class Target(ABC):
     state: str
     notices: list[str]
 
-    @abstractmethod
     def carry(
         self,
         row: RawCheckpoint,
@@ -440,6 +461,19 @@ class Target(ABC):
         `sends` (checkpoint id -> its `__pregel_tasks` writes, where Postgres keeps a
         pre-v4 checkpoint's Sends); `renumber`: integer channel versions written as the
         target's saver writes its own. Raises CopyRefused for what cannot be carried."""
+        from ckpt.stores.transfer import renumbered
+
+        return self.laid_out(renumbered(row) if renumber else row, blobs, sends)
+
+    def laid_out(
+        self,
+        row: RawCheckpoint,
+        blobs: Mapping[tuple[str, str, str], Any],
+        sends: Mapping[str, list[Any]],
+    ) -> Carried:
+        """`carry`'s row, its versions renumbered when asked, in this target's layout; a
+        target whose saver counts versions its own way (MongoDBSaver) overrides `carry`."""
+        raise NotImplementedError(f"{type(self).__name__} overrides carry")
 
     def carry_write(self, write: RawWrite) -> RawWrite:
         """A source pending write as this target stores its value (most keep the bytes as
@@ -463,20 +497,6 @@ class Target(ABC):
     @abstractmethod
     def thread(self, thread_id: str, *, replace: bool) -> ThreadSink:
         """A transaction that writes one thread; `replace` deletes its rows first."""
-
-    @abstractmethod
-    def close(self) -> None: ...
-
-    def __enter__(self) -> Target:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 class ThreadSink(ABC):

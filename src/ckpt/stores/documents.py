@@ -6,8 +6,9 @@ refusing changes are the same for all of them, here."""
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -19,6 +20,7 @@ from ckpt.records.model import (
     PendingWrite,
     RawWrite,
     StoreHealth,
+    ThreadBytes,
     ThreadSummary,
 )
 from ckpt.records.vocabulary import FIND_LIMIT
@@ -72,6 +74,9 @@ class WriteFields:
     # finds writes by those fields (RedisSaver searches them): None when they agree with
     # the key it is stored under.
     home: tuple[str, str, str] | None = None
+    # Why the saver never finds the document where its key files it (a RedisSaver write
+    # whose `checkpoint_ns` is not spelled as the saver spells it): None when it does.
+    misfiled: str | None = None
 
     def pending(self, value: Any) -> PendingWrite:
         return PendingWrite(
@@ -101,6 +106,7 @@ class WriteFields:
             data=self.data if data else None,
             size=self.size,
             task_path=self.task_path,
+            misfiled=self.misfiled,
         )
 
 
@@ -117,6 +123,57 @@ def refuse_int_versions(
             "SqliteSaver and PostgresSaver cannot resume a thread from those (format.md "
             "3.4): pass `renumber_versions=True` to write them in their format"
         )
+
+
+def catalog_threads(
+    catalog: dict[str, ThreadInfo],
+    measured: dict[str, ThreadBytes],
+    load: Callable[[list[CheckpointKey]], list[Checkpoint]],
+    *,
+    sizes: bool,
+    batch: int,
+) -> Iterator[ThreadSummary]:
+    """`threads` from a catalog of threads (in thread order): their sizes from `measured`
+    (with `sizes`), their latest root checkpoints loaded `batch` threads at a time by
+    `load` (without values)."""
+    thread_ids = sorted(catalog)
+    for start in range(0, len(thread_ids), batch):
+        chunk = thread_ids[start : start + batch]
+        keys = [
+            CheckpointKey(t, "", root)
+            for t in chunk
+            if (root := catalog[t].latest_root) is not None
+        ]
+        latest = {c.thread_id: c for c in load(keys)}
+        for thread_id in chunk:
+            info = catalog[thread_id]
+            found = measured.get(thread_id)
+            yield ThreadSummary(
+                thread_id=thread_id,
+                namespaces=sorted(info.namespaces),
+                checkpoints=info.checkpoints,
+                writes=found.writes if found is not None else (0 if sizes else None),
+                size=found.total if found is not None else (0 if sizes else None),
+                latest=latest.get(thread_id),
+            )
+
+
+def catalog_count(catalog: dict[str, ThreadInfo], query: DumpQuery) -> int | None:
+    """How many checkpoints a dump of the whole store reads, from the thread catalog; None
+    for a narrower query (counting it would read what the dump reads)."""
+    if query.thread_ids or query.checkpoint_ns is not None or query.since_id or query.until_id:
+        return None
+    if query.latest_only:
+        return sum(len(info.namespaces) for info in catalog.values())
+    return sum(info.checkpoints for info in catalog.values())
+
+
+def newest_per_namespace(keys: list[CheckpointKey]) -> list[CheckpointKey]:
+    """The last key of each namespace among `keys` (sorted oldest first)."""
+    newest: dict[str, CheckpointKey] = {}
+    for key in keys:
+        newest[key.checkpoint_ns] = key
+    return list(newest.values())
 
 
 def key_order(key: CheckpointKey) -> tuple[str, str, str]:
@@ -173,27 +230,9 @@ class DocumentStore(Store):
     # -- listing ---------------------------------------------------------------------------
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         catalog = self._catalog()
-        thread_ids = sorted(catalog)
         measured = self.sizes(DumpQuery()) if sizes else {}
-        for start in range(0, len(thread_ids), BATCH):
-            batch = thread_ids[start : start + BATCH]
-            keys = [
-                CheckpointKey(t, "", root)
-                for t in batch
-                if (root := catalog[t].latest_root) is not None
-            ]
-            latest = {c.thread_id: c for c in self._load_keys(keys, values=False)}
-            for thread_id in batch:
-                info = catalog[thread_id]
-                found = measured.get(thread_id)
-                yield ThreadSummary(
-                    thread_id=thread_id,
-                    namespaces=sorted(info.namespaces),
-                    checkpoints=info.checkpoints,
-                    writes=found.writes if found is not None else (0 if sizes else None),
-                    size=found.total if found is not None else (0 if sizes else None),
-                    latest=latest.get(thread_id),
-                )
+        load = partial(self._load_keys, values=False)
+        yield from catalog_threads(catalog, measured, load, sizes=sizes, batch=BATCH)
 
     def thread_exists(self, thread_id: str) -> bool:
         if self._catalog_cache is not None:
@@ -248,12 +287,7 @@ class DocumentStore(Store):
         return self._load_keys(keys, values=values)
 
     def count_checkpoints(self, query: DumpQuery) -> int | None:
-        if query.thread_ids or query.checkpoint_ns is not None or query.since_id or query.until_id:
-            return None
-        catalog = self._catalog().values()
-        if query.latest_only:
-            return sum(len(info.namespaces) for info in catalog)
-        return sum(info.checkpoints for info in catalog)
+        return catalog_count(self._catalog(), query)
 
     def _selected_keys(self, query: DumpQuery) -> Iterator[list[CheckpointKey]]:
         """The query's checkpoints, a thread at a time, in (thread, ns, id) order."""
@@ -268,10 +302,7 @@ class DocumentStore(Store):
             ]
             keys.sort(key=key_order)
             if query.latest_only:
-                newest: dict[str, CheckpointKey] = {}
-                for k in keys:
-                    newest[k.checkpoint_ns] = k
-                keys = list(newest.values())
+                keys = newest_per_namespace(keys)
             if keys:
                 yield keys
 

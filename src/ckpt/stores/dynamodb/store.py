@@ -36,7 +36,6 @@ from ckpt.records.model import (
     RawCheckpoint,
     RawWrite,
     SaverFacts,
-    ThreadBytes,
 )
 from ckpt.records.types import StorageRecord, TableBytesRecord, storage_record
 from ckpt.stores.body import checkpoint_from_body, decode_value
@@ -259,8 +258,11 @@ class DynamoDBStore(DocumentStore):
             )
         return found
 
-    def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
-        built = []
+    def _stored(
+        self, keys: Sequence[CheckpointKey]
+    ) -> Iterator[tuple[CheckpointKey, Item, Payload]]:
+        """Each key's item and payload, BATCH keys at a time; a checkpoint whose item or
+        payload is gone is left out, as the saver skips it."""
         for start in range(0, len(keys), BATCH):
             batch = keys[start : start + BATCH]
             items = self._items(batch)
@@ -268,34 +270,37 @@ class DynamoDBStore(DocumentStore):
             for key in batch:
                 item = items.get(key)
                 stored = payloads.get(item.ref_key) if item is not None else None
-                if item is None or stored is None:
-                    continue  # the saver skips a checkpoint whose payload is gone
-                payload = self._split(item, stored)
-                writes = [
-                    fields.pending(
-                        decode_value(fields.type, fields.data, self.aes_key)
-                        if fields.data is not None
-                        else None
-                    )
-                    for item, fields in self._writes(key, values=values)
-                    # A write whose payload is gone: the saver leaves it out.
-                    if fields.data is not None or item.ref_key in self._unfetched
-                ]
-                built.append(
-                    checkpoint_from_body(
-                        key,
-                        item.parent,
-                        payload.tag,
-                        payload.body,
-                        self._metadata(payload),
-                        writes=writes,
-                        values=values,
-                        aes_key=self.aes_key,
-                        size=payload.size,
-                        tolerant=True,
-                        keeps_order=True,
-                    )
+                if item is not None and stored is not None:
+                    yield key, item, self._split(item, stored)
+
+    def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
+        built = []
+        for key, item, payload in self._stored(keys):
+            writes = [
+                fields.pending(
+                    decode_value(fields.type, fields.data, self.aes_key)
+                    if fields.data is not None
+                    else None
                 )
+                for written, fields in self._writes(key, values=values)
+                # A write whose payload is gone: the saver leaves it out.
+                if fields.data is not None or written.ref_key in self._unfetched
+            ]
+            built.append(
+                checkpoint_from_body(
+                    key,
+                    item.parent,
+                    payload.tag,
+                    payload.body,
+                    self._metadata(payload),
+                    writes=writes,
+                    values=values,
+                    aes_key=self.aes_key,
+                    size=payload.size,
+                    tolerant=True,
+                    keeps_order=True,
+                )
+            )
         return built
 
     def _metadata(self, payload: Payload) -> dict[str, Any]:
@@ -318,25 +323,13 @@ class DynamoDBStore(DocumentStore):
         return Payload(tag, parts["checkpoint"], tag, parts.get("metadata", b""), len(stored))
 
     # -- sizes, storage, health ------------------------------------------------------------
-    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
-        found: dict[str, ThreadBytes] = {}
-        for row in self.raw_checkpoints(query, data=False):
-            sized = found.setdefault(row.thread_id, ThreadBytes())
-            sized.checkpoints += 1
-            sized.checkpoint_bytes += row.size
-        for write in self.raw_writes(query, data=False):
-            sized = found.setdefault(write.thread_id, ThreadBytes())
-            sized.writes += 1
-            sized.write_bytes += write.size
-        return found
-
     def storage(self) -> StorageRecord:
         table: TableBytesRecord = {
             "table": self.session.table,
             "total_bytes": self.table_bytes,
             "table_bytes": self.table_bytes,
             "index_bytes": 0,
-            "toast_bytes": 0,
+            "toast_bytes": None,
             "rows_estimate": self.table_items,  # DynamoDB updates these every ~6 hours
             "live_rows": None,
             "dead_rows": None,
@@ -354,28 +347,19 @@ class DynamoDBStore(DocumentStore):
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
         for keys in self._selected_keys(query):
-            for start in range(0, len(keys), BATCH):
-                batch = keys[start : start + BATCH]
-                items = self._items(batch)
-                payloads = self._payloads(list(items.values()))
-                for key in batch:
-                    item = items.get(key)
-                    stored = payloads.get(item.ref_key) if item is not None else None
-                    if item is None or stored is None:
-                        continue
-                    payload = self._split(item, stored)
-                    yield RawCheckpoint(
-                        thread_id=key.thread_id,
-                        checkpoint_ns=key.checkpoint_ns,
-                        checkpoint_id=key.checkpoint_id,
-                        parent_checkpoint_id=item.parent,
-                        type=payload.tag,
-                        body=payload.body if data else b"",
-                        metadata_type=payload.metadata_tag,
-                        metadata=payload.metadata if data else b"",
-                        body_size=len(payload.body),
-                        metadata_size=len(payload.metadata),
-                    )
+            for key, item, payload in self._stored(keys):
+                yield RawCheckpoint(
+                    thread_id=key.thread_id,
+                    checkpoint_ns=key.checkpoint_ns,
+                    checkpoint_id=key.checkpoint_id,
+                    parent_checkpoint_id=item.parent,
+                    type=payload.tag,
+                    body=payload.body if data else b"",
+                    metadata_type=payload.metadata_tag,
+                    metadata=payload.metadata if data else b"",
+                    body_size=len(payload.body),
+                    metadata_size=len(payload.metadata),
+                )
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         for keys in self._selected_keys(query):

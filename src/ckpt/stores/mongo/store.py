@@ -11,6 +11,7 @@ whose constructor creates its indexes.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -38,11 +39,11 @@ from ckpt.records.model import (
 )
 from ckpt.records.plans import CheckpointRow, ThreadRows, WriteRow
 from ckpt.records.types import (
-    NO_PAGES,
     CollectionRecord,
     StorageRecord,
     VacuumReport,
     VacuumTableRecord,
+    server_vacuum_report,
     storage_record,
 )
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
@@ -65,6 +66,7 @@ DATABASE: Final = "checkpointing_db"
 CHECKPOINTS: Final = "checkpoints"
 WRITES: Final = "checkpoint_writes"
 _KEY_FIELDS: Final = {"thread_id": 1, "checkpoint_ns": 1, "checkpoint_id": 1, "_id": 0}
+_KEY_FIELDS_WITH_ID: Final = {"thread_id": 1, "checkpoint_ns": 1, "checkpoint_id": 1}
 
 
 def _import_pymongo() -> Any:
@@ -94,6 +96,9 @@ class MongoStore(DocumentStore):
         database: str | None = None,
     ) -> None:
         super().__init__(redact_url(spec), aes_key=aes_key)
+        # Per thread, the key fields (and _id) of its checkpoint documents whose namespace or
+        # id is not a string: MongoDBSaver lists them (by thread), ckpt keys them by neither.
+        self._odd_docs: dict[str, list[dict[str, Any]]] = {}
         self.pymongo = _import_pymongo()
         seconds = timeout if timeout is not None and timeout > 0 else DEFAULT_TIMEOUT
         self.timeout = seconds
@@ -259,13 +264,19 @@ class MongoStore(DocumentStore):
             )
 
     def _thread_keys(self, thread_id: str) -> list[CheckpointKey]:
-        keys = [
-            key
-            for doc in self._find(
-                self.checkpoints_coll, {"thread_id": {"$eq": thread_id}}, _KEY_FIELDS
-            )
-            if (key := _key(doc)) is not None
-        ]
+        keys: list[CheckpointKey] = []
+        odd: list[dict[str, Any]] = []
+        query = {"thread_id": {"$eq": thread_id}}
+        for doc in self._find(self.checkpoints_coll, query, _KEY_FIELDS_WITH_ID):
+            key = _key(doc)
+            if key is not None:
+                keys.append(key)
+            else:
+                odd.append(doc)
+        if odd:
+            self._odd_docs[thread_id] = odd
+        else:
+            self._odd_docs.pop(thread_id, None)
         keys.sort(key=lambda k: (k.checkpoint_id, k.checkpoint_ns))
         return keys
 
@@ -429,29 +440,27 @@ class MongoStore(DocumentStore):
                 docs = {_key(d): d for d in self._by_keys(self.checkpoints_coll, batch)}
                 for key in batch:
                     doc = docs.get(key)
-                    if doc is None:
-                        continue
-                    body = _bytes(doc.get("checkpoint")) or b""
-                    stored = doc.get("metadata")
-                    metadata = _metadata_json(stored)
-                    size = len(metadata)
-                    plain = _metadata_plain(stored)
-                    tag = doc.get("type")
-                    parent = doc.get("parent_checkpoint_id")
-                    yield RawCheckpoint(
-                        thread_id=key.thread_id,
-                        checkpoint_ns=key.checkpoint_ns,
-                        checkpoint_id=key.checkpoint_id,
-                        parent_checkpoint_id=parent if isinstance(parent, str) and parent else None,
-                        type=tag if isinstance(tag, str) else None,
-                        body=body if data else b"",
-                        # As SqliteSaver and PostgresSaver keep it when every value is
-                        # plain data; else the pairs, their payloads as base64 records.
-                        metadata_type="json" if plain is not None else "mongodb-pairs",
-                        metadata=(plain if plain is not None else metadata) if data else b"",
-                        body_size=len(body),
-                        metadata_size=size,
-                    )
+                    if doc is not None:
+                        yield _raw_checkpoint(key, doc, data=data)
+            yield from self._odd_checkpoints(keys[0].thread_id, data=data)
+
+    def _odd_checkpoints(self, thread_id: str, *, data: bool) -> Iterator[RawCheckpoint]:
+        """The thread's checkpoint documents whose namespace or id is not a string: the
+        saver lists them with the thread and cannot read them as its checkpoints."""
+        odd = self._odd_docs.get(thread_id)
+        if not odd:
+            return
+        ids = [doc["_id"] for doc in odd if "_id" in doc]
+        for doc in self._find(self.checkpoints_coll, {"_id": {"$in": ids}}):
+            if doc.get("thread_id") != thread_id or _key(doc) is not None:
+                continue
+            wrong = next(
+                (f for f in ("checkpoint_ns", "checkpoint_id") if not isinstance(doc.get(f), str)),
+                "checkpoint_id",
+            )
+            why = f"its `{wrong}` is {type(doc.get(wrong)).__name__}, not a string"
+            raw = _raw_checkpoint(_stray_key(doc), doc, data=data)
+            yield dataclasses.replace(raw, misfiled=why)
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         if self.writes_coll is None:
@@ -545,25 +554,15 @@ class MongoStore(DocumentStore):
                     "total_bytes": storage + indexes,
                     "table_bytes": storage,
                     "index_bytes": indexes,
-                    "toast_bytes": 0,
+                    "toast_bytes": None,
                     "rows_estimate": None,
                     "live_rows": int(stats.get("count", 0)),
                     "dead_rows": None,
                     "bloat_estimate_bytes": int(free) if isinstance(free, int) else 0,
                 }
             )
-        return {
-            "reclaim": "compact",
-            "statement": "; ".join(f"compact {t['table']}" for t in tables),
-            "into": None,
-            **NO_PAGES,
-            "disk_free_bytes": None,
-            "disk_needed_bytes": None,
-            "tables": tables,
-            "memory": None,
-            "before": None,
-            "after": None,
-        }
+        statement = "; ".join(f"compact {t['table']}" for t in tables)
+        return server_vacuum_report("compact", statement, tables)
 
     def writer(self, *, timeout: float | None) -> Writer:
         from ckpt.stores.mongo.writer import MongoWriter
@@ -601,6 +600,29 @@ def _key(doc: dict[str, Any]) -> CheckpointKey | None:
     if not (isinstance(thread_id, str) and isinstance(ns, str) and isinstance(checkpoint_id, str)):
         return None
     return CheckpointKey(thread_id, ns, checkpoint_id)
+
+
+def _raw_checkpoint(key: CheckpointKey, doc: dict[str, Any], *, data: bool) -> RawCheckpoint:
+    body = _bytes(doc.get("checkpoint")) or b""
+    stored = doc.get("metadata")
+    metadata = _metadata_json(stored)
+    plain = _metadata_plain(stored)
+    tag = doc.get("type")
+    parent = doc.get("parent_checkpoint_id")
+    return RawCheckpoint(
+        thread_id=key.thread_id,
+        checkpoint_ns=key.checkpoint_ns,
+        checkpoint_id=key.checkpoint_id,
+        parent_checkpoint_id=parent if isinstance(parent, str) and parent else None,
+        type=tag if isinstance(tag, str) else None,
+        body=body if data else b"",
+        # As SqliteSaver and PostgresSaver keep it when every value is plain data; else the
+        # pairs, their payloads as base64 records.
+        metadata_type="json" if plain is not None else "mongodb-pairs",
+        metadata=(plain if plain is not None else metadata) if data else b"",
+        body_size=len(body),
+        metadata_size=len(metadata),
+    )
 
 
 def _stray_key(doc: dict[str, Any]) -> CheckpointKey:

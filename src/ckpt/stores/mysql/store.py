@@ -12,6 +12,7 @@ threads that breaks).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any, Final
 
 import orjson
@@ -28,12 +29,17 @@ from ckpt.records.model import (
     RawWrite,
     SaverFacts,
     StoreHealth,
-    ThreadBytes,
     ThreadSummary,
 )
 from ckpt.records.types import StorageRecord, TableBytesRecord, storage_record
 from ckpt.records.vocabulary import FIND_LIMIT
-from ckpt.stores.documents import ThreadInfo, key_order
+from ckpt.stores.documents import (
+    ThreadInfo,
+    catalog_count,
+    catalog_threads,
+    key_order,
+    newest_per_namespace,
+)
 from ckpt.stores.mysql.session import MySQLSession
 from ckpt.stores.split import (
     BlobKey,
@@ -309,26 +315,8 @@ class MySQLStore(SplitStore):
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         catalog = self._catalog()
         measured = self.sizes(DumpQuery()) if sizes else {}
-        thread_ids = sorted(catalog)
-        for start in range(0, len(thread_ids), BATCH * 5):
-            batch = thread_ids[start : start + BATCH * 5]
-            keys = [
-                CheckpointKey(t, "", root)
-                for t in batch
-                if (root := catalog[t].latest_root) is not None
-            ]
-            latest = {c.thread_id: c for c in self.load_many(keys, values=False)}
-            for thread_id in batch:
-                info = catalog[thread_id]
-                found = measured.get(thread_id)
-                yield ThreadSummary(
-                    thread_id=thread_id,
-                    namespaces=sorted(info.namespaces),
-                    checkpoints=info.checkpoints,
-                    writes=found.writes if found is not None else (0 if sizes else None),
-                    size=found.total if found is not None else (0 if sizes else None),
-                    latest=latest.get(thread_id),
-                )
+        load = partial(self.load_many, values=False)
+        yield from catalog_threads(catalog, measured, load, sizes=sizes, batch=BATCH * 5)
 
     def thread_exists(self, thread_id: str) -> bool:
         return any(
@@ -451,20 +439,12 @@ class MySQLStore(SplitStore):
                 key=lambda k: (k.checkpoint_ns, k.checkpoint_id),
             )
             if query.latest_only:
-                newest: dict[str, CheckpointKey] = {}
-                for k in keys:
-                    newest[k.checkpoint_ns] = k
-                keys = list(newest.values())
+                keys = newest_per_namespace(keys)
             if keys:
                 yield keys
 
     def count_checkpoints(self, query: DumpQuery) -> int | None:
-        if query.thread_ids or query.checkpoint_ns is not None or query.since_id or query.until_id:
-            return None
-        catalog = self._catalog().values()
-        if query.latest_only:
-            return sum(len(info.namespaces) for info in catalog)
-        return sum(info.checkpoints for info in catalog)
+        return catalog_count(self._catalog(), query)
 
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
         for keys in self._selected_keys(query):
@@ -472,22 +452,6 @@ class MySQLStore(SplitStore):
                 yield from self.load_many(chunk, values=values)
 
     # -- sizes, storage, health ------------------------------------------------------------
-    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
-        found: dict[str, ThreadBytes] = {}
-        for row in self.raw_checkpoints(query, data=False):
-            sized = found.setdefault(row.thread_id, ThreadBytes())
-            sized.checkpoints += 1
-            sized.checkpoint_bytes += row.size
-        for blob in self.raw_blobs(query, data=False):
-            sized = found.setdefault(blob.thread_id, ThreadBytes())
-            sized.blobs += 1
-            sized.blob_bytes += blob.size
-        for write in self.raw_writes(query, data=False):
-            sized = found.setdefault(write.thread_id, ThreadBytes())
-            sized.writes += 1
-            sized.write_bytes += write.size
-        return found
-
     def storage(self) -> StorageRecord:
         tables: list[TableBytesRecord] = []
         for name, data, index, rows in self.session.rows(
@@ -502,7 +466,7 @@ class MySQLStore(SplitStore):
                     "total_bytes": int(data or 0) + int(index or 0),
                     "table_bytes": int(data or 0),
                     "index_bytes": int(index or 0),
-                    "toast_bytes": 0,
+                    "toast_bytes": None,
                     "rows_estimate": int(rows) if rows is not None else None,
                     "live_rows": None,
                     "dead_rows": None,

@@ -252,10 +252,12 @@ class _Scan:
                             continue
                         if index != count + 1:
                             continue
-                        remember(gone)  # the (bytes, "latin1") arguments
-                        remember(kept)  # the bytes value
-                        count += 2
                         built = pop()
+                        if type(built) is str:  # a short value: its bytes, as the stub gives
+                            built = _latin1(built)
+                        remember(gone)  # the (bytes, "latin1") arguments
+                        remember(gone if kept is gone else built)  # the bytes value
+                        count += 2
                         stack[-1] = built  # the encode stub's place: its result
                         pos = at
                         # And the (tag, bytes) pair it is the second of: TUPLE2, PUT.
@@ -309,9 +311,9 @@ class _Scan:
                         if index != count:
                             raise Unsupported("memo order")
                         kind = type(first)
-                        if kind is str or kind is int or first is None:
+                        if kind is str or kind is int or kind is bytes or first is None:
                             kind = type(last)
-                            if kind is str or kind is int or last is None:
+                            if kind is str or kind is int or kind is bytes or last is None:
                                 remember(built)
                             else:
                                 remember(gone)
@@ -335,9 +337,9 @@ class _Scan:
                 args = pop()
                 func = pop()
                 if func is _ENCODE and type(args) is tuple and len(args) == 2 and args[1] in LATIN1:
-                    built = args[0]
+                    built = _latin1(args[0]) if type(args[0]) is str else args[0]
                 elif func is _BYTES and args == ():
-                    built = ""
+                    built = b""
                 elif func is _DEFAULTDICT and type(args) is tuple and args == (_DICT,):
                     built = Namespaces()
                 else:
@@ -459,11 +461,12 @@ class _Scan:
     def _keep(value: Any) -> Any:
         """What the memo holds for `value`: itself if it is small and may be shared."""
         kind = type(value)
-        if kind is str or kind is int or value is None or id(value) in _MARKERS:
-            return value
+        if kind is str or kind is int or kind is bytes or value is None or id(value) in _MARKERS:
+            return value  # bytes: only short ones are built (long ones stay in the file)
         if kind is tuple and len(value) <= 2:
             for part in value:
-                if not (type(part) is str or type(part) is int or part is None):
+                kind = type(part)
+                if not (kind is str or kind is int or kind is bytes or part is None):
                     return _GONE
             return value
         return _GONE
@@ -544,9 +547,18 @@ def _summary(entries: Any) -> Summary | None:
     return Summary(len(entries), next(iter(entries.items())), (latest, entries[latest]))
 
 
+def _latin1(text: str) -> str | bytes:
+    """The bytes protocol 2's `_codecs.encode(text, "latin1")` stands for (the text itself
+    where it is not latin-1, as the restricted unpickler's stub gives it)."""
+    try:
+        return text.encode("latin1")
+    except UnicodeEncodeError:
+        return text
+
+
 def materialize(fd: int, value: Any, depth: int = 0) -> Any:
-    """`value` with each StoredText replaced by its text, as the restricted unpickler gives it
-    (a str with one character per byte). For the few entries a listing keeps."""
+    """`value` with each StoredText replaced by its bytes, as the restricted unpickler gives
+    it. For the few entries a listing keeps."""
     if depth > 20:
         raise Unsupported("too deep")
     kind = type(value)
@@ -556,7 +568,7 @@ def materialize(fd: int, value: Any, depth: int = 0) -> Any:
         if len(data) != length:
             raise Unsupported("the file changed")
         try:
-            return data.decode("utf-8", "surrogatepass")
+            return _latin1(data.decode("utf-8", "surrogatepass"))
         except UnicodeDecodeError:
             raise Unsupported("not UTF-8") from None
     if kind is tuple:

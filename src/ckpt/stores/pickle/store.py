@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeGuard
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from ckpt.decoders import ABSENT, MARK_KEY, decode, is_marked, undecodable_record
+from ckpt.decoders import ABSENT, decode, is_marked, undecodable_record
 from ckpt.errors import (
     DecodeError,
     NotACheckpointStore,
     NotFound,
     NotSupported,
-    RefusedGlobal,
-    StoreNotFound,
     StoreUnreadable,
     Unsafe,
 )
@@ -39,14 +36,34 @@ from ckpt.records.types import StorageRecord, StoreFileRecord, VacuumReport, sto
 from ckpt.records.vocabulary import FIND_LIMIT, PICKLE_NAMES
 from ckpt.stores.base import Store, Writer
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes
-from ckpt.stores.pickle.index import Namespaces, PickleFile, StoredText, Summary, Unsupported
+from ckpt.stores.pickle.health import store_health
+from ckpt.stores.pickle.index import PickleFile, Summary, Unsupported
+from ckpt.stores.pickle.layout import DEV_FOLDER as DEV_FOLDER
+from ckpt.stores.pickle.layout import ROLE_WORDS as _ROLE_WORDS
+from ckpt.stores.pickle.layout import file_stamp as _file_stamp
+from ckpt.stores.pickle.layout import locate as _locate
+from ckpt.stores.pickle.layout import role_of as _role_of
+from ckpt.stores.pickle.layout import storage_index as _storage_index
 from ckpt.stores.pickle.lean import materialize, scan_kept, scan_storage
+from ckpt.stores.pickle.passes import LEAN_THREADS
+from ckpt.stores.pickle.passes import Kept as _Kept
+from ckpt.stores.pickle.passes import lean_storage as _lean_storage
+from ckpt.stores.pickle.passes import lean_thread as _lean_thread
+from ckpt.stores.pickle.passes import namespace_items as _namespace_items
+from ckpt.stores.pickle.passes import spanned as _spanned
+from ckpt.stores.pickle.raw import entry_size as _entry_size
+from ckpt.stores.pickle.raw import is_plain_dict as _is_plain_dict
+from ckpt.stores.pickle.raw import not_a_pair as _not_a_pair
+from ckpt.stores.pickle.raw import pair as _pair
+from ckpt.stores.pickle.raw import pair_size as _pair_size
+from ckpt.stores.pickle.raw import selected as _selected
+from ckpt.stores.pickle.raw import tag as _tag
+from ckpt.stores.pickle.raw import text_flaw as _text_flaw
+from ckpt.stores.pickle.raw import write_size as _write_size
 from ckpt.stores.pickle.unpickler import (
     Refused,
     build_target,
-    built,
     collector_paused,
-    latin1_bytes,
     load_pickle,
     refused_record,
 )
@@ -60,23 +77,6 @@ DEV_FOLDER_REFUSAL: Final = (
     "them. Delete threads through the server's API (DELETE /threads/{id}), or stop it "
     "and start afresh"
 )
-
-# The `langgraph dev` runtime gives storage, writes and blobs one file each, numbered in
-# the order InMemorySaver creates them, inside `<project>/.langgraph_api/` (format.md §7.3).
-DEV_FOLDER: Final = ".langgraph_api"
-STORAGE_NAME, WRITES_NAME, BLOBS_NAME = PICKLE_NAMES
-
-
-@dataclass(frozen=True, slots=True)
-class _Layout:
-    """Which files make up the store: a dev folder's three, or one PersistentDict file."""
-
-    location: Path
-    storage: Path
-    writes: Path | None
-    blobs: Path | None
-    single_file: bool
-    missing: tuple[str, ...] = ()
 
 
 class PickleStore(Store):
@@ -765,83 +765,7 @@ class PickleStore(Store):
         return storage_record(sum(f["bytes"] for f in files), files=files)
 
     def health(self, query: DumpQuery) -> StoreHealth:
-        health = StoreHealth()
-        selected = DumpQuery(thread_ids=query.thread_ids)
-        parents_missing: list[CheckpointKey] = []
-        threads_missing: set[str] = set()
-        oldest: dict[tuple[str, str], str] = {}
-        # Blobs no checkpoint names, thread by thread: the versions of one thread's
-        # checkpoints are held at a time, not those of the whole store.
-        counting = self._blobs is not None and not self._inline_values
-        blobs_of: dict[Any, list[tuple[Any, ...]]] = {}
-        for key in (self._blobs or {}) if counting else {}:
-            if type(key) is tuple and len(key) == 4 and _selected(selected, key[0], key[1], None):
-                blobs_of.setdefault(key[0], []).append(key)
-        unused_blobs, unused_bytes = 0, 0
-        used: set[tuple[Any, ...]] = set()
-        current: Any = None
-
-        def count_unused(thread: Any) -> tuple[int, int]:
-            unused = [key for key in blobs_of.pop(thread, ()) if key not in used]
-            blobs = self._blobs or {}
-            return len(unused), sum(_pair_size(blobs[key]) for key in unused)
-
-        for thread_id, ns, checkpoint_id, entry in self._entries(selected):
-            if thread_id != current:
-                if current is not None:
-                    found = count_unused(current)
-                    unused_blobs, unused_bytes = unused_blobs + found[0], unused_bytes + found[1]
-                used.clear()
-                current = thread_id
-            ids = self._storage[thread_id][ns]
-            oldest.setdefault((thread_id, ns), checkpoint_id)  # entries come oldest first
-            parent = entry[2]
-            if isinstance(parent, str) and parent not in ids:
-                parents_missing.append(CheckpointKey(thread_id, ns, checkpoint_id))
-                threads_missing.add(thread_id)
-                if checkpoint_id == oldest[thread_id, ns]:
-                    health.missing_parent_oldest += 1
-            if counting:
-                key = CheckpointKey(thread_id, ns, checkpoint_id)
-                body = self._body(key, entry[0], values=False, tolerant=True)
-                versions = body.get("channel_versions") if isinstance(body, dict) else None
-                if _is_plain_dict(versions):
-                    used.update((thread_id, ns, c, v) for c, v in versions.items())
-        health.missing_parents = len(parents_missing)
-        health.missing_parent_threads = len(threads_missing)
-        health.missing_parent_examples = parents_missing[:5]
-        orphans: list[CheckpointKey] = []
-        for key in self._writes or {}:
-            if type(key) is not tuple or len(key) != 3 or not _selected(selected, *key):
-                continue
-            thread_id, ns, checkpoint_id = key
-            if checkpoint_id not in self._storage.get(thread_id, {}).get(ns, {}):
-                orphans.append(CheckpointKey(str(thread_id), str(ns), str(checkpoint_id)))
-        orphans.sort(key=lambda k: (k.thread_id, k.checkpoint_ns, k.checkpoint_id))
-        health.orphan_writes = sum(
-            len(self._writes[(k.thread_id, k.checkpoint_ns, k.checkpoint_id)])
-            for k in orphans
-            if self._writes is not None
-        )
-        health.orphan_write_threads = len({k.thread_id for k in orphans})
-        health.orphan_write_examples = orphans[:5]
-        if counting:
-            if current is not None:
-                found = count_unused(current)
-                unused_blobs, unused_bytes = unused_blobs + found[0], unused_bytes + found[1]
-            used.clear()
-            for thread in list(blobs_of):  # the blobs of threads with no checkpoint left
-                found = count_unused(thread)
-                unused_blobs, unused_bytes = unused_blobs + found[0], unused_bytes + found[1]
-            health.orphan_blobs = unused_blobs
-            health.orphan_blob_bytes = unused_bytes
-        health.namespaces = [
-            (thread_id, ns)
-            for thread_id in sorted(self._storage)
-            if not query.thread_ids or thread_id in query.thread_ids
-            for ns in sorted(self._storage[thread_id])
-        ]
-        return health
+        return store_health(self, query)
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
@@ -865,6 +789,7 @@ class PickleStore(Store):
                 metadata=meta_pair[1] if meta_pair else b"",
                 body_size=_pair_size(raw_body),
                 metadata_size=_pair_size(raw_metadata),
+                flaws=_text_flaw(raw_body),
                 # None when the body keeps its values inline (checkpoint 2.0.21 and older).
                 channel_versions=(
                     {str(c): str(v) for c, v in versions.items()}
@@ -943,6 +868,7 @@ class PickleStore(Store):
                     data=pair[1] if pair else None,
                     size=_pair_size(stored[2]),
                     task_path=task_path if isinstance(task_path, str) else "",
+                    flaws=_text_flaw(stored[2]),
                 )
 
     def _entries(self, query: DumpQuery) -> Iterator[tuple[str, str, str, Any]]:
@@ -1010,393 +936,3 @@ class PickleStore(Store):
         if self._storage_fd is not None:
             os.close(self._storage_fd)
             self._storage_fd = None
-
-
-def _file_stamp(path: Path | None) -> tuple[int, int, int] | None:
-    if path is None:
-        return None
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _spanned(fd: int, role: str) -> dict[Any, Any] | None:
-    """The whole storage or writes dict from the pass of pickle_lean, its bytes values left
-    in the file as StoredText: stats, types and dump on a big `langgraph dev` folder hold
-    the dicts' keys, not their values. None when the file needs the full read, which
-    accepts, refuses or reports it as before."""
-    try:
-        with collector_paused():
-            if role == "storage":
-                root = scan_storage(fd, whole=True)
-            else:
-                root = scan_kept(fd, None, check=True)
-    except (Unsupported, OSError):
-        return None
-    if type(root) is not dict:
-        return None
-    return root if (_spanned_storage if role == "storage" else _spanned_writes)(root) else None
-
-
-def _stored_pair(value: Any) -> bool:
-    """A (tag, bytes) pair as the scan gives it: a StoredText may stand only where a
-    payload goes. Anywhere else the full read shows it as the text it is, so any other
-    shape is read the full way."""
-    return (
-        type(value) is tuple
-        and len(value) == 2
-        and type(value[0]) is str
-        and (type(value[1]) is StoredText or type(value[1]) is str)
-    )
-
-
-def _spanned_storage(root: dict[Any, Any]) -> bool:
-    """thread -> ns -> checkpoint_id -> (body pair, metadata pair, parent id) (the scan
-    checks the entries' ids and parents, pickle_lean._entries)."""
-    try:
-        for _, _, entries in _namespace_items(root):
-            for entry in entries.values():
-                if not (_stored_pair(entry[0]) and _stored_pair(entry[1])):
-                    return False
-    except Unsupported:
-        return False
-    return True
-
-
-def _spanned_writes(root: dict[Any, Any]) -> bool:
-    """(thread, ns, checkpoint_id) -> {(task_id, idx): (task_id, channel, pair, task_path)}."""
-    for key, task_writes in root.items():
-        if (
-            type(key) is not tuple
-            or len(key) != 3
-            or any(type(part) is not str for part in key)
-            or type(task_writes) is not dict
-        ):
-            return False
-        for inner_key, stored in task_writes.items():
-            if not (
-                type(inner_key) is tuple
-                and len(inner_key) == 2
-                and type(inner_key[0]) is str
-                and type(inner_key[1]) is int
-                and type(stored) is tuple
-                and len(stored) in (3, 4)
-                and type(stored[0]) is str
-                and type(stored[1]) is str
-                and _stored_pair(stored[2])
-                and (len(stored) == 3 or type(stored[3]) is str)
-            ):
-                return False
-    return True
-
-
-# Threads read by one-thread passes before a store reads its whole index (PickleStore._thread).
-LEAN_THREADS: Final = 2
-
-
-class _Kept:
-    """The writes and blobs of some checkpoints (the latest ones, or every one of a thread
-    id), each file read on first need (as the full listing reads `_writes` and `_blobs`),
-    through PickleStore._kept."""
-
-    def __init__(
-        self, store: PickleStore, write_keys: set[Any] | str, blob_keys: set[Any] | str
-    ) -> None:
-        self.store = store
-        self.write_keys = write_keys
-        self.blob_keys = blob_keys
-        self._writes: tuple[dict[Any, Any] | None, PickleFile | None] | None = None
-        self._blobs: tuple[dict[Any, Any] | None, PickleFile | None] | None = None
-
-    def writes(self) -> dict[Any, Any] | None:
-        if self._writes is None:
-            self._writes = self.store._kept("writes", self.write_keys)
-        return self._writes[0]
-
-    def blobs(self) -> tuple[dict[Any, Any] | None, PickleFile | None]:
-        if self._blobs is None:
-            self._blobs = self.store._kept("blobs", self.blob_keys)
-        return self._blobs
-
-
-def _lean_storage(path: Path) -> tuple[dict[str, dict[str, Summary]], int] | None:
-    """The storage index from the threads-only pass (pickle_lean): thread -> ns -> Summary,
-    empty ones dropped as _storage_index drops them, the kept entries' bytes read back as
-    the restricted unpickler gives them; and the file, still open, for a full read later.
-    None when the file needs the full read."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        index = _lean_index(fd)
-    except (Unsupported, OSError):
-        index = None
-    if index is None:
-        os.close(fd)
-        return None
-    return index, fd
-
-
-def _lean_thread(
-    fd: int, thread_id: str
-) -> dict[str, dict[str, tuple[Any, Any, str | None]]] | None:
-    """One thread's namespaces and entries from a pass over the storage file that keeps
-    that thread only, read back as the restricted unpickler gives them (_storage_index
-    checks); None when the file needs the full read."""
-    try:
-        with collector_paused():
-            root = scan_storage(fd, thread_id)
-            namespaces = root.get(thread_id) if isinstance(root, dict) else None
-            if type(namespaces) is not Namespaces:
-                return None
-            kept: dict[str, dict[str, tuple[Any, Any, str | None]]] = {}
-            for ns, entries in namespaces.items():
-                if type(ns) is not str or type(entries) is not dict:
-                    return None
-                if entries:
-                    kept[ns] = {cid: materialize(fd, entry) for cid, entry in entries.items()}
-            return kept
-    except (Unsupported, OSError):
-        return None
-
-
-def _lean_index(fd: int) -> dict[str, dict[str, Summary]]:
-    """thread -> ns -> Summary, empty ones dropped; raises Unsupported (see _lean_storage)."""
-    with collector_paused():
-        index: dict[str, dict[str, Summary]] = {}
-        for thread_id, ns, summary in _namespace_items(scan_storage(fd)):
-            if summary is not None:
-                index.setdefault(thread_id, {})[ns] = Summary(
-                    summary.count,
-                    (summary.first[0], materialize(fd, summary.first[1])),
-                    (summary.latest[0], materialize(fd, summary.latest[1])),
-                )
-        return index
-
-
-def _namespace_items(root: Any) -> Iterator[tuple[str, str, Any]]:
-    """(thread, ns, what the pass kept of it) from a storage pass's root; Unsupported
-    where a thread or namespace is not a string, or a thread not a namespaces dict (the
-    full read accepts, refuses or reports those)."""
-    if type(root) is not dict:
-        raise Unsupported("root")
-    for thread_id, namespaces in root.items():
-        if type(thread_id) is not str or type(namespaces) is not Namespaces:
-            raise Unsupported("thread")
-        for ns, kept in namespaces.items():
-            if type(ns) is not str:
-                raise Unsupported("namespace")
-            yield thread_id, ns, kept
-
-
-# -- layout -------------------------------------------------------------------------------
-
-
-def _locate(path: Path) -> _Layout:
-    """The files behind what the user named: a dev folder, a project folder, one file."""
-    if not path.exists():
-        raise StoreNotFound(f"{path}: no such file or folder")
-    if path.is_dir():
-        folder = path
-        if not any((path / name).is_file() for name in PICKLE_NAMES):
-            if (path / DEV_FOLDER).is_dir():
-                folder = path / DEV_FOLDER  # a project folder that has run `langgraph dev`
-    elif path.name in PICKLE_NAMES:
-        folder = path.parent  # one of the three files: open all three (format.md §7.3)
-    else:
-        return _Layout(path, path, None, None, single_file=True)
-    storage, writes, blobs = (
-        folder / name if (folder / name).is_file() else None for name in PICKLE_NAMES
-    )
-    if storage is None and writes is None and blobs is None:
-        raise StoreNotFound(
-            f"{folder}: no checkpoint store here (looked for {DEV_FOLDER}/ and "
-            f"{', '.join(PICKLE_NAMES)})"
-        )
-    if storage is None:
-        present = " and ".join(p.name for p in (writes, blobs) if p is not None)
-        raise NotACheckpointStore(
-            f"{folder}: {STORAGE_NAME} (the checkpoints) is missing; {present} alone "
-            "hold no checkpoints"
-        )
-    missing = tuple(name for name, p in ((WRITES_NAME, writes), (BLOBS_NAME, blobs)) if p is None)
-    return _Layout(folder, storage, writes, blobs, single_file=False, missing=missing)
-
-
-_ROLE_WORDS: Final = {
-    "storage": "checkpoints",
-    "writes": "pending writes",
-    "blobs": "channel values",
-    "empty": "nothing",
-}
-
-
-def _role_of(loaded: dict[Any, Any], path: Path) -> str:
-    """Which of InMemorySaver's three dicts this is, told by the shape of its keys (7.1)."""
-    if not loaded:
-        return "empty"
-    key, value = next(iter(loaded.items()))
-    if isinstance(key, str) and isinstance(value, dict):
-        return "storage"  # thread_id -> checkpoint_ns -> checkpoint_id -> entry
-    if isinstance(key, tuple) and len(key) == 3 and isinstance(value, dict):
-        return "writes"  # (thread_id, ns, checkpoint_id) -> {(task_id, idx): write}
-    if isinstance(key, tuple) and len(key) == 4 and isinstance(value, tuple | Refused):
-        return "blobs"  # (thread_id, ns, channel, version) -> (tag, bytes)
-    raise NotACheckpointStore(f"{path}: a pickled dict, but not one InMemorySaver wrote")
-
-
-def _storage_index(
-    loaded: dict[Any, Any], path: Path
-) -> dict[str, dict[str, dict[str, tuple[Any, Any, str | None]]]]:
-    """thread -> ns -> checkpoint_id -> (body pair, metadata pair, parent id), checked.
-
-    Empty threads and namespaces are dropped: InMemorySaver's defaultdicts grow an empty
-    entry whenever a missing thread is looked up, and LangGraph lists nothing for them.
-    A refused value where a thread's or a namespace's dict goes is not one of those (a
-    Refused is an empty dict): the thread's checkpoints cannot be read, which is said,
-    rather than answering that the thread does not exist. A BUILD on that dict is refused
-    too, but the dict it was on holds the checkpoints (build_target): they are read, and
-    the refusal said (issue 38: the thread was not shown).
-    """
-    index: dict[str, dict[str, dict[str, tuple[Any, Any, str | None]]]] = {}
-    for thread_id, namespaces in loaded.items():
-        if not isinstance(thread_id, str) or not isinstance(namespaces, dict):
-            raise NotACheckpointStore(
-                f"{path}: thread {thread_id!r} is not a LangGraph checkpoints dict"
-            )
-        namespaces = _not_refused(namespaces, path, f"thread {thread_id!r}")
-        kept: dict[str, dict[str, tuple[Any, Any, str | None]]] = {}
-        for ns, entries in namespaces.items():
-            if not isinstance(ns, str) or not isinstance(entries, dict):
-                raise NotACheckpointStore(
-                    f"{path}: thread {thread_id!r}, namespace {ns!r} is not a dict of checkpoints"
-                )
-            entries = _not_refused(entries, path, f"thread {thread_id!r}, namespace {ns!r}")
-            for checkpoint_id, entry in entries.items():
-                if isinstance(entry, Refused):
-                    # A refused value where the whole entry goes: its checkpoint and its
-                    # metadata show as refused; its parent, when a BUILD on the entry was
-                    # refused, is the entry's own (so the thread's lineage holds).
-                    target = built(entry)
-                    parent = target[2] if type(target) is tuple and len(target) == 3 else None
-                    entry = entries[checkpoint_id] = (entry, entry, _parent_id(parent))
-                if type(entry) is tuple and len(entry) == 3 and isinstance(entry[2], Refused):
-                    # A refused value where the parent id goes: the id a BUILD on it was
-                    # on (an id, not a value: built); no parent for any other.
-                    entry = entries[checkpoint_id] = (entry[0], entry[1], _parent_id(entry[2]))
-                if not (
-                    isinstance(checkpoint_id, str)
-                    and type(entry) is tuple
-                    and len(entry) == 3
-                    and (entry[2] is None or isinstance(entry[2], str))
-                ):
-                    raise NotACheckpointStore(
-                        f"{path}: thread {thread_id!r}, checkpoint {checkpoint_id!r} is not a "
-                        "(checkpoint, metadata, parent id) entry"
-                    )
-            if entries:
-                kept[ns] = entries
-        if kept:
-            index[thread_id] = kept
-    return index
-
-
-def _parent_id(parent: Any) -> str | None:
-    """A parent id as it was built before a refused BUILD on it (built), or None."""
-    parent = built(parent)
-    return parent if isinstance(parent, str) else None
-
-
-def _not_refused(value: dict[Any, Any], path: Path, where: str) -> dict[Any, Any]:
-    """`value`, a thread's or a namespace's dict: the items of a dict a BUILD was on (see
-    _storage_index); RefusedGlobal for any other refused value."""
-    if isinstance(value, Refused) and isinstance(build_target(value), dict):
-        return dict(value)
-    if isinstance(value, Refused):
-        raise RefusedGlobal(
-            f"refused to load {value.global_name} from {path}: it is where the checkpoints "
-            f"of {where} go, so they cannot be read; nothing was run"
-        )
-    return value
-
-
-# -- raw values -----------------------------------------------------------------------------
-
-
-def _pair(raw: Any, file: PickleFile | None = None) -> tuple[str, bytes] | None:
-    """A stored (tag, bytes) pair with its bytes in hand (read from `file`, the one its
-    StoredText points into), or None if `raw` is not one."""
-    if type(raw) is not tuple or len(raw) != 2 or not isinstance(raw[0], str):
-        return None
-    payload = raw[1]
-    try:
-        if isinstance(payload, str | bytes):
-            return raw[0], latin1_bytes(payload)
-        if isinstance(payload, StoredText) and file is not None:
-            return raw[0], file.read(payload)
-    except (ValueError, OSError):
-        return None
-    return None
-
-
-def _selected(query: DumpQuery, thread_id: Any, ns: Any, checkpoint_id: Any) -> bool:
-    """Whether a dict key's thread, namespace and (for rows with one) id are in `query`."""
-    if query.thread_ids and thread_id not in query.thread_ids:
-        return False
-    if query.checkpoint_ns is not None and ns != query.checkpoint_ns:
-        return False
-    if checkpoint_id is not None and isinstance(checkpoint_id, str):
-        if query.since_id is not None and checkpoint_id < query.since_id:
-            return False
-        if query.until_id is not None and checkpoint_id > query.until_id:
-            return False
-    return True
-
-
-def _tag(raw: Any) -> str | None:
-    """The serde tag of a stored (tag, bytes) pair, without reading its bytes."""
-    if type(raw) is tuple and len(raw) == 2 and isinstance(raw[0], str):
-        return raw[0]
-    return None
-
-
-def _pair_size(raw: Any) -> int:
-    """Bytes of a stored value, from the index alone: a latin-1 str from load_pickle has one
-    character per byte; a StoredText of the storage and writes files counts them too
-    (pickle_lean), one of the blobs file counts the bytes of its UTF-8 text in the file."""
-    try:
-        payload = raw[1]
-        if type(payload) is StoredText:
-            return payload.chars
-        return len(payload) if isinstance(payload, str | bytes) else 0
-    except (TypeError, IndexError, KeyError):  # not a pair: sized as nothing
-        return 0
-
-
-def _entry_size(entry: tuple[Any, Any, Any]) -> int:
-    return _pair_size(entry[0]) + _pair_size(entry[1])
-
-
-def _write_size(stored: Any) -> int:
-    return _pair_size(stored[2]) if type(stored) is tuple and len(stored) >= 3 else 0
-
-
-def _is_plain_dict(value: Any) -> TypeGuard[dict[Any, Any]]:
-    return isinstance(value, dict) and not is_marked(value)
-
-
-def _not_a_pair(raw: Any) -> dict[str, Any]:
-    """The marked record for a stored value that is not a (tag, bytes) pair."""
-    if isinstance(raw, Refused):
-        return refused_record(raw)
-    for part in raw if type(raw) is tuple else ():
-        if isinstance(part, Refused):
-            return refused_record(part)
-    return _undecodable("not a (type, bytes) pair")
-
-
-def _undecodable(reason: str) -> dict[str, Any]:
-    return {MARK_KEY: "undecodable", "error": reason}

@@ -95,11 +95,12 @@ def load_pickle(
 ) -> Any:
     """Unpickle one PersistentDict file into dicts, tuples, strings, numbers and None.
 
-    **Bytes values come back as `str`**, one character per byte (their latin-1 text, which
-    is what protocol 2 stores): `.encode("latin1")` gives the bytes. This keeps a 2 GB
-    blobs file (format.md §7.3) from being held twice in memory, and makes each value cost
-    exactly its size even when a hostile file memo-fetches one large string many times.
-    A pickle written with protocol 3 or later holds real `bytes`, which pass through.
+    Bytes values come back as `bytes`: protocol 2 stores them as
+    `_codecs.encode(<latin-1 text>, "latin1")`, which the stub encodes (a `str` where a
+    value goes is text, which LangGraph's serializer cannot load: check says so). A
+    pickle written with protocol 3 or later holds real `bytes`, which pass through. The
+    2 GB blobs file of a big dev folder (format.md §7.3) is read by the scan of lean.py,
+    which leaves long values in the file.
 
     A global outside format.md §7.2's list, a persistent id, an odd call of an allowed stub
     or an object a BUILD opcode would set attributes of (_load_build_safe) becomes a
@@ -562,17 +563,18 @@ class _Stub:
 class _EncodeLatin1(_Stub):
     """Stands in for `_codecs.encode`: only the `(str, "latin1")` call protocol 2 writes.
 
-    Returns the text itself (see load_pickle): encoding it would copy every value.
+    Returns the bytes (see load_pickle); text that is not latin-1 stays text, which no
+    reader takes for bytes.
     """
 
     __slots__ = ()
     name: ClassVar[str] = "_codecs.encode"
 
-    def __call__(self, text: Any, encoding: Any = None, *rest: Any) -> str | Refused:
+    def __call__(self, text: Any, encoding: Any = None, *rest: Any) -> str | bytes | Refused:
         if rest or not isinstance(text, str) or not _is_latin1(encoding):
             shown = encoding if isinstance(encoding, str) else type(encoding).__name__
             return self.allowed.stand_in(f"_codecs.encode(..., {_printable(shown)!r})")()
-        return text
+        return _encoded(text)
 
 
 class _EmptyBytes(_Stub):
@@ -581,28 +583,28 @@ class _EmptyBytes(_Stub):
     __slots__ = ()
     name: ClassVar[str] = "bytes"
 
-    def __call__(self, *args: Any) -> str | Refused:
+    def __call__(self, *args: Any) -> bytes | Refused:
         if args:
             return self.allowed.stand_in("bytes(...) with arguments")()  # bytes(n): n bytes
-        return ""
+        return b""
 
 
 class _Bytearray(_Stub):
     """Stands in for `bytearray`: `bytearray()`, `bytearray(<bytes>)` as protocol 2
     writes it (the bytes come from the `_codecs.encode` stub, as latin-1 text) and
     protocol 3+ (real bytes), or `bytearray(<str>, "latin-1")`. Like bytes values, it
-    comes back as its latin-1 text (or the bytes themselves)."""
+    comes back as bytes."""
 
     __slots__ = ()
     name: ClassVar[str] = "bytearray"
 
     def __call__(self, *args: Any) -> str | bytes | Refused:
         if not args:
-            return ""
-        if len(args) == 1 and isinstance(args[0], str | bytes):
+            return b""
+        if len(args) == 1 and isinstance(args[0], bytes):
             return args[0]
         if len(args) == 2 and isinstance(args[0], str) and _is_latin1(args[1]):
-            return args[0]
+            return _encoded(args[0])
         return self.allowed.stand_in("bytearray(...) with other arguments")()
 
 
@@ -677,6 +679,15 @@ def _size_of(file: IO[bytes]) -> int:
         return os.fstat(file.fileno()).st_size
     except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
         return 0
+
+
+def _encoded(text: str) -> str | bytes:
+    """`text.encode("latin1")`, or the text itself where that fails (which Python's own
+    `_codecs.encode` would raise on: no reader takes a str for bytes)."""
+    try:
+        return text.encode("latin1")
+    except UnicodeEncodeError:
+        return text
 
 
 def latin1_bytes(value: str | bytes) -> bytes:

@@ -34,6 +34,8 @@ READ_AS: Final[dict[str, dict[str, frozenset[str]]]] = {
 CHECKPOINT_BYTES: Final = (
     "coalesce(pg_column_size(c.checkpoint), 0) + coalesce(pg_column_size(c.metadata), 0)"
 )
+BLOB_BYTES: Final = "octet_length(b.blob)"
+WRITE_BYTES: Final = "octet_length(w.blob)"
 
 
 @dataclass

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ckpt.errors import BadOption, NotFound
+from ckpt.errors import BadOption, MissingDependency, NotFound
 from ckpt.records.model import (
     TASKS,
     Checkpoint,
     CheckpointKey,
     DumpQuery,
+    Part,
     RawBlob,
     RawCheckpoint,
     RawWrite,
@@ -23,17 +25,21 @@ from ckpt.records.model import (
     WriteTotals,
 )
 from ckpt.records.types import (
-    NO_PAGES,
     StorageRecord,
     TableBytesRecord,
     VacuumReport,
     VacuumTableRecord,
+    server_vacuum_report,
     storage_record,
 )
 from ckpt.records.vocabulary import FIND_LIMIT
 from ckpt.stores.base import Writer
-from ckpt.stores.postgres.schema import CHECKPOINT_BYTES, detect_layout, migrations
+from ckpt.stores.postgres.health import store_health
+from ckpt.stores.postgres.saver import PG_RELEASE as PG_RELEASE
+from ckpt.stores.postgres.saver import saver_facts
+from ckpt.stores.postgres.schema import BLOB_BYTES, CHECKPOINT_BYTES, WRITE_BYTES, detect_layout
 from ckpt.stores.postgres.session import PgSession
+from ckpt.stores.postgres.threads import threads_statement
 from ckpt.stores.split import METADATA_LIMIT as METADATA_LIMIT
 from ckpt.stores.split import TOO_LARGE_PREFIX as _TOO_LARGE
 from ckpt.stores.split import BlobKey, SplitStore, WriteKey
@@ -47,7 +53,7 @@ from ckpt.stores.split import is_legacy as _is_legacy
 from ckpt.stores.split import version_text as _version_text
 
 if TYPE_CHECKING:
-    from psycopg.sql import SQL, Composable, Composed
+    from psycopg.sql import SQL, Composed
 
     from ckpt.records.migration import MigrationRows
     from ckpt.records.plans import Strategy, ThreadRows
@@ -59,26 +65,6 @@ THREADS_PER_BATCH = 500  # latest checkpoints hydrated per round of `threads` ..
 FIRST_BATCH = 8  # ... at first: then twice as many each time
 PROBE_STEPS = 10000  # (thread, namespace) pairs `find_exact` walks before `find` scans
 KEYS_PER_QUERY = 5000  # blob or write keys sent in one statement (bounded statement time)
-
-
-# The saver release `ckpt check` speaks for (requirements/ci-constraints.txt), and the last
-# migration of its ShallowPostgresSaver (its MIGRATIONS list has 8: format.md §6).
-PG_RELEASE: Final = "langgraph-checkpoint-postgres 3.2.0"
-SHALLOW_LATEST: Final = 7
-
-
-def _migration_rows(ran: list[int]) -> str:
-    """`checkpoint_migrations v0-9` (a gap or a missing first row shows)."""
-    if not ran:
-        return "checkpoint_migrations is empty"
-    if ran == list(range(ran[0], ran[-1] + 1)):
-        return f"checkpoint_migrations v{ran[0]}-{ran[-1]}"
-    return "checkpoint_migrations v" + ", ".join(map(str, ran))
-
-
-# A blob or a write counts as its bytes (a checkpoint: schema.CHECKPOINT_BYTES).
-BLOB_BYTES: Final = "octet_length(b.blob)"
-WRITE_BYTES: Final = "octet_length(w.blob)"
 
 
 class PostgresStore(SplitStore):
@@ -170,71 +156,7 @@ class PostgresStore(SplitStore):
         return "every" if self.layout.shallow else "updated"
 
     def saver(self) -> SaverFacts:
-        from ckpt.stores.postgres.target import LATEST
-
-        ran = migrations(self._session, self.schema)
-        rows = "no checkpoint_migrations table" if ran is None else _migration_rows(ran)
-        if self.layout.shallow:
-            done = ran is not None and max(ran, default=-1) >= SHALLOW_LATEST
-            return SaverFacts(
-                saver="ShallowPostgresSaver",
-                releases="langgraph-checkpoint-postgres's deprecated shallow saver",
-                evidence=(
-                    "checkpoints without checkpoint_id",
-                    "checkpoint_blobs without version",
-                    rows,
-                ),
-                langgraph="reads" if done else "migrates",
-                note=(
-                    f"ShallowPostgresSaver of {PG_RELEASE} reads it (deprecated); PostgresSaver "
-                    "cannot (no checkpoint_id column)"
-                    if done
-                    else f"ShallowPostgresSaver of {PG_RELEASE} reads it after its setup() runs "
-                    f"the migrations up to v{SHALLOW_LATEST}"
-                ),
-            )
-        missing = [
-            what
-            for what, present in (
-                ("checkpoint_blobs", self.layout.has_blobs),
-                ("checkpoint_writes", self.layout.has_writes),
-                ("checkpoint_writes.task_path", self.layout.has_writes and self.layout.task_path),
-            )
-            if not present
-        ]
-        newest = max(ran, default=-1) if ran is not None else -1
-        if newest > LATEST:
-            langgraph, note = (
-                "unknown",
-                f"migration v{newest} is newer than the v{LATEST} of {PG_RELEASE}: a later "
-                "release wrote it",
-            )
-        elif missing:
-            to_run = f"{newest + 1}-{LATEST}" if newest + 1 < LATEST else str(LATEST)
-            langgraph, note = (
-                "migrates",
-                f"PostgresSaver of {PG_RELEASE} reads it only after setup() runs migration "
-                f"{to_run}: without it its reads fail (no {missing[0]})",
-            )
-        else:
-            langgraph, note = "reads", f"PostgresSaver of {PG_RELEASE} reads it as it is"
-        if newest > LATEST:
-            releases = f"a langgraph-checkpoint-postgres newer than {PG_RELEASE}"
-        elif missing or newest < LATEST:
-            releases = "langgraph-checkpoint-postgres, before setup() ran all of its migrations"
-        else:
-            releases = f"langgraph-checkpoint-postgres up to {PG_RELEASE} (migrations 0-{LATEST})"
-        return SaverFacts(
-            saver="PostgresSaver",
-            releases=releases,
-            evidence=(
-                "checkpoints.checkpoint_id column",
-                rows,
-                *(f"no {what}" for what in missing),
-            ),
-            langgraph=langgraph,
-            note=note,
-        )
+        return saver_facts(self._session, self.schema, self.layout)
 
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
         statement = self.threads_statement(sizes=sizes, order=order)
@@ -255,106 +177,10 @@ class PostgresStore(SplitStore):
             raise self._session.translate(exc) from None
 
     def threads_statement(self, *, sizes: bool, order: str) -> Composed:
-        """The one statement behind `threads` (see there and the comments below)."""
-        # One statement for every thread's aggregates and its latest root checkpoint (a
-        # consistent snapshot), read a batch at a time. Grouping by (thread, ns) first
-        # lets the server hash-aggregate narrow rows; one array_agg(DISTINCT ...) over the
-        # table would sort every row with its JSONB instead (5x slower, spills to disk).
-        # Sizes and write rows (`sizes=True`) read every row's columns (pg_column_size,
-        # octet_length, the blobs and writes tables): without them the statement reads the
-        # checkpoints' primary-key columns only.
-        writes_cte = (
-            f"SELECT w.thread_id, count(*) AS n, {f'sum({WRITE_BYTES})' if sizes else '0'} "
-            "AS size FROM {wr} w GROUP BY w.thread_id"
-            if self.layout.has_writes and sizes
-            else "SELECT NULL::text AS thread_id, 0::bigint AS n, 0::bigint AS size WHERE false"
+        """The one statement behind `threads` (postgres/threads.py)."""
+        return threads_statement(
+            self.layout, self._pg, self._columns(values=False), sizes=sizes, order=order
         )
-        blobs_cte = (
-            f"SELECT b.thread_id, sum({BLOB_BYTES}) AS size FROM {{bl}} b GROUP BY b.thread_id"
-            if self.layout.has_blobs and sizes
-            else "SELECT NULL::text AS thread_id, 0::bigint AS size WHERE false"
-        )
-        checkpoint_bytes = f"sum({CHECKPOINT_BYTES})" if sizes else "0"
-        # The order ckpt.analysis.threads sorts records in, so that rows stream straight out (flat
-        # memory, `--limit` stops the read): Python compares strings by code point, which
-        # is the "C" collation's byte order of UTF-8; a missing id compares as "".
-        keys = (
-            "coalesce(latest_root, '') COLLATE \"C\" AS k1, "
-            "coalesce(thread_id, '') COLLATE \"C\" AS k2"
-        )
-        order_by, outer_order = (
-            ("k1 DESC, k2 DESC", "cp.k1 DESC, cp.k2 DESC")
-            if order == "updated"
-            else ("k2", "cp.k2")
-        )
-        # The aggregates are sorted on their own (narrow rows), and the latest root row
-        # joins them in that order by primary key, its blob rows as PostgresSaver's own
-        # read joins them (channel_versions by jsonb_each; their keys never travel to the
-        # server and back): no sort after the joins, so each FETCH of the server-side
-        # cursor does the joins of its THREADS_PER_BATCH rows only (the statement timeout
-        # applies to each FETCH: the first one waits for the aggregates alone). Each
-        # batch's writes come in set-based queries.
-        return self.layout.sql(
-            f"WITH w AS ({writes_cte}), b AS ({blobs_cte}) "
-            "SELECT cp.thread_id, cp.n, cp.namespaces, cp.size, cp.latest_root, "
-            "coalesce(w.n, 0), coalesce(w.size, 0), coalesce(b.size, 0), {cols}, {blobs} "
-            f"FROM (SELECT *, {keys} FROM (SELECT thread_id, sum(n) AS n, "
-            "array_agg(checkpoint_ns ORDER BY checkpoint_ns) AS namespaces, "
-            "sum(size) AS size, max(latest) FILTER (WHERE checkpoint_ns = '') AS latest_root "
-            "FROM (SELECT c.thread_id, c.checkpoint_ns, count(*) AS n, "
-            f"{checkpoint_bytes} AS size, "
-            "max({id}) AS latest FROM {cp} c GROUP BY 1, 2) AS per_ns GROUP BY thread_id) "
-            f"AS agg ORDER BY {order_by}) AS cp "
-            "LEFT JOIN w USING (thread_id) LEFT JOIN b USING (thread_id) "
-            "LEFT JOIN {cp} c ON c.thread_id = cp.thread_id AND c.checkpoint_ns = '' "
-            "AND {id} = cp.latest_root {blobs_join} "
-            f"ORDER BY {outer_order}",
-            cols=self._columns(values=False),
-            **self._latest_blobs(),
-        )
-
-    def _latest_blobs(self) -> dict[str, Composable]:
-        """The select list and join of `threads` that bring each latest checkpoint's blob
-        rows as arrays (channel, version, type, size, and the payload `next` needs), and
-        whether it has writes."""
-        # Whether the latest checkpoint has writes: only those rows' writes are then read.
-        written = (
-            "EXISTS (SELECT 1 FROM {wr} w WHERE w.thread_id = c.thread_id "
-            "AND w.checkpoint_ns = c.checkpoint_ns AND w.checkpoint_id = {id})"
-            if self.layout.has_writes
-            else "false"
-        )
-        if not self.layout.has_blobs:
-            return {
-                "blobs": self.layout.sql(f"NULL, NULL, NULL, NULL, NULL, {written}"),
-                "blobs_join": self._pg.sql.SQL(""),
-            }
-        version = "b.version" if self.layout.blob_versions else "NULL::text"
-        # Versions match as PostgresSaver's join matches them (`#>>`: the JSON value as
-        # text); _blob_rows keeps only the rows _fetch_blobs would have asked for.
-        match = "AND b.version = v.value #>> '{{}}' " if self.layout.blob_versions else ""
-        return {
-            "blobs": self.layout.sql(
-                f"bl.channels, bl.versions, bl.types, bl.sizes, bl.payloads, {written}"
-            ),
-            "blobs_join": self.layout.sql(
-                # One primary-key search per channel version: OFFSET 0 keeps the planner
-                # from joining all of the thread's blobs instead (it takes jsonb_each for
-                # 100 rows; 7x slower on 10,000 threads of 100 checkpoints).
-                "LEFT JOIN LATERAL (SELECT array_agg(x.channel) AS channels, "
-                "array_agg(x.version) AS versions, array_agg(x.type) AS types, "
-                "array_agg(x.size) AS sizes, array_agg(x.payload) AS payloads "
-                "FROM jsonb_each(CASE WHEN jsonb_typeof(c.checkpoint -> 'channel_versions') "
-                "= 'object' THEN c.checkpoint -> 'channel_versions' END) v "
-                f"CROSS JOIN LATERAL (SELECT b.channel, {version} AS version, b.type, "
-                f"coalesce({BLOB_BYTES}, 0) AS size, "
-                "CASE WHEN b.channel = {tasks} OR b.channel LIKE 'join:%' THEN b.blob END "
-                "AS payload FROM {bl} b WHERE b.thread_id = c.thread_id "
-                f"AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = v.key {match}"
-                "OFFSET 0) x) bl ON true",
-                tasks=self._pg.sql.Literal(TASKS),
-            ),
-        }
 
     def _blob_rows(self, row: _Row, arrays: Sequence[Any]) -> dict[BlobKey, _Blob]:
         """One latest checkpoint's blob rows from `_latest_blobs`' arrays, under the keys
@@ -650,37 +476,21 @@ class PostgresStore(SplitStore):
 
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         found: dict[str, ThreadBytes] = {}
-        where, params = self._raw_filter(query, "c", ids=True)
-        for thread_id, count, size in self._rows(
-            self.layout.sql(
-                f"SELECT c.thread_id, count(*), sum({CHECKPOINT_BYTES}) FROM {{cp}} c{where} "
-                "GROUP BY c.thread_id"
-            ),
-            params,
-        ):
-            found[thread_id] = ThreadBytes(checkpoints=int(count), checkpoint_bytes=int(size or 0))
-        if self.layout.has_blobs:
-            where, params = self._raw_filter(query, "b", ids=False)
-            for thread_id, count, size in self._rows(
-                self.layout.sql(
-                    f"SELECT b.thread_id, count(*), sum({BLOB_BYTES}) FROM {{bl}} b{where} "
-                    "GROUP BY b.thread_id"
-                ),
-                params,
-            ):
-                sized = found.setdefault(thread_id, ThreadBytes())
-                sized.blobs, sized.blob_bytes = int(count), int(size or 0)
-        if self.layout.has_writes:
-            where, params = self._raw_filter(query, "w", ids=True)
-            for thread_id, count, size in self._rows(
-                self.layout.sql(
-                    f"SELECT w.thread_id, count(*), sum({WRITE_BYTES}) FROM {{wr}} w{where} "
-                    "GROUP BY w.thread_id"
-                ),
-                params,
-            ):
-                sized = found.setdefault(thread_id, ThreadBytes())
-                sized.writes, sized.write_bytes = int(count), int(size or 0)
+        parts: tuple[tuple[Part, str, str, str, bool, bool], ...] = (
+            ("checkpoint", "c", "cp", CHECKPOINT_BYTES, True, True),
+            ("blob", "b", "bl", BLOB_BYTES, False, self.layout.has_blobs),
+            ("write", "w", "wr", WRITE_BYTES, True, self.layout.has_writes),
+        )
+        for part, alias, table, size, ids, present in parts:
+            if not present:
+                continue
+            where, params = self._raw_filter(query, alias, ids=ids)
+            statement = self.layout.sql(
+                f"SELECT {alias}.thread_id, count(*), sum({size}) FROM {{{table}}} {alias}{where} "
+                f"GROUP BY {alias}.thread_id"
+            )
+            for thread_id, count, total in self._rows(statement, params):
+                found.setdefault(thread_id, ThreadBytes()).add(part, int(count), int(total or 0))
         return found
 
     def storage(self) -> StorageRecord:
@@ -754,104 +564,7 @@ class PostgresStore(SplitStore):
         return totals
 
     def health(self, query: DumpQuery) -> StoreHealth:
-        health = StoreHealth()
-        params: list[Any] = [list(query.thread_ids)] if query.thread_ids else []
-        only = " AND {alias}.thread_id = ANY(%s)" if query.thread_ids else ""
-        if not self.layout.shallow:  # the shallow schema keeps no parent ids
-            missing = (
-                "FROM {cp} c WHERE c.parent_checkpoint_id IS NOT NULL"
-                + only.format(alias="c")
-                + " AND NOT EXISTS (SELECT 1 FROM {cp} p WHERE p.thread_id = c.thread_id "
-                "AND p.checkpoint_ns = c.checkpoint_ns "
-                "AND p.checkpoint_id = c.parent_checkpoint_id)"
-            )
-            ((count, threads, oldest),) = self._rows(
-                self.layout.sql(
-                    "SELECT count(*), count(DISTINCT c.thread_id), count(*) FILTER (WHERE "
-                    "c.checkpoint_id = (SELECT min(m.checkpoint_id) FROM {cp} m "
-                    "WHERE m.thread_id = c.thread_id AND m.checkpoint_ns = c.checkpoint_ns)) "
-                    + missing
-                ),
-                params,
-            )
-            health.missing_parents, health.missing_parent_threads = int(count), int(threads)
-            health.missing_parent_oldest = int(oldest)
-            health.missing_parent_examples = [
-                CheckpointKey(*row)
-                for row in self._rows(
-                    self.layout.sql(
-                        "SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id "
-                        + missing
-                        + " ORDER BY 1, 2, 3 LIMIT 5"
-                    ),
-                    params,
-                )
-            ]
-        if self.layout.has_writes:
-            id_match = "" if self.layout.shallow else " AND c.checkpoint_id = w.checkpoint_id"
-            if self.layout.shallow:  # one row per (thread, ns): a write matches its id in the JSONB
-                id_match = " AND c.checkpoint->>'id' = w.checkpoint_id"
-            orphans = (
-                "FROM {wr} w WHERE NOT EXISTS (SELECT 1 FROM {cp} c "
-                "WHERE c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns"
-                + id_match
-                + ")"
-                + only.format(alias="w")
-            )
-            ((count, threads),) = self._rows(
-                self.layout.sql("SELECT count(*), count(DISTINCT w.thread_id) " + orphans), params
-            )
-            health.orphan_writes, health.orphan_write_threads = int(count), int(threads)
-            health.orphan_write_examples = [
-                CheckpointKey(*row)
-                for row in self._rows(
-                    self.layout.sql(
-                        "SELECT DISTINCT w.thread_id, w.checkpoint_ns, w.checkpoint_id "
-                        + orphans
-                        + " ORDER BY 1, 2, 3 LIMIT 5"
-                    ),
-                    params,
-                )
-            ]
-        if self.layout.has_blobs:
-            # A blob is used when some checkpoint of its namespace names its version (as
-            # PostgresSaver joins them); a hash anti-join, not a lookup per blob.
-            if self.layout.blob_versions:
-                refs = (
-                    "SELECT DISTINCT c.thread_id, c.checkpoint_ns, v.key AS channel, "
-                    "v.value AS version FROM {cp} c CROSS JOIN LATERAL "
-                    "jsonb_each_text(c.checkpoint->'channel_versions') v"
-                )
-                match = " AND r.version = b.version"
-            else:
-                refs = (
-                    "SELECT DISTINCT c.thread_id, c.checkpoint_ns, v AS channel FROM {cp} c "
-                    "CROSS JOIN LATERAL jsonb_object_keys(c.checkpoint->'channel_versions') v"
-                )
-                match = ""
-            ((count, size),) = self._rows(
-                self.layout.sql(
-                    f"WITH r AS ({refs}) SELECT count(*), coalesce(sum({BLOB_BYTES}), 0) "
-                    "FROM {bl} b WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.thread_id = "
-                    "b.thread_id AND r.checkpoint_ns = b.checkpoint_ns AND r.channel = b.channel"
-                    + match
-                    + ")"
-                    + only.format(alias="b")
-                ),
-                params,
-            )
-            health.orphan_blobs, health.orphan_blob_bytes = int(count), int(size)
-        health.namespaces = [
-            (thread_id, ns)
-            for thread_id, ns in self._rows(
-                self.layout.sql(
-                    "SELECT DISTINCT c.thread_id, c.checkpoint_ns FROM {cp} c WHERE true"
-                    + only.format(alias="c")
-                ),
-                params,
-            )
-        ]
-        return health
+        return store_health(self.layout, self._rows, query)
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
@@ -1169,18 +882,8 @@ class PostgresStore(SplitStore):
         if into is not None:
             raise BadOption("`into` is for SQLite stores")
         tables = self.vacuum_tables()
-        return {
-            "reclaim": "reuse",
-            "statement": "VACUUM (ANALYZE) " + ", ".join(t["table"] for t in tables),
-            "into": None,
-            **NO_PAGES,
-            "disk_free_bytes": None,
-            "disk_needed_bytes": None,
-            "tables": tables,
-            "memory": None,
-            "before": None,
-            "after": None,
-        }
+        statement = "VACUUM (ANALYZE) " + ", ".join(t["table"] for t in tables)
+        return server_vacuum_report("reuse", statement, tables)
 
     def vacuum_tables(self) -> list[VacuumTableRecord]:
         """The saver's tables with their dead rows' share of the heap: what VACUUM makes
@@ -1200,6 +903,25 @@ class PostgresStore(SplitStore):
             bloat = round(table["table_bytes"] * dead / (live + dead)) if live + dead else 0
             found.append({**table, "live_rows": live, "bloat_estimate_bytes": bloat})
         return found
+
+    @contextmanager
+    def langgraph_saver(self) -> Iterator[Any]:
+        try:
+            from langgraph.checkpoint.postgres import PostgresSaver
+        except ImportError:
+            raise MissingDependency(
+                "`graph` loads threads through LangGraph's PostgresSaver: "
+                "pip install langgraph-checkpoint-postgres"
+            ) from None
+        from psycopg import connect
+        from psycopg.rows import dict_row
+
+        # As PostgresSaver.from_conn_string connects, in the store's schema when it has one.
+        options = f"-c search_path={self.schema}" if self.schema else None
+        with connect(
+            self._spec, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=options
+        ) as conn:
+            yield PostgresSaver(conn)
 
     def writer(self, *, timeout: float | None) -> Writer:
         from ckpt.stores.postgres.writer import PostgresWriter

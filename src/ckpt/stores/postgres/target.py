@@ -10,7 +10,7 @@ from ckpt.errors import CkptError, StoreUnreadable, Unsafe
 from ckpt.records.model import RawCheckpoint, RawWrite
 from ckpt.stores.base import Carried, Target, ThreadSink
 from ckpt.stores.postgres.session import PgSession
-from ckpt.stores.transfer import Blob, BlobKey, Sends, SplitRow, renumbered, to_split
+from ckpt.stores.transfer import Blob, BlobKey, Sends, SplitRow, to_split
 
 # PostgresSaver's MIGRATIONS of langgraph-checkpoint-postgres 3.2.0 (format.md §5.1), in
 # order; index = version. setup() runs those past the table's max(v) and records each.
@@ -100,16 +100,7 @@ class PostgresTarget(Target):
         )[0][0]
         return int(found) if found is not None else -1
 
-    def carry(
-        self,
-        row: RawCheckpoint,
-        blobs: Mapping[BlobKey, Blob],
-        sends: Sends,
-        *,
-        renumber: bool = False,
-    ) -> Carried:
-        if renumber:
-            row = renumbered(row)
+    def laid_out(self, row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) -> Carried:
         split = to_split(row, blobs, sends)
         return Carried(
             split,

@@ -10,6 +10,8 @@ primary key (`= ANY(...)`), never by joining two sets of a thread's rows.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -161,25 +163,33 @@ class PostgresWriter(Writer):
         self.conn = self.session.conn
 
     def prune(self, thread_id: str, planner: Planner) -> ThreadPlan:
+        with self._transaction(thread_id, "prune"):
+            plan = planner(thread_rows(self.reader, self.conn, thread_id))
+            if plan.changes:
+                for namespace in plan.namespaces:
+                    self._apply(thread_id, namespace)
+        return plan
+
+    @contextmanager
+    def _transaction(self, thread_id: str, verb: str) -> Iterator[None]:
+        """One thread's transaction, REPEATABLE READ (the session's level): committed when
+        the block ends, rolled back when it raises; a lock held elsewhere, or the thread
+        changed meanwhile, is StoreBusy (run `verb` again)."""
         pg = self.session.pg
         try:
-            with self.conn.transaction():  # REPEATABLE READ (the session's level)
-                plan = planner(thread_rows(self.reader, self.conn, thread_id))
-                if plan.changes:
-                    for namespace in plan.namespaces:
-                        self._apply(thread_id, namespace)
+            with self.conn.transaction():
+                yield
         except pg.errors.LockNotAvailable as exc:
             raise StoreBusy(
                 f"{self.session.location}: {exc}; thread {thread_id!r} rolled back"
             ) from None
         except pg.errors.SerializationFailure:
             raise StoreBusy(
-                f"{self.session.location}: thread {thread_id!r} changed while it was pruned; "
-                "rolled back (run prune again)"
+                f"{self.session.location}: thread {thread_id!r} changed while it was "
+                f"{verb}d; rolled back (run {verb} again)"
             ) from None
         except pg.Error as exc:
             raise self.session.translate(exc) from None
-        return plan
 
     def _apply(self, thread_id: str, plan: NamespacePlan) -> None:
         sql, reader, ns = self.reader.layout.sql, self.reader, plan.checkpoint_ns
@@ -253,30 +263,17 @@ class PostgresWriter(Writer):
         commits (ckpt.stores.base.Writer.migrate)."""
         from ckpt.stores.postgres.migrate import read_rows, write_rows
 
-        pg = self.session.pg
-        try:
-            with self.conn.transaction():
-                before = read_rows(self.reader, self.conn, thread_id)
-                after = rewrite(before)
-                if after is not None:
-                    write_rows(self.reader, self.conn, before, after)
-                    if read_rows(self.reader, self.conn, thread_id) != after:
-                        raise MigrationMismatch(
-                            f"{self.session.location}: thread {thread_id!r} read back differs "
-                            "from what was written; rolled back (the threads before it stay "
-                            "migrated)"
-                        )
-        except pg.errors.LockNotAvailable as exc:
-            raise StoreBusy(
-                f"{self.session.location}: {exc}; thread {thread_id!r} rolled back"
-            ) from None
-        except pg.errors.SerializationFailure:
-            raise StoreBusy(
-                f"{self.session.location}: thread {thread_id!r} changed while it was migrated; "
-                "rolled back (run migrate again)"
-            ) from None
-        except pg.Error as exc:
-            raise self.session.translate(exc) from None
+        with self._transaction(thread_id, "migrate"):
+            before = read_rows(self.reader, self.conn, thread_id)
+            after = rewrite(before)
+            if after is not None:
+                write_rows(self.reader, self.conn, before, after)
+                if read_rows(self.reader, self.conn, thread_id) != after:
+                    raise MigrationMismatch(
+                        f"{self.session.location}: thread {thread_id!r} read back differs "
+                        "from what was written; rolled back (the threads before it stay "
+                        "migrated)"
+                    )
         return before, after
 
     # -- vacuum -----------------------------------------------------------------------------

@@ -36,6 +36,7 @@ READ_COMMANDS: Final = frozenset(
         "JSON.DEBUG",  # JSON.DEBUG MEMORY
         "FT._LIST",
         "FT.SEARCH",
+        "FT.INFO",
     }
 )
 SCAN_BATCH: Final = 2000

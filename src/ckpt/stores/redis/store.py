@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import datetime as dt
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -43,7 +45,7 @@ from ckpt.records.model import (
     SaverFacts,
     ThreadBytes,
 )
-from ckpt.records.plans import CheckpointRow, Strategy, ThreadRows, WriteRow
+from ckpt.records.plans import CheckpointRow, Strategy, ThreadRows, WriteRow, recent
 from ckpt.records.types import (
     NO_PAGES,
     ServerRecord,
@@ -139,6 +141,9 @@ class RedisStore(DocumentStore):
         self._told_ignored = False
         self._read_writes: dict[CheckpointName, bool] = {}  # has_writes, for copy_write
         self._odd_keys: dict[CheckpointName, str] = {}
+        self._left_out: dict[str, dict[str, list[bytes]]] | None = None
+        # The top-level fields each index reads and their types ("TAG", "NUMERIC" ...).
+        self.index_fields: dict[str, list[tuple[str, str]]] = {}
         # How keys spell the root namespace: `__empty__`, or LangGraph.js's empty segment.
         self.root = "" if self.js else EMPTY_NS
 
@@ -274,11 +279,65 @@ class RedisStore(DocumentStore):
                 return
 
     def _thread_key_names(self, prefix: str, thread_id: str) -> Iterable[bytes]:
-        """The key names under `prefix` of (at least) the thread: by its index, or SCAN."""
+        """The key names under `prefix` of (at least) the thread: by its index (and the
+        thread's documents the index left out), or SCAN."""
         if self._searchable(thread_id):
             index = self.search_names[0 if prefix == self.prefix else 1]
-            return self._search(index, thread_id)
+            left_out = self.left_out(prefix).get(thread_id, [])
+            if not left_out:
+                return self._search(index, thread_id)
+            return [*self._search(index, thread_id), *left_out]
         return self.session.scan(f"{glob_escape(prefix)}:{glob_escape(to_storage_id(thread_id))}:*")
+
+    def left_out(self, prefix: str) -> dict[str, list[bytes]]:
+        """The documents under `prefix` that the saver's search index left out, by the
+        thread their key names: a field it indexes as a TAG holding a number, an object
+        or a list fails indexing, so RedisSaver (which finds checkpoints and writes only
+        through the index) never reads them. Looked for only when the server counts an
+        indexing failure (FT.INFO `hash_indexing_failures`, which never goes down): then
+        by one SCAN of the key names against the index's own."""
+        if self._left_out is None:
+            self._left_out = {self.prefix: {}, self.write_prefix: {}}
+            if self.indexed:
+                for index, under in zip(
+                    self.search_names, (self.prefix, self.write_prefix), strict=True
+                ):
+                    info = self.session.execute("FT.INFO", index)
+                    if _indexing_failures(info):
+                        self.index_fields[under] = _index_fields(info)
+                        self._left_out[under] = self._unindexed(index, under)
+        return self._left_out.get(prefix, {})
+
+    def _is_left_out(self, prefix: str, name: CheckpointName) -> bool:
+        keys = self.left_out(prefix).get(name.thread_id)
+        return bool(keys) and self._key(name).encode("utf-8", "surrogateescape") in (keys or ())
+
+    def _unindexed(self, index: str, prefix: str) -> dict[str, list[bytes]]:
+        indexed: set[bytes] = set()
+        offset = 0
+        while True:
+            answer = self.session.execute(
+                "FT.SEARCH", index, "*", "NOCONTENT", "LIMIT", offset, _SEARCH_PAGE,
+                "DIALECT", 2,
+            )  # fmt: skip
+            keys = answer[1:] if isinstance(answer, list) else []
+            indexed.update(keys)
+            offset += _SEARCH_PAGE
+            if not keys or offset >= int(answer[0]):
+                break
+        found: dict[str, list[bytes]] = {}
+        for raw in self.session.scan(glob_escape(prefix) + ":*"):
+            if raw in indexed:
+                continue
+            key = raw.decode("utf-8", "surrogateescape")
+            name: CheckpointName | WriteName | None = (
+                checkpoint_name(key, prefix, self.root)
+                if prefix == self.prefix
+                else write_name(key, prefix, self.root)
+            )
+            if name is not None:
+                found.setdefault(name.thread_id, []).append(raw)
+        return found
 
     def _thread_names(self, thread_id: str) -> list[tuple[str, CheckpointName]]:
         """The thread's checkpoint keys, by (checkpoint id, namespace)."""
@@ -349,6 +408,61 @@ class RedisStore(DocumentStore):
             if n.checkpoint_ns == checkpoint_ns
         ]
         return CheckpointKey(thread_id, checkpoint_ns, max(ids)) if ids else None
+
+    def latest_problems(
+        self, newest: dict[tuple[str, str], str], *, settle: float = 0.0
+    ) -> list[tuple[str, str, str, str]]:
+        # RedisSaver's get_tuple without an id reads `checkpoint_latest:{thread}:{ns}` and
+        # the document it names: none, or another, is what it resumes from.
+        if self.js or not newest or self.era == "shallow":
+            return []
+        found: list[tuple[str, str, str, str]] = []
+        behind = self._pointers(sorted(newest), newest, found, live=True)
+        if behind:
+            time.sleep(settle)  # put() sets the pointer after the document
+            self._pointers(behind, newest, found, live=False)
+        return found
+
+    def _pointers(
+        self,
+        pairs: list[tuple[str, str]],
+        newest: dict[tuple[str, str], str],
+        found: list[tuple[str, str, str, str]],
+        *,
+        live: bool,
+    ) -> list[tuple[str, str]]:
+        """Adds to `found` the (thread, ns) whose pointer is wrong; returns those (`live`)
+        one step behind a recent checkpoint, to ask again."""
+        behind: list[tuple[str, str]] = []
+        now = dt.datetime.now(dt.UTC)
+        for start in range(0, len(pairs), 500):
+            batch = pairs[start : start + 500]
+            answers = self.session.pipeline(
+                [("GET", latest_key(self.prefix, thread_id, ns)) for thread_id, ns in batch]
+            )
+            for (thread_id, ns), answer in zip(batch, answers, strict=True):
+                checkpoint_id = newest[thread_id, ns]
+                if isinstance(answer, bytes):
+                    pointer = answer.decode("utf-8", "surrogateescape")
+                    if pointer == self._key(CheckpointName(thread_id, ns, checkpoint_id)):
+                        continue
+                    named = checkpoint_name(pointer, self.prefix, self.root)
+                    if (
+                        live
+                        and named is not None
+                        and (named.thread_id, named.checkpoint_ns) == (thread_id, ns)
+                        and named.checkpoint_id < checkpoint_id
+                        and recent(checkpoint_id, now)
+                    ):
+                        behind.append((thread_id, ns))
+                        continue
+                    said = f"the saver's latest pointer names {pointer[:80]!r}"
+                elif answer is None:
+                    said = "the saver's latest pointer is gone"
+                else:
+                    said = "the saver's latest pointer is not a string"
+                found.append((thread_id, ns, checkpoint_id, said))
+        return behind
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -599,8 +713,13 @@ class RedisStore(DocumentStore):
                 batch = names[start : start + BATCH]
                 texts = self.session.json_mget([self._key(n) for n in batch])
                 for name, text in zip(batch, texts, strict=True):
-                    if text is not None:
-                        yield _raw_checkpoint(name, text, data=data)
+                    if text is None:
+                        continue
+                    raw = _raw_checkpoint(name, text, data=data)
+                    if raw.misfiled is None and self._is_left_out(self.prefix, name):
+                        why = _left_out_why(text, self.index_fields[self.prefix])
+                        raw = dataclasses.replace(raw, misfiled=why)
+                    yield raw
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         for names in self._selected_names(query):
@@ -615,10 +734,27 @@ class RedisStore(DocumentStore):
             for start in range(0, len(keyed), BATCH):
                 batch = keyed[start : start + BATCH]
                 texts = self.session.json_mget([key for key, _ in batch])
-                for (_, w), text in zip(batch, texts, strict=True):
+                left_out = self.left_out(self.write_prefix).get(names[0].thread_id, ())
+                for (key, w), text in zip(batch, texts, strict=True):
                     if text is None:
                         continue
-                    fields = _write_fields(text, CheckpointKey(*w[:3]))
+                    if left_out and key.encode("utf-8", "surrogateescape") in left_out:
+                        # Never read by RedisSaver: lost to the checkpoint its key names.
+                        why = _left_out_why(text, self.index_fields[self.write_prefix])
+                        raw = _write_fields(text).raw(CheckpointKey(*w[:3]), data=data)
+                        yield dataclasses.replace(raw, misfiled=why)
+                        continue
+                    fields = _write_fields(text, CheckpointKey(*w[:3]), root=self.root)
+                    if (
+                        not self.js
+                        and fields.home is None
+                        and fields.misfiled is None
+                        and fields.idx != UNREADABLE_IDX
+                        and fields.idx != w.idx
+                    ):
+                        # RedisSaver keys a write by the index it stores in it.
+                        why = f"its `idx` is {fields.idx}, its key says {w.idx}"
+                        fields = dataclasses.replace(fields, misfiled=why)
                     yield fields.raw(CheckpointKey(*w[:3]), data=data)
 
     def _strays(
@@ -824,7 +960,11 @@ def _name(key: CheckpointKey) -> CheckpointName:
     return CheckpointName(key.thread_id, key.checkpoint_ns, key.checkpoint_id)
 
 
-def _write_fields(text: bytes, key: CheckpointKey | None = None) -> WriteFields:
+def _write_fields(
+    text: bytes, key: CheckpointKey | None = None, *, root: str = EMPTY_NS
+) -> WriteFields:
+    """`root`: how the saver spells the root namespace inside its write documents
+    (`__empty__`; LangGraph.js's `""`)."""
     try:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -843,6 +983,10 @@ def _write_fields(text: bytes, key: CheckpointKey | None = None) -> WriteFields:
         )
         if home != (key.thread_id, key.checkpoint_ns, key.checkpoint_id):
             return dataclasses.replace(fields, home=home)
+        if ns == "" and root:
+            # RedisSaver searches the root's writes by `__empty__`: never found.
+            why = f"its `checkpoint_ns` is '' where the saver writes {root!r}: never found"
+            return dataclasses.replace(fields, misfiled=why)
     return fields
 
 
@@ -962,6 +1106,9 @@ def _misfiled(name: CheckpointName, doc: Any) -> str | None:
     if not isinstance(doc, dict) or "thread_id" not in doc:
         return None  # LangGraph.js's documents, or no document: judged elsewhere
     ns = doc.get("checkpoint_ns")
+    if ns == "":
+        # The saver keeps the root as `__empty__` here, and searches by it: never found.
+        return "its `checkpoint_ns` is '' where the saver writes '__empty__': never found"
     said = (doc.get("thread_id"), "" if ns == "__empty__" else ns, doc.get("checkpoint_id"))
     if said != (name.thread_id, name.checkpoint_ns, name.checkpoint_id):
         shown = ", ".join(str(part)[:60] for part in said)
@@ -973,6 +1120,69 @@ def _misfiled(name: CheckpointName, doc: Any) -> str | None:
         )):  # fmt: skip
             return f"its `{field_name}` is {type(value).__name__}"
     return None
+
+
+def _indexing_failures(answer: Any) -> int:
+    """FT.INFO's count of documents that failed indexing (RESP2: a flat list)."""
+    if isinstance(answer, list):
+        for at in range(0, len(answer) - 1, 2):
+            if answer[at] in (b"hash_indexing_failures", "hash_indexing_failures"):
+                try:
+                    return int(answer[at + 1])
+                except (TypeError, ValueError):
+                    return 0
+    return 0
+
+
+def _index_fields(answer: Any) -> list[tuple[str, str]]:
+    """The top-level document fields an index reads, with their types, from FT.INFO."""
+    found: list[tuple[str, str]] = []
+    if not isinstance(answer, list):
+        return found
+    for at in range(0, len(answer) - 1, 2):
+        if answer[at] not in (b"attributes", "attributes") or not isinstance(answer[at + 1], list):
+            continue
+        for attribute in answer[at + 1]:
+            if not isinstance(attribute, list):
+                continue
+            pairs = {
+                _text_of(attribute[i]): _text_of(attribute[i + 1])
+                for i in range(0, len(attribute) - 1, 2)
+            }
+            path, kind = pairs.get("identifier", ""), pairs.get("type", "")
+            if path.startswith("$.") and path[2:].isidentifier():
+                found.append((path[2:], kind))
+    return found
+
+
+def _text_of(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+# The JSON types a field of each index type takes (RediSearch 2.x on JSON documents).
+_INDEXABLE: Final = {"TAG": (str, bool, list), "TEXT": (str, list), "NUMERIC": (int, float)}
+
+
+def _left_out_why(text: bytes, fields: list[tuple[str, str]]) -> str:
+    """Why RedisSaver never reads a document its search index left out."""
+    why = "the saver's search index leaves it out, so RedisSaver never reads it"
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return why
+    if not isinstance(doc, dict):
+        return why
+    for field_name, kind in fields:
+        value = doc.get(field_name)
+        types = _INDEXABLE.get(kind)
+        if value is None or types is None:
+            continue
+        wrong = not isinstance(value, types) or (kind == "NUMERIC" and type(value) is bool)
+        if kind == "TAG" and isinstance(value, list):
+            wrong = not all(isinstance(v, str | bool) for v in value)
+        if wrong:
+            return f"its `{field_name}` is {type(value).__name__}: {why}"
+    return why
 
 
 def _paths(answer: Any) -> dict[str, Any]:

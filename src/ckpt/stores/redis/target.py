@@ -50,7 +50,6 @@ from ckpt.stores.transfer import (
     _map_entries,
     _plain,
     metadata_json,
-    renumbered,
     to_inline,
 )
 
@@ -159,16 +158,7 @@ class RedisTarget(Target):
             raise StoreUnreadable(f"{self.location}: the server refused: {_clean(exc)}") from None
 
     # -- the layout --------------------------------------------------------------------
-    def carry(
-        self,
-        row: RawCheckpoint,
-        blobs: Mapping[BlobKey, Blob],
-        sends: Sends,
-        *,
-        renumber: bool = False,
-    ) -> Carried:
-        if renumber:
-            row = renumbered(row)
+    def laid_out(self, row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) -> Carried:
         inline = to_inline(row, blobs, sends)
         where = f"checkpoint {row.checkpoint_id}"
         if inline.type != "msgpack":

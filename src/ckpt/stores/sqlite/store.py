@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from ckpt.errors import (
     CkptError,
+    MissingDependency,
     NotACheckpointStore,
     NotFound,
     NotSupported,
@@ -42,7 +43,12 @@ from ckpt.stores.body import (
     decode_value,
     sort_writes,
 )
+from ckpt.stores.sqlite.aggregates import bytes_of as _bytes
+from ckpt.stores.sqlite.aggregates import store_health, write_totals
 from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, file_pages, rows, translate
+from ckpt.stores.sqlite.saver import ERAS as _ERAS
+from ckpt.stores.sqlite.saver import SAVER_RELEASE as SAVER_RELEASE
+from ckpt.stores.sqlite.saver import SAVERS as _SAVERS
 
 if TYPE_CHECKING:
     from ckpt.records.migration import MigrationRows
@@ -52,47 +58,6 @@ T = TypeVar("T")
 THREADS_PER_BATCH = 200  # latest checkpoints fetched per statement by `threads`
 KEYS_PER_BATCH = 200  # checkpoints fetched per statement by `load_many` (3 parameters each)
 PROBE_STEPS = 10000  # steps (about 2 per namespace) `find_exact` walks before it scans
-
-
-_ERAS: Final[dict[str, str]] = {
-    "current": "SqliteSaver tables of checkpoint-sqlite 3.1.2 or later (writes.task_path)",
-    "pre-task_path": "SqliteSaver tables of checkpoint-sqlite 1.0.0 - 3.1.1 (no writes.task_path)",
-    "0.1": "langgraph 0.1 tables (thread_ts ids, untyped blobs): current LangGraph reads none",
-}
-
-
-# The saver release `ckpt check` speaks for (requirements/ci-constraints.txt; a test holds
-# it to the installed package).
-SAVER_RELEASE: Final = "langgraph-checkpoint-sqlite 3.1.2"
-_SAVERS: Final[dict[str, SaverFacts]] = {
-    "current": SaverFacts(
-        saver="SqliteSaver",
-        releases="langgraph-checkpoint-sqlite 3.1.2 or later",
-        evidence=("writes.task_path column",),
-        langgraph="reads",
-        note=f"{SAVER_RELEASE} reads it as it is",
-    ),
-    "pre-task_path": SaverFacts(
-        saver="SqliteSaver",
-        releases="langgraph-checkpoint-sqlite 1.0.0 - 3.1.1 (or LangGraph.js's SqliteSaver)",
-        evidence=("checkpoints.checkpoint_ns and type columns", "no writes.task_path column"),
-        langgraph="migrates",
-        note=(
-            f"{SAVER_RELEASE} reads it once its setup() adds writes.task_path, which it runs "
-            "on first use: opening the file with it changes the schema"
-        ),
-    ),
-    "0.1": SaverFacts(
-        saver="SqliteSaver",
-        releases="langgraph 0.1.x (before the checkpoint packages split off)",
-        evidence=("checkpoints.thread_ts column", "no checkpoint_ns or type column"),
-        langgraph="cannot",
-        note=(
-            f"{SAVER_RELEASE} cannot read it: its setup() alters the writes table, then "
-            "every query fails (no column checkpoint_ns)"
-        ),
-    ),
-}
 
 
 # Metadata larger than this is not fetched (issue 29: a 300 MB metadata row ran a read out
@@ -769,125 +734,11 @@ class SqliteStore(Store):
 
     def write_totals(self, query: DumpQuery, keep: int) -> WriteTotals:
         with self._snapshot():
-            return self._write_totals(query, keep)
-
-    def _write_totals(self, query: DumpQuery, keep: int) -> WriteTotals:
-        totals = WriteTotals()
-        if not self.has_writes:
-            return totals
-        where, params = self._dump_filter(query, self._w_id, self._w_ns)
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        size = _bytes("value")
-        for channel, n, total in self._run(
-            f"SELECT channel, count(*), sum({size}) FROM writes{clause} GROUP BY channel", params
-        ):
-            totals.by_channel[channel] = (n, total or 0)
-        for ns, total in self._run(
-            f"SELECT {self._w_ns}, sum({size}) FROM writes{clause} GROUP BY 1", params
-        ):
-            totals.by_namespace[ns] = total or 0
-        # The newest checkpoint and the keep-th newest of each (thread, ns), by key-index
-        # searches: a window over every checkpoint (row_number) kept copies of each key in
-        # SQLite's heap, 200 MB for a 10 MB thread id, and was 2-4x slower.
-        ns, cid, w_ns, w_id = self._ns, self._id, self._w_ns, self._w_id
-        one_ns = self.era == "0.1"  # a literal '': one namespace
-
-        def same_ns(left: str, right: str) -> str:
-            return "" if one_ns else f" AND {left} = {right}"
-
-        cp_where, cp_params = self._dump_filter(query, cid, ns)
-        cp_clause = f" WHERE {' AND '.join(cp_where)}" if cp_where else ""
-        cp_and = "".join(f" AND {w}" for w in cp_where)  # inside `checkpoints c` subqueries
-        group_ns = "" if one_ns else f", {ns}"
-        ((on_latest, latest_bytes, on_last, last_bytes),) = self._run(
-            f"WITH g AS (SELECT thread_id, {ns} AS ns, max({cid}) AS latest "
-            f"FROM checkpoints{cp_clause} GROUP BY thread_id{group_ns}), "
-            f"k AS (SELECT g.thread_id, g.ns, g.latest, coalesce((SELECT c.{cid} "
-            f"FROM checkpoints c WHERE c.thread_id = g.thread_id{same_ns(f'c.{ns}', 'g.ns')}"
-            f"{cp_and} ORDER BY c.{cid} DESC LIMIT 1 OFFSET ? - 1), '') AS cutoff FROM g) "
-            f"SELECT coalesce(sum(w.{w_id} = k.latest), 0), coalesce(sum(CASE WHEN "
-            f"w.{w_id} = k.latest THEN {_bytes('w.value')} END), 0), count(*), "
-            f"coalesce(sum({_bytes('w.value')}), 0) "
-            f"FROM k JOIN writes w ON w.thread_id = k.thread_id{same_ns(f'w.{w_ns}', 'k.ns')} "
-            f"AND w.{w_id} >= k.cutoff WHERE EXISTS (SELECT 1 FROM checkpoints c "
-            f"WHERE c.thread_id = w.thread_id{same_ns(f'c.{ns}', f'w.{w_ns}')} "
-            f"AND c.{cid} = w.{w_id}{cp_and})",
-            [*cp_params, *cp_params, max(keep, 1), *cp_params],
-        )
-        if keep < 1:
-            on_last, last_bytes = 0, 0
-        totals.on_latest, totals.on_last = (on_latest, latest_bytes), (on_last, last_bytes)
-        return totals
+            return write_totals(self, query, keep)
 
     def health(self, query: DumpQuery) -> StoreHealth:
         with self._snapshot():
-            return self._health(query)
-
-    def _health(self, query: DumpQuery) -> StoreHealth:
-        health = StoreHealth()
-        ns, cid = self._ns, self._id
-        params: list[Any] = list(query.thread_ids)
-        marks = ", ".join("?" for _ in params)
-        threads = f" AND c.thread_id IN ({marks})" if params else ""
-        parent = "parent_ts" if self.era == "0.1" else "parent_checkpoint_id"
-
-        # 0.1.x rows have no namespace column: every checkpoint is in the root.
-        def same_ns(left: str, right: str) -> str:
-            return "" if self.era == "0.1" else f" AND {left} = {right}"
-
-        missing = (
-            f"FROM checkpoints c WHERE c.{parent} IS NOT NULL{threads} AND NOT EXISTS "
-            f"(SELECT 1 FROM checkpoints p WHERE p.thread_id = c.thread_id"
-            f"{same_ns(f'p.{ns}', f'c.{ns}')} AND p.{cid} = c.{parent})"
-        )
-        oldest = (
-            f"c.{cid} = (SELECT min(m.{cid}) FROM checkpoints m WHERE m.thread_id = c.thread_id"
-            f"{same_ns(f'm.{ns}', f'c.{ns}')})"
-        )
-        ((count, thread_count, at_oldest),) = self._run(
-            f"SELECT count(*), count(DISTINCT c.thread_id), coalesce(sum({oldest}), 0) {missing}",
-            params,
-        )
-        health.missing_parents, health.missing_parent_threads = count, thread_count
-        health.missing_parent_oldest = at_oldest
-        health.missing_parent_examples = [
-            CheckpointKey(*row)
-            for row in self._run(
-                f"SELECT c.thread_id, {'c.' + ns if self.era != '0.1' else ns}, c.{cid} "
-                f"{missing} ORDER BY 1, 2, 3 LIMIT 5",
-                params,
-            )
-        ]
-        if self.has_writes:
-            w_ns, w_id = self._w_ns, self._w_id
-            threads_w = threads.replace("c.thread_id", "w.thread_id")
-            orphans = (
-                f"FROM writes w WHERE NOT EXISTS (SELECT 1 FROM checkpoints c "
-                f"WHERE c.thread_id = w.thread_id{same_ns(f'c.{ns}', f'w.{w_ns}')} "
-                f"AND c.{cid} = w.{w_id}){threads_w}"
-            )
-            ((count, thread_count),) = self._run(
-                f"SELECT count(*), count(DISTINCT w.thread_id) {orphans}", params
-            )
-            health.orphan_writes, health.orphan_write_threads = count, thread_count
-            w_ns_col = f"w.{w_ns}" if self.era != "0.1" else "''"
-            health.orphan_write_examples = [
-                CheckpointKey(*row)
-                for row in self._run(
-                    f"SELECT DISTINCT w.thread_id, {w_ns_col}, w.{w_id} {orphans} "
-                    "ORDER BY 1, 2, 3 LIMIT 5",
-                    params,
-                )
-            ]
-        ns_col = f"c.{ns}" if self.era != "0.1" else "''"
-        health.namespaces = [
-            (thread_id, namespace)
-            for thread_id, namespace in self._run(
-                f"SELECT DISTINCT c.thread_id, {ns_col} FROM checkpoints c WHERE 1{threads}",
-                params,
-            )
-        ]
-        return health
+            return store_health(self, query)
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
@@ -1003,6 +854,21 @@ class SqliteStore(Store):
             raise StoreUnreadable(f"{self.location}: cannot read ({exc.strerror})") from None
         return vacuum_report(self.path, space, into)
 
+    @contextmanager
+    def langgraph_saver(self) -> Iterator[Any]:
+        try:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+        except ImportError:
+            raise MissingDependency(
+                "`graph` loads threads through LangGraph's SqliteSaver: "
+                "pip install langgraph-checkpoint-sqlite"
+            ) from None
+        conn = sqlite3.connect(self.path, check_same_thread=False)
+        try:
+            yield SqliteSaver(conn)
+        finally:
+            conn.close()
+
     def writer(self, *, timeout: float | None) -> Writer:
         from ckpt.stores.sqlite.writer import SqliteWriter
 
@@ -1054,16 +920,6 @@ class SqliteStore(Store):
 
     def close(self) -> None:
         self._link.close()
-
-
-def _bytes(column: str) -> str:
-    """SQL for the stored bytes of a column. length() of a BLOB reads only the record
-    header; of TEXT it counts characters, so TEXT (which LangGraph never writes, but a
-    hand-made row may hold) is measured as its UTF-8 bytes."""
-    return (
-        f"CASE WHEN typeof({column}) = 'text' THEN length(CAST({column} AS BLOB)) "
-        f"ELSE length({column}) END"
-    )
 
 
 def _json_list(text: str | None) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any, Final
 from ckpt.errors import StoreBusy, StoreUnreadable
 from ckpt.records.model import RawCheckpoint, RawWrite
 from ckpt.stores.base import Carried, Target, ThreadSink
-from ckpt.stores.transfer import Blob, BlobKey, InlineRow, Sends, renumbered, to_inline
+from ckpt.stores.transfer import Blob, BlobKey, InlineRow, Sends, to_inline
 
 # SqliteSaver.setup() of langgraph-checkpoint-sqlite 3.1.2 (format.md §4.1), statement for
 # statement; tests compare the result with what setup() makes, column by column.
@@ -101,16 +101,7 @@ class SqliteTarget(Target):
             )
         return "ready"
 
-    def carry(
-        self,
-        row: RawCheckpoint,
-        blobs: Mapping[BlobKey, Blob],
-        sends: Sends,
-        *,
-        renumber: bool = False,
-    ) -> Carried:
-        if renumber:
-            row = renumbered(row)
+    def laid_out(self, row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) -> Carried:
         inline = to_inline(row, blobs, sends)
         return Carried(inline, len(inline.body) + len(inline.metadata), {})
 

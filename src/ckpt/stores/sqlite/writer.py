@@ -12,6 +12,7 @@ import os
 import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -179,14 +180,7 @@ class SqliteWriter(Writer):
         conn = self.conn
         if not self.has_writes:
             raise Unsafe(f"{self.path}: no writes table (langgraph 0.1 store); nothing changed")
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            raise StoreBusy(
-                f"{self.path}: another connection holds the write lock ({exc}); waited "
-                f"{self.busy_timeout:g} s, changed nothing in thread {thread_id!r} and after"
-            ) from None
-        try:
+        with self._transaction(thread_id):
             before = read_rows(conn, thread_id, task_path=self.task_path, latest=latest)
             after = rewrite(before)
             if after is not None:
@@ -197,17 +191,12 @@ class SqliteWriter(Writer):
                         f"{self.path}: thread {thread_id!r} read back differs from what was "
                         "written; rolled back (the threads before it stay migrated)"
                     )
-            conn.execute("COMMIT")
-        except BaseException as exc:
-            conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.Error):
-                raise _translate(exc, self.path, thread_id) from None
-            raise
         return before, after
 
-    # -- prune ------------------------------------------------------------------------------
-    def prune(self, thread_id: str, planner: Planner) -> ThreadPlan:
-        """Plan and carry out one thread's prune in one transaction; the plan it ran."""
+    @contextmanager
+    def _transaction(self, thread_id: str) -> Iterator[None]:
+        """One thread's `BEGIN IMMEDIATE` transaction: committed when the block ends,
+        rolled back (and an sqlite3 error said as ckpt's) when it raises."""
         conn = self.conn
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -217,16 +206,22 @@ class SqliteWriter(Writer):
                 f"{self.busy_timeout:g} s, changed nothing in thread {thread_id!r} and after"
             ) from None
         try:
-            plan = planner(thread_rows(conn, thread_id, self.aes_key))
-            if plan.changes:
-                for namespace in plan.namespaces:
-                    self._apply(thread_id, namespace)
+            yield
             conn.execute("COMMIT")
         except BaseException as exc:
             conn.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
                 raise _translate(exc, self.path, thread_id) from None
             raise
+
+    # -- prune ------------------------------------------------------------------------------
+    def prune(self, thread_id: str, planner: Planner) -> ThreadPlan:
+        """Plan and carry out one thread's prune in one transaction; the plan it ran."""
+        with self._transaction(thread_id):
+            plan = planner(thread_rows(self.conn, thread_id, self.aes_key))
+            if plan.changes:
+                for namespace in plan.namespaces:
+                    self._apply(thread_id, namespace)
         return plan
 
     def _apply(self, thread_id: str, plan: NamespacePlan) -> None:

@@ -32,17 +32,14 @@ from ckpt.records.model import (
     Checkpoint,
     CheckpointKey,
     DumpQuery,
-    PendingWrite,
     RawCheckpoint,
-    RawWrite,
     SaverFacts,
-    ThreadBytes,
 )
 from ckpt.records.types import StorageRecord
 from ckpt.stores.body import checkpoint_from_body, decode_value
-from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields, key_order
+from ckpt.stores.documents import BATCH, ThreadInfo, WriteFields, key_order
 from ckpt.stores.redis.session import RedisSession
-from ckpt.stores.valkey.store import AWS_RELEASE, server_storage
+from ckpt.stores.valkey.store import AWS_RELEASE, ValkeyDocuments, server_storage
 
 PREFIX: Final = "agentcore"
 # LangGraph's WRITES_IDX_MAP (format.md §3.7): the special channels' fixed indexes, which
@@ -71,7 +68,7 @@ def _json(text: bytes | None) -> Any:
         return None
 
 
-class AgentCoreStore(DocumentStore):
+class AgentCoreStore(ValkeyDocuments):
     kind = "valkey"
     label = "Valkey"
 
@@ -235,22 +232,7 @@ class AgentCoreStore(DocumentStore):
         value = decode_value(tag, data, self.aes_key)
         return value if isinstance(value, dict) else {"value": value}
 
-    def _write(self, raw: WriteFields) -> PendingWrite:
-        return raw.pending(decode_value(raw.type, raw.data, self.aes_key))
-
     # -- sizes, storage, health ------------------------------------------------------------
-    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
-        found: dict[str, ThreadBytes] = {}
-        for row in self.raw_checkpoints(query, data=False):
-            sized = found.setdefault(row.thread_id, ThreadBytes())
-            sized.checkpoints += 1
-            sized.checkpoint_bytes += row.size
-        for write in self.raw_writes(query, data=False):
-            sized = found.setdefault(write.thread_id, ThreadBytes())
-            sized.writes += 1
-            sized.write_bytes += write.size
-        return found
-
     def storage(self) -> StorageRecord:
         return server_storage(self.session, (PREFIX,), "read by SCAN of agentcore:checkpoint:*")
 
@@ -288,15 +270,3 @@ class AgentCoreStore(DocumentStore):
                         body_size=len(body),
                         metadata_size=len(metadata),
                     )
-
-    def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
-        for keys in self._selected_keys(query):
-            ordered = sorted(keys, key=key_order)
-            for start in range(0, len(ordered), BATCH):
-                batch = ordered[start : start + BATCH]
-                for key, found in zip(batch, self._writes(batch), strict=True):
-                    for fields in sorted(found, key=lambda w: (w.task_id, w.idx)):
-                        yield fields.raw(key, data=data)
-
-    def close(self) -> None:
-        self.session.close()

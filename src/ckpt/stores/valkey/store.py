@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, NamedTuple
 
@@ -29,7 +30,6 @@ from ckpt.records.model import (
     RawCheckpoint,
     RawWrite,
     SaverFacts,
-    ThreadBytes,
 )
 from ckpt.records.types import ServerRecord, StorageRecord, storage_record
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value
@@ -79,7 +79,33 @@ def split_key(family: str, key: str) -> CheckpointKey | None:
     return None if found is None or not checkpoint_id else CheckpointKey(*found, checkpoint_id)
 
 
-class ValkeyStore(DocumentStore):
+class ValkeyDocuments(DocumentStore):
+    """What ValkeySaver and AgentCoreValkeySaver stores share: a RedisSession without
+    modules, and each checkpoint's writes in one document (`_writes`)."""
+
+    session: RedisSession
+
+    @abstractmethod
+    def _writes(self, keys: Sequence[CheckpointKey]) -> list[list[WriteFields]]:
+        """Each checkpoint's stored writes, in the order of `keys`."""
+
+    def _write(self, raw: WriteFields) -> PendingWrite:
+        return raw.pending(decode_value(raw.type, raw.data, self.aes_key))
+
+    def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
+        for keys in self._selected_keys(query):
+            ordered = sorted(keys, key=key_order)
+            for start in range(0, len(ordered), BATCH):
+                batch = ordered[start : start + BATCH]
+                for key, found in zip(batch, self._writes(batch), strict=True):
+                    for fields in sorted(found, key=lambda w: (w.task_id, w.idx)):
+                        yield fields.raw(key, data=data)
+
+    def close(self) -> None:
+        self.session.close()
+
+
+class ValkeyStore(ValkeyDocuments):
     kind = "valkey"
     label = "Valkey"
 
@@ -230,22 +256,7 @@ class ValkeyStore(DocumentStore):
             )
         return built
 
-    def _write(self, raw: WriteFields) -> PendingWrite:
-        return raw.pending(decode_value(raw.type, raw.data, self.aes_key))
-
     # -- sizes, storage, health ------------------------------------------------------------
-    def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
-        found: dict[str, ThreadBytes] = {}
-        for row in self.raw_checkpoints(query, data=False):
-            sized = found.setdefault(row.thread_id, ThreadBytes())
-            sized.checkpoints += 1
-            sized.checkpoint_bytes += row.size
-        for write in self.raw_writes(query, data=False):
-            sized = found.setdefault(write.thread_id, ThreadBytes())
-            sized.writes += 1
-            sized.write_bytes += write.size
-        return found
-
     def storage(self) -> StorageRecord:
         return server_storage(self.session, FAMILIES, "read by SCAN and the thread lists")
 
@@ -283,18 +294,6 @@ class ValkeyStore(DocumentStore):
                         body_size=len(stored.body),
                         metadata_size=len(stored.metadata),
                     )
-
-    def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
-        for keys in self._selected_keys(query):
-            ordered = sorted(keys, key=key_order)
-            for start in range(0, len(ordered), BATCH):
-                batch = ordered[start : start + BATCH]
-                for key, found in zip(batch, self._writes(batch), strict=True):
-                    for fields in sorted(found, key=lambda w: (w.task_id, w.idx)):
-                        yield fields.raw(key, data=data)
-
-    def close(self) -> None:
-        self.session.close()
 
 
 # -- documents -------------------------------------------------------------------------------
