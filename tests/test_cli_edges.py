@@ -223,6 +223,46 @@ def test_empty_names_are_usage_errors(sqlite_store: Path) -> None:
         assert result.exit_code == ExitCode.USAGE, (args, result.stderr)
 
 
+def test_a_blank_thread_id_is_shown_and_selectable(tmp_path: Path) -> None:
+    """Threads whose ids are '' and ' ' (LangGraph takes both): `threads` shows them
+    quoted, as the shell takes them back, and every command selects them (issue 46 §4)."""
+    from typing import TypedDict
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict):
+        x: int
+
+    graph = StateGraph(State)
+    graph.add_node("a", lambda state: {"x": state["x"] + 1})
+    graph.add_edge(START, "a")
+    graph.add_edge("a", END)
+    store = tmp_path / "blank.sqlite"
+    with sqlite3.connect(store, check_same_thread=False) as conn:
+        app = graph.compile(checkpointer=SqliteSaver(conn))
+        for thread_id, x in (("", 10), (" ", 20), ("chat-1", 30)):
+            app.invoke({"x": x}, {"configurable": {"thread_id": thread_id}})
+    conn.close()
+    listed = run("threads", str(store))
+    assert listed.exit_code == 0, listed.stderr
+    rows = [line for line in listed.stdout.splitlines()[1:] if not line.startswith("(")]
+    firsts = {line.split("  ")[0].rstrip() for line in rows}
+    assert firsts == {"''", "' '", "chat-1"}, listed.stdout
+    for thread_id, x in (("", 11), (" ", 21)):
+        shown = run("show", thread_id, "--db", str(store), "--json", "--blobs")
+        assert shown.exit_code == 0, shown.stderr
+        record = json.loads(shown.stdout)
+        assert record["thread_id"] == thread_id and record["channel_values"]["x"] == x
+        history = run("history", thread_id, "--db", str(store), "--json")
+        assert history.exit_code == 0, history.stderr
+        assert {r["thread_id"] for r in json.loads(history.stdout)} == {thread_id}
+        dumped = run("dump", str(store), "--thread", thread_id)
+        assert dumped.exit_code == 0, dumped.stderr
+        assert {json.loads(line)["thread_id"] for line in dumped.stdout.splitlines()} == {thread_id}
+    assert "thread      ''" in run("show", "", "--db", str(store)).stdout
+
+
 def test_a_long_ambiguous_list_says_it_is_cut(sqlite_store: Path) -> None:
     result = run("show", "1", "--db", str(sqlite_store))
     assert result.exit_code == ExitCode.AMBIGUOUS and "or more" in result.stderr
@@ -495,3 +535,11 @@ def test_a_body_too_large_to_fetch_is_a_record_and_the_rest_shows(tmp_path: Path
     assert checked.exit_code == 0, checked.output
     (large,) = [f for f in json.loads(checked.stdout)["findings"] if f["code"] == "too-large"]
     assert large["severity"] == "warning" and large["places"][0]["checkpoint_id"] == checkpoint
+
+
+def test_counts_of_one_are_singular(sqlite_store: Path) -> None:
+    """`read 1 thread`, not `1 threads` (issue 46 §3)."""
+    checked = run("check", str(sqlite_store), "-t", "rich-1")
+    assert "read       1 thread · " in checked.stdout, checked.stdout
+    typed = run("types", str(sqlite_store), "-t", "rich-1")
+    assert typed.stdout.splitlines()[2].startswith("1 thread, "), typed.stdout

@@ -1047,24 +1047,44 @@ def test_a_read_only_postgres_target_is_refused_by_the_dry_run(
         assert conn.execute("SELECT to_regclass('checkpoints')").fetchone() == (None,)
 
 
-def test_the_source_may_come_from_db_as_for_every_command(
-    sources: dict[str, Source], tmp_path: Path
+def test_a_copy_names_both_stores(
+    sources: dict[str, Source], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`copy --help` lists --db STORE: with it (or $CKPT_DB) the one positional is DST."""
+    """SRC DST, or --db SRC DST (issue 46 §3): one store alone is never the target of a
+    source found for it ($CKPT_DB, the one store in the folder), which with --on-conflict
+    replace --apply overwrote the wrong store; it is a usage error and nothing changes."""
     source = sources["sqlite"]
     target = tmp_path / "t.sqlite"
     by_option = ckpt("copy", "--db", source.spec, str(target), "--all", "--json")
     assert by_option.exit_code == 0, by_option.output
     plan = json.loads(by_option.stdout)
     assert (plan["source"]["location"], plan["target"]["location"]) == (source.spec, str(target))
-    by_env = runner.invoke(
-        app, ["copy", str(target), "--all", "--json"], env={"CKPT_DB": source.spec}
-    )
-    assert by_env.exit_code == 0 and json.loads(by_env.stdout) == plan
-    both = ckpt("copy", source.spec, str(target), "--all", "--json")  # SRC DST as before
+    both = ckpt("copy", source.spec, str(target), "--all", "--json")
     assert json.loads(both.stdout) == plan
+    same = ckpt("copy", "--db", source.spec, source.spec, str(target), "--all", "--json")
+    assert json.loads(same.stdout) == plan
+    two = ckpt("copy", "--db", str(target), source.spec, str(target), "--all")
+    assert two.exit_code == 2 and "two sources" in two.stderr
+    # The store the user means to copy is the one named; the found one is never the source.
+    assert ckpt("copy", source.spec, str(target), "--all", "--apply").exit_code == 0
+    before = digest_tree(target), source_digest(source)
+    by_env = runner.invoke(
+        app,
+        ["copy", source.spec, "--all", "--on-conflict", "replace", "--apply"],
+        env={"CKPT_DB": str(target)},
+    )
+    assert by_env.exit_code == 2, by_env.output
+    assert by_env.stderr.count("\n") == 1 and "needs both stores" in by_env.stderr
+    monkeypatch.chdir(tmp_path)  # t.sqlite is the one store in this folder
+    found = ckpt("copy", source.spec, "--all", "--on-conflict", "replace", "--apply")
+    assert found.exit_code == 2 and "needs both stores" in found.stderr
+    assert (digest_tree(target), source_digest(source)) == before
     nothing = ckpt("copy", "--all")
-    assert nothing.exit_code == 2 and "DST" in nothing.stderr
+    assert nothing.exit_code == 2 and "SRC DST" in nothing.stderr
+    # A target that is the source, however spelt, is refused (exit 12).
+    monkeypatch.chdir(Path(source.spec).parent)
+    spelt = ckpt("copy", source.spec, f"./{Path(source.spec).name}", "--all")
+    assert spelt.exit_code == 12 and "same store" in spelt.stderr
 
 
 def test_since_selects_recent_threads(sources: dict[str, Source], tmp_path: Path) -> None:

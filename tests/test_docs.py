@@ -34,6 +34,31 @@ def test_every_command_has_help_and_a_docs_entry() -> None:
         assert f"## ckpt {name}\n" in cli_md, f"{name} is missing from docs/cli.md"
 
 
+def test_usage_lines_show_arguments_as_typed() -> None:
+    """`ckpt show SELECTOR`, not Typer's `{SELECTOR}`; brackets only on what may be left
+    out; copy's DST shown as needed (issue 46 §3)."""
+    gen = _gen_cli()
+    usages = {}
+    for name in gen.command_names():  # type: ignore[attr-defined]
+        usage = CliRunner().invoke(app, [name, "--help"]).stdout.splitlines()[0]
+        assert "{" not in usage, usage
+        usages[name] = usage.split("[OPTIONS]")[1].strip()
+    assert usages["show"] == "SELECTOR" and usages["history"] == "THREAD"
+    assert usages["diff"] == "A [B]" and usages["copy"] == "SRC DST"
+    assert usages["threads"] == "[STORE]"
+
+
+def test_writing_commands_list_only_the_stores_they_change() -> None:
+    """prune, vacuum and migrate name the kinds they change, not every kind ckpt reads."""
+    for name, kinds in (("prune", 4), ("vacuum", 4), ("migrate", 2)):
+        text = CliRunner().invoke(app, [name, "--help"], env={"COLUMNS": "200"}).stdout
+        store = " ".join(text.split("Arguments:")[1].split("Options:")[0].split())
+        assert "valkey://" not in store and "dynamodb://" not in store and "mysql" not in store
+        assert ".langgraph_api" not in store
+        said = ["SQLite", "postgresql://", "mongodb://", "redis://"][:kinds]
+        assert all(kind in store for kind in said), store
+
+
 def test_cli_reference_is_up_to_date() -> None:
     gen = _gen_cli()
     assert (DOCS / "cli.md").read_text() == gen.render(), "run `make docs`"  # type: ignore[attr-defined]

@@ -1188,6 +1188,53 @@ def test_a_refused_thread_dict_is_refused_not_missing(
     assert not marker.exists()
 
 
+class _BuiltWith:
+    """Pickles as an empty dict whose BUILD state is `state` (what CPython's BUILD would
+    then set on a dict, which it cannot: LangGraph's unpickler stops at the file)."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (), self.state)
+
+
+@pytest.mark.parametrize("where", ["single-file", "dev-folder", "with-threads"])
+def test_a_refused_dict_of_threads_is_refused_not_missing(
+    memory_pkl: Path, dev_folder: Path, tmp_path: Path, where: str
+) -> None:
+    """The dict that holds every thread under a refused BUILD (issue 46 §4): a thread not
+    found is said to be possibly hidden by the refusal (exit 9), never "no thread or
+    checkpoint matches" (exit 7); a thread that is there is shown."""
+    marker = tmp_path / "pwned"
+    shown: str | None = None
+    if where == "with-threads":
+        with memory_pkl.open("rb") as handle:
+            storage = pickle.load(handle)
+        shown = next(iter(storage))
+        data = pickle.dumps(Built(storage, {"x": Payload(marker)}), 2)
+    else:
+        data = pickle.dumps(_BuiltWith(Payload(marker)), 2)
+    if where == "dev-folder":
+        path = copy_dev_folder(dev_folder, tmp_path / ".langgraph_api")
+        (path / DEV_FILES[0]).write_bytes(data)
+    else:
+        path = tmp_path / "memory.pkl"
+        path.write_bytes(data)
+    for command in ("show", "history", "diff"):
+        result = run(command, "chat-1", "--db", str(path))
+        assert_refused_value(result, "'chat-1'", "was refused", "BUILD state on a dict")
+    dumped = run("dump", str(path), "--thread", "chat-1")
+    assert_refused_value(dumped, "'chat-1'", "was refused")
+    if shown is not None:
+        assert_refused_value(run("show", shown, "--db", str(path)), "BUILD state on a dict")
+    assert not marker.exists()
+    # The refusal is the dict's, not a missing thread's: an ordinary file still says exit 7.
+    plain = run("show", "chat-1", "--db", str(memory_pkl))
+    assert plain.exit_code == ExitCode.NOT_FOUND, plain.stderr
+    assert "no thread or checkpoint matches 'chat-1'" in plain.stderr
+
+
 def _dev_with_build(dev_folder: Path, folder: Path, name: str, state: Any) -> tuple[str, str]:
     """A copy of the dev folder whose file `name` holds a BUILD where one value of
     support-1's latest checkpoint goes (its metadata, a pending write, its channel values);

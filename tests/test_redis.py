@@ -361,6 +361,10 @@ def test_a_failed_task_says_what_redis_kept_of_its_error(redis_url: str) -> None
     shown = ckpt("show", "fanout-1", "--db", redis_url, "--writes").stdout
     assert "the saver stores only the error's fields shown below: there is no traceback" in shown
     assert "repr only" not in shown
+    # Its one-line form says there is no message, not a dict that reads as data (§3).
+    listed = ckpt("threads", redis_url).stdout
+    assert "): ValueError (no message: RedisSaver keeps none)" in listed, listed
+    assert '{"__type__": "builtins.ValueError"' not in listed
 
 
 def test_documents_the_search_index_leaves_out_are_errors_on_their_thread() -> None:
@@ -425,3 +429,164 @@ def test_a_shallow_store_is_not_pruned(redis_shallow_url: str) -> None:
     done = ckpt("prune", "--db", redis_shallow_url, "--all", "--keep-latest", "--apply")
     assert done.returncode == ExitCode.UNSUPPORTED
     assert done.stderr.count("\n") == 1 and "ShallowRedisSaver" in done.stderr
+
+
+def test_namespaces_whose_names_hold_a_colon_are_read_under_their_thread(
+    redis_empty: str,
+) -> None:
+    """Keys of a namespace `crawl:<uuid>|fetch:page:<uuid>` (a task named `fetch:page`),
+    and of threads whose ids hold `:` (`user`, `user:42`), split at the right colon: ckpt
+    lists the threads RedisSaver lists, with the checkpoints and writes it reads (issue 46
+    §5: they were listed under bogus ids such as `t1:crawl:<uuid>|fetch`); a copy that
+    replaces thread `user` leaves `user:42` whole."""
+    import uuid
+
+    import redis
+    from fixtures.build import fixture_warnings
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.redis import RedisSaver
+
+    def ns_of(*names: str) -> str:
+        return "|".join(f"{name}:{uuid.uuid4()}" for name in names)
+
+    placed = {
+        "t1": ["", ns_of("crawl", "fetch:page"), ns_of("fetch:page")],
+        "user": ["", ns_of("node")],
+        "user:42": ["", ns_of("node"), ns_of("crawl", "fetch:page")],
+    }
+    url = redis_empty
+    with fixture_warnings():
+        with RedisSaver.from_conn_string(url) as saver:
+            saver.setup()
+            for thread_id, namespaces in placed.items():
+                for ns in namespaces:
+                    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
+                    checkpoint = empty_checkpoint()
+                    saved = saver.put(config, checkpoint, {"source": "loop", "step": 0}, {})
+                    saver.put_writes(saved, [("x", ns or "root")], str(uuid.uuid4()))
+            said = {}  # what RedisSaver reads: each namespace's checkpoint and its writes
+            for thread_id, namespaces in placed.items():
+                tuples = [
+                    saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}})
+                    for ns in namespaces
+                ]
+                said[thread_id] = sorted(
+                    (t.config["configurable"]["checkpoint_ns"], len(t.pending_writes or []))
+                    for t in tuples
+                    if t is not None
+                )
+        listed = ckpt("threads", url, "--json")
+        assert listed.returncode == 0, listed.stderr
+        assert {row["thread_id"] for row in json.loads(listed.stdout)} == set(placed)
+        dumped = ckpt("dump", url)
+        assert dumped.returncode == 0, dumped.stderr
+        mine: dict[str, list[tuple[str, int]]] = {thread_id: [] for thread_id in placed}
+        for record in map(json.loads, dumped.stdout.splitlines()):
+            pair = (record["checkpoint_ns"], len(record["pending_writes"]))
+            mine[record["thread_id"]].append(pair)
+        assert {t: sorted(pairs) for t, pairs in mine.items()} == said
+        assert sum(map(len, mine.values())) == sum(map(len, placed.values()))
+        assert all(n == 1 for pairs in mine.values() for _, n in pairs), mine
+        # A copy out and back with `replace` of thread `user`: `user:42` keeps every key.
+        client = redis.Redis.from_url(url, protocol=2, driver_info=None)
+        before = {k for k in client.scan_iter(count=1000) if b":user:42:" in k}
+        aside = url.rsplit("/", 1)[0] + "/5"
+        assert ckpt("copy", url, aside, "-t", "user", "--apply").returncode == 0
+        back = ckpt("copy", aside, url, "-t", "user", "--on-conflict", "replace", "--apply")
+        assert back.returncode == 0, back.stderr
+        after = {k for k in client.scan_iter(count=1000) if b":user:42:" in k}
+        client.close()
+        assert after == before
+
+
+def test_pending_writes_come_in_the_order_redis_saver_hands_langgraph(redis_empty: str) -> None:
+    """RedisSaver's get_tuple() gives a checkpoint's writes in its registry's order (a task's
+    `__interrupt__` before its `__resume__`, tasks interleaved as they wrote), not sorted:
+    `show` and `dump` give the same order (issue 46 §5)."""
+    import uuid
+
+    from fixtures.build import fixture_warnings
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.redis import RedisSaver
+
+    config = {"configurable": {"thread_id": "order-1", "checkpoint_ns": ""}}
+    tasks = [str(uuid.uuid4()) for _ in range(2)]
+    with fixture_warnings(), RedisSaver.from_conn_string(redis_empty) as saver:
+        saver.setup()
+        saved = saver.put(config, empty_checkpoint(), {"source": "loop", "step": 1}, {})
+        saver.put_writes(saved, [("b", 1), ("a", 2)], tasks[1], "~__pregel_pull, z")
+        saver.put_writes(saved, [("__interrupt__", [])], tasks[0], "~__pregel_pull, y")
+        saver.put_writes(saved, [("c", 3)], tasks[1], "~__pregel_pull, z")  # idx 0 again
+        saver.put_writes(saved, [("__resume__", "ok")], tasks[0], "~__pregel_pull, y")
+        said = [(w[0], w[1]) for w in saver.get_tuple(config).pending_writes]  # type: ignore[union-attr]
+    shown = ckpt("show", "order-1", "--db", redis_empty, "--writes", "--json")
+    assert shown.returncode == 0, shown.stderr
+    mine = [(w["task_id"], w["channel"]) for w in json.loads(shown.stdout)["pending_writes"]]
+    assert mine == said and len(mine) == 4, (mine, said)
+    assert said != sorted(said)  # the registry's order is not a sort of them
+
+
+def test_values_redis_saver_did_not_keep_show_what_langgraph_reads(redis_empty: str) -> None:
+    """RedisSaver stores an object its JSON encoder does not know as a type envelope
+    without its data (a Decimal, a timedelta, a frozenset, a time zone, an IP address, a
+    numpy scalar). ckpt shows what LangGraph reads in its place (`read_as`), marked
+    `not_kept` (issue 46 §5; docs/json.md); a kept value (a set) is shown as it is."""
+    import datetime
+    import decimal
+    import ipaddress
+    from zoneinfo import ZoneInfo
+
+    import numpy as np
+    from fixtures.build import fixture_warnings
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.redis import RedisSaver
+
+    values: dict[str, Any] = {
+        "decimal": decimal.Decimal("1.5"),
+        "timedelta": datetime.timedelta(seconds=3),
+        "frozenset": frozenset({1, 2}),
+        "zone": ZoneInfo("Europe/Paris"),
+        "offset": datetime.UTC,
+        "address": ipaddress.ip_address("10.0.0.1"),
+        "network": ipaddress.ip_network("10.0.0.0/8"),
+        "int64": np.int64(3),
+        "set": {1, 2},
+    }
+    config = {"configurable": {"thread_id": "lost-1", "checkpoint_ns": ""}}
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = values
+    checkpoint["channel_versions"] = dict.fromkeys(values, 1)
+    with fixture_warnings(), RedisSaver.from_conn_string(redis_empty) as saver:
+        saver.setup()
+        saved = saver.put(config, checkpoint, {"source": "loop", "step": 1}, {})
+        saver.put_writes(saved, [("decimal", decimal.Decimal("2"))], "task-1")
+        read = saver.get_tuple(config)
+    assert read is not None
+
+    def as_ckpt_json(value: Any) -> Any:  # LangGraph's value in ckpt's JSON (docs/json.md)
+        if isinstance(value, decimal.Decimal):
+            return str(value)
+        if isinstance(value, datetime.timedelta):
+            return value.total_seconds()
+        if isinstance(value, set | frozenset):
+            return sorted(value)
+        return value
+
+    shown = ckpt("show", "lost-1", "--db", redis_empty, "--blobs", "--json")
+    assert shown.returncode == 0, shown.stderr
+    record = json.loads(shown.stdout)
+    for channel, value in read.checkpoint["channel_values"].items():
+        mine = record["channel_values"][channel]
+        if channel == "set":
+            assert mine == as_ckpt_json(value) == [1, 2]
+            continue
+        assert mine["__ckpt__"] == "not_kept", (channel, mine)
+        assert (
+            mine["type"] == f"{type(values[channel]).__module__}.{type(values[channel]).__name__}"
+        )
+        assert mine["read_as"] == as_ckpt_json(value), (channel, mine, value)
+    [write] = record["pending_writes"]
+    assert write["value"]["read_as"] == as_ckpt_json(read.pending_writes[0][2]) == "0"
+    human = ckpt("show", "lost-1", "--db", redis_empty, "--blobs")
+    assert human.returncode == 0, human.stderr
+    assert '<decimal.Decimal not kept by the saver; LangGraph reads "0">' in human.stdout

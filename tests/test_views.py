@@ -516,7 +516,13 @@ def test_every_view_fits_80_columns(sqlite_store: Path, tmp_path: Path, mode: st
         ["diff", "fork-1", *db],
         ["vacuum", str(store)],
         ["vacuum", str(store), "--into", str(tmp_path / "copy.sqlite")],
+        ["copy", str(store), str(tmp_path / "new.sqlite"), "--all"],  # a new target
+        ["copy", str(store), str(store.with_name("again.sqlite")), "--all"],  # conflicts
     ]
+    copied = run_at(
+        80, "copy", str(store), str(store.with_name("again.sqlite")), "--all", "--apply"
+    )
+    assert "copied" in copied
     for args in views:
         out = run_at(80, *args, env=NARROW[mode])
         assert "\x1b[" not in out, args  # not a terminal, or NO_COLOR: no styles
@@ -538,11 +544,17 @@ def test_threads_at_80_columns_keep_interrupt_ids_and_errors_whole(sqlite_store:
             assert interrupt_id in out
         for error in errors:
             assert error in " ".join(out.split())
-        rows = out.splitlines()
+        *rows, note = out.splitlines()
         under = [line for line in rows if line.startswith(" ")]
         assert len(under) >= len(ids) + len(errors)
         assert all(line.startswith(" " * 12) for line in under), under  # under STATUS
         assert len(rows) - len(under) == 1 + len(threads)  # the header, a row per thread
+        # The columns left out for the width are said, never dropped silently (issue 46 §3).
+        left_out = [h for h in ("SOURCE", "PENDING", "NS") if h not in rows[0].split()]
+        assert left_out and note.startswith("(") and note.endswith(")"), note
+        for header in left_out:
+            assert f"{header} " in note or f"{header}," in note, (header, note)
+        assert "left out at 80 columns" in note or "on every row" in note
     # Into a pipe nothing is fitted: each thread is one line, its detail on it.
     piped = runner.invoke(app, ["threads", str(sqlite_store)], env={"COLUMNS": ""}).stdout
     assert not any(line.startswith(" ") for line in piped.splitlines())

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from ckpt.analysis.records import checkpoint_record
-from ckpt.analysis.selector import did_you_mean, short_id
+from ckpt.analysis.selector import did_you_mean, missing, short_id
 from ckpt.analysis.status import checkpoint_tasks
 from ckpt.analysis.tasks import Shape, ShapeLearner, Task, shape_of
-from ckpt.errors import BadOption, NotFound
+from ckpt.errors import BadOption
 from ckpt.records.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.records.types import (
     BranchKind,
@@ -347,8 +347,9 @@ def thread_checkpoints(
 ) -> list[Checkpoint]:
     """A thread's checkpoints without values (one namespace, or all); unknown is an error.
     `last`: only the newest `last` (by id), read alone where the store can."""
-    if not thread_id.strip():
-        raise BadOption("empty thread id")
+    if not thread_id.strip() and not store.thread_exists(thread_id):
+        # A thread whose id is blank is selectable (`threads` shows it quoted: '').
+        raise BadOption(f"empty thread id {thread_id!r}: no thread has it")
     if checkpoint_ns is None:
         checkpoints = store.checkpoints(thread_id, values=False, last=last)
     else:
@@ -362,15 +363,16 @@ def thread_checkpoints(
     if not checkpoints:
         where = f" in namespace {checkpoint_ns!r}" if checkpoint_ns else ""
         hint = did_you_mean(store, thread_id) if not checkpoint_ns else ""
-        raise NotFound(f"no thread {thread_id!r}{where} in {store.location}{hint}")
+        raise missing(store, f"no thread {thread_id!r}{where} in {store.location}{hint}")
     return checkpoints
 
 
 def stream_history(store: Store, thread_id: str) -> Iterator[CheckpointRecord]:
     """`history --json` of a whole thread with flat memory: one pass learns each graph's
     shape (what `thread_tasks` learns from the list), a second streams the records."""
-    if not thread_id.strip():
-        raise BadOption("empty thread id")
+    if not thread_id.strip() and not store.thread_exists(thread_id):
+        # A thread whose id is blank is selectable (`threads` shows it quoted: '').
+        raise BadOption(f"empty thread id {thread_id!r}: no thread has it")
     learners: dict[str, ShapeLearner] = {}
     # Whether each checkpoint's parent is the one before it in its namespace: then no
     # checkpoint has two children, and no branch starts (the usual thread). Only the last
@@ -383,7 +385,7 @@ def stream_history(store: Store, thread_id: str) -> Iterator[CheckpointRecord]:
         forked = forked or checkpoint.parent_checkpoint_id != last.get(ns)
         last[ns] = checkpoint.checkpoint_id
     if not learners:
-        raise NotFound(f"no thread {thread_id!r} in {store.location}")
+        raise missing(store, f"no thread {thread_id!r} in {store.location}")
     shapes = {key: learner.shape() for key, learner in learners.items()}
     # Otherwise the lineage is read once more, ids and parents alone, to tell the branches.
     trunks = (

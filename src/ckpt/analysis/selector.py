@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Final
 
-from ckpt.errors import Ambiguous, BadOption, CkptError, NotFound
+from ckpt.errors import Ambiguous, BadOption, CkptError, NotFound, RefusedGlobal
 from ckpt.records.model import CheckpointKey, DumpQuery
 from ckpt.records.vocabulary import FIND_LIMIT
 from ckpt.records.when import When
@@ -47,13 +47,21 @@ def closest_thread(thread_id: str, ids: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def missing(store: Store, message: str) -> CkptError:
+    """NotFound(message) for a thread a store does not hold; RefusedGlobal (exit 9) when
+    what holds its threads was refused, so the thread may be there (Store.threads_refused)."""
+    if store.threads_refused:
+        return RefusedGlobal(f"{message.split(';')[0]}, but {store.threads_refused}")
+    return NotFound(message)
+
+
 def resolve(store: Store, selector: str, *, checkpoint_ns: str | None = None) -> CheckpointKey:
     """Find the one checkpoint a selector names, or raise NotFound / Ambiguous."""
     ns = checkpoint_ns or ""
+    if store.thread_exists(selector):  # a blank id too: `threads` shows it quoted ('')
+        return _latest(store, selector, ns)
     if not selector.strip():
         raise BadOption("empty checkpoint selector: give an id, a prefix, THREAD or THREAD~N")
-    if store.thread_exists(selector):
-        return _latest(store, selector, ns)
     thread, tilde, back = selector.rpartition("~")
     if tilde and thread and back.isdigit() and store.thread_exists(thread):
         return ancestor(store, _latest(store, thread, ns), int(back))
@@ -67,9 +75,10 @@ def resolve(store: Store, selector: str, *, checkpoint_ns: str | None = None) ->
     if exact:
         keys = exact
     if not keys:
-        raise NotFound(
+        raise missing(
+            store,
             f"no thread or checkpoint matches {selector!r} in {store.location}"
-            + did_you_mean(store, selector)
+            + did_you_mean(store, selector),
         )
     if len({k.checkpoint_id for k in keys}) > 1 or len(keys) > 1:
         candidates = [
@@ -205,8 +214,8 @@ def known_threads(store: Store, threads: Sequence[str]) -> tuple[str, ...]:
     """`threads` as the API takes them: each one there (NotFound names the first that is
     not), duplicates dropped, in the order given."""
     for thread_id in threads:
-        if not thread_id.strip():
-            raise BadOption("empty thread id in `threads`")
+        if not thread_id.strip() and not store.thread_exists(thread_id):
+            raise BadOption(f"empty thread id {thread_id!r} in `threads`: no thread has it")
         if not store.thread_exists(thread_id):
-            raise NotFound(f"no thread {thread_id!r} in {store.location}")
+            raise missing(store, f"no thread {thread_id!r} in {store.location}")
     return tuple(dict.fromkeys(threads))

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from ckpt import __version__
 from ckpt.errors import CkptError, ExitCode
@@ -23,8 +23,27 @@ _CLICK_EXCEPTION: type[Exception] = next(
 )
 
 
+class PlainArgument(TyperArgument):
+    """A positional argument shown in usage lines as its metavar says, `THREAD` or
+    `[STORE]`: Typer's own wraps a required one in braces (`{THREAD}`, which reads like a
+    placeholder to fill with braces) and an optional one in brackets whatever the command
+    takes (copy's DST is optional to the parser, as --db may name the source, but is
+    needed). The brackets are the metavar's, and dropped in the Arguments list."""
+
+    def make_metavar(self, ctx: Any, *, usage: bool = False) -> str:
+        var = self.metavar or (self.name or "").upper()
+        return var if usage else var.removeprefix("[").removesuffix("]")
+
+
 class CkptGroup(TyperGroup):
     """Maps our exceptions to one stderr line and a documented exit code (docs/cli.md)."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        for param in getattr(command, "params", ()):
+            if type(param) is TyperArgument:
+                param.__class__ = PlainArgument  # see PlainArgument
+        return command
 
     def main(  # type: ignore[override]
         self,

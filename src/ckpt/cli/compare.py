@@ -23,7 +23,7 @@ def diff(
     b: Annotated[
         str | None,
         typer.Argument(
-            metavar="B",
+            metavar="[B]",
             help="The checkpoint to compare A with. Default: A compared with its parent, "
             "or with --db2, A compared with the same selector in that store.",
             show_default=False,

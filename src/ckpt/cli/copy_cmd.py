@@ -27,9 +27,9 @@ def copy(
     src: Annotated[
         str | None,
         typer.Argument(
-            metavar="[SRC]",
-            help="The store to copy from (any store ckpt reads). Default: --db, then "
-            "$CKPT_DB, then the one store in the current folder; DST alone is then given.",
+            metavar="SRC",
+            help="The store to copy from (any store ckpt reads). Or --db SRC, and DST alone: "
+            "copy never takes its source from $CKPT_DB or the current folder.",
             show_default=False,
         ),
     ] = None,
@@ -37,8 +37,9 @@ def copy(
         str | None,
         typer.Argument(
             metavar="DST",
-            help="A SQLite file (created when missing), a postgresql:// or mongodb:// "
-            "database (its path names the database) or a redis:// server.",
+            help="The store to copy into: a SQLite file (created when missing), a "
+            "postgresql:// or mongodb:// database (its path names the database) or a "
+            "redis:// server. Never the source (exit 12).",
             show_default=False,
         ),
     ] = None,
@@ -117,18 +118,14 @@ def copy(
     --on-conflict), or a thread refused.
     Example: ckpt copy .langgraph_api postgresql://localhost/app --all --apply
     """
-    from ckpt.cli.common import render_run, source
+    from ckpt.cli.common import render_run
     from ckpt.render.copy_view import copy_lines
     from ckpt.render.progress import advancing
 
     renames = dict(parse_rename(r) for r in rename or ())
     output = state(ctx).output
-    if dst is None:  # one positional: the target; the source is --db, $CKPT_DB or found
-        if src is None:
-            raise typer.BadParameter("give the store to copy into", param_hint="DST")
-        dst = src
-        src = None
-    with opened(ctx, store_options, source(output, src, store_options)) as checkpoints:
+    src, dst = copy_stores(ctx, src, dst, store_options.db)
+    with opened(ctx, store_options, src) as checkpoints:
         show_progress = apply and not quiet and output.stderr.isatty()
         with advancing(enabled=show_progress, label="copying", unit="rows") as tick:
             with checkpoints.iter_copy(
@@ -146,6 +143,28 @@ def copy(
                 on_rows=tick,
             ) as run:
                 render_run(output, run, json_out=json_out, lines=copy_lines)
+
+
+def copy_stores(
+    ctx: typer.Context, src: str | None, dst: str | None, db: str | None
+) -> tuple[str, str]:
+    """(source, target) as the user named them: `SRC DST`, or `--db SRC DST`. One store
+    alone is never taken as the target of a source found for it ($CKPT_DB, the one store in
+    the folder): with --on-conflict replace --apply that overwrote the wrong store."""
+    from ckpt.errors import BadOption
+
+    source_given = db is not None and ctx.get_parameter_source("db").name != "ENVIRONMENT"  # type: ignore[union-attr]
+    if src is not None and dst is not None:
+        if source_given and db != src:
+            raise BadOption(f"two sources, --db {db} and {src}: give SRC DST or --db SRC DST")
+        return src, dst
+    if src is not None and db is not None and source_given:
+        return db, src
+    alone = f"{src} alone" if src is not None else "no store given"
+    raise BadOption(
+        f"{alone}: copy needs both stores, SRC DST or --db SRC DST (it takes no source from "
+        "$CKPT_DB or the current folder); nothing copied"
+    )
 
 
 def parse_rename(text: str) -> tuple[str, str]:

@@ -10,7 +10,7 @@ import typer
 
 def demo(
     path: Annotated[
-        Path, typer.Argument(metavar="PATH", help="Where to write the SQLite store.")
+        Path, typer.Argument(metavar="[PATH]", help="Where to write the SQLite store.")
     ] = Path("ckpt-demo.sqlite"),
     force: Annotated[
         bool, typer.Option("--force", "-f", help="Replace the file if it exists.")

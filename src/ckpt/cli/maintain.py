@@ -15,8 +15,8 @@ from ckpt.cli.common import opened, render_run, state
 from ckpt.cli.options import (
     ApplyOpt,
     JsonOpt,
-    StoreArg,
     StoreOptions,
+    WritableStoreArg,
     store_options,
     thread_selection,
 )
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 @thread_selection
 def prune(
     ctx: typer.Context,
-    store: StoreArg = None,
+    store: WritableStoreArg = None,
     keep_latest: Annotated[
         bool,
         typer.Option(
@@ -120,7 +120,7 @@ def prune(
 @store_options
 def vacuum(
     ctx: typer.Context,
-    store: StoreArg = None,
+    store: WritableStoreArg = None,
     apply: ApplyOpt = False,
     into: Annotated[
         Path | None,

@@ -13,7 +13,7 @@ from ckpt.cli.common import opened, render_run, state
 from ckpt.cli.options import (
     ApplyOpt,
     JsonOpt,
-    StoreArg,
+    MigratableStoreArg,
     StoreOptions,
     store_options,
     thread_selection,
@@ -24,7 +24,7 @@ from ckpt.cli.options import (
 @thread_selection
 def migrate(
     ctx: typer.Context,
-    store: StoreArg = None,
+    store: MigratableStoreArg = None,
     rename_channel: Annotated[
         list[str] | None,
         typer.Option("--rename-channel", metavar="OLD=NEW", help="Rename a channel (state key)."),

@@ -34,9 +34,30 @@ def _finite(value: float | None, name: str) -> float | None:
 StoreArg = Annotated[
     str | None,
     typer.Argument(
-        metavar="STORE",
+        metavar="[STORE]",
         help="SQLite file, .langgraph_api folder or .pckl file, or a postgresql://, redis://, "
         "mongodb://, mysql://, valkey:// or dynamodb:// URL. "
+        "Default: --db, then $CKPT_DB, then the one store in the current folder.",
+        show_default=False,
+    ),
+]
+# The stores a writing command changes, and only those (issue 46 §3): `--help` lists what
+# the command accepts; the others are refused with exit 13 (or 12 for `langgraph dev`).
+WritableStoreArg = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="[STORE]",
+        help="A SQLite file, or a postgresql://, mongodb:// (MongoDBSaver) or redis:// "
+        "(RedisSaver) URL; other kinds are read, not changed (exit 13). "
+        "Default: --db, then $CKPT_DB, then the one store in the current folder.",
+        show_default=False,
+    ),
+]
+MigratableStoreArg = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="[STORE]",
+        help="A SQLite file or a postgresql:// URL; other kinds are not migrated (exit 13). "
         "Default: --db, then $CKPT_DB, then the one store in the current folder.",
         show_default=False,
     ),

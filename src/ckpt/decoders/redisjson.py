@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
+import re
 from typing import Any, Final
 
 import orjson
@@ -25,6 +27,7 @@ from ckpt.decoders.ext import send_record
 from ckpt.decoders.lcjson import convert_parsed, decode_json_text
 from ckpt.decoders.serde import decode
 from ckpt.decoders.values import MARK_KEY, TYPE_KEY, bytes_record
+from ckpt.errors import DecodeError
 
 INTERRUPT_TYPE: Final = "langgraph.types.Interrupt"
 _MARKERS: Final = (b'"__bytes__"', b'"__send__"', b'"__interrupt__"', b'"__delta_snapshot__"')
@@ -33,10 +36,131 @@ _INTERRUPT_FIELDS: Final = ("id", "resumable", "ns", "when")
 
 def decode_redis_json(text: bytes) -> Any:
     """One JSON text RedisSaver wrote (a document, a checkpoint, a write's value)."""
-    value = decode_json_text(text)
+    if b'"constructor"' in text and _EMPTY_ENVELOPE.search(text):
+        value = _with_values_not_kept(text)
+    else:
+        value = decode_json_text(text)
     if any(marker in text for marker in _MARKERS):
         value = convert_markers(value)
     return value
+
+
+# RedisSaver writes an object its JSON encoder does not know by its `__dict__` (format.md
+# §7b): a Decimal, a timedelta, a frozenset, a ZoneInfo, an IP address, a numpy scalar have
+# none, so the data is lost at write time and only `{"lc": 2, "type": "constructor", "id":
+# [...], "kwargs": {}}` is stored. LangGraph's reviver then calls the class with nothing
+# (JsonPlusSerializer._revive_lc2, for the types of SAFE_MSGPACK_TYPES) or, for any other
+# type, hands back the envelope itself (no allowlist). What it reads, in ckpt's JSON:
+_READ_AS_DEFAULT: Final[dict[tuple[str, str], Any]] = {
+    ("decimal", "Decimal"): "0",
+    ("datetime", "timedelta"): 0.0,
+    ("datetime", "time"): "00:00:00",
+    ("builtins", "set"): [],
+    ("builtins", "frozenset"): [],
+    ("collections", "deque"): [],
+    ("pathlib", "Path"): ".",
+    ("pathlib", "PosixPath"): ".",
+    ("pathlib._local", "Path"): ".",
+    ("pathlib._local", "PosixPath"): ".",
+}
+# ... and None where the class needs an argument (TypeError, which the reviver turns into
+# None), with or without the `__dict__` it was given as keyword arguments.
+_READ_AS_NONE: Final = frozenset(
+    {
+        ("datetime", "datetime"),
+        ("datetime", "date"),
+        ("datetime", "timezone"),
+        ("uuid", "UUID"),
+        ("zoneinfo", "ZoneInfo"),
+        ("re", "compile"),
+        ("pathlib", "WindowsPath"),
+        ("pathlib._local", "WindowsPath"),
+        *(
+            ("ipaddress", f"IPv{v}{kind}")
+            for v in (4, 6)
+            for kind in ("Address", "Network", "Interface")
+        ),
+    }
+)
+_EMPTY_ENVELOPE: Final = re.compile(rb'"kwargs":\s*\{|"id":\s*\[\s*"(?:numpy|ipaddress|zoneinfo)"')
+NOT_KEPT: Final = "not_kept"
+
+
+class _NotKept:
+    """An envelope whose data RedisSaver lost, kept apart from the lc conversion (which
+    leaves anything but dicts and lists alone) until it becomes its record."""
+
+    __slots__ = ("path", "read_as")
+
+    def __init__(self, path: str, read_as: Any) -> None:
+        self.path, self.read_as = path, read_as
+
+
+def _lost(node: dict[str, Any]) -> _NotKept | None:
+    """The envelope `node` as a value RedisSaver did not keep, or None if it kept one."""
+    ident = node.get("id")
+    if (
+        node.get("lc") != 2
+        or node.get("type") != "constructor"
+        or "method" in node
+        or node.get("args")
+        or type(ident) is not list
+        or len(ident) < 2
+        or not all(type(part) is str for part in ident)
+    ):
+        return None
+    pair = (".".join(ident[:-1]), ident[-1])
+    path = ".".join(ident)
+    kwargs = node.get("kwargs")
+    if pair in _READ_AS_NONE:
+        return _NotKept(path, None)
+    if kwargs:
+        return None
+    if pair in _READ_AS_DEFAULT:
+        return _NotKept(path, _READ_AS_DEFAULT[pair])
+    if ident[0] == "numpy":
+        return _NotKept(path, dict(node))  # not a safe type: LangGraph reads the envelope
+    return None
+
+
+def _with_values_not_kept(text: bytes) -> Any:
+    """decode_json_text, where each envelope RedisSaver kept no data of is a `not_kept`
+    record: what LangGraph reads in its place (`read_as`) and the type it was."""
+    try:
+        parsed = json.loads(text)
+    except RecursionError:
+        raise DecodeError("JSON nested too deep") from None
+    except ValueError as exc:
+        raise DecodeError(f"invalid JSON: {exc}") from None
+    found = False
+
+    def swap(node: dict[str, Any]) -> Any:
+        nonlocal found
+        lost = _lost(node)
+        found = found or lost is not None
+        return node if lost is None else lost
+
+    parsed = _rewrite_dicts(parsed, swap)
+    value = convert_parsed(parsed)
+    if not found:
+        return value
+    return _rewrite_all(value)
+
+
+def _rewrite_all(root: Any) -> Any:
+    """Every _NotKept under `root` as its record, without recursion."""
+    if isinstance(root, _NotKept):
+        return {MARK_KEY: NOT_KEPT, "type": root.path, "read_as": root.read_as}
+    pending = [root] if type(root) in (dict, list) else []
+    while pending:
+        node = pending.pop()
+        items: Any = node.items() if type(node) is dict else enumerate(node)
+        for key, child in list(items):
+            if isinstance(child, _NotKept):
+                node[key] = {MARK_KEY: NOT_KEPT, "type": child.path, "read_as": child.read_as}
+            elif type(child) in (dict, list):
+                pending.append(child)
+    return root
 
 
 def decode_redis_document(text: bytes, *, values: bool) -> Any:

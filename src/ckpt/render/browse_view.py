@@ -29,9 +29,11 @@ from ckpt.render.text import (
     cell_width,
     clean_line,
     cut,
+    error_brief,
     failure,
     human_size,
     short_time,
+    thread_cell,
 )
 
 # A history line as `ckpt history` draws it (and its "ran:" part), and the channel values
@@ -98,7 +100,7 @@ def thread_row(record: ThreadRecord, width: int, id_width: int) -> Text:
     style = STATUS_STYLE.get(status, "")
     text = Text(STATUS_MARK.get(status, " "), style=style)
     text.append(" ")
-    thread_id = clean_line(record["thread_id"])
+    thread_id = thread_cell(record["thread_id"])
     if cell_width(thread_id) > room:
         thread_id = thread_id[: max(room - 1, 1)] + "…"
     text.append(thread_id + " " * max(room - cell_width(thread_id), 0), style="bold")
@@ -124,7 +126,7 @@ def thread_detail(record: ThreadRecord | None) -> Text:
     if record is None:
         return Text("no thread", style="dim")
     status = record["status"]
-    text = Text(clean_line(record["thread_id"]), style="bold")
+    text = Text(thread_cell(record["thread_id"]), style="bold")
     text.append(f"  {status}", style=STATUS_STYLE.get(status, ""))
     if record["step"] is not None:
         text.append(f"  step {record['step']}", style="dim")
@@ -139,7 +141,7 @@ def thread_detail(record: ThreadRecord | None) -> Text:
             text.append(failure(task, limit=300), style="red")
     elif record["errors"]:
         text.append("\nerror: ", style="bold red")
-        text.append(brief(record["errors"][0], limit=300), style="red")
+        text.append(error_brief(record["errors"][0], limit=300), style="red")
     for interrupt in record["interrupts"][:3]:
         text.append("\nwaiting: ", style="bold yellow")
         text.append(brief(interrupt["value"], limit=200), style="yellow")
@@ -316,7 +318,7 @@ def _task_lines(
     if task["input"] is not None:
         fields.add_row(Text("  input", style="bold"), Text(brief(task["input"], full, 600)))
     if task["error"] is not None:
-        error = Text(brief(task["error"], full, 600), style="red")
+        error = Text(error_brief(task["error"], full, 600), style="red")
         error.append("\nLangGraph keeps the error's text only, no traceback", style="dim")
         fields.add_row(Text("  error", style="bold red"), error)
     for interrupt in task["interrupts"]:

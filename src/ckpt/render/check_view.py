@@ -27,7 +27,7 @@ from ckpt.records.types import (
     PlaceRecord,
 )
 from ckpt.render.human import Hanging
-from ckpt.render.text import clean_line, human_size
+from ckpt.render.text import clean_line, counted, human_size
 
 SHOWN = 3  # places listed per finding (--json lists more)
 THREADS_IN_A_FIX = 3  # threads a fix line names; more read THREAD
@@ -88,11 +88,22 @@ def _summary(record: CheckRecord) -> Table:
     table.add_row("langgraph", f"{saver['langgraph']}: {saver['note']}")
     table.add_row(
         "read",
-        f"{scanned['threads']:,} threads · {scanned['checkpoints']:,} checkpoints · "
-        f"{scanned['blobs']:,} blobs · {scanned['writes']:,} writes · "
-        f"{scanned['values']:,} values decoded · {human_size(scanned['bytes'])}",
+        " · ".join(
+            counted(scanned[key], noun)  # type: ignore[literal-required]
+            for key, noun in _SCANNED
+        )
+        + f" decoded · {human_size(scanned['bytes'])}",
     )
     return table
+
+
+_SCANNED = (
+    ("threads", "thread"),
+    ("checkpoints", "checkpoint"),
+    ("blobs", "blob"),
+    ("writes", "write"),
+    ("values", "value"),
+)
 
 
 def _finding(finding: FindingRecord, fix_line: FixLine) -> list[RenderableType]:

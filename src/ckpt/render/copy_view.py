@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ckpt.records.runs import CopyHead, CopyThreadRecord, CopyTotals
 from ckpt.render.output import Output
-from ckpt.render.plain import ansi_paint
-from ckpt.render.text import cell_width, clean_line, human_size
+from ckpt.render.plain import ansi_paint, wrap_text
+from ckpt.render.text import cell_width, clean_line, human_size, thread_cell
 
 _ACTIONS = {
     "copy": ("copy", "copied"),
@@ -35,7 +35,7 @@ def copy_lines(
     for thread in records:
         if thread.get("reencoded") and thread["action"] in ("copy", "replace"):
             reencoded += 1
-        name = clean_line(thread["thread_id"])
+        name = thread_cell(thread["thread_id"])
         if thread["to"] != thread["thread_id"]:
             name += f" -> {clean_line(thread['to'])}"
         action = _ACTIONS[thread["action"]][1 if applied else 0]
@@ -66,6 +66,17 @@ def copy_lines(
     def paint(text: str, style: str) -> str:
         return ansi_paint(text, style, colour=output.colour)
 
+    def fit(text: str) -> Iterator[str]:
+        """A line of the plan's end, wrapped at the terminal's width (and whole into a
+        pipe), its further lines indented."""
+        if not output.wraps:
+            yield text + "\n"
+            return
+        width = output.columns()
+        first, *more = wrap_text(text, width, width - 2)
+        yield first + "\n"
+        yield from ("  " + t + "\n" for t in more)
+
     if rows:
         yield paint(line(headers).rstrip("\n"), "bold") + "\n"
         yield from (line(r) for r in rows)
@@ -88,7 +99,7 @@ def copy_lines(
         f"{totals['refused']:,} refused" if totals["refused"] else "",
     ]
     summary += "".join(f"; {e}" for e in extra if e)
-    yield summary + "\n"
+    yield from fit(summary)
     if reencoded:  # the values are new bytes: LangGraph reads them as the source's
         noun = "thread" if reencoded == 1 else "threads"
         yield f"{reencoded:,} {noun} re-encoded from RedisSaver's JSON, not byte for byte\n"
@@ -105,14 +116,13 @@ def copy_lines(
     conflicts = totals["conflicts"]
     if conflicts:
         those = "thread is" if conflicts == 1 else "threads are"
-        yield (
-            paint(
+        yield from (
+            paint(t.rstrip("\n"), "yellow") + "\n"
+            for t in fit(
                 f"{conflicts:,} {those} already on the target: --apply would stop and copy "
                 f"nothing; pass --on-conflict skip (copies the other {totals['threads']:,}) "
-                "or replace",
-                "yellow",
+                "or replace"
             )
-            + "\n"
         )
     elif not applied and totals["threads"]:
         yield "nothing changed: run again with --apply to copy\n"

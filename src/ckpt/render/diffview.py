@@ -31,6 +31,7 @@ from ckpt.render.text import (
     brief_within,
     cut,
     human_size,
+    short_name,
     short_time,
     task_name,
     zone_label,
@@ -305,7 +306,7 @@ def _section_tree(
 def _part(part: PathPart) -> str:
     if isinstance(part, Item):
         return str(part)
-    return part or '""'  # the root namespace in metadata.parents
+    return short_name(part) or '""'  # the root namespace in metadata.parents
 
 
 def _leaf(parent: Tree, change: Change, section: str, room: _Room, labels: dict[str, str]) -> None:
@@ -324,7 +325,8 @@ def _leaf(parent: Tree, change: Change, section: str, room: _Room, labels: dict[
     ):
         idx = value.get("idx")
         more = f" #{idx}" if isinstance(idx, int) and idx > 0 else ""
-        name = f"[{labels[value['task_id']]} → {value.get('channel')}{more}]"
+        channel = short_name(str(value.get("channel")))
+        name = f"[{short_name(labels[value['task_id']])} → {channel}{more}]"
     quiet = len(change.path) > 1 and _internal(change.path[1])
     label.append(name, style="dim" if quiet else "bold")
     if section == "updated_channels" and len(change.path) == 2:

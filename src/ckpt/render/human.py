@@ -38,9 +38,12 @@ from ckpt.render.text import (
     brief,
     cell_width,
     cut,
+    error_brief,
     human_size,
+    short_name,
     short_time,
     task_name,
+    thread_cell,
     today,
     zone_label,
 )
@@ -233,7 +236,8 @@ def task_labels(record: CheckpointRecord) -> dict[str, str]:
 
 
 def _written(record: CheckpointRecord, task_id: str) -> list[str]:
-    return [w["channel"] for w in record["pending_writes"] or [] if w["task_id"] == task_id]
+    writes = record["pending_writes"] or []
+    return [short_name(w["channel"]) for w in writes if w["task_id"] == task_id]
 
 
 def _waiting(task: TaskRecord) -> list[InterruptRecord]:
@@ -254,7 +258,7 @@ def history_view(
     and branches say what the update wrote."""
     thread_id, chains = lineage["thread_id"], lineage["chains"]
     earlier, written = lineage["earlier"], lineage["written"]
-    title = Text(f"thread {thread_id}", style="bold")
+    title = Text(f"thread {thread_cell(thread_id)}", style="bold")
     title.append(f"  (times {zone_label(local)})", style="dim")
     tree = TreeNode(_runs(title))
     records = {
@@ -493,7 +497,7 @@ def _node_label(
     if wrote:
         line.append_text(wrote)  # an update_state, with the values it wrote
     elif updated:
-        line.append("  updated: " + ", ".join(updated), style="green")
+        line.append("  updated: " + ", ".join(map(short_name, updated)), style="green")
     if "checkpoint" in record:
         line.append("  " + brief(record["checkpoint"], limit=60), style="red")
     writes = _writes_brief(record)
@@ -532,7 +536,7 @@ def _writes_brief(record: CheckpointRecord) -> Text:
     for write in writes:
         if write["task_id"] != NULL_TASK_ID and write["task_id"] not in known:
             label = labels.get(write["task_id"], write["task_id"][:8])
-            others.setdefault(label, []).append(write["channel"])
+            others.setdefault(short_name(label), []).append(short_name(write["channel"]))
     for label, channels in others.items():
         state = _state_channels([c for c in channels if c not in CONTROL_CHANNELS])
         if state or "__error__" not in channels:
@@ -557,7 +561,7 @@ def _writes_brief(record: CheckpointRecord) -> Text:
 def _task_brief(name: str, task: TaskRecord, written: list[str]) -> Text:
     if task["state"] == "failed":
         given = f"({brief(task['input'], limit=40)})" if task["input"] is not None else ""
-        return Text(f"✗ {name}{given}: {brief(task['error'], limit=60)}", style="bold red")
+        return Text(f"✗ {name}{given}: {error_brief(task['error'], limit=60)}", style="bold red")
     waiting = _waiting(task)
     if waiting:
         return Text(f"⏸ {name}: {brief(waiting[0]['value'], limit=50)}", style="bold yellow")
@@ -668,7 +672,7 @@ def checkpoint_view(
     header.add_column(overflow="fold")
     metadata = record["metadata"] if isinstance(record["metadata"], dict) else {}
     step, source = metadata.get("step"), metadata.get("source")
-    header.add_row("thread", record["thread_id"])
+    header.add_row("thread", thread_cell(record["thread_id"]))
     header.add_row("namespace", record["checkpoint_ns"] or "(root)")
     header.add_row("checkpoint", record["checkpoint_id"])
     header.add_row("parent", record["parent_checkpoint_id"] or "(none)")
@@ -904,17 +908,18 @@ def _subgraph_selector(record: CheckpointRecord, task: TaskRecord) -> str:
 def _task_heading(write: WriteRecord, labels: dict[str, str]) -> RenderableType:
     if write["task_id"] == NULL_TASK_ID:
         return Text("input / update_state (no task)", style="bold")
-    name = labels.get(write["task_id"]) or write["task_id"][:8]
-    pieces = [Text(f"task {name}", style="bold"), Text(write["task_id"], style="bold dim")]
+    name = short_name(labels.get(write["task_id"]) or write["task_id"][:8])
+    task_id = short_name(write["task_id"])
+    pieces = [Text(f"task {name}", style="bold"), Text(task_id, style="bold dim")]
     if write["task_path"]:
-        pieces.append(Text(write["task_path"], style="bold dim"))
+        pieces.append(Text(short_name(write["task_path"]), style="bold dim"))
     return Hanging(pieces, hang=4)
 
 
 def _write_lines(write: WriteRecord, task: TaskRecord | None, full: bool) -> list[RenderableType]:
     channel, value = write["channel"], write["value"]
     style = {"__error__": "bold red", "__interrupt__": "bold yellow"}.get(channel, "")
-    line = Text(f"  {channel}", style=style or "cyan")
+    line = Text(f"  {short_name(channel)}", style=style or "cyan")
     line.append(f" [{write['idx']}]", style="dim")
     if channel == INTERRUPT and isinstance(value, list):
         infos = task["interrupts"] if task is not None else []

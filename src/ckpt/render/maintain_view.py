@@ -15,7 +15,7 @@ from ckpt.records.runs import NamespacePlanRecord, PruneHead, PruneTotals, Threa
 from ckpt.records.types import VacuumMemoryRecord, VacuumRecord, VacuumTableRecord
 from ckpt.render.output import Output
 from ckpt.render.plain import SPOOL_BYTES, ansi_paint, wrap_text
-from ckpt.render.text import cell_width, clean_line, human_size
+from ckpt.render.text import cell_width, clean_line, human_size, thread_cell
 
 
 def plan_line(plan: ThreadPlanRecord) -> str:
@@ -70,7 +70,7 @@ def prune_lines(
                 if not (ns["checkpoints"] or ns["writes"] or ns["blobs"] or ns["kept"]):
                     continue
                 cells = [
-                    clean_line(thread["thread_id"]),
+                    thread_cell(thread["thread_id"]),
                     clean_line(ns["checkpoint_ns"] or "(root)"),
                     f"{ns['checkpoints']:,}",
                     f"{ns['writes']:,}",

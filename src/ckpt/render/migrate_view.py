@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from ckpt.records.runs import MigrateHead, MigrateThreadRecord, MigrateTotals
 from ckpt.render.output import Output
 from ckpt.render.plain import ansi_paint
-from ckpt.render.text import clean_line
+from ckpt.render.text import clean_line, thread_cell
 
 _ACTIONS = {
     "migrate": ("migrate", "migrated"),
@@ -37,7 +37,7 @@ def migrate_lines(
     )
     for thread in records:
         action = _ACTIONS[thread["action"]][1 if applied else 0]
-        name = clean_line(thread["thread_id"])
+        name = thread_cell(thread["thread_id"])
         yield (
             paint(
                 f"{name}: {action}: {thread['checkpoints']:,} checkpoints, "

@@ -14,10 +14,12 @@ from ckpt.render.text import (
     cell_width,
     clean_line,
     cut,
+    error_brief,
     failure,
     human_size,
     short_time,
     task_name,
+    thread_cell,
     today,
     zone_label,
 )
@@ -52,7 +54,7 @@ def thread_change_lines(records: Iterable[ThreadRecord], output: Output) -> Iter
             detail = f"interrupt {record['interrupts'][0]['id']}"
         when = short_time(record["updated_at"], output.local_time)
         step = record["step"] if record["step"] is not None else "?"
-        cells = [when, clean_line(record["thread_id"]), record["status"], f"step {step}", detail]
+        cells = [when, thread_cell(record["thread_id"]), record["status"], f"step {step}", detail]
         yield "  ".join(c for c in cells if c) + "\n"
 
 
@@ -101,13 +103,13 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
                 same = [t for t in failed[1:] if t["error"] == failed[0]["error"]]
                 if same and failed[0]["input"] is None:
                     names = clean_line(", ".join(task_name(t) for t in [failed[0], *same]))
-                    detail = short = f"{names}: {brief(failed[0]['error'], limit=200)}"
+                    detail = short = f"{names}: {error_brief(failed[0]['error'], limit=200)}"
                 else:
                     same = []
                 if len(failed) > 1 + len(same):
                     detail += f"  (+{len(failed) - 1 - len(same)} more failed)"
             elif record["status"] == "error" and record["errors"]:
-                detail = brief(record["errors"][0], limit=200)
+                detail = error_brief(record["errors"][0], limit=200)
             elif record["status"] == "interrupted" and record["interrupts"]:
                 first = record["interrupts"][0]
                 # The id first: it is what Command(resume={id: ...}) needs, and a cut
@@ -122,7 +124,7 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
             if fitted and updated.startswith(now):
                 updated = updated[11:]
             cells = [
-                clean_line(record["thread_id"]),
+                thread_cell(record["thread_id"]),
                 record["status"],
                 "" if record["step"] is None else str(record["step"]),
                 clean_line(record["source"] or ""),
@@ -155,6 +157,7 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
             shown = [i for i in shown if not says_nothing.get(headers[i], False)]
         headers[at["UPDATED"]] = f"UPDATED ({zone_label(local)})"
         full_widths = [max(cell_width(h), w) for h, w in zip(headers, widths, strict=True)]
+        dropped: list[str] = []  # for the width, which the table then says
         if fitted:
             # Still too narrow for a useful detail: the least telling columns go first.
             want = min(DETAIL_ROOM, max(widest, len("NEXT / DETAIL")))
@@ -163,6 +166,8 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
                     continue  # asked for (--size)
                 if output.columns() - sum(full_widths[i] + 2 for i in shown) >= want:
                     break
+                if any(headers[i] == header for i in shown):
+                    dropped.append(header)
                 shown = [i for i in shown if headers[i] != header]
         headers = [headers[i] for i in shown]
         widths = [full_widths[i] for i in shown]
@@ -229,6 +234,20 @@ def threads_table(records: Iterable[ThreadRecord], output: Output) -> Iterator[s
                 short,
                 error=status == "error",
             )
+        # Never silently: the columns that say one thing on every row, and those left out
+        # for the width (issue 46 §3).
+        notes = []
+        if fitted and count > 1:
+            every = {"SOURCE": next(iter(sources), ""), "PENDING": "0", "NS": "0"}
+            alike = [f"{h} {every[h]}" for h in every if says_nothing.get(h) and every[h]]
+            if alike:
+                notes.append(", ".join(alike) + " on every row")
+        if dropped:
+            left_out = ", ".join(sorted(dropped, key=("SOURCE", "PENDING", "NS", "SIZE").index))
+            notes.append(f"{left_out} left out at {output.columns()} columns; --json has all")
+        if notes:
+            for text in wrap_text(f"({'; '.join(notes)})", output.columns(), output.columns()):
+                yield paint(text, "dim") + "\n"
 
 
 # -- trees ----------------------------------------------------------------------------------------

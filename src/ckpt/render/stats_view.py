@@ -14,7 +14,7 @@ from ckpt.records.types import FilePagesRecord, GrowthRecord, HealthRecord, Stat
 from ckpt.render.check_view import FixLine, findings_view
 from ckpt.render.human import Hanging, _boxed
 from ckpt.render.output import Output
-from ckpt.render.text import clean_line, human_size
+from ckpt.render.text import clean_line, human_size, short_name, thread_cell
 
 BARS = "▁▂▃▄▅▆▇█"
 CHART_WIDTH = 60
@@ -89,7 +89,7 @@ def _summary(record: StatsRecord) -> RenderableType:
     if selection["thread_ids"] or selection["checkpoint_ns"] is not None:
         chosen = ", ".join(selection["thread_ids"]) or "all threads"
         if selection["checkpoint_ns"] is not None:
-            chosen += f", namespace {selection['checkpoint_ns'] or '(root)'}"
+            chosen += f", namespace {short_name(selection['checkpoint_ns']) or '(root)'}"
         table.add_row("selected", chosen)
     table.add_row(
         "rows",
@@ -167,7 +167,7 @@ def _sections(record: StatsRecord, output: Output, fix_line: FixLine) -> list[Re
         ],  # fmt: skip
         [
             [
-                clean_line(t["thread_id"]),
+                thread_cell(t["thread_id"]),
                 f"{t['checkpoints']:,}",
                 f"{t['writes']:,}",
                 human_size(t["bytes"]),
@@ -189,7 +189,7 @@ def _sections(record: StatsRecord, output: Output, fix_line: FixLine) -> list[Re
         ],  # fmt: skip
         [
             [
-                c["channel"],
+                short_name(c["channel"]),
                 human_size(c["bytes"]),
                 pct(c["share"]),
                 f"{c['stored']:,}",
@@ -211,7 +211,7 @@ def _sections(record: StatsRecord, output: Output, fix_line: FixLine) -> list[Re
             ],  # fmt: skip
             [
                 [
-                    n["namespace"] or "(root)",
+                    short_name(n["namespace"]) or "(root)",
                     f"{n['namespaces']:,}",
                     f"{n['checkpoints']:,}",
                     human_size(n["bytes"]),
@@ -224,7 +224,7 @@ def _sections(record: StatsRecord, output: Output, fix_line: FixLine) -> list[Re
         "Pending writes by channel",
         [("CHANNEL", "left"), ("WRITES", "right"), ("SIZE", "right"), ("SHARE", "right")],
         [
-            [w["channel"], f"{w['writes']:,}", human_size(w["bytes"]), pct(w["share"])]
+            [short_name(w["channel"]), f"{w['writes']:,}", human_size(w["bytes"]), pct(w["share"])]
             for w in record["write_channels"]
         ],
     )
@@ -239,8 +239,8 @@ def _sections(record: StatsRecord, output: Output, fix_line: FixLine) -> list[Re
         ],  # fmt: skip
         [
             [
-                clean_line(c["thread_id"]),
-                c["checkpoint_ns"] or "(root)",
+                thread_cell(c["thread_id"]),
+                short_name(c["checkpoint_ns"]) or "(root)",
                 c["checkpoint_id"],
                 "" if c["step"] is None else str(c["step"]),
                 human_size(c["bytes"]),

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ckpt.analysis.tasks import send_label
-from ckpt.decoders import MARK_KEY
+from ckpt.decoders import MARK_KEY, TYPE_KEY
 from ckpt.escapes import for_terminal
 from ckpt.records.encode import dumps, dumps_head, dumps_within
 from ckpt.records.types import TaskRecord
@@ -36,6 +36,31 @@ def clean_line(text: str) -> str:
     return for_terminal(text)
 
 
+def counted(count: int, noun: str) -> str:
+    """`1 thread`, `12 threads`, `1,024 values`: a count and its noun (plural in -s)."""
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
+
+
+def short_name(text: str) -> str:
+    """A name (a channel, a task, a path, a namespace) as a view shows it: whole up to
+    LONG_LINE characters, else its start and its length (a 16 MB channel name took Rich
+    10 s to measure and printed 16 MB; issue 46 §4). The JSON keeps it whole."""
+    if len(text) > LONG_LINE:
+        return f"{text[: LONG_LINE - 96]}… ({len(text):,} chars)"
+    return text
+
+
+def thread_cell(thread_id: str) -> str:
+    """A thread id as a table shows it: clean_line, and shell-quoted when it is blank or
+    has blanks at either end (`''`, `' a'`), which a table cell would hide; the quoted form
+    is what selects it (`ckpt show ''`)."""
+    import shlex
+
+    if thread_id and thread_id.strip() == thread_id:
+        return clean_line(thread_id)
+    return clean_line(shlex.quote(thread_id))
+
+
 def cut(text: str, full: bool, limit: int = CUT, length: int | None = None) -> str:
     """Shorten for a table cell; long cuts say how long the whole value is. `length`: the
     whole text's, when `text` is only its start."""
@@ -53,6 +78,11 @@ def brief(value: Any, full: bool = False, limit: int = CUT) -> str:
         return f"<encrypted {value.get('inner', '')}, {value.get('size', '?')} bytes>"
     if isinstance(value, dict) and value.get(MARK_KEY) == "skipped":
         return "<not loaded>"
+    if isinstance(value, dict) and value.get(MARK_KEY) == "not_kept":
+        read_as = dumps(value.get("read_as"))
+        return cut(
+            f"<{value.get('type')} not kept by the saver; LangGraph reads {read_as}>", full, limit
+        )
     if full:
         return dumps(value)
     head, length = dumps_head(value, limit)
@@ -67,8 +97,9 @@ def brief_within(value: Any, limit: int) -> str | None:
             return None
         text = clean(value)
         return text if len(text) <= limit else None
-    if isinstance(value, dict) and value.get(MARK_KEY) in ("encrypted", "skipped"):
-        return brief(value)
+    if isinstance(value, dict) and value.get(MARK_KEY) in ("encrypted", "skipped", "not_kept"):
+        text = brief(value, full=True)
+        return text if len(text) <= limit else None
     return dumps_within(value, limit)
 
 
@@ -77,13 +108,28 @@ def task_name(task: TaskRecord) -> str:
     return send_label(task["name"], task["send_index"])
 
 
+def error_brief(error: Any, full: bool = False, limit: int = CUT) -> str:
+    """A task's error on one line: LangGraph's repr as stored, or, for an error RedisSaver
+    kept as an object without its message (its type and attributes: format.md §7b), the
+    type and that there is no message, where its dict would read as data (issue 46 §3)."""
+    if isinstance(error, dict) and isinstance(error.get(TYPE_KEY), str):
+        name = error[TYPE_KEY].rpartition(".")[2]
+        said = {k: v for k, v in error.items() if k not in (TYPE_KEY, "__notes__")}
+        if not said:
+            return cut(f"{name} (no message: RedisSaver keeps none)", full, limit)
+        if set(said) <= {"args", "message"}:
+            text = said.get("message", said.get("args"))
+            return cut(f"{name}: {brief(text, full, limit)}", full, limit)
+    return brief(error, full, limit)
+
+
 def failure(task: TaskRecord, limit: int = CUT, with_input: bool = True) -> str:
     """A failed task on one line, its input (the Send's argument) then its error:
     `worker[1]({"item": "invoice-2"}): ValueError('...')`. The input is cut first."""
     call = clean_line(task_name(task))
     if with_input and task["input"] is not None:
         call += f"({brief(task['input'], limit=min(60, limit))})"
-    return f"{call}: {brief(task['error'], limit=limit)}"
+    return f"{call}: {error_brief(task['error'], limit=limit)}"
 
 
 def human_size(size: int) -> str:

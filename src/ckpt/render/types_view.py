@@ -16,7 +16,7 @@ from ckpt.decoders.safe_types import status_words
 from ckpt.records.types import TypesRecord, TypeUseRecord
 from ckpt.render.human import Hanging
 from ckpt.render.output import Output
-from ckpt.render.text import cell_width, clean_line
+from ckpt.render.text import cell_width, clean_line, counted
 
 _STATUS_STYLE = {
     "blocked": "bold red",
@@ -67,9 +67,10 @@ def _header(record: TypesRecord) -> Text:
         text.append(f" ({store['era_note']})", style="dim")
     text.append("\n")
     text.append(
-        f"{scanned['threads']:,} threads, {scanned['checkpoints']:,} checkpoints, "
-        f"{scanned['blobs']:,} blobs, {scanned['writes']:,} writes: "
-        f"{scanned['values']:,} serialized values read"
+        f"{counted(scanned['threads'], 'thread')}, "
+        f"{counted(scanned['checkpoints'], 'checkpoint')}, "
+        f"{counted(scanned['blobs'], 'blob')}, {counted(scanned['writes'], 'write')}: "
+        f"{counted(scanned['values'], 'serialized value')} read"
     )
     versions = ", ".join(
         f"v{v['v']}: {v['checkpoints']:,}"

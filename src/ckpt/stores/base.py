@@ -83,6 +83,10 @@ class Store(Closes):
         self.aes_key = aes_key
         self.notices = []
         self.refused: list[str] = []  # globals a pickle named, shown as refused values
+        # Why a thread missing from this store may be there all the same: what holds the
+        # threads was refused (a pickle's top-level dict under a refused BUILD); a lookup
+        # that finds nothing says so (RefusedGlobal, exit 9), not "no thread matches".
+        self.threads_refused: str | None = None
 
     # -- what it is ------------------------------------------------------------------------
     @property

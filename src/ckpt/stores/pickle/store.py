@@ -151,6 +151,7 @@ class PickleStore(Store):
         threads-only pass read it (the same file, even if one was renamed over it since),
         whose shared references that pass has bounded, so they are not counted again.
         """
+        top: list[str] = []  # the storage file's own dict refused (load_pickle)
         try:
             if role == "blobs":
                 if self._blobs_file is not None:  # a failed load, tried again
@@ -177,13 +178,21 @@ class PickleStore(Store):
                 with open(os.dup(fd), "rb") as handle:
                     handle.seek(0)
                     loaded = load_pickle(
-                        handle, source=str(path), refused=self.refused, counted=False
+                        handle, source=str(path), refused=self.refused, counted=False, top=top
                     )
             else:
                 with path.open("rb") as handle:
-                    loaded = load_pickle(handle, source=str(path), refused=self.refused)
+                    loaded = load_pickle(handle, source=str(path), refused=self.refused, top=top)
         except OSError as exc:
             raise StoreUnreadable(f"{path}: cannot read ({exc.strerror})") from None
+        if top:
+            # The dict that holds every thread is under a refused BUILD (LangGraph cannot
+            # load the file at all): what it holds is read, but a thread not among it may
+            # be hidden by the refusal, so a lookup that misses says it (issue 46 §4).
+            self.threads_refused = (
+                f"the dict of threads in {path} was refused ({top[0]}), so the thread may be "
+                "hidden by it; nothing was run"
+            )
         return self._checked(loaded, path, role)
 
     def _checked(self, loaded: Any, path: Path, role: str) -> dict[Any, Any]:

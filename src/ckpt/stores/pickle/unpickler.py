@@ -86,7 +86,12 @@ def refused_record(value: Refused) -> dict[str, Any]:
 
 
 def load_pickle(
-    file: IO[bytes], *, source: str, refused: list[str] | None = None, counted: bool = True
+    file: IO[bytes],
+    *,
+    source: str,
+    refused: list[str] | None = None,
+    counted: bool = True,
+    top: list[str] | None = None,
 ) -> Any:
     """Unpickle one PersistentDict file into dicts, tuples, strings, numbers and None.
 
@@ -104,7 +109,8 @@ def load_pickle(
     for a truncated or damaged stream. `source` names the file in messages.
     `counted=False` skips counting shared references (see expanded_size) for a file whose
     references are already known to be bounded: one the threads-only pass
-    (ckpt.stores.pickle.lean) read whole.
+    (ckpt.stores.pickle.lean) read whole. `top` gets the name of the refusal made of the
+    file's own dict (a BUILD on it), which LangGraph's unpickler stops at.
     """
     if counted:
         _check_expansion(file, source)
@@ -127,6 +133,8 @@ def load_pickle(
         detail = str(exc) or type(exc).__name__
         raise StoreCorrupt(f"{source}: truncated or corrupt pickle ({detail})") from None
     if isinstance(loaded, Refused) and isinstance(build_target(loaded), dict):
+        if top is not None:
+            top.append(loaded.global_name)
         loaded = dict(loaded)  # a BUILD on the file's dict: its items are read (build_target)
     elif isinstance(loaded, Refused):
         raise RefusedGlobal(
@@ -437,7 +445,7 @@ class _BuildSafeUnpickler(pickle._Unpickler):
         slots = None
         if type(state) is tuple and len(state) == 2:
             state, slots = state
-        if (state is None or state == {}) and (slots is None or slots == {}):
+        if _empty_state(state) and _empty_state(slots):
             return
         what = "BUILD slot state" if slots else "BUILD state"
         refused = self.allowed.stand_in(f"{what} on {_described(inst)}")()
@@ -489,6 +497,12 @@ class _BuildSafeUnpickler(pickle._Unpickler):
             for opcode in (pickle.GET, pickle.BINGET, pickle.LONG_BINGET)
         },
     }
+
+
+def _empty_state(state: Any) -> bool:
+    """A BUILD state with nothing in it: None or an empty dict, not a refused value (an
+    empty dict too, which a global outside the allowlist became: its BUILD is refused)."""
+    return state is None or (state == {} and not isinstance(state, Refused))
 
 
 def built(value: Any) -> Any:

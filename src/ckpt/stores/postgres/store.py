@@ -891,9 +891,17 @@ class PostgresStore(SplitStore):
         which locks)."""
         found: list[VacuumTableRecord] = []
         for table in self._tables():
-            live, dead = table["live_rows"] or 0, table["dead_rows"] or 0
+            # Live rows counted (issue 46 §3: pg_stat's n_live_tup read 0 for tables that
+            # held rows, before autovacuum's first ANALYZE): one scan, less than the
+            # VACUUM it plans. Dead rows only the statistics know (docs/json.md).
+            named = self.layout.tables.get(table["table"])
+            live = table["live_rows"] or 0
+            if named is not None:
+                counted = self._rows(self._pg.sql.SQL("SELECT count(*) FROM {}").format(named))
+                live = int(counted[0][0])
+            dead = table["dead_rows"] or 0
             bloat = round(table["table_bytes"] * dead / (live + dead)) if live + dead else 0
-            found.append({**table, "bloat_estimate_bytes": bloat})
+            found.append({**table, "live_rows": live, "bloat_estimate_bytes": bloat})
         return found
 
     @contextmanager

@@ -59,26 +59,37 @@ def to_storage_ns(value: str) -> str:
 
 
 def _split_thread_ns(parts: list[str], root: str = EMPTY_NS) -> tuple[str, str] | None:
-    """`parts` = thread segments + namespace segments (the key split on `:`)."""
+    """`parts` = thread segments + namespace segments (the key split on `:`); None when
+    they do not read as one (thread, namespace) for sure.
+
+    A namespace is `name:uuid` segments joined by `|`, and a name may hold `:` (a @task
+    named `fetch:page`, whose namespace is `crawl:<uuid>|fetch:page:<uuid>`): from the
+    right, each segment's name reaches back to the `uuid|` that ends the one before. The
+    first segment's name and the thread id meet at a `:` that either may hold, so the
+    split is sure only when one part is left for each; otherwise the key is None and its
+    document's fields say (issue 46 §5: threads were listed under bogus ids)."""
     if len(parts) < 2:
         return None
     if parts[-1] == root:
         return from_storage_id(":".join(parts[:-1])), ""
-    # name:uuid(|name:uuid)*: from the right, a uuid; then "uuid|name" segments; then name.
     if not _UUID.fullmatch(parts[-1]):
         return None
-    j = len(parts) - 2
-    while j >= 1:
-        segment = parts[j]
-        if "|" not in segment:
-            break
-        left, _, right = segment.partition("|")
-        if not _UUID.fullmatch(left) or not right or "|" in right:
-            return None
-        j -= 1
-    if j < 1:
-        return None
-    return from_storage_id(":".join(parts[:j])), ":".join(parts[j:])
+    first = len(parts) - 1  # the part holding the first segment's uuid
+    for j in range(len(parts) - 2, 0, -1):
+        if "|" in parts[j]:
+            left, _, right = parts[j].partition("|")
+            if not _UUID.fullmatch(left) or not right or "|" in right:
+                return None
+            first = j
+    if first != 2:
+        return None  # thread and first name: more than one way to split (see above)
+    return from_storage_id(parts[0]), ":".join(parts[1:])
+
+
+def thread_and_ns(text: str, root: str = EMPTY_NS) -> tuple[str, str] | None:
+    """`{thread}:{ns}` (a latest pointer's key after its prefix) read, or None when it
+    splits more than one way."""
+    return _split_thread_ns(text.split(":"), root)
 
 
 def checkpoint_name(key: str, prefix: str, root: str = EMPTY_NS) -> CheckpointName | None:

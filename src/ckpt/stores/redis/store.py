@@ -361,14 +361,30 @@ class RedisStore(DocumentStore):
             yield [_name(k) for k in keys]
 
     def _thread_write_names(self, thread_id: str) -> list[tuple[str, WriteName]]:
-        found = []
-        for raw in self._thread_key_names(self.write_prefix, thread_id):
-            key = raw.decode("utf-8", "surrogateescape")
-            name = write_name(key, self.write_prefix, self.root)
-            if name is not None and name.thread_id == thread_id:
-                found.append((key, name))
+        keys = self._thread_key_names(self.write_prefix, thread_id)
+        found = [(k, n) for k, n in self._write_names(keys) if n.thread_id == thread_id]
         found.sort(key=lambda item: item[1])
         return found
+
+    def _write_names(self, keys: Iterable[bytes]) -> Iterator[tuple[str, WriteName]]:
+        """Write key names read, as _names: a key whose thread and namespace can split
+        more than one way (keys.py) is named by its document's fields."""
+        unread: list[str] = []
+        for raw in keys:
+            key = raw.decode("utf-8", "surrogateescape")
+            name = write_name(key, self.write_prefix, self.root)
+            if name is None:
+                unread.append(key)
+            else:
+                yield key, name
+        fields = ("$.thread_id", "$.checkpoint_ns", "$.checkpoint_id", "$.task_id", "$.idx")
+        for start in range(0, len(unread), 500):
+            batch = unread[start : start + 500]
+            found = self.session.pipeline([("JSON.GET", key, *fields) for key in batch])
+            for key, answer in zip(batch, found, strict=True):
+                name = _write_name_from_fields(answer, fields)
+                if name is not None:
+                    yield key, name
 
     # -- listing ---------------------------------------------------------------------------
 
@@ -535,8 +551,10 @@ class RedisStore(DocumentStore):
         return found
 
     def _write_of(self, key: bytes, name: CheckpointName) -> bool:
-        found = write_name(key.decode("utf-8", "surrogateescape"), self.write_prefix, self.root)
-        return found is not None and found.checkpoint_id == name.checkpoint_id
+        # `...:{checkpoint_id}:{task_id}:{idx}`: the id is read from the right, whatever
+        # the thread and namespace before it hold.
+        parts = key.decode("utf-8", "surrogateescape").rsplit(":", 3)
+        return len(parts) == 4 and from_storage_id(parts[1]) == name.checkpoint_id
 
     def _writes_at(self, key_lists: list[list[bytes]]) -> list[list[PendingWrite]]:
         flat = [key for keys in key_lists for key in keys]
@@ -548,7 +566,7 @@ class RedisStore(DocumentStore):
                 text = next(texts)
                 if text is not None:
                     writes.append(self._write(text))
-            found.append(sort_writes(writes))
+            found.append(sort_writes(writes) if self.js else registry_order(writes))
         return found
 
     def _write(self, text: bytes) -> PendingWrite:
@@ -757,11 +775,9 @@ class RedisStore(DocumentStore):
                 f"@checkpoint_id:{{{wanted}}} -@thread_id:{{{thread}}}",
                 "NOCONTENT", "LIMIT", 0, _SEARCH_PAGE, "DIALECT", 2,
             )  # fmt: skip
-            for raw in answer[1:] if isinstance(answer, list) else []:
-                key = raw.decode("utf-8", "surrogateescape")
-                name = write_name(key, self.write_prefix, self.root)
-                if name is not None and key not in seen:
-                    found.append((key, name))
+            listed = answer[1:] if isinstance(answer, list) else []
+            keys = [raw for raw in listed if isinstance(raw, bytes)]
+            found.extend((k, n) for k, n in self._write_names(keys) if k not in seen)
         return found
 
     # -- prune (ckpt.stores.redis.writer) -----------------------------------------------
@@ -1191,6 +1207,41 @@ def _first(answer: Any) -> Any:
     except orjson.JSONDecodeError:
         return None
     return found[0] if isinstance(found, list) and found else None
+
+
+def registry_order(writes: list[PendingWrite]) -> list[PendingWrite]:
+    """RedisSaver's order, which its get_tuple() hands LangGraph: the write registry's
+    (`write_keys_zset`, ZRANGE by score: a task's `__interrupt__` before its `__resume__`,
+    tasks interleaved as they wrote), one write per (task id, idx), the last one read kept
+    where the first stood (its `_load_writes` dict), not LangGraph's (task_path, task_id,
+    idx) sort (issue 46 §5)."""
+    kept: dict[tuple[str, int], PendingWrite] = {}
+    for write in writes:
+        kept[(write.task_id, write.idx)] = write
+    return list(kept.values())
+
+
+def _write_name_from_fields(answer: Any, paths: tuple[str, ...]) -> WriteName | None:
+    """A write's name from its document's fields (JSON.GET of `paths`), or None."""
+    if not isinstance(answer, bytes | str):
+        return None
+    try:
+        fields = orjson.loads(answer)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(fields, dict):
+        return None
+    thread_id, ns, checkpoint_id, task_id, idx = ((fields.get(path) or [None])[0] for path in paths)
+    if not all(isinstance(v, str) for v in (thread_id, ns, checkpoint_id, task_id)):
+        return None
+    if isinstance(idx, str) and idx.lstrip("-").isdigit():
+        idx = int(idx)
+    if not isinstance(idx, int) or isinstance(idx, bool):
+        return None
+    return WriteName(
+        from_storage_id(thread_id), from_storage_ns(ns), from_storage_id(checkpoint_id),
+        task_id, idx,
+    )  # fmt: skip
 
 
 def _name_from_fields(answer: Any) -> CheckpointName | None:

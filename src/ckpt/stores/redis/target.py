@@ -36,6 +36,7 @@ from ckpt.stores.redis.keys import (
     checkpoint_key,
     checkpoint_name,
     latest_key,
+    thread_and_ns,
     to_storage_id,
     to_storage_ns,
     write_name,
@@ -274,23 +275,48 @@ class RedisTarget(Target):
         return found
 
     def thread_keys(self, thread_id: str) -> list[bytes]:
-        """Every key RedisSaver keeps for the thread (what `replace` deletes)."""
+        """Every key RedisSaver keeps for the thread (what `replace` deletes): those under
+        its id whose name reads as its own, and those whose name splits more than one way
+        (keys.py) when the checkpoint document they belong to names the thread."""
         sid = glob_escape(to_storage_id(thread_id))
         keys: list[bytes] = []
+        unsure: list[tuple[bytes, str]] = []  # (key, the checkpoint document that says)
         with self.errors("cannot read the target"):
             for family in (PREFIX, WRITE_PREFIX, "write_keys_zset", f"{PREFIX}_latest",
                            "write_registry"):  # fmt: skip
                 for raw in self.client.scan_iter(match=f"{family}:{sid}:*", count=2000):
+                    if self.shallow and family in (PREFIX, "write_registry"):
+                        continue  # by the id as is, below
                     text = raw.decode("utf-8", "surrogateescape")
+                    owner = _owner_key(text, family)
                     name = (
                         write_name(text, WRITE_PREFIX)
                         if family == WRITE_PREFIX
-                        else checkpoint_name(text, PREFIX)
-                        if family == PREFIX and not self.shallow
+                        else checkpoint_name(text, family)
+                        if family in (PREFIX, "write_keys_zset")
                         else None
                     )
-                    if name is None or name.thread_id == thread_id:
+                    if family == f"{PREFIX}_latest":
+                        split = thread_and_ns(text[len(family) + 1 :])
+                        pointer = self.client.get(raw) if split is None else None
+                        if isinstance(pointer, bytes):  # the checkpoint key it points to
+                            unsure.append((raw, pointer.decode("utf-8", "surrogateescape")))
+                        elif split is None or split[0] == thread_id:
+                            keys.append(raw)
+                    elif name is not None:
+                        if name.thread_id == thread_id:
+                            keys.append(raw)
+                    elif owner is not None:
+                        unsure.append((raw, owner))
+                    else:
                         keys.append(raw)
+            said = self.client.pipeline(transaction=False)
+            for _, owner in unsure:
+                said.execute_command("JSON.GET", owner, "$.thread_id")
+            for (raw, _), answer in zip(unsure, said.execute(), strict=True):
+                ids = orjson.loads(answer) if isinstance(answer, bytes | str) else []
+                if not ids or ids[0] == to_storage_id(thread_id) or ids[0] == thread_id:
+                    keys.append(raw)  # its own, or nothing says it is another thread's
             if self.shallow:  # `checkpoint:{thread}:{ns}` and its registry: by the id as is
                 raw_id = glob_escape(thread_id)
                 for pattern in (f"{PREFIX}:{raw_id}:*", f"write_registry:{raw_id}:*"):
@@ -430,6 +456,18 @@ class _ShallowSink(_RedisSink):
                 pipe.zadd(key, registry)
             pipe.execute()
         self.saved, self.written = {}, {}
+
+
+def _owner_key(key: str, family: str) -> str | None:
+    """The checkpoint document that says whose a key is: the checkpoint's own, a write's
+    checkpoint, a registry's checkpoint; None for a latest pointer (`{PREFIX}_latest:
+    {thread}:{ns}`, whose value is the checkpoint's key) and the shallow registry."""
+    rest = key[len(family) + 1 :]
+    if family in (PREFIX, "write_keys_zset"):
+        return f"{PREFIX}:{rest}"
+    if family == WRITE_PREFIX:
+        return f"{PREFIX}:{rest.rsplit(':', 2)[0]}"
+    return None
 
 
 def _shallow(
