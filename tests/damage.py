@@ -376,8 +376,9 @@ def _frame(checkpoint: Any, checkpoint_id: str, metadata: Any) -> Any:
     """The parts of a loaded checkpoint whose shape LangGraph itself defines (format.md
     §2): the body's keys and their types, its format version, the types of its versions
     and of the channel names in `updated_channels`, whether its id is the row's; whether
-    metadata is a map with a string `source`, a number `step` and (if any) a map of
-    `parents`. Channel values, write values, which channels and nodes the versions name
+    metadata is a map with a number `step`, (if any) a string `source` and (if any) a map
+    of `parents` (LangGraph writes checkpoints without `source` itself: a DeltaChannel's
+    exit snapshot has `{"step": -2}` alone). Channel values, write values, which channels and nodes the versions name
     and the application's own metadata keys are values: any that loads is valid."""
     if not isinstance(checkpoint, dict):
         return type(checkpoint).__name__
@@ -403,7 +404,7 @@ def _frame(checkpoint: Any, checkpoint_id: str, metadata: Any) -> Any:
         frame["metadata"] = type(metadata).__name__
     else:
         frame["metadata"] = [
-            type(metadata.get("source")).__name__,
+            type(metadata.get("source", "")).__name__,
             type(metadata.get("step")).__name__,
             type(metadata.get("parents", {})).__name__,
         ]

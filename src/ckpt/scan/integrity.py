@@ -47,6 +47,7 @@ from ckpt.scan.chains import IdIndex, Node, Pair, ThreadChain, cycles
 from ckpt.scan.findings import PLACES_SHOWN, RUNAWAY_BYTES, Finding, Findings
 from ckpt.scan.places import (
     aggregated_write,
+    mention,
     needs_blob,
     next_power,
     part_of,
@@ -746,7 +747,9 @@ class Integrity(Visitor):
                     "root": "its id",
                     "ran-from": "the checkpoint it ran from",
                 }
-                here["detail"] = f"{said[what]} {wanted} is a checkpoint of thread {others[0]}"
+                here["detail"] = (
+                    f"{said[what]} {wanted} is a checkpoint of thread {mention(others[0])}"
+                )
                 self._copied(here)
                 if what in ("parent", "pruned"):
                     self._moved_away(thread_id, ns, checkpoint_id, wanted, others)
@@ -787,7 +790,7 @@ class Integrity(Visitor):
                         other,
                         ns,
                         checkpoint_id,
-                        detail=f"a child of {parent_id}, filed under thread {thread_id}",
+                        detail=f"a child of {parent_id}, filed under thread {mention(thread_id)}",
                     ),
                 )
 
@@ -859,7 +862,7 @@ class Integrity(Visitor):
                     key.thread_id,
                     key.checkpoint_ns,
                     checkpoint_id,
-                    detail=f"the same checkpoint id is in thread {other}"
+                    detail=f"the same checkpoint id is in thread {mention(other)}"
                     + (
                         "; it does not follow from its parent here"
                         if misfits

@@ -4,13 +4,24 @@ the blobs a checkpoint needs, and what a write costs the MySQL saver's aggregate
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from ckpt.records.model import RawBlob, RawCheckpoint, RawWrite
 from ckpt.records.plans import COUNTERS
 from ckpt.records.types import PlaceRecord
 from ckpt.records.vocabulary import TOO_LARGE
 from ckpt.scan.rows import RawRow
+
+MENTIONED: Final = 200  # characters of an id a finding's detail names (the place has it whole)
+
+
+def mention(name: str) -> str:
+    """Another thread's id as a finding's detail names it: whole up to MENTIONED
+    characters, else its start and its length (a 10 MB id, said in every detail, took
+    the records of `stats` past 200 MB); the place records keep ids whole."""
+    if len(name) <= MENTIONED:
+        return name
+    return f"{name[: MENTIONED - 40]}... ({len(name):,} characters)"
 
 
 def place(
