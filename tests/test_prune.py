@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -24,6 +25,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from invoke import ckpt
 from pg import url_of
 from prune_checks import VACUUM_SCHEMA, compare_with_langgraph, vacuum_json
+from runs import run_prefix
 from schemas import follows_schema
 
 
@@ -376,7 +378,10 @@ def pg_agents(pg_new_database: Callable[[], str]) -> tuple[str, AgentManifest]:
     return dsn, build_postgres(dsn)
 
 
-def clone_database(admin: str, source: str, tmp_name: str) -> Iterator[str]:
+def clone_database(admin: str, source: str, name: str) -> Iterator[str]:
+    """A copy of `source` for one test, named for this run and process (run_prefix): two
+    runs side by side, or one a killed run left behind, never meet."""
+    tmp_name = f"{run_prefix()}{os.getpid()}_{name}"
     source_name = psycopg.conninfo.conninfo_to_dict(source)["dbname"]
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{tmp_name}" TEMPLATE "{source_name}"')
