@@ -17,7 +17,15 @@ from fixtures.build import DEV_FOLDER, ENCRYPTION_KEY, build_all
 from hypothesis import settings
 
 from pg import PgStore
-from runs import LONG_ENV, RUN_ENV, NewDatabase, built_once, long_run, run_prefix
+from runs import (
+    LONG_ENV,
+    RUN_ENV,
+    NewDatabase,
+    built_once,
+    drop_databases,
+    long_run,
+    run_prefix,
+)
 
 DATA_DIR = Path(__file__).parent / "data"
 
@@ -94,8 +102,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 "SELECT datname FROM pg_database WHERE starts_with(datname, %s)",
                 (run_prefix(),),
             ).fetchall()
-            for (name,) in names:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        drop_databases(dsn, [name for (name,) in names])
     except Exception as exc:  # the run's result stands; say what was left behind
         print(f"\ncould not drop this run's test databases: {exc}")
 
@@ -229,18 +236,17 @@ def pg_new_database(pg_admin: str) -> Iterator[NewDatabase]:
 
     created: list[str] = []
 
-    def new_database(*, shared: bool = False) -> str:
+    def new_database(*, shared: bool = False, template: str | None = None) -> str:
         name = f"{run_prefix()}{os.getpid()}_{uuid.uuid4().hex[:8]}"
+        copied = f' TEMPLATE "{template}"' if template else ""
         with psycopg.connect(pg_admin, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"{copied}')
         if not shared:
             created.append(name)
         return make_conninfo(pg_admin, dbname=name)
 
     yield new_database
-    with psycopg.connect(pg_admin, autocommit=True) as conn:
-        for name in created:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    drop_databases(pg_admin, created)  # side by side (see drop_databases)
 
 
 @pytest.fixture(scope="session")

@@ -149,14 +149,8 @@ def sources(
         return str(path)
 
     def pg_scratch() -> str:
-        copy = pg_new_database()
-        dbname = psycopg.conninfo.conninfo_to_dict(copy)["dbname"]
-        source_db = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
-        admin = psycopg.conninfo.make_conninfo(dsn, dbname="postgres")
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE "{dbname}"')
-            conn.execute(f'CREATE DATABASE "{dbname}" TEMPLATE "{source_db}"')
-        return copy
+        # A copy made whole (no empty database dropped first: each drop waits for a checkpoint).
+        return pg_new_database(template=psycopg.conninfo.conninfo_to_dict(dsn)["dbname"])
 
     return {
         "sqlite": Source("sqlite", str(sqlite_path), sqlite_manifest, sqlite_scratch),

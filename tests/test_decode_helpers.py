@@ -28,6 +28,7 @@ from ckpt.decoders import (
     uuid6_time,
 )
 from ckpt.errors import DecodeError
+from runs import examples
 
 DATA = Path(__file__).parent / "data"
 
@@ -60,7 +61,7 @@ def test_parse_version(version: object, counter: int | None) -> None:
     assert parse_version(version) == counter
 
 
-@settings(max_examples=50)
+@settings(max_examples=examples(25))
 @given(st.integers(0, 60))
 def test_parse_version_agrees_with_the_savers(steps: int) -> None:
     saver = InMemorySaver()  # same get_next_version as SqliteSaver and PostgresSaver

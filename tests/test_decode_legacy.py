@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from ckpt.decoders import decode, decode_json_text, lcjson
 from ckpt.errors import DecodeError
 from decode_cases import ENVELOPES
+from runs import examples
 
 DATA = Path(__file__).parent / "data"
 
@@ -131,7 +132,7 @@ _JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(value=_JSON_VALUES, ascii_only=st.booleans(), compact=st.booleans(), as_bytes=st.booleans())
 def test_plain_json_reads_as_json_reads_it(
     value: Any, ascii_only: bool, compact: bool, as_bytes: bool
@@ -162,7 +163,7 @@ _MARKED_TEXT = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=_MARKED_TEXT, pad=st.sampled_from([0, 480, 600]))
 def test_the_marker_pattern_finds_what_the_marker_list_finds(text: str, pad: int) -> None:
     # Short texts take one pattern search, long ones the substring searches: both must

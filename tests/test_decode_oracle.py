@@ -37,6 +37,7 @@ from decode_values import (
     text,
     values,
 )
+from runs import examples
 
 DATA = Path(__file__).parent / "data"
 AES_KEY = b"0123456789abcdef"  # the key of tests/data/sqlite_encrypted.db (samples README)
@@ -304,7 +305,7 @@ def test_legacy_json_stores_decode() -> None:
 
 
 @settings(
-    max_examples=500,
+    max_examples=examples(250),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

@@ -26,6 +26,7 @@ from ckpt.decoders.values import bytes_record, float_record
 from ckpt.escapes import UNSAFE_RANGES, escape_json_text, for_terminal
 from ckpt.records.encode import as_json, dumps
 from hostile import HOSTILE, OWN_STYLES, first_unsafe, unsafe_left
+from runs import examples
 
 runner = CliRunner()
 CKPT = str(Path(sys.executable).parent / "ckpt")
@@ -81,7 +82,7 @@ def test_terminal_text_never_holds_an_unsafe_character(text: str) -> None:
     assert kept.count("\n") == text.count("\n")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.recursive(
         st.none()
@@ -162,7 +163,7 @@ def _strict_oracle(value: Any) -> Any:
     return value
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     _VALUES,
     st.sampled_from([None, 0, 2, 4]),

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.mongo_server import MongoServer
 from fixtures.redis_server import RedisServer
 from typer.testing import CliRunner
 
@@ -130,29 +129,30 @@ MONGO_FIELDS: dict[str, tuple[str, dict[str, Any]]] = {
 
 @pytest.mark.parametrize("field", sorted(MONGO_FIELDS))
 def test_an_escape_in_any_mongodb_field_never_reaches_a_terminal(
-    mongo_url: str, field: str
+    mongo_url: str, mongo_new_database: Callable[[], str], field: str
 ) -> None:
     import pymongo
 
     where, change = MONGO_FIELDS[field]
-    with MongoServer() as server:
-        source: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(mongo_url)
-        target: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(server.url)
-        try:
-            for name in ("checkpoints", "checkpoint_writes"):
-                docs = list(source["checkpointing_db"][name].find({}, {"_id": 0}))
-                for doc in docs:
-                    if doc["thread_id"] == THREAD and where in (name, "both"):
-                        for path, value in change.items():
-                            if "." in path:  # metadata.<key>: set in the nested document
-                                doc["metadata"][path.split(".", 1)[1]] = value
-                            else:
-                                doc[path] = value
-                target["checkpointing_db"][name].insert_many(docs)
-        finally:
-            source.close()
-            target.close()
-        _check(server.url, HOSTILE if field == "thread id" else THREAD, field)
+    url = mongo_new_database()  # a database of its own on this process's empty server
+    database = url.rsplit("/", 1)[1]
+    source: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(mongo_url)
+    target: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(url)
+    try:
+        for name in ("checkpoints", "checkpoint_writes"):
+            docs = list(source["checkpointing_db"][name].find({}, {"_id": 0}))
+            for doc in docs:
+                if doc["thread_id"] == THREAD and where in (name, "both"):
+                    for path, value in change.items():
+                        if "." in path:  # metadata.<key>: set in the nested document
+                            doc["metadata"][path.split(".", 1)[1]] = value
+                        else:
+                            doc[path] = value
+            target[database][name].insert_many(docs)
+    finally:
+        source.close()
+        target.close()
+    _check(url, HOSTILE if field == "thread id" else THREAD, field)
 
 
 # -- Postgres -----------------------------------------------------------------------------

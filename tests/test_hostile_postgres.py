@@ -22,7 +22,7 @@ import pytest
 from fixtures.js_stores import node_dsn
 
 from ckpt.errors import ExitCode
-from ckpt_runner import Runner
+from ckpt_runner import Runner, run_ckpt
 from hostile import MSGPACK, Built, nested_ext
 from promises import ALLOWED, CHECK_COMMANDS, COMMANDS, problems
 
@@ -296,12 +296,7 @@ def test_a_column_of_an_unexpected_type_is_one_line_naming_it(
     failures = []
     for index, (table, column, _) in enumerate(cases):
         for command in (["threads"], ["dump", "-q"]):
-            done = subprocess.run(
-                [CKPT, *command, url, "--schema", f"w{index}"],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
+            done = run_ckpt(*command, url, "--schema", f"w{index}")
             said = done.stderr.strip()
             if (
                 done.returncode != ExitCode.UNREADABLE
@@ -332,14 +327,9 @@ def test_metadata_too_large_to_fetch_is_a_record(pg_new_database: Callable[[], s
             (METADATA_LIMIT, checkpoint),
         )
     url = node_dsn(dsn)  # the URL form the CLI takes
-    listed = subprocess.run([CKPT, "threads", url], capture_output=True, text=True, check=False)
+    listed = run_ckpt("threads", url)
     assert listed.returncode == 0, listed.stderr
-    shown = subprocess.run(
-        [CKPT, "show", str(checkpoint), "--db", url, "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    shown = run_ckpt("show", str(checkpoint), "--db", url, "--json")
     assert shown.returncode in (0, ExitCode.ENCRYPTED), shown.stderr
     record = json.loads(shown.stdout)
     assert record["metadata"] == {"__ckpt__": "too_large", "size": METADATA_LIMIT + 11}

@@ -8,9 +8,10 @@ and nothing that acts on a terminal elsewhere; leave the store's files byte-iden
 (tests/store_files.py); stay under 200 MB and a bounded time.
 
 `make test` runs a deterministic sample of the case x command matrix (HOSTILE_RUNS pairs,
-seed HOSTILE_SEED) plus every case of tests/hostile_corpus.txt on every command;
-`make test-long` a sample LONG_RUNS pairs big, and `make fuzz` (bench/fuzz_stores.py) far
-more.
+seed HOSTILE_SEED) plus every case of tests/hostile_corpus.txt on a third of the commands
+and `check` (turning, so that each command meets several cases: corpus_pairs); `make
+test-long` a sample LONG_RUNS pairs big and the corpus on every command, and `make fuzz`
+(bench/fuzz_stores.py) far more.
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ from promises import (
     problems,
     run_matrix,
 )
+from runs import long_run
 from store_files import folder_hashes
 
 DATA = Path(__file__).parent / "data"
 SEED = int(os.environ.get("HOSTILE_SEED", "15"))
-RUNS = int(os.environ.get("HOSTILE_RUNS", "200"))
+RUNS = int(os.environ.get("HOSTILE_RUNS", "120"))
 LONG_RUNS = 2_000  # the sample of the `long` variant (make test-long)
 SHARDS = 4  # the sample and the corpus each run as this many tests (shard_of)
 SAMPLES = [pytest.param(RUNS, shard, id=str(shard)) for shard in range(SHARDS)] + [
@@ -125,6 +127,31 @@ def test_the_shards_run_every_sampled_pair_once(base_paths: dict[str, Path]) -> 
     )
 
 
+CORPUS_EVERY = 3  # make test runs each corpus case on every third command (corpus_pairs)
+
+
+def corpus_pairs(chosen: list[Case]) -> list[tuple[Case, str]]:
+    """Every corpus case on every command in a long run; in make test each case on every
+    CORPUS_EVERY-th command, from an offset that turns with the case, so that every command
+    still meets several cases and every case `check --json` (which decodes every value)."""
+    commands = list(COMMANDS)
+    if long_run():
+        return [(case, command) for case in chosen for command in [*commands, "check --json"]]
+    return [
+        (case, command)
+        for index, case in enumerate(chosen)
+        for command in [*commands[index % CORPUS_EVERY :: CORPUS_EVERY], "check --json"]
+    ]
+
+
+def test_the_corpus_sample_meets_every_command_and_case(base_paths: dict[str, Path]) -> None:
+    wanted = set(corpus())
+    chosen = [c for c in cases(base_paths, seeds=corpus_seeds(sorted(wanted))) if c.name in wanted]
+    pairs = corpus_pairs(chosen)
+    assert {command for _, command in pairs} == {*COMMANDS, "check --json"}
+    assert {case.name for case, _ in pairs} == wanted
+
+
 @pytest.mark.parametrize("shard", range(SHARDS))
 def test_every_command_on_the_regression_corpus(
     runner: Runner,
@@ -137,8 +164,7 @@ def test_every_command_on_the_regression_corpus(
     every = cases(base_paths, seeds=corpus_seeds(sorted(wanted)))
     chosen = [case for case in every if case.name in wanted]
     assert {case.name for case in chosen} == wanted, wanted - {case.name for case in chosen}
-    commands = [*COMMANDS, "check --json"]
-    pairs = shard_of([(case, command) for case in chosen for command in commands], shard)
+    pairs = shard_of(corpus_pairs(chosen), shard)
     runs, failures = run_matrix(runner, pairs, base_paths, tmp_path, base_threads)
     assert runs == len(pairs) and not failures, "\n".join(failures[:40])
 

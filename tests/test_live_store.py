@@ -3,7 +3,8 @@
 A graph writes through SqliteSaver (or PostgresSaver) in another process, holding its
 connection the ways applications do (tests/live_writer.py), while ckpt runs `threads`,
 `show`, `history`, `dump` and `check` in a loop. Every run must succeed, show a consistent
-snapshot, and never make the application fail. Bounded in time: about 25 s in all.
+snapshot, and never make the application fail. Bounded in time: about 10 s in all in
+make test, 25 s in a long run (seconds_of).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typer.testing import CliRunner
 
 from ckpt.cli import app
 from pg import url_of
+from runs import long_run
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITER = Path(__file__).parent / "live_writer.py"
@@ -145,7 +147,16 @@ def saver_counts(list_all: Callable[[], Any]) -> dict[str, int]:
     return counts
 
 
-@pytest.mark.parametrize(("mode", "seconds"), [("reopen", 7.0), ("keep", 3.0), ("idle", 3.0)])
+def seconds_of(long: float) -> float:
+    """How long the writer writes at least: `long` in a long run, 2 s in make test (the
+    writer keeps writing until READS reads are done, however long that takes)."""
+    return long if long_run() else min(long, 2.0)
+
+
+@pytest.mark.parametrize(
+    ("mode", "seconds"),
+    [("reopen", seconds_of(7.0)), ("keep", seconds_of(3.0)), ("idle", seconds_of(3.0))],
+)
 def test_sqlite_reads_while_langgraph_writes(tmp_path: Path, mode: str, seconds: float) -> None:
     import sqlite3
     from contextlib import closing
@@ -172,7 +183,7 @@ def test_postgres_reads_while_langgraph_writes(
     with PostgresSaver.from_conn_string(dsn) as saver:
         saver.setup()
     location = url_of(dsn)
-    reads, report = read_while_writing(dsn, location, "reopen", 4.0, tmp_path)
+    reads, report = read_while_writing(dsn, location, "reopen", seconds_of(4.0), tmp_path)
     assert report["errors"] == [] and reads >= READS
     with PostgresSaver.from_conn_string(dsn) as saver:
         expected = saver_counts(lambda: saver.list(None))

@@ -701,7 +701,7 @@ blob_keys = st.tuples(st.text(max_size=12), st.text(max_size=40), st.text(max_si
 blob_values = st.tuples(st.sampled_from(["msgpack", "empty", "null", "bytes"]), st.binary())
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(75), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.dictionaries(blob_keys, blob_values, max_size=300),
     st.integers(min_value=0, max_value=3),

@@ -24,6 +24,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from invoke import ckpt
 from pg import url_of
 from prune_checks import VACUUM_SCHEMA, compare_with_langgraph, vacuum_json
+from runs import NewDatabase
 from schemas import follows_schema
 
 
@@ -376,26 +377,20 @@ def pg_agents(pg_new_database: Callable[[], str]) -> tuple[str, AgentManifest]:
     return dsn, build_postgres(dsn)
 
 
-def clone_database(admin: str, source: str, tmp_name: str) -> Iterator[str]:
-    source_name = psycopg.conninfo.conninfo_to_dict(source)["dbname"]
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{tmp_name}" TEMPLATE "{source_name}"')
-    try:
-        yield psycopg.conninfo.make_conninfo(source, dbname=tmp_name)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{tmp_name}" WITH (FORCE)')
+def clone_database(new_database: NewDatabase, source: str) -> Iterator[str]:
+    """A copy of `source` for one test (CREATE DATABASE ... TEMPLATE), dropped with the
+    session's other databases, side by side (conftest pg_new_database)."""
+    yield new_database(template=psycopg.conninfo.conninfo_to_dict(source)["dbname"])
 
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("strategy", [["--keep-latest"], ["--keep-last", "2"]])
 def test_pruned_postgres_threads_resume_as_before(
-    pg_agents: tuple[str, AgentManifest], pg_admin: str, strategy: list[str]
+    pg_agents: tuple[str, AgentManifest], pg_new_database: NewDatabase, strategy: list[str]
 ) -> None:
     source, manifest = pg_agents
-    name = f"ckpt_prune_{strategy[0].strip('-').replace('-', '_')}"
-    for original in clone_database(pg_admin, source, name + "_a"):
-        for pruned in clone_database(pg_admin, source, name + "_b"):
+    for original in clone_database(pg_new_database, source):
+        for pruned in clone_database(pg_new_database, source):
             url = url_of(pruned)
             plan = json.loads(ckpt("prune", url, "--all", *strategy, "--json").stdout)
             assert plan["totals"]["checkpoints"] > 0 and plan["totals"]["blobs"] > 0
@@ -558,11 +553,11 @@ def test_the_plan_table_lays_out_as_a_rich_table(agents: tuple[Path, AgentManife
 
 @pytest.mark.postgres
 def test_postgres_orphans_are_pruned_and_langgraph_reads_the_same(
-    pg_agents: tuple[str, AgentManifest], pg_admin: str
+    pg_agents: tuple[str, AgentManifest], pg_new_database: NewDatabase
 ) -> None:
     source, manifest = pg_agents
-    for original in clone_database(pg_admin, source, "ckpt_orphans_a"):
-        for planted in clone_database(pg_admin, source, "ckpt_orphans_b"):
+    for original in clone_database(pg_new_database, source):
+        for planted in clone_database(pg_new_database, source):
             with psycopg.connect(planted, autocommit=True) as conn:
                 # Blobs no checkpoint names (old versions, as a hand-made deletion leaves
                 # them), and writes of a checkpoint that is gone.

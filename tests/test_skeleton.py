@@ -11,6 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from ckpt.decoders import decode, peek_checkpoint
+from runs import examples
 
 
 def bodies(*stores: Path) -> list[tuple[str, bytes]]:
@@ -73,7 +74,7 @@ _KEYS = st.one_of(
 _MAPS = st.dictionaries(_KEYS, _LEAVES, max_size=4)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     versions=_MAPS,
     seen=st.dictionaries(_KEYS, st.one_of(_MAPS, _LEAVES), max_size=3),
