@@ -378,8 +378,9 @@ def _frame(checkpoint: Any, checkpoint_id: str, metadata: Any) -> Any:
     and of the channel names in `updated_channels`, whether its id is the row's; whether
     metadata is a map with a number `step`, (if any) a string `source` and (if any) a map
     of `parents` (LangGraph writes checkpoints without `source` itself: a DeltaChannel's
-    exit snapshot has `{"step": -2}` alone). Channel values, write values, which channels and nodes the versions name
-    and the application's own metadata keys are values: any that loads is valid."""
+    exit snapshot has `{"step": -2}` alone). Channel values, write values, which channels
+    and nodes the versions name and the application's own metadata keys are values: any
+    that loads is valid."""
     if not isinstance(checkpoint, dict):
         return type(checkpoint).__name__
     optional = ("updated_channels", "pending_sends")
