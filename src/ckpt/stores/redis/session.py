@@ -5,7 +5,7 @@ what the server can do (modules, indexes)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from types import ModuleType
 from typing import Any, Final
 
@@ -118,25 +118,9 @@ class RedisSession:
     def has_json(self) -> bool:
         return "rejson" in self.modules or "redisjson" in self.modules
 
-    @contextmanager
-    def errors(self, doing: str = "cannot read") -> Iterator[None]:
+    def errors(self, doing: str = "cannot read") -> AbstractContextManager[None]:
         """Every redis-py error as one line (exit 4) that names no password."""
-        redis = self.redis
-        try:
-            yield
-        except redis.exceptions.AuthenticationError:
-            raise StoreUnreadable(
-                f"{self.location}: {doing}: wrong user name or password"
-            ) from None
-        except redis.exceptions.TimeoutError:
-            raise StoreUnreadable(
-                f"{self.location}: {doing}: no answer within {self.timeout:g} s "
-                "(`timeout` sets the limit)"
-            ) from None
-        except redis.exceptions.ConnectionError as exc:
-            raise StoreUnreadable(f"{self.location}: {doing}: {_clean(exc)}") from None
-        except _base_error(redis) as exc:
-            raise StoreUnreadable(f"{self.location}: the server refused: {_clean(exc)}") from None
+        return redis_errors(self.redis, self.location, self.timeout, doing)
 
     def execute(self, *args: Any) -> Any:
         assert str(args[0]).upper() in READ_COMMANDS, args[0]
@@ -179,6 +163,24 @@ class RedisSession:
             pass
 
 
+@contextmanager
+def redis_errors(redis: ModuleType, location: str, timeout: float, doing: str) -> Iterator[None]:
+    """Every redis-py (or valkey-py) error raised inside as one line (exit 4) that names no
+    password: `doing` says what failed (reading the store, writing a copy)."""
+    try:
+        yield
+    except redis.exceptions.AuthenticationError:
+        raise StoreUnreadable(f"{location}: {doing}: wrong user name or password") from None
+    except redis.exceptions.TimeoutError:
+        raise StoreUnreadable(
+            f"{location}: {doing}: no answer within {timeout:g} s (`timeout` sets the limit)"
+        ) from None
+    except redis.exceptions.ConnectionError as exc:
+        raise StoreUnreadable(f"{location}: {doing}: {clean_error(exc)}") from None
+    except _base_error(redis) as exc:
+        raise StoreUnreadable(f"{location}: the server refused: {clean_error(exc)}") from None
+
+
 def _base_error(redis: ModuleType) -> type[Exception]:
     """The library's base error: RedisError, or valkey-py's ValkeyError."""
     exceptions = redis.exceptions
@@ -210,7 +212,8 @@ def _text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def _clean(exc: BaseException) -> str:
+def clean_error(exc: BaseException) -> str:
+    """An exception as one line of text."""
     return " ".join(str(exc).split()) or type(exc).__name__
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -42,7 +42,7 @@ from ckpt.stores.redis.keys import (
     write_name,
     write_zset_key,
 )
-from ckpt.stores.redis.session import glob_escape
+from ckpt.stores.redis.session import glob_escape, redis_errors
 from ckpt.stores.transfer import (
     Blob,
     BlobKey,
@@ -138,24 +138,8 @@ class RedisTarget(Target):
             self.client.close()
             raise
 
-    @contextmanager
-    def errors(self, doing: str = "cannot write") -> Iterator[None]:
-        redis = self.redis
-        try:
-            yield
-        except redis.exceptions.AuthenticationError:
-            raise StoreUnreadable(
-                f"{self.location}: {doing}: wrong user name or password"
-            ) from None
-        except redis.exceptions.TimeoutError:
-            raise StoreUnreadable(
-                f"{self.location}: {doing}: no answer within {self.timeout:g} s "
-                "(`timeout` sets the limit)"
-            ) from None
-        except redis.exceptions.ConnectionError as exc:
-            raise StoreUnreadable(f"{self.location}: {doing}: {_clean(exc)}") from None
-        except redis.exceptions.RedisError as exc:
-            raise StoreUnreadable(f"{self.location}: the server refused: {_clean(exc)}") from None
+    def errors(self, doing: str = "cannot write") -> AbstractContextManager[None]:
+        return redis_errors(self.redis, self.location, self.timeout, doing)
 
     # -- the layout --------------------------------------------------------------------
     def laid_out(self, row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) -> Carried:
@@ -498,7 +482,3 @@ def _timestamp(ts: Any) -> float | None:
         return datetime.fromisoformat(ts).timestamp() * 1000
     except ValueError:
         return None
-
-
-def _clean(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
