@@ -240,6 +240,35 @@ class RawCheckpoint:
     def size(self) -> int:
         return self.body_size + self.metadata_size
 
+    @classmethod
+    def kept(
+        cls,
+        key: CheckpointKey,
+        parent: str | None,
+        tag: str | None,
+        body: bytes,
+        metadata_type: str | None,
+        metadata: bytes,
+        *,
+        data: bool,
+        metadata_size: int | None = None,
+    ) -> RawCheckpoint:
+        """A checkpoint kept whole in one document or item: its bytes, or with `data`
+        False only their sizes (`metadata_size`: when the metadata given is not the
+        metadata as stored)."""
+        return cls(
+            key.thread_id,
+            key.checkpoint_ns,
+            key.checkpoint_id,
+            parent,
+            tag,
+            body if data else b"",
+            metadata_type,
+            metadata if data else b"",
+            len(body),
+            len(metadata) if metadata_size is None else metadata_size,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class RawBlob:

@@ -38,6 +38,7 @@ from ckpt.records.model import (
     SaverFacts,
 )
 from ckpt.records.types import StorageRecord, TableBytesRecord, storage_record
+from ckpt.stores.aws import aws_saver
 from ckpt.stores.body import checkpoint_from_body, decode_value
 from ckpt.stores.documents import (
     BATCH,
@@ -48,7 +49,6 @@ from ckpt.stores.documents import (
 )
 from ckpt.stores.dynamodb.session import DynamoSession
 
-AWS_RELEASE: Final = "langgraph-checkpoint-aws 1.2.6"
 GZIP_LIMIT: Final = 256 << 20  # bytes a compressed payload may inflate to before ckpt stops
 
 
@@ -139,12 +139,10 @@ class DynamoDBStore(DocumentStore):
         )
 
     def saver(self) -> SaverFacts:
-        return SaverFacts(
-            saver="DynamoDBSaver",
-            releases=f"langgraph-checkpoint-aws (the layout of {AWS_RELEASE})",
-            evidence=("table keys PK and SK", "CHECKPOINT_, WRITES_ and CHUNK_ items"),
-            langgraph="reads",
-            note=f"DynamoDBSaver of {AWS_RELEASE} reads it (its list() needs a thread id)",
+        return aws_saver(
+            "DynamoDBSaver",
+            ("table keys PK and SK", "CHECKPOINT_, WRITES_ and CHUNK_ items"),
+            caveat=" (its list() needs a thread id)",
         )
 
     # -- listing ---------------------------------------------------------------------------
@@ -348,17 +346,14 @@ class DynamoDBStore(DocumentStore):
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
         for keys in self._selected_keys(query):
             for key, item, payload in self._stored(keys):
-                yield RawCheckpoint(
-                    thread_id=key.thread_id,
-                    checkpoint_ns=key.checkpoint_ns,
-                    checkpoint_id=key.checkpoint_id,
-                    parent_checkpoint_id=item.parent,
-                    type=payload.tag,
-                    body=payload.body if data else b"",
-                    metadata_type=payload.metadata_tag,
-                    metadata=payload.metadata if data else b"",
-                    body_size=len(payload.body),
-                    metadata_size=len(payload.metadata),
+                yield RawCheckpoint.kept(
+                    key,
+                    item.parent,
+                    payload.tag,
+                    payload.body,
+                    payload.metadata_tag,
+                    payload.metadata,
+                    data=data,
                 )
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:

@@ -609,18 +609,16 @@ def _raw_checkpoint(key: CheckpointKey, doc: dict[str, Any], *, data: bool) -> R
     plain = _metadata_plain(stored)
     tag = doc.get("type")
     parent = doc.get("parent_checkpoint_id")
-    return RawCheckpoint(
-        thread_id=key.thread_id,
-        checkpoint_ns=key.checkpoint_ns,
-        checkpoint_id=key.checkpoint_id,
-        parent_checkpoint_id=parent if isinstance(parent, str) and parent else None,
-        type=tag if isinstance(tag, str) else None,
-        body=body if data else b"",
+    return RawCheckpoint.kept(
+        key,
+        parent if isinstance(parent, str) and parent else None,
+        tag if isinstance(tag, str) else None,
+        body,
         # As SqliteSaver and PostgresSaver keep it when every value is plain data; else the
         # pairs, their payloads as base64 records.
-        metadata_type="json" if plain is not None else "mongodb-pairs",
-        metadata=(plain if plain is not None else metadata) if data else b"",
-        body_size=len(body),
+        "json" if plain is not None else "mongodb-pairs",
+        plain if plain is not None else metadata,
+        data=data,
         metadata_size=len(metadata),
     )
 

@@ -36,10 +36,11 @@ from ckpt.records.model import (
     SaverFacts,
 )
 from ckpt.records.types import StorageRecord
+from ckpt.stores.aws import aws_saver
 from ckpt.stores.body import checkpoint_from_body, decode_value
 from ckpt.stores.documents import BATCH, ThreadInfo, WriteFields, key_order
 from ckpt.stores.redis.session import RedisSession
-from ckpt.stores.valkey.store import AWS_RELEASE, ValkeyDocuments, server_storage
+from ckpt.stores.valkey.store import ValkeyDocuments, server_storage
 
 PREFIX: Final = "agentcore"
 # LangGraph's WRITES_IDX_MAP (format.md §3.7): the special channels' fixed indexes, which
@@ -98,12 +99,10 @@ class AgentCoreStore(ValkeyDocuments):
         return "AgentCoreValkeySaver (langgraph-checkpoint-aws) agentcore:* keys"
 
     def saver(self) -> SaverFacts:
-        return SaverFacts(
-            saver="AgentCoreValkeySaver",
-            releases=f"langgraph-checkpoint-aws (the layout of {AWS_RELEASE})",
-            evidence=("agentcore:checkpoint:{session}:{actor}:{ns}:{id} JSON strings",),
-            langgraph="reads",
-            note=f"AgentCoreValkeySaver of {AWS_RELEASE} reads it (given each actor_id)",
+        return aws_saver(
+            "AgentCoreValkeySaver",
+            ("agentcore:checkpoint:{session}:{actor}:{ns}:{id} JSON strings",),
+            caveat=" (given each actor_id)",
         )
 
     # -- the catalog: every document's own fields ------------------------------------------
@@ -258,15 +257,12 @@ class AgentCoreStore(ValkeyDocuments):
                     tag, body = _pair(doc.get("checkpoint_data"))
                     metadata_tag, metadata = _pair(doc.get("metadata"))
                     parent = doc.get("parent_checkpoint_id")
-                    yield RawCheckpoint(
-                        thread_id=key.thread_id,
-                        checkpoint_ns=key.checkpoint_ns,
-                        checkpoint_id=key.checkpoint_id,
-                        parent_checkpoint_id=parent if isinstance(parent, str) and parent else None,
-                        type=tag,
-                        body=body if data else b"",
-                        metadata_type=metadata_tag,
-                        metadata=metadata if data else b"",
-                        body_size=len(body),
-                        metadata_size=len(metadata),
+                    yield RawCheckpoint.kept(
+                        key,
+                        parent if isinstance(parent, str) and parent else None,
+                        tag,
+                        body,
+                        metadata_tag,
+                        metadata,
+                        data=data,
                     )

@@ -32,11 +32,11 @@ from ckpt.records.model import (
     SaverFacts,
 )
 from ckpt.records.types import ServerRecord, StorageRecord, storage_record
+from ckpt.stores.aws import aws_saver
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value
 from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields, key_order
 from ckpt.stores.redis.session import RedisSession, glob_escape
 
-AWS_RELEASE: Final = "langgraph-checkpoint-aws 1.2.6"  # the saver `ckpt check` speaks for
 FAMILIES: Final = ("checkpoint", "writes", "thread")
 
 
@@ -154,12 +154,9 @@ class ValkeyStore(ValkeyDocuments):
         return "ValkeySaver (langgraph-checkpoint-aws) keys: checkpoint, writes, thread lists"
 
     def saver(self) -> SaverFacts:
-        return SaverFacts(
-            saver="ValkeySaver",
-            releases=f"langgraph-checkpoint-aws (the layout of {AWS_RELEASE})",
-            evidence=("thread:{thread}:{ns} lists", "checkpoint:{thread}:{ns}:{id} JSON strings"),
-            langgraph="reads",
-            note=f"ValkeySaver of {AWS_RELEASE} reads it",
+        return aws_saver(
+            "ValkeySaver",
+            ("thread:{thread}:{ns} lists", "checkpoint:{thread}:{ns}:{id} JSON strings"),
         )
 
     # -- key names -------------------------------------------------------------------------
@@ -282,17 +279,14 @@ class ValkeyStore(ValkeyDocuments):
                 for key, stored in zip(batch, self._documents(batch), strict=True):
                     if stored is None:
                         continue
-                    yield RawCheckpoint(
-                        thread_id=key.thread_id,
-                        checkpoint_ns=key.checkpoint_ns,
-                        checkpoint_id=key.checkpoint_id,
-                        parent_checkpoint_id=stored.parent,
-                        type=stored.tag,
-                        body=stored.body if data else b"",
-                        metadata_type="json",
-                        metadata=stored.metadata if data else b"",
-                        body_size=len(stored.body),
-                        metadata_size=len(stored.metadata),
+                    yield RawCheckpoint.kept(
+                        key,
+                        stored.parent,
+                        stored.tag,
+                        stored.body,
+                        "json",
+                        stored.metadata,
+                        data=data,
                     )
 
 
