@@ -381,17 +381,7 @@ class MigrateRun(Run):
         for record in self.records:
             if record["graph_error"] is not None:
                 self.unloadable.append(record)
-            totals = self.totals
-            if record["action"] == "refused":
-                totals["refused"] += 1
-                self.first_refused = self.first_refused or record
-            elif record["action"] == "unchanged":
-                totals["unchanged"] += 1
-            else:
-                totals["threads"] += 1
-                totals["checkpoints"] += record["checkpoints"]
-                totals["writes"] += record["writes"]
-                totals["blobs"] += record["blobs"]
+            self.count(record, {"unchanged": "unchanged"}, ("checkpoints", "writes", "blobs"))
             yield record
 
     def refusal(self) -> CkptError | None:

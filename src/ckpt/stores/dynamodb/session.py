@@ -9,7 +9,7 @@ AWS_ENDPOINT_URL, credentials...), as DynamoDBSaver itself does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -134,29 +134,33 @@ class DynamoSession:
 
     def scan_keys(self) -> Iterator[dict[str, Any]]:
         """Every item's PK and SK (a Scan projecting the keys only), page by page."""
-        params: dict[str, Any] = {"TableName": self.table, "ProjectionExpression": "PK, SK"}
-        while True:
-            with self.errors():
-                page = self.client.scan(**params)
-            yield from page.get("Items", [])
-            if "LastEvaluatedKey" not in page:
-                return
-            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return self._pages(
+            self.client.scan, {"TableName": self.table, "ProjectionExpression": "PK, SK"}
+        )
 
     def query(self, pk: str) -> Iterator[dict[str, Any]]:
         """Every item of the partition `pk`, in SK order."""
-        params: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "PK = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": pk}},
-        }
+        return self._pages(
+            self.client.query,
+            {
+                "TableName": self.table,
+                "KeyConditionExpression": "PK = :pk",
+                "ExpressionAttributeValues": {":pk": {"S": pk}},
+            },
+        )
+
+    def _pages(
+        self, request: Callable[..., dict[str, Any]], params: dict[str, Any]
+    ) -> Iterator[dict[str, Any]]:
+        """The items of a Scan or Query, a page a request, each page asked from where
+        the last one stopped (its LastEvaluatedKey)."""
         while True:
             with self.errors():
-                page = self.client.query(**params)
+                page = request(**params)
             yield from page.get("Items", [])
             if "LastEvaluatedKey" not in page:
                 return
-            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            params = {**params, "ExclusiveStartKey": page["LastEvaluatedKey"]}
 
     def batch_get(self, keys: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         """The items at `keys` (missing ones left out), 100 a request, unprocessed keys
