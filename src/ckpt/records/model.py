@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -205,6 +206,19 @@ class DumpQuery:
     until_id: str | None = None  # inclusive upper bound on checkpoint_id
     latest_only: bool = False
 
+    def id_bounds(self, id_column: str, mark: str = "%s") -> tuple[list[str], list[Any]]:
+        """The SQL conditions that keep `id_column` within `since_id` and `until_id`, and
+        their parameters (`mark`: the driver's placeholder)."""
+        where: list[str] = []
+        params: list[Any] = []
+        if self.since_id is not None:
+            where.append(f"{id_column} >= {mark}")
+            params.append(self.since_id)
+        if self.until_id is not None:
+            where.append(f"{id_column} <= {mark}")
+            params.append(self.until_id)
+        return where, params
+
 
 # -- raw rows: what `stats` and `types` scan, the stored bytes with nothing decoded -----------
 
@@ -282,6 +296,14 @@ class RawBlob:
     data: bytes | None  # None when the scan was asked for sizes only
     size: int
 
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> RawBlob:
+        """A blob row an SQL raw scan selected in the fields' order (the payload NULL
+        when sizes only were asked for)."""
+        thread_id, ns, channel, version, tag, blob, size = row
+        data = bytes(blob) if blob is not None else None
+        return cls(thread_id, ns, channel, version, tag, data, int(size or 0))
+
 
 @dataclass(frozen=True, slots=True)
 class RawWrite:
@@ -299,6 +321,26 @@ class RawWrite:
     task_path: str = ""  # '' where the store keeps none (SQLite before checkpoint-sqlite 3.1.2)
     flaws: tuple[str, ...] = ()  # as RawCheckpoint.flaws
     misfiled: str | None = None  # as RawCheckpoint.misfiled
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> RawWrite:
+        """A write row an SQL raw scan selected in the fields' order up to task_path (the
+        payload NULL when sizes only were asked for; task_path NULL where none is kept)."""
+        thread_id, ns, checkpoint_id, task_id, idx, channel, tag, blob, size, path = row
+        data = bytes(blob) if blob is not None else None
+        task_path = path if isinstance(path, str) else ""
+        return cls(
+            thread_id,
+            ns,
+            checkpoint_id,
+            task_id,
+            int(idx),
+            channel,
+            tag,
+            data,
+            int(size or 0),
+            task_path,
+        )
 
 
 @dataclass(slots=True)

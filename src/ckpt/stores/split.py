@@ -14,16 +14,7 @@ from typing import Any, Final, NamedTuple, TypeVar
 
 from ckpt.decoders import decode_json_text
 from ckpt.errors import DecodeError
-from ckpt.records.model import (
-    TASKS,
-    BlobRef,
-    Checkpoint,
-    CheckpointKey,
-    DumpQuery,
-    PendingWrite,
-    RawBlob,
-    RawWrite,
-)
+from ckpt.records.model import TASKS, BlobRef, Checkpoint, CheckpointKey, PendingWrite
 from ckpt.stores.base import Store
 from ckpt.stores.body import checkpoint_from_dict, decode_value, sort_writes, too_large_record
 
@@ -303,7 +294,7 @@ def columnar(keys: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
     return [[key[i] for key in keys] for i in range(width)]
 
 
-# -- what the raw scans share: their SQL's conditions and their rows ------------------------
+# -- what the finds share ---------------------------------------------------------------------
 
 
 def fragment_condition(
@@ -318,45 +309,3 @@ def fragment_condition(
         condition += f" AND {thread_column} = %s"
         params.append(thread_id)
     return condition, params
-
-
-def id_bounds(query: DumpQuery, id_column: str) -> tuple[list[str], list[Any]]:
-    """The conditions (`%s` parameters) that keep `id_column` within the query's
-    `since_id` and `until_id`, both inclusive."""
-    where: list[str] = []
-    params: list[Any] = []
-    if query.since_id is not None:
-        where.append(f"{id_column} >= %s")
-        params.append(query.since_id)
-    if query.until_id is not None:
-        where.append(f"{id_column} <= %s")
-        params.append(query.until_id)
-    return where, params
-
-
-def raw_blob(row: Sequence[Any]) -> RawBlob:
-    """A raw scan's blob row, selected as (thread_id, checkpoint_ns, channel, version,
-    type, blob or NULL, size)."""
-    thread_id, ns, channel, version, tag, blob, size = row
-    data = bytes(blob) if blob is not None else None
-    return RawBlob(thread_id, ns, channel, version, tag, data, int(size or 0))
-
-
-def raw_write(row: Sequence[Any]) -> RawWrite:
-    """A raw scan's write row, selected as (thread_id, checkpoint_ns, checkpoint_id,
-    task_id, idx, channel, type, blob or NULL, size, task_path)."""
-    thread_id, ns, checkpoint_id, task_id, idx, channel, tag, blob, size, path = row
-    data = bytes(blob) if blob is not None else None
-    task_path = path if isinstance(path, str) else ""
-    return RawWrite(
-        thread_id,
-        ns,
-        checkpoint_id,
-        task_id,
-        int(idx),
-        channel,
-        tag,
-        data,
-        int(size or 0),
-        task_path,
-    )

@@ -50,10 +50,7 @@ from ckpt.stores.split import (
     WriteRow,
     batched,
     fragment_condition,
-    id_bounds,
     is_legacy,
-    raw_blob,
-    raw_write,
     version_text,
 )
 
@@ -547,7 +544,7 @@ class MySQLStore(SplitStore):
             where.append(self._ns_match(alias))
             params.append(query.checkpoint_ns)
         if ids:
-            bounds, bound_params = id_bounds(query, f"{alias}.checkpoint_id")
+            bounds, bound_params = query.id_bounds(f"{alias}.checkpoint_id")
             where += bounds
             params += bound_params
         return " AND ".join(where), params
@@ -595,7 +592,7 @@ class MySQLStore(SplitStore):
             wanted = set(threads)
             rows = [r for r in rows if r[0] in wanted]
             rows.sort(key=lambda r: (r[0], r[1], r[2], r[3]))
-            yield from map(raw_blob, rows)
+            yield from map(RawBlob.from_row, rows)
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         if not self.has_writes:
@@ -613,7 +610,7 @@ class MySQLStore(SplitStore):
             wanted = set(threads)
             rows = [r for r in rows if r[0] in wanted]
             rows.sort(key=lambda r: (r[0], r[1], r[2], r[3], r[4]))
-            yield from map(raw_write, rows)
+            yield from map(RawWrite.from_row, rows)
 
     def encrypted_sample(self) -> tuple[str, bytes] | None:
         for table in ("checkpoint_blobs", "checkpoint_writes"):

@@ -42,15 +42,7 @@ from ckpt.stores.postgres.session import PgSession
 from ckpt.stores.postgres.threads import threads_statement
 from ckpt.stores.split import METADATA_LIMIT as METADATA_LIMIT
 from ckpt.stores.split import TOO_LARGE_PREFIX as _TOO_LARGE
-from ckpt.stores.split import (
-    BlobKey,
-    SplitStore,
-    WriteKey,
-    fragment_condition,
-    id_bounds,
-    raw_blob,
-    raw_write,
-)
+from ckpt.stores.split import BlobKey, SplitStore, WriteKey, fragment_condition
 from ckpt.stores.split import Fetched as _Fetched
 from ckpt.stores.split import Row as _Row
 from ckpt.stores.split import StoredBlob as _Blob
@@ -396,14 +388,8 @@ class PostgresStore(SplitStore):
         if query.checkpoint_ns is not None:
             where.append("c.checkpoint_ns = %s")
             params.append(query.checkpoint_ns)
-        ranges: list[str] = []
-        if query.since_id is not None:
-            ranges.append("{id} >= %s")
-            params.append(query.since_id)
-        if query.until_id is not None:
-            ranges.append("{id} <= %s")
-            params.append(query.until_id)
-        return where, ranges, params
+        ranges, bound_params = query.id_bounds("{id}")
+        return where, ranges, params + bound_params
 
     def count_checkpoints(self, query: DumpQuery) -> int | None:
         # A count over the primary key with the dump's filters (an index-only scan on a
@@ -616,7 +602,7 @@ class PostgresStore(SplitStore):
             + where
             + f" ORDER BY b.thread_id, b.checkpoint_ns, b.channel, {version}"
         )
-        yield from map(raw_blob, self._stream_rows(statement, params))
+        yield from map(RawBlob.from_row, self._stream_rows(statement, params))
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         if not self.layout.has_writes:
@@ -631,7 +617,7 @@ class PostgresStore(SplitStore):
             + " ORDER BY w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx",
             task_path=self.layout.task_path_expr,
         )
-        yield from map(raw_write, self._stream_rows(statement, params))
+        yield from map(RawWrite.from_row, self._stream_rows(statement, params))
 
     def _raw_filter(self, query: DumpQuery, alias: str, *, ids: bool) -> tuple[str, list[Any]]:
         """A WHERE clause for a raw scan of the table `alias` names; blobs have no ids."""
@@ -644,8 +630,8 @@ class PostgresStore(SplitStore):
             where.append(f"{alias}.checkpoint_ns = %s")
             params.append(query.checkpoint_ns)
         if ids:
-            bounds, bound_params = id_bounds(
-                query, "{id}" if alias == "c" else f"{alias}.checkpoint_id"
+            bounds, bound_params = query.id_bounds(
+                "{id}" if alias == "c" else f"{alias}.checkpoint_id"
             )
             where += bounds
             params += bound_params
