@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from ckpt.errors import BadOption, NotFound, NotSupported
 from ckpt.records.model import (
+    UNREADABLE_IDX,
     Checkpoint,
     CheckpointKey,
     DumpQuery,
@@ -77,6 +78,24 @@ class WriteFields:
     # Why the saver never finds the document where its key files it (a RedisSaver write
     # whose `checkpoint_ns` is not spelled as the saver spells it): None when it does.
     misfiled: str | None = None
+
+    @classmethod
+    def judged(cls, doc: dict[str, Any], data: bytes | None) -> WriteFields:
+        """A write document's own fields (RedisSaver's JSON, MongoDBSaver's BSON), its
+        value `data`: a task id or channel of another type is what LangGraph gets, judged
+        as such; an idx that is not a number sorts last (UNREADABLE_IDX)."""
+        idx = doc.get("idx")
+        tag = doc.get("type")
+        task_id, channel = doc.get("task_id"), doc.get("channel")
+        return cls(
+            task_id=task_id if isinstance(task_id, str) else "",
+            task_path=str(doc.get("task_path", "")),
+            idx=idx if type(idx) is int else UNREADABLE_IDX,
+            channel=channel if isinstance(channel, str) else "",
+            type=tag if isinstance(tag, str) else None,
+            data=data,
+            size=len(data) if data is not None else 0,
+        )
 
     def pending(self, value: Any) -> PendingWrite:
         return PendingWrite(

@@ -27,7 +27,6 @@ from ckpt.errors import (
     StoreUnreadable,
 )
 from ckpt.records.model import (
-    UNREADABLE_IDX,
     Checkpoint,
     CheckpointKey,
     DumpQuery,
@@ -637,20 +636,7 @@ def _bytes(value: Any) -> bytes | None:
 
 
 def _write_fields(doc: dict[str, Any]) -> WriteFields:
-    data = _bytes(doc.get("value"))
-    idx = doc.get("idx")
-    tag = doc.get("type")
-    task_id, channel = doc.get("task_id"), doc.get("channel")
-    return WriteFields(
-        # A task id or channel of another type is what LangGraph gets: judged as such.
-        task_id=task_id if isinstance(task_id, str) else "",
-        task_path=str(doc.get("task_path", "")),
-        idx=idx if type(idx) is int else UNREADABLE_IDX,
-        channel=channel if isinstance(channel, str) else "",
-        type=tag if isinstance(tag, str) else None,
-        data=data,
-        size=len(data) if data is not None else 0,
-    )
+    return WriteFields.judged(doc, _bytes(doc.get("value")))
 
 
 def _metadata_size(raw: Any) -> int:
