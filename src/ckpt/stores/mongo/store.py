@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -163,25 +163,8 @@ class MongoStore(DocumentStore):
                 return None
         return names
 
-    @contextmanager
-    def _errors(self, doing: str = "cannot read") -> Iterator[None]:
-        """Every pymongo error as one line (exit 4) that names no password."""
-        errors = self.pymongo.errors
-        try:
-            yield
-        except errors.OperationFailure as exc:
-            if exc.code in (13, 18):  # Unauthorized, AuthenticationFailed
-                raise StoreUnreadable(
-                    f"{self.location}: {doing}: not allowed ({_clean(exc)})"
-                ) from None
-            raise StoreUnreadable(f"{self.location}: the server refused: {_clean(exc)}") from None
-        except (errors.ServerSelectionTimeoutError, errors.NetworkTimeout, errors.ExecutionTimeout):
-            raise StoreUnreadable(
-                f"{self.location}: {doing}: no answer within {self.timeout:g} s "
-                "(`timeout` sets the limit)"
-            ) from None
-        except errors.PyMongoError as exc:
-            raise StoreUnreadable(f"{self.location}: {doing}: {_clean(exc)}") from None
+    def _errors(self, doing: str = "cannot read") -> AbstractContextManager[None]:
+        return mongo_errors(self.pymongo, self.location, self.timeout, doing)
 
     def _find(
         self, collection: Collection[dict[str, Any]], query: dict[str, Any], projection: Any = None
@@ -384,15 +367,22 @@ class MongoStore(DocumentStore):
             measured.write_bytes += write.size
         return found
 
-    def storage(self) -> StorageRecord:
+    def _collection_stats(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """collStats of the saver's two collections, each one the server answers for
+        (a missing writes collection is left out)."""
         db = self.client[self.database]
-        collections: list[CollectionRecord] = []
         for name in (self.checkpoints_name, self.writes_name):
             try:
                 with self._errors():
                     stats = db.command("collStats", name)
             except StoreUnreadable:
                 continue
+            yield name, stats
+
+    def storage(self) -> StorageRecord:
+        db = self.client[self.database]
+        collections: list[CollectionRecord] = []
+        for name, stats in self._collection_stats():
             collections.append(
                 {
                     "collection": name,
@@ -537,14 +527,8 @@ class MongoStore(DocumentStore):
         server reports it)."""
         if into is not None:
             raise BadOption("`into` is for SQLite stores")
-        db = self.client[self.database]
         tables: list[VacuumTableRecord] = []
-        for name in (self.checkpoints_name, self.writes_name):
-            try:
-                with self._errors():
-                    stats = db.command("collStats", name)
-            except StoreUnreadable:
-                continue
+        for name, stats in self._collection_stats():
             storage, indexes = int(stats.get("storageSize", 0)), int(stats.get("totalIndexSize", 0))
             free = stats.get("freeStorageSize")
             tables.append(
@@ -703,6 +687,25 @@ def _metadata_plain(raw: Any) -> bytes | None:
         return json.dumps(plain(raw) if raw is not None else {}, ensure_ascii=False).encode()
     except (NotPlain, ValueError, TypeError):
         return None
+
+
+@contextmanager
+def mongo_errors(pymongo: Any, location: str, timeout: float, doing: str) -> Iterator[None]:
+    """Every pymongo error raised inside as one line (exit 4) that names no password:
+    `doing` says what failed (reading the store, writing a copy)."""
+    errors = pymongo.errors
+    try:
+        yield
+    except errors.OperationFailure as exc:  # (ExecutionTimeout too: it is one)
+        if exc.code in (13, 18):  # Unauthorized, AuthenticationFailed
+            raise StoreUnreadable(f"{location}: {doing}: not allowed ({_clean(exc)})") from None
+        raise StoreUnreadable(f"{location}: the server refused: {_clean(exc)}") from None
+    except (errors.ServerSelectionTimeoutError, errors.NetworkTimeout):
+        raise StoreUnreadable(
+            f"{location}: {doing}: no answer within {timeout:g} s (`timeout` sets the limit)"
+        ) from None
+    except errors.PyMongoError as exc:
+        raise StoreUnreadable(f"{location}: {doing}: {_clean(exc)}") from None
 
 
 def _clean(exc: BaseException) -> str:
