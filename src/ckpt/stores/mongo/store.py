@@ -708,6 +708,23 @@ def mongo_errors(pymongo: Any, location: str, timeout: float, doing: str) -> Ite
         raise StoreUnreadable(f"{location}: {doing}: {_clean(exc)}") from None
 
 
+def runs_transactions(pymongo: Any, client: Any, collection: Any) -> bool:
+    """Whether the server runs multi-document transactions (what keeps a thread whole):
+    a read in one, aborted. A standalone mongod refuses it; other errors are raised."""
+    try:
+        with client.start_session() as session:
+            session.start_transaction()
+            try:
+                collection.find_one({"thread_id": {"$eq": ""}}, session=session)
+            finally:
+                session.abort_transaction()
+    except pymongo.errors.OperationFailure as exc:
+        if exc.code == 20 or "ransaction" in str(exc):
+            return False
+        raise
+    return True
+
+
 def _clean(exc: BaseException) -> str:
     text = str(exc).split(", full error:", 1)[0]
     return " ".join(text.split())[:300] or type(exc).__name__
