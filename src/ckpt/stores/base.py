@@ -54,6 +54,17 @@ class Closes(ABC):
         self.close()
 
 
+def close_quietly(*clients: Any) -> None:
+    """Close each client given (None: none): closing must not fail a command, so an error
+    doing it (a server already gone) is dropped."""
+    for client in clients:
+        try:
+            if client is not None:
+                client.close()
+        except Exception:  # closing must not fail a command
+            pass
+
+
 class Store(Closes):
     """A read-only view of one checkpoint store.
 

@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ckpt.errors import BadOption, MissingDependency, NotACheckpointStore, StoreUnreadable
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
+from ckpt.stores.base import close_quietly
 from ckpt.stores.location import redact_url
 
 OPTIONS: Final = frozenset({"region", "endpoint_url", "bucket", "s3_endpoint_url", "key_prefix"})
@@ -188,9 +189,4 @@ class DynamoSession:
             return found
 
     def close(self) -> None:
-        for client in (self.client, self.s3):
-            try:
-                if client is not None:
-                    client.close()
-            except Exception:  # closing must not fail a command
-                pass
+        close_quietly(self.client, self.s3)

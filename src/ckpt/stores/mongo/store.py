@@ -46,7 +46,7 @@ from ckpt.records.types import (
     storage_record,
 )
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
-from ckpt.stores.base import Writer
+from ckpt.stores.base import Writer, close_quietly
 from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
 from ckpt.stores.documents import (
     BATCH,
@@ -565,10 +565,7 @@ class MongoStore(DocumentStore):
         )
 
     def close(self) -> None:
-        try:
-            self.client.close()
-        except Exception:  # closing must not fail a command
-            pass
+        close_quietly(self.client)
 
 
 # -- documents -------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from ckpt.errors import MissingDependency, StoreUnreadable
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
+from ckpt.stores.base import close_quietly
 from ckpt.stores.location import redact_url
 
 # The only commands ckpt sends (tests/test_redis.py checks the server's command log
@@ -157,10 +158,7 @@ class RedisSession:
         return found
 
     def close(self) -> None:
-        try:
-            self.client.close()
-        except Exception:  # closing must not fail a command
-            pass
+        close_quietly(self.client)
 
 
 @contextmanager
