@@ -722,6 +722,16 @@ def runs_transactions(pymongo: Any, client: Any, collection: Any) -> bool:
     return True
 
 
+def no_transactions(location: str, thread: str, done: str) -> str:
+    """Why a server without multi-document transactions is refused (`runs_transactions`):
+    `thread`, what they would keep whole; `done`, what was not done."""
+    return (
+        f"{location}: this server runs no multi-document transactions (a standalone mongod), "
+        f"which keep each {thread} whole: run it as a replica set (one member will do); "
+        f"nothing {done}"
+    )
+
+
 def _clean(exc: BaseException) -> str:
     text = str(exc).split(", full error:", 1)[0]
     return " ".join(text.split())[:300] or type(exc).__name__

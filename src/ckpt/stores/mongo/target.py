@@ -21,7 +21,7 @@ from typing import Any, Final
 from ckpt.errors import CopyRefused, StoreUnreadable
 from ckpt.records.model import RawCheckpoint, RawWrite
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT
-from ckpt.stores.base import Carried, Target, ThreadSink
+from ckpt.stores.base import Carried, Target, ThreadSink, close_quietly
 from ckpt.stores.location import redact_url
 from ckpt.stores.mongo.store import (
     CHECKPOINTS,
@@ -29,6 +29,7 @@ from ckpt.stores.mongo.store import (
     WRITES,
     _import_pymongo,
     mongo_errors,
+    no_transactions,
     runs_transactions,
 )
 from ckpt.stores.transfer import (
@@ -180,11 +181,7 @@ class MongoTarget(Target):
         with self.errors("cannot check the target"):
             runs = runs_transactions(self.pymongo, self.client, self.checkpoints)
         if not runs:
-            raise StoreUnreadable(
-                f"{self.location}: this server runs no multi-document transactions (a "
-                "standalone mongod), which keep each copied thread whole: run it as a "
-                "replica set (one member will do); nothing copied"
-            )
+            raise StoreUnreadable(no_transactions(self.location, "copied thread", "copied"))
 
     def setup(self) -> None:
         self._transactions()
@@ -216,10 +213,7 @@ class MongoTarget(Target):
         return _MongoSink(self, thread_id, replace)
 
     def close(self) -> None:
-        try:
-            self.client.close()
-        except Exception:  # closing must not fail a command
-            pass
+        close_quietly(self.client)
 
 
 class _MongoSink(ThreadSink):

@@ -19,7 +19,7 @@ from ckpt.errors import Unsafe
 from ckpt.records.plans import NamespacePlan, Planner, ThreadPlan
 from ckpt.records.types import VacuumReport, vacuum_state
 from ckpt.stores.base import Writer
-from ckpt.stores.mongo.store import runs_transactions
+from ckpt.stores.mongo.store import no_transactions, runs_transactions
 
 if TYPE_CHECKING:
     from ckpt.stores.mongo.store import MongoStore
@@ -39,11 +39,7 @@ class MongoWriter(Writer):
         with store._errors("cannot check the store"):
             runs = runs_transactions(store.pymongo, store.client, store.checkpoints_coll)
         if not runs:
-            raise Unsafe(
-                f"{self.location}: this server runs no multi-document transactions (a "
-                "standalone mongod), which keep each thread whole: run it as a replica "
-                "set (one member will do); nothing changed"
-            )
+            raise Unsafe(no_transactions(self.location, "thread", "changed"))
 
     def prune(self, thread_id: str, planner: Planner) -> ThreadPlan:
         store = self.store

@@ -29,7 +29,7 @@ import orjson
 from ckpt.errors import CopyRefused, StoreUnreadable
 from ckpt.records.model import RawCheckpoint, RawWrite
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT
-from ckpt.stores.base import Carried, Target, ThreadSink
+from ckpt.stores.base import Carried, Target, ThreadSink, close_quietly
 from ckpt.stores.location import redact_url, resolved_host
 from ckpt.stores.redis.encode import redis_json
 from ckpt.stores.redis.keys import (
@@ -314,10 +314,7 @@ class RedisTarget(Target):
         return _RedisSink(self, thread_id, doomed)
 
     def close(self) -> None:
-        try:
-            self.client.close()
-        except Exception:  # closing must not fail a command
-            pass
+        close_quietly(self.client)
 
 
 @dataclass
