@@ -26,6 +26,7 @@ from ckpt.records.model import (
 )
 from ckpt.records.vocabulary import FIND_LIMIT
 from ckpt.stores.base import Store, Writer
+from ckpt.stores.body import checkpoint_from_body
 
 if TYPE_CHECKING:
     from ckpt.records.plans import Strategy, ThreadRows
@@ -234,6 +235,34 @@ class DocumentStore(Store):
     @abstractmethod
     def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
         """The checkpoint each of the thread's stored writes belongs to (one per write)."""
+
+    def _checkpoint(
+        self,
+        key: CheckpointKey,
+        parent: str | None,
+        tag: str | None,
+        body: bytes,
+        metadata: dict[str, Any],
+        writes: list[PendingWrite],
+        *,
+        values: bool,
+        size: int,
+    ) -> Checkpoint:
+        """A checkpoint document's body decoded as its saver loads it: a damaged one marked,
+        not raised; its writes in the order the document keeps them."""
+        return checkpoint_from_body(
+            key,
+            parent,
+            tag,
+            body,
+            metadata,
+            writes=writes,
+            values=values,
+            aes_key=self.aes_key,
+            size=size,
+            tolerant=True,
+            keeps_order=True,
+        )
 
     def change_token(self) -> Hashable | None:
         # The server cannot say cheaply whether anything changed: every poll reads, with

@@ -39,7 +39,7 @@ from ckpt.records.model import (
 )
 from ckpt.records.types import StorageRecord, TableBytesRecord, storage_record
 from ckpt.stores.aws import aws_saver
-from ckpt.stores.body import checkpoint_from_body, decode_value
+from ckpt.stores.body import decode_value
 from ckpt.stores.documents import (
     BATCH,
     DocumentStore,
@@ -285,18 +285,15 @@ class DynamoDBStore(DocumentStore):
                 if fields.data is not None or written.ref_key in self._unfetched
             ]
             built.append(
-                checkpoint_from_body(
+                self._checkpoint(
                     key,
                     item.parent,
                     payload.tag,
                     payload.body,
                     self._metadata(payload),
-                    writes=writes,
+                    writes,
                     values=values,
-                    aes_key=self.aes_key,
                     size=payload.size,
-                    tolerant=True,
-                    keeps_order=True,
                 )
             )
         return built

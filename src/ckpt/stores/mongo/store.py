@@ -47,7 +47,7 @@ from ckpt.records.types import (
 )
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
 from ckpt.stores.base import Writer, close_quietly
-from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
+from ckpt.stores.body import decode_metadata, decode_value, sort_writes
 from ckpt.stores.documents import (
     BATCH,
     DocumentStore,
@@ -315,18 +315,15 @@ class MongoStore(DocumentStore):
         tag = doc.get("type")
         parent = doc.get("parent_checkpoint_id")
         metadata_doc = doc.get("metadata")
-        return checkpoint_from_body(
+        return self._checkpoint(
             key,
             parent if isinstance(parent, str) and parent else None,
             tag if isinstance(tag, str) else None,
             body,
             self._metadata(metadata_doc),
-            writes=writes,
+            writes,
             values=values,
-            aes_key=self.aes_key,
             size=len(body) + _metadata_size(metadata_doc),
-            tolerant=True,
-            keeps_order=True,
         )
 
     def _metadata(self, raw: Any) -> dict[str, Any]:

@@ -33,14 +33,12 @@ from ckpt.records.model import (
     CheckpointKey,
     DumpQuery,
     RawCheckpoint,
-    SaverFacts,
 )
 from ckpt.records.types import StorageRecord
-from ckpt.stores.aws import aws_saver
-from ckpt.stores.body import checkpoint_from_body, decode_value
-from ckpt.stores.documents import BATCH, ThreadInfo, WriteFields, key_order
+from ckpt.stores.body import decode_value
+from ckpt.stores.documents import ThreadInfo, WriteFields, key_order
 from ckpt.stores.redis.session import RedisSession
-from ckpt.stores.valkey.store import ValkeyDocuments, server_storage
+from ckpt.stores.valkey.store import Layout, ValkeyDocuments, server_storage
 
 PREFIX: Final = "agentcore"
 # LangGraph's WRITES_IDX_MAP (format.md §3.7): the special channels' fixed indexes, which
@@ -60,6 +58,11 @@ def _pair(value: Any) -> tuple[str | None, bytes]:
     return (tag if isinstance(tag, str) else None), raw
 
 
+def _parent(doc: dict[str, Any]) -> str | None:
+    parent = doc.get("parent_checkpoint_id")
+    return parent if isinstance(parent, str) and parent else None
+
+
 def _json(text: bytes | None) -> Any:
     if text is None:
         return None
@@ -69,9 +72,16 @@ def _json(text: bytes | None) -> Any:
         return None
 
 
-class AgentCoreStore(ValkeyDocuments):
+class AgentCoreStore(ValkeyDocuments[dict[str, Any]]):
     kind = "valkey"
     label = "Valkey"
+    layout = Layout(
+        "agentcore-valkey",
+        "AgentCoreValkeySaver (langgraph-checkpoint-aws) agentcore:* keys",
+        "AgentCoreValkeySaver",
+        ("agentcore:checkpoint:{session}:{actor}:{ns}:{id} JSON strings",),
+        caveat=" (given each actor_id)",
+    )
 
     def __init__(
         self, spec: str, *, aes_key: bytes | None = None, timeout: float | None = None
@@ -89,21 +99,6 @@ class AgentCoreStore(ValkeyDocuments):
         except BaseException:
             session.close()
             raise
-
-    @property
-    def era(self) -> str:
-        return "agentcore-valkey"
-
-    @property
-    def era_note(self) -> str:
-        return "AgentCoreValkeySaver (langgraph-checkpoint-aws) agentcore:* keys"
-
-    def saver(self) -> SaverFacts:
-        return aws_saver(
-            "AgentCoreValkeySaver",
-            ("agentcore:checkpoint:{session}:{actor}:{ns}:{id} JSON strings",),
-            caveat=" (given each actor_id)",
-        )
 
     # -- the catalog: every document's own fields ------------------------------------------
     def _read_catalog(self) -> dict[str, ThreadInfo]:
@@ -196,30 +191,19 @@ class AgentCoreStore(ValkeyDocuments):
 
     def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
         keys = [k for k in keys if k in self._keys or not self._catalog_cache]
-        if not keys:
-            return []
-        documents = self._documents(keys)
-        present = [k for k, d in zip(keys, documents, strict=True) if d is not None]
-        writes = dict(zip(present, self._writes(present), strict=True))
         built = []
-        for key, doc in zip(keys, documents, strict=True):
-            if doc is None:
-                continue
+        for key, doc, writes in self._with_writes(keys):
             tag, body = _pair(doc.get("checkpoint_data"))
-            parent = doc.get("parent_checkpoint_id")
             built.append(
-                checkpoint_from_body(
+                self._checkpoint(
                     key,
-                    parent if isinstance(parent, str) and parent else None,
+                    _parent(doc),
                     tag,
                     body,
                     self._metadata(doc),
-                    writes=[self._write(w) for w in writes[key]],
+                    [self._write(w) for w in writes],
                     values=values,
-                    aes_key=self.aes_key,
                     size=len(body),
-                    tolerant=True,
-                    keeps_order=True,
                 )
             )
         return built
@@ -238,8 +222,7 @@ class AgentCoreStore(ValkeyDocuments):
     def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
         found: dict[CheckpointKey, str | None] = {}
         for key, doc in zip(keys, self._documents(keys), strict=True):
-            parent = doc.get("parent_checkpoint_id") if doc is not None else None
-            found[key] = parent if isinstance(parent, str) and parent else None
+            found[key] = _parent(doc) if doc is not None else None
         return found
 
     def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
@@ -248,21 +231,9 @@ class AgentCoreStore(ValkeyDocuments):
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
-        for keys in self._selected_keys(query):
-            for start in range(0, len(keys), BATCH):
-                batch = keys[start : start + BATCH]
-                for key, doc in zip(batch, self._documents(batch), strict=True):
-                    if doc is None:
-                        continue
-                    tag, body = _pair(doc.get("checkpoint_data"))
-                    metadata_tag, metadata = _pair(doc.get("metadata"))
-                    parent = doc.get("parent_checkpoint_id")
-                    yield RawCheckpoint.kept(
-                        key,
-                        parent if isinstance(parent, str) and parent else None,
-                        tag,
-                        body,
-                        metadata_tag,
-                        metadata,
-                        data=data,
-                    )
+        for key, doc in self._selected_documents(query):
+            tag, body = _pair(doc.get("checkpoint_data"))
+            metadata_tag, metadata = _pair(doc.get("metadata"))
+            yield RawCheckpoint.kept(
+                key, _parent(doc), tag, body, metadata_tag, metadata, data=data
+            )
