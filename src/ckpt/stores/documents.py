@@ -130,6 +130,13 @@ class WriteFields:
         )
 
 
+def parent_id(doc: dict[str, Any]) -> str | None:
+    """The parent a checkpoint document names (`parent_checkpoint_id`); None for none, an
+    empty one or one of another type."""
+    parent = doc.get("parent_checkpoint_id")
+    return parent if isinstance(parent, str) and parent else None
+
+
 def refuse_int_versions(
     location: str, saver: str, *, renumber_versions: bool, counted_versions: bool = False
 ) -> None:
@@ -203,6 +210,10 @@ def key_order(key: CheckpointKey) -> tuple[str, str, str]:
 class DocumentStore(Store):
     label: ClassVar[str]  # "Redis", "MongoDB": for messages
     raw_writes_complete = False  # writes are found through their checkpoints' keys
+    # The saver, when it keeps LangGraph's default get_next_version (channel versions 1, 2,
+    # 3: MongoDBSaver, DynamoDBSaver), which `copy` renumbers for SqliteSaver and
+    # PostgresSaver (refuse_int_versions); None when its versions need no renumbering.
+    int_versions_saver: ClassVar[str | None] = None
 
     def __init__(self, location: str, *, aes_key: bytes | None = None) -> None:
         super().__init__(location, aes_key=aes_key)
@@ -263,6 +274,17 @@ class DocumentStore(Store):
             tolerant=True,
             keeps_order=True,
         )
+
+    def check_copy(
+        self, *, renumber_versions: bool = False, counted_versions: bool = False
+    ) -> None:
+        if self.int_versions_saver is not None:
+            refuse_int_versions(
+                self.location,
+                self.int_versions_saver,
+                renumber_versions=renumber_versions,
+                counted_versions=counted_versions,
+            )
 
     def change_token(self) -> Hashable | None:
         # The server cannot say cheaply whether anything changed: every poll reads, with

@@ -45,7 +45,6 @@ from ckpt.stores.documents import (
     DocumentStore,
     ThreadInfo,
     WriteFields,
-    refuse_int_versions,
 )
 from ckpt.stores.dynamodb.session import DynamoSession
 
@@ -108,6 +107,7 @@ def writes_key_of(pk: str) -> CheckpointKey | None:
 class DynamoDBStore(DocumentStore):
     kind = "dynamodb"
     label = "DynamoDB"
+    int_versions_saver = "DynamoDBSaver"  # LangGraph's default get_next_version
 
     def __init__(
         self, spec: str, *, aes_key: bytes | None = None, timeout: float | None = None
@@ -359,17 +359,6 @@ class DynamoDBStore(DocumentStore):
                 ordered = sorted(self._writes(key), key=lambda w: (w[1].task_id, w[1].idx))
                 for _, fields in ordered:
                     yield fields.raw(key, data=data)
-
-    def check_copy(
-        self, *, renumber_versions: bool = False, counted_versions: bool = False
-    ) -> None:
-        # DynamoDBSaver keeps LangGraph's default get_next_version, as MongoDBSaver does.
-        refuse_int_versions(
-            self.location,
-            "DynamoDBSaver",
-            renumber_versions=renumber_versions,
-            counted_versions=counted_versions,
-        )
 
     def close(self) -> None:
         self.session.close()

@@ -53,7 +53,7 @@ from ckpt.stores.documents import (
     DocumentStore,
     ThreadInfo,
     WriteFields,
-    refuse_int_versions,
+    parent_id,
 )
 from ckpt.stores.location import redact_url
 
@@ -84,6 +84,9 @@ class MongoStore(DocumentStore):
     label = "MongoDB"
     reclaim = "compact"
     counted_versions = True
+    # Checked with LangGraph: a MongoDBSaver thread copied into SqliteSaver as it is reads
+    # back the same, then fails to resume (TypeError comparing str and int).
+    int_versions_saver = "MongoDBSaver"
 
     def __init__(
         self,
@@ -313,11 +316,10 @@ class MongoStore(DocumentStore):
     ) -> Checkpoint:
         body = _bytes(doc.get("checkpoint")) or b""
         tag = doc.get("type")
-        parent = doc.get("parent_checkpoint_id")
         metadata_doc = doc.get("metadata")
         return self._checkpoint(
             key,
-            parent if isinstance(parent, str) and parent else None,
+            parent_id(doc),
             tag if isinstance(tag, str) else None,
             body,
             self._metadata(metadata_doc),
@@ -492,12 +494,11 @@ class MongoStore(DocumentStore):
             tag = doc.get("type")
             layout = body_layout(tag if isinstance(tag, str) else None, body, self.aes_key)
             root, delta, js_delta = metadata_facts(self._metadata(doc.get("metadata")))
-            parent = doc.get("parent_checkpoint_id")
             checkpoints.append(
                 CheckpointRow(
                     checkpoint_ns=key.checkpoint_ns,
                     checkpoint_id=key.checkpoint_id,
-                    parent_id=parent if isinstance(parent, str) and parent else None,
+                    parent_id=parent_id(doc),
                     v=layout.v if layout else None,
                     root_id=root,
                     delta_channels=delta,
@@ -549,18 +550,6 @@ class MongoStore(DocumentStore):
 
         return MongoWriter(self)
 
-    def check_copy(
-        self, *, renumber_versions: bool = False, counted_versions: bool = False
-    ) -> None:
-        # Checked with LangGraph: a MongoDBSaver thread copied into SqliteSaver as it is
-        # reads back the same, then fails to resume (TypeError comparing str and int).
-        refuse_int_versions(
-            self.location,
-            "MongoDBSaver",
-            renumber_versions=renumber_versions,
-            counted_versions=counted_versions,
-        )
-
     def close(self) -> None:
         close_quietly(self.client)
 
@@ -585,10 +574,9 @@ def _raw_checkpoint(key: CheckpointKey, doc: dict[str, Any], *, data: bool) -> R
     metadata = _metadata_json(stored)
     plain = _metadata_plain(stored)
     tag = doc.get("type")
-    parent = doc.get("parent_checkpoint_id")
     return RawCheckpoint.kept(
         key,
-        parent if isinstance(parent, str) and parent else None,
+        parent_id(doc),
         tag if isinstance(tag, str) else None,
         body,
         # As SqliteSaver and PostgresSaver keep it when every value is plain data; else the

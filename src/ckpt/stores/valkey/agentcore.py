@@ -36,7 +36,7 @@ from ckpt.records.model import (
 )
 from ckpt.records.types import StorageRecord
 from ckpt.stores.body import decode_value
-from ckpt.stores.documents import ThreadInfo, WriteFields, key_order
+from ckpt.stores.documents import ThreadInfo, WriteFields, key_order, parent_id
 from ckpt.stores.redis.session import RedisSession
 from ckpt.stores.valkey.store import Layout, ValkeyDocuments, server_storage
 
@@ -56,11 +56,6 @@ def _pair(value: Any) -> tuple[str | None, bytes]:
     except (binascii.Error, ValueError):
         raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else b""
     return (tag if isinstance(tag, str) else None), raw
-
-
-def _parent(doc: dict[str, Any]) -> str | None:
-    parent = doc.get("parent_checkpoint_id")
-    return parent if isinstance(parent, str) and parent else None
 
 
 def _json(text: bytes | None) -> Any:
@@ -197,7 +192,7 @@ class AgentCoreStore(ValkeyDocuments[dict[str, Any]]):
             built.append(
                 self._checkpoint(
                     key,
-                    _parent(doc),
+                    parent_id(doc),
                     tag,
                     body,
                     self._metadata(doc),
@@ -222,7 +217,7 @@ class AgentCoreStore(ValkeyDocuments[dict[str, Any]]):
     def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
         found: dict[CheckpointKey, str | None] = {}
         for key, doc in zip(keys, self._documents(keys), strict=True):
-            found[key] = _parent(doc) if doc is not None else None
+            found[key] = parent_id(doc) if doc is not None else None
         return found
 
     def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
@@ -235,5 +230,5 @@ class AgentCoreStore(ValkeyDocuments[dict[str, Any]]):
             tag, body = _pair(doc.get("checkpoint_data"))
             metadata_tag, metadata = _pair(doc.get("metadata"))
             yield RawCheckpoint.kept(
-                key, _parent(doc), tag, body, metadata_tag, metadata, data=data
+                key, parent_id(doc), tag, body, metadata_tag, metadata, data=data
             )
