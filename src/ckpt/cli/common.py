@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -80,15 +80,10 @@ def open_store(spec: str, options: StoreOptions) -> CheckpointStore:
     or refuses are kept, marked (`hidden="keep"`): the caller decides what they end."""
     import ckpt.api
 
-    return ckpt.api.open(
-        spec,
-        aes_key=options.aes_key,
-        schema=options.schema,
-        prefix=options.prefix,
-        database=options.database,
-        timeout=options.timeout,
-        hidden="keep",
-    )
+    # Every store option but --db is the `open` keyword of its name (tests/test_api.py), so
+    # one added to StoreOptions reaches every command's store with nothing more to write.
+    keywords = {f.name: getattr(options, f.name) for f in fields(options) if f.name != "db"}
+    return ckpt.api.open(spec, hidden="keep", **keywords)
 
 
 def source(output: Output, store: str | None, options: StoreOptions) -> str:

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from ckpt.decoders.values import Marker
+
 # Writes that belong to no task (input Commands, update_state resumes): format.md §3.3.
 NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"
 
@@ -54,22 +56,11 @@ class BlobRef:
     size: int
 
 
-class NotLoaded:
+class NotLoaded(Marker):
     """The value of a part of a checkpoint that the store keeps but this read left out
     (`values=False`): not the same as None, which says the store keeps none."""
 
-    _instance: NotLoaded | None = None
-
-    def __new__(cls) -> NotLoaded:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return "NOT_LOADED"
+    name = "NOT_LOADED"
 
 
 NOT_LOADED: Final = NotLoaded()
