@@ -380,20 +380,15 @@ class _RedisSink(ThreadSink):
                 pipe.delete(*self.doomed)
             for command in self.ordered():
                 pipe.execute_command(*command)
-            self._register(pipe)
+            for (ns, checkpoint_id), registry in self.registries.items():
+                pipe.zadd(write_zset_key(self.thread_id, ns, checkpoint_id), registry)
+            for ns, checkpoint_id in self.latest.items():
+                pipe.set(
+                    latest_key(PREFIX, self.thread_id, ns),
+                    checkpoint_key(PREFIX, self.thread_id, ns, checkpoint_id),
+                )
             pipe.execute()
         self.saved, self.written = {}, {}
-
-    def _register(self, pipe: Any) -> None:
-        """After the documents, in the same MULTI/EXEC: each checkpoint's write registry
-        and each namespace's latest pointer."""
-        for (ns, checkpoint_id), registry in self.registries.items():
-            pipe.zadd(write_zset_key(self.thread_id, ns, checkpoint_id), registry)
-        for ns, checkpoint_id in self.latest.items():
-            pipe.set(
-                latest_key(PREFIX, self.thread_id, ns),
-                checkpoint_key(PREFIX, self.thread_id, ns, checkpoint_id),
-            )
 
     def rollback(self) -> None:
         self.saved, self.written = {}, {}  # nothing was sent: MULTI/EXEC goes at commit
@@ -421,17 +416,22 @@ class _ShallowSink(_RedisSink):
                 if (write.checkpoint_ns, write.checkpoint_id) == (ns, row.checkpoint_id):
                     super().write(write)
         # Writes of checkpoints a shallow store does not keep are left out.
-        super().commit()
-
-    def _register(self, pipe: Any) -> None:
-        """Each namespace's one write registry; no latest pointer."""
-        registries: dict[str, dict[str, int]] = {}
-        for (ns, _), registry in self.registries.items():
-            registries.setdefault(
-                f"write_registry:{self.thread_id}:{to_storage_ns(ns)}:shallow", {}
-            ).update(registry)
-        for key, registry in registries.items():
-            pipe.zadd(key, registry)
+        target = self.target
+        with target.errors():
+            pipe = target.client.pipeline(transaction=True)
+            if self.doomed:
+                pipe.delete(*self.doomed)
+            for command in self.ordered():
+                pipe.execute_command(*command)
+            registries: dict[str, dict[str, int]] = {}
+            for (ns, _), registry in self.registries.items():
+                registries.setdefault(
+                    f"write_registry:{self.thread_id}:{to_storage_ns(ns)}:shallow", {}
+                ).update(registry)
+            for key, registry in registries.items():
+                pipe.zadd(key, registry)
+            pipe.execute()
+        self.saved, self.written = {}, {}
 
 
 def _owner_key(key: str, family: str) -> str | None:
