@@ -10,6 +10,7 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final, NamedTuple, TypeVar
 
 from ckpt.decoders import decode_json_text
@@ -163,17 +164,17 @@ class SplitStore(Store):
             if writes is not None
             else None
         )
+        built = partial(
+            checkpoint_from_dict,
+            key,
+            row.parent_checkpoint_id,
+            writes=pending,
+            values=values,
+            size=row.size,
+        )
         body = row.body
         if not isinstance(body, dict):
-            return checkpoint_from_dict(
-                key,
-                row.parent_checkpoint_id,
-                body,
-                metadata,
-                writes=pending,
-                values=values,
-                size=row.size,
-            )
+            return built(body, metadata)
         body = dict(body)
         inline = body.pop("channel_values", None)
         # format.md §5.3: the JSONB's inline primitives first, then blobs override them. Without
@@ -220,14 +221,9 @@ class SplitStore(Store):
                 sends = []
             if sends:
                 body["pending_sends"] = sends
-        return checkpoint_from_dict(
-            key,
-            row.parent_checkpoint_id,
+        return built(
             body,
             metadata,
-            writes=pending,
-            values=values,
-            size=row.size,
             channel_values=channel_values,
             blobs=refs,
             # LangGraph.js numbers versions with plain integers, PostgresSaver never does.

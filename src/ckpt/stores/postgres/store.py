@@ -453,18 +453,8 @@ class PostgresStore(SplitStore):
     ) -> Iterator[Checkpoint]:
         """A server-side cursor inside one read-only REPEATABLE READ transaction: memory stays
         flat however large the store, and every batch sees the same snapshot."""
-        pg = self._pg
-        try:
-            with (
-                self.conn.transaction(),
-                self.conn.cursor(name=f"ckpt_dump_{next(self._cursor_ids)}", binary=True) as cur,
-            ):
-                cur.itersize = BATCH
-                cur.execute(statement, params)
-                while batch := cur.fetchmany(BATCH):
-                    yield from self._hydrate([_Row(*row) for row in batch], values=values)
-        except pg.Error as exc:
-            raise self._session.translate(exc) from None
+        for batch in self._batches("dump", statement, params):
+            yield from self._hydrate([_Row(*row) for row in batch], values=values)
 
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         found: dict[str, ThreadBytes] = {}
@@ -639,16 +629,28 @@ class PostgresStore(SplitStore):
 
     def _stream_rows(self, statement: Composed, params: list[Any]) -> Iterator[tuple[Any, ...]]:
         """Rows through a server-side cursor in one read-only transaction (flat memory)."""
+        for batch in self._batches("scan", statement, params):
+            yield from batch
+
+    def _batches(
+        self, purpose: str, statement: Composed, params: list[Any]
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """A statement's rows BATCH at a time through a server-side cursor (`ckpt_{purpose}_N`)
+        inside one transaction, open while the caller works on each batch: memory stays
+        flat, and every batch sees the same snapshot. The cursor's errors are translated
+        here; what the caller runs between two batches goes through `_rows`, which does."""
         pg = self._pg
         try:
             with (
                 self.conn.transaction(),
-                self.conn.cursor(name=f"ckpt_scan_{next(self._cursor_ids)}", binary=True) as cur,
+                self.conn.cursor(
+                    name=f"ckpt_{purpose}_{next(self._cursor_ids)}", binary=True
+                ) as cur,
             ):
                 cur.itersize = BATCH
                 cur.execute(statement, params)
                 while batch := cur.fetchmany(BATCH):
-                    yield from batch
+                    yield batch
         except pg.Error as exc:
             raise self._session.translate(exc) from None
 
