@@ -817,17 +817,10 @@ class Census:
         types, ext_counts = self.types, self.ext_counts
         for thread_id, seen in self.open_threads.items():
             self.threads += 1
-            for (part, name), counts in self.acc.pop(thread_id, {}).items():
+            for where, counts in self.acc.pop(thread_id, {}).items():
                 for found, times in counts.items():
                     for key in found.keys:
-                        uses = types[key]
-                        uses.count += times
-                        if part == "channel":
-                            uses.channels.add(name)
-                        elif part == "write":
-                            uses.writes.add(name)
-                        else:
-                            uses.elsewhere.add(name)
+                        types[key].seen(where, times)
                         seen.add(key)
                     for code in found.codes:
                         tally = ext_counts.get(code)
