@@ -86,14 +86,13 @@ class WriteFields:
         value `data`: a task id or channel of another type is what LangGraph gets, judged
         as such; an idx that is not a number sorts last (UNREADABLE_IDX)."""
         idx = doc.get("idx")
-        tag = doc.get("type")
         task_id, channel = doc.get("task_id"), doc.get("channel")
         return cls(
             task_id=task_id if isinstance(task_id, str) else "",
             task_path=str(doc.get("task_path", "")),
             idx=idx if type(idx) is int else UNREADABLE_IDX,
             channel=channel if isinstance(channel, str) else "",
-            type=tag if isinstance(tag, str) else None,
+            type=serde_tag(doc),
             data=data,
             size=len(data) if data is not None else 0,
         )
@@ -135,6 +134,12 @@ def parent_id(doc: dict[str, Any]) -> str | None:
     empty one or one of another type."""
     parent = doc.get("parent_checkpoint_id")
     return parent if isinstance(parent, str) and parent else None
+
+
+def serde_tag(doc: dict[str, Any]) -> str | None:
+    """The serde tag a document names (`type`); None for none or one of another type."""
+    tag = doc.get("type")
+    return tag if isinstance(tag, str) else None
 
 
 def refuse_int_versions(

@@ -54,6 +54,7 @@ from ckpt.stores.documents import (
     ThreadInfo,
     WriteFields,
     parent_id,
+    serde_tag,
 )
 from ckpt.stores.location import redact_url
 
@@ -315,12 +316,11 @@ class MongoStore(DocumentStore):
         self, key: CheckpointKey, doc: dict[str, Any], writes: list[PendingWrite], *, values: bool
     ) -> Checkpoint:
         body = _bytes(doc.get("checkpoint")) or b""
-        tag = doc.get("type")
         metadata_doc = doc.get("metadata")
         return self._checkpoint(
             key,
             parent_id(doc),
-            tag if isinstance(tag, str) else None,
+            serde_tag(doc),
             body,
             self._metadata(metadata_doc),
             writes,
@@ -491,8 +491,7 @@ class MongoStore(DocumentStore):
             if key is None:
                 continue
             body = _bytes(doc.get("checkpoint")) or b""
-            tag = doc.get("type")
-            layout = body_layout(tag if isinstance(tag, str) else None, body, self.aes_key)
+            layout = body_layout(serde_tag(doc), body, self.aes_key)
             root, delta, js_delta = metadata_facts(self._metadata(doc.get("metadata")))
             checkpoints.append(
                 CheckpointRow(
@@ -573,11 +572,10 @@ def _raw_checkpoint(key: CheckpointKey, doc: dict[str, Any], *, data: bool) -> R
     stored = doc.get("metadata")
     metadata = _metadata_json(stored)
     plain = _metadata_plain(stored)
-    tag = doc.get("type")
     return RawCheckpoint.kept(
         key,
         parent_id(doc),
-        tag if isinstance(tag, str) else None,
+        serde_tag(doc),
         body,
         # As SqliteSaver and PostgresSaver keep it when every value is plain data; else the
         # pairs, their payloads as base64 records.
