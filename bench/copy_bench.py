@@ -34,8 +34,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import closing
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -110,77 +113,202 @@ with sqlite3.connect(src) as s, sqlite3.connect(dst) as d:
                             "task_path, idx, channel, type, value FROM writes"))
 """
 
+FLOOR_REDIS = """
+import base64, sqlite3, sys, orjson, redis
+src, url, batch = sys.argv[1], sys.argv[2], 500
+client = redis.Redis.from_url(url, protocol=2)
+text = lambda b: None if b is None else base64.b64encode(b).decode()
+with sqlite3.connect(src) as s:
+    pipe = client.pipeline(transaction=False)
+    for n, (t, ns, cid, pid, typ, body, meta) in enumerate(s.execute(
+            "SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
+            "checkpoint, metadata FROM checkpoints"), 1):
+        doc = {"thread_id": t, "checkpoint_ns": ns, "checkpoint_id": cid,
+               "parent_checkpoint_id": pid, "type": typ, "checkpoint": text(body),
+               "metadata": meta.decode() if isinstance(meta, bytes) else meta}
+        pipe.execute_command("JSON.SET", f"bare:{t}:{ns}:{cid}", "$", orjson.dumps(doc))
+        if n % batch == 0:
+            pipe.execute()
+    for n, (t, ns, cid, task, path, idx, ch, typ, value) in enumerate(s.execute(
+            "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, "
+            "channel, type, value FROM writes"), 1):
+        doc = {"thread_id": t, "checkpoint_ns": ns, "checkpoint_id": cid, "task_id": task,
+               "task_path": path, "idx": idx, "channel": ch, "type": typ, "blob": text(value)}
+        pipe.execute_command("JSON.SET", f"bare_write:{t}:{ns}:{cid}:{task}:{idx}", "$",
+                             orjson.dumps(doc))
+        if n % batch == 0:
+            pipe.execute()
+    pipe.execute()
+"""
+
+FLOOR_MONGO = """
+import sqlite3, sys, pymongo
+src, url, batch = sys.argv[1], sys.argv[2], 500
+db = pymongo.MongoClient(url).get_default_database()
+queries = {
+    "bare_checkpoints": ("SELECT thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, "
+                         "type, checkpoint, metadata FROM checkpoints"),
+    "bare_writes": ("SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, "
+                    "channel, type, value FROM writes"),
+}
+with sqlite3.connect(src) as s:
+    for name, sql in queries.items():
+        cursor = s.execute(sql)
+        fields = [d[0] for d in cursor.description]
+        while rows := cursor.fetchmany(batch):
+            db[name].insert_many([dict(zip(fields, row)) for row in rows])
+"""
+
+# LangGraph's own way: SqliteSaver.list then the target saver's put and put_writes for every
+# checkpoint of the first N threads (it decodes and re-encodes every value). {saver} opens
+# the target saver as `target` from sys.argv[2].
 LANGGRAPH = """
 import sqlite3, sys
-from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-src, dsn, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-conn = sqlite3.connect(f"file:{src}?mode=ro", uri=True, check_same_thread=False)
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+conn = sqlite3.connect(f"file:{{src}}?mode=ro", uri=True, check_same_thread=False)
 source = SqliteSaver(conn)
 source.is_setup = True  # read-only: setup() would ALTER and switch to WAL
 threads = [t for (t,) in conn.execute(
     "SELECT DISTINCT thread_id FROM checkpoints ORDER BY 1 LIMIT ?", (n,))]
-with PostgresSaver.from_conn_string(dsn) as target:
-    target.setup()
+{saver}
     for thread_id in threads:
-        tuples = list(source.list({"configurable": {"thread_id": thread_id}}))
+        tuples = list(source.list({{"configurable": {{"thread_id": thread_id}}}}))
         for tup in reversed(tuples):  # oldest first, parents before children
             conf = tup.config["configurable"]
-            parent = (tup.parent_config or {}).get("configurable", {})
-            config = {"configurable": {"thread_id": thread_id,
+            parent = (tup.parent_config or {{}}).get("configurable", {{}})
+            config = {{"configurable": {{"thread_id": thread_id,
                       "checkpoint_ns": conf["checkpoint_ns"],
-                      "checkpoint_id": parent.get("checkpoint_id")}}
+                      "checkpoint_id": parent.get("checkpoint_id")}}}}
             stored = target.put(config, tup.checkpoint, tup.metadata,
                                 tup.checkpoint["channel_versions"])
-            by_task = {}
+            by_task = {{}}
             for task_id, channel, value in tup.pending_writes or []:
                 by_task.setdefault(task_id, []).append((channel, value))
             for task_id, writes in by_task.items():
                 target.put_writes(stored, writes, task_id)
 """
+SAVERS = {
+    "postgres": (
+        "from langgraph.checkpoint.postgres import PostgresSaver\n"
+        "with PostgresSaver.from_conn_string(dst) as target:\n"
+        "    target.setup()"
+    ),
+    "redis": (
+        "from langgraph.checkpoint.redis import RedisSaver\n"
+        "with RedisSaver.from_conn_string(dst) as target:\n"
+        "    target.setup()"
+    ),
+    "mongodb": (
+        "from langgraph.checkpoint.mongodb import MongoDBSaver\n"
+        "with MongoDBSaver.from_conn_string(dst, db_name='langgraph') as target:"
+    ),
+}
+
+
+KINDS = ("postgres", "sqlite", "redis", "mongodb")
+
+
+@contextmanager
+def fresh_target(kind: str, admin: str | None, name: str, out: Path) -> Iterator[str]:
+    """An empty target of `kind` (a new Postgres database, SQLite file, Redis 8.2 or
+    nx-27017 server started for this run alone), as the URL or path the floor and
+    LangGraph take; ckpt_spec() turns it into what `ckpt copy` takes."""
+    if kind == "postgres":
+        if admin is None:
+            raise SystemExit("--pg-admin is needed for the postgres runs")
+        yield fresh_database(admin, name)
+    elif kind == "sqlite":
+        path = out / f"{name}.sqlite"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        yield str(path)
+    elif kind == "redis":
+        from fixtures.redis_server import RedisServer
+
+        with RedisServer() as redis_server:
+            yield redis_server.url
+    else:
+        from fixtures.mongo_server import MongoServer
+
+        with MongoServer() as mongo_server:
+            yield mongo_server.url + name
+
+
+def ckpt_spec(kind: str, target: str) -> str:
+    return url(target) if kind == "postgres" else target
+
+
+def ckpt_copy(kind: str, src: str, target: str) -> tuple[float, float]:
+    # SQLite's channel versions are strings; MongoDBSaver counts 1, 2, 3 (copy says so).
+    renumber = ["--renumber-versions"] if kind == "mongodb" else []
+    return child(
+        CKPT, "copy", src, ckpt_spec(kind, target), "--all", "--apply", "--quiet", *renumber
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("store", type=Path)
-    parser.add_argument("--pg-admin", required=True, metavar="DSN")
+    parser.add_argument(
+        "--half", type=Path, help="a store of half the threads: ckpt's peak RSS on both"
+    )
+    parser.add_argument("--pg-admin", metavar="DSN", help="a URL that may create databases")
+    parser.add_argument(
+        "--targets", default=",".join(KINDS), help=f"comma-separated, of {', '.join(KINDS)}"
+    )
     parser.add_argument("--langgraph-threads", type=int, default=20)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     args = parser.parse_args(argv)
+    kinds = [k for k in args.targets.split(",") if k]
+    if unknown := set(kinds) - set(KINDS):
+        parser.error(f"unknown target kind(s): {', '.join(sorted(unknown))}")
+    sys.path.insert(0, str(ROOT))  # fixtures/ (the throwaway Redis and MongoDB servers)
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
-    src = str(args.store.resolve())
-    with closing(sqlite3.connect(f"file:{src}?mode=ro", uri=True)) as conn:
-        (threads,) = conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()
-        (checkpoints,) = conn.execute("SELECT count(*) FROM checkpoints").fetchone()
-    results: dict[str, object] = {
-        "store_bytes": args.store.stat().st_size,
-        "threads": threads,
-        "checkpoints": checkpoints,
-    }
     args.out.mkdir(parents=True, exist_ok=True)
-    copy_sqlite = args.out / "copy_bench.sqlite"
-    floor_sqlite = args.out / "copy_floor.sqlite"
-    for path in (copy_sqlite, floor_sqlite):
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
+    stores = {"full": args.store.resolve()}
+    if args.half is not None:
+        stores["half"] = args.half.resolve()
+    results: dict[str, Any] = {"stores": {}, "runs": {}}
+    for size, path in stores.items():
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            (threads,) = conn.execute(
+                "SELECT count(DISTINCT thread_id) FROM checkpoints"
+            ).fetchone()
+            (checkpoints,) = conn.execute("SELECT count(*) FROM checkpoints").fetchone()
+            (writes,) = conn.execute("SELECT count(*) FROM writes").fetchone()
+        results["stores"][size] = {
+            "path": str(path),
+            "bytes": path.stat().st_size,
+            "threads": threads,
+            "checkpoints": checkpoints,
+            "writes": writes,
+        }
+    src = str(stores["full"])
+    threads = results["stores"]["full"]["threads"]
+    runs: dict[str, Any] = results["runs"]
 
-    dsn = fresh_database(args.pg_admin, "ckpt_copy_bench")
-    results["ckpt_to_postgres"] = child(CKPT, "copy", src, url(dsn), "--all", "--apply", "--quiet")
-    results["ckpt_to_sqlite"] = child(
-        CKPT, "copy", src, str(copy_sqlite), "--all", "--apply", "--quiet"
-    )
-    dsn = fresh_database(args.pg_admin, "ckpt_copy_floor")
-    results["floor_postgres_copy"] = child(FLOOR_PG, src, dsn)
-    results["floor_sqlite_executemany"] = child(FLOOR_SQLITE, src, str(floor_sqlite))
-    dsn = fresh_database(args.pg_admin, "ckpt_copy_langgraph")
-    n = min(args.langgraph_threads, threads)
-    seconds, peak = child(LANGGRAPH, src, dsn, str(n))
-    results["langgraph_to_postgres"] = {
-        "threads": n,
-        "seconds": seconds,
-        "peak_mb": peak,
-        "extrapolated_seconds": seconds * threads / n,
-    }
+    def run(label: str, kind: str, go: Callable[[str], tuple[float, float]]) -> None:
+        with fresh_target(kind, args.pg_admin, "ckpt_copy_bench", args.out) as target:
+            seconds, peak = go(target)
+        runs[label] = {"seconds": seconds, "peak_mb": peak}
+        print(f"{label:34} {seconds:8.1f} s {peak:7.0f} MB", file=sys.stderr, flush=True)
+
+    for kind in kinds:
+        for size, path in stores.items():
+            run(f"ckpt copy -> {kind} ({size})", kind, partial(ckpt_copy, kind, str(path)))
+        floor = {"postgres": FLOOR_PG, "sqlite": FLOOR_SQLITE, "redis": FLOOR_REDIS,
+                 "mongodb": FLOOR_MONGO}[kind]  # fmt: skip
+        run(f"floor -> {kind}", kind, partial(child, floor, src))
+        if kind in SAVERS:
+            n = min(args.langgraph_threads, threads)
+            code = LANGGRAPH.format(saver=SAVERS[kind])
+            label = f"LangGraph put/put_writes -> {kind}"
+            run(label, kind, lambda target, code=code, n=n: child(code, src, target, str(n)))
+            runs[label].update(
+                threads=n, extrapolated_seconds=round(runs[label]["seconds"] * threads / n, 1)
+            )
+    (args.out / "copy_bench.json").write_text(json.dumps(results, indent=1))
     print(json.dumps(results, indent=1))
     return 0
 
