@@ -209,30 +209,50 @@ SAVERS = {
 KINDS = ("postgres", "sqlite", "redis", "mongodb")
 
 
+class Fresh:
+    """An empty target of one kind: `spec`, the URL or path the floor and LangGraph take
+    (ckpt_spec() turns it into what `ckpt copy` takes), and `server_cpu()`, the CPU
+    seconds its server has used (None for SQLite, and for the shared Postgres)."""
+
+    def __init__(self, spec: str, server_cpu: Callable[[], float | None] = lambda: None):
+        self.spec, self.server_cpu = spec, server_cpu
+
+
 @contextmanager
-def fresh_target(kind: str, admin: str | None, name: str, out: Path) -> Iterator[str]:
-    """An empty target of `kind` (a new Postgres database, SQLite file, Redis 8.2 or
-    nx-27017 server started for this run alone), as the URL or path the floor and
-    LangGraph take; ckpt_spec() turns it into what `ckpt copy` takes."""
+def fresh_target(kind: str, admin: str | None, name: str, out: Path) -> Iterator[Fresh]:
+    """A new Postgres database, SQLite file, or Redis 8.2 or nx-27017 server started for
+    this run alone."""
     if kind == "postgres":
         if admin is None:
             raise SystemExit("--pg-admin is needed for the postgres runs")
-        yield fresh_database(admin, name)
+        yield Fresh(fresh_database(admin, name))
     elif kind == "sqlite":
         path = out / f"{name}.sqlite"
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
-        yield str(path)
+        yield Fresh(str(path))
     elif kind == "redis":
+        import redis
         from fixtures.redis_server import RedisServer
 
+        def redis_cpu() -> float:
+            with redis.Redis.from_url(redis_server.url) as client:
+                cpu = client.info("cpu")
+            return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
         with RedisServer() as redis_server:
-            yield redis_server.url
+            yield Fresh(redis_server.url, redis_cpu)
     else:
         from fixtures.mongo_server import MongoServer
 
+        def process_cpu() -> float:
+            assert mongo_server.process is not None
+            fields = Path(f"/proc/{mongo_server.process.pid}/stat").read_text().split(")")[-1]
+            utime, stime = fields.split()[11:13]  # fields 14 and 15 of proc(5)
+            return (int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK")
+
         with MongoServer() as mongo_server:
-            yield mongo_server.url + name
+            yield Fresh(mongo_server.url + name, process_cpu)
 
 
 def ckpt_spec(kind: str, target: str) -> str:
@@ -290,9 +310,13 @@ def main(argv: list[str] | None = None) -> int:
 
     def run(label: str, kind: str, go: Callable[[str], tuple[float, float]]) -> None:
         with fresh_target(kind, args.pg_admin, "ckpt_copy_bench", args.out) as target:
-            seconds, peak = go(target)
-        runs[label] = {"seconds": seconds, "peak_mb": peak}
-        print(f"{label:34} {seconds:8.1f} s {peak:7.0f} MB", file=sys.stderr, flush=True)
+            before = target.server_cpu()
+            seconds, peak = go(target.spec)
+            after = target.server_cpu()
+        cpu = round(after - before, 1) if after is not None and before is not None else None
+        runs[label] = {"seconds": seconds, "peak_mb": peak, "server_cpu_seconds": cpu}
+        said = f"{label:38} {seconds:7.1f} s {peak:6.0f} MB"
+        print(said + (f"  server CPU {cpu:.1f} s" if cpu is not None else ""), file=sys.stderr)
 
     for kind in kinds:
         for size, path in stores.items():
