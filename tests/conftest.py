@@ -241,6 +241,9 @@ def pg_new_database(pg_admin: str) -> Iterator[NewDatabase]:
         copied = f' TEMPLATE "{template}"' if template else ""
         with psycopg.connect(pg_admin, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"{copied}')
+            # A test database is thrown away at the end of the run: its commits need not
+            # wait for the disk (the savers commit once a checkpoint, ~3 ms each here).
+            conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
         if not shared:
             created.append(name)
         return make_conninfo(pg_admin, dbname=name)
