@@ -42,6 +42,8 @@ TASKS: Final = "__pregel_tasks"
 START: Final = "__start__"  # the channel that keeps the graph's input (a map of state keys)
 INTERRUPT: Final = "__interrupt__"
 NO_WRITES: Final = "__no_writes__"
+RESUME: Final = "__resume__"
+ANSWERS: Final = 32  # answers a task may have had before it asked: the interrupt ids tried
 BUMPS: Final = "__snapshot_bumps__"  # versions_seen entry that is no node (format.md §11)
 COUNTERS: Final = "counters_since_delta_snapshot"
 # Writes that say a task did not finish (format.md §11: a task is finished iff it has an
@@ -416,10 +418,18 @@ def _rename_tasks(
     for write in writes:
         tasks.setdefault(write.task_id, []).append(write)
     sends = _send_count(checkpoint) if any(not w.task_path for w in writes) else 0
+    # LangGraph.js keeps the answers of `Command({resume: {interruptId: value}})` as
+    # `__resume__` writes under the interrupt's id (`pregel/io.js` mapCommand): they follow
+    # the renamed task's interrupt ids.
+    by_interrupt = [w for w in writes if w.channel == RESUME and len(w.task_id) == 32]
+    interrupts: dict[str, str] = {}
     for task_id, task_writes in tasks.items():
+        if len(task_id) == 32:
+            continue  # an interrupt id, not a task's
         path = task_writes[0].task_path
         new_id: str | None = None
         new_path = path
+        owner = old  # the node whose task it is
         found = None
         if not path or path == f"~{PULL}, {old}":
             found = _pull_triggers(cid, ns, step, old, task_id, channels)
@@ -462,15 +472,18 @@ def _rename_tasks(
             if list(triggers) == renamed:
                 continue
             new_id = pull_id(cid, ns, step, node, renamed)
-            if new_id is None:
-                continue
-            old_ns, new_ns = f"{task_ns(ns, node)}:{task_id}", f"{task_ns(ns, node)}:{new_id}"
-            _retask(task_writes, new_id, path, old_ns, new_ns, cid)
-            continue
+            owner = node
         if new_id is None:
             continue
-        old_ns, new_ns = f"{task_ns(ns, old)}:{task_id}", f"{task_ns(ns, new)}:{new_id}"
+        renamed_owner = new if owner == old else owner
+        old_ns = f"{task_ns(ns, owner)}:{task_id}"
+        new_ns = f"{task_ns(ns, renamed_owner)}:{new_id}"
         _retask(task_writes, new_id, new_path, old_ns, new_ns, cid)
+        if by_interrupt:
+            answers = range(len(task_writes) + len(by_interrupt) + ANSWERS)
+            interrupts |= {interrupt_id(old_ns, n): interrupt_id(new_ns, n) for n in answers}
+    for write in by_interrupt:
+        write.task_id = interrupts.get(write.task_id, write.task_id)
 
 
 def _send_count(checkpoint: MigCheckpoint) -> int:
@@ -534,7 +547,7 @@ def _interrupts_renamed(blob: Blob, old_ns: str, new_ns: str, cid: str) -> Blob:
     if not isinstance(items, list):
         return blob
     # n: how many answers the task had when it asked (a resumed task asks again).
-    ids = {interrupt_id(old_ns, n): n for n in range(len(items) + 32)}
+    ids = {interrupt_id(old_ns, n): n for n in range(len(items) + ANSWERS)}
     if is_json:  # LangGraph.js: a list of plain {"id", "value"} objects
         for item in items:
             if isinstance(item, dict) and item.get("id") in ids:
