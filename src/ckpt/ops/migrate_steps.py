@@ -452,7 +452,7 @@ def _rename_tasks(
                 if push_id(cid, ns, step, old, index) == task_id:
                     new_id = push_id(cid, ns, step, new, index)
         elif not path:
-            # No task path stored (LangGraph.js; Python before 2.0): a Send's task is
+            # No task path stored (LangGraph.js, older Python savers): a Send's task is
             # known by its id, over the indexes of the Sends pending here.
             for index in range(sends):
                 for _, push_id in ID_SCHEMES:
