@@ -317,6 +317,12 @@ def add_channel(checkpoint: MigCheckpoint, rows: MigrationRows, name: str, value
         checkpoint.values[name] = ("json", json_bytes(value))
         checkpoint.fields["channel_values"] = checkpoint.values
         return
+    tags = {tag for tag, _ in rows.blobs.values()} if rows.split else set()
+    if "json" in tags and "msgpack" not in tags:
+        # Values kept apart as JSON (LangGraph.js's PostgresSaver, which reads every value
+        # from its blob, none inline): the new one too.
+        rows.blobs[(checkpoint.checkpoint_ns, name, str(version))] = ("json", json_bytes(value))
+        return
     packed: Blob = ("msgpack", ormsgpack.packb(value))
     if rows.split and not _primitive(value):
         rows.blobs[(checkpoint.checkpoint_ns, name, str(version))] = packed
