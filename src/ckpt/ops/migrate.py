@@ -219,6 +219,11 @@ class Rewriter:
         tag, data = blob
         if tag == "empty":
             return blob
+        if tag == "json":
+            raise CopyRefused(
+                f"{where}: a LangGraph.js value (JSON); transforms are not supported for "
+                "LangGraph.js stores yet"
+            )
         try:
             value = decode(tag, data, aes_key=self.aes_key)
         except DecodeError as exc:
@@ -290,6 +295,7 @@ def _clone_checkpoint(checkpoint: MigCheckpoint) -> MigCheckpoint:
         checkpoint.parent_checkpoint_id,
         _plain_copy(checkpoint.fields),
         _plain_copy(checkpoint.metadata),
+        checkpoint.serde,
     )
 
 
