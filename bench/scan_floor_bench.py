@@ -1,0 +1,324 @@
+"""`ckpt dump --ndjson` and `ckpt check` against LangGraph's `list(None)` and the parse floor,
+on SQLite, Postgres, Redis and MongoDB, for the current checkpoint format and an old one
+(issue 42 §6).
+
+    python bench/scan_floor_bench.py                   # 1,000 threads x 25 checkpoints
+    python bench/scan_floor_bench.py --threads 200     # while iterating
+    python bench/scan_floor_bench.py --formats 2 --stores redis --repeat 1
+
+The store comes from bench/make_store.py (`--turns 5`: 25 checkpoints a thread, the
+growing chat, every byte LangGraph's own). The old-format store is the same rows with each
+checkpoint's `v` set to 2 (langgraph 0.3.19 - 0.3.23: ckpt then learns each thread's graph
+from its other checkpoints). Each is copied with `ckpt copy --all --apply` into a Postgres
+database of its own (dropped after), a private Redis 8.2 with RedisJSON and RediSearch
+(fixtures/redis_server.py, never the shared one) and nx-27017 (fixtures/mongo_server.py;
+MongoDBSaver counts versions as integers: `--renumber-versions`).
+
+Every figure is a fresh process, the median of --repeat runs, with its peak RSS from GNU
+time:
+
+    ckpt dump     `ckpt dump STORE --ndjson --quiet > /dev/null`: every checkpoint, its
+                  values decoded, its writes and due tasks
+    ckpt check    `ckpt check STORE --json --quiet`: every part of every row decoded and
+                  checked
+    LangGraph     the store's own saver, `list(None)` iterated to the end (RedisSaver's
+                  stops at 10,000 checkpoints unless given a limit: it is given one)
+    floor         read every row and parse its msgpack / JSON in Python, nothing else
+                  (msgpack's ext types parsed too, as any decoder must)
+
+Results: see /work/notes/perf_table.md and the table below (filled by the last run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+PY = sys.executable
+TIME = "/usr/bin/time"
+ADMIN = os.environ.get("CKPT_BENCH_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres")
+STORES = ("sqlite", "postgres", "redis", "mongodb")
+
+# The msgpack floor: LangGraph's ext types hold msgpack themselves.
+UNPACK = """
+import ormsgpack
+def _ext(code, data):
+    return unpack(data)
+def unpack(data):
+    return ormsgpack.unpackb(data, ext_hook=_ext, option=ormsgpack.OPT_NON_STR_KEYS)
+"""
+
+FLOOR = {
+    "sqlite": UNPACK
+    + """
+import sqlite3, sys
+conn = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
+n = 0
+for body, meta in conn.execute("SELECT checkpoint, metadata FROM checkpoints"):
+    unpack(body); unpack(meta) if isinstance(meta, bytes) and meta[:1] != b"{" else None
+    n += 1
+for kind, value in conn.execute("SELECT type, value FROM writes"):
+    if kind == "msgpack":
+        unpack(value)
+    n += 1
+print(n)
+""",
+    "postgres": UNPACK
+    + """
+import psycopg, sys
+n = 0
+with psycopg.connect(sys.argv[1]) as conn:
+    for table, query in (
+        ("checkpoints", "SELECT checkpoint, metadata FROM checkpoints"),
+        ("blobs", "SELECT type, blob FROM checkpoint_blobs"),
+        ("writes", "SELECT type, blob FROM checkpoint_writes"),
+    ):
+        with conn.cursor(name=f"floor_{table}") as cur:
+            cur.itersize = 2000
+            cur.execute(query)
+            for a, b in cur:
+                if table != "checkpoints" and a == "msgpack":
+                    unpack(b)
+                n += 1
+print(n)
+""",
+    "redis": UNPACK
+    + """
+import base64, json, redis, sys
+client = redis.Redis.from_url(sys.argv[1])
+n = 0
+for prefix in ("checkpoint:*", "checkpoint_write:*"):
+    keys = list(client.scan_iter(match=prefix, count=5000))
+    for start in range(0, len(keys), 1000):
+        for raw in client.execute_command("JSON.MGET", *keys[start:start + 1000], "$"):
+            doc = json.loads(raw)[0]
+            if doc.get("type") == "json" and doc.get("blob"):
+                json.loads(doc["blob"])
+            elif doc.get("type") == "msgpack" and doc.get("blob"):
+                unpack(base64.b64decode(doc["blob"]))
+            n += 1
+print(n)
+""",
+    "mongodb": UNPACK
+    + """
+import pymongo, sys
+url, name = sys.argv[1].rsplit("/", 1)
+db = pymongo.MongoClient(url + "/")[name]
+n = 0
+for doc in db.checkpoints.find({}, batch_size=2000):
+    unpack(doc["checkpoint"]); n += 1
+for doc in db.checkpoint_writes.find({}, batch_size=2000):
+    if doc.get("type") == "msgpack":
+        unpack(doc["value"])
+    n += 1
+print(n)
+""",
+}
+
+LIST = {
+    "sqlite": """
+import sqlite3, sys
+from langgraph.checkpoint.sqlite import SqliteSaver
+conn = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True, check_same_thread=False)
+print(sum(1 for _ in SqliteSaver(conn).list(None)))
+""",
+    "postgres": """
+import sys
+from langgraph.checkpoint.postgres import PostgresSaver
+with PostgresSaver.from_conn_string(sys.argv[1]) as saver:
+    print(sum(1 for _ in saver.list(None)))
+""",
+    "redis": """
+import sys
+from langgraph.checkpoint.redis import RedisSaver
+with RedisSaver.from_conn_string(sys.argv[1]) as saver:
+    saver.setup()
+    print(sum(1 for _ in saver.list(None, limit=10_000_000)))
+""",
+    "mongodb": """
+import sys
+from langgraph.checkpoint.mongodb import MongoDBSaver
+url, name = sys.argv[1].rsplit("/", 1)
+with MongoDBSaver.from_conn_string(url + "/", db_name=name) as saver:
+    print(sum(1 for _ in saver.list(None)))
+""",
+}
+
+
+@dataclass
+class Timed:
+    seconds: float
+    rss_mb: float
+    stdout: str
+
+    def cell(self) -> str:
+        return f"{self.seconds:6.2f} s, {self.rss_mb:4.0f} MB"
+
+
+def timed(argv: list[str], repeat: int) -> Timed:
+    """The median wall time of `repeat` fresh processes, their largest peak RSS (GNU time)."""
+    times, peak, out = [], 0.0, ""
+    command = [TIME, "-f", "%M", *argv] if Path(TIME).exists() else argv
+    for _ in range(repeat):
+        with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+            started = time.perf_counter()
+            proc = subprocess.run(command, stdout=stdout, stderr=stderr)
+            times.append(time.perf_counter() - started)
+            stderr.seek(0)
+            err = stderr.read().decode(errors="replace")
+            stdout.seek(0)
+            out = stdout.read(4096).decode(errors="replace")
+        if proc.returncode not in (0, 1, 2):  # check exits 1/2 on findings
+            raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {err[-800:]}")
+        if command is not argv:
+            peak = max(peak, int(err.strip().splitlines()[-1]) / 1024)
+    return Timed(statistics.median(times), peak, out)
+
+
+def ckpt(*args: str) -> list[str]:
+    return [PY, "-m", "ckpt", *args]
+
+
+def run(argv: list[str]) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {proc.stderr[-800:]}")
+
+
+def make_sqlite(threads: int, fmt: int) -> Path:
+    """The bench store at this size and format under bench/out (made once, then reused)."""
+    out = HERE / "out"
+    out.mkdir(exist_ok=True)
+    current = out / f"scan_floor-{threads}.sqlite"
+    if not current.exists():
+        make = [PY, str(HERE / "make_store.py"), str(current), "--turns", "5"]
+        run([*make, "--threads", str(threads)])
+    if fmt == 4:
+        return current
+    old = out / f"scan_floor-{threads}-v{fmt}.sqlite"
+    if not old.exists():
+        import shutil
+        import sqlite3
+
+        shutil.copyfile(current, old)
+        with sqlite3.connect(old) as conn:
+            # Every body starts {"v": 4, ...} (a fixmap, then the fixstr "v" and fixint 4).
+            conn.create_function(
+                "old_v",
+                1,
+                lambda b: b.replace(b"\xa1v\x04", b"\xa1v" + bytes([fmt]), 1),
+                deterministic=True,
+            )
+            conn.execute("UPDATE checkpoints SET checkpoint = old_v(checkpoint)")
+    return old
+
+
+@contextmanager
+def postgres_store(source: Path, name: str) -> Iterator[str]:
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    with psycopg.connect(ADMIN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    params = conninfo_to_dict(make_conninfo(ADMIN, dbname=name))
+    host = f"{params.get('host', '')}:{params.get('port', 5432)}"
+    url = f"postgresql://{params.get('user', '')}@{host}/{name}"
+    try:
+        run(ckpt("copy", str(source), url, "--all", "--apply"))
+        yield url
+    finally:
+        with psycopg.connect(ADMIN, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def redis_store(source: Path) -> Iterator[str]:
+    from fixtures.redis_server import RedisServer
+
+    with RedisServer() as server:
+        run(ckpt("copy", str(source), server.url, "--all", "--apply"))
+        yield server.url
+
+
+@contextmanager
+def mongo_store(source: Path, name: str) -> Iterator[str]:
+    from fixtures.mongo_server import MongoServer
+
+    with MongoServer() as server:
+        url = f"{server.url}{name}"
+        run(ckpt("copy", str(source), url, "--all", "--apply", "--renumber-versions"))
+        yield url
+
+
+def bench(args: argparse.Namespace) -> list[tuple[str, str, str, str, str, str]]:
+    rows = []
+    for fmt in args.formats:
+        source = make_sqlite(args.threads, fmt)
+        for kind in args.stores:
+            with ExitStack() as stack:
+                if kind == "sqlite":
+                    url = str(source)
+                elif kind == "postgres":
+                    url = stack.enter_context(postgres_store(source, f"ckpt_perf_bench_v{fmt}"))
+                elif kind == "redis":
+                    url = stack.enter_context(redis_store(source))
+                else:
+                    url = stack.enter_context(mongo_store(source, f"ckpt_perf_v{fmt}"))
+                floor = timed([PY, "-c", FLOOR[kind], url], args.repeat)
+                theirs = (
+                    timed([PY, "-c", LIST[kind], url], args.list_repeat)
+                    if args.list_repeat
+                    else None
+                )
+                dump = timed(ckpt("dump", url, "--ndjson", "--quiet"), args.repeat)
+                check = timed(ckpt("check", url, "--json", "--quiet"), args.repeat)
+                lg = theirs.cell() if theirs else "-"
+                for command, ours in (("dump --ndjson", dump), ("check", check)):
+                    row = (
+                        f"v{fmt} {kind}",
+                        command,
+                        ours.cell(),
+                        lg,
+                        floor.cell(),
+                        f"{ours.seconds / floor.seconds:4.1f}x",
+                    )
+                    rows.append(row)
+                    print(" | ".join(row), flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1000)
+    parser.add_argument("--formats", type=int, nargs="+", default=[4, 2])
+    parser.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES))
+    parser.add_argument("--repeat", type=int, default=3, help="runs of ckpt and the floor")
+    parser.add_argument("--list-repeat", type=int, default=1, help="runs of list(); 0: none")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    rows = bench(args)
+    head = ("store", "command", "ckpt", "LangGraph list(None)", "parse floor", "ckpt / floor")
+    print()
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print(f"\n{time.perf_counter() - started:.0f} s in all", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
