@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from ckpt.records.types import VacuumReport
 
 BATCH: Final = 200  # threads, or checkpoints, loaded per round of queries
+# Checkpoint keys of the threads listed last, kept for the next listing of the same threads
+# (a scan's batch lists its threads for the checkpoints, the writes and `health`): at most
+# as many as a scan's batch reads (ckpt.scan.rows.BATCH_ROWS), so memory stays flat.
+KEPT_KEYS: Final = 20_000
 
 
 @dataclass(slots=True)
@@ -187,6 +191,8 @@ class DocumentStore(Store):
     def __init__(self, location: str, *, aes_key: bytes | None = None) -> None:
         super().__init__(location, aes_key=aes_key)
         self._catalog_cache: dict[str, ThreadInfo] | None = None
+        self._kept_keys: dict[str, list[CheckpointKey]] = {}  # oldest first
+        self._kept_count = 0
 
     # -- what each kind says ---------------------------------------------------------------
     @abstractmethod
@@ -220,6 +226,8 @@ class DocumentStore(Store):
         # The server cannot say cheaply whether anything changed: every poll reads, with
         # the thread catalog read again (a new thread, a new latest checkpoint).
         self._catalog_cache = None
+        self._kept_keys.clear()
+        self._kept_count = 0
         return None
 
     def _catalog(self) -> dict[str, ThreadInfo]:
@@ -292,10 +300,10 @@ class DocumentStore(Store):
     def _selected_keys(self, query: DumpQuery) -> Iterator[list[CheckpointKey]]:
         """The query's checkpoints, a thread at a time, in (thread, ns, id) order."""
         thread_ids = sorted(set(query.thread_ids)) if query.thread_ids else sorted(self._catalog())
-        for thread_id in thread_ids:
+        for _, thread_keys in self._listed_keys(thread_ids):
             keys = [
                 k
-                for k in self._thread_keys(thread_id)
+                for k in thread_keys
                 if (query.checkpoint_ns is None or k.checkpoint_ns == query.checkpoint_ns)
                 and (query.since_id is None or k.checkpoint_id >= query.since_id)
                 and (query.until_id is None or k.checkpoint_id <= query.until_id)
@@ -305,6 +313,32 @@ class DocumentStore(Store):
                 keys = newest_per_namespace(keys)
             if keys:
                 yield keys
+
+    def _listed_keys(self, thread_ids: list[str]) -> Iterator[tuple[str, list[CheckpointKey]]]:
+        """`_threads_keys`, the threads listed last (KEPT_KEYS) not listed again."""
+        kept = {t: self._kept_keys[t] for t in thread_ids if t in self._kept_keys}
+        listed = self._threads_keys([t for t in thread_ids if t not in kept])
+        for thread_id in thread_ids:
+            keys = kept.get(thread_id)
+            if keys is None:
+                listed_id, keys = next(listed)
+                assert listed_id == thread_id
+                self._keep_keys(thread_id, keys)
+            yield thread_id, keys
+
+    def _keep_keys(self, thread_id: str, keys: list[CheckpointKey]) -> None:
+        kept = self._kept_keys
+        if len(keys) > KEPT_KEYS:
+            return
+        while kept and self._kept_count + len(keys) > KEPT_KEYS:
+            self._kept_count -= len(kept.pop(next(iter(kept))))
+        kept[thread_id] = keys
+        self._kept_count += len(keys)
+
+    def _threads_keys(self, thread_ids: list[str]) -> Iterator[tuple[str, list[CheckpointKey]]]:
+        """`_thread_keys` of each thread, in that order (a store may read several at once)."""
+        for thread_id in thread_ids:
+            yield thread_id, self._thread_keys(thread_id)
 
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
         for keys in self._selected_keys(query):
