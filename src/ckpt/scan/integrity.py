@@ -545,7 +545,7 @@ class Integrity(Visitor):
     def orphan_writes_of(self, query: DumpQuery) -> None:
         """Stores whose scans find writes through their checkpoints count the others in
         `health` (count and examples only)."""
-        health = self.store.health(query)
+        health = self.store.orphan_writes(query)
         self.tally.orphan_writes += health.orphan_writes
         if not health.orphan_writes:
             return

@@ -71,6 +71,19 @@ def scan(
 
     checkpoint, blob, write = fed("checkpoint"), fed("blob"), fed("write")
     wanted = {part: any(part in v.needs for v in visitors) for part in _PARTS}
+    with store.one_pass():
+        _scan(store, sizes, visitors, wanted, (checkpoint, blob, write), tick)
+
+
+def _scan(
+    store: Store,
+    sizes: dict[str, ThreadBytes],
+    visitors: Sequence[Visitor],
+    wanted: dict[str, bool],
+    feeds: tuple[list[Callable[..., None]], ...],
+    tick: Progress,
+) -> None:
+    checkpoint, blob, write = feeds
     for threads in thread_batches(sizes):
         query = DumpQuery(thread_ids=tuple(threads))
         read = 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -250,6 +250,18 @@ class Store(Closes):
     @abstractmethod
     def health(self, query: DumpQuery) -> StoreHealth:
         """Rows that point at rows which are gone (only `query.thread_ids` is honoured)."""
+
+    @contextmanager
+    def one_pass(self) -> Iterator[None]:
+        """Inside: one read-only pass (ckpt.scan.rows.scan), which lists each batch of
+        threads more than once (checkpoints, writes, orphans). A store may keep what it
+        listed last for the next listing of the same threads; it forgets it after."""
+        yield
+
+    def orphan_writes(self, query: DumpQuery) -> StoreHealth:
+        """`health`'s orphan writes only (its other counts may be left at zero): what a
+        scan asks of stores whose raw_writes do not find them (raw_writes_complete)."""
+        return self.health(query)
 
     def write_totals(self, query: DumpQuery, keep: int) -> WriteTotals:
         """Pending writes by channel and namespace, and those on each namespace's newest

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -191,8 +192,9 @@ class DocumentStore(Store):
     def __init__(self, location: str, *, aes_key: bytes | None = None) -> None:
         super().__init__(location, aes_key=aes_key)
         self._catalog_cache: dict[str, ThreadInfo] | None = None
-        self._kept_keys: dict[str, list[CheckpointKey]] = {}  # oldest first
+        self._kept_keys: dict[str, list[CheckpointKey]] = {}  # oldest first (one_pass)
         self._kept_count = 0
+        self._keeping = False
 
     # -- what each kind says ---------------------------------------------------------------
     @abstractmethod
@@ -226,9 +228,21 @@ class DocumentStore(Store):
         # The server cannot say cheaply whether anything changed: every poll reads, with
         # the thread catalog read again (a new thread, a new latest checkpoint).
         self._catalog_cache = None
+        return None
+
+    @contextmanager
+    def one_pass(self) -> Iterator[None]:
+        self._forget_kept()
+        self._keeping = True
+        try:
+            yield
+        finally:
+            self._keeping = False
+            self._forget_kept()
+
+    def _forget_kept(self) -> None:
         self._kept_keys.clear()
         self._kept_count = 0
-        return None
 
     def _catalog(self) -> dict[str, ThreadInfo]:
         if self._catalog_cache is None:
@@ -315,7 +329,11 @@ class DocumentStore(Store):
                 yield keys
 
     def _listed_keys(self, thread_ids: list[str]) -> Iterator[tuple[str, list[CheckpointKey]]]:
-        """`_threads_keys`, the threads listed last (KEPT_KEYS) not listed again."""
+        """`_threads_keys`; in one_pass, the threads listed last (KEPT_KEYS) not listed
+        again."""
+        if not self._keeping:
+            yield from self._threads_keys(thread_ids)
+            return
         kept = {t: self._kept_keys[t] for t in thread_ids if t in self._kept_keys}
         listed = self._threads_keys([t for t in thread_ids if t not in kept])
         for thread_id in thread_ids:
@@ -345,7 +363,14 @@ class DocumentStore(Store):
             for start in range(0, len(keys), BATCH):
                 yield from self._load_keys(keys[start : start + BATCH], values=values)
 
+    def orphan_writes(self, query: DumpQuery) -> StoreHealth:
+        return self._health(query, parents=False)
+
     def health(self, query: DumpQuery) -> StoreHealth:
+        return self._health(query, parents=True)
+
+    def _health(self, query: DumpQuery, *, parents: bool) -> StoreHealth:
+        """`health`; without `parents`, only its orphan writes (no parent read)."""
         health = StoreHealth()
         parents_missing: list[CheckpointKey] = []
         orphans: list[CheckpointKey] = []
@@ -356,9 +381,9 @@ class DocumentStore(Store):
                 by_ns.setdefault(key.checkpoint_ns, set()).add(key.checkpoint_id)
             health.namespaces.extend((thread_id, ns) for ns in sorted(by_ns))
             oldest = {ns: min(ids) for ns, ids in by_ns.items()}
-            parents = self._parents(keys)
+            named = self._parents(keys) if parents else {}
             for key in keys:
-                parent = parents.get(key)
+                parent = named.get(key)
                 if parent and parent not in by_ns[key.checkpoint_ns]:
                     parents_missing.append(key)
                     if key.checkpoint_id == oldest[key.checkpoint_ns]:

@@ -51,7 +51,7 @@ from ckpt.records.types import (
 )
 from ckpt.stores.base import Writer
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
-from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo
+from ckpt.stores.documents import BATCH, KEPT_KEYS, DocumentStore, ThreadInfo
 from ckpt.stores.redis.fields import decoded as _decoded
 from ckpt.stores.redis.fields import first as _first
 from ckpt.stores.redis.fields import index_fields as _index_fields
@@ -151,6 +151,10 @@ class RedisStore(DocumentStore):
         self._told_ignored = False
         self._read_writes: dict[CheckpointName, bool] = {}  # has_writes, for copy_write
         self._odd_keys: dict[CheckpointName, str] = {}
+        # The write keys of the threads listed last (as DocumentStore keeps their checkpoint
+        # keys): a scan's batch lists them for the writes and for `health`.
+        self._kept_writes: dict[str, list[tuple[str, WriteName]]] = {}
+        self._kept_write_count = 0
         self._left_out: dict[str, dict[str, list[bytes]]] | None = None
         # The top-level fields each index reads and their types ("TAG", "NUMERIC" ...).
         self.index_fields: dict[str, list[tuple[str, str]]] = {}
@@ -371,10 +375,24 @@ class RedisStore(DocumentStore):
             yield [_name(k) for k in keys]
 
     def _thread_write_names(self, thread_id: str) -> list[tuple[str, WriteName]]:
+        kept = self._kept_writes.get(thread_id)
+        if kept is not None:
+            return kept
         keys = self._thread_key_names(self.write_prefix, thread_id)
         found = [(k, n) for k, n in self._write_names(keys) if n.thread_id == thread_id]
         found.sort(key=lambda item: item[1])
+        if self._keeping and len(found) <= KEPT_KEYS:
+            while self._kept_writes and self._kept_write_count + len(found) > KEPT_KEYS:
+                dropped = self._kept_writes.pop(next(iter(self._kept_writes)))
+                self._kept_write_count -= len(dropped)
+            self._kept_writes[thread_id] = found
+            self._kept_write_count += len(found)
         return found
+
+    def _forget_kept(self) -> None:
+        super()._forget_kept()
+        self._kept_writes.clear()
+        self._kept_write_count = 0
 
     def _write_names(self, keys: Iterable[bytes]) -> Iterator[tuple[str, WriteName]]:
         """Write key names read, as _names: a key whose thread and namespace can split
