@@ -113,6 +113,32 @@ def _scan(
 _PARTS: Final = ("checkpoints", "blobs", "writes")
 
 
+class RowSizes(Visitor):
+    """Store.sizes counted from the rows of the pass, for stores whose sizes are only that
+    (Store.sizes_from_rows): each thread's entry of `sizes` (Store.thread_counts) is
+    replaced when its first row is read, before the visitors after this one hear of the
+    batch's end. Put it first."""
+
+    def __init__(self, sizes: dict[str, ThreadBytes]) -> None:
+        self.sizes = sizes
+        self.counted: set[str] = set()
+
+    def _of(self, thread_id: str) -> ThreadBytes:
+        if thread_id not in self.counted:
+            self.counted.add(thread_id)
+            self.sizes[thread_id] = ThreadBytes()
+        return self.sizes[thread_id]
+
+    def checkpoint(self, row: RawCheckpoint) -> None:
+        self._of(row.thread_id).add("checkpoint", 1, row.body_size + row.metadata_size)
+
+    def blob(self, row: RawBlob) -> None:
+        self._of(row.thread_id).add("blob", 1, row.size)
+
+    def write(self, row: RawWrite) -> None:
+        self._of(row.thread_id).add("write", 1, row.size)
+
+
 def rows_to_read(sizes: dict[str, ThreadBytes]) -> int:
     """Rows a pass over these threads reads: a progress bar's total."""
     return sum(s.checkpoints + s.blobs + s.writes for s in sizes.values())

@@ -226,6 +226,16 @@ class Store(Closes):
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
         """Stream checkpoints (thread, ns, id order) with flat memory, one decoded at a time."""
 
+    # Whether `sizes` only adds up the sizes of the raw rows (raw_checkpoints, raw_blobs,
+    # raw_writes): then a pass that reads them all counts them itself (ckpt.scan.rows.RowSizes)
+    # from `thread_counts`, rather than reading every row twice.
+    sizes_from_rows: ClassVar[bool] = False
+
+    def thread_counts(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        """The threads `sizes` names, with at least their checkpoint counts (a pass's
+        batches), as cheaply as the store can say it; bytes may be left at zero."""
+        return self.sizes(query)
+
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         """Rows and bytes per thread, aggregated by the store (SQL where there is SQL).
         `threads` and `stats` both count with this, so their sizes always agree. This

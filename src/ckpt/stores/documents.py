@@ -256,6 +256,16 @@ class DocumentStore(Store):
         load = partial(self._load_keys, values=False)
         yield from catalog_threads(catalog, measured, load, sizes=sizes, batch=BATCH)
 
+    def thread_counts(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        if not self.sizes_from_rows:
+            return self.sizes(query)
+        catalog = self._catalog()
+        thread_ids = sorted(set(query.thread_ids)) if query.thread_ids else sorted(catalog)
+        return {
+            t: ThreadBytes(checkpoints=catalog[t].checkpoints if t in catalog else 0)
+            for t in thread_ids
+        }
+
     def thread_exists(self, thread_id: str) -> bool:
         if self._catalog_cache is not None:
             return thread_id in self._catalog_cache

@@ -426,6 +426,8 @@ class MongoStore(DocumentStore):
         return value
 
     # -- sizes, storage, health ------------------------------------------------------------
+    sizes_from_rows = True
+
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         found: dict[str, ThreadBytes] = {}
         for row in self.raw_checkpoints(query, data=False):
