@@ -167,14 +167,18 @@ class Timed:
         return f"{self.seconds:6.2f} s, {self.rss_mb:4.0f} MB"
 
 
-def timed(argv: list[str], repeat: int) -> Timed:
-    """The median wall time of `repeat` fresh processes, their largest peak RSS (GNU time)."""
+def timed(argv: list[str], repeat: int, timeout: float | None = None) -> Timed | None:
+    """The median wall time of `repeat` fresh processes, their largest peak RSS (GNU time);
+    None if one took longer than `timeout` seconds."""
     times, peak, out = [], 0.0, ""
     command = [TIME, "-f", "%M", *argv] if Path(TIME).exists() else argv
     for _ in range(repeat):
         with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
             started = time.perf_counter()
-            proc = subprocess.run(command, stdout=stdout, stderr=stderr)
+            try:
+                proc = subprocess.run(command, stdout=stdout, stderr=stderr, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                return None
             times.append(time.perf_counter() - started)
             stderr.seek(0)
             err = stderr.read().decode(errors="replace")
@@ -278,14 +282,14 @@ def bench(args: argparse.Namespace) -> list[tuple[str, str, str, str, str, str]]
                 else:
                     url = stack.enter_context(mongo_store(source, f"ckpt_perf_v{fmt}"))
                 floor = timed([PY, "-c", FLOOR[kind], url], args.repeat)
-                theirs = (
-                    timed([PY, "-c", LIST[kind], url], args.list_repeat)
-                    if args.list_repeat
-                    else None
-                )
+                lg = "-"
+                if args.list_repeat:
+                    limit = args.list_timeout
+                    theirs = timed([PY, "-c", LIST[kind], url], args.list_repeat, limit)
+                    lg = theirs.cell() if theirs else f"> {limit:.0f} s (stopped)"
                 dump = timed(ckpt("dump", url, "--ndjson", "--quiet"), args.repeat)
                 check = timed(ckpt("check", url, "--json", "--quiet"), args.repeat)
-                lg = theirs.cell() if theirs else "-"
+                assert floor and dump and check
                 for command, ours in (("dump --ndjson", dump), ("check", check)):
                     row = (
                         f"v{fmt} {kind}",
@@ -307,8 +311,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES))
     parser.add_argument("--repeat", type=int, default=3, help="runs of ckpt and the floor")
     parser.add_argument("--list-repeat", type=int, default=1, help="runs of list(); 0: none")
+    parser.add_argument("--list-timeout", type=float, default=120.0, help="seconds")
+    parser.add_argument(
+        "--src", type=Path, default=ROOT / "src", help="the ckpt to time (default: this one)"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
+    os.environ["PYTHONPATH"] = str(args.src.resolve())
     rows = bench(args)
     head = ("store", "command", "ckpt", "LangGraph list(None)", "parse floor", "ckpt / floor")
     print()
