@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
 from ckpt.errors import BadOption, NotFound, NotSupported
 from ckpt.records.model import (
@@ -36,6 +36,7 @@ BATCH: Final = 200  # threads, or checkpoints, loaded per round of queries
 # (a scan's batch lists its threads for the checkpoints, the writes and `health`): at most
 # as many as a scan's batch reads (ckpt.scan.rows.BATCH_ROWS), so memory stays flat.
 KEPT_KEYS: Final = 20_000
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -185,6 +186,29 @@ def key_order(key: CheckpointKey) -> tuple[str, str, str]:
     return (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
 
 
+class Kept(Generic[T]):
+    """Lists of the threads listed last (oldest first), KEPT_KEYS items in all at most."""
+
+    def __init__(self) -> None:
+        self.lists: dict[str, list[T]] = {}
+        self.count = 0
+
+    def get(self, thread_id: str) -> list[T] | None:
+        return self.lists.get(thread_id)
+
+    def put(self, thread_id: str, items: list[T]) -> None:
+        if len(items) > KEPT_KEYS:
+            return
+        while self.lists and self.count + len(items) > KEPT_KEYS:
+            self.count -= len(self.lists.pop(next(iter(self.lists))))
+        self.lists[thread_id] = items
+        self.count += len(items)
+
+    def clear(self) -> None:
+        self.lists.clear()
+        self.count = 0
+
+
 class DocumentStore(Store):
     label: ClassVar[str]  # "Redis", "MongoDB": for messages
     raw_writes_complete = False  # writes are found through their checkpoints' keys
@@ -192,8 +216,7 @@ class DocumentStore(Store):
     def __init__(self, location: str, *, aes_key: bytes | None = None) -> None:
         super().__init__(location, aes_key=aes_key)
         self._catalog_cache: dict[str, ThreadInfo] | None = None
-        self._kept_keys: dict[str, list[CheckpointKey]] = {}  # oldest first (one_pass)
-        self._kept_count = 0
+        self._kept_keys: Kept[CheckpointKey] = Kept()  # in one_pass
         self._keeping = False
 
     # -- what each kind says ---------------------------------------------------------------
@@ -242,7 +265,6 @@ class DocumentStore(Store):
 
     def _forget_kept(self) -> None:
         self._kept_keys.clear()
-        self._kept_count = 0
 
     def _catalog(self) -> dict[str, ThreadInfo]:
         if self._catalog_cache is None:
@@ -344,24 +366,15 @@ class DocumentStore(Store):
         if not self._keeping:
             yield from self._threads_keys(thread_ids)
             return
-        kept = {t: self._kept_keys[t] for t in thread_ids if t in self._kept_keys}
+        kept = {t: keys for t in thread_ids if (keys := self._kept_keys.get(t)) is not None}
         listed = self._threads_keys([t for t in thread_ids if t not in kept])
         for thread_id in thread_ids:
             keys = kept.get(thread_id)
             if keys is None:
                 listed_id, keys = next(listed)
                 assert listed_id == thread_id
-                self._keep_keys(thread_id, keys)
+                self._kept_keys.put(thread_id, keys)
             yield thread_id, keys
-
-    def _keep_keys(self, thread_id: str, keys: list[CheckpointKey]) -> None:
-        kept = self._kept_keys
-        if len(keys) > KEPT_KEYS:
-            return
-        while kept and self._kept_count + len(keys) > KEPT_KEYS:
-            self._kept_count -= len(kept.pop(next(iter(kept))))
-        kept[thread_id] = keys
-        self._kept_count += len(keys)
 
     def _threads_keys(self, thread_ids: list[str]) -> Iterator[tuple[str, list[CheckpointKey]]]:
         """`_thread_keys` of each thread, in that order (a store may read several at once)."""
