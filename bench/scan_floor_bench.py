@@ -105,10 +105,12 @@ for prefix in ("checkpoint:*", "checkpoint_write:*"):
     for start in range(0, len(keys), 1000):
         for raw in client.execute_command("JSON.MGET", *keys[start:start + 1000], "$"):
             doc = json.loads(raw)[0]
-            if doc.get("type") == "json" and doc.get("blob"):
-                json.loads(doc["blob"])
-            elif doc.get("type") == "msgpack" and doc.get("blob"):
-                unpack(base64.b64decode(doc["blob"]))
+            if doc.get("blob"):  # a write's value: base64 of its serde's bytes
+                data = base64.b64decode(doc["blob"])
+                if doc.get("type") == "json":
+                    json.loads(data)
+                elif doc.get("type") == "msgpack":
+                    unpack(data)
             n += 1
 print(n)
 """,
