@@ -382,9 +382,16 @@ class DocumentStore(Store):
             yield thread_id, self._thread_keys(thread_id)
 
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        # BATCH keys a round, across threads (still in thread order): a store of short
+        # threads is read in rounds of BATCH checkpoints, not one (or two) per thread.
+        batch: list[CheckpointKey] = []
         for keys in self._selected_keys(query):
-            for start in range(0, len(keys), BATCH):
-                yield from self._load_keys(keys[start : start + BATCH], values=values)
+            batch.extend(keys)
+            while len(batch) >= BATCH:
+                yield from self._load_keys(batch[:BATCH], values=values)
+                del batch[:BATCH]
+        if batch:
+            yield from self._load_keys(batch, values=values)
 
     def orphan_writes(self, query: DumpQuery) -> StoreHealth:
         return self._health(query, parents=False)
