@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
 from ckpt.errors import BadOption, NotFound, NotSupported
 from ckpt.records.model import (
@@ -33,6 +34,11 @@ if TYPE_CHECKING:
     from ckpt.records.types import VacuumReport
 
 BATCH: Final = 200  # threads, or checkpoints, loaded per round of queries
+# Checkpoint keys of the threads listed last, kept for the next listing of the same threads
+# (a scan's batch lists its threads for the checkpoints, the writes and `health`): at most
+# as many as a scan's batch reads (ckpt.scan.rows.BATCH_ROWS), so memory stays flat.
+KEPT_KEYS: Final = 20_000
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -212,6 +218,29 @@ def key_order(key: CheckpointKey) -> tuple[str, str, str]:
     return (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
 
 
+class Kept(Generic[T]):
+    """Lists of the threads listed last (oldest first), KEPT_KEYS items in all at most."""
+
+    def __init__(self) -> None:
+        self.lists: dict[str, list[T]] = {}
+        self.count = 0
+
+    def get(self, thread_id: str) -> list[T] | None:
+        return self.lists.get(thread_id)
+
+    def put(self, thread_id: str, items: list[T]) -> None:
+        if len(items) > KEPT_KEYS:
+            return
+        while self.lists and self.count + len(items) > KEPT_KEYS:
+            self.count -= len(self.lists.pop(next(iter(self.lists))))
+        self.lists[thread_id] = items
+        self.count += len(items)
+
+    def clear(self) -> None:
+        self.lists.clear()
+        self.count = 0
+
+
 class DocumentStore(Store):
     label: ClassVar[str]  # "Redis", "MongoDB": for messages
     raw_writes_complete = False  # writes are found through their checkpoints' keys
@@ -223,6 +252,8 @@ class DocumentStore(Store):
     def __init__(self, location: str, *, aes_key: bytes | None = None) -> None:
         super().__init__(location, aes_key=aes_key)
         self._catalog_cache: dict[str, ThreadInfo] | None = None
+        self._kept_keys: Kept[CheckpointKey] = Kept()  # in one_pass
+        self._keeping = False
 
     # -- what each kind says ---------------------------------------------------------------
     @abstractmethod
@@ -297,6 +328,19 @@ class DocumentStore(Store):
         self._catalog_cache = None
         return None
 
+    @contextmanager
+    def one_pass(self) -> Iterator[None]:
+        self._forget_kept()
+        self._keeping = True
+        try:
+            yield
+        finally:
+            self._keeping = False
+            self._forget_kept()
+
+    def _forget_kept(self) -> None:
+        self._kept_keys.clear()
+
     def _catalog(self) -> dict[str, ThreadInfo]:
         if self._catalog_cache is None:
             self._catalog_cache = self._read_catalog()
@@ -308,6 +352,16 @@ class DocumentStore(Store):
         measured = self.sizes(DumpQuery()) if sizes else {}
         load = partial(self._load_keys, values=False)
         yield from catalog_threads(catalog, measured, load, sizes=sizes, batch=BATCH)
+
+    def thread_counts(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        if not self.sizes_from_rows:
+            return self.sizes(query)
+        catalog = self._catalog()
+        thread_ids = sorted(set(query.thread_ids)) if query.thread_ids else sorted(catalog)
+        return {
+            t: ThreadBytes(checkpoints=catalog[t].checkpoints if t in catalog else 0)
+            for t in thread_ids
+        }
 
     def thread_exists(self, thread_id: str) -> bool:
         if self._catalog_cache is not None:
@@ -367,10 +421,10 @@ class DocumentStore(Store):
     def _selected_keys(self, query: DumpQuery) -> Iterator[list[CheckpointKey]]:
         """The query's checkpoints, a thread at a time, in (thread, ns, id) order."""
         thread_ids = sorted(set(query.thread_ids)) if query.thread_ids else sorted(self._catalog())
-        for thread_id in thread_ids:
+        for _, thread_keys in self._listed_keys(thread_ids):
             keys = [
                 k
-                for k in self._thread_keys(thread_id)
+                for k in thread_keys
                 if (query.checkpoint_ns is None or k.checkpoint_ns == query.checkpoint_ns)
                 and (query.since_id is None or k.checkpoint_id >= query.since_id)
                 and (query.until_id is None or k.checkpoint_id <= query.until_id)
@@ -381,12 +435,47 @@ class DocumentStore(Store):
             if keys:
                 yield keys
 
+    def _listed_keys(self, thread_ids: list[str]) -> Iterator[tuple[str, list[CheckpointKey]]]:
+        """`_threads_keys`; in one_pass, the threads listed last (KEPT_KEYS) not listed
+        again."""
+        if not self._keeping:
+            yield from self._threads_keys(thread_ids)
+            return
+        kept = {t: keys for t in thread_ids if (keys := self._kept_keys.get(t)) is not None}
+        listed = self._threads_keys([t for t in thread_ids if t not in kept])
+        for thread_id in thread_ids:
+            keys = kept.get(thread_id)
+            if keys is None:
+                listed_id, keys = next(listed)
+                assert listed_id == thread_id
+                self._kept_keys.put(thread_id, keys)
+            yield thread_id, keys
+
+    def _threads_keys(self, thread_ids: list[str]) -> Iterator[tuple[str, list[CheckpointKey]]]:
+        """`_thread_keys` of each thread, in that order (a store may read several at once)."""
+        for thread_id in thread_ids:
+            yield thread_id, self._thread_keys(thread_id)
+
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        # BATCH keys a round, across threads (still in thread order): a store of short
+        # threads is read in rounds of BATCH checkpoints, not one (or two) per thread.
+        batch: list[CheckpointKey] = []
         for keys in self._selected_keys(query):
-            for start in range(0, len(keys), BATCH):
-                yield from self._load_keys(keys[start : start + BATCH], values=values)
+            batch.extend(keys)
+            while len(batch) >= BATCH:
+                yield from self._load_keys(batch[:BATCH], values=values)
+                del batch[:BATCH]
+        if batch:
+            yield from self._load_keys(batch, values=values)
+
+    def orphan_writes(self, query: DumpQuery) -> StoreHealth:
+        return self._health(query, parents=False)
 
     def health(self, query: DumpQuery) -> StoreHealth:
+        return self._health(query, parents=True)
+
+    def _health(self, query: DumpQuery, *, parents: bool) -> StoreHealth:
+        """`health`; without `parents`, only its orphan writes (no parent read)."""
         health = StoreHealth()
         parents_missing: list[CheckpointKey] = []
         orphans: list[CheckpointKey] = []
@@ -397,9 +486,9 @@ class DocumentStore(Store):
                 by_ns.setdefault(key.checkpoint_ns, set()).add(key.checkpoint_id)
             health.namespaces.extend((thread_id, ns) for ns in sorted(by_ns))
             oldest = {ns: min(ids) for ns, ids in by_ns.items()}
-            parents = self._parents(keys)
+            named = self._parents(keys) if parents else {}
             for key in keys:
-                parent = parents.get(key)
+                parent = named.get(key)
                 if parent and parent not in by_ns[key.checkpoint_ns]:
                     parents_missing.append(key)
                     if key.checkpoint_id == oldest[key.checkpoint_ns]:

@@ -45,7 +45,7 @@ from ckpt.records.types import (
     server_vacuum_report,
     storage_record,
 )
-from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
+from ckpt.records.vocabulary import DEFAULT_TIMEOUT, FIND_LIMIT, install_hint
 from ckpt.stores.base import Writer, close_quietly
 from ckpt.stores.body import decode_metadata, decode_value, sort_writes
 from ckpt.stores.documents import (
@@ -53,6 +53,7 @@ from ckpt.stores.documents import (
     DocumentStore,
     ThreadInfo,
     WriteFields,
+    key_order,
     parent_id,
     serde_tag,
 )
@@ -67,6 +68,22 @@ CHECKPOINTS: Final = "checkpoints"
 WRITES: Final = "checkpoint_writes"
 _KEY_FIELDS: Final = {"thread_id": 1, "checkpoint_ns": 1, "checkpoint_id": 1, "_id": 0}
 _KEY_FIELDS_WITH_ID: Final = {"thread_id": 1, "checkpoint_ns": 1, "checkpoint_id": 1}
+_GROUP_CHECKPOINTS: Final = 5_000  # checkpoints whose writes raw_writes finds at once
+
+
+def _names_thread(value: Any, thread_id: str) -> bool:
+    """Whether a document's `thread_id` matches `{"$eq": thread_id}` (an array does when it
+    holds it)."""
+    return value == thread_id or (isinstance(value, list) and thread_id in value)
+
+
+def _named_threads(value: Any, threads: dict[str, Any]) -> list[str]:
+    """Which of `threads` a document's `thread_id` matches as `$eq` does."""
+    if isinstance(value, str):
+        return [value] if value in threads else []
+    if isinstance(value, list):
+        return [t for t in dict.fromkeys(v for v in value if isinstance(v, str)) if t in threads]
+    return []
 
 
 def _import_pymongo() -> Any:
@@ -266,6 +283,42 @@ class MongoStore(DocumentStore):
         keys.sort(key=lambda k: (k.checkpoint_id, k.checkpoint_ns))
         return keys
 
+    def _threads_keys(self, thread_ids: list[str]) -> Iterator[tuple[str, list[CheckpointKey]]]:
+        """`_thread_keys` of a run of threads at a time: one find of the key fields over the
+        range of their ids on the saver's index, not one per thread."""
+        for start in range(0, len(thread_ids), BATCH):
+            run = thread_ids[start : start + BATCH]
+            found: dict[str, tuple[list[CheckpointKey], list[dict[str, Any]]]] = {
+                t: ([], []) for t in run
+            }
+            query = {"thread_id": {"$gte": run[0], "$lte": run[-1]}}
+            for doc in self._find(self.checkpoints_coll, query, _KEY_FIELDS_WITH_ID):
+                for thread_id in _named_threads(doc.get("thread_id"), found):
+                    keys, odd = found[thread_id]
+                    key = _key(doc)
+                    if key is not None and key.thread_id == thread_id:
+                        keys.append(key)
+                    elif key is None:
+                        odd.append(doc)
+            for thread_id in run:
+                keys, odd = found.pop(thread_id)
+                if odd:
+                    self._odd_docs[thread_id] = odd
+                else:
+                    self._odd_docs.pop(thread_id, None)
+                keys.sort(key=lambda k: (k.checkpoint_id, k.checkpoint_ns))
+                yield thread_id, keys
+
+    def find_exact(self, checkpoint_id: str) -> list[CheckpointKey]:
+        # The server filters: not every checkpoint's key fields sent to be compared here.
+        query = {"checkpoint_id": {"$eq": checkpoint_id}}
+        found = [
+            key
+            for doc in self._find(self.checkpoints_coll, query, _KEY_FIELDS)
+            if (key := _key(doc)) is not None and key.checkpoint_id == checkpoint_id
+        ]
+        return sorted(found, key=key_order)[:FIND_LIMIT]
+
     def _all_keys(self) -> Iterator[CheckpointKey]:
         for doc in self._find(self.checkpoints_coll, {}, _KEY_FIELDS):
             if (key := _key(doc)) is not None:
@@ -354,6 +407,8 @@ class MongoStore(DocumentStore):
         return value
 
     # -- sizes, storage, health ------------------------------------------------------------
+    sizes_from_rows = True
+
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         found: dict[str, ThreadBytes] = {}
         for row in self.raw_checkpoints(query, data=False):
@@ -422,14 +477,32 @@ class MongoStore(DocumentStore):
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
+        group: list[list[CheckpointKey]] = []
+        rows = 0
         for keys in self._selected_keys(query):
-            for start in range(0, len(keys), BATCH):
-                batch = keys[start : start + BATCH]
-                docs = {_key(d): d for d in self._by_keys(self.checkpoints_coll, batch)}
-                for key in batch:
-                    doc = docs.get(key)
-                    if doc is not None:
-                        yield _raw_checkpoint(key, doc, data=data)
+            group.append(keys)
+            rows += len(keys)
+            if rows >= BATCH:
+                yield from self._group_checkpoints(group, data=data)
+                group, rows = [], 0
+        if group:
+            yield from self._group_checkpoints(group, data=data)
+
+    def _group_checkpoints(
+        self, group: list[list[CheckpointKey]], *, data: bool
+    ) -> Iterator[RawCheckpoint]:
+        """The checkpoints of a group of threads (each a list of its keys), thread by
+        thread: one find for every BATCH of them, not one for each thread."""
+        flat = [key for keys in group for key in keys]
+        docs: dict[CheckpointKey | None, dict[str, Any]] = {}
+        for start in range(0, len(flat), BATCH):
+            batch = flat[start : start + BATCH]
+            docs.update((_key(d), d) for d in self._by_keys(self.checkpoints_coll, batch))
+        for keys in group:
+            for key in keys:
+                doc = docs.get(key)
+                if doc is not None:
+                    yield _raw_checkpoint(key, doc, data=data)
             yield from self._odd_checkpoints(keys[0].thread_id, data=data)
 
     def _odd_checkpoints(self, thread_id: str, *, data: bool) -> Iterator[RawCheckpoint]:
@@ -453,24 +526,50 @@ class MongoStore(DocumentStore):
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         if self.writes_coll is None:
             return
+        group: list[list[CheckpointKey]] = []
+        rows = 0
         for keys in self._selected_keys(query):
-            wanted = set(keys)
-            rows = []
+            group.append(keys)
+            rows += len(keys)
+            if len(group) >= BATCH or rows >= _GROUP_CHECKPOINTS:
+                yield from self._group_writes(group, data=data)
+                group, rows = [], 0
+        if group:
+            yield from self._group_writes(group, data=data)
+
+    def _group_writes(self, group: list[list[CheckpointKey]], *, data: bool) -> Iterator[RawWrite]:
+        """The writes of a group of threads (each a list of its checkpoints' keys), thread
+        by thread: each thread's writes, its orphans among them (check judges those;
+        `health` counts them), and writes of its checkpoints filed under another thread
+        (moved there, or their thread_id changed: MongoDBSaver finds writes by those
+        fields). Two finds for the whole group, not two for each thread: one over the range
+        of its threads on the saver's index, one by checkpoint id."""
+        assert self.writes_coll is not None
+        threads = [keys[0].thread_id for keys in group]
+        own: dict[str, list[dict[str, Any]]] = {t: [] for t in threads}
+        in_range = {"thread_id": {"$gte": min(threads), "$lte": max(threads)}}
+        for doc in self._find(self.writes_coll, in_range):
+            for thread_id in _named_threads(doc.get("thread_id"), own):
+                own[thread_id].append(doc)
+        ids = sorted({k.checkpoint_id for keys in group for k in keys})
+        by_id: dict[str, list[dict[str, Any]]] = {}
+        for doc in self._find(self.writes_coll, {"checkpoint_id": {"$in": ids}}):
+            named = doc.get("checkpoint_id")
+            for checkpoint_id in named if isinstance(named, list) else [named]:
+                if isinstance(checkpoint_id, str):
+                    by_id.setdefault(checkpoint_id, []).append(doc)
+        for keys in group:
             thread_id = keys[0].thread_id
-            # The thread's writes, its orphans among them (check judges those; `health`
-            # counts them), and writes of its checkpoints filed under another thread (moved
-            # there, or their thread_id changed: MongoDBSaver finds writes by those fields).
-            moved = {
-                "thread_id": {"$ne": thread_id},
-                "checkpoint_id": {"$in": sorted({k.checkpoint_id for k in keys})},
-            }
-            for found in (
-                self._find(self.writes_coll, {"thread_id": {"$eq": thread_id}}),
-                self._find(self.writes_coll, moved),
-            ):
-                for doc in found:
-                    key = _key(doc) or _stray_key(doc)
-                    rows.append((key, _write_fields(doc)))
+            wanted = set(keys)
+            found = list(own.pop(thread_id))
+            # As `{"thread_id": {"$ne": thread}, "checkpoint_id": {"$in": ids}}` finds them.
+            seen: set[int] = set()
+            for checkpoint_id in sorted({k.checkpoint_id for k in keys}):
+                for doc in by_id.get(checkpoint_id, ()):
+                    if id(doc) not in seen and not _names_thread(doc.get("thread_id"), thread_id):
+                        seen.add(id(doc))
+                        found.append(doc)
+            rows = [(_key(doc) or _stray_key(doc), _write_fields(doc)) for doc in found]
             rows = [(k, w) for k, w in rows if k in wanted] + [
                 (k, w) for k, w in rows if k not in wanted
             ]
