@@ -396,6 +396,48 @@ def test_mongodb_damage_is_found(mongo_url: str) -> None:
     assert fixes and all(fix["applies"] for fix in fixes)
     restore = by_code(record)["dangling-parent"]["fix"]
     assert fix_line(restore) == f"ckpt copy BACKUP {mongo_url} --thread support-1 " + (
-        "--on-conflict replace --apply"
+        "--on-conflict replace --renumber-versions --apply"
     )
     assert check(mongo_url)["summary"]["error"] == 0  # put back
+
+
+def test_the_mongodb_restore_fix_works_from_a_sqlite_backup(tmp_path: Path) -> None:
+    """The restore `check` prints for a damaged MongoDB thread, pasted with a SQLite backup
+    (`ckpt copy --renumber-versions`: SqliteSaver's string versions), puts the thread back:
+    MongoDBSaver lists the same checkpoints as before the damage, and check finds nothing."""
+    import shlex
+
+    from fixtures.mongo_server import MongoServer
+    from fixtures.mongo_stores import DATABASE, build_mongo
+    from langgraph.checkpoint.mongodb import MongoDBSaver
+    from pymongo import MongoClient
+
+    config: Any = {"configurable": {"thread_id": "support-1"}}
+
+    def listed(url: str) -> list[Any]:
+        with MongoClient(url) as client:
+            saver = MongoDBSaver(client, db_name=DATABASE)
+            return [(t.checkpoint, t.metadata, t.parent_config) for t in saver.list(config)]
+
+    with MongoServer() as server:
+        url = server.url
+        build_mongo(url)
+        before = listed(url)
+        backup = tmp_path / "backup.sqlite"
+        made = runner.invoke(
+            app, ["copy", url, str(backup), "-t", "support-1", "--renumber-versions", "--apply"]
+        )
+        assert made.exit_code == 0, made.output
+        with MongoClient(url) as client:
+            checkpoints = client[DATABASE]["checkpoints"]
+            chain = sorted(
+                checkpoints.find({"thread_id": "support-1", "checkpoint_ns": ""}),
+                key=lambda d: d["checkpoint_id"],
+            )
+            checkpoints.delete_one({"_id": chain[3]["_id"]})
+        restore = by_code(check(url))["dangling-parent"]["fix"]
+        pasted = shlex.split(fix_line(restore).replace("BACKUP", shlex.quote(str(backup))))
+        done = runner.invoke(app, pasted[1:])
+        assert done.exit_code == 0, done.output
+        assert check(url)["summary"]["error"] == 0
+        assert listed(url) == before

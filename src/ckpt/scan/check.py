@@ -105,7 +105,10 @@ class Checkup:
         saver = _saver(self.store, types)
         self._schema(saver)
         findings = self.integrity.findings.records(
-            self.store.location, restores=self.store.copy_target, prunes=_prunes(self.store)
+            self.store.location,
+            restores=self.store.copy_target,
+            prunes=_prunes(self.store),
+            renumbers=self.store.counted_versions,
         )
         counted, worst = summary(findings)
         return Conclusion(types, saver, findings, counted, worst, deltas)

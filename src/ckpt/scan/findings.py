@@ -395,10 +395,14 @@ class Findings:
         for finding in self.by_code.values():
             finding.close_batch()
 
-    def records(self, store: str, *, restores: bool, prunes: bool) -> list[FindingRecord]:
+    def records(
+        self, store: str, *, restores: bool, prunes: bool, renumbers: bool = False
+    ) -> list[FindingRecord]:
         """Errors first, then warnings, then notes; in each, in the order of KINDS. `store`
         is the store's location as a fix names it; `restores`: `ckpt copy` can write this
-        kind of store; `prunes`: `ckpt prune` can change it."""
+        kind of store; `prunes`: `ckpt prune` can change it; `renumbers`: its saver counts
+        channel versions 1, 2, 3 (MongoDBSaver), so a restore from a SQLite or Postgres
+        backup renumbers them (`--renumber-versions`; integers stay as they are)."""
         order = {s: i for i, s in enumerate(SEVERITIES)}
         codes = list(KINDS)
         found = sorted(
@@ -416,7 +420,7 @@ class Findings:
                 "thread_count": f.thread_count,
                 "places": f.places,
                 "bytes": f.bytes or None,
-                "fix": fix(f, store, restores=restores, prunes=prunes),
+                "fix": fix(f, store, restores=restores, prunes=prunes, renumbers=renumbers),
             }
             for f in found
         ]
@@ -431,7 +435,9 @@ def summary(findings: list[FindingRecord]) -> tuple[FindingSummaryRecord, Verdic
     return counted, worst
 
 
-def fix(finding: Finding, store: str, *, restores: bool, prunes: bool) -> FixRecord | None:
+def fix(
+    finding: Finding, store: str, *, restores: bool, prunes: bool, renumbers: bool = False
+) -> FixRecord | None:
     """The command that repairs the threads, as data: copied back whole from a backup
     over the damaged ones (`ckpt copy` writes SqliteSaver, PostgresSaver, MongoDBSaver and
     RedisSaver stores), or the rows nothing uses pruned from each thread, in its own
@@ -446,7 +452,12 @@ def fix(finding: Finding, store: str, *, restores: bool, prunes: bool) -> FixRec
         return {
             "verb": "copy",
             "arguments": [BACKUP, store],
-            "options": {"threads": threads, "on_conflict": "replace", "apply": True},
+            "options": {
+                "threads": threads,
+                "on_conflict": "replace",
+                **({"renumber_versions": True} if renumbers else {}),
+                "apply": True,
+            },
             "placeholders": [BACKUP, *placeholders],
             "applies": restores,
         }
