@@ -31,7 +31,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) | $(BIN)/python
 	@# uv installs what pip would, from the same pins, in a fifth of the time (a fresh
 	@# clone's install: 36 s with pip, 8 s with uv, most of make test's set-up).
 	test -x $(BIN)/uv || $(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python $(PIP_INSTALL) -e ".[$(EXTRAS)]"
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(PIP_INSTALL) -e ".[$(EXTRAS)]"
 	@# Packages the lock does not pin at that version: new in pyproject.toml (make lock),
 	@# installed by hand, or, under test-latest, the drift from the lock.
 	@$(BIN)/python -m pip freeze --all --exclude pip --exclude-editable --exclude langgraph-ckpt \
