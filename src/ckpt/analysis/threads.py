@@ -129,11 +129,16 @@ def stream_threads(
     has_key = store.aes_key is not None
     streams = sort in store.thread_orders
     hidden = seen = 0
+    # A kind whose listing reads only keys (DynamoDB) tells error and interrupted from
+    # them; any other status, a metadata filter or the step order need the latest
+    # checkpoints read.
+    needs_latest = bool(where) or sort == "step" or status not in (None, "error", "interrupted")
+    listing = store.loaded_threads if needs_latest else store.threads
 
     def kept() -> Iterator[ThreadRecord]:
         nonlocal hidden, seen
         order = sort if streams else "thread"
-        for summary in store.threads(sizes=measure, order=order):
+        for summary in listing(sizes=measure, order=order):
             seen += 1
             if hides_thread(summary):
                 hidden += 1

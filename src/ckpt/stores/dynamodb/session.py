@@ -132,9 +132,13 @@ class DynamoSession:
             table: dict[str, Any] = self.client.describe_table(TableName=self.table)["Table"]
             return table
 
-    def scan_keys(self) -> Iterator[dict[str, Any]]:
-        """Every item's PK and SK (a Scan projecting the keys only), page by page."""
-        params: dict[str, Any] = {"TableName": self.table, "ProjectionExpression": "PK, SK"}
+    def scan_keys(self, *also: str) -> Iterator[dict[str, Any]]:
+        """Every item's PK and SK, and the small attributes `also` names where an item has
+        them (a Scan projecting only those: no payload crosses the wire), page by page."""
+        params: dict[str, Any] = {
+            "TableName": self.table,
+            "ProjectionExpression": ", ".join(("PK", "SK", *also)),
+        }
         while True:
             with self.errors():
                 page = self.client.scan(**params)

@@ -15,8 +15,14 @@ object (`ref_loc` S3, `ref_key` {thread}/checkpoints/{ns}/{id}[/writes/{task}/{i
 under the bucket's optional key prefix). ckpt cuts the checkpoint's and the metadata's
 bytes out of the payload's msgpack map (ckpt.decoders.spans), never re-encoding them.
 
-Threads are counted from one Scan that projects only the keys; checkpoints, writes and
-payloads are fetched (Query, BatchGetItem, S3 GetObject) only for what is shown.
+`threads` is one Scan that projects the keys and each write's `channel` (format.md §7g):
+thread ids, namespaces, counts, the latest root checkpoint id (its time is in the uuid6)
+and that checkpoint's writes by task and channel, so a failed or interrupted thread is
+told without a payload. A step, a source, `next` and done-or-pending are inside the
+latest checkpoint's payload: the listing leaves them out (status "unknown", said once)
+and `loaded_threads` (what --status done, --where and --sort step ask for) reads them.
+Checkpoints, writes and payloads are fetched (Query, BatchGetItem, S3 GetObject) only for
+what is shown.
 """
 
 from __future__ import annotations
@@ -33,9 +39,11 @@ from ckpt.records.model import (
     Checkpoint,
     CheckpointKey,
     DumpQuery,
+    PendingWrite,
     RawCheckpoint,
     RawWrite,
     SaverFacts,
+    ThreadSummary,
 )
 from ckpt.records.types import StorageRecord, TableBytesRecord, storage_record
 from ckpt.stores.body import checkpoint_from_body, decode_value
@@ -50,6 +58,17 @@ from ckpt.stores.dynamodb.session import DynamoSession
 
 AWS_RELEASE: Final = "langgraph-checkpoint-aws 1.2.6"
 GZIP_LIMIT: Final = 256 << 20  # bytes a compressed payload may inflate to before ckpt stops
+# What a keys-only listing puts where the latest checkpoint's payload would be read: its
+# body, and the value of each of its writes (docs/json.md, marked records).
+NOT_READ: Final = {
+    "__ckpt__": "not_read",
+    "reason": "DynamoDB threads reads keys only: `ckpt show THREAD` reads the checkpoint",
+}
+KEYS_ONLY_NOTICE: Final = (
+    "DynamoDB: threads read keys only (no payloads): a thread's step, source and next, and "
+    "whether it is done or pending (status unknown), are in its latest checkpoint: `ckpt show "
+    "THREAD` reads one; --status done|pending|unknown, --where and --sort step read them all"
+)
 
 
 class Item(NamedTuple):
@@ -108,6 +127,7 @@ def writes_key_of(pk: str) -> CheckpointKey | None:
 class DynamoDBStore(DocumentStore):
     kind = "dynamodb"
     label = "DynamoDB"
+    listing_reads_latest = False
 
     def __init__(
         self, spec: str, *, aes_key: bytes | None = None, timeout: float | None = None
@@ -116,6 +136,10 @@ class DynamoDBStore(DocumentStore):
         super().__init__(session.location, aes_key=aes_key)
         self.session = session
         self._write_index: dict[str, list[CheckpointKey]] | None = None
+        # thread -> (the newest root checkpoint id its writes name, those writes as
+        # (SK, channel)): what the listing says of the latest checkpoint's writes.
+        self._newest_writes: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+        self._told_keys_only = False
         self._told_s3 = False
         self._unfetched: set[str] = set()  # S3 write payloads `_writes` left unread
         schema = session.describe()
@@ -149,10 +173,12 @@ class DynamoDBStore(DocumentStore):
 
     # -- listing ---------------------------------------------------------------------------
     def _read_catalog(self) -> dict[str, ThreadInfo]:
-        """Every thread from one Scan projecting only PK and SK."""
+        """Every thread from one Scan projecting PK, SK and a write's `channel`; of each
+        thread's writes only those of its newest root checkpoint are kept whole."""
         threads: dict[str, ThreadInfo] = {}
         writes: dict[str, list[CheckpointKey]] = {}
-        for item in self.session.scan_keys():
+        newest: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+        for item in self.session.scan_keys("channel"):
             pk, sk = _s(item, "PK") or "", _s(item, "SK") or ""
             key = checkpoint_key_of(pk, sk)
             if key is not None:
@@ -162,10 +188,76 @@ class DynamoDBStore(DocumentStore):
                 info.add(key)
                 continue
             owner = writes_key_of(pk)
-            if owner is not None:
-                writes.setdefault(owner.thread_id, []).append(owner)
+            if owner is None:
+                continue
+            writes.setdefault(owner.thread_id, []).append(owner)
+            if owner.checkpoint_ns:
+                continue
+            kept = newest.get(owner.thread_id)
+            if kept is None or owner.checkpoint_id > kept[0]:
+                kept = newest[owner.thread_id] = (owner.checkpoint_id, [])
+            if owner.checkpoint_id == kept[0]:
+                kept[1].append((sk, _s(item, "channel") or ""))
         self._write_index = writes
+        self._newest_writes = newest
         return threads
+
+    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
+        """Every thread from the catalog's Scan alone (module doc): no payload, no S3.
+        With `sizes` every payload is read anyway, and the latest checkpoints with them."""
+        if sizes:
+            yield from self.loaded_threads(sizes=True, order=order)
+            return
+        catalog = self._catalog()
+        if catalog and not self._told_keys_only:
+            self._told_keys_only = True
+            self.notices.append(KEYS_ONLY_NOTICE)
+        for thread_id in sorted(catalog):
+            info = catalog[thread_id]
+            root = info.latest_root
+            yield ThreadSummary(
+                thread_id=thread_id,
+                namespaces=sorted(info.namespaces),
+                checkpoints=info.checkpoints,
+                writes=None,
+                size=None,
+                latest=self._listed_latest(thread_id, root) if root is not None else None,
+            )
+
+    def loaded_threads(
+        self, *, sizes: bool = False, order: str = "thread"
+    ) -> Iterator[ThreadSummary]:
+        """Every thread with its latest root checkpoint read (payload, writes)."""
+        return super().threads(sizes=sizes, order=order)
+
+    def _listed_latest(self, thread_id: str, checkpoint_id: str) -> Checkpoint:
+        """The latest root checkpoint as the keys tell it: its id, and its writes' tasks,
+        indexes and channels (what says failed or interrupted), no body and no values."""
+        kept_id, kept = self._newest_writes.get(thread_id, ("", []))
+        if kept_id > checkpoint_id:
+            # Writes of a checkpoint newer than any checkpoint item (its item is gone):
+            # the latest one's writes were not kept, its partition's keys are read.
+            pk = f"WRITES_{thread_id}##{checkpoint_id}"
+            kept = [(_s(i, "SK") or "", _s(i, "channel") or "") for i in self.session.query(pk)]
+        elif kept_id < checkpoint_id:
+            kept = []
+        pending = []
+        for sk, channel in sorted(kept):  # the saver's order: SK as a string
+            task_id, _, idx = sk.rpartition("#")
+            try:
+                index = int(idx)
+            except ValueError:
+                index = 0
+            pending.append(PendingWrite(task_id, "", index, channel, None, dict(NOT_READ)))
+        return Checkpoint(
+            thread_id=thread_id,
+            checkpoint_ns="",
+            checkpoint_id=checkpoint_id,
+            parent_checkpoint_id=None,
+            metadata={},
+            unread_body=dict(NOT_READ),
+            pending_writes=pending,
+        )
 
     def _thread_items(self, thread_id: str) -> list[Item]:
         found = []
