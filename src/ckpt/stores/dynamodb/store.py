@@ -28,7 +28,7 @@ what is shown.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, NamedTuple
 
 import ormsgpack
@@ -52,6 +52,7 @@ from ckpt.stores.documents import (
     DocumentStore,
     ThreadInfo,
     WriteFields,
+    catalog_threads,
     refuse_int_versions,
 )
 from ckpt.stores.dynamodb.session import DynamoSession
@@ -227,8 +228,21 @@ class DynamoDBStore(DocumentStore):
     def loaded_threads(
         self, *, sizes: bool = False, order: str = "thread"
     ) -> Iterator[ThreadSummary]:
-        """Every thread with its latest root checkpoint read (payload, writes)."""
-        return super().threads(sizes=sizes, order=order)
+        """Every thread with its latest root checkpoint read (payload, writes): a
+        checkpoint's writes are queried only where the catalog's Scan saw some."""
+        if sizes:
+            return super().threads(sizes=True, order=order)
+        catalog = self._catalog()
+        newest = self._newest_writes
+
+        def written(key: CheckpointKey) -> bool:
+            # `>=`: writes newer than any checkpoint item leave the latest's unknown.
+            return newest.get(key.thread_id, ("",))[0] >= key.checkpoint_id
+
+        def load(keys: list[CheckpointKey]) -> list[Checkpoint]:
+            return self._load_keys(keys, values=False, written=written)
+
+        return catalog_threads(catalog, {}, load, sizes=False, batch=BATCH)
 
     def _listed_latest(self, thread_id: str, checkpoint_id: str) -> Checkpoint:
         """The latest root checkpoint as the keys tell it: its id, and its writes' tasks,
@@ -365,18 +379,27 @@ class DynamoDBStore(DocumentStore):
                 if item is not None and stored is not None:
                     yield key, item, self._split(item, stored)
 
-    def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
+    def _load_keys(
+        self,
+        keys: Sequence[CheckpointKey],
+        *,
+        values: bool,
+        written: Callable[[CheckpointKey], bool] | None = None,
+    ) -> list[Checkpoint]:
+        """`written`, when given, says which checkpoints have writes (the rest are not
+        queried): from a catalog read in the same pass, never a stale one."""
         built = []
         for key, item, payload in self._stored(keys):
+            stored = self._writes(key, values=values) if written is None or written(key) else []
             writes = [
                 fields.pending(
                     decode_value(fields.type, fields.data, self.aes_key)
                     if fields.data is not None
                     else None
                 )
-                for written, fields in self._writes(key, values=values)
+                for write, fields in stored
                 # A write whose payload is gone: the saver leaves it out.
-                if fields.data is not None or written.ref_key in self._unfetched
+                if fields.data is not None or write.ref_key in self._unfetched
             ]
             built.append(
                 checkpoint_from_body(
