@@ -177,7 +177,6 @@ class DynamoDBStore(DocumentStore):
         """Every thread from one Scan projecting PK, SK and a write's `channel`; of each
         thread's writes only those of its newest root checkpoint are kept whole."""
         threads: dict[str, ThreadInfo] = {}
-        writes: dict[str, list[CheckpointKey]] = {}
         newest: dict[str, tuple[str, list[tuple[str, str]]]] = {}
         for item in self.session.scan_keys("channel"):
             pk, sk = _s(item, "PK") or "", _s(item, "SK") or ""
@@ -189,18 +188,17 @@ class DynamoDBStore(DocumentStore):
                 info.add(key)
                 continue
             owner = writes_key_of(pk)
-            if owner is None:
-                continue
-            writes.setdefault(owner.thread_id, []).append(owner)
-            if owner.checkpoint_ns:
+            if owner is None or owner.checkpoint_ns:
                 continue
             kept = newest.get(owner.thread_id)
             if kept is None or owner.checkpoint_id > kept[0]:
                 kept = newest[owner.thread_id] = (owner.checkpoint_id, [])
             if owner.checkpoint_id == kept[0]:
                 kept[1].append((sk, _s(item, "channel") or ""))
-        self._write_index = writes
+        # Memory: a thread's counts and its newest writes, never one entry per write (a
+        # listing of 1,000 threads x 75 writes kept 22 MB of write keys it never used).
         self._newest_writes = newest
+        self._write_index = None  # read again when asked, as fresh as this catalog
         return threads
 
     def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
@@ -456,8 +454,14 @@ class DynamoDBStore(DocumentStore):
 
     def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
         if self._write_index is None:
-            self._read_catalog()
-        return list((self._write_index or {}).get(thread_id, []))
+            # `check` asks thread by thread: one Scan of the keys indexes every write once.
+            writes: dict[str, list[CheckpointKey]] = {}
+            for item in self.session.scan_keys():
+                owner = writes_key_of(_s(item, "PK") or "")
+                if owner is not None:
+                    writes.setdefault(owner.thread_id, []).append(owner)
+            self._write_index = writes
+        return list(self._write_index.get(thread_id, []))
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
