@@ -29,22 +29,35 @@ and 25 writes a thread, every process started cold):
     valkey: saver (ids by hand + get_tuple)     1.704s    59.5MB
     valkey: floor (SCAN + LRANGE 0 0)           0.436s    27.2MB
 
-    command (31 threads, moto in the bench's own process)
-    dynamodb: ckpt threads --json              15.792s    57.0MB   38 requests
-    dynamodb: saver (ids by hand + get_tuple)  21.006s    83.6MB   95 requests
-    dynamodb: floor (Scan of PK, SK)            3.977s    52.6MB    2 requests
+    command (1,001 threads x 25 checkpoints: 200,200 items; moto in the bench's process)
+    dynamodb: ckpt threads --json                  61.0s    61.0MB     58 requests
+    dynamodb: ckpt threads --json --sort step      69.2s    60.9MB     80 requests
+    dynamodb: saver (ids by hand + get_tuple)     793.7s    83.8MB  3,060 requests
+    dynamodb: floor (Scan of PK, SK)               63.2s    57.3MB     57 requests
 
     requests by operation (botocore's own count, COUNT_REQUESTS below)
-    ckpt threads   DescribeTable 1, Scan 2, BatchGetItem 2 (items, chunks), Query 31 (writes)
-    saver's way    Scan 2, Query 62 (latest, writes), GetItem 31 (payloads)
-    floor          Scan 2
+    ckpt threads             DescribeTable 1, Scan 57 (PK, SK, channel): no chunk, no S3
+    ckpt threads --sort step DescribeTable 1, Scan 57, BatchGetItem 22 (the 1,001 newest
+                             checkpoint items and their chunks, 100 a request; no Query:
+                             the Scan saw no writes on them)
+    saver's way              Scan 57, Query 2,002 (latest, writes), GetItem 1,001 (payloads)
+    floor                    Scan 57
 
-moto answers each request in ~0.3 s here, so the times count requests more than work:
-the DynamoDB rows say how many round trips each side needs, not what DynamoDB would
-take. ckpt's Query per thread is its latest checkpoint's writes (a status needs them);
-BatchGetItem fetches 100 items per request. Building a moto table grows past minutes
-beyond ~50 threads (its batch writes and scans slow down with the table), so
-`--threads` above that is for a real DynamoDB.
+`ckpt threads` reads the Scan and nothing else (format.md §7g): thread ids, counts,
+namespaces, the newest root checkpoint id and the channels of its writes, so a failed or
+interrupted thread is told; step, source, `next` and done-or-pending are inside the newest
+payload, left out (status `unknown`, a note on stderr). `--sort step` (like `--status
+done`, `--where`) reads the newest payloads: the saver's whole answer, in 22 requests where
+the saver sends 3,003. Before this change the listing sent a Query per thread for writes
+(31 threads: 38 requests, 15.8 s; the saver's way 95). ckpt's memory at 31 threads is
+58.3 MB, at 1,001 threads 61.0 MB (the floor, holding the thread ids: 52.3 and 57.3 MB):
+a thread's counts and newest writes are kept, nothing per checkpoint or write (a key per
+write, as the listing kept before, was 75 MB here). The saver's row is from the first
+full run (`--repeat 1`), the others from a second run of the same table after that fix.
+The times are moto's: a Scan page of 1 MB of items takes it ~1.2 s (2.5 s before
+`sort_once` below), a point request ~0.25 s on this loaded machine (2 cores, other
+sessions' test runs alongside), so the rows count round trips, not what DynamoDB would take. Building the table takes ~100 s; the whole run
+~30 min, most of it the saver's way (twice: timed, then counted).
 """
 
 from __future__ import annotations
