@@ -56,8 +56,9 @@ write, as the listing kept before, was 75 MB here). The saver's row is from the 
 full run (`--repeat 1`), the others from a second run of the same table after that fix.
 The times are moto's: a Scan page of 1 MB of items takes it ~1.2 s (2.5 s before
 `sort_once` below), a point request ~0.25 s on this loaded machine (2 cores, other
-sessions' test runs alongside), so the rows count round trips, not what DynamoDB would take. Building the table takes ~100 s; the whole run
-~30 min, most of it the saver's way (twice: timed, then counted).
+sessions' test runs alongside), so the rows count round trips, not what DynamoDB would
+take. Building the table takes ~100 s; the whole run ~30 min, most of it the saver's way
+(twice: timed, then counted).
 """
 
 from __future__ import annotations
