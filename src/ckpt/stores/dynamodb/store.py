@@ -65,10 +65,11 @@ NOT_READ: Final = {
     "__ckpt__": "not_read",
     "reason": "DynamoDB threads reads keys only: `ckpt show THREAD` reads the checkpoint",
 }
-KEYS_ONLY_NOTICE: Final = (
+KEYS_ONLY_NOTICE: Final = (  # API words: the CLI says them as its flags (cli.options.FLAGS)
     "DynamoDB: threads read keys only (no payloads): a thread's step, source and next, and "
     "whether it is done or pending (status unknown), are in its latest checkpoint: `ckpt show "
-    "THREAD` reads one; --status done|pending|unknown, --where and --sort step read them all"
+    "THREAD` reads one; a listing by `status` done, pending or unknown, by `where`, or in step "
+    "order reads them all"
 )
 
 
