@@ -7,6 +7,7 @@ import getpass
 import json
 import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,11 +21,14 @@ from pg import PgStore
 from runs import (
     LONG_ENV,
     RUN_ENV,
+    SERVERS_ENV,
     NewDatabase,
     built_once,
     drop_databases,
     long_run,
     run_prefix,
+    served_once,
+    stop_served,
 )
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -60,6 +64,7 @@ PG_HOST = "127.0.0.1:5432"
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the first process: its children inherit it
         os.environ[RUN_ENV] = uuid.uuid4().hex[:8]
+        os.environ[SERVERS_ENV] = tempfile.mkdtemp(prefix="ckpt-test-servers-")
         if _selects_long(config):
             os.environ[LONG_ENV] = "1"
 
@@ -87,10 +92,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """In the run's first process, once every test process is done: drop the databases
-    of the run that are left (the shared ones, and any a killed process left)."""
+    """In the run's first process, once every test process is done: stop the servers
+    started once for the run, and drop the databases of the run that are left (the shared
+    ones, and any a killed process left)."""
     if hasattr(session.config, "workerinput"):
         return
+    stop_served()
     try:
         import psycopg
 
@@ -241,6 +248,9 @@ def pg_new_database(pg_admin: str) -> Iterator[NewDatabase]:
         copied = f' TEMPLATE "{template}"' if template else ""
         with psycopg.connect(pg_admin, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"{copied}')
+            # A test database is thrown away at the end of the run: its commits need not
+            # wait for the disk (the savers commit once a checkpoint, ~3 ms each here).
+            conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = off')
         if not shared:
             created.append(name)
         return make_conninfo(pg_admin, dbname=name)
@@ -256,38 +266,48 @@ def pg_dsn(pg_new_database: NewDatabase) -> str:
 
 
 @pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    """A Redis 8.2 with RedisJSON and RediSearch on a free port, for this test process
-    (fixtures/redis_server.py), holding every scenario RedisSaver writes."""
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Redis 8.2 with RedisJSON and RediSearch on a free port, for the run (fixtures/
+    redis_server.py, `served_once`), holding every scenario RedisSaver writes."""
     from fixtures.redis_server import RedisServer
     from fixtures.redis_stores import build_redis
 
-    with RedisServer() as server:
-        build_redis(server.url)
-        yield server.url
+    with served_once(tmp_path_factory, "redis", RedisServer) as server:
+        yield _filled_once(tmp_path_factory, "redis_url", server.url, build_redis)
 
 
 @pytest.fixture(scope="session")
-def redis_shallow_url() -> Iterator[str]:
+def redis_shallow_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Another such server, holding every scenario ShallowRedisSaver writes."""
     from fixtures.redis_server import RedisServer
     from fixtures.redis_stores import build_redis_shallow
 
-    with RedisServer() as server:
-        build_redis_shallow(server.url)
-        yield server.url
+    with served_once(tmp_path_factory, "redis-shallow", RedisServer) as server:
+        yield _filled_once(tmp_path_factory, "redis_shallow_url", server.url, build_redis_shallow)
 
 
 @pytest.fixture(scope="session")
-def mongo_url() -> Iterator[str]:
+def mongo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """An nx-27017 server (MongoDB's wire protocol over SQLite, fixtures/mongo_server.py)
-    on a free port for this test process, holding every scenario MongoDBSaver writes."""
+    on a free port for the run, holding every scenario MongoDBSaver writes."""
     from fixtures.mongo_server import MongoServer
     from fixtures.mongo_stores import build_mongo
 
-    with MongoServer() as server:
-        build_mongo(server.url)
-        yield server.url
+    with served_once(tmp_path_factory, "mongo", MongoServer) as server:
+        yield _filled_once(tmp_path_factory, "mongo_url", server.url, build_mongo)
+
+
+def _filled_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, url: str, fill: Callable[[str], Any]
+) -> str:
+    """`url`, once `fill(url)` has written it, once per run (built_once): tests only read it."""
+
+    def build(folder: Path) -> str:
+        fill(url)
+        return url
+
+    filled: str = built_once(tmp_path_factory, name, build)
+    return filled
 
 
 def _pg_built_once(
@@ -309,67 +329,74 @@ def _pg_built_once(
 
 
 @pytest.fixture(scope="session")
-def moto_server() -> Iterator[Any]:
-    """moto's DynamoDB and S3 on a free port, in this test process, started once
-    (fixtures/dynamodb_stores.py): each test store is a table of its own in it."""
+def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """moto's DynamoDB and S3 on a free port, started once per run (fixtures/
+    dynamodb_stores.py, `served_once`): each test store is a table of its own in it."""
     from fixtures.dynamodb_stores import MotoServer
 
-    with MotoServer() as server:
+    with served_once(tmp_path_factory, "moto", MotoServer) as server:
         yield server
 
 
 @pytest.fixture(scope="session")
-def dynamodb_url(moto_server: Any) -> str:
+def dynamodb_url(tmp_path_factory: pytest.TempPathFactory, moto_server: Any) -> str:
     """Table `sample` (bucket `offload`): a sample of the scenarios and the large thread
     through DynamoDBSaver with compression, S3 offload and a TTL."""
     from fixtures.dynamodb_stores import DEFAULT_SCENARIOS, build_dynamodb
 
-    build_dynamodb(
-        moto_server,
-        "sample",
-        "offload",
-        scenarios=DEFAULT_SCENARIOS,
-        large=True,
-        enable_checkpoint_compression=True,
-        ttl_seconds=3600,
+    def build(url: str) -> None:
+        build_dynamodb(
+            moto_server,
+            "sample",
+            "offload",
+            scenarios=DEFAULT_SCENARIOS,
+            large=True,
+            enable_checkpoint_compression=True,
+            ttl_seconds=3600,
+        )
+
+    return _filled_once(
+        tmp_path_factory, "dynamodb_url", moto_server.url("sample", "offload"), build
     )
-    url: str = moto_server.url("sample", "offload")
-    return url
 
 
 @pytest.fixture(scope="session")
-def valkey_url() -> Iterator[str]:
+def valkey_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A server without modules on a free port (Valkey's protocol: fixtures/redis_server.py)
     holding every scenario ValkeySaver writes, as ckpt names it (valkey://)."""
+    from functools import partial
+
     from fixtures.redis_server import RedisServer
     from fixtures.valkey_stores import build_valkey, valkey_url
 
-    with RedisServer(modules=False) as server:
-        url = valkey_url(server.url)
-        build_valkey(url)
-        yield url
+    with served_once(tmp_path_factory, "valkey", partial(RedisServer, modules=False)) as server:
+        yield _filled_once(tmp_path_factory, "valkey_url", valkey_url(server.url), build_valkey)
 
 
 @pytest.fixture(scope="session")
-def mariadb() -> Iterator[Any]:
-    """A MariaDB on a free port for this test process (fixtures/mysql_server.py), started
-    once: each test that needs a store of its own creates a database in it."""
+def mariadb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A MariaDB on a free port, started once per run (fixtures/mysql_server.py,
+    `served_once`): each test that needs a store of its own creates a database in it."""
     from fixtures.mysql_server import MariaDBServer, available
 
     if not available():
         pytest.skip("MariaDB is not installed (apt-get install mariadb-server)")
-    with MariaDBServer() as server:
+    with served_once(tmp_path_factory, "mariadb", MariaDBServer) as server:
         yield server
 
 
 @pytest.fixture(scope="session")
-def mysql_url(mariadb: Any) -> str:
+def mysql_url(tmp_path_factory: pytest.TempPathFactory, mariadb: Any) -> str:
     """A database holding every scenario PyMySQLSaver writes (fixtures/mysql_stores.py)."""
     from fixtures.mysql_stores import build_mysql
 
-    url: str = mariadb.database("scenarios")
-    build_mysql(url)
-    return url
+    def build(folder: Path) -> str:
+        url: str = mariadb.database("scenarios")
+        build_mysql(url)
+        return url
+
+    filled: str = built_once(tmp_path_factory, "mysql_url", build)
+    return filled
 
 
 @pytest.fixture(scope="session")

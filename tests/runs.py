@@ -1,18 +1,24 @@
-"""What the test processes of one run share (`make test` runs one per core, pytest-xdist):
-the run's name, and the stores that are built once per run."""
+"""What the test processes of one run share (`make test` runs several, pytest-xdist): the
+run's name, the stores that are built once per run, and the servers started once per run."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pytest
 
+if TYPE_CHECKING:
+    from fixtures.servers import ServerProcess
+
 T = TypeVar("T")
+S = TypeVar("S", bound="ServerProcess")
+SERVERS_ENV = "CKPT_TEST_SERVERS"  # the run's folder of server pids (conftest.pytest_configure)
 RUN_ENV = "CKPT_TEST_RUN"  # set by the run's first process (conftest.pytest_configure)
 LONG_ENV = "CKPT_TEST_LONG"  # set when the run selects the `long` tests (make test-long)
 
@@ -91,3 +97,41 @@ def built_once(
         value = build(folder)
         result.write_text(json.dumps(value))
         return value
+
+
+@contextmanager
+def served_once(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[], S]
+) -> Iterator[S]:
+    """A server (`make()`, not yet started) for this test process, started once per run:
+    with several test processes, the first to ask starts it for good in a folder of the run
+    (its pid in the run's SERVERS_ENV folder, which the run's first process stops once
+    every test process is done: `stop_served`), the others attach to it. Tests that
+    empty or reconfigure a server keep one of their own."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        with make() as server:
+            yield server
+        return
+
+    def start(folder: Path) -> dict[str, Any]:
+        server = make().keep_running(folder / "server")
+        (Path(os.environ[SERVERS_ENV]) / f"{name}.pid").write_text(str(server.pid))
+        return {"port": server.port, "folder": str(server.folder)}
+
+    found = built_once(tmp_path_factory, f"server-{name}", start)
+    yield make().attach(found["port"], Path(found["folder"]))
+
+
+def stop_served() -> None:
+    """In the run's first process, at its end: stop the servers `served_once` started."""
+    from fixtures.servers import stop
+
+    folder = Path(os.environ.get(SERVERS_ENV, ""))
+    if not os.environ.get(SERVERS_ENV) or not folder.is_dir():
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    pids = [int(path.read_text()) for path in folder.glob("*.pid")]
+    with ThreadPoolExecutor(max_workers=max(1, len(pids))) as pool:
+        list(pool.map(stop, pids))
+    shutil.rmtree(folder, ignore_errors=True)

@@ -33,6 +33,29 @@ ROWS = (
 # -- Postgres ----------------------------------------------------------------------------------
 
 
+# The Redis and MongoDB tests below damage a store and put it back: on servers of this
+# module's own, not on the run's shared ones (conftest), which other test processes read
+# meanwhile.
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    from fixtures.redis_server import RedisServer
+    from fixtures.redis_stores import build_redis
+
+    with RedisServer() as server:
+        build_redis(server.url)
+        yield server.url
+
+
+@pytest.fixture(scope="module")
+def mongo_url() -> Iterator[str]:
+    from fixtures.mongo_server import MongoServer
+    from fixtures.mongo_stores import build_mongo
+
+    with MongoServer() as server:
+        build_mongo(server.url)
+        yield server.url
+
+
 def damage_postgres(dsn: str) -> dict[str, set[str]]:
     """Damage a PostgresSaver store of every scenario, a thread per damage; prune two
     threads with LangGraph's prune and one with ckpt's. The error findings expected."""

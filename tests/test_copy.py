@@ -376,6 +376,26 @@ def test_redis_copy_is_what_redis_saver_writes(
     assert all(t.startswith("delta-") for t in differ), differ
 
 
+def test_redis_copy_without_json_mset_writes_the_same_documents(
+    sources: dict[str, Source], redis_empty: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server whose RedisJSON predates JSON.MSET (2.6) gets one JSON.SET a document:
+    the same keys and documents as the JSON.MSETs ckpt sends where it can."""
+    from fixtures.redis_server import RedisServer
+
+    import ckpt.stores.redis.target as redis_target
+
+    chosen = [a for t in REDIS_SAMPLE for a in ("--thread", t)]
+    done = ckpt("copy", sources["sqlite"].spec, redis_empty, *chosen, "--apply", "--quiet")
+    assert done.exit_code == 12, done.output  # custom-types refused, as above
+    monkeypatch.setattr(redis_target, "MSET_SINCE", 10**9)
+    with RedisServer() as older:
+        done = ckpt("copy", sources["sqlite"].spec, older.url, *chosen, "--apply", "--quiet")
+        assert done.exit_code == 12, done.output
+        assert redis_documents(older.url) == redis_documents(redis_empty)
+        assert ft_info(older.url) == ft_info(redis_empty)
+
+
 def test_a_shallow_redis_copy_is_what_shallow_redis_saver_writes(
     sources: dict[str, Source], redis_empty: str
 ) -> None:

@@ -459,6 +459,10 @@ class FakeStore:
     def thread_exists(self, thread_id: str) -> bool:
         return True
 
+    @contextmanager
+    def one_pass(self) -> Iterator[None]:
+        yield
+
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         found: dict[str, ThreadBytes] = {}
         for write in self.writes:

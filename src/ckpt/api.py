@@ -29,11 +29,14 @@ from ckpt.ops.run import Run
 from ckpt.records.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.records.options import (
     CopyOptions,
+    DumpFilters,
     Hidden,
     MigrateOptions,
     OnConflict,
     PruneOptions,
+    Selection,
     Strategy,
+    ThreadsQuery,
 )
 from ckpt.records.types import (
     CheckpointRecord,
@@ -67,6 +70,7 @@ __all__ = [
     "CheckpointStore",
     "Comparison",
     "CopyOptions",
+    "DumpFilters",
     "MigrateOptions",
     "PruneOptions",
     "Run",
@@ -79,6 +83,8 @@ __all__ = [
     "open",
     "prune",
     "require_demo",
+    "Selection",
+    "ThreadsQuery",
     "select_threads",
     "vacuum",
     "write_demo",
@@ -167,24 +173,14 @@ class CheckpointStore(Closes):
         return self._store.thread_exists(thread_id)
 
     # -- records ---------------------------------------------------------------------------
-    def threads(
-        self,
-        *,
-        status: Status | None = None,
-        where: dict[str, str] | None = None,
-        sort: ThreadSort = "updated",
-        limit: int | None = None,
-        sizes: bool = False,
-    ) -> list[ThreadRecord]:
+    def threads(self, **query: Unpack[ThreadsQuery]) -> list[ThreadRecord]:
         """Every thread (`ckpt threads --json`), filtered on its latest metadata and its
         status, then sorted (`updated`: newest first) and cut to `limit`. `size` is None
         unless `sizes` (or `sort="size"`): measuring reads every row of the store.
 
         Raises EncryptedError when a key was given and does not decrypt the store.
         """
-        return list(
-            self.iter_threads(status=status, where=where, sort=sort, limit=limit, sizes=sizes)
-        )
+        return list(self.iter_threads(**query))
 
     def iter_threads(
         self,
@@ -358,16 +354,7 @@ class CheckpointStore(Closes):
         return matrix
 
     def dump(
-        self,
-        *,
-        threads: Sequence[str] = (),
-        ns: str | None = None,
-        since: When | None = None,
-        until: When | None = None,
-        latest: bool = False,
-        values: bool = True,
-        since_id: str | None = None,
-        until_id: str | None = None,
+        self, *, values: bool = True, **filters: Unpack[DumpFilters]
     ) -> Iterator[CheckpointRecord]:
         """Stream checkpoints (`ckpt dump`) in (thread, namespace, id) order, one decoded
         at a time: memory stays flat however large the store. `since` and `until` bound
@@ -376,11 +363,17 @@ class CheckpointStore(Closes):
         are raw checkpoint id bounds. Unknown `threads` raise NotFound at once, before
         anything streams; a namespace `ns` that holds nothing (outside a since/until
         window) raises it once the stream ends empty."""
-        query = dump_query(self._store, threads, ns, since, until, since_id, until_id, latest)
-        query = replace(query, thread_ids=self._known_threads(threads))
+        query = self._dump_query(**filters)
+        query = replace(query, thread_ids=self._known_threads(query.thread_ids))
         return self._dump(query, values=values)
 
-    def dump_total(
+    def dump_total(self, **filters: Unpack[DumpFilters]) -> int | None:
+        """How many records `dump` with the same filters streams, when the store can count
+        them cheaply (a count over the key index; pickle files: their loaded index); None
+        when the store cannot say (a Postgres count that ran out of time)."""
+        return self._store.count_checkpoints(self._dump_query(**filters))
+
+    def _dump_query(
         self,
         *,
         threads: Sequence[str] = (),
@@ -390,12 +383,9 @@ class CheckpointStore(Closes):
         latest: bool = False,
         since_id: str | None = None,
         until_id: str | None = None,
-    ) -> int | None:
-        """How many records `dump` with the same filters streams, when the store can count
-        them cheaply (a count over the key index; pickle files: their loaded index); None
-        when the store cannot say (a Postgres count that ran out of time)."""
-        query = dump_query(self._store, threads, ns, since, until, since_id, until_id, latest)
-        return self._store.count_checkpoints(query)
+    ) -> DumpQuery:
+        """The store's query for `dump`'s filters (DumpFilters)."""
+        return dump_query(self._store, threads, ns, since, until, since_id, until_id, latest)
 
     def _dump(self, query: DumpQuery, *, values: bool) -> Iterator[CheckpointRecord]:
         from ckpt.analysis.encryption import record_error
@@ -565,12 +555,13 @@ class CheckpointStore(Closes):
     # -- choosing threads (prune, copy) -----------------------------------------------------
     def _chooser(
         self,
-        threads: Sequence[str],
-        older_than: When | None,
-        since: When | None,
-        status: Status | None,
-        where: Mapping[str, str] | None,
-        every: bool,
+        *,
+        threads: Sequence[str] = (),
+        older_than: When | None = None,
+        since: When | None = None,
+        status: Status | None = None,
+        where: Mapping[str, str] | None = None,
+        all: bool = False,  # the CLI's --all, by its name
     ) -> Callable[[], list[str]]:
         """The threads chosen, and the selection checked, when called (once the store has
         said it can do what is asked): their ids in thread id order. Every given condition
@@ -582,25 +573,20 @@ class CheckpointStore(Closes):
 
         given = bool(threads or older_than is not None or since is not None or status or where)
         return chooser(
-            self._store, self._known_threads, listed, threads, older_than, since, given or every
+            self._store, self._known_threads, listed, threads, older_than, since, given or all
         )
 
     # -- changing a store: prune, vacuum (apply=True only) --------------------------------
     def iter_prune(
         self,
         *,
-        threads: Sequence[str] = (),
-        older_than: When | None = None,
-        since: When | None = None,
-        status: Status | None = None,
-        where: Mapping[str, str] | None = None,
-        all: bool = False,  # the CLI's --all, by its name
         strategy: Strategy = "keep_latest",
         keep: int = 1,
         backup: str | os.PathLike[str] | None = None,
         apply: bool = False,
         timeout: float | None = None,
         on_thread: Callable[[ThreadPlanRecord], None] | None = None,
+        **selection: Unpack[Selection],
     ) -> PruneRun:
         """`prune`, streamed: a PruneRun, whose iteration plans (with `apply`, prunes) one
         thread at a time and yields its record; its `head` is the rest of the record and
@@ -608,7 +594,7 @@ class CheckpointStore(Closes):
         is asked for, so memory stays flat however many threads are selected."""
         from ckpt.ops import maintain as maintenance
 
-        choose = self._chooser(threads, older_than, since, status, where, all)
+        choose = self._chooser(**selection)
         return maintenance.prune_run(
             self._store,
             choose,
@@ -657,12 +643,6 @@ class CheckpointStore(Closes):
         self,
         dst: str | os.PathLike[str],
         *,
-        threads: Sequence[str] = (),
-        older_than: When | None = None,
-        since: When | None = None,
-        status: Status | None = None,
-        where: Mapping[str, str] | None = None,
-        all: bool = False,  # the CLI's --all, by its name
         rename: Mapping[str, str] | None = None,
         on_conflict: OnConflict = "fail",
         redact: bool = False,
@@ -673,6 +653,7 @@ class CheckpointStore(Closes):
         apply: bool = False,
         timeout: float | None = None,
         on_rows: Callable[[int], None] | None = None,
+        **selection: Unpack[Selection],
     ) -> CopyRun:
         """`copy`, streamed: a CopyRun (a context manager that closes the target), whose
         iteration copies (or plans) one thread at a time and yields its record; `head`,
@@ -682,7 +663,7 @@ class CheckpointStore(Closes):
         from ckpt.ops import copy as copying
 
         redaction = copying.Redaction.given(redact, keep_keys, keep_errors)
-        choose = self._chooser(threads, older_than, since, status, where, all)
+        choose = self._chooser(**selection)
         return copying.copy_into(
             os.fspath(dst),
             lambda target: copying.copy_run(
@@ -719,12 +700,6 @@ class CheckpointStore(Closes):
     def iter_migrate(
         self,
         *,
-        threads: Sequence[str] = (),
-        older_than: When | None = None,
-        since: When | None = None,
-        status: Status | None = None,
-        where: Mapping[str, str] | None = None,
-        all: bool = False,  # the CLI's --all, by its name
         rename_channel: Mapping[str, str] | None = None,
         drop_channel: Sequence[str] = (),
         rename_node: Mapping[str, str] | None = None,
@@ -736,6 +711,7 @@ class CheckpointStore(Closes):
         apply: bool = False,
         timeout: float | None = None,
         graph: Any = None,
+        **selection: Unpack[Selection],
     ) -> MigrateRun:
         """`migrate`, streamed: a MigrateRun, whose iteration plans (with `apply`,
         migrates) one thread at a time and yields its record; `head` and `totals` as
@@ -750,7 +726,7 @@ class CheckpointStore(Closes):
         from ckpt.records.migration import steps_of
 
         steps = steps_of(rename_channel, drop_channel, rename_node, add_channel, transform, plan)
-        choose = self._chooser(threads, older_than, since, status, where, all)
+        choose = self._chooser(**selection)
         return migration.migrate_run(
             self._store,
             choose,
@@ -788,7 +764,7 @@ class CheckpointStore(Closes):
         from ckpt.records.migration import steps_of
 
         steps = steps_of(None, (), None, None, None, plan)
-        choose = self._chooser(threads, None, None, None, None, all and not threads)
+        choose = self._chooser(threads=threads, all=all and not threads)
         return migration.behind(self._store, choose, steps, latest=latest)
 
     # -- comparing checkpoints ---------------------------------------------------------------

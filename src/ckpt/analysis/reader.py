@@ -16,7 +16,7 @@ from dataclasses import replace
 from ckpt.analysis.delta import DeltaValue, is_snapshot, rebuild
 from ckpt.analysis.history import graph_key
 from ckpt.analysis.status import checkpoint_tasks, why_next_unknown
-from ckpt.analysis.tasks import Shape, Task, shape_of
+from ckpt.analysis.tasks import Shape, ShapeLearner, Task, shape_of
 from ckpt.errors import NotFound
 from ckpt.records.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.records.plans import COUNTERS
@@ -26,6 +26,13 @@ from ckpt.stores.base import Store
 # Streamed checkpoints of the current thread kept for delta replays (only their delta
 # values and writes): a child's replay then needs no store round trip.
 _KEEP = 20_000
+# A dump of whole threads holds each thread's checkpoints until the thread ends (at most
+# this many, and this many bytes), to learn its namespaces and its graphs' shapes from them
+# instead of reading the thread again; a longer thread streams and is read again.
+_HOLD_CHECKPOINTS = 2_000
+_HOLD_BYTES = 32_000_000
+# Threads whose namespaces and shapes stay cached (a dump meets each thread once).
+_CACHED_THREADS = 1_000
 
 
 class CheckpointReader:
@@ -43,9 +50,7 @@ class CheckpointReader:
         if why_next_unknown(checkpoint):
             return None
         namespaces = self._thread_namespaces(checkpoint.thread_id)
-        shape = None
-        if checkpoint.writer == "python" and (checkpoint.v or 1) < 3:
-            shape = self._thread_shape(checkpoint)
+        shape = self._thread_shape(checkpoint) if _needs_thread_shape(checkpoint) else None
         return checkpoint_tasks(checkpoint, shape=shape, namespaces=namespaces)
 
     def with_deltas(self, checkpoint: Checkpoint) -> Checkpoint:
@@ -55,10 +60,29 @@ class CheckpointReader:
         deltas: dict[str, DeltaValue] = rebuild(checkpoint, self._parent)
         return replace(checkpoint, deltas=deltas) if deltas else checkpoint
 
+    def learn_thread(self, thread: Sequence[Checkpoint]) -> None:
+        """Learn the namespaces and graph shapes of a thread from all of its checkpoints,
+        already read (a dump of whole threads), so that no one reads the thread again."""
+        if not thread:
+            return
+        thread_id = thread[0].thread_id
+        if len(self._namespaces) > _CACHED_THREADS:
+            self._namespaces.clear()
+        self._namespaces[thread_id] = sorted({str(c.checkpoint_ns) for c in thread})
+        if not any(_needs_thread_shape(c) for c in thread):
+            return
+        if len(self._shapes) > _CACHED_THREADS:
+            self._shapes.clear()
+        learners: dict[str, ShapeLearner] = {}
+        for checkpoint in thread:
+            learners.setdefault(graph_key(checkpoint.checkpoint_ns), ShapeLearner()).add(checkpoint)
+        for graph, learner in learners.items():
+            self._shapes[(thread_id, graph)] = learner.shape()
+
     # -- caches ----------------------------------------------------------------------------
     def _thread_namespaces(self, thread_id: str) -> list[str]:
         if thread_id not in self._namespaces:
-            if len(self._namespaces) > 1_000:
+            if len(self._namespaces) > _CACHED_THREADS:
                 self._namespaces.clear()
             self._namespaces[thread_id] = self.store.namespaces(thread_id)
         return self._namespaces[thread_id]
@@ -66,6 +90,8 @@ class CheckpointReader:
     def _thread_shape(self, checkpoint: Checkpoint) -> Shape:
         key = (checkpoint.thread_id, graph_key(checkpoint.checkpoint_ns))
         if key not in self._shapes:
+            if len(self._shapes) > _CACHED_THREADS:
+                self._shapes.clear()
             same_graph = [
                 c
                 for c in self.store.checkpoints(checkpoint.thread_id, values=False)
@@ -107,6 +133,40 @@ class CheckpointReader:
         return loaded
 
 
+def _needs_thread_shape(checkpoint: Checkpoint) -> bool:
+    """A v1/v2 checkpoint, whose triggers LangGraph renames from edges only the thread shows."""
+    return checkpoint.writer == "python" and (checkpoint.v or 1) < 3
+
+
+def whole_threads(
+    reader: CheckpointReader, checkpoints: Iterator[Checkpoint]
+) -> Iterator[Checkpoint]:
+    """`checkpoints` (every checkpoint of each thread, thread after thread, as a dump of
+    whole threads streams them) unchanged, each thread held until it ends so that `reader`
+    learns it from them; a thread past _HOLD_CHECKPOINTS or _HOLD_BYTES streams on (the
+    reader then reads it again for what it needs)."""
+    held: list[Checkpoint] = []
+    held_bytes = 0
+    streaming: str | None = None  # a thread too long to hold
+    for checkpoint in checkpoints:
+        thread_id = checkpoint.thread_id
+        if thread_id == streaming:
+            yield checkpoint
+            continue
+        if held and held[0].thread_id != thread_id:
+            reader.learn_thread(held)
+            yield from held
+            held, held_bytes = [], 0
+        held.append(checkpoint)
+        held_bytes += checkpoint.size or 0
+        if len(held) > _HOLD_CHECKPOINTS or held_bytes > _HOLD_BYTES:
+            streaming = thread_id
+            yield from held
+            held, held_bytes = [], 0
+    reader.learn_thread(held)
+    yield from held
+
+
 def annotate(
     reader: CheckpointReader, checkpoint: Checkpoint, *, values: bool
 ) -> tuple[Checkpoint, list[Task] | None]:
@@ -142,7 +202,10 @@ def dump_records(
 
     reader = CheckpointReader(store)
     count = 0
-    for checkpoint in store.iter_checkpoints(query, values=values):
+    checkpoints = store.iter_checkpoints(query, values=values)
+    if query.checkpoint_ns is None and not (query.since_id or query.until_id or query.latest_only):
+        checkpoints = whole_threads(reader, checkpoints)
+    for checkpoint in checkpoints:
         checkpoint, tasks = annotate(reader, checkpoint, values=values)
         record = checkpoint_record(checkpoint, values=values, tasks=tasks)
         if not hidden and record_hides_values(record):

@@ -65,6 +65,20 @@ def json_lines(value: Any, limit: int | None) -> list[Strip]:
     return lines
 
 
+class RowMessage(Message):
+    """What a RowList says about one of its rows: the list (the `control` that `@on`
+    selectors match) and the row's index."""
+
+    def __init__(self, rows: RowList, index: int) -> None:
+        super().__init__()
+        self.rows = rows
+        self.index = index
+
+    @property
+    def control(self) -> RowList:
+        return self.rows
+
+
 class RowList(ScrollView, can_focus=True):
     """Rows made one at a time as they scroll into view, and a cursor."""
 
@@ -101,29 +115,11 @@ class RowList(ScrollView, can_focus=True):
     header_lines = 0
     KEPT_ROWS = 256  # rows kept drawn: a few screens, however long the list
 
-    class Highlighted(Message):
+    class Highlighted(RowMessage):
         """The cursor moved to a row."""
 
-        def __init__(self, rows: RowList, index: int) -> None:
-            super().__init__()
-            self.rows = rows
-            self.index = index
-
-        @property
-        def control(self) -> RowList:
-            return self.rows
-
-    class Chosen(Message):
+    class Chosen(RowMessage):
         """Enter (or a double click) on a row."""
-
-        def __init__(self, rows: RowList, index: int) -> None:
-            super().__init__()
-            self.rows = rows
-            self.index = index
-
-        @property
-        def control(self) -> RowList:
-            return self.rows
 
     def __init__(self, *, id: str | None = None, then: str | None = None) -> None:
         super().__init__(id=id)

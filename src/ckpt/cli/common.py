@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -56,19 +56,8 @@ def opened(
     and after the command's work; values that stayed encrypted are printed marked, then
     end the run with exit 6 (the library's first EncryptedError; `hidden_exit=False`:
     not for the browser, which shows them); refused pickle values end it with exit 9."""
-    import ckpt.api
-
     output = state(ctx).output
-    spec = source(output, store, options)
-    opened_store = ckpt.api.open(
-        spec,
-        aes_key=options.aes_key,
-        schema=options.schema,
-        prefix=options.prefix,
-        database=options.database,
-        timeout=options.timeout,
-        hidden="keep",
-    )
+    opened_store = open_store(source(output, store, options), options)
     try:
         notices(output, opened_store.notices)
         yield opened_store
@@ -84,6 +73,17 @@ def opened(
             )
     finally:
         opened_store.close()
+
+
+def open_store(spec: str, options: StoreOptions) -> CheckpointStore:
+    """The store `spec` opened with the command's store options; values it cannot decrypt
+    or refuses are kept, marked (`hidden="keep"`): the caller decides what they end."""
+    import ckpt.api
+
+    # Every store option but --db is the `open` keyword of its name (tests/test_api.py), so
+    # one added to StoreOptions reaches every command's store with nothing more to write.
+    keywords = {f.name: getattr(options, f.name) for f in fields(options) if f.name != "db"}
+    return ckpt.api.open(spec, hidden="keep", **keywords)
 
 
 def source(output: Output, store: str | None, options: StoreOptions) -> str:

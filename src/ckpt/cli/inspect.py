@@ -7,26 +7,25 @@ a view; the views never compute anything themselves.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ckpt.cli.common import opened, state, wants_ndjson
 from ckpt.cli.options import (
-    FollowOpt,
     FullOpt,
-    IntervalOpt,
     JsonOpt,
     LocalOpt,
-    NdjsonOpt,
     NsOpt,
     StatusOpt,
     StoreArg,
     StoreOptions,
     ThreadSort,
+    Watching,
     WhereOpt,
     parse_where,
     store_options,
+    watch_options,
 )
 from ckpt.errors import BadOption
 
@@ -37,6 +36,7 @@ if TYPE_CHECKING:
 
 
 @store_options
+@watch_options
 def threads(
     ctx: typer.Context,
     store: StoreArg = None,
@@ -56,13 +56,9 @@ def threads(
             help="Also measure each thread's bytes and write rows (reads every row).",
         ),
     ] = False,
-    local: LocalOpt = False,
-    json_out: JsonOpt = False,
-    ndjson_out: NdjsonOpt = False,
-    follow: FollowOpt = False,
-    interval: IntervalOpt = 1.0,
     *,
     store_options: StoreOptions,
+    watching: Watching,
 ) -> None:
     """List every thread: checkpoints, namespaces, latest step, status (size with --size).
 
@@ -73,20 +69,15 @@ def threads(
     from ckpt.render.plain import thread_change_lines, threads_table
 
     filters = dict(parse_where(w) for w in where or [])
-    as_lines = wants_ndjson(ctx, json_out, ndjson_out)  # option errors before opening the store
-    output = state(ctx).output
-    output.local_time = local
-    if follow and (status or limit or size or sort.value != "updated"):
+    output, as_lines = watched(ctx, watching)  # option errors before opening the store
+    if watching.follow and (status or limit or size or sort.value != "updated"):
         raise BadOption(
             "--follow shows every thread as it changes: no --status, --limit, --size or --sort"
         )
     with opened(ctx, store_options, store) as checkpoints:
-        if follow:
-            changes = checkpoints.follow_threads(where=filters, interval=interval)
-            if json_out or ndjson_out:
-                each(output, stream_ndjson(changes))
-            else:
-                each(output, thread_change_lines(changes, output), text=True)
+        if watching.follow:
+            changes = checkpoints.follow_threads(where=filters, interval=watching.interval)
+            followed(output, watching, changes, thread_change_lines(changes, output))
             return
         records = checkpoints.iter_threads(
             sort=sort.value,  # type: ignore[arg-type]
@@ -97,7 +88,7 @@ def threads(
         )
         if as_lines:
             output.lines(stream_ndjson(records))
-        elif json_out:
+        elif watching.json_out:
             output.lines(stream_json_array(records))
         elif (header := next(table := threads_table(records, output), None)) is not None:
             output.text(itertools.chain([header], table))
@@ -108,6 +99,7 @@ def threads(
 
 
 @store_options
+@watch_options
 def history(
     ctx: typer.Context,
     thread: Annotated[str, typer.Argument(metavar="THREAD", help="Thread id.")],
@@ -124,13 +116,9 @@ def history(
             show_default=False,
         ),
     ] = None,
-    local: LocalOpt = False,
-    json_out: JsonOpt = False,
-    ndjson_out: NdjsonOpt = False,
-    follow: FollowOpt = False,
-    interval: IntervalOpt = 1.0,
     *,
     store_options: StoreOptions,
+    watching: Watching,
 ) -> None:
     """Show a thread's checkpoints as a tree of parent links: forks and subgraphs included.
 
@@ -142,25 +130,43 @@ def history(
     from ckpt.render.output import stream_json_array, stream_ndjson
     from ckpt.render.plain import tree_lines
 
-    output = state(ctx).output
-    output.local_time = local
-    as_lines = wants_ndjson(ctx, json_out, ndjson_out)
+    output, as_lines = watched(ctx, watching)
+    local = watching.local
     with opened(ctx, store_options) as checkpoints:
-        if follow:
+        if watching.follow:
             if not checkpoints.thread_exists(thread):
                 output.notices([f"waiting for thread {thread!r} in {checkpoints.location}"])
-            events = checkpoints.follow_history(thread, last=last, interval=interval)
-            if json_out or ndjson_out:
-                each(output, stream_ndjson(events))
-            else:
-                each(output, human.followed_lines(events, output, local=local), text=True)
+            events = checkpoints.follow_history(thread, last=last, interval=watching.interval)
+            followed(output, watching, events, human.followed_lines(events, output, local=local))
             return
-        if json_out or ndjson_out:
+        if watching.json_out or watching.ndjson_out:
             stream = checkpoints.iter_history(thread, last=last)
             output.lines(stream_ndjson(stream) if as_lines else stream_json_array(stream))
         else:
             lineage = checkpoints.lineage(thread, last=last)
             output.text(tree_lines(human.history_view(lineage, last=last, local=local), output))
+
+
+def watched(ctx: typer.Context, watching: Watching) -> tuple[Output, bool]:
+    """The output, set to the times asked for, and whether records go one a line
+    (--ndjson); --json with --ndjson is refused here, before the store is opened."""
+    as_lines = wants_ndjson(ctx, watching.json_out, watching.ndjson_out)
+    output = state(ctx).output
+    output.local_time = watching.local
+    return output, as_lines
+
+
+def followed(
+    output: Output, watching: Watching, events: Iterable[Any], lines: Iterable[str]
+) -> None:
+    """What --follow sees, as it comes: a JSON object a line with --json or --ndjson, else
+    the view's `lines` of the same events."""
+    from ckpt.render.output import stream_ndjson
+
+    if watching.json_out or watching.ndjson_out:
+        each(output, stream_ndjson(events))
+    else:
+        each(output, lines, text=True)
 
 
 def each(output: Output, lines: Iterable[str], *, text: bool = False) -> None:

@@ -45,31 +45,22 @@ def mcp(
     dump_checkpoints, store_stats, store_types, check_store (docs/mcp.md).
     Example: claude mcp add ckpt -- ckpt mcp chat.sqlite
     """
-    import ckpt.api
-    from ckpt.cli.common import source, state
+    from ckpt.cli.common import open_store, source, state
     from ckpt.mcp import require_sdk
 
     require_sdk()  # before the store opens: the one line names the extra
     spec = source(state(ctx).output, store, store_options)
 
-    def open_store() -> CheckpointStore:
-        return ckpt.api.open(
-            spec,
-            aes_key=store_options.aes_key,
-            schema=store_options.schema,
-            prefix=store_options.prefix,
-            database=store_options.database,
-            timeout=store_options.timeout,
-            hidden="keep",
-        )
+    def opening() -> CheckpointStore:
+        return open_store(spec, store_options)
 
     from ckpt.mcp.budget import Budget
     from ckpt.mcp.server import serve
 
     # A store that does not open fails here, with its exit code, not at every call; values it
     # refuses or cannot decrypt are marked in the answers instead (ckpt.mcp.server).
-    open_store().close()
-    serve(open_store, Budget(chars=budget, value_chars=value_chars))
+    opening().close()
+    serve(opening, Budget(chars=budget, value_chars=value_chars))
 
 
 def register(app: typer.Typer) -> None:

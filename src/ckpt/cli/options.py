@@ -356,6 +356,33 @@ def fix_line(fix: FixRecord) -> str:
     return " ".join(w if w in placeholders else shlex.quote(w) for w in words)
 
 
+@dataclass(frozen=True, slots=True)
+class Watching:
+    """How a listing that can follow the store is printed: what `watch_options` adds."""
+
+    local: bool = False
+    json_out: bool = False
+    ndjson_out: bool = False
+    follow: bool = False
+    interval: float = 1.0
+
+
+_WATCH_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
+    ("local", LocalOpt, False),
+    ("json_out", JsonOpt, False),
+    ("ndjson_out", NdjsonOpt, False),
+    ("follow", FollowOpt, False),
+    ("interval", IntervalOpt, 1.0),
+)
+
+
+def watch_options(func: F) -> F:
+    """Add the listing options of `threads` and `history` (--local/--utc, --json, --ndjson,
+    --follow, --interval) to a command, after its own, handed to it as one keyword argument
+    `watching: Watching`."""
+    return _grouped(func, "watching", _WATCH_PARAMETERS, Watching)
+
+
 _SELECTION_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
     ("thread", ThreadsOpt, None),
     ("older_than", OlderThanOpt, None),

@@ -129,19 +129,30 @@ SINGLE_ARG: Final[dict[tuple[str, str], Callable[[Any], Any]]] = {
 }
 
 
-def single_arg(module: str, name: str, arg: Any) -> Any:
-    """ext 0 `[module, name, arg]`: natural JSON for known pairs, else TYPE_KEY + "value"."""
-    convert = SINGLE_ARG.get((module, name))
+# What `_converted` gives back when there is no converter, or it refused the argument.
+_UNCONVERTED: Final = object()
+
+
+def _converted(convert: Callable[[Any], Any] | None, arg: Any) -> Any:
+    """`convert(arg)` when a converter is known and takes the argument, else _UNCONVERTED
+    (the caller then shows the argument as stored)."""
     if convert is not None:
         try:
             return convert(arg)
         except CONVERSION_ERRORS:
             pass
-    elif name in SECRET_NAMES:
+    return _UNCONVERTED
+
+
+def single_arg(module: str, name: str, arg: Any) -> Any:
+    """ext 0 `[module, name, arg]`: natural JSON for known pairs, else TYPE_KEY + "value"."""
+    convert = SINGLE_ARG.get((module, name))
+    if convert is None and name in SECRET_NAMES:
         # format.md §8.12: the secret is stored in clear text; show it the way pydantic does.
         empty = arg == "" or (type(arg) is dict and arg.get("size") == 0)
         return {TYPE_KEY: type_path(module, name), "value": "" if empty else SECRET_MASK}
-    return {TYPE_KEY: type_path(module, name), "value": arg}
+    value = _converted(convert, arg)
+    return value if value is not _UNCONVERTED else {TYPE_KEY: type_path(module, name), "value": arg}
 
 
 def _path(name: str) -> Callable[[Any], str]:
@@ -205,13 +216,8 @@ def pos_args(module: str, name: str, args: Any) -> Any:
         if len(args) == 3:
             return send_record(args[0], args[1], args[2], with_timeout=True, stored_as=stored_as)
         return send_record(args[0], args[1], stored_as=stored_as)
-    convert = POS_ARGS.get((module, name))
-    if convert is not None:
-        try:
-            return convert(args)
-        except CONVERSION_ERRORS:
-            pass
-    return {TYPE_KEY: type_path(module, name), "args": args}
+    value = _converted(POS_ARGS.get((module, name)), args)
+    return value if value is not _UNCONVERTED else {TYPE_KEY: type_path(module, name), "args": args}
 
 
 def kw_args(module: str, name: str, kwargs: Any) -> Any:
@@ -231,12 +237,9 @@ METHODS: Final[dict[tuple[str, str, str], Callable[[Any], Any]]] = {
 def method_call(module: str, name: str, method: str, arg: Any) -> Any:
     """ext 3 `[module, name, arg, method]`. Anything but a datetime parse was forged or is
     unknown: show every name and the argument; call nothing."""
-    convert = METHODS.get((module, name, method))
-    if convert is not None:
-        try:
-            return convert(arg)
-        except CONVERSION_ERRORS:
-            pass
+    value = _converted(METHODS.get((module, name, method)), arg)
+    if value is not _UNCONVERTED:
+        return value
     return {MARK_KEY: "method_call", "module": module, "name": name, "method": method, "arg": arg}
 
 

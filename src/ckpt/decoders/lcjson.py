@@ -118,12 +118,15 @@ def _convert(root: Any) -> Any:
         parent, key = pending.pop()
         node = parent[key]
         if type(node) is dict:
-            legacy_time = _legacy_time(node)
-            if legacy_time is not None:
-                # Handled before its children: the tzinfo envelope is needed unconverted.
-                parent[key] = legacy_time
-                continue
-            dicts.append((parent, key))
+            if "lc" in node:
+                legacy_time = _legacy_time(node)
+                if legacy_time is not None:
+                    # Handled before its children: the tzinfo envelope is needed unconverted.
+                    parent[key] = legacy_time
+                    continue
+                dicts.append((parent, key))
+            elif TYPE_KEY in node or MARK_KEY in node:
+                dicts.append((parent, key))  # the others _convert_dict leaves as they are
             children: Any = node.items()
         else:
             children = enumerate(node)

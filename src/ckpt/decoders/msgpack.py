@@ -197,10 +197,16 @@ class MsgpackDecoder:
         if not verified and self.used + len(data) > STACK_BUDGET:
             return self._budgeted(code, data)
         self.verified = True
+        try:
+            return self._nested(code, data)
+        finally:
+            self.verified = verified
+
+    def _nested(self, code: int, data: bytes) -> Any:
+        """One ext payload read, a level deeper: what does not decode comes back as an
+        ext record keeping its bytes, unless the whole message already failed."""
         self.level += 1
         try:
-            if code == EXT_PYDANTIC_V2 or code == EXT_PYDANTIC_V1:
-                return self._model(data)
             return self._interpret(code, data)
         except (DecodeError, ShapeError) as exc:
             if self.failure is not None:
@@ -208,7 +214,6 @@ class MsgpackDecoder:
             return ext_record(code, data, str(exc))
         finally:
             self.level -= 1
-            self.verified = verified
 
     def _model(self, data: bytes) -> Any:
         """ext 4 / 5, every message: [module, name, {fields}(, "model_validate_json")]."""
@@ -241,15 +246,9 @@ class MsgpackDecoder:
             cost = 0
             self.verified = True
         self.used += cost
-        self.level += 1
         try:
-            return self._interpret(code, data)
-        except (DecodeError, ShapeError) as exc:
-            if self.failure is not None:
-                raise
-            return ext_record(code, data, str(exc))
+            return self._nested(code, data)
         finally:
-            self.level -= 1
             self.used -= cost
             self.verified = False
 

@@ -57,6 +57,15 @@ def escapes_unwarned() -> Iterator[None]:
         yield
 
 
+def pickle_ops(payload: bytes) -> Iterator[tuple[pickletools.OpcodeInfo, str, Any]]:
+    """Each opcode of a pickle, its name and its argument, read by pickletools.genops
+    (nothing is built) with escapes_unwarned around the loop that reads them; a malformed
+    pickle raises what genops raises, where it goes wrong."""
+    with escapes_unwarned():
+        for opcode, arg, _ in _pickletools().genops(payload):
+            yield opcode, opcode.name, arg
+
+
 def pickle_globals(payload: bytes) -> list[str]:
     """The "module.name" of every global a pickle names, in order, without duplicates.
 
@@ -71,43 +80,41 @@ def pickle_globals(payload: bytes) -> list[str]:
     stack: list[Any] = []  # only str values are tracked; anything else is None
     marks: list[int] = []
     memo: dict[Any, Any] = {}
-    with escapes_unwarned():
-        try:
-            for opcode, arg, _ in pickletools.genops(payload):
-                name = opcode.name
-                if name == "MARK":
-                    marks.append(len(stack))
-                    continue
-                if name in _STRING_OPS:
-                    stack.append(arg if isinstance(arg, str) else None)
-                    continue
-                if name in _GET_OPS:
-                    stack.append(memo.get(arg))
-                    continue
-                if name in _PUT_OPS:
-                    memo[arg] = stack[-1] if stack else None
-                    continue
-                if name == "MEMOIZE":
-                    memo[len(memo)] = stack[-1] if stack else None
-                    continue
-                if name == "DUP":
-                    stack.append(stack[-1] if stack else None)
-                    continue
-                if name in ("GLOBAL", "INST"):
-                    module, _, attribute = str(arg).partition(" ")
-                    found[f"{module}.{attribute}"] = None
-                elif name == "STACK_GLOBAL":
-                    top = stack.pop() if stack else None
-                    below = stack.pop() if stack else None
-                    found[f"{below or '?'}.{top or '?'}"] = None
-                    stack.append(None)
-                    continue
-                elif name in _EXTENSION_OPS:
-                    # The copyreg extension registry picks the class at load time.
-                    found[f"?.<copyreg extension {arg}>"] = None
-                _apply_stack_effect(opcode, stack, marks, markobject)
-        except (ValueError, IndexError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            raise DecodeError(f"invalid pickle: {exc}") from None
+    try:
+        for opcode, name, arg in pickle_ops(payload):
+            if name == "MARK":
+                marks.append(len(stack))
+                continue
+            if name in _STRING_OPS:
+                stack.append(arg if isinstance(arg, str) else None)
+                continue
+            if name in _GET_OPS:
+                stack.append(memo.get(arg))
+                continue
+            if name in _PUT_OPS:
+                memo[arg] = stack[-1] if stack else None
+                continue
+            if name == "MEMOIZE":
+                memo[len(memo)] = stack[-1] if stack else None
+                continue
+            if name == "DUP":
+                stack.append(stack[-1] if stack else None)
+                continue
+            if name in ("GLOBAL", "INST"):
+                module, _, attribute = str(arg).partition(" ")
+                found[f"{module}.{attribute}"] = None
+            elif name == "STACK_GLOBAL":
+                top = stack.pop() if stack else None
+                below = stack.pop() if stack else None
+                found[f"{below or '?'}.{top or '?'}"] = None
+                stack.append(None)
+                continue
+            elif name in _EXTENSION_OPS:
+                # The copyreg extension registry picks the class at load time.
+                found[f"?.<copyreg extension {arg}>"] = None
+            _apply_stack_effect(opcode, stack, marks, markobject)
+    except (ValueError, IndexError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise DecodeError(f"invalid pickle: {exc}") from None
     return list(found)
 
 

@@ -82,7 +82,9 @@ _READ_AS_NONE: Final = frozenset(
         ),
     }
 )
-_EMPTY_ENVELOPE: Final = re.compile(rb'"kwargs":\s*\{|"id":\s*\[\s*"(?:numpy|ipaddress|zoneinfo)"')
+# Only an lc:2 envelope can be one whose data was lost (_lost): a text whose every "lc"
+# key holds the literal 1 (LangChain's messages, the common case) has none.
+_EMPTY_ENVELOPE: Final = re.compile(rb'"lc":\s*(?!1\s*[,}])')
 NOT_KEPT: Final = "not_kept"
 
 

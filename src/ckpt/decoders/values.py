@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, ClassVar, Final, Self, cast
 
 # A decoded object (dataclass, pydantic model, message, Send ...) is a dict of its fields
 # plus this key holding "module.Name" (docs/json.md, "Decoded values").
@@ -14,21 +14,29 @@ TYPE_KEY: Final = "__type__"
 MARK_KEY: Final = "__ckpt__"
 
 
-class _Absent:
-    """The type of ABSENT: a channel whose version moved but which holds no value."""
+class Marker:
+    """A value that stands for a state, not for data (ABSENT, NOT_LOADED): one instance
+    per class (compared with `is`), false, shown by its `name`."""
 
-    _instance: _Absent | None = None
+    name: ClassVar[str]
+    _instance: ClassVar[Marker | None] = None
 
-    def __new__(cls) -> _Absent:
+    def __new__(cls) -> Self:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
-        return cls._instance
+        return cast("Self", cls._instance)
 
     def __repr__(self) -> str:
-        return "ABSENT"
+        return self.name
 
     def __bool__(self) -> bool:
         return False
+
+
+class _Absent(Marker):
+    """The type of ABSENT: a channel whose version moved but which holds no value."""
+
+    name = "ABSENT"
 
     def __reduce__(self) -> str:
         return "ABSENT"

@@ -90,29 +90,16 @@ class CopyRun(Run):
     def __iter__(self) -> Iterator[CopyThreadRecord]:
         try:
             for record in self.records:
-                self._count(record)
+                self.count(
+                    record,
+                    {"skip": "skipped", "conflict": "conflicts"},
+                    ("checkpoints", "writes", "blobs", "bytes"),
+                )
                 yield record
         except KeyboardInterrupt:
             if not self.head["applied"]:
                 raise
             raise self.interrupted() from None
-
-    def _count(self, record: CopyThreadRecord) -> None:
-        totals = self.totals
-        action = record["action"]
-        if action == "refused":
-            totals["refused"] += 1
-            self.first_refused = self.first_refused or record
-        elif action == "skip":
-            totals["skipped"] += 1
-        elif action == "conflict":
-            totals["conflicts"] += 1
-        else:
-            totals["threads"] += 1
-            totals["checkpoints"] += record["checkpoints"]
-            totals["writes"] += record["writes"]
-            totals["blobs"] += record["blobs"]
-            totals["bytes"] += record["bytes"]
 
     def interrupted(self) -> CopyInterrupted:
         """What Ctrl-C during an applied copy ends it with."""

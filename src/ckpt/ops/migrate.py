@@ -219,6 +219,11 @@ class Rewriter:
         tag, data = blob
         if tag == "empty":
             return blob
+        if tag == "json":
+            raise CopyRefused(
+                f"{where}: a LangGraph.js value (JSON); transforms are not supported for "
+                "LangGraph.js stores yet"
+            )
         try:
             value = decode(tag, data, aes_key=self.aes_key)
         except DecodeError as exc:
@@ -290,6 +295,7 @@ def _clone_checkpoint(checkpoint: MigCheckpoint) -> MigCheckpoint:
         checkpoint.parent_checkpoint_id,
         _plain_copy(checkpoint.fields),
         _plain_copy(checkpoint.metadata),
+        checkpoint.serde,
     )
 
 
@@ -381,17 +387,7 @@ class MigrateRun(Run):
         for record in self.records:
             if record["graph_error"] is not None:
                 self.unloadable.append(record)
-            totals = self.totals
-            if record["action"] == "refused":
-                totals["refused"] += 1
-                self.first_refused = self.first_refused or record
-            elif record["action"] == "unchanged":
-                totals["unchanged"] += 1
-            else:
-                totals["threads"] += 1
-                totals["checkpoints"] += record["checkpoints"]
-                totals["writes"] += record["writes"]
-                totals["blobs"] += record["blobs"]
+            self.count(record, {"unchanged": "unchanged"}, ("checkpoints", "writes", "blobs"))
             yield record
 
     def refusal(self) -> CkptError | None:

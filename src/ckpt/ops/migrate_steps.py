@@ -1,12 +1,17 @@
 """What each `ckpt migrate` step does to one checkpoint's rows (ckpt.ops.migrate applies
 them): rename, drop or add a channel, rename a node with its trigger channel, task paths
 and ids, interrupt ids, barriers and Sends; and the ids as LangGraph derives them
-(`langgraph/pregel/_algo.py`, `langgraph/types.py`)."""
+(`langgraph/pregel/_algo.py`, `langgraph/types.py`) and as LangGraph.js does
+(`@langchain/langgraph` `pregel/algo.js`: uuid5 of a JSON array, named by the checkpoint
+id; `interrupt.js`: the same xxh3-128 as Python). Values stored as msgpack (Python) and as
+JSON (LangGraph.js, tag `json`) are both rewritten, each in its own form."""
 
 from __future__ import annotations
 
 import binascii
-from collections.abc import Sequence
+import json
+import uuid
+from collections.abc import Callable, Sequence
 from itertools import combinations
 from typing import Any, Final
 
@@ -22,7 +27,14 @@ from ckpt.decoders.repack import (
     unpack_raw,
 )
 from ckpt.errors import CopyRefused
-from ckpt.records.migration import Blob, MigCheckpoint, MigrationRows, MigWrite
+from ckpt.records.migration import (
+    Blob,
+    MigCheckpoint,
+    MigrationRows,
+    MigWrite,
+    json_bytes,
+    json_value,
+)
 
 PULL: Final = "__pregel_pull"
 PUSH: Final = "__pregel_push"
@@ -30,6 +42,8 @@ TASKS: Final = "__pregel_tasks"
 START: Final = "__start__"  # the channel that keeps the graph's input (a map of state keys)
 INTERRUPT: Final = "__interrupt__"
 NO_WRITES: Final = "__no_writes__"
+RESUME: Final = "__resume__"
+ANSWERS: Final = 32  # answers a task may have had before it asked: the interrupt ids tried
 BUMPS: Final = "__snapshot_bumps__"  # versions_seen entry that is no node (format.md §11)
 COUNTERS: Final = "counters_since_delta_snapshot"
 # Writes that say a task did not finish (format.md §11: a task is finished iff it has an
@@ -61,6 +75,40 @@ def pull_task_id(
 
 def push_task_id(checkpoint_id: str, ns: str, step: int, node: str, index: int) -> str | None:
     return _hash_id(checkpoint_id, task_ns(ns, node), str(step), node, PUSH, str(index))
+
+
+def _uuid5_id(checkpoint_id: str, parts: list[Any]) -> str | None:
+    """LangGraph.js's task id: uuid5 of `JSON.stringify(parts)` in the namespace of the
+    checkpoint id (`@langchain/langgraph-checkpoint` `uuid5`)."""
+    try:
+        namespace = uuid.UUID(checkpoint_id)
+    except ValueError:
+        return None
+    name = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return str(uuid.uuid5(namespace, name))
+    except UnicodeEncodeError:
+        return None
+
+
+def js_pull_task_id(
+    checkpoint_id: str, ns: str, step: int, node: str, triggers: Sequence[str]
+) -> str | None:
+    # LangGraph.js hashes the one trigger that fired, as a list (`[trigger]`).
+    return _uuid5_id(checkpoint_id, [task_ns(ns, node), str(step), node, PULL, list(triggers)])
+
+
+def js_push_task_id(checkpoint_id: str, ns: str, step: int, node: str, index: int) -> str | None:
+    return _uuid5_id(checkpoint_id, [task_ns(ns, node), str(step), node, PUSH, str(index)])
+
+
+# How a saver's task ids were made: Python LangGraph's (xxh3) or LangGraph.js's (uuid5).
+PullId = Callable[[str, str, int, str, Sequence[str]], "str | None"]
+PushId = Callable[[str, str, int, str, int], "str | None"]
+ID_SCHEMES: Final[tuple[tuple[PullId, PushId], ...]] = (
+    (pull_task_id, push_task_id),
+    (js_pull_task_id, js_push_task_id),
+)
 
 
 def interrupt_id(task_ns: str, answered: int) -> str:
@@ -140,18 +188,22 @@ def _rename_in_input(
 
     def rekeyed(blob: Blob) -> Blob:
         tag, data = blob
-        if tag != "msgpack" or not data:
+        is_json, value = json_value(blob)
+        if is_json:
+            pack: Callable[[Any], bytes] = json_bytes
+        elif tag == "msgpack" and data:
+            value, pack = unpack_raw(data), pack_raw
+        else:
             return blob
-        value = unpack_raw(data)
         if not isinstance(value, dict) or old not in value:
             return blob
         if new is None:
-            return (tag, pack_raw({k: v for k, v in value.items() if k != old}))
+            return (tag, pack({k: v for k, v in value.items() if k != old}))
         if new in value:
             raise CopyRefused(
                 f"checkpoint {checkpoint.checkpoint_id}: its input holds both {old!r} and {new!r}"
             )
-        return (tag, pack_raw(_renamed_key(value, old, new)))
+        return (tag, pack(_renamed_key(value, old, new)))
 
     values = checkpoint.values
     if START in values:
@@ -241,9 +293,11 @@ def drop_channel(
         left = [w for w in task_writes if w.channel != name]
         if outputs and not any(w.channel not in CONTROL for w in left):
             first = next(w for w in task_writes if w.channel == name)
+            # As each saver writes `(NO_WRITES, None)`: LangGraph.js's serializer as JSON.
+            tag, data = ("json", b"null") if first.type == "json" else ("null", b"")
             left.append(
                 MigWrite(first.checkpoint_ns, first.checkpoint_id, first.task_id,
-                         first.task_path, first.idx, NO_WRITES, "null", b"")
+                         first.task_path, first.idx, NO_WRITES, tag, data)
             )  # fmt: skip
         kept.extend(left)
     writes[:] = kept
@@ -253,10 +307,22 @@ def add_channel(checkpoint: MigCheckpoint, rows: MigrationRows, name: str, value
     if name in checkpoint.values or name in checkpoint.versions:
         return
     versions = checkpoint.versions
-    integers = bool(versions) and all(type(v) is int for v in versions.values())
+    integers = checkpoint.serde == "json" or (  # LangGraph.js counts versions 1, 2, ...
+        bool(versions) and all(type(v) is int for v in versions.values())
+    )
     version: Any = 1 if integers else f"{1:032}.{0.0:016}"
     versions[name] = version
     checkpoint.fields["channel_versions"] = versions
+    if checkpoint.serde == "json":  # a LangGraph.js body: every value JSON, in the body
+        checkpoint.values[name] = ("json", json_bytes(value))
+        checkpoint.fields["channel_values"] = checkpoint.values
+        return
+    tags = {tag for tag, _ in rows.blobs.values()} if rows.split else set()
+    if "json" in tags and "msgpack" not in tags:
+        # Values kept apart as JSON (LangGraph.js's PostgresSaver, which reads every value
+        # from its blob, none inline): the new one too.
+        rows.blobs[(checkpoint.checkpoint_ns, name, str(version))] = ("json", json_bytes(value))
+        return
     packed: Blob = ("msgpack", ormsgpack.packb(value))
     if rows.split and not _primitive(value):
         rows.blobs[(checkpoint.checkpoint_ns, name, str(version))] = packed
@@ -352,54 +418,89 @@ def _rename_tasks(
     new: str,
 ) -> None:
     """The writes of the node's tasks: task path, task id and interrupt ids as LangGraph
-    derives them for the renamed node."""
+    (or LangGraph.js, whichever made the id) derives them for the renamed node."""
     cid, ns = checkpoint.checkpoint_id, checkpoint.checkpoint_ns
     tasks: dict[str, list[MigWrite]] = {}
     for write in writes:
         tasks.setdefault(write.task_id, []).append(write)
+    sends = _send_count(checkpoint) if any(not w.task_path for w in writes) else 0
+    # LangGraph.js keeps the answers of `Command({resume: {interruptId: value}})` as
+    # `__resume__` writes under the interrupt's id (`pregel/io.js` mapCommand): they follow
+    # the renamed task's interrupt ids.
+    by_interrupt = [w for w in writes if w.channel == RESUME and len(w.task_id) == 32]
+    interrupts: dict[str, str] = {}
     for task_id, task_writes in tasks.items():
+        if len(task_id) == 32:
+            continue  # an interrupt id, not a task's
         path = task_writes[0].task_path
         new_id: str | None = None
         new_path = path
-        if path == f"~{PULL}, {old}" or (
-            not path and _pull_triggers(cid, ns, step, old, task_id, channels)
-        ):
-            triggers = _pull_triggers(cid, ns, step, old, task_id, channels)
-            if triggers is None:
+        owner = old  # the node whose task it is
+        found = None
+        if not path or path == f"~{PULL}, {old}":
+            found = _pull_triggers(cid, ns, step, old, task_id, channels)
+        if path == f"~{PULL}, {old}" or (not path and found):
+            if found is None:
                 raise CopyRefused(
                     f"checkpoint {cid}: cannot derive the triggers of task {task_id} of node "
                     f"{old!r} (its id is not LangGraph's), so not its new id"
                 )
+            (pull_id, _), triggers = found
             renamed = [_node_channel(t, old, new) for t in triggers]
-            new_id = pull_task_id(cid, ns, step, new, renamed)
+            new_id = pull_id(cid, ns, step, new, renamed)
             new_path = f"~{PULL}, {new}" if path else path
         elif path.startswith(f"~{PUSH}, "):
             try:
                 index = int(path.split(", ")[1])
             except (IndexError, ValueError):
                 continue
-            if push_task_id(cid, ns, step, old, index) == task_id:
-                new_id = push_task_id(cid, ns, step, new, index)
+            for _, push_id in ID_SCHEMES:
+                if push_id(cid, ns, step, old, index) == task_id:
+                    new_id = push_id(cid, ns, step, new, index)
+        elif not path:
+            # No task path stored (LangGraph.js, older Python savers): a Send's task is
+            # known by its id, over the indexes of the Sends pending here.
+            for index in range(sends):
+                for _, push_id in ID_SCHEMES:
+                    if push_id(cid, ns, step, old, index) == task_id:
+                        new_id = push_id(cid, ns, step, new, index)
         elif path.startswith(f"~{PULL}, "):
             # Another node's task: its id changes only when a trigger names the renamed
             # node (a barrier `join:OLD+B:NODE` of `add_edge([...], NODE)`).
             node = path[len(f"~{PULL}, ") :]
             if pull_task_id(cid, ns, step, node, (f"branch:to:{node}",)) == task_id:
                 continue
-            triggers = _pull_triggers(cid, ns, step, node, task_id, channels)
-            renamed = [_node_channel(t, old, new) for t in triggers or ()]
-            if triggers is None or list(triggers) == renamed:
+            other = _pull_triggers(cid, ns, step, node, task_id, channels)
+            if other is None:
                 continue
-            new_id = pull_task_id(cid, ns, step, node, renamed)
-            if new_id is None:
+            (pull_id, _), triggers = other
+            renamed = [_node_channel(t, old, new) for t in triggers]
+            if list(triggers) == renamed:
                 continue
-            old_ns, new_ns = f"{task_ns(ns, node)}:{task_id}", f"{task_ns(ns, node)}:{new_id}"
-            _retask(task_writes, new_id, path, old_ns, new_ns, cid)
-            continue
+            new_id = pull_id(cid, ns, step, node, renamed)
+            owner = node
         if new_id is None:
             continue
-        old_ns, new_ns = f"{task_ns(ns, old)}:{task_id}", f"{task_ns(ns, new)}:{new_id}"
+        renamed_owner = new if owner == old else owner
+        old_ns = f"{task_ns(ns, owner)}:{task_id}"
+        new_ns = f"{task_ns(ns, renamed_owner)}:{new_id}"
         _retask(task_writes, new_id, new_path, old_ns, new_ns, cid)
+        if by_interrupt:
+            answers = range(len(task_writes) + len(by_interrupt) + ANSWERS)
+            interrupts |= {interrupt_id(old_ns, n): interrupt_id(new_ns, n) for n in answers}
+    for write in by_interrupt:
+        write.task_id = interrupts.get(write.task_id, write.task_id)
+
+
+def _send_count(checkpoint: MigCheckpoint) -> int:
+    """How many Sends the checkpoint holds pending (`__pregel_tasks`, in its body)."""
+    blob = checkpoint.values.get(TASKS)
+    if blob is None:
+        return 0
+    is_json, value = json_value(blob)
+    if not is_json and blob[0] == "msgpack" and blob[1]:
+        value = unpack_raw(blob[1])
+    return len(value) if isinstance(value, list) else 0
 
 
 def _retask(
@@ -417,36 +518,47 @@ def _retask(
 
 def _pull_triggers(
     cid: str, ns: str, step: int, node: str, task_id: str, channels: set[str]
-) -> tuple[str, ...] | None:
-    """The trigger channels a pull task's id was hashed with: `branch:to:NODE` (every
-    StateGraph node of langgraph 1.x), with a barrier of its (`join:A+B:NODE`), else any
-    one or two channels of the checkpoint."""
+) -> tuple[tuple[PullId, PushId], tuple[str, ...]] | None:
+    """The id scheme (Python LangGraph's or LangGraph.js's) and the trigger channels a pull
+    task's id was hashed with: `branch:to:NODE` (every StateGraph node of langgraph 1.x
+    and LangGraph.js), with a barrier of its (`join:A+B:NODE`), else any one or two
+    channels of the checkpoint."""
     first = f"branch:to:{node}"
-    if pull_task_id(cid, ns, step, node, (first,)) == task_id:
-        return (first,)
-    for channel in sorted(channels):
-        if channel.startswith("join:") and channel.endswith(f":{node}"):
-            pair = tuple(sorted((first, channel)))
-            if pull_task_id(cid, ns, step, node, pair) == task_id:
-                return pair
-    names = sorted(channels | {first})
-    for size in (1, 2):
-        for triggers in combinations(names, size):
-            if pull_task_id(cid, ns, step, node, triggers) == task_id:
-                return triggers
+    for scheme in ID_SCHEMES:
+        if scheme[0](cid, ns, step, node, (first,)) == task_id:
+            return scheme, (first,)
+    for scheme in ID_SCHEMES:
+        pull_id = scheme[0]
+        for channel in sorted(channels):
+            if channel.startswith("join:") and channel.endswith(f":{node}"):
+                pair = tuple(sorted((first, channel)))
+                if pull_id(cid, ns, step, node, pair) == task_id:
+                    return scheme, pair
+        names = sorted(channels | {first})
+        for size in (1, 2):
+            for triggers in combinations(names, size):
+                if pull_id(cid, ns, step, node, triggers) == task_id:
+                    return scheme, triggers
     return None
 
 
 def _interrupts_renamed(blob: Blob, old_ns: str, new_ns: str, cid: str) -> Blob:
     """An `__interrupt__` write's Interrupts with the ids of the renamed task."""
     tag, data = blob
-    if tag != "msgpack" or not data:
+    is_json, items = json_value(blob)
+    if not is_json and (tag != "msgpack" or not data):
         raise CopyRefused(f"checkpoint {cid}: an interrupt stored as {tag!r} cannot be renamed")
-    items = unpack_raw(data)
+    if not is_json:
+        items = unpack_raw(data or b"")
     if not isinstance(items, list):
         return blob
     # n: how many answers the task had when it asked (a resumed task asks again).
-    ids = {interrupt_id(old_ns, n): n for n in range(len(items) + 32)}
+    ids = {interrupt_id(old_ns, n): n for n in range(len(items) + ANSWERS)}
+    if is_json:  # LangGraph.js: a list of plain {"id", "value"} objects
+        for item in items:
+            if isinstance(item, dict) and item.get("id") in ids:
+                item["id"] = interrupt_id(new_ns, ids[item["id"]])
+        return (tag, json_bytes(items))
     out = []
     for item in items:
         found = ext_class(item) if isinstance(item, RawExt) else None
@@ -462,8 +574,19 @@ def _interrupts_renamed(blob: Blob, old_ns: str, new_ns: str, cid: str) -> Blob:
 
 def _barrier_renamed(blob: Blob, old: str, new: str) -> Blob:
     """A barrier's value (a set of node names: ext 0 `builtins.set`) or a write to it (a
-    node name) with `old` called `new`."""
+    node name) with `old` called `new`; LangGraph.js keeps the set as
+    `{"lc": 2, "type": "constructor", "id": ["Set"], "args": [[names]]}`."""
     tag, data = blob
+    is_json, value = json_value(blob)
+    if is_json:
+        if value == old:
+            return (tag, json_bytes(new))
+        args = value.get("args") if isinstance(value, dict) else None
+        if isinstance(args, list) and args and value.get("id") == ["Set"]:
+            if isinstance(args[0], list) and old in args[0]:
+                args[0] = [new if item == old else item for item in args[0]]
+                return (tag, json_bytes(value))
+        return blob
     if tag != "msgpack" or not data:
         return blob
     value = unpack_raw(data)
@@ -479,8 +602,17 @@ def _barrier_renamed(blob: Blob, old: str, new: str) -> Blob:
 
 
 def _sends_renamed(blob: Blob, old: str, new: str) -> Blob:
-    """A value holding Sends (a list of them, or one) with those to `old` sent to `new`."""
+    """A value holding Sends (a list of them, or one) with those to `old` sent to `new`;
+    LangGraph.js keeps a Send as `{"lg_name": "Send", "node", "args"}`."""
     tag, data = blob
+    is_json, value = json_value(blob)
+    if is_json:
+        changed = False
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, dict) and item.get("node") == old and "args" in item:
+                item["node"] = new
+                changed = True
+        return (tag, json_bytes(value)) if changed else blob
     if tag != "msgpack" or not data:
         return blob
     value = unpack_raw(data)

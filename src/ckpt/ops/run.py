@@ -12,7 +12,7 @@ record at once, for the library's own callers.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from ckpt.errors import CkptError, Unsafe
 
@@ -23,6 +23,7 @@ class Run:
 
     head: Mapping[str, Any]
     totals: Mapping[str, Any]
+    first_refused: Mapping[str, Any] | None = None  # kept by `count`, for `refusal()`
 
     def __iter__(self) -> Iterator[Any]:  # pragma: no cover - every run defines it
         raise NotImplementedError
@@ -40,6 +41,24 @@ class Run:
     def refusal(self) -> CkptError | None:
         """The error the run ends with once it has run (threads refused), or None."""
         return None
+
+    def count(
+        self, record: Mapping[str, Any], aside: Mapping[str, str], parts: tuple[str, ...]
+    ) -> None:
+        """One thread's record counted into `totals`: refused (the first one kept), set
+        aside (`aside`: its action -> the total that counts it), or done (one more thread,
+        and the record's `parts` added to theirs)."""
+        totals = cast("dict[str, int]", self.totals)
+        action = record["action"]
+        if action == "refused":
+            totals["refused"] += 1
+            self.first_refused = self.first_refused or record
+        elif action in aside:
+            totals[aside[action]] += 1
+        else:
+            totals["threads"] += 1
+            for part in parts:
+                totals[part] += record[part]
 
     @staticmethod
     def refused(first: Mapping[str, Any] | None, count: int) -> Unsafe | None:

@@ -11,6 +11,7 @@ id and task path.
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -47,13 +48,16 @@ class Packed:
 class MigCheckpoint:
     """One checkpoint. `fields` are its body's fields in stored order: `channel_values`
     is channel -> Blob, `channel_versions` / `versions_seen` / `updated_channels` are plain
-    data, any other field is Packed (SQLite) or plain JSON (Postgres)."""
+    data, any other field is Packed (SQLite) or plain JSON (Postgres, a JSON body).
+    `serde`: how its body and values are stored, "msgpack" (Python LangGraph) or "json"
+    (LangGraph.js's SqliteSaver: a JSON body, each value JSON; format.md §11)."""
 
     checkpoint_ns: str
     checkpoint_id: str
     parent_checkpoint_id: str | None
     fields: dict[str, Any]
     metadata: dict[str, Any]
+    serde: str = "msgpack"
 
     @property
     def values(self) -> dict[str, Blob]:
@@ -89,6 +93,27 @@ class MigrationRows:
     blobs: dict[BlobKey, Blob] = field(default_factory=dict)
     # The store keeps non-primitive values apart (Postgres): a value a step adds goes there.
     split: bool = False
+
+
+def json_bytes(value: Any) -> bytes:
+    """`value` as LangGraph.js's serializer writes JSON (`JSON.stringify`: no spaces, no
+    escapes of non-ASCII); a lone surrogate, which UTF-8 cannot hold, escaped as JS does."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode("ascii")
+
+
+def json_value(blob: Blob) -> tuple[bool, Any]:
+    """(True, the value) of a JSON-tagged value (LangGraph.js), else (False, None)."""
+    tag, data = blob
+    if tag != "json" or data is None:
+        return False, None
+    try:
+        return True, json.loads(data)
+    except ValueError:
+        return False, None
 
 
 def changed_groups(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
+
+from ckpt.decoders.values import Marker
 
 # Writes that belong to no task (input Commands, update_state resumes): format.md §3.3.
 NULL_TASK_ID: Final = "00000000-0000-0000-0000-000000000000"
@@ -53,22 +56,11 @@ class BlobRef:
     size: int
 
 
-class NotLoaded:
+class NotLoaded(Marker):
     """The value of a part of a checkpoint that the store keeps but this read left out
     (`values=False`): not the same as None, which says the store keeps none."""
 
-    _instance: NotLoaded | None = None
-
-    def __new__(cls) -> NotLoaded:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return "NOT_LOADED"
+    name = "NOT_LOADED"
 
 
 NOT_LOADED: Final = NotLoaded()
@@ -205,6 +197,19 @@ class DumpQuery:
     until_id: str | None = None  # inclusive upper bound on checkpoint_id
     latest_only: bool = False
 
+    def id_bounds(self, id_column: str, mark: str = "%s") -> tuple[list[str], list[Any]]:
+        """The SQL conditions that keep `id_column` within `since_id` and `until_id`, and
+        their parameters (`mark`: the driver's placeholder)."""
+        where: list[str] = []
+        params: list[Any] = []
+        if self.since_id is not None:
+            where.append(f"{id_column} >= {mark}")
+            params.append(self.since_id)
+        if self.until_id is not None:
+            where.append(f"{id_column} <= {mark}")
+            params.append(self.until_id)
+        return where, params
+
 
 # -- raw rows: what `stats` and `types` scan, the stored bytes with nothing decoded -----------
 
@@ -240,6 +245,35 @@ class RawCheckpoint:
     def size(self) -> int:
         return self.body_size + self.metadata_size
 
+    @classmethod
+    def kept(
+        cls,
+        key: CheckpointKey,
+        parent: str | None,
+        tag: str | None,
+        body: bytes,
+        metadata_type: str | None,
+        metadata: bytes,
+        *,
+        data: bool,
+        metadata_size: int | None = None,
+    ) -> RawCheckpoint:
+        """A checkpoint kept whole in one document or item: its bytes, or with `data`
+        False only their sizes (`metadata_size`: when the metadata given is not the
+        metadata as stored)."""
+        return cls(
+            key.thread_id,
+            key.checkpoint_ns,
+            key.checkpoint_id,
+            parent,
+            tag,
+            body if data else b"",
+            metadata_type,
+            metadata if data else b"",
+            len(body),
+            len(metadata) if metadata_size is None else metadata_size,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class RawBlob:
@@ -252,6 +286,14 @@ class RawBlob:
     type: str | None
     data: bytes | None  # None when the scan was asked for sizes only
     size: int
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> RawBlob:
+        """A blob row an SQL raw scan selected in the fields' order (the payload NULL
+        when sizes only were asked for)."""
+        thread_id, ns, channel, version, tag, blob, size = row
+        data = bytes(blob) if blob is not None else None
+        return cls(thread_id, ns, channel, version, tag, data, int(size or 0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +312,26 @@ class RawWrite:
     task_path: str = ""  # '' where the store keeps none (SQLite before checkpoint-sqlite 3.1.2)
     flaws: tuple[str, ...] = ()  # as RawCheckpoint.flaws
     misfiled: str | None = None  # as RawCheckpoint.misfiled
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> RawWrite:
+        """A write row an SQL raw scan selected in the fields' order up to task_path (the
+        payload NULL when sizes only were asked for; task_path NULL where none is kept)."""
+        thread_id, ns, checkpoint_id, task_id, idx, channel, tag, blob, size, path = row
+        data = bytes(blob) if blob is not None else None
+        task_path = path if isinstance(path, str) else ""
+        return cls(
+            thread_id,
+            ns,
+            checkpoint_id,
+            task_id,
+            int(idx),
+            channel,
+            tag,
+            data,
+            int(size or 0),
+            task_path,
+        )
 
 
 @dataclass(slots=True)

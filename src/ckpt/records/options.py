@@ -1,5 +1,5 @@
-"""What the API's writing verbs take (`prune`, `copy`), as typed keyword sets: the CLI's
-options by their library names (ckpt.api's `CheckpointStore.iter_prune` / `iter_copy`)."""
+"""What the API's verbs take, as typed keyword sets: the CLI's options by their library
+names (ckpt.api's `CheckpointStore.threads`, `dump`, `iter_prune`, `iter_copy` ...)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from ckpt.records.vocabulary import Status
+from ckpt.records.vocabulary import Status, ThreadSort
 from ckpt.records.when import When
 
 if TYPE_CHECKING:
@@ -17,6 +17,30 @@ if TYPE_CHECKING:
 Hidden = Literal["raise", "keep"]
 Strategy = Literal["keep_latest", "keep_last", "delete", "orphans"]
 OnConflict = Literal["fail", "skip", "replace"]
+
+
+class ThreadsQuery(TypedDict, total=False):
+    """Which threads `threads` lists, in which order, how many, and whether measured
+    (CheckpointStore.iter_threads)."""
+
+    status: Status | None
+    where: dict[str, str] | None
+    sort: ThreadSort
+    limit: int | None
+    sizes: bool
+
+
+class DumpFilters(TypedDict, total=False):
+    """Which checkpoints `dump` streams and `dump_total` counts: the threads, a namespace,
+    times or raw ids that bound them, or each namespace's newest only."""
+
+    threads: Sequence[str]
+    ns: str | None
+    since: When | None
+    until: When | None
+    latest: bool
+    since_id: str | None
+    until_id: str | None
 
 
 class Selection(TypedDict, total=False):

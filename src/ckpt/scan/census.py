@@ -733,11 +733,15 @@ class Census:
     def _json_walk(self, value: Any, where: Where) -> None:
         """lc:1 and lc:2 constructor envelopes (format.md §2.6), at any depth."""
         counts = self.local.setdefault(where, {})
+        if type(value) is not dict and type(value) is not list:
+            return
         stack = [value]
+        pop, push = stack.pop, stack.append
         while stack:
-            node = stack.pop()
-            kind = type(node)
-            if kind is dict:
+            node = pop()
+            # Only dicts and lists are pushed (in the order they come): most leaves are
+            # strings, and a message list is most of a checkpoint.
+            if type(node) is dict:
                 lc = node.get("lc")
                 if (lc == 1 or lc == 2) and type(lc) is int and node.get("type") == "constructor":
                     ident = node.get("id")
@@ -747,9 +751,13 @@ class Census:
                         if found is None:
                             found = self.json_found[key] = _Found((key,), (), ())
                         counts[found] = counts.get(found, 0) + 1
-                stack.extend(node.values())
-            elif kind is list:
-                stack.extend(node)
+                children: Any = node.values()
+            else:
+                children = node
+            for child in children:
+                kind = type(child)
+                if kind is dict or kind is list:
+                    push(child)
 
     # -- pickle ------------------------------------------------------------------------------
     def _pickle(self, data: bytes, where: Where, row: RawRow, at: str) -> None:
@@ -817,17 +825,10 @@ class Census:
         types, ext_counts = self.types, self.ext_counts
         for thread_id, seen in self.open_threads.items():
             self.threads += 1
-            for (part, name), counts in self.acc.pop(thread_id, {}).items():
+            for where, counts in self.acc.pop(thread_id, {}).items():
                 for found, times in counts.items():
                     for key in found.keys:
-                        uses = types[key]
-                        uses.count += times
-                        if part == "channel":
-                            uses.channels.add(name)
-                        elif part == "write":
-                            uses.writes.add(name)
-                        else:
-                            uses.elsewhere.add(name)
+                        types[key].seen(where, times)
                         seen.add(key)
                     for code in found.codes:
                         tally = ext_counts.get(code)

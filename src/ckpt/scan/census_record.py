@@ -18,6 +18,7 @@ from ckpt.records.types import (
     TypesRecord,
     TypesStoreRecord,
     TypeUseRecord,
+    UsesRecord,
 )
 from ckpt.scan.census import (
     _BECOMES,
@@ -154,18 +155,17 @@ def _type_record(
         "lc": (1 if code == LC1 else 2) if json_tag else None,
         "status": status,
         "becomes": becomes,
-        "count": uses.count,
-        "threads": uses.threads,
-        "channels": sorted(uses.channels),
-        "writes": sorted(uses.writes),
-        "elsewhere": sorted(uses.elsewhere),
-        "example": _example_record(uses.example),
+        **_uses_record(uses),
     }
 
 
 def _pickle_record(name: str, uses: _Uses) -> PickleGlobalRecord:
+    return {"name": name, **_uses_record(uses)}
+
+
+def _uses_record(uses: _Uses) -> UsesRecord:
+    """How often a type or global is named, where, and one place it is (both records end so)."""
     return {
-        "name": name,
         "count": uses.count,
         "threads": uses.threads,
         "channels": sorted(uses.channels),

@@ -37,7 +37,7 @@ from ckpt.scan.census import Census, CensusVisitor
 from ckpt.scan.findings import summary
 from ckpt.scan.integrity import Integrity
 from ckpt.scan.places import place
-from ckpt.scan.rows import Visitor, scan
+from ckpt.scan.rows import RowSizes, Visitor, scan
 from ckpt.stores.base import Store
 
 # Who writes each checkpoint format version (format.md §3.1).
@@ -197,9 +197,12 @@ def check_store(
     warning (measured from `now`, default the current time); `progress(n)` hears of every
     n rows read. Raises only what reading the store raises (ckpt.errors)."""
     query = query or DumpQuery()
-    sizes = store.sizes(DumpQuery(thread_ids=query.thread_ids))
+    selection = DumpQuery(thread_ids=query.thread_ids)
+    counted = store.sizes_from_rows
+    sizes = store.thread_counts(selection) if counted else store.sizes(selection)
     checkup = Checkup(store, sizes, now=now or dt.datetime.now(dt.UTC))
-    scan(store, sizes, checkup.visitors, progress=progress)
+    visitors = [RowSizes(sizes), *checkup.visitors] if counted else checkup.visitors
+    scan(store, sizes, visitors, progress=progress)
     found = checkup.conclude(threads, stale=stale)
     types = found.types
     return {

@@ -138,7 +138,7 @@ class Integrity(Visitor):
         # a thread holding plain values only is said once the store is known to hold
         # encrypted ones (kept in `plain_threads` till the end).
         self.tags_of: dict[str, list[int]] = {}
-        self.plain_rows: dict[str, list[RawRow]] = {}
+        self.plain_rows: dict[str, list[PlaceRecord]] = {}  # the first few of each thread
         self.plain_threads = Finding(self.findings.get("unencrypted-thread").kind)
         del self.findings.by_code["unencrypted-thread"]
         self.thread: ThreadChain | None = None
@@ -545,7 +545,7 @@ class Integrity(Visitor):
     def orphan_writes_of(self, query: DumpQuery) -> None:
         """Stores whose scans find writes through their checkpoints count the others in
         `health` (count and examples only)."""
-        health = self.store.health(query)
+        health = self.store.orphan_writes(query)
         self.tally.orphan_writes += health.orphan_writes
         if not health.orphan_writes:
             return
@@ -579,9 +579,10 @@ class Integrity(Visitor):
             return
         counts[1] += 1
         counts[2] += row.size
-        rows = self.plain_rows.setdefault(row.thread_id, [])
-        if len(rows) < PLACES_SHOWN:
-            rows.append(row)
+        places = self.plain_rows.setdefault(row.thread_id, [])
+        if len(places) < PLACES_SHOWN:
+            # Where it is, not the row: its bytes would stay until the batch ends.
+            places.append(row_place(row, part_of(row), row.type))
 
     # -- the end of a batch --------------------------------------------------------------------
     def end_batch(self, threads: Sequence[str]) -> None:
@@ -911,9 +912,9 @@ class Integrity(Visitor):
             finding.count += plain
             finding.bytes += size
             finding.batch_threads.add(thread_id)
-            for row in self.plain_rows.get(thread_id, ()):
+            for where in self.plain_rows.get(thread_id, ()):
                 if len(finding.places) < PLACES_SHOWN:
-                    finding.places.append(row_place(row, part_of(row), row.type))
+                    finding.places.append(where)
         self.plain_threads.close_batch()
         self.tags_of.clear()
         self.plain_rows.clear()

@@ -71,6 +71,19 @@ def scan(
 
     checkpoint, blob, write = fed("checkpoint"), fed("blob"), fed("write")
     wanted = {part: any(part in v.needs for v in visitors) for part in _PARTS}
+    with store.one_pass():
+        _scan(store, sizes, visitors, wanted, (checkpoint, blob, write), tick)
+
+
+def _scan(
+    store: Store,
+    sizes: dict[str, ThreadBytes],
+    visitors: Sequence[Visitor],
+    wanted: dict[str, bool],
+    feeds: tuple[list[Callable[..., None]], ...],
+    tick: Progress,
+) -> None:
+    checkpoint, blob, write = feeds
     for threads in thread_batches(sizes):
         query = DumpQuery(thread_ids=tuple(threads))
         read = 0
@@ -98,6 +111,32 @@ def scan(
 
 
 _PARTS: Final = ("checkpoints", "blobs", "writes")
+
+
+class RowSizes(Visitor):
+    """Store.sizes counted from the rows of the pass, for stores whose sizes are only that
+    (Store.sizes_from_rows): each thread's entry of `sizes` (Store.thread_counts) is
+    replaced when its first row is read, before the visitors after this one hear of the
+    batch's end. Put it first."""
+
+    def __init__(self, sizes: dict[str, ThreadBytes]) -> None:
+        self.sizes = sizes
+        self.counted: set[str] = set()
+
+    def _of(self, thread_id: str) -> ThreadBytes:
+        if thread_id not in self.counted:
+            self.counted.add(thread_id)
+            self.sizes[thread_id] = ThreadBytes()
+        return self.sizes[thread_id]
+
+    def checkpoint(self, row: RawCheckpoint) -> None:
+        self._of(row.thread_id).add("checkpoint", 1, row.body_size + row.metadata_size)
+
+    def blob(self, row: RawBlob) -> None:
+        self._of(row.thread_id).add("blob", 1, row.size)
+
+    def write(self, row: RawWrite) -> None:
+        self._of(row.thread_id).add("write", 1, row.size)
 
 
 def rows_to_read(sizes: dict[str, ThreadBytes]) -> int:

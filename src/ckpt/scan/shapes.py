@@ -238,7 +238,7 @@ def write_problem(row: RawWrite, *, untyped: bool) -> str | None:
     have no tag."""
     if type(row.task_id) is not str or not row.task_id:
         return "no task id"
-    if not is_uuid(row.task_id):
+    if not is_uuid(row.task_id) and not _resume_by_interrupt_id(row):
         return f"task id {row.task_id[:60]!r} is not a uuid"
     if type(row.channel) is not str or not row.channel:
         return "no channel"
@@ -247,6 +247,19 @@ def write_problem(row: RawWrite, *, untyped: bool) -> str | None:
     return _value_problem(row.type, row.data, VALUE_TAGS, untyped=untyped) or stored_problem(
         row.type, row.flaws
     )
+
+
+def _resume_by_interrupt_id(row: RawWrite) -> bool:
+    """LangGraph.js's `Command({resume: {interruptId: value}})` saves each answer as a
+    `__resume__` write under the interrupt's id (32 hex digits) as its task id
+    (`@langchain/langgraph` `pregel/io.js` mapCommand); LangGraph.js reads it back."""
+    if row.channel != "__resume__" or len(row.task_id) != 32:
+        return False
+    try:
+        binascii.unhexlify(row.task_id)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def is_uuid(text: Any) -> bool:

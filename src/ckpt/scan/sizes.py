@@ -14,9 +14,9 @@ import heapq
 import re
 import statistics
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final, Literal, TypeVar
 
 from ckpt.decoders.spans import BodyLayout, ValueLayout, body_layout, shared_prefix, value_layout
 from ckpt.records.model import RawBlob, RawCheckpoint, RawWrite, ThreadBytes
@@ -97,19 +97,14 @@ class _Group:
 
 
 @dataclass(slots=True)
-class _Prune:
-    """What a prune would delete, counted as everything minus what it keeps."""
+class _Prune(ThreadBytes):
+    """What a prune keeping the last `keep` would delete, counted as everything minus what
+    it keeps, in rows and bytes as ThreadBytes counts them."""
 
-    keep: int
-    checkpoints: int = 0
-    checkpoint_bytes: int = 0
-    writes: int = 0
-    write_bytes: int = 0
-    blobs: int = 0
-    blob_bytes: int = 0
+    keep: int = 1
 
     def record(self, total: int) -> PruneEstimate:
-        reclaimed = self.checkpoint_bytes + self.write_bytes + self.blob_bytes
+        reclaimed = self.total
         return {
             "keep": self.keep,
             "checkpoints": self.checkpoints,
@@ -119,6 +114,14 @@ class _Prune:
             "share": share(reclaimed, total),
             "strategy": "keep_latest" if self.keep == 1 else "keep_last",
         }
+
+
+V = TypeVar("V")
+
+
+def _largest_first(counted: dict[str, V], size: Callable[[V], int]) -> list[tuple[str, V]]:
+    """(name, count) pairs, the largest `size` first, names in order among equals."""
+    return sorted(counted.items(), key=lambda item: (-size(item[1]), item[0]))
 
 
 class Sizes(Visitor):
@@ -156,8 +159,8 @@ class Sizes(Visitor):
         self.largest: list[tuple[int, str, str, str, int | None]] = []  # a min-heap
         self.body_bytes = self.inline_bytes = self.metadata_bytes = 0
         self.unmeasured = self.unmeasured_bytes = self.unmeasured_encrypted = 0
-        self.keep_latest = _Prune(1)
-        self.keep_last = _Prune(max(keep, 1))
+        self.keep_latest = _Prune(keep=1)
+        self.keep_last = _Prune(keep=max(keep, 1))
         # thread -> delta channel -> the newest root checkpoint holding its snapshot
         self.snapshots: dict[str, dict[str, str]] = {}
         # The batch: the namespace being read, and what waits for its blobs: checkpoints
@@ -419,13 +422,11 @@ class Sizes(Visitor):
                 "repeated_bytes": c.repeated,
                 "repeated_share": share(c.repeated, c.bytes),
             }
-            for name, c in sorted(self.channels.items(), key=lambda i: (-i[1].bytes, i[0]))
+            for name, c in _largest_first(self.channels, lambda c: c.bytes)
         ]
         write_channels: list[WriteChannelRecord] = [
             {"channel": name, "writes": n, "bytes": size, "share": share(size, total)}
-            for name, (n, size) in sorted(
-                self.write_channels.items(), key=lambda i: (-i[1][1], i[0])
-            )
+            for name, (n, size) in _largest_first(self.write_channels, lambda w: w[1])
         ]
         names: list[NamespaceBytesRecord] = [
             {
@@ -435,9 +436,7 @@ class Sizes(Visitor):
                 "bytes": size,
                 "share": share(size, total),
             }
-            for name, (runs, checkpoints, size) in sorted(
-                self.names.items(), key=lambda i: (-i[1][2], i[0])
-            )
+            for name, (runs, checkpoints, size) in _largest_first(self.names, lambda n: n[2])
         ]
         largest: list[LargestCheckpointRecord] = [
             {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -52,6 +52,17 @@ class Closes(ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def close_quietly(*clients: Any) -> None:
+    """Close each client given (None: none): closing must not fail a command, so an error
+    doing it (a server already gone) is dropped."""
+    for client in clients:
+        try:
+            if client is not None:
+                client.close()
+        except Exception:  # closing must not fail a command
+            pass
 
 
 class Store(Closes):
@@ -238,6 +249,16 @@ class Store(Closes):
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
         """Stream checkpoints (thread, ns, id order) with flat memory, one decoded at a time."""
 
+    # Whether `sizes` only adds up the sizes of the raw rows (raw_checkpoints, raw_blobs,
+    # raw_writes): then a pass that reads them all counts them itself (ckpt.scan.rows.RowSizes)
+    # from `thread_counts`, rather than reading every row twice.
+    sizes_from_rows: ClassVar[bool] = False
+
+    def thread_counts(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        """The threads `sizes` names, with at least their checkpoint counts (a pass's
+        batches), as cheaply as the store can say it; bytes may be left at zero."""
+        return self.sizes(query)
+
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         """Rows and bytes per thread, aggregated by the store (SQL where there is SQL).
         `threads` and `stats` both count with this, so their sizes always agree. This
@@ -262,6 +283,18 @@ class Store(Closes):
     @abstractmethod
     def health(self, query: DumpQuery) -> StoreHealth:
         """Rows that point at rows which are gone (only `query.thread_ids` is honoured)."""
+
+    @contextmanager
+    def one_pass(self) -> Iterator[None]:
+        """Inside: one read-only pass (ckpt.scan.rows.scan), which lists each batch of
+        threads more than once (checkpoints, writes, orphans). A store may keep what it
+        listed last for the next listing of the same threads; it forgets it after."""
+        yield
+
+    def orphan_writes(self, query: DumpQuery) -> StoreHealth:
+        """`health`'s orphan writes only (its other counts may be left at zero): what a
+        scan asks of stores whose raw_writes do not find them (raw_writes_complete)."""
+        return self.health(query)
 
     def write_totals(self, query: DumpQuery, keep: int) -> WriteTotals:
         """Pending writes by channel and namespace, and those on each namespace's newest

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
 from ckpt.errors import BadOption, NotFound, NotSupported
 from ckpt.records.model import (
+    UNREADABLE_IDX,
     Checkpoint,
     CheckpointKey,
     DumpQuery,
@@ -25,12 +27,18 @@ from ckpt.records.model import (
 )
 from ckpt.records.vocabulary import FIND_LIMIT
 from ckpt.stores.base import Store, Writer
+from ckpt.stores.body import checkpoint_from_body
 
 if TYPE_CHECKING:
     from ckpt.records.plans import Strategy, ThreadRows
     from ckpt.records.types import VacuumReport
 
 BATCH: Final = 200  # threads, or checkpoints, loaded per round of queries
+# Checkpoint keys of the threads listed last, kept for the next listing of the same threads
+# (a scan's batch lists its threads for the checkpoints, the writes and `health`): at most
+# as many as a scan's batch reads (ckpt.scan.rows.BATCH_ROWS), so memory stays flat.
+KEPT_KEYS: Final = 20_000
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -78,6 +86,23 @@ class WriteFields:
     # whose `checkpoint_ns` is not spelled as the saver spells it): None when it does.
     misfiled: str | None = None
 
+    @classmethod
+    def judged(cls, doc: dict[str, Any], data: bytes | None) -> WriteFields:
+        """A write document's own fields (RedisSaver's JSON, MongoDBSaver's BSON), its
+        value `data`: a task id or channel of another type is what LangGraph gets, judged
+        as such; an idx that is not a number sorts last (UNREADABLE_IDX)."""
+        idx = doc.get("idx")
+        task_id, channel = doc.get("task_id"), doc.get("channel")
+        return cls(
+            task_id=task_id if isinstance(task_id, str) else "",
+            task_path=str(doc.get("task_path", "")),
+            idx=idx if type(idx) is int else UNREADABLE_IDX,
+            channel=channel if isinstance(channel, str) else "",
+            type=serde_tag(doc),
+            data=data,
+            size=len(data) if data is not None else 0,
+        )
+
     def pending(self, value: Any) -> PendingWrite:
         return PendingWrite(
             task_id=self.task_id,
@@ -108,6 +133,19 @@ class WriteFields:
             task_path=self.task_path,
             misfiled=self.misfiled,
         )
+
+
+def parent_id(doc: dict[str, Any]) -> str | None:
+    """The parent a checkpoint document names (`parent_checkpoint_id`); None for none, an
+    empty one or one of another type."""
+    parent = doc.get("parent_checkpoint_id")
+    return parent if isinstance(parent, str) and parent else None
+
+
+def serde_tag(doc: dict[str, Any]) -> str | None:
+    """The serde tag a document names (`type`); None for none or one of another type."""
+    tag = doc.get("type")
+    return tag if isinstance(tag, str) else None
 
 
 def refuse_int_versions(
@@ -180,13 +218,42 @@ def key_order(key: CheckpointKey) -> tuple[str, str, str]:
     return (key.thread_id, key.checkpoint_ns, key.checkpoint_id)
 
 
+class Kept(Generic[T]):
+    """Lists of the threads listed last (oldest first), KEPT_KEYS items in all at most."""
+
+    def __init__(self) -> None:
+        self.lists: dict[str, list[T]] = {}
+        self.count = 0
+
+    def get(self, thread_id: str) -> list[T] | None:
+        return self.lists.get(thread_id)
+
+    def put(self, thread_id: str, items: list[T]) -> None:
+        if len(items) > KEPT_KEYS:
+            return
+        while self.lists and self.count + len(items) > KEPT_KEYS:
+            self.count -= len(self.lists.pop(next(iter(self.lists))))
+        self.lists[thread_id] = items
+        self.count += len(items)
+
+    def clear(self) -> None:
+        self.lists.clear()
+        self.count = 0
+
+
 class DocumentStore(Store):
     label: ClassVar[str]  # "Redis", "MongoDB": for messages
     raw_writes_complete = False  # writes are found through their checkpoints' keys
+    # The saver, when it keeps LangGraph's default get_next_version (channel versions 1, 2,
+    # 3: MongoDBSaver, DynamoDBSaver), which `copy` renumbers for SqliteSaver and
+    # PostgresSaver (refuse_int_versions); None when its versions need no renumbering.
+    int_versions_saver: ClassVar[str | None] = None
 
     def __init__(self, location: str, *, aes_key: bytes | None = None) -> None:
         super().__init__(location, aes_key=aes_key)
         self._catalog_cache: dict[str, ThreadInfo] | None = None
+        self._kept_keys: Kept[CheckpointKey] = Kept()  # in one_pass
+        self._keeping = False
 
     # -- what each kind says ---------------------------------------------------------------
     @abstractmethod
@@ -216,11 +283,63 @@ class DocumentStore(Store):
     def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
         """The checkpoint each of the thread's stored writes belongs to (one per write)."""
 
+    def _checkpoint(
+        self,
+        key: CheckpointKey,
+        parent: str | None,
+        tag: str | None,
+        body: bytes,
+        metadata: dict[str, Any],
+        writes: list[PendingWrite],
+        *,
+        values: bool,
+        size: int,
+    ) -> Checkpoint:
+        """A checkpoint document's body decoded as its saver loads it: a damaged one marked,
+        not raised; its writes in the order the document keeps them."""
+        return checkpoint_from_body(
+            key,
+            parent,
+            tag,
+            body,
+            metadata,
+            writes=writes,
+            values=values,
+            aes_key=self.aes_key,
+            size=size,
+            tolerant=True,
+            keeps_order=True,
+        )
+
+    def check_copy(
+        self, *, renumber_versions: bool = False, counted_versions: bool = False
+    ) -> None:
+        if self.int_versions_saver is not None:
+            refuse_int_versions(
+                self.location,
+                self.int_versions_saver,
+                renumber_versions=renumber_versions,
+                counted_versions=counted_versions,
+            )
+
     def change_token(self) -> Hashable | None:
         # The server cannot say cheaply whether anything changed: every poll reads, with
         # the thread catalog read again (a new thread, a new latest checkpoint).
         self._catalog_cache = None
         return None
+
+    @contextmanager
+    def one_pass(self) -> Iterator[None]:
+        self._forget_kept()
+        self._keeping = True
+        try:
+            yield
+        finally:
+            self._keeping = False
+            self._forget_kept()
+
+    def _forget_kept(self) -> None:
+        self._kept_keys.clear()
 
     def _catalog(self) -> dict[str, ThreadInfo]:
         if self._catalog_cache is None:
@@ -233,6 +352,16 @@ class DocumentStore(Store):
         measured = self.sizes(DumpQuery()) if sizes else {}
         load = partial(self._load_keys, values=False)
         yield from catalog_threads(catalog, measured, load, sizes=sizes, batch=BATCH)
+
+    def thread_counts(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        if not self.sizes_from_rows:
+            return self.sizes(query)
+        catalog = self._catalog()
+        thread_ids = sorted(set(query.thread_ids)) if query.thread_ids else sorted(catalog)
+        return {
+            t: ThreadBytes(checkpoints=catalog[t].checkpoints if t in catalog else 0)
+            for t in thread_ids
+        }
 
     def thread_exists(self, thread_id: str) -> bool:
         if self._catalog_cache is not None:
@@ -292,10 +421,10 @@ class DocumentStore(Store):
     def _selected_keys(self, query: DumpQuery) -> Iterator[list[CheckpointKey]]:
         """The query's checkpoints, a thread at a time, in (thread, ns, id) order."""
         thread_ids = sorted(set(query.thread_ids)) if query.thread_ids else sorted(self._catalog())
-        for thread_id in thread_ids:
+        for _, thread_keys in self._listed_keys(thread_ids):
             keys = [
                 k
-                for k in self._thread_keys(thread_id)
+                for k in thread_keys
                 if (query.checkpoint_ns is None or k.checkpoint_ns == query.checkpoint_ns)
                 and (query.since_id is None or k.checkpoint_id >= query.since_id)
                 and (query.until_id is None or k.checkpoint_id <= query.until_id)
@@ -306,12 +435,47 @@ class DocumentStore(Store):
             if keys:
                 yield keys
 
+    def _listed_keys(self, thread_ids: list[str]) -> Iterator[tuple[str, list[CheckpointKey]]]:
+        """`_threads_keys`; in one_pass, the threads listed last (KEPT_KEYS) not listed
+        again."""
+        if not self._keeping:
+            yield from self._threads_keys(thread_ids)
+            return
+        kept = {t: keys for t in thread_ids if (keys := self._kept_keys.get(t)) is not None}
+        listed = self._threads_keys([t for t in thread_ids if t not in kept])
+        for thread_id in thread_ids:
+            keys = kept.get(thread_id)
+            if keys is None:
+                listed_id, keys = next(listed)
+                assert listed_id == thread_id
+                self._kept_keys.put(thread_id, keys)
+            yield thread_id, keys
+
+    def _threads_keys(self, thread_ids: list[str]) -> Iterator[tuple[str, list[CheckpointKey]]]:
+        """`_thread_keys` of each thread, in that order (a store may read several at once)."""
+        for thread_id in thread_ids:
+            yield thread_id, self._thread_keys(thread_id)
+
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        # BATCH keys a round, across threads (still in thread order): a store of short
+        # threads is read in rounds of BATCH checkpoints, not one (or two) per thread.
+        batch: list[CheckpointKey] = []
         for keys in self._selected_keys(query):
-            for start in range(0, len(keys), BATCH):
-                yield from self._load_keys(keys[start : start + BATCH], values=values)
+            batch.extend(keys)
+            while len(batch) >= BATCH:
+                yield from self._load_keys(batch[:BATCH], values=values)
+                del batch[:BATCH]
+        if batch:
+            yield from self._load_keys(batch, values=values)
+
+    def orphan_writes(self, query: DumpQuery) -> StoreHealth:
+        return self._health(query, parents=False)
 
     def health(self, query: DumpQuery) -> StoreHealth:
+        return self._health(query, parents=True)
+
+    def _health(self, query: DumpQuery, *, parents: bool) -> StoreHealth:
+        """`health`; without `parents`, only its orphan writes (no parent read)."""
         health = StoreHealth()
         parents_missing: list[CheckpointKey] = []
         orphans: list[CheckpointKey] = []
@@ -322,9 +486,9 @@ class DocumentStore(Store):
                 by_ns.setdefault(key.checkpoint_ns, set()).add(key.checkpoint_id)
             health.namespaces.extend((thread_id, ns) for ns in sorted(by_ns))
             oldest = {ns: min(ids) for ns, ids in by_ns.items()}
-            parents = self._parents(keys)
+            named = self._parents(keys) if parents else {}
             for key in keys:
-                parent = parents.get(key)
+                parent = named.get(key)
                 if parent and parent not in by_ns[key.checkpoint_ns]:
                     parents_missing.append(key)
                     if key.checkpoint_id == oldest[key.checkpoint_ns]:

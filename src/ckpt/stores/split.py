@@ -10,6 +10,7 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final, NamedTuple, TypeVar
 
 from ckpt.decoders import decode_json_text
@@ -163,17 +164,17 @@ class SplitStore(Store):
             if writes is not None
             else None
         )
+        built = partial(
+            checkpoint_from_dict,
+            key,
+            row.parent_checkpoint_id,
+            writes=pending,
+            values=values,
+            size=row.size,
+        )
         body = row.body
         if not isinstance(body, dict):
-            return checkpoint_from_dict(
-                key,
-                row.parent_checkpoint_id,
-                body,
-                metadata,
-                writes=pending,
-                values=values,
-                size=row.size,
-            )
+            return built(body, metadata)
         body = dict(body)
         inline = body.pop("channel_values", None)
         # format.md §5.3: the JSONB's inline primitives first, then blobs override them. Without
@@ -220,14 +221,9 @@ class SplitStore(Store):
                 sends = []
             if sends:
                 body["pending_sends"] = sends
-        return checkpoint_from_dict(
-            key,
-            row.parent_checkpoint_id,
+        return built(
             body,
             metadata,
-            writes=pending,
-            values=values,
-            size=row.size,
             channel_values=channel_values,
             blobs=refs,
             # LangGraph.js numbers versions with plain integers, PostgresSaver never does.
@@ -292,3 +288,20 @@ def batched(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 def columnar(keys: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
     """Tuples to one list per column, for `unnest(%s, %s, ...)`."""
     return [[key[i] for key in keys] for i in range(width)]
+
+
+# -- what the finds share ---------------------------------------------------------------------
+
+
+def fragment_condition(
+    fragment: str, id_column: str, thread_column: str, thread_id: str | None
+) -> tuple[str, list[Any]]:
+    """The condition (`%s` parameters) that finds the checkpoint ids starting or ending
+    with `fragment`, its LIKE wildcards escaped, in the thread `thread_id` when given."""
+    escaped = fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    condition = f"({id_column} LIKE %s OR {id_column} LIKE %s)"
+    params: list[Any] = [escaped + "%", "%" + escaped]
+    if thread_id is not None:
+        condition += f" AND {thread_column} = %s"
+        params.append(thread_id)
+    return condition, params

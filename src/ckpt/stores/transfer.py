@@ -493,13 +493,20 @@ def metadata_pairs(row: RawCheckpoint) -> dict[str, Any]:
         if not isinstance(pairs, dict):
             raise CopyRefused(f"{where} is not an object")
         return pairs
+    value = metadata_object(row, where)
+    return {str(k): _pairs(v) for k, v in value.items()}
+
+
+def metadata_object(row: RawCheckpoint, what: str) -> dict[str, Any]:
+    """A row's metadata as the JSON object it is, or CopyRefused saying `what` is not one
+    (not JSON, or JSON of another kind)."""
     try:
         value = json.loads(metadata_json(row))
     except ValueError:
-        raise CopyRefused(f"{where} is not JSON") from None
+        raise CopyRefused(f"{what} is not JSON") from None
     if not isinstance(value, dict):
-        raise CopyRefused(f"{where} is not an object")
-    return {str(k): _pairs(v) for k, v in value.items()}
+        raise CopyRefused(f"{what} is not an object")
+    return value
 
 
 def _pairs(value: Any) -> Any:

@@ -9,13 +9,14 @@ AWS_ENDPOINT_URL, credentials...), as DynamoDBSaver itself does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from ckpt.errors import BadOption, MissingDependency, NotACheckpointStore, StoreUnreadable
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
+from ckpt.stores.base import close_quietly
 from ckpt.stores.location import redact_url
 
 OPTIONS: Final = frozenset({"region", "endpoint_url", "bucket", "s3_endpoint_url", "key_prefix"})
@@ -135,32 +136,34 @@ class DynamoSession:
     def scan_keys(self, *also: str) -> Iterator[dict[str, Any]]:
         """Every item's PK and SK, and the small attributes `also` names where an item has
         them (a Scan projecting only those: no payload crosses the wire), page by page."""
-        params: dict[str, Any] = {
-            "TableName": self.table,
-            "ProjectionExpression": ", ".join(("PK", "SK", *also)),
-        }
-        while True:
-            with self.errors():
-                page = self.client.scan(**params)
-            yield from page.get("Items", [])
-            if "LastEvaluatedKey" not in page:
-                return
-            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        projection = ", ".join(("PK", "SK", *also))
+        return self._pages(
+            self.client.scan, {"TableName": self.table, "ProjectionExpression": projection}
+        )
 
     def query(self, pk: str) -> Iterator[dict[str, Any]]:
         """Every item of the partition `pk`, in SK order."""
-        params: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "PK = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": pk}},
-        }
+        return self._pages(
+            self.client.query,
+            {
+                "TableName": self.table,
+                "KeyConditionExpression": "PK = :pk",
+                "ExpressionAttributeValues": {":pk": {"S": pk}},
+            },
+        )
+
+    def _pages(
+        self, request: Callable[..., dict[str, Any]], params: dict[str, Any]
+    ) -> Iterator[dict[str, Any]]:
+        """The items of a Scan or Query, a page a request, each page asked from where
+        the last one stopped (its LastEvaluatedKey)."""
         while True:
             with self.errors():
-                page = self.client.query(**params)
+                page = request(**params)
             yield from page.get("Items", [])
             if "LastEvaluatedKey" not in page:
                 return
-            params["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            params = {**params, "ExclusiveStartKey": page["LastEvaluatedKey"]}
 
     def batch_get(self, keys: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         """The items at `keys` (missing ones left out), 100 a request, unprocessed keys
@@ -188,9 +191,4 @@ class DynamoSession:
             return found
 
     def close(self) -> None:
-        for client in (self.client, self.s3):
-            try:
-                if client is not None:
-                    client.close()
-            except Exception:  # closing must not fail a command
-                pass
+        close_quietly(self.client, self.s3)

@@ -46,18 +46,17 @@ from ckpt.records.model import (
     ThreadSummary,
 )
 from ckpt.records.types import StorageRecord, TableBytesRecord, storage_record
-from ckpt.stores.body import checkpoint_from_body, decode_value
+from ckpt.stores.aws import aws_saver
+from ckpt.stores.body import decode_value
 from ckpt.stores.documents import (
     BATCH,
     DocumentStore,
     ThreadInfo,
     WriteFields,
     catalog_threads,
-    refuse_int_versions,
 )
 from ckpt.stores.dynamodb.session import DynamoSession
 
-AWS_RELEASE: Final = "langgraph-checkpoint-aws 1.2.6"
 GZIP_LIMIT: Final = 256 << 20  # bytes a compressed payload may inflate to before ckpt stops
 # What a keys-only listing puts where the latest checkpoint's payload would be read: its
 # body, and the value of each of its writes (docs/json.md, marked records).
@@ -130,6 +129,7 @@ class DynamoDBStore(DocumentStore):
     kind = "dynamodb"
     label = "DynamoDB"
     listing_reads_latest = False
+    int_versions_saver = "DynamoDBSaver"  # LangGraph's default get_next_version
 
     def __init__(
         self, spec: str, *, aes_key: bytes | None = None, timeout: float | None = None
@@ -165,12 +165,10 @@ class DynamoDBStore(DocumentStore):
         )
 
     def saver(self) -> SaverFacts:
-        return SaverFacts(
-            saver="DynamoDBSaver",
-            releases=f"langgraph-checkpoint-aws (the layout of {AWS_RELEASE})",
-            evidence=("table keys PK and SK", "CHECKPOINT_, WRITES_ and CHUNK_ items"),
-            langgraph="reads",
-            note=f"DynamoDBSaver of {AWS_RELEASE} reads it (its list() needs a thread id)",
+        return aws_saver(
+            "DynamoDBSaver",
+            ("table keys PK and SK", "CHECKPOINT_, WRITES_ and CHUNK_ items"),
+            caveat=" (its list() needs a thread id)",
         )
 
     # -- listing ---------------------------------------------------------------------------
@@ -401,18 +399,15 @@ class DynamoDBStore(DocumentStore):
                 if fields.data is not None or write.ref_key in self._unfetched
             ]
             built.append(
-                checkpoint_from_body(
+                self._checkpoint(
                     key,
                     item.parent,
                     payload.tag,
                     payload.body,
                     self._metadata(payload),
-                    writes=writes,
+                    writes,
                     values=values,
-                    aes_key=self.aes_key,
                     size=payload.size,
-                    tolerant=True,
-                    keeps_order=True,
                 )
             )
         return built
@@ -468,17 +463,14 @@ class DynamoDBStore(DocumentStore):
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
         for keys in self._selected_keys(query):
             for key, item, payload in self._stored(keys):
-                yield RawCheckpoint(
-                    thread_id=key.thread_id,
-                    checkpoint_ns=key.checkpoint_ns,
-                    checkpoint_id=key.checkpoint_id,
-                    parent_checkpoint_id=item.parent,
-                    type=payload.tag,
-                    body=payload.body if data else b"",
-                    metadata_type=payload.metadata_tag,
-                    metadata=payload.metadata if data else b"",
-                    body_size=len(payload.body),
-                    metadata_size=len(payload.metadata),
+                yield RawCheckpoint.kept(
+                    key,
+                    item.parent,
+                    payload.tag,
+                    payload.body,
+                    payload.metadata_tag,
+                    payload.metadata,
+                    data=data,
                 )
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
@@ -487,17 +479,6 @@ class DynamoDBStore(DocumentStore):
                 ordered = sorted(self._writes(key), key=lambda w: (w[1].task_id, w[1].idx))
                 for _, fields in ordered:
                     yield fields.raw(key, data=data)
-
-    def check_copy(
-        self, *, renumber_versions: bool = False, counted_versions: bool = False
-    ) -> None:
-        # DynamoDBSaver keeps LangGraph's default get_next_version, as MongoDBSaver does.
-        refuse_int_versions(
-            self.location,
-            "DynamoDBSaver",
-            renumber_versions=renumber_versions,
-            counted_versions=counted_versions,
-        )
 
     def close(self) -> None:
         self.session.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -27,7 +27,6 @@ from ckpt.errors import (
     StoreUnreadable,
 )
 from ckpt.records.model import (
-    UNREADABLE_IDX,
     Checkpoint,
     CheckpointKey,
     DumpQuery,
@@ -46,15 +45,17 @@ from ckpt.records.types import (
     server_vacuum_report,
     storage_record,
 )
-from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
-from ckpt.stores.base import Writer
-from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value, sort_writes
+from ckpt.records.vocabulary import DEFAULT_TIMEOUT, FIND_LIMIT, install_hint
+from ckpt.stores.base import Writer, close_quietly
+from ckpt.stores.body import decode_metadata, decode_value, sort_writes
 from ckpt.stores.documents import (
     BATCH,
     DocumentStore,
     ThreadInfo,
     WriteFields,
-    refuse_int_versions,
+    key_order,
+    parent_id,
+    serde_tag,
 )
 from ckpt.stores.location import redact_url
 
@@ -67,6 +68,22 @@ CHECKPOINTS: Final = "checkpoints"
 WRITES: Final = "checkpoint_writes"
 _KEY_FIELDS: Final = {"thread_id": 1, "checkpoint_ns": 1, "checkpoint_id": 1, "_id": 0}
 _KEY_FIELDS_WITH_ID: Final = {"thread_id": 1, "checkpoint_ns": 1, "checkpoint_id": 1}
+_GROUP_CHECKPOINTS: Final = 5_000  # checkpoints whose writes raw_writes finds at once
+
+
+def _names_thread(value: Any, thread_id: str) -> bool:
+    """Whether a document's `thread_id` matches `{"$eq": thread_id}` (an array does when it
+    holds it)."""
+    return value == thread_id or (isinstance(value, list) and thread_id in value)
+
+
+def _named_threads(value: Any, threads: dict[str, Any]) -> list[str]:
+    """Which of `threads` a document's `thread_id` matches as `$eq` does."""
+    if isinstance(value, str):
+        return [value] if value in threads else []
+    if isinstance(value, list):
+        return [t for t in dict.fromkeys(v for v in value if isinstance(v, str)) if t in threads]
+    return []
 
 
 def _import_pymongo() -> Any:
@@ -85,6 +102,9 @@ class MongoStore(DocumentStore):
     label = "MongoDB"
     reclaim = "compact"
     counted_versions = True
+    # Checked with LangGraph: a MongoDBSaver thread copied into SqliteSaver as it is reads
+    # back the same, then fails to resume (TypeError comparing str and int).
+    int_versions_saver = "MongoDBSaver"
 
     def __init__(
         self,
@@ -164,25 +184,8 @@ class MongoStore(DocumentStore):
                 return None
         return names
 
-    @contextmanager
-    def _errors(self, doing: str = "cannot read") -> Iterator[None]:
-        """Every pymongo error as one line (exit 4) that names no password."""
-        errors = self.pymongo.errors
-        try:
-            yield
-        except errors.OperationFailure as exc:
-            if exc.code in (13, 18):  # Unauthorized, AuthenticationFailed
-                raise StoreUnreadable(
-                    f"{self.location}: {doing}: not allowed ({_clean(exc)})"
-                ) from None
-            raise StoreUnreadable(f"{self.location}: the server refused: {_clean(exc)}") from None
-        except (errors.ServerSelectionTimeoutError, errors.NetworkTimeout, errors.ExecutionTimeout):
-            raise StoreUnreadable(
-                f"{self.location}: {doing}: no answer within {self.timeout:g} s "
-                "(`timeout` sets the limit)"
-            ) from None
-        except errors.PyMongoError as exc:
-            raise StoreUnreadable(f"{self.location}: {doing}: {_clean(exc)}") from None
+    def _errors(self, doing: str = "cannot read") -> AbstractContextManager[None]:
+        return mongo_errors(self.pymongo, self.location, self.timeout, doing)
 
     def _find(
         self, collection: Collection[dict[str, Any]], query: dict[str, Any], projection: Any = None
@@ -280,6 +283,42 @@ class MongoStore(DocumentStore):
         keys.sort(key=lambda k: (k.checkpoint_id, k.checkpoint_ns))
         return keys
 
+    def _threads_keys(self, thread_ids: list[str]) -> Iterator[tuple[str, list[CheckpointKey]]]:
+        """`_thread_keys` of a run of threads at a time: one find of the key fields over the
+        range of their ids on the saver's index, not one per thread."""
+        for start in range(0, len(thread_ids), BATCH):
+            run = thread_ids[start : start + BATCH]
+            found: dict[str, tuple[list[CheckpointKey], list[dict[str, Any]]]] = {
+                t: ([], []) for t in run
+            }
+            query = {"thread_id": {"$gte": run[0], "$lte": run[-1]}}
+            for doc in self._find(self.checkpoints_coll, query, _KEY_FIELDS_WITH_ID):
+                for thread_id in _named_threads(doc.get("thread_id"), found):
+                    keys, odd = found[thread_id]
+                    key = _key(doc)
+                    if key is not None and key.thread_id == thread_id:
+                        keys.append(key)
+                    elif key is None:
+                        odd.append(doc)
+            for thread_id in run:
+                keys, odd = found.pop(thread_id)
+                if odd:
+                    self._odd_docs[thread_id] = odd
+                else:
+                    self._odd_docs.pop(thread_id, None)
+                keys.sort(key=lambda k: (k.checkpoint_id, k.checkpoint_ns))
+                yield thread_id, keys
+
+    def find_exact(self, checkpoint_id: str) -> list[CheckpointKey]:
+        # The server filters: not every checkpoint's key fields sent to be compared here.
+        query = {"checkpoint_id": {"$eq": checkpoint_id}}
+        found = [
+            key
+            for doc in self._find(self.checkpoints_coll, query, _KEY_FIELDS)
+            if (key := _key(doc)) is not None and key.checkpoint_id == checkpoint_id
+        ]
+        return sorted(found, key=key_order)[:FIND_LIMIT]
+
     def _all_keys(self) -> Iterator[CheckpointKey]:
         for doc in self._find(self.checkpoints_coll, {}, _KEY_FIELDS):
             if (key := _key(doc)) is not None:
@@ -330,21 +369,16 @@ class MongoStore(DocumentStore):
         self, key: CheckpointKey, doc: dict[str, Any], writes: list[PendingWrite], *, values: bool
     ) -> Checkpoint:
         body = _bytes(doc.get("checkpoint")) or b""
-        tag = doc.get("type")
-        parent = doc.get("parent_checkpoint_id")
         metadata_doc = doc.get("metadata")
-        return checkpoint_from_body(
+        return self._checkpoint(
             key,
-            parent if isinstance(parent, str) and parent else None,
-            tag if isinstance(tag, str) else None,
+            parent_id(doc),
+            serde_tag(doc),
             body,
             self._metadata(metadata_doc),
-            writes=writes,
+            writes,
             values=values,
-            aes_key=self.aes_key,
             size=len(body) + _metadata_size(metadata_doc),
-            tolerant=True,
-            keeps_order=True,
         )
 
     def _metadata(self, raw: Any) -> dict[str, Any]:
@@ -373,6 +407,8 @@ class MongoStore(DocumentStore):
         return value
 
     # -- sizes, storage, health ------------------------------------------------------------
+    sizes_from_rows = True
+
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         found: dict[str, ThreadBytes] = {}
         for row in self.raw_checkpoints(query, data=False):
@@ -385,15 +421,22 @@ class MongoStore(DocumentStore):
             measured.write_bytes += write.size
         return found
 
-    def storage(self) -> StorageRecord:
+    def _collection_stats(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """collStats of the saver's two collections, each one the server answers for
+        (a missing writes collection is left out)."""
         db = self.client[self.database]
-        collections: list[CollectionRecord] = []
         for name in (self.checkpoints_name, self.writes_name):
             try:
                 with self._errors():
                     stats = db.command("collStats", name)
             except StoreUnreadable:
                 continue
+            yield name, stats
+
+    def storage(self) -> StorageRecord:
+        db = self.client[self.database]
+        collections: list[CollectionRecord] = []
+        for name, stats in self._collection_stats():
             collections.append(
                 {
                     "collection": name,
@@ -434,14 +477,32 @@ class MongoStore(DocumentStore):
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
+        group: list[list[CheckpointKey]] = []
+        rows = 0
         for keys in self._selected_keys(query):
-            for start in range(0, len(keys), BATCH):
-                batch = keys[start : start + BATCH]
-                docs = {_key(d): d for d in self._by_keys(self.checkpoints_coll, batch)}
-                for key in batch:
-                    doc = docs.get(key)
-                    if doc is not None:
-                        yield _raw_checkpoint(key, doc, data=data)
+            group.append(keys)
+            rows += len(keys)
+            if rows >= BATCH:
+                yield from self._group_checkpoints(group, data=data)
+                group, rows = [], 0
+        if group:
+            yield from self._group_checkpoints(group, data=data)
+
+    def _group_checkpoints(
+        self, group: list[list[CheckpointKey]], *, data: bool
+    ) -> Iterator[RawCheckpoint]:
+        """The checkpoints of a group of threads (each a list of its keys), thread by
+        thread: one find for every BATCH of them, not one for each thread."""
+        flat = [key for keys in group for key in keys]
+        docs: dict[CheckpointKey | None, dict[str, Any]] = {}
+        for start in range(0, len(flat), BATCH):
+            batch = flat[start : start + BATCH]
+            docs.update((_key(d), d) for d in self._by_keys(self.checkpoints_coll, batch))
+        for keys in group:
+            for key in keys:
+                doc = docs.get(key)
+                if doc is not None:
+                    yield _raw_checkpoint(key, doc, data=data)
             yield from self._odd_checkpoints(keys[0].thread_id, data=data)
 
     def _odd_checkpoints(self, thread_id: str, *, data: bool) -> Iterator[RawCheckpoint]:
@@ -465,24 +526,50 @@ class MongoStore(DocumentStore):
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         if self.writes_coll is None:
             return
+        group: list[list[CheckpointKey]] = []
+        rows = 0
         for keys in self._selected_keys(query):
-            wanted = set(keys)
-            rows = []
+            group.append(keys)
+            rows += len(keys)
+            if len(group) >= BATCH or rows >= _GROUP_CHECKPOINTS:
+                yield from self._group_writes(group, data=data)
+                group, rows = [], 0
+        if group:
+            yield from self._group_writes(group, data=data)
+
+    def _group_writes(self, group: list[list[CheckpointKey]], *, data: bool) -> Iterator[RawWrite]:
+        """The writes of a group of threads (each a list of its checkpoints' keys), thread
+        by thread: each thread's writes, its orphans among them (check judges those;
+        `health` counts them), and writes of its checkpoints filed under another thread
+        (moved there, or their thread_id changed: MongoDBSaver finds writes by those
+        fields). Two finds for the whole group, not two for each thread: one over the range
+        of its threads on the saver's index, one by checkpoint id."""
+        assert self.writes_coll is not None
+        threads = [keys[0].thread_id for keys in group]
+        own: dict[str, list[dict[str, Any]]] = {t: [] for t in threads}
+        in_range = {"thread_id": {"$gte": min(threads), "$lte": max(threads)}}
+        for doc in self._find(self.writes_coll, in_range):
+            for thread_id in _named_threads(doc.get("thread_id"), own):
+                own[thread_id].append(doc)
+        ids = sorted({k.checkpoint_id for keys in group for k in keys})
+        by_id: dict[str, list[dict[str, Any]]] = {}
+        for doc in self._find(self.writes_coll, {"checkpoint_id": {"$in": ids}}):
+            named = doc.get("checkpoint_id")
+            for checkpoint_id in named if isinstance(named, list) else [named]:
+                if isinstance(checkpoint_id, str):
+                    by_id.setdefault(checkpoint_id, []).append(doc)
+        for keys in group:
             thread_id = keys[0].thread_id
-            # The thread's writes, its orphans among them (check judges those; `health`
-            # counts them), and writes of its checkpoints filed under another thread (moved
-            # there, or their thread_id changed: MongoDBSaver finds writes by those fields).
-            moved = {
-                "thread_id": {"$ne": thread_id},
-                "checkpoint_id": {"$in": sorted({k.checkpoint_id for k in keys})},
-            }
-            for found in (
-                self._find(self.writes_coll, {"thread_id": {"$eq": thread_id}}),
-                self._find(self.writes_coll, moved),
-            ):
-                for doc in found:
-                    key = _key(doc) or _stray_key(doc)
-                    rows.append((key, _write_fields(doc)))
+            wanted = set(keys)
+            found = list(own.pop(thread_id))
+            # As `{"thread_id": {"$ne": thread}, "checkpoint_id": {"$in": ids}}` finds them.
+            seen: set[int] = set()
+            for checkpoint_id in sorted({k.checkpoint_id for k in keys}):
+                for doc in by_id.get(checkpoint_id, ()):
+                    if id(doc) not in seen and not _names_thread(doc.get("thread_id"), thread_id):
+                        seen.add(id(doc))
+                        found.append(doc)
+            rows = [(_key(doc) or _stray_key(doc), _write_fields(doc)) for doc in found]
             rows = [(k, w) for k, w in rows if k in wanted] + [
                 (k, w) for k, w in rows if k not in wanted
             ]
@@ -503,15 +590,13 @@ class MongoStore(DocumentStore):
             if key is None:
                 continue
             body = _bytes(doc.get("checkpoint")) or b""
-            tag = doc.get("type")
-            layout = body_layout(tag if isinstance(tag, str) else None, body, self.aes_key)
+            layout = body_layout(serde_tag(doc), body, self.aes_key)
             root, delta, js_delta = metadata_facts(self._metadata(doc.get("metadata")))
-            parent = doc.get("parent_checkpoint_id")
             checkpoints.append(
                 CheckpointRow(
                     checkpoint_ns=key.checkpoint_ns,
                     checkpoint_id=key.checkpoint_id,
-                    parent_id=parent if isinstance(parent, str) and parent else None,
+                    parent_id=parent_id(doc),
                     v=layout.v if layout else None,
                     root_id=root,
                     delta_channels=delta,
@@ -538,14 +623,8 @@ class MongoStore(DocumentStore):
         server reports it)."""
         if into is not None:
             raise BadOption("`into` is for SQLite stores")
-        db = self.client[self.database]
         tables: list[VacuumTableRecord] = []
-        for name in (self.checkpoints_name, self.writes_name):
-            try:
-                with self._errors():
-                    stats = db.command("collStats", name)
-            except StoreUnreadable:
-                continue
+        for name, stats in self._collection_stats():
             storage, indexes = int(stats.get("storageSize", 0)), int(stats.get("totalIndexSize", 0))
             free = stats.get("freeStorageSize")
             tables.append(
@@ -569,23 +648,8 @@ class MongoStore(DocumentStore):
 
         return MongoWriter(self)
 
-    def check_copy(
-        self, *, renumber_versions: bool = False, counted_versions: bool = False
-    ) -> None:
-        # Checked with LangGraph: a MongoDBSaver thread copied into SqliteSaver as it is
-        # reads back the same, then fails to resume (TypeError comparing str and int).
-        refuse_int_versions(
-            self.location,
-            "MongoDBSaver",
-            renumber_versions=renumber_versions,
-            counted_versions=counted_versions,
-        )
-
     def close(self) -> None:
-        try:
-            self.client.close()
-        except Exception:  # closing must not fail a command
-            pass
+        close_quietly(self.client)
 
 
 # -- documents -------------------------------------------------------------------------------
@@ -607,20 +671,16 @@ def _raw_checkpoint(key: CheckpointKey, doc: dict[str, Any], *, data: bool) -> R
     stored = doc.get("metadata")
     metadata = _metadata_json(stored)
     plain = _metadata_plain(stored)
-    tag = doc.get("type")
-    parent = doc.get("parent_checkpoint_id")
-    return RawCheckpoint(
-        thread_id=key.thread_id,
-        checkpoint_ns=key.checkpoint_ns,
-        checkpoint_id=key.checkpoint_id,
-        parent_checkpoint_id=parent if isinstance(parent, str) and parent else None,
-        type=tag if isinstance(tag, str) else None,
-        body=body if data else b"",
+    return RawCheckpoint.kept(
+        key,
+        parent_id(doc),
+        serde_tag(doc),
+        body,
         # As SqliteSaver and PostgresSaver keep it when every value is plain data; else the
         # pairs, their payloads as base64 records.
-        metadata_type="json" if plain is not None else "mongodb-pairs",
-        metadata=(plain if plain is not None else metadata) if data else b"",
-        body_size=len(body),
+        "json" if plain is not None else "mongodb-pairs",
+        plain if plain is not None else metadata,
+        data=data,
         metadata_size=len(metadata),
     )
 
@@ -639,20 +699,7 @@ def _bytes(value: Any) -> bytes | None:
 
 
 def _write_fields(doc: dict[str, Any]) -> WriteFields:
-    data = _bytes(doc.get("value"))
-    idx = doc.get("idx")
-    tag = doc.get("type")
-    task_id, channel = doc.get("task_id"), doc.get("channel")
-    return WriteFields(
-        # A task id or channel of another type is what LangGraph gets: judged as such.
-        task_id=task_id if isinstance(task_id, str) else "",
-        task_path=str(doc.get("task_path", "")),
-        idx=idx if type(idx) is int else UNREADABLE_IDX,
-        channel=channel if isinstance(channel, str) else "",
-        type=tag if isinstance(tag, str) else None,
-        data=data,
-        size=len(data) if data is not None else 0,
-    )
+    return WriteFields.judged(doc, _bytes(doc.get("value")))
 
 
 def _metadata_size(raw: Any) -> int:
@@ -719,6 +766,52 @@ def _metadata_plain(raw: Any) -> bytes | None:
         return json.dumps(plain(raw) if raw is not None else {}, ensure_ascii=False).encode()
     except (NotPlain, ValueError, TypeError):
         return None
+
+
+@contextmanager
+def mongo_errors(pymongo: Any, location: str, timeout: float, doing: str) -> Iterator[None]:
+    """Every pymongo error raised inside as one line (exit 4) that names no password:
+    `doing` says what failed (reading the store, writing a copy)."""
+    errors = pymongo.errors
+    try:
+        yield
+    except errors.OperationFailure as exc:  # (ExecutionTimeout too: it is one)
+        if exc.code in (13, 18):  # Unauthorized, AuthenticationFailed
+            raise StoreUnreadable(f"{location}: {doing}: not allowed ({_clean(exc)})") from None
+        raise StoreUnreadable(f"{location}: the server refused: {_clean(exc)}") from None
+    except (errors.ServerSelectionTimeoutError, errors.NetworkTimeout):
+        raise StoreUnreadable(
+            f"{location}: {doing}: no answer within {timeout:g} s (`timeout` sets the limit)"
+        ) from None
+    except errors.PyMongoError as exc:
+        raise StoreUnreadable(f"{location}: {doing}: {_clean(exc)}") from None
+
+
+def runs_transactions(pymongo: Any, client: Any, collection: Any) -> bool:
+    """Whether the server runs multi-document transactions (what keeps a thread whole):
+    a read in one, aborted. A standalone mongod refuses it; other errors are raised."""
+    try:
+        with client.start_session() as session:
+            session.start_transaction()
+            try:
+                collection.find_one({"thread_id": {"$eq": ""}}, session=session)
+            finally:
+                session.abort_transaction()
+    except pymongo.errors.OperationFailure as exc:
+        if exc.code == 20 or "ransaction" in str(exc):
+            return False
+        raise
+    return True
+
+
+def no_transactions(location: str, thread: str, done: str) -> str:
+    """Why a server without multi-document transactions is refused (`runs_transactions`):
+    `thread`, what they would keep whole; `done`, what was not done."""
+    return (
+        f"{location}: this server runs no multi-document transactions (a standalone mongod), "
+        f"which keep each {thread} whole: run it as a replica set (one member will do); "
+        f"nothing {done}"
+    )
 
 
 def _clean(exc: BaseException) -> str:

@@ -21,9 +21,17 @@ from typing import Any, Final
 from ckpt.errors import CopyRefused, StoreUnreadable
 from ckpt.records.model import RawCheckpoint, RawWrite
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT
-from ckpt.stores.base import Carried, Target, ThreadSink
+from ckpt.stores.base import Carried, Target, ThreadSink, close_quietly
 from ckpt.stores.location import redact_url
-from ckpt.stores.mongo.store import CHECKPOINTS, DATABASE, WRITES, _import_pymongo
+from ckpt.stores.mongo.store import (
+    CHECKPOINTS,
+    DATABASE,
+    WRITES,
+    _import_pymongo,
+    mongo_errors,
+    no_transactions,
+    runs_transactions,
+)
 from ckpt.stores.transfer import (
     Blob,
     BlobKey,
@@ -125,27 +133,15 @@ class MongoTarget(Target):
 
     @contextmanager
     def errors(self, doing: str = "cannot write") -> Iterator[None]:
-        """Every pymongo error as one line (exit 4) that names no password."""
-        errors = self.pymongo.errors
-        try:
-            yield
-        except errors.DuplicateKeyError:
-            raise StoreUnreadable(
-                f"{self.location}: a document of this thread appeared on the target meanwhile"
-            ) from None
-        except errors.OperationFailure as exc:
-            if exc.code in (13, 18):
+        """Every pymongo error as one line (exit 4) that names no password (as the
+        reader's, mongo_errors), a duplicate key as a thread that appeared meanwhile."""
+        with mongo_errors(self.pymongo, self.location, self.timeout, doing):
+            try:
+                yield
+            except self.pymongo.errors.DuplicateKeyError:
                 raise StoreUnreadable(
-                    f"{self.location}: {doing}: not allowed ({_clean(exc)})"
+                    f"{self.location}: a document of this thread appeared on the target meanwhile"
                 ) from None
-            raise StoreUnreadable(f"{self.location}: the server refused: {_clean(exc)}") from None
-        except (errors.ServerSelectionTimeoutError, errors.NetworkTimeout):
-            raise StoreUnreadable(
-                f"{self.location}: {doing}: no answer within {self.timeout:g} s "
-                "(`timeout` sets the limit)"
-            ) from None
-        except errors.PyMongoError as exc:
-            raise StoreUnreadable(f"{self.location}: {doing}: {_clean(exc)}") from None
 
     def carry(
         self,
@@ -182,26 +178,10 @@ class MongoTarget(Target):
 
     def _transactions(self) -> None:
         """A transaction is what keeps a thread whole: ask for one (a read, aborted)."""
-        errors = self.pymongo.errors
-        try:
-            with self.client.start_session() as session:
-                session.start_transaction()
-                try:
-                    self.checkpoints.find_one({"thread_id": {"$eq": ""}}, session=session)
-                finally:
-                    session.abort_transaction()
-        except errors.OperationFailure as exc:
-            if exc.code == 20 or "ransaction" in str(exc):
-                raise StoreUnreadable(
-                    f"{self.location}: this server runs no multi-document transactions (a "
-                    "standalone mongod), which keep each copied thread whole: run it as a "
-                    "replica set (one member will do); nothing copied"
-                ) from None
-            with self.errors("cannot check the target"):
-                raise
-        except errors.PyMongoError:
-            with self.errors("cannot check the target"):
-                raise
+        with self.errors("cannot check the target"):
+            runs = runs_transactions(self.pymongo, self.client, self.checkpoints)
+        if not runs:
+            raise StoreUnreadable(no_transactions(self.location, "copied thread", "copied"))
 
     def setup(self) -> None:
         self._transactions()
@@ -233,10 +213,7 @@ class MongoTarget(Target):
         return _MongoSink(self, thread_id, replace)
 
     def close(self) -> None:
-        try:
-            self.client.close()
-        except Exception:  # closing must not fail a command
-            pass
+        close_quietly(self.client)
 
 
 class _MongoSink(ThreadSink):
@@ -328,8 +305,3 @@ class _MongoSink(ThreadSink):
             self.session.end_session()
         except Exception:
             pass
-
-
-def _clean(exc: BaseException) -> str:
-    text = str(exc).split(", full error:", 1)[0]
-    return " ".join(text.split())[:300] or type(exc).__name__

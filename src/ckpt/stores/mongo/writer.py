@@ -19,6 +19,7 @@ from ckpt.errors import Unsafe
 from ckpt.records.plans import NamespacePlan, Planner, ThreadPlan
 from ckpt.records.types import VacuumReport, vacuum_state
 from ckpt.stores.base import Writer
+from ckpt.stores.mongo.store import no_transactions, runs_transactions
 
 if TYPE_CHECKING:
     from ckpt.stores.mongo.store import MongoStore
@@ -35,23 +36,10 @@ class MongoWriter(Writer):
     def _transactions(self) -> None:
         """Refuse a server without multi-document transactions (a read, aborted)."""
         store = self.store
-        errors = store.pymongo.errors
-        try:
-            with store.client.start_session() as session:
-                session.start_transaction()
-                try:
-                    store.checkpoints_coll.find_one({"thread_id": {"$eq": ""}}, session=session)
-                finally:
-                    session.abort_transaction()
-        except errors.OperationFailure as exc:
-            if exc.code == 20 or "ransaction" in str(exc):
-                raise Unsafe(
-                    f"{self.location}: this server runs no multi-document transactions (a "
-                    "standalone mongod), which keep each thread whole: run it as a replica "
-                    "set (one member will do); nothing changed"
-                ) from None
-            with store._errors("cannot check the store"):
-                raise
+        with store._errors("cannot check the store"):
+            runs = runs_transactions(store.pymongo, store.client, store.checkpoints_coll)
+        if not runs:
+            raise Unsafe(no_transactions(self.location, "thread", "changed"))
 
     def prune(self, thread_id: str, planner: Planner) -> ThreadPlan:
         store = self.store

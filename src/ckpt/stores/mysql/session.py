@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlsplit
 
 from ckpt.errors import MissingDependency, NotACheckpointStore, StoreUnreadable
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
+from ckpt.stores.base import close_quietly
 from ckpt.stores.location import redact_url
 
 # MySQL and MariaDB error numbers ckpt tells apart.
@@ -120,10 +121,7 @@ class MySQLSession:
         return found[0] if found else ()
 
     def close(self) -> None:
-        try:
-            self.conn.close()
-        except Exception:  # closing must not fail a command
-            pass
+        close_quietly(self.conn)
 
 
 def _clean(exc: BaseException) -> str:

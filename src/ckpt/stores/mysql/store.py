@@ -49,6 +49,7 @@ from ckpt.stores.split import (
     WriteKey,
     WriteRow,
     batched,
+    fragment_condition,
     is_legacy,
     version_text,
 )
@@ -357,16 +358,12 @@ class MySQLStore(SplitStore):
 
     # -- finding ---------------------------------------------------------------------------
     def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
-        escaped = fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        statement = (
+        condition, params = fragment_condition(fragment, "checkpoint_id", "thread_id", thread_id)
+        rows = self.session.rows(
             "SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints "
-            "WHERE (checkpoint_id LIKE %s OR checkpoint_id LIKE %s)"
+            f"WHERE {condition} LIMIT {FIND_LIMIT}",
+            params,
         )
-        params: list[Any] = [escaped + "%", "%" + escaped]
-        if thread_id is not None:
-            statement += " AND thread_id = %s"
-            params.append(thread_id)
-        rows = self.session.rows(f"{statement} LIMIT {FIND_LIMIT}", params)
         return sorted(
             (
                 CheckpointKey(*row)
@@ -546,12 +543,10 @@ class MySQLStore(SplitStore):
         if query.checkpoint_ns is not None:
             where.append(self._ns_match(alias))
             params.append(query.checkpoint_ns)
-        if ids and query.since_id is not None:
-            where.append(f"{alias}.checkpoint_id >= %s")
-            params.append(query.since_id)
-        if ids and query.until_id is not None:
-            where.append(f"{alias}.checkpoint_id <= %s")
-            params.append(query.until_id)
+        if ids:
+            bounds, bound_params = query.id_bounds(f"{alias}.checkpoint_id")
+            where += bounds
+            params += bound_params
         return " AND ".join(where), params
 
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
@@ -597,16 +592,7 @@ class MySQLStore(SplitStore):
             wanted = set(threads)
             rows = [r for r in rows if r[0] in wanted]
             rows.sort(key=lambda r: (r[0], r[1], r[2], r[3]))
-            for t, ns, channel, version, tag, blob, size in rows:
-                yield RawBlob(
-                    thread_id=t,
-                    checkpoint_ns=ns,
-                    channel=channel,
-                    version=version,
-                    type=tag,
-                    data=bytes(blob) if blob is not None else None,
-                    size=int(size),
-                )
+            yield from map(RawBlob.from_row, rows)
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         if not self.has_writes:
@@ -624,19 +610,7 @@ class MySQLStore(SplitStore):
             wanted = set(threads)
             rows = [r for r in rows if r[0] in wanted]
             rows.sort(key=lambda r: (r[0], r[1], r[2], r[3], r[4]))
-            for t, ns, cid, task_id, idx, channel, tag, blob, size, task_path in rows:
-                yield RawWrite(
-                    thread_id=t,
-                    checkpoint_ns=ns,
-                    checkpoint_id=cid,
-                    task_id=task_id,
-                    idx=int(idx),
-                    channel=channel,
-                    type=tag,
-                    data=bytes(blob) if blob is not None else None,
-                    size=int(size),
-                    task_path=task_path or "",
-                )
+            yield from map(RawWrite.from_row, rows)
 
     def encrypted_sample(self) -> tuple[str, bytes] | None:
         for table in ("checkpoint_blobs", "checkpoint_writes"):

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any, ClassVar, Final, cast
 
-from ckpt.decoders.pickle_imports import escapes_unwarned
+from ckpt.decoders.pickle_imports import escapes_unwarned, pickle_ops
 from ckpt.errors import RefusedGlobal, StoreCorrupt
 
 
@@ -244,66 +244,62 @@ def expanded_size(data: bytes, limit: int) -> int:
     the C unpickler hash 2**60 tuples (a hash bomb), and printing such a value writes
     2**n items. Counting copies bounds both. Malformed streams stop the count where they
     go wrong (the unpickler then reports them)."""
-    import pickletools
-
     stack: list[int] = []
     marks: list[int] = []
     memo: dict[int, int] = {}
     biggest = 0
-    with escapes_unwarned():
-        try:
-            for opcode, arg, _ in pickletools.genops(data):
-                name = opcode.name
-                if name == "MARK":
-                    marks.append(len(stack))
-                elif name in _TO_MARK or name in _INTO_TOP or name == "POP_MARK":
-                    start = marks.pop() if marks else 0
-                    total = sum(stack[start:])
-                    del stack[start:]
-                    if name in _INTO_TOP:
-                        if stack:
-                            stack[-1] = min(stack[-1] + total, limit)
-                    elif name != "POP_MARK":
-                        stack.append(min(1 + total, limit))
-                elif name in _POPS:
-                    count = _POPS[name]
-                    total = sum(stack[-count:]) if count and stack else 0
-                    if count:
-                        del stack[-count:]
-                    if name in ("APPEND", "SETITEM", "BUILD"):
-                        if stack:
-                            stack[-1] = min(stack[-1] + total, limit)
-                    elif name in ("REDUCE", "NEWOBJ", "NEWOBJ_EX"):
-                        if stack:
-                            stack[-1] = min(stack[-1] + total, limit)
-                    else:  # TUPLE1-3, STACK_GLOBAL, BINPERSID: one object from `count`
-                        stack.append(min(1 + total, limit))
-                elif name in _MEMO_PUT:
-                    index = len(memo) if name == "MEMOIZE" else int(arg or 0)
-                    if index > len(data):
-                        # CPython's C unpickler sizes its memo array from the index (twice
-                        # it, 8 bytes each): one LONG_BINPUT of 2**24 costs 268 MB whatever
-                        # the file's size. Each entry takes a PUT of 2 bytes or more, so a
-                        # file of n bytes numbers fewer than n of them.
-                        raise MemoIndexTooLarge(index)
+    try:
+        for _, name, arg in pickle_ops(data):
+            if name == "MARK":
+                marks.append(len(stack))
+            elif name in _TO_MARK or name in _INTO_TOP or name == "POP_MARK":
+                start = marks.pop() if marks else 0
+                total = sum(stack[start:])
+                del stack[start:]
+                if name in _INTO_TOP:
                     if stack:
-                        memo[index] = stack[-1]
-                elif name in _MEMO_GET:
-                    stack.append(memo.get(int(arg or 0), 1))
-                elif name == "POP":
+                        stack[-1] = min(stack[-1] + total, limit)
+                elif name != "POP_MARK":
+                    stack.append(min(1 + total, limit))
+            elif name in _POPS:
+                count = _POPS[name]
+                total = sum(stack[-count:]) if count and stack else 0
+                if count:
+                    del stack[-count:]
+                if name in ("APPEND", "SETITEM", "BUILD"):
                     if stack:
-                        stack.pop()
-                elif name == "DUP":
+                        stack[-1] = min(stack[-1] + total, limit)
+                elif name in ("REDUCE", "NEWOBJ", "NEWOBJ_EX"):
                     if stack:
-                        stack.append(stack[-1])
-                elif name not in _NO_PUSH:
-                    stack.append(1)
-                if stack and stack[-1] > biggest:
-                    biggest = stack[-1]
-                    if biggest >= limit:
-                        return limit
-        except (ValueError, EOFError, KeyError, IndexError, TypeError, struct.error):
-            pass
+                        stack[-1] = min(stack[-1] + total, limit)
+                else:  # TUPLE1-3, STACK_GLOBAL, BINPERSID: one object from `count`
+                    stack.append(min(1 + total, limit))
+            elif name in _MEMO_PUT:
+                index = len(memo) if name == "MEMOIZE" else int(arg or 0)
+                if index > len(data):
+                    # CPython's C unpickler sizes its memo array from the index (twice
+                    # it, 8 bytes each): one LONG_BINPUT of 2**24 costs 268 MB whatever
+                    # the file's size. Each entry takes a PUT of 2 bytes or more, so a
+                    # file of n bytes numbers fewer than n of them.
+                    raise MemoIndexTooLarge(index)
+                if stack:
+                    memo[index] = stack[-1]
+            elif name in _MEMO_GET:
+                stack.append(memo.get(int(arg or 0), 1))
+            elif name == "POP":
+                if stack:
+                    stack.pop()
+            elif name == "DUP":
+                if stack:
+                    stack.append(stack[-1])
+            elif name not in _NO_PUSH:
+                stack.append(1)
+            if stack and stack[-1] > biggest:
+                biggest = stack[-1]
+                if biggest >= limit:
+                    return limit
+    except (ValueError, EOFError, KeyError, IndexError, TypeError, struct.error):
+        pass
     return biggest
 
 

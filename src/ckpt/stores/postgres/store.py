@@ -42,7 +42,7 @@ from ckpt.stores.postgres.session import PgSession
 from ckpt.stores.postgres.threads import threads_statement
 from ckpt.stores.split import METADATA_LIMIT as METADATA_LIMIT
 from ckpt.stores.split import TOO_LARGE_PREFIX as _TOO_LARGE
-from ckpt.stores.split import BlobKey, SplitStore, WriteKey
+from ckpt.stores.split import BlobKey, SplitStore, WriteKey, fragment_condition
 from ckpt.stores.split import Fetched as _Fetched
 from ckpt.stores.split import Row as _Row
 from ckpt.stores.split import StoredBlob as _Blob
@@ -274,16 +274,14 @@ class PostgresStore(SplitStore):
         # No index leads with checkpoint_id, so without a thread this is one pass over the
         # primary key (an index-only scan: no ORDER BY, which would make the planner read
         # the table in thread order instead); with a thread, a range of it.
-        escaped = fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        query = (
-            "SELECT c.thread_id, c.checkpoint_ns, {id} FROM {cp} c "
-            "WHERE ({id} LIKE %s OR {id} LIKE %s)"
+        condition, params = fragment_condition(fragment, "{id}", "c.thread_id", thread_id)
+        rows = self._rows(
+            self.layout.sql(
+                "SELECT c.thread_id, c.checkpoint_ns, {id} FROM {cp} c "
+                f"WHERE {condition} LIMIT {FIND_LIMIT}"
+            ),
+            params,
         )
-        params: list[Any] = [escaped + "%", "%" + escaped]
-        if thread_id is not None:
-            query += " AND c.thread_id = %s"
-            params.append(thread_id)
-        rows = self._rows(self.layout.sql(f"{query} LIMIT {FIND_LIMIT}"), params)
         return [CheckpointKey(*row) for row in sorted(rows)]
 
     def find_exact(self, checkpoint_id: str) -> list[CheckpointKey]:
@@ -390,14 +388,8 @@ class PostgresStore(SplitStore):
         if query.checkpoint_ns is not None:
             where.append("c.checkpoint_ns = %s")
             params.append(query.checkpoint_ns)
-        ranges: list[str] = []
-        if query.since_id is not None:
-            ranges.append("{id} >= %s")
-            params.append(query.since_id)
-        if query.until_id is not None:
-            ranges.append("{id} <= %s")
-            params.append(query.until_id)
-        return where, ranges, params
+        ranges, bound_params = query.id_bounds("{id}")
+        return where, ranges, params + bound_params
 
     def count_checkpoints(self, query: DumpQuery) -> int | None:
         # A count over the primary key with the dump's filters (an index-only scan on a
@@ -461,18 +453,8 @@ class PostgresStore(SplitStore):
     ) -> Iterator[Checkpoint]:
         """A server-side cursor inside one read-only REPEATABLE READ transaction: memory stays
         flat however large the store, and every batch sees the same snapshot."""
-        pg = self._pg
-        try:
-            with (
-                self.conn.transaction(),
-                self.conn.cursor(name=f"ckpt_dump_{next(self._cursor_ids)}", binary=True) as cur,
-            ):
-                cur.itersize = BATCH
-                cur.execute(statement, params)
-                while batch := cur.fetchmany(BATCH):
-                    yield from self._hydrate([_Row(*row) for row in batch], values=values)
-        except pg.Error as exc:
-            raise self._session.translate(exc) from None
+        for batch in self._batches("dump", statement, params):
+            yield from self._hydrate([_Row(*row) for row in batch], values=values)
 
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         found: dict[str, ThreadBytes] = {}
@@ -610,18 +592,7 @@ class PostgresStore(SplitStore):
             + where
             + f" ORDER BY b.thread_id, b.checkpoint_ns, b.channel, {version}"
         )
-        for thread_id, ns, channel, blob_version, kind, blob, size in self._stream_rows(
-            statement, params
-        ):
-            yield RawBlob(
-                thread_id=thread_id,
-                checkpoint_ns=ns,
-                channel=channel,
-                version=blob_version,
-                type=kind,
-                data=bytes(blob) if blob is not None else None,
-                size=int(size or 0),
-            )
+        yield from map(RawBlob.from_row, self._stream_rows(statement, params))
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         if not self.layout.has_writes:
@@ -636,20 +607,7 @@ class PostgresStore(SplitStore):
             + " ORDER BY w.thread_id, w.checkpoint_ns, w.checkpoint_id, w.task_id, w.idx",
             task_path=self.layout.task_path_expr,
         )
-        for row in self._stream_rows(statement, params):
-            thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size, path = row
-            yield RawWrite(
-                thread_id=thread_id,
-                checkpoint_ns=ns,
-                checkpoint_id=checkpoint_id,
-                task_id=task_id,
-                idx=int(idx),
-                channel=channel,
-                type=kind,
-                data=bytes(blob) if blob is not None else None,
-                size=int(size or 0),
-                task_path=path if isinstance(path, str) else "",
-            )
+        yield from map(RawWrite.from_row, self._stream_rows(statement, params))
 
     def _raw_filter(self, query: DumpQuery, alias: str, *, ids: bool) -> tuple[str, list[Any]]:
         """A WHERE clause for a raw scan of the table `alias` names; blobs have no ids."""
@@ -661,27 +619,38 @@ class PostgresStore(SplitStore):
         if query.checkpoint_ns is not None:
             where.append(f"{alias}.checkpoint_ns = %s")
             params.append(query.checkpoint_ns)
-        column = "{id}" if alias == "c" else f"{alias}.checkpoint_id"
-        if ids and query.since_id is not None:
-            where.append(f"{column} >= %s")
-            params.append(query.since_id)
-        if ids and query.until_id is not None:
-            where.append(f"{column} <= %s")
-            params.append(query.until_id)
+        if ids:
+            bounds, bound_params = query.id_bounds(
+                "{id}" if alias == "c" else f"{alias}.checkpoint_id"
+            )
+            where += bounds
+            params += bound_params
         return (f" WHERE {' AND '.join(where)}" if where else ""), params
 
     def _stream_rows(self, statement: Composed, params: list[Any]) -> Iterator[tuple[Any, ...]]:
         """Rows through a server-side cursor in one read-only transaction (flat memory)."""
+        for batch in self._batches("scan", statement, params):
+            yield from batch
+
+    def _batches(
+        self, purpose: str, statement: Composed, params: list[Any]
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """A statement's rows BATCH at a time through a server-side cursor (`ckpt_{purpose}_N`)
+        inside one transaction, open while the caller works on each batch: memory stays
+        flat, and every batch sees the same snapshot. The cursor's errors are translated
+        here; what the caller runs between two batches goes through `_rows`, which does."""
         pg = self._pg
         try:
             with (
                 self.conn.transaction(),
-                self.conn.cursor(name=f"ckpt_scan_{next(self._cursor_ids)}", binary=True) as cur,
+                self.conn.cursor(
+                    name=f"ckpt_{purpose}_{next(self._cursor_ids)}", binary=True
+                ) as cur,
             ):
                 cur.itersize = BATCH
                 cur.execute(statement, params)
                 while batch := cur.fetchmany(BATCH):
-                    yield from batch
+                    yield batch
         except pg.Error as exc:
             raise self._session.translate(exc) from None
 

@@ -21,7 +21,6 @@ from ckpt.errors import (
     DecodeError,
 )
 from ckpt.records.model import (
-    UNREADABLE_IDX,
     CheckpointKey,
     PendingWrite,
     RawCheckpoint,
@@ -92,19 +91,7 @@ def document_write(doc: dict[str, Any]) -> WriteFields:
             data = base64.b64decode(blob, validate=True)
         except (binascii.Error, ValueError):
             data = blob.encode("utf-8", "surrogatepass")
-    idx = doc.get("idx")
-    tag = doc.get("type")
-    task_id, channel = doc.get("task_id"), doc.get("channel")
-    return WriteFields(
-        # A task id or channel of another type is what LangGraph gets: judged as such.
-        task_id=task_id if isinstance(task_id, str) else "",
-        task_path=str(doc.get("task_path", "")),
-        idx=idx if type(idx) is int else UNREADABLE_IDX,
-        channel=channel if isinstance(channel, str) else "",
-        type=tag if isinstance(tag, str) else None,
-        data=data,
-        size=len(data) if data is not None else 0,
-    )
+    return WriteFields.judged(doc, data)
 
 
 def decoded(tag: str | None, data: bytes | None, aes_key: bytes | None) -> Any:

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from ckpt.errors import MissingDependency, StoreUnreadable
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
+from ckpt.stores.base import close_quietly
 from ckpt.stores.location import redact_url
 
 # The only commands ckpt sends (tests/test_redis.py checks the server's command log
@@ -148,6 +149,20 @@ class RedisSession:
             if int(cursor) == 0:
                 return
 
+    def first_pages(self, index: str, queries: Sequence[str], page: int) -> list[list[Any] | None]:
+        """The keys of the first `page` hits of each FT.SEARCH query, in one round trip;
+        None for a query with more hits than that (or an error): page through it."""
+        answers = self.pipeline(
+            [
+                ("FT.SEARCH", index, query, "NOCONTENT", "LIMIT", 0, page, "DIALECT", 2)
+                for query in queries
+            ]
+        )
+        return [
+            answer[1:] if isinstance(answer, list) and answer and int(answer[0]) <= page else None
+            for answer in answers
+        ]
+
     def json_mget(self, keys: Sequence[bytes | str]) -> list[bytes | None]:
         """The documents at `keys` as JSON text (None where a key is gone), in batches."""
         found: list[bytes | None] = []
@@ -157,10 +172,7 @@ class RedisSession:
         return found
 
     def close(self) -> None:
-        try:
-            self.client.close()
-        except Exception:  # closing must not fail a command
-            pass
+        close_quietly(self.client)
 
 
 @contextmanager
@@ -225,3 +237,8 @@ def glob_escape(text: str) -> str:
 def tag_escape(text: str) -> str:
     """`text` as one value of a RediSearch TAG query (`@field:{...}`)."""
     return "".join(ch if ch.isalnum() or ch == "_" else "\\" + ch for ch in text)
+
+
+def thread_query(thread_id: str) -> str:
+    """The RediSearch query for a thread's documents (its id as a TAG value)."""
+    return "@thread_id:{" + tag_escape(thread_id or "00000000-0000-0000-0000-000000000000") + "}"

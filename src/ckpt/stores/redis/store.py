@@ -51,7 +51,7 @@ from ckpt.records.types import (
 )
 from ckpt.stores.base import Writer
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
-from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo
+from ckpt.stores.documents import BATCH, DocumentStore, Kept, ThreadInfo
 from ckpt.stores.redis.fields import decoded as _decoded
 from ckpt.stores.redis.fields import first as _first
 from ckpt.stores.redis.fields import index_fields as _index_fields
@@ -83,7 +83,7 @@ from ckpt.stores.redis.keys import (
     write_name,
     write_zset_key,
 )
-from ckpt.stores.redis.session import RedisSession, glob_escape, tag_escape
+from ckpt.stores.redis.session import RedisSession, glob_escape, tag_escape, thread_query
 
 PREFIX: Final = "checkpoint"
 REDIS_RELEASE: Final = "langgraph-checkpoint-redis 0.5.2"  # the saver `ckpt check` speaks for
@@ -151,6 +151,9 @@ class RedisStore(DocumentStore):
         self._told_ignored = False
         self._read_writes: dict[CheckpointName, bool] = {}  # has_writes, for copy_write
         self._odd_keys: dict[CheckpointName, str] = {}
+        # The write keys of the threads listed last (as DocumentStore keeps their checkpoint
+        # keys): a scan's batch lists them for the writes and for `health`.
+        self._kept_writes: Kept[tuple[str, WriteName]] = Kept()
         self._left_out: dict[str, dict[str, list[bytes]]] | None = None
         # The top-level fields each index reads and their types ("TAG", "NUMERIC" ...).
         self.index_fields: dict[str, list[tuple[str, str]]] = {}
@@ -273,9 +276,7 @@ class RedisStore(DocumentStore):
         return self.indexed and "," not in thread_id and thread_id == thread_id.strip()
 
     def _search(self, index: str, thread_id: str) -> Iterator[bytes]:
-        query = (
-            "@thread_id:{" + tag_escape(thread_id or "00000000-0000-0000-0000-000000000000") + "}"
-        )
+        query = thread_query(thread_id)
         offset = 0
         while True:
             answer = self.session.execute(
@@ -351,13 +352,37 @@ class RedisStore(DocumentStore):
 
     def _thread_names(self, thread_id: str) -> list[tuple[str, CheckpointName]]:
         """The thread's checkpoint keys, by (checkpoint id, namespace)."""
-        keys = self._thread_key_names(self.prefix, thread_id)
+        return self._sorted_names(self._thread_key_names(self.prefix, thread_id), thread_id)
+
+    def _sorted_names(
+        self, keys: Iterable[bytes], thread_id: str
+    ) -> list[tuple[str, CheckpointName]]:
         found = [(k, n) for k, n in self._names(keys) if n.thread_id == thread_id]
         found.sort(key=lambda item: (item[1].checkpoint_id, item[1].checkpoint_ns))
         return found
 
     def _thread_keys(self, thread_id: str) -> list[CheckpointKey]:
         return [CheckpointKey(*name) for _, name in self._thread_names(thread_id)]
+
+    def _threads_keys(self, thread_ids: list[str]) -> Iterator[tuple[str, list[CheckpointKey]]]:
+        """`_thread_keys` of each thread, the index searched for a run of threads in one
+        round trip (each search's first page; one with more hits pages on as _search)."""
+        for start in range(0, len(thread_ids), BATCH):
+            run = [t for t in thread_ids[start : start + BATCH] if self._searchable(t)]
+            index = self.search_names[0] if run else ""
+            queries = [thread_query(t) for t in run]
+            found = self.session.first_pages(index, queries, _SEARCH_PAGE)
+            pages = dict(zip(run, found, strict=True))
+            for thread_id in thread_ids[start : start + BATCH]:
+                if thread_id not in pages:
+                    yield thread_id, self._thread_keys(thread_id)
+                    continue
+                page = pages[thread_id]
+                keys = [
+                    *(self._search(index, thread_id) if page is None else page),
+                    *self.left_out(self.prefix).get(thread_id, []),
+                ]
+                yield thread_id, [CheckpointKey(*n) for _, n in self._sorted_names(keys, thread_id)]
 
     def _all_keys(self) -> Iterator[CheckpointKey]:
         for _, name in self._names(self.session.scan(glob_escape(self.prefix) + ":*")):
@@ -371,10 +396,19 @@ class RedisStore(DocumentStore):
             yield [_name(k) for k in keys]
 
     def _thread_write_names(self, thread_id: str) -> list[tuple[str, WriteName]]:
+        kept = self._kept_writes.get(thread_id)
+        if kept is not None:
+            return kept
         keys = self._thread_key_names(self.write_prefix, thread_id)
         found = [(k, n) for k, n in self._write_names(keys) if n.thread_id == thread_id]
         found.sort(key=lambda item: item[1])
+        if self._keeping:
+            self._kept_writes.put(thread_id, found)
         return found
+
+    def _forget_kept(self) -> None:
+        super()._forget_kept()
+        self._kept_writes.clear()
 
     def _write_names(self, keys: Iterable[bytes]) -> Iterator[tuple[str, WriteName]]:
         """Write key names read, as _names: a key whose thread and namespace can split

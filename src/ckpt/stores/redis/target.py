@@ -29,9 +29,9 @@ import orjson
 from ckpt.errors import CopyRefused, StoreUnreadable
 from ckpt.records.model import RawCheckpoint, RawWrite
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT
-from ckpt.stores.base import Carried, Target, ThreadSink
+from ckpt.stores.base import Carried, Target, ThreadSink, close_quietly
 from ckpt.stores.location import redact_url, resolved_host
-from ckpt.stores.redis.encode import redis_json
+from ckpt.stores.redis.encode import Converted, _Ext, unpack
 from ckpt.stores.redis.keys import (
     checkpoint_key,
     checkpoint_name,
@@ -49,13 +49,18 @@ from ckpt.stores.transfer import (
     Sends,
     _map_entries,
     _plain,
-    metadata_json,
+    metadata_object,
     to_inline,
 )
 
 PREFIX: Final = "checkpoint"
 WRITE_PREFIX: Final = "checkpoint_write"
 _TAG: Final = ("TAG", "SEPARATOR", ",")
+# Documents sent in one JSON.MSET (RedisJSON 2.6+): one reply for them, not one each.
+MSET_KEYS: Final = 256
+MSET_BYTES: Final = 8 << 20
+MSET_SINCE: Final = 20600  # RedisJSON's version number of 2.6.0
+MEMO_ENTRIES: Final = 4096  # ext values remembered in their JSON form (then forgotten)
 # RedisSaver's checkpoints_schema and writes_schema (langgraph-checkpoint-redis 0.5.2), as
 # RedisVL's SearchIndex.create() sends them: (path, name, type...).
 CHECKPOINT_FIELDS: Final = (
@@ -93,6 +98,9 @@ class RedisTarget(Target):
 
     def __init__(self, spec: str, *, timeout: float | None = None, shallow: bool = False) -> None:
         self.shallow = shallow
+        # A message is stored again in every later checkpoint of its thread (the channel
+        # holds the whole list): its ext bytes are turned into JSON once, then reused.
+        self.memo: dict[tuple[int, bytes], tuple[Any, bool]] = {}
         from ckpt.stores.redis.session import _import_redis, _module_name, _text
 
         self.redis = _import_redis()
@@ -112,6 +120,11 @@ class RedisTarget(Target):
             with self.errors("cannot connect"):
                 modules = self.client.execute_command("MODULE", "LIST")
                 self.modules = {_text(_module_name(m)).lower() for m in modules or ()}
+                self.mset = any(
+                    _text(_module_name(m)).lower() in ("rejson", "redisjson")
+                    and _module_version(m) >= MSET_SINCE
+                    for m in modules or ()
+                )
                 self.indexes = (
                     {_text(n) for n in self.client.execute_command("FT._LIST") or ()}
                     if "search" in self.modules
@@ -142,6 +155,14 @@ class RedisTarget(Target):
         return redis_errors(self.redis, self.location, self.timeout, doing)
 
     # -- the layout --------------------------------------------------------------------
+    def redis_json(self, data: bytes, where: str) -> tuple[Any, bool]:
+        """msgpack bytes as RedisSaver's JSON, and whether they held bytes
+        (ckpt.stores.redis.encode), ext values converted once while remembered."""
+        if len(self.memo) > MEMO_ENTRIES:
+            self.memo.clear()
+        converter = _Remembering(where, self.memo)
+        return converter.value(unpack(data, where)), converter.has_bytes
+
     def laid_out(self, row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) -> Carried:
         inline = to_inline(row, blobs, sends)
         where = f"checkpoint {row.checkpoint_id}"
@@ -156,7 +177,7 @@ class RedisTarget(Target):
             if key == "channel_values":
                 values = {}
                 for channel, value in _map_entries(packed, f"{where}'s channel_values"):
-                    values[channel], found = redis_json(value, f"{where}: channel {channel!r}")
+                    values[channel], found = self.redis_json(value, f"{where}: channel {channel!r}")
                     held_bytes = held_bytes or found
                 body[key] = values
             elif key == "pending_sends":
@@ -169,12 +190,7 @@ class RedisTarget(Target):
         if held_bytes:
             body["type"] = "msgpack"  # what its serializer falls back to (format.md §7b)
         body["pending_sends"] = []
-        try:
-            metadata = json.loads(metadata_json(row))
-        except ValueError:
-            raise CopyRefused(f"{where}: its metadata is not JSON") from None
-        if not isinstance(metadata, dict):
-            raise CopyRefused(f"{where}: its metadata is not an object")
+        metadata = metadata_object(row, f"{where}: its metadata")
         document: dict[str, Any] = {
             "thread_id": to_storage_id(row.thread_id),
             "run_id": to_storage_id(str(metadata["run_id"])) if metadata.get("run_id") else "",
@@ -206,7 +222,7 @@ class RedisTarget(Target):
             return write
         if tag != "msgpack" or write.data is None:
             raise CopyRefused(f"{where} is stored as {tag!r}, which RedisSaver does not keep")
-        value, held_bytes = redis_json(write.data, where)
+        value, held_bytes = self.redis_json(write.data, where)
         if held_bytes:
             return write
         text = orjson.dumps(value)
@@ -222,6 +238,25 @@ class RedisTarget(Target):
             size=len(text),
             task_path=write.task_path,
         )
+
+    def send_documents(self, pipe: Any, commands: Sequence[tuple[Any, ...]]) -> None:
+        """Queue the JSON.SETs `commands` (each `JSON.SET key $ text`) in their order: as
+        JSON.MSETs of up to MSET_KEYS documents where the server has it (RedisJSON sets
+        and RediSearch indexes their keys in the order given, as for the JSON.SETs)."""
+        if not self.mset:
+            for command in commands:
+                pipe.execute_command(*command)
+            return
+        batch: list[Any] = []
+        size = 0
+        for _, key, path, text in commands:
+            batch += (key, path, text)
+            size += len(text)
+            if len(batch) >= 3 * MSET_KEYS or size >= MSET_BYTES:
+                pipe.execute_command("JSON.MSET", *batch)
+                batch, size = [], 0
+        if batch:
+            pipe.execute_command("JSON.MSET", *batch)
 
     # -- the server --------------------------------------------------------------------
     def check_writable(self, *, replace: bool) -> None:
@@ -314,10 +349,28 @@ class RedisTarget(Target):
         return _RedisSink(self, thread_id, doomed)
 
     def close(self) -> None:
-        try:
-            self.client.close()
-        except Exception:  # closing must not fail a command
-            pass
+        close_quietly(self.client)
+
+
+class _Remembering(Converted):
+    """Converted, with each ext value's JSON (and whether it held bytes) kept in `memo`
+    by its bytes: the same bytes always give the same JSON, shared read-only."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self, where: str, memo: dict[tuple[int, bytes], tuple[Any, bool]]) -> None:
+        super().__init__(where)
+        self.memo = memo
+
+    def ext(self, ext: _Ext) -> Any:
+        key = (ext.code, ext.data)
+        known = self.memo.get(key)
+        if known is None:
+            held, self.has_bytes = self.has_bytes, False
+            known = self.memo[key] = (super().ext(ext), self.has_bytes)
+            self.has_bytes = held
+        self.has_bytes = self.has_bytes or known[1]
+        return known[0]
 
 
 @dataclass
@@ -386,8 +439,7 @@ class _RedisSink(ThreadSink):
             pipe = target.client.pipeline(transaction=True)
             if self.doomed:
                 pipe.delete(*self.doomed)
-            for command in self.ordered():
-                pipe.execute_command(*command)
+            target.send_documents(pipe, self.ordered())
             for (ns, checkpoint_id), registry in self.registries.items():
                 pipe.zadd(write_zset_key(self.thread_id, ns, checkpoint_id), registry)
             for ns, checkpoint_id in self.latest.items():
@@ -429,8 +481,7 @@ class _ShallowSink(_RedisSink):
             pipe = target.client.pipeline(transaction=True)
             if self.doomed:
                 pipe.delete(*self.doomed)
-            for command in self.ordered():
-                pipe.execute_command(*command)
+            target.send_documents(pipe, self.ordered())
             registries: dict[str, dict[str, int]] = {}
             for (ns, _), registry in self.registries.items():
                 registries.setdefault(
@@ -440,6 +491,17 @@ class _ShallowSink(_RedisSink):
                 pipe.zadd(key, registry)
             pipe.execute()
         self.saved, self.written = {}, {}
+
+
+def _module_version(module: Any) -> int:
+    """The version number MODULE LIST gives a module (0 when it gives none)."""
+    pairs: Any = {}
+    if isinstance(module, dict):
+        pairs = module
+    elif isinstance(module, list | tuple):  # RESP2: [b"name", b"ReJSON", b"ver", 20803, ...]
+        pairs = dict(zip(module[::2], module[1::2], strict=False))
+    found = pairs.get(b"ver", pairs.get("ver", 0))
+    return found if isinstance(found, int) and not isinstance(found, bool) else 0
 
 
 def _owner_key(key: str, family: str) -> str | None:

@@ -6,6 +6,12 @@ A body is a msgpack map (format.md §3.1): its fields are cut out by byte span
 stays the bytes it is. Written back, the body is packed field by field in the stored order,
 so an unchanged checkpoint is the same bytes, and metadata is `json.dumps(...,
 ensure_ascii=False)` as SqliteSaver writes it.
+
+LangGraph.js's SqliteSaver stores a body tagged `json` (format.md §11): a JSON object whose
+`channel_values` hold each value as JSON, and writes tagged `json`, with no `task_path`
+column. Such a body is read as JSON, each value kept as ("json", its compact JSON), and
+written back as `JSON.stringify` writes it (ckpt.records.migration.json_bytes), metadata
+too; an unchanged checkpoint is not written.
 """
 
 from __future__ import annotations
@@ -17,7 +23,14 @@ from typing import Any, Final
 import ormsgpack
 
 from ckpt.errors import CopyRefused
-from ckpt.records.migration import MigCheckpoint, MigrationRows, MigWrite, Packed, changed_groups
+from ckpt.records.migration import (
+    MigCheckpoint,
+    MigrationRows,
+    MigWrite,
+    Packed,
+    changed_groups,
+    json_bytes,
+)
 from ckpt.stores.transfer import _map_entries, _pack_map
 
 # Body fields that hold names: decoded to plain data (the rest stay Packed).
@@ -76,6 +89,8 @@ def parse_checkpoint(
     ns: str, cid: str, parent: str | None, tag: str | None, body: bytes, metadata: bytes
 ) -> MigCheckpoint:
     where = f"checkpoint {cid}"
+    if tag == "json":
+        return _parse_json_checkpoint(ns, cid, parent, body, _metadata(metadata, where))
     if tag != "msgpack":
         raise CopyRefused(
             f"{where}: its body is stored as {tag!r}; migrate rewrites msgpack bodies "
@@ -92,16 +107,63 @@ def parse_checkpoint(
             fields[key] = ormsgpack.unpackb(packed)
         else:
             fields[key] = Packed(packed)
+    return MigCheckpoint(ns, cid, parent, fields, _metadata(metadata, where))
+
+
+def _metadata(metadata: bytes, where: str) -> dict[str, Any]:
     try:
         meta = json.loads(metadata) if metadata else {}
     except ValueError:
         raise CopyRefused(f"{where}: its metadata is not JSON") from None
     if not isinstance(meta, dict):
         raise CopyRefused(f"{where}: its metadata is not a JSON object")
-    return MigCheckpoint(ns, cid, parent, fields, meta)
+    return meta
+
+
+def _parse_json_checkpoint(
+    ns: str, cid: str, parent: str | None, body: bytes, metadata: dict[str, Any]
+) -> MigCheckpoint:
+    """A LangGraph.js body: every field plain JSON, each channel value ("json", bytes)."""
+    where = f"checkpoint {cid}"
+    try:
+        document = json.loads(body)
+    except ValueError:
+        raise CopyRefused(f"{where}: its body is tagged 'json' but is not JSON") from None
+    if not isinstance(document, dict) or not isinstance(document.get("channel_values", {}), dict):
+        raise CopyRefused(f"{where}: its JSON body is not a checkpoint object")
+    fields = {
+        key: (
+            {channel: ("json", json_bytes(v)) for channel, v in value.items()}
+            if key == "channel_values"
+            else value
+        )
+        for key, value in document.items()
+    }
+    return MigCheckpoint(ns, cid, parent, fields, metadata, serde="json")
+
+
+def _json_body_bytes(checkpoint: MigCheckpoint) -> bytes:
+    """A LangGraph.js body written back, field by field in the stored order."""
+    entries: list[bytes] = []
+    for key, value in checkpoint.fields.items():
+        if key != "channel_values":
+            entries.append(json_bytes(key) + b":" + json_bytes(value))
+            continue
+        inner = []
+        for channel, (tag, data) in value.items():
+            if tag != "json" or data is None:
+                raise CopyRefused(
+                    f"checkpoint {checkpoint.checkpoint_id}: channel {channel!r} would be "
+                    f"stored as {tag!r} in a LangGraph.js (JSON) body"
+                )
+            inner.append(json_bytes(channel) + b":" + data)
+        entries.append(json_bytes(key) + b":{" + b",".join(inner) + b"}")
+    return b"{" + b",".join(entries) + b"}"
 
 
 def body_bytes(checkpoint: MigCheckpoint) -> bytes:
+    if checkpoint.serde == "json":
+        return _json_body_bytes(checkpoint)
     entries: list[tuple[str, bytes]] = []
     for key, value in checkpoint.fields.items():
         if key == "channel_values":
@@ -121,8 +183,10 @@ def body_bytes(checkpoint: MigCheckpoint) -> bytes:
     return _pack_map(entries)
 
 
-def metadata_bytes(metadata: dict[str, Any]) -> bytes:
-    return json.dumps(metadata, ensure_ascii=False).encode("utf-8", "ignore")
+def metadata_bytes(checkpoint: MigCheckpoint) -> bytes:
+    if checkpoint.serde == "json":
+        return json_bytes(checkpoint.metadata)
+    return json.dumps(checkpoint.metadata, ensure_ascii=False).encode("utf-8", "ignore")
 
 
 def write_rows(
@@ -141,7 +205,7 @@ def write_rows(
         conn.execute(
             "UPDATE checkpoints SET checkpoint = ?, metadata = ? WHERE thread_id = ? "
             "AND checkpoint_ns = ? AND checkpoint_id = ?",
-            (body_bytes(checkpoint), metadata_bytes(checkpoint.metadata), thread_id,
+            (body_bytes(checkpoint), metadata_bytes(checkpoint), thread_id,
              checkpoint.checkpoint_ns, checkpoint.checkpoint_id),
         )  # fmt: skip
     changed = changed_groups(before.writes, after.writes)

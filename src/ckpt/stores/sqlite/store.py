@@ -714,13 +714,8 @@ class SqliteStore(Store):
         if query.checkpoint_ns is not None:
             where.append(f"{ns_col} = ?")
             params.append(query.checkpoint_ns)
-        if query.since_id is not None:
-            where.append(f"{id_col} >= ?")
-            params.append(query.since_id)
-        if query.until_id is not None:
-            where.append(f"{id_col} <= ?")
-            params.append(query.until_id)
-        return where, params
+        bounds, bound_params = query.id_bounds(id_col, "?")
+        return where + bounds, params + bound_params
 
     def storage(self) -> StorageRecord:
         try:

@@ -33,13 +33,12 @@ from ckpt.records.model import (
     CheckpointKey,
     DumpQuery,
     RawCheckpoint,
-    SaverFacts,
 )
 from ckpt.records.types import StorageRecord
-from ckpt.stores.body import checkpoint_from_body, decode_value
-from ckpt.stores.documents import BATCH, ThreadInfo, WriteFields, key_order
+from ckpt.stores.body import decode_value
+from ckpt.stores.documents import ThreadInfo, WriteFields, key_order, parent_id
 from ckpt.stores.redis.session import RedisSession
-from ckpt.stores.valkey.store import AWS_RELEASE, ValkeyDocuments, server_storage
+from ckpt.stores.valkey.store import Layout, ValkeyDocuments, server_storage
 
 PREFIX: Final = "agentcore"
 # LangGraph's WRITES_IDX_MAP (format.md §3.7): the special channels' fixed indexes, which
@@ -68,9 +67,16 @@ def _json(text: bytes | None) -> Any:
         return None
 
 
-class AgentCoreStore(ValkeyDocuments):
+class AgentCoreStore(ValkeyDocuments[dict[str, Any]]):
     kind = "valkey"
     label = "Valkey"
+    layout = Layout(
+        "agentcore-valkey",
+        "AgentCoreValkeySaver (langgraph-checkpoint-aws) agentcore:* keys",
+        "AgentCoreValkeySaver",
+        ("agentcore:checkpoint:{session}:{actor}:{ns}:{id} JSON strings",),
+        caveat=" (given each actor_id)",
+    )
 
     def __init__(
         self, spec: str, *, aes_key: bytes | None = None, timeout: float | None = None
@@ -88,23 +94,6 @@ class AgentCoreStore(ValkeyDocuments):
         except BaseException:
             session.close()
             raise
-
-    @property
-    def era(self) -> str:
-        return "agentcore-valkey"
-
-    @property
-    def era_note(self) -> str:
-        return "AgentCoreValkeySaver (langgraph-checkpoint-aws) agentcore:* keys"
-
-    def saver(self) -> SaverFacts:
-        return SaverFacts(
-            saver="AgentCoreValkeySaver",
-            releases=f"langgraph-checkpoint-aws (the layout of {AWS_RELEASE})",
-            evidence=("agentcore:checkpoint:{session}:{actor}:{ns}:{id} JSON strings",),
-            langgraph="reads",
-            note=f"AgentCoreValkeySaver of {AWS_RELEASE} reads it (given each actor_id)",
-        )
 
     # -- the catalog: every document's own fields ------------------------------------------
     def _read_catalog(self) -> dict[str, ThreadInfo]:
@@ -197,30 +186,19 @@ class AgentCoreStore(ValkeyDocuments):
 
     def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
         keys = [k for k in keys if k in self._keys or not self._catalog_cache]
-        if not keys:
-            return []
-        documents = self._documents(keys)
-        present = [k for k, d in zip(keys, documents, strict=True) if d is not None]
-        writes = dict(zip(present, self._writes(present), strict=True))
         built = []
-        for key, doc in zip(keys, documents, strict=True):
-            if doc is None:
-                continue
+        for key, doc, writes in self._with_writes(keys):
             tag, body = _pair(doc.get("checkpoint_data"))
-            parent = doc.get("parent_checkpoint_id")
             built.append(
-                checkpoint_from_body(
+                self._checkpoint(
                     key,
-                    parent if isinstance(parent, str) and parent else None,
+                    parent_id(doc),
                     tag,
                     body,
                     self._metadata(doc),
-                    writes=[self._write(w) for w in writes[key]],
+                    [self._write(w) for w in writes],
                     values=values,
-                    aes_key=self.aes_key,
                     size=len(body),
-                    tolerant=True,
-                    keeps_order=True,
                 )
             )
         return built
@@ -239,8 +217,7 @@ class AgentCoreStore(ValkeyDocuments):
     def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
         found: dict[CheckpointKey, str | None] = {}
         for key, doc in zip(keys, self._documents(keys), strict=True):
-            parent = doc.get("parent_checkpoint_id") if doc is not None else None
-            found[key] = parent if isinstance(parent, str) and parent else None
+            found[key] = parent_id(doc) if doc is not None else None
         return found
 
     def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
@@ -249,24 +226,9 @@ class AgentCoreStore(ValkeyDocuments):
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
-        for keys in self._selected_keys(query):
-            for start in range(0, len(keys), BATCH):
-                batch = keys[start : start + BATCH]
-                for key, doc in zip(batch, self._documents(batch), strict=True):
-                    if doc is None:
-                        continue
-                    tag, body = _pair(doc.get("checkpoint_data"))
-                    metadata_tag, metadata = _pair(doc.get("metadata"))
-                    parent = doc.get("parent_checkpoint_id")
-                    yield RawCheckpoint(
-                        thread_id=key.thread_id,
-                        checkpoint_ns=key.checkpoint_ns,
-                        checkpoint_id=key.checkpoint_id,
-                        parent_checkpoint_id=parent if isinstance(parent, str) and parent else None,
-                        type=tag,
-                        body=body if data else b"",
-                        metadata_type=metadata_tag,
-                        metadata=metadata if data else b"",
-                        body_size=len(body),
-                        metadata_size=len(metadata),
-                    )
+        for key, doc in self._selected_documents(query):
+            tag, body = _pair(doc.get("checkpoint_data"))
+            metadata_tag, metadata = _pair(doc.get("metadata"))
+            yield RawCheckpoint.kept(
+                key, parent_id(doc), tag, body, metadata_tag, metadata, data=data
+            )

@@ -16,7 +16,7 @@ import base64
 import binascii
 from abc import abstractmethod
 from collections.abc import Iterator, Sequence
-from typing import Any, Final, NamedTuple
+from typing import Any, ClassVar, Final, Generic, NamedTuple, TypeVar
 
 import orjson
 
@@ -32,12 +32,13 @@ from ckpt.records.model import (
     SaverFacts,
 )
 from ckpt.records.types import ServerRecord, StorageRecord, storage_record
-from ckpt.stores.body import checkpoint_from_body, decode_metadata, decode_value
+from ckpt.stores.aws import aws_saver
+from ckpt.stores.body import decode_metadata, decode_value
 from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields, key_order
 from ckpt.stores.redis.session import RedisSession, glob_escape
 
-AWS_RELEASE: Final = "langgraph-checkpoint-aws 1.2.6"  # the saver `ckpt check` speaks for
 FAMILIES: Final = ("checkpoint", "writes", "thread")
+D = TypeVar("D")  # what a layout's checkpoint document reads as
 
 
 class Stored(NamedTuple):
@@ -79,15 +80,67 @@ def split_key(family: str, key: str) -> CheckpointKey | None:
     return None if found is None or not checkpoint_id else CheckpointKey(*found, checkpoint_id)
 
 
-class ValkeyDocuments(DocumentStore):
+class Layout(NamedTuple):
+    """What a langgraph-checkpoint-aws Valkey layout says of itself: its era (the name and
+    the words), its saver and what in the keys shows it, and what that saver needs."""
+
+    era: str
+    era_note: str
+    saver: str
+    evidence: tuple[str, ...]
+    caveat: str = ""
+
+
+class ValkeyDocuments(DocumentStore, Generic[D]):
     """What ValkeySaver and AgentCoreValkeySaver stores share: a RedisSession without
-    modules, and each checkpoint's writes in one document (`_writes`)."""
+    modules, a checkpoint document `D` per key (`_documents`), each checkpoint's writes in
+    one document (`_writes`), and a `layout` that says which saver wrote them."""
 
     session: RedisSession
+    layout: ClassVar[Layout]
+
+    @property
+    def era(self) -> str:
+        return self.layout.era
+
+    @property
+    def era_note(self) -> str:
+        return self.layout.era_note
+
+    def saver(self) -> SaverFacts:
+        layout = self.layout
+        return aws_saver(layout.saver, layout.evidence, caveat=layout.caveat)
+
+    @abstractmethod
+    def _documents(self, keys: Sequence[CheckpointKey]) -> list[D | None]:
+        """Each checkpoint's document, in the order of `keys` (None: gone)."""
 
     @abstractmethod
     def _writes(self, keys: Sequence[CheckpointKey]) -> list[list[WriteFields]]:
         """Each checkpoint's stored writes, in the order of `keys`."""
+
+    def _with_writes(
+        self, keys: Sequence[CheckpointKey]
+    ) -> Iterator[tuple[CheckpointKey, D, list[WriteFields]]]:
+        """Each checkpoint's document and stored writes, in the order of `keys`; those
+        whose document is gone left out (their writes are not asked for)."""
+        if not keys:
+            return
+        documents = self._documents(keys)
+        present = [k for k, d in zip(keys, documents, strict=True) if d is not None]
+        writes = dict(zip(present, self._writes(present), strict=True))
+        for key, doc in zip(keys, documents, strict=True):
+            if doc is not None:
+                yield key, doc, writes[key]
+
+    def _selected_documents(self, query: DumpQuery) -> Iterator[tuple[CheckpointKey, D]]:
+        """The query's checkpoint documents, BATCH at a time; those gone left out."""
+        for keys in self._selected_keys(query):
+            for start in range(0, len(keys), BATCH):
+                batch = keys[start : start + BATCH]
+                for key, doc in zip(batch, self._documents(batch), strict=True):
+                    if doc is not None:
+                        yield key, doc
 
     def _write(self, raw: WriteFields) -> PendingWrite:
         return raw.pending(decode_value(raw.type, raw.data, self.aes_key))
@@ -105,9 +158,15 @@ class ValkeyDocuments(DocumentStore):
         self.session.close()
 
 
-class ValkeyStore(ValkeyDocuments):
+class ValkeyStore(ValkeyDocuments[Stored]):
     kind = "valkey"
     label = "Valkey"
+    layout = Layout(
+        "valkey",
+        "ValkeySaver (langgraph-checkpoint-aws) keys: checkpoint, writes, thread lists",
+        "ValkeySaver",
+        ("thread:{thread}:{ns} lists", "checkpoint:{thread}:{ns}:{id} JSON strings"),
+    )
 
     def __init__(
         self,
@@ -144,23 +203,6 @@ class ValkeyStore(ValkeyDocuments):
         )
         for raw in self.session.scan(pattern):
             yield raw.decode("utf-8", "surrogateescape")
-
-    @property
-    def era(self) -> str:
-        return "valkey"
-
-    @property
-    def era_note(self) -> str:
-        return "ValkeySaver (langgraph-checkpoint-aws) keys: checkpoint, writes, thread lists"
-
-    def saver(self) -> SaverFacts:
-        return SaverFacts(
-            saver="ValkeySaver",
-            releases=f"langgraph-checkpoint-aws (the layout of {AWS_RELEASE})",
-            evidence=("thread:{thread}:{ns} lists", "checkpoint:{thread}:{ns}:{id} JSON strings"),
-            langgraph="reads",
-            note=f"ValkeySaver of {AWS_RELEASE} reads it",
-        )
 
     # -- key names -------------------------------------------------------------------------
     def _lists(self, names: Sequence[tuple[str, str]]) -> list[list[str]]:
@@ -229,32 +271,19 @@ class ValkeyStore(ValkeyDocuments):
         ]
 
     def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
-        if not keys:
-            return []
-        documents = self._documents(keys)
-        present = [k for k, d in zip(keys, documents, strict=True) if d is not None]
-        writes = dict(zip(present, self._writes(present), strict=True))
-        built = []
-        for key, stored in zip(keys, documents, strict=True):
-            if stored is None:
-                continue
-            pending = [self._write(w) for w in writes[key]]
-            built.append(
-                checkpoint_from_body(
-                    key,
-                    stored.parent,
-                    stored.tag,
-                    stored.body,
-                    decode_metadata(stored.metadata),
-                    writes=pending,
-                    values=values,
-                    aes_key=self.aes_key,
-                    size=stored.size,
-                    tolerant=True,
-                    keeps_order=True,
-                )
+        return [
+            self._checkpoint(
+                key,
+                stored.parent,
+                stored.tag,
+                stored.body,
+                decode_metadata(stored.metadata),
+                [self._write(w) for w in writes],
+                values=values,
+                size=stored.size,
             )
-        return built
+            for key, stored, writes in self._with_writes(keys)
+        ]
 
     # -- sizes, storage, health ------------------------------------------------------------
     def storage(self) -> StorageRecord:
@@ -276,24 +305,10 @@ class ValkeyStore(ValkeyDocuments):
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
-        for keys in self._selected_keys(query):
-            for start in range(0, len(keys), BATCH):
-                batch = keys[start : start + BATCH]
-                for key, stored in zip(batch, self._documents(batch), strict=True):
-                    if stored is None:
-                        continue
-                    yield RawCheckpoint(
-                        thread_id=key.thread_id,
-                        checkpoint_ns=key.checkpoint_ns,
-                        checkpoint_id=key.checkpoint_id,
-                        parent_checkpoint_id=stored.parent,
-                        type=stored.tag,
-                        body=stored.body if data else b"",
-                        metadata_type="json",
-                        metadata=stored.metadata if data else b"",
-                        body_size=len(stored.body),
-                        metadata_size=len(stored.metadata),
-                    )
+        for key, stored in self._selected_documents(query):
+            yield RawCheckpoint.kept(
+                key, stored.parent, stored.tag, stored.body, "json", stored.metadata, data=data
+            )
 
 
 # -- documents -------------------------------------------------------------------------------
