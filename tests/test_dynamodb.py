@@ -88,9 +88,52 @@ def test_every_read_command_reads_and_changes_nothing(
     assert item_snapshot(moto_server, "sample", "offload") == before
 
 
+def test_threads_reads_keys_and_channels_only(
+    dynamodb_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`threads` through the API sends only DescribeTable and Scans projecting keys and a
+    write's `channel`: no payload chunk, no S3 object (botocore's requests, counted on
+    their way to moto). What the keys tell agrees with the listing that reads the latest
+    payloads; what they cannot tell is `unknown`, never a guess."""
+    import botocore.client
+
+    import ckpt
+
+    sent: list[tuple[str, dict[str, Any]]] = []
+    make_api_call = botocore.client.BaseClient._make_api_call
+
+    def counted(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        sent.append((operation, params))
+        return make_api_call(client, operation, params)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(botocore.client.BaseClient, "_make_api_call", counted)
+        with ckpt.open(dynamodb_url) as store:
+            listed = {t["thread_id"]: t for t in store.threads(sort="thread")}
+    assert {op for op, _ in sent} == {"DescribeTable", "Scan"}, sent
+    for op, params in sent:
+        if op == "Scan":
+            assert params["ProjectionExpression"] == "PK, SK, channel", params
+    with ckpt.open(dynamodb_url) as store:
+        loaded = {t["thread_id"]: t for t in store.threads(sort="step")}  # reads payloads
+    assert set(listed) == set(loaded) and len(listed) >= 4
+    statuses = set()
+    for thread_id, ours in listed.items():
+        full = loaded[thread_id]
+        statuses.add(full["status"])
+        told = full["status"] if full["status"] in ("error", "interrupted") else "unknown"
+        assert ours["status"] == told, (thread_id, ours["status"], full["status"])
+        for field in ("checkpoints", "namespaces", "checkpoint_id", "pending_writes"):
+            assert ours[field] == full[field], (thread_id, field)
+        assert ours["step"] is None and ours["next"] is None and full["next"] is not None
+    assert {"done", "error", "interrupted"} <= statuses
+
+
 def test_without_the_bucket_offloaded_payloads_are_named(dynamodb_url: str) -> None:
     url = dynamodb_url.replace("&bucket=offload", "")
-    done = run("threads", "--db", url)
+    done = run("threads", "--db", url)  # keys only: no payload, no bucket needed
+    assert done.exit_code == 0 and "name the bucket" not in done.stderr, done.output
+    done = run("threads", "--sort", "step", "--db", url)  # the latest payloads read
     assert done.exit_code == 0, done.output
     assert "name the bucket" in done.stderr
 

@@ -295,7 +295,7 @@ class CheckpointStore(Closes):
         check_interval(interval)
 
         def records() -> Iterator[ThreadRecord]:
-            yield from self.iter_threads(sort="thread", where=where)
+            yield from self._loaded_threads(where)  # a run that finished is a change
             notices = self._store.notices
             notices[:] = list(dict.fromkeys(notices))  # said once, however many polls
 
@@ -497,7 +497,17 @@ class CheckpointStore(Closes):
         if selected:
             yield from thread_records(self._store, selected)
         else:
-            yield from self.iter_threads(sort="thread")
+            yield from self._loaded_threads(None)
+
+    def _loaded_threads(self, where: dict[str, str] | None) -> Iterator[ThreadRecord]:
+        """Every thread in thread order with its newest checkpoint read, even where
+        `threads` reads keys only (DynamoDB): what `--follow`, `stats` and `check` need."""
+        from ckpt.analysis.threads import stream_threads
+
+        return stream_threads(
+            self._store, status=None, where=where, sort="thread", limit=None, sizes=False,
+            latest=True,
+        )  # fmt: skip
 
     def _known_threads(self, threads: Sequence[str]) -> tuple[str, ...]:
         return known_threads(self._store, threads)

@@ -59,6 +59,8 @@ __all__ = [
 def why_next_unknown(checkpoint: Checkpoint) -> str | None:
     """Why the tasks due at this checkpoint cannot be told, or None when they can."""
     body = checkpoint.unread_body
+    if isinstance(body, dict) and body.get("__ckpt__") == "not_read":
+        return str(body.get("reason") or "the checkpoint was not read")
     if isinstance(body, dict) and body.get("__ckpt__") == "encrypted":
         if body.get("reason") == "wrong key":
             return "the checkpoint did not decrypt: a wrong AES key"

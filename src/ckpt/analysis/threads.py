@@ -117,11 +117,13 @@ def stream_threads(
     sort: ThreadSort,
     limit: int | None,
     sizes: bool,
+    latest: bool = False,
 ) -> Iterator[ThreadRecord]:
     """The thread records of `ckpt threads`, filtered and sorted (CheckpointStore.iter_threads):
     where the store gives its rows in the order asked they stream (memory flat, reading
     stops after `limit`); otherwise they are sorted first. The encrypted-threads notice is
-    added to the store's notices once the stream ends."""
+    added to the store's notices once the stream ends. `latest`: every newest checkpoint
+    read even where the listing reads keys only (`stats` and `check` conclude from them)."""
     from ckpt.analysis.encryption import encrypted_threads_notice, hides_thread
     from ckpt.analysis.records import thread_record
 
@@ -129,11 +131,18 @@ def stream_threads(
     has_key = store.aes_key is not None
     streams = sort in store.thread_orders
     hidden = seen = 0
+    # A kind whose listing reads only keys (DynamoDB) tells error and interrupted from
+    # them; any other status, a metadata filter or the step order need the latest
+    # checkpoints read.
+    needs_latest = (
+        latest or bool(where) or sort == "step" or status not in (None, "error", "interrupted")
+    )
+    listing = store.loaded_threads if needs_latest else store.threads
 
     def kept() -> Iterator[ThreadRecord]:
         nonlocal hidden, seen
         order = sort if streams else "thread"
-        for summary in store.threads(sizes=measure, order=order):
+        for summary in listing(sizes=measure, order=order):
             seen += 1
             if hides_thread(summary):
                 hidden += 1

@@ -111,7 +111,10 @@ def task_name(task: TaskRecord) -> str:
 def error_brief(error: Any, full: bool = False, limit: int = CUT) -> str:
     """A task's error on one line: LangGraph's repr as stored, or, for an error RedisSaver
     kept as an object without its message (its type and attributes: format.md §7b), the
-    type and that there is no message, where its dict would read as data (issue 46 §3)."""
+    type and that there is no message, where its dict would read as data (issue 46 §3).
+    An error a listing did not read (DynamoDB `threads` reads keys only) says where it is."""
+    if isinstance(error, dict) and error.get("__ckpt__") == "not_read":
+        return "failed (the error is in its write's payload: `ckpt show THREAD` reads it)"
     if isinstance(error, dict) and isinstance(error.get(TYPE_KEY), str):
         name = error[TYPE_KEY].rpartition(".")[2]
         said = {k: v for k, v in error.items() if k not in (TYPE_KEY, "__notes__")}

@@ -159,6 +159,18 @@ class Store(Closes):
         (newest latest root checkpoint id first, then thread id descending); other
         stores yield thread order and the caller sorts."""
 
+    def loaded_threads(
+        self, *, sizes: bool = False, order: str = "thread"
+    ) -> Iterator[ThreadSummary]:
+        """`threads` with every latest root checkpoint read, for a kind whose `threads`
+        reads only keys (DynamoDB: `listing_reads_latest` False); the same elsewhere."""
+        return self.threads(sizes=sizes, order=order)
+
+    # Whether `threads` reads each latest root checkpoint (its step, source, next and a
+    # done or pending status); False: only what its keys tell (ckpt.analysis.threads asks
+    # `loaded_threads` when a filter or order needs more).
+    listing_reads_latest: ClassVar[bool] = True
+
     @abstractmethod
     def thread_exists(self, thread_id: str) -> bool: ...
 

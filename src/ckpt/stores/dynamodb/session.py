@@ -133,10 +133,12 @@ class DynamoSession:
             table: dict[str, Any] = self.client.describe_table(TableName=self.table)["Table"]
             return table
 
-    def scan_keys(self) -> Iterator[dict[str, Any]]:
-        """Every item's PK and SK (a Scan projecting the keys only), page by page."""
+    def scan_keys(self, *also: str) -> Iterator[dict[str, Any]]:
+        """Every item's PK and SK, and the small attributes `also` names where an item has
+        them (a Scan projecting only those: no payload crosses the wire), page by page."""
+        projection = ", ".join(("PK", "SK", *also))
         return self._pages(
-            self.client.scan, {"TableName": self.table, "ProjectionExpression": "PK, SK"}
+            self.client.scan, {"TableName": self.table, "ProjectionExpression": projection}
         )
 
     def query(self, pk: str) -> Iterator[dict[str, Any]]:

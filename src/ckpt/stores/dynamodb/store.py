@@ -15,14 +15,20 @@ object (`ref_loc` S3, `ref_key` {thread}/checkpoints/{ns}/{id}[/writes/{task}/{i
 under the bucket's optional key prefix). ckpt cuts the checkpoint's and the metadata's
 bytes out of the payload's msgpack map (ckpt.decoders.spans), never re-encoding them.
 
-Threads are counted from one Scan that projects only the keys; checkpoints, writes and
-payloads are fetched (Query, BatchGetItem, S3 GetObject) only for what is shown.
+`threads` is one Scan that projects the keys and each write's `channel` (format.md §7g):
+thread ids, namespaces, counts, the latest root checkpoint id (its time is in the uuid6)
+and that checkpoint's writes by task and channel, so a failed or interrupted thread is
+told without a payload. A step, a source, `next` and done-or-pending are inside the
+latest checkpoint's payload: the listing leaves them out (status "unknown", said once)
+and `loaded_threads` (what --status done, --where and --sort step ask for) reads them.
+Checkpoints, writes and payloads are fetched (Query, BatchGetItem, S3 GetObject) only for
+what is shown.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, NamedTuple
 
 import ormsgpack
@@ -33,9 +39,11 @@ from ckpt.records.model import (
     Checkpoint,
     CheckpointKey,
     DumpQuery,
+    PendingWrite,
     RawCheckpoint,
     RawWrite,
     SaverFacts,
+    ThreadSummary,
 )
 from ckpt.records.types import StorageRecord, TableBytesRecord, storage_record
 from ckpt.stores.aws import aws_saver
@@ -45,10 +53,23 @@ from ckpt.stores.documents import (
     DocumentStore,
     ThreadInfo,
     WriteFields,
+    catalog_threads,
 )
 from ckpt.stores.dynamodb.session import DynamoSession
 
 GZIP_LIMIT: Final = 256 << 20  # bytes a compressed payload may inflate to before ckpt stops
+# What a keys-only listing puts where the latest checkpoint's payload would be read: its
+# body, and the value of each of its writes (docs/json.md, marked records).
+NOT_READ: Final = {
+    "__ckpt__": "not_read",
+    "reason": "DynamoDB threads reads keys only: `ckpt show THREAD` reads the checkpoint",
+}
+KEYS_ONLY_NOTICE: Final = (  # API words: the CLI says them as its flags (cli.options.FLAGS)
+    "DynamoDB: threads read keys only (no payloads): a thread's step, source and next, and "
+    "whether it is done or pending (status unknown), are in its latest checkpoint: `ckpt show "
+    "THREAD` reads one; a listing by `status` done, pending or unknown, by `where`, or in step "
+    "order reads them all"
+)
 
 
 class Item(NamedTuple):
@@ -107,6 +128,7 @@ def writes_key_of(pk: str) -> CheckpointKey | None:
 class DynamoDBStore(DocumentStore):
     kind = "dynamodb"
     label = "DynamoDB"
+    listing_reads_latest = False
     int_versions_saver = "DynamoDBSaver"  # LangGraph's default get_next_version
 
     def __init__(
@@ -116,6 +138,10 @@ class DynamoDBStore(DocumentStore):
         super().__init__(session.location, aes_key=aes_key)
         self.session = session
         self._write_index: dict[str, list[CheckpointKey]] | None = None
+        # thread -> (the newest root checkpoint id its writes name, those writes as
+        # (SK, channel)): what the listing says of the latest checkpoint's writes.
+        self._newest_writes: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+        self._told_keys_only = False
         self._told_s3 = False
         self._unfetched: set[str] = set()  # S3 write payloads `_writes` left unread
         schema = session.describe()
@@ -147,10 +173,11 @@ class DynamoDBStore(DocumentStore):
 
     # -- listing ---------------------------------------------------------------------------
     def _read_catalog(self) -> dict[str, ThreadInfo]:
-        """Every thread from one Scan projecting only PK and SK."""
+        """Every thread from one Scan projecting PK, SK and a write's `channel`; of each
+        thread's writes only those of its newest root checkpoint are kept whole."""
         threads: dict[str, ThreadInfo] = {}
-        writes: dict[str, list[CheckpointKey]] = {}
-        for item in self.session.scan_keys():
+        newest: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+        for item in self.session.scan_keys("channel"):
             pk, sk = _s(item, "PK") or "", _s(item, "SK") or ""
             key = checkpoint_key_of(pk, sk)
             if key is not None:
@@ -160,10 +187,88 @@ class DynamoDBStore(DocumentStore):
                 info.add(key)
                 continue
             owner = writes_key_of(pk)
-            if owner is not None:
-                writes.setdefault(owner.thread_id, []).append(owner)
-        self._write_index = writes
+            if owner is None or owner.checkpoint_ns:
+                continue
+            kept = newest.get(owner.thread_id)
+            if kept is None or owner.checkpoint_id > kept[0]:
+                kept = newest[owner.thread_id] = (owner.checkpoint_id, [])
+            if owner.checkpoint_id == kept[0]:
+                kept[1].append((sk, _s(item, "channel") or ""))
+        # Memory: a thread's counts and its newest writes, never one entry per write (a
+        # listing of 1,000 threads x 75 writes kept 22 MB of write keys it never used).
+        self._newest_writes = newest
+        self._write_index = None  # read again when asked, as fresh as this catalog
         return threads
+
+    def threads(self, *, sizes: bool = False, order: str = "thread") -> Iterator[ThreadSummary]:
+        """Every thread from the catalog's Scan alone (module doc): no payload, no S3.
+        With `sizes` every payload is read anyway, and the latest checkpoints with them."""
+        if sizes:
+            yield from self.loaded_threads(sizes=True, order=order)
+            return
+        catalog = self._catalog()
+        if catalog and not self._told_keys_only:
+            self._told_keys_only = True
+            self.notices.append(KEYS_ONLY_NOTICE)
+        for thread_id in sorted(catalog):
+            info = catalog[thread_id]
+            root = info.latest_root
+            yield ThreadSummary(
+                thread_id=thread_id,
+                namespaces=sorted(info.namespaces),
+                checkpoints=info.checkpoints,
+                writes=None,
+                size=None,
+                latest=self._listed_latest(thread_id, root) if root is not None else None,
+            )
+
+    def loaded_threads(
+        self, *, sizes: bool = False, order: str = "thread"
+    ) -> Iterator[ThreadSummary]:
+        """Every thread with its latest root checkpoint read (payload, writes): a
+        checkpoint's writes are queried only where the catalog's Scan saw some."""
+        if sizes:
+            return super().threads(sizes=True, order=order)
+        catalog = self._catalog()
+        newest = self._newest_writes
+
+        def written(key: CheckpointKey) -> bool:
+            # `>=`: writes newer than any checkpoint item leave the latest's unknown.
+            return newest.get(key.thread_id, ("",))[0] >= key.checkpoint_id
+
+        def load(keys: list[CheckpointKey]) -> list[Checkpoint]:
+            return self._load_keys(keys, values=False, written=written)
+
+        return catalog_threads(catalog, {}, load, sizes=False, batch=BATCH)
+
+    def _listed_latest(self, thread_id: str, checkpoint_id: str) -> Checkpoint:
+        """The latest root checkpoint as the keys tell it: its id, and its writes' tasks,
+        indexes and channels (what says failed or interrupted), no body and no values."""
+        kept_id, kept = self._newest_writes.get(thread_id, ("", []))
+        if kept_id > checkpoint_id:
+            # Writes of a checkpoint newer than any checkpoint item (its item is gone):
+            # the latest one's writes were not kept, its partition's keys are read.
+            pk = f"WRITES_{thread_id}##{checkpoint_id}"
+            kept = [(_s(i, "SK") or "", _s(i, "channel") or "") for i in self.session.query(pk)]
+        elif kept_id < checkpoint_id:
+            kept = []
+        pending = []
+        for sk, channel in sorted(kept):  # the saver's order: SK as a string
+            task_id, _, idx = sk.rpartition("#")
+            try:
+                index = int(idx)
+            except ValueError:
+                index = 0
+            pending.append(PendingWrite(task_id, "", index, channel, None, dict(NOT_READ)))
+        return Checkpoint(
+            thread_id=thread_id,
+            checkpoint_ns="",
+            checkpoint_id=checkpoint_id,
+            parent_checkpoint_id=None,
+            metadata={},
+            unread_body=dict(NOT_READ),
+            pending_writes=pending,
+        )
 
     def _thread_items(self, thread_id: str) -> list[Item]:
         found = []
@@ -271,18 +376,27 @@ class DynamoDBStore(DocumentStore):
                 if item is not None and stored is not None:
                     yield key, item, self._split(item, stored)
 
-    def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
+    def _load_keys(
+        self,
+        keys: Sequence[CheckpointKey],
+        *,
+        values: bool,
+        written: Callable[[CheckpointKey], bool] | None = None,
+    ) -> list[Checkpoint]:
+        """`written`, when given, says which checkpoints have writes (the rest are not
+        queried): from a catalog read in the same pass, never a stale one."""
         built = []
         for key, item, payload in self._stored(keys):
+            stored = self._writes(key, values=values) if written is None or written(key) else []
             writes = [
                 fields.pending(
                     decode_value(fields.type, fields.data, self.aes_key)
                     if fields.data is not None
                     else None
                 )
-                for written, fields in self._writes(key, values=values)
+                for write, fields in stored
                 # A write whose payload is gone: the saver leaves it out.
-                if fields.data is not None or written.ref_key in self._unfetched
+                if fields.data is not None or write.ref_key in self._unfetched
             ]
             built.append(
                 self._checkpoint(
@@ -336,8 +450,14 @@ class DynamoDBStore(DocumentStore):
 
     def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
         if self._write_index is None:
-            self._read_catalog()
-        return list((self._write_index or {}).get(thread_id, []))
+            # `check` asks thread by thread: one Scan of the keys indexes every write once.
+            writes: dict[str, list[CheckpointKey]] = {}
+            for item in self.session.scan_keys():
+                owner = writes_key_of(_s(item, "PK") or "")
+                if owner is not None:
+                    writes.setdefault(owner.thread_id, []).append(owner)
+            self._write_index = writes
+        return list(self._write_index.get(thread_id, []))
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
