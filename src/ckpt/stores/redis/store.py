@@ -740,18 +740,27 @@ class RedisStore(DocumentStore):
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
+        # BATCH documents a round, across threads (in thread order), not a round a thread.
+        batch: list[CheckpointName] = []
         for names in self._selected_names(query):
-            for start in range(0, len(names), BATCH):
-                batch = names[start : start + BATCH]
-                texts = self.session.json_mget([self._key(n) for n in batch])
-                for name, text in zip(batch, texts, strict=True):
-                    if text is None:
-                        continue
-                    raw = _raw_checkpoint(name, text, data=data)
-                    if raw.misfiled is None and self._is_left_out(self.prefix, name):
-                        why = _left_out_why(text, self.index_fields[self.prefix])
-                        raw = dataclasses.replace(raw, misfiled=why)
-                    yield raw
+            batch.extend(names)
+            while len(batch) >= BATCH:
+                yield from self._raw_checkpoints(batch[:BATCH], data=data)
+                del batch[:BATCH]
+        yield from self._raw_checkpoints(batch, data=data)
+
+    def _raw_checkpoints(
+        self, batch: list[CheckpointName], *, data: bool
+    ) -> Iterator[RawCheckpoint]:
+        texts = self.session.json_mget([self._key(n) for n in batch])
+        for name, text in zip(batch, texts, strict=True):
+            if text is None:
+                continue
+            raw = _raw_checkpoint(name, text, data=data)
+            if raw.misfiled is None and self._is_left_out(self.prefix, name):
+                why = _left_out_why(text, self.index_fields[self.prefix])
+                raw = dataclasses.replace(raw, misfiled=why)
+            yield raw
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         # A run of BATCH threads at a time: their listings, stray searches and documents
