@@ -10,6 +10,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
@@ -283,6 +284,10 @@ class DocumentStore(Store):
     def _write_keys(self, thread_id: str) -> list[CheckpointKey]:
         """The checkpoint each of the thread's stored writes belongs to (one per write)."""
 
+    def _threads_write_keys(self, thread_ids: list[str]) -> dict[str, list[CheckpointKey]]:
+        """`_write_keys` of each of a run of threads (a store may read them at once)."""
+        return {thread_id: self._write_keys(thread_id) for thread_id in thread_ids}
+
     def _checkpoint(
         self,
         key: CheckpointKey,
@@ -479,7 +484,8 @@ class DocumentStore(Store):
         health = StoreHealth()
         parents_missing: list[CheckpointKey] = []
         orphans: list[CheckpointKey] = []
-        for keys in self._selected_keys(DumpQuery(thread_ids=query.thread_ids)):
+        selected = self._selected_keys(DumpQuery(thread_ids=query.thread_ids))
+        for keys, write_keys in self._with_write_keys(selected):
             thread_id = keys[0].thread_id
             by_ns: dict[str, set[str]] = {}
             for key in keys:
@@ -495,7 +501,7 @@ class DocumentStore(Store):
                         health.missing_parent_oldest += 1
             orphans.extend(
                 key
-                for key in self._write_keys(thread_id)
+                for key in write_keys
                 if key.checkpoint_id not in by_ns.get(key.checkpoint_ns, ())
             )
         health.missing_parents = len(parents_missing)
@@ -505,6 +511,15 @@ class DocumentStore(Store):
         health.orphan_write_threads = len({k.thread_id for k in orphans})
         health.orphan_write_examples = sorted(set(orphans), key=key_order)[:5]
         return health
+
+    def _with_write_keys(
+        self, selected: Iterator[list[CheckpointKey]]
+    ) -> Iterator[tuple[list[CheckpointKey], list[CheckpointKey]]]:
+        """Each thread's keys with its `_write_keys`, those read for BATCH threads at once."""
+        while run := list(islice(selected, BATCH)):
+            found = self._threads_write_keys([keys[0].thread_id for keys in run])
+            for keys in run:
+                yield keys, found[keys[0].thread_id]
 
     # -- changing it: prune (ckpt.stores.{mongo,redis}.writer), vacuum -------------------
     def check_prune(self, strategy: Strategy, *, backup: bool) -> None:

@@ -475,6 +475,21 @@ class MongoStore(DocumentStore):
             if (key := _key(doc)) is not None
         ]
 
+    def _threads_write_keys(self, thread_ids: list[str]) -> dict[str, list[CheckpointKey]]:
+        """`_write_keys` of a run of threads in one find over their range on the saver's
+        index (as raw_writes), not one for each thread."""
+        found: dict[str, list[CheckpointKey]] = {t: [] for t in thread_ids}
+        if self.writes_coll is None or not thread_ids:
+            return found
+        in_range = {"thread_id": {"$gte": min(thread_ids), "$lte": max(thread_ids)}}
+        for doc in self._find(self.writes_coll, in_range, _KEY_FIELDS):
+            key = _key(doc)
+            if key is None:
+                continue
+            for thread_id in _named_threads(doc.get("thread_id"), found):
+                found[thread_id].append(key)
+        return found
+
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
         group: list[list[CheckpointKey]] = []

@@ -34,6 +34,7 @@ from ckpt.stores.redis.keys import (
     from_storage_ns,
     js_blob_key,
 )
+from ckpt.stores.redis.session import tag_escape
 
 
 def name(key: CheckpointKey) -> CheckpointName:
@@ -368,3 +369,24 @@ def js_value(data: bytes | None) -> Any:
         return decode_js_redis(orjson.loads(data))
     except orjson.JSONDecodeError as exc:
         return undecodable_record(data, str(exc), tag="json")
+
+
+def writes_of(
+    names: list[CheckpointName], listed: list[tuple[str, WriteName]]
+) -> list[tuple[str, WriteName]]:
+    """A thread's listed writes that belong to one of its checkpoints `names`."""
+    ids = {(n.checkpoint_ns, n.checkpoint_id) for n in names}
+    return [(k, w) for k, w in listed if (w.checkpoint_ns, w.checkpoint_id) in ids]
+
+
+def stray_queries(run: list[list[CheckpointName]]) -> list[tuple[int, str]]:
+    """The RediSearch queries for writes naming a thread's checkpoint ids under another
+    thread, 50 ids a query, each with the place of its thread in `run`."""
+    queries: list[tuple[int, str]] = []
+    for at, names in enumerate(run):
+        ids = sorted({n.checkpoint_id for n in names})
+        thread = tag_escape(names[0].thread_id or "00000000-0000-0000-0000-000000000000")
+        for start in range(0, len(ids), 50):
+            wanted = "|".join(tag_escape(i) for i in ids[start : start + 50])
+            queries.append((at, f"@checkpoint_id:{{{wanted}}} -@thread_id:{{{thread}}}"))
+    return queries

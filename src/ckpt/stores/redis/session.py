@@ -10,6 +10,7 @@ from types import ModuleType
 from typing import Any, Final
 
 from ckpt.errors import MissingDependency, StoreUnreadable
+from ckpt.records.types import ServerRecord, StorageRecord, storage_record
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT, install_hint
 from ckpt.stores.base import close_quietly
 from ckpt.stores.location import redact_url
@@ -42,6 +43,7 @@ READ_COMMANDS: Final = frozenset(
 )
 SCAN_BATCH: Final = 2000
 GET_BATCH: Final = 200
+PIPE_BATCH: Final = 5000  # commands in one pipeline
 
 
 def _import_redis() -> ModuleType:
@@ -163,6 +165,32 @@ class RedisSession:
             for answer in answers
         ]
 
+    def hits(self, index: str, queries: Sequence[str], page: int) -> list[list[bytes]]:
+        """The keys of the first `page` hits of each FT.SEARCH query, in one round trip (an
+        error reply raised, as `execute` raises it)."""
+        found: list[list[bytes]] = []
+        for answer in self.pipeline(
+            [
+                ("FT.SEARCH", index, query, "NOCONTENT", "LIMIT", 0, page, "DIALECT", 2)
+                for query in queries
+            ]
+        ):
+            if isinstance(answer, Exception):
+                with self.errors():
+                    raise answer
+            listed = answer[1:] if isinstance(answer, list) else []
+            found.append([key for key in listed if isinstance(key, bytes)])
+        return found
+
+    def memory(self, keys: Sequence[str]) -> list[int]:
+        """JSON.DEBUG MEMORY of each key (0 where it is gone), PIPE_BATCH a round trip."""
+        found: list[int] = []
+        for start in range(0, len(keys), PIPE_BATCH):
+            batch = keys[start : start + PIPE_BATCH]
+            answers = self.pipeline([("JSON.DEBUG", "MEMORY", key) for key in batch])
+            found.extend(a if isinstance(a, int) else 0 for a in answers)
+        return found
+
     def json_mget(self, keys: Sequence[bytes | str]) -> list[bytes | None]:
         """The documents at `keys` as JSON text (None where a key is gone), in batches."""
         found: list[bytes | None] = []
@@ -173,6 +201,34 @@ class RedisSession:
 
     def close(self) -> None:
         close_quietly(self.client)
+
+
+def server_storage(session: RedisSession, families: set[str], *, indexed: bool) -> StorageRecord:
+    """What the server holds: its memory, and every key by family (the saver's prefixes in
+    `families`, its fixed ones, and any other: another application's keys in the same
+    database, which ckpt lists but never reads)."""
+    info = session.execute("INFO", "memory")
+    used = int(info.get("used_memory", 0)) if isinstance(info, dict) else 0
+    keys = int(session.execute("DBSIZE"))
+    server = session.execute("INFO", "server")
+    version = str(server.get("redis_version", "")) if isinstance(server, dict) else ""
+    known = {*families, "write_keys_zset", "checkpoint_blob", "write_registry"}
+    counted: dict[str, int] = {}
+    for key in session.scan("*"):
+        family = key.split(b":", 1)[0].decode("utf-8", "replace") if b":" in key else ""
+        family = family if family in known else "other"
+        counted[family] = counted.get(family, 0) + 1
+    found: ServerRecord = {
+        "product": "Redis",
+        "version": version,
+        "keys": keys,
+        "used_memory_bytes": used,
+        "modules": sorted(session.modules),
+        "indexed": indexed,
+        "key_families": dict(sorted(counted.items())),
+        "note": "" if indexed else "no RediSearch index: read by SCAN",
+    }
+    return storage_record(used, server=found)
 
 
 @contextmanager

@@ -12,6 +12,7 @@ import dataclasses
 import datetime as dt
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Any, Final
 
@@ -44,10 +45,8 @@ from ckpt.records.model import (
 from ckpt.records.plans import CheckpointRow, Strategy, ThreadRows, WriteRow, recent
 from ckpt.records.types import (
     NO_PAGES,
-    ServerRecord,
     StorageRecord,
     VacuumReport,
-    storage_record,
 )
 from ckpt.stores.base import Writer
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
@@ -64,7 +63,7 @@ from ckpt.stores.redis.fields import name as _name
 from ckpt.stores.redis.fields import name_from_fields as _name_from_fields
 from ckpt.stores.redis.fields import paths as _paths
 from ckpt.stores.redis.fields import raw_checkpoint as _raw_checkpoint
-from ckpt.stores.redis.fields import registry_order
+from ckpt.stores.redis.fields import registry_order, stray_queries, writes_of
 from ckpt.stores.redis.fields import write_fields as _write_fields
 from ckpt.stores.redis.fields import write_name_from_fields as _write_name_from_fields
 from ckpt.stores.redis.keys import (
@@ -83,7 +82,7 @@ from ckpt.stores.redis.keys import (
     write_name,
     write_zset_key,
 )
-from ckpt.stores.redis.session import RedisSession, glob_escape, tag_escape, thread_query
+from ckpt.stores.redis.session import RedisSession, glob_escape, server_storage, thread_query
 
 PREFIX: Final = "checkpoint"
 REDIS_RELEASE: Final = "langgraph-checkpoint-redis 0.5.2"  # the saver `ckpt check` speaks for
@@ -399,7 +398,23 @@ class RedisStore(DocumentStore):
         kept = self._kept_writes.get(thread_id)
         if kept is not None:
             return kept
-        keys = self._thread_key_names(self.write_prefix, thread_id)
+        return self._own_writes(thread_id, self._thread_key_names(self.write_prefix, thread_id))
+
+    def _threads_write_names(self, thread_ids: list[str]) -> list[list[tuple[str, WriteName]]]:
+        """`_thread_write_names` of a run of threads: the index searched for all of them in
+        one round trip (each search's first page; one with more hits pages on)."""
+        run = [t for t in thread_ids if self._kept_writes.get(t) is None and self._searchable(t)]
+        index = self.search_names[1] if run else ""
+        pages = self.session.first_pages(index, [thread_query(t) for t in run], _SEARCH_PAGE)
+        left_out = self.left_out(self.write_prefix) if run else {}
+        listed = {
+            thread_id: self._own_writes(thread_id, [*page, *left_out.get(thread_id, [])])
+            for thread_id, page in zip(run, pages, strict=True)
+            if page is not None
+        }
+        return [listed[t] if t in listed else self._thread_write_names(t) for t in thread_ids]
+
+    def _own_writes(self, thread_id: str, keys: Iterable[bytes]) -> list[tuple[str, WriteName]]:
         found = [(k, n) for k, n in self._write_names(keys) if n.thread_id == thread_id]
         found.sort(key=lambda item: item[1])
         if self._keeping:
@@ -674,60 +689,33 @@ class RedisStore(DocumentStore):
         )
 
     # -- sizes, storage, health ------------------------------------------------------------
-    def _memory(self, keys: Sequence[str]) -> list[int]:
-        answers = self.session.pipeline([("JSON.DEBUG", "MEMORY", key) for key in keys])
-        return [a if isinstance(a, int) else 0 for a in answers]
-
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
+        # The documents of a run of BATCH threads measured in one round trip (or a few).
         found: dict[str, ThreadBytes] = {}
-        for names in self._selected_names(query):
-            thread_id = names[0].thread_id
-            measured = found[thread_id] = ThreadBytes()
-            keys = [self._key(n) for n in names]
-            measured.checkpoints = len(keys)
-            measured.checkpoint_bytes = sum(self._memory(keys))
-            ids = {(n.checkpoint_ns, n.checkpoint_id) for n in names}
+        selected = self._selected_names(query)
+        while run := list(islice(selected, BATCH)):
             writes = [
-                key
-                for key, w in self._thread_write_names(thread_id)
-                if (w.checkpoint_ns, w.checkpoint_id) in ids
+                [k for k, _ in writes_of(names, listed)]
+                for names, listed in zip(run, self._run_write_names(run), strict=True)
             ]
-            measured.writes = len(writes)
-            measured.write_bytes = sum(self._memory(writes))
+            keys = [[self._key(n) for n in names] for names in run]
+            flat = [k for pair in zip(keys, writes, strict=True) for part in pair for k in part]
+            memory = iter(self.session.memory(flat))
+            for names, thread_writes in zip(run, writes, strict=True):
+                measured = found[names[0].thread_id] = ThreadBytes()
+                measured.checkpoints, measured.writes = len(names), len(thread_writes)
+                measured.checkpoint_bytes = sum(next(memory) for _ in names)
+                measured.write_bytes = sum(next(memory) for _ in thread_writes)
         return found
 
+    def _run_write_names(
+        self, run: list[list[CheckpointName]]
+    ) -> list[list[tuple[str, WriteName]]]:
+        return self._threads_write_names([names[0].thread_id for names in run])
+
     def storage(self) -> StorageRecord:
-        info = self.session.execute("INFO", "memory")
-        used = int(info.get("used_memory", 0)) if isinstance(info, dict) else 0
-        keys = int(self.session.execute("DBSIZE"))
-        server = self.session.execute("INFO", "server")
-        version = str(server.get("redis_version", "")) if isinstance(server, dict) else ""
-        # Every key by family: the saver's, and any other (another application's keys in
-        # the same database), which ckpt lists but never reads.
-        families: dict[str, int] = {}
-        known = {
-            self.prefix,
-            self.write_prefix,
-            "write_keys_zset",
-            f"{self.prefix}_latest",
-            "checkpoint_blob",
-            "write_registry",
-        }
-        for key in self.session.scan("*"):
-            family = key.split(b":", 1)[0].decode("utf-8", "replace") if b":" in key else ""
-            family = family if family in known else "other"
-            families[family] = families.get(family, 0) + 1
-        found: ServerRecord = {
-            "product": "Redis",
-            "version": version,
-            "keys": keys,
-            "used_memory_bytes": used,
-            "modules": sorted(self.session.modules),
-            "indexed": self.indexed,
-            "key_families": dict(sorted(families.items())),
-            "note": "" if self.indexed else "no RediSearch index: read by SCAN",
-        }
-        return storage_record(used, server=found)
+        families = {self.prefix, self.write_prefix, f"{self.prefix}_latest"}
+        return server_storage(self.session, families, indexed=self.indexed)
 
     def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
         names = [_name(k) for k in keys]
@@ -752,34 +740,49 @@ class RedisStore(DocumentStore):
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
+        # BATCH documents a round, across threads (in thread order), not a round a thread.
+        batch: list[CheckpointName] = []
         for names in self._selected_names(query):
-            for start in range(0, len(names), BATCH):
-                batch = names[start : start + BATCH]
-                texts = self.session.json_mget([self._key(n) for n in batch])
-                for name, text in zip(batch, texts, strict=True):
-                    if text is None:
-                        continue
-                    raw = _raw_checkpoint(name, text, data=data)
-                    if raw.misfiled is None and self._is_left_out(self.prefix, name):
-                        why = _left_out_why(text, self.index_fields[self.prefix])
-                        raw = dataclasses.replace(raw, misfiled=why)
-                    yield raw
+            batch.extend(names)
+            while len(batch) >= BATCH:
+                yield from self._raw_checkpoints(batch[:BATCH], data=data)
+                del batch[:BATCH]
+        yield from self._raw_checkpoints(batch, data=data)
+
+    def _raw_checkpoints(
+        self, batch: list[CheckpointName], *, data: bool
+    ) -> Iterator[RawCheckpoint]:
+        texts = self.session.json_mget([self._key(n) for n in batch])
+        for name, text in zip(batch, texts, strict=True):
+            if text is None:
+                continue
+            raw = _raw_checkpoint(name, text, data=data)
+            if raw.misfiled is None and self._is_left_out(self.prefix, name):
+                why = _left_out_why(text, self.index_fields[self.prefix])
+                raw = dataclasses.replace(raw, misfiled=why)
+            yield raw
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
-        for names in self._selected_names(query):
-            ids = {(n.checkpoint_ns, n.checkpoint_id) for n in names}
-            keyed = [
-                (key, w)
-                for key, w in self._thread_write_names(names[0].thread_id)
-                if (w.checkpoint_ns, w.checkpoint_id) in ids
+        # A run of BATCH threads at a time: their listings, stray searches and documents
+        # read in a few round trips, not a few for each thread.
+        selected = self._selected_names(query)
+        while run := list(islice(selected, BATCH)):
+            keyed_run = []
+            for names, listed in zip(run, self._run_write_names(run), strict=True):
+                keyed = writes_of(names, listed)
+                keyed.sort(key=lambda item: (item[1].checkpoint_ns, item[1].checkpoint_id))
+                keyed_run.append(keyed)
+            strays = self._strays(run, [{key for key, _ in keyed} for keyed in keyed_run])
+            flat = [
+                (names[0].thread_id, *item)
+                for names, keyed, more in zip(run, keyed_run, strays, strict=True)
+                for item in (*keyed, *more)
             ]
-            keyed.sort(key=lambda item: (item[1].checkpoint_ns, item[1].checkpoint_id))
-            keyed += self._strays(names, {key for key, _ in keyed})
-            for start in range(0, len(keyed), BATCH):
-                batch = keyed[start : start + BATCH]
-                texts = self.session.json_mget([key for key, _ in batch])
-                left_out = self.left_out(self.write_prefix).get(names[0].thread_id, ())
-                for (key, w), text in zip(batch, texts, strict=True):
+            for start in range(0, len(flat), BATCH):
+                batch = flat[start : start + BATCH]
+                texts = self.session.json_mget([key for _, key, _ in batch])
+                for (thread_id, key, w), text in zip(batch, texts, strict=True):
+                    left_out = self.left_out(self.write_prefix).get(thread_id, ())
                     if text is None:
                         continue
                     if left_out and key.encode("utf-8", "surrogateescape") in left_out:
@@ -802,26 +805,19 @@ class RedisStore(DocumentStore):
                     yield fields.raw(CheckpointKey(*w[:3]), data=data)
 
     def _strays(
-        self, names: Sequence[CheckpointName], seen: set[str]
-    ) -> list[tuple[str, WriteName]]:
-        """Write documents naming the thread's checkpoint ids under another thread (moved,
-        or their thread_id changed): RedisSaver finds writes by those fields, so these
-        are lost to the checkpoints they name. Found by the index, 50 ids a search."""
-        if not self.indexed or not names:
-            return []
-        found: list[tuple[str, WriteName]] = []
-        ids = sorted({n.checkpoint_id for n in names})
-        thread = tag_escape(names[0].thread_id or "00000000-0000-0000-0000-000000000000")
-        for start in range(0, len(ids), 50):
-            wanted = "|".join(tag_escape(i) for i in ids[start : start + 50])
-            answer = self.session.execute(
-                "FT.SEARCH", self.search_names[1],
-                f"@checkpoint_id:{{{wanted}}} -@thread_id:{{{thread}}}",
-                "NOCONTENT", "LIMIT", 0, _SEARCH_PAGE, "DIALECT", 2,
-            )  # fmt: skip
-            listed = answer[1:] if isinstance(answer, list) else []
-            keys = [raw for raw in listed if isinstance(raw, bytes)]
-            found.extend((k, n) for k, n in self._write_names(keys) if k not in seen)
+        self, run: list[list[CheckpointName]], seen: list[set[str]]
+    ) -> list[list[tuple[str, WriteName]]]:
+        """For each thread of a run, the write documents naming its checkpoint ids under
+        another thread (moved, or their thread_id changed): RedisSaver finds writes by
+        those fields, so these are lost to the checkpoints they name. Found by the index,
+        50 ids a search, the run's searches in one round trip."""
+        if not self.indexed:
+            return [[] for _ in run]
+        queries = stray_queries(run)
+        hits = self.session.hits(self.search_names[1], [q for _, q in queries], _SEARCH_PAGE)
+        found: list[list[tuple[str, WriteName]]] = [[] for _ in run]
+        for (at, _), keys in zip(queries, hits, strict=True):
+            found[at].extend((k, n) for k, n in self._write_names(keys) if k not in seen[at])
         return found
 
     # -- prune (ckpt.stores.redis.writer) -----------------------------------------------
