@@ -12,10 +12,11 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml $(CONSTRAINTS) | cksum | 
 LATEST := .venv-latest
 # e.g. make pytest PYTEST_ARGS='-m "not postgres"' (the tests that need no PostgreSQL server)
 PYTEST_ARGS ?=
-# Test processes (pytest-xdist): two per core, at most 8. A test spends much of its time
+# Test processes (pytest-xdist): two per core, at most 8. A test spends part of its time
 # waiting on a server or on a ckpt it started, so two per core keep the cores busy (the
-# whole suite on 2 cores: 528 s with 2 processes, 372 s with 4, same CPU time; one server
-# of each kind serves them all, tests/runs.served_once). TEST_PROCESSES=0 runs it in this one.
+# suite on this quiet 2-core machine: 217 s with 2 processes, 197 s with 4; 528 s and
+# 372 s while other work loaded it; one server of each kind serves them all,
+# tests/runs.served_once). TEST_PROCESSES=0 runs it in this one.
 TEST_PROCESSES ?= $(shell n=$$(nproc 2>/dev/null || echo 1); n=$$((2 * n)); echo $$((n > 8 ? 8 : n)))
 
 .PHONY: demo test test-long lint typecheck pytest test-latest lock bench bench-decode bench-stats bench-browse fuzz docs clean
