@@ -290,8 +290,15 @@ def registry_order(writes: list[PendingWrite]) -> list[PendingWrite]:
     return list(kept.values())
 
 
-def write_name_from_fields(answer: Any, paths: tuple[str, ...]) -> WriteName | None:
-    """A write's name from its document's fields (JSON.GET of `paths`), or None."""
+# What names a checkpoint's document, and a write's, in its own fields: how a key whose
+# name does not split one way (keys.py) is named.
+NAME_PATHS: Final = ("$.thread_id", "$.checkpoint_ns", "$.checkpoint_id")
+WRITE_NAME_PATHS: Final = (*NAME_PATHS, "$.task_id", "$.idx")
+
+
+def _first_values(answer: Any, paths: tuple[str, ...]) -> list[Any] | None:
+    """The first value at each of `paths` in a JSON.GET answer of several paths (None
+    where a path found nothing), or None when the answer is not such an object."""
     if not isinstance(answer, bytes | str):
         return None
     try:
@@ -300,7 +307,15 @@ def write_name_from_fields(answer: Any, paths: tuple[str, ...]) -> WriteName | N
         return None
     if not isinstance(fields, dict):
         return None
-    thread_id, ns, checkpoint_id, task_id, idx = ((fields.get(path) or [None])[0] for path in paths)
+    return [(fields.get(path) or [None])[0] for path in paths]
+
+
+def write_name_from_fields(answer: Any) -> WriteName | None:
+    """A write's name from its document's fields (JSON.GET of WRITE_NAME_PATHS), or None."""
+    values = _first_values(answer, WRITE_NAME_PATHS)
+    if values is None:
+        return None
+    thread_id, ns, checkpoint_id, task_id, idx = values
     if not all(isinstance(v, str) for v in (thread_id, ns, checkpoint_id, task_id)):
         return None
     if isinstance(idx, str) and idx.lstrip("-").isdigit():
@@ -314,19 +329,9 @@ def write_name_from_fields(answer: Any, paths: tuple[str, ...]) -> WriteName | N
 
 
 def name_from_fields(answer: Any) -> CheckpointName | None:
-    if not isinstance(answer, bytes | str):
-        return None
-    try:
-        fields = orjson.loads(answer)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(fields, dict):
-        return None
-    values = [
-        (fields.get(path) or [None])[0]
-        for path in ("$.thread_id", "$.checkpoint_ns", "$.checkpoint_id")
-    ]
-    if not all(isinstance(v, str) for v in values):
+    """A checkpoint's name from its document's fields (JSON.GET of NAME_PATHS), or None."""
+    values = _first_values(answer, NAME_PATHS)
+    if values is None or not all(isinstance(v, str) for v in values):
         return None
     thread_id, ns, checkpoint_id = values
     return CheckpointName(

@@ -11,10 +11,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import orjson
 import ormsgpack
@@ -51,6 +52,13 @@ from ckpt.records.types import (
 from ckpt.stores.base import Writer
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
 from ckpt.stores.documents import BATCH, DocumentStore, Kept, ThreadInfo
+from ckpt.stores.redis.fields import (
+    NAME_PATHS,
+    WRITE_NAME_PATHS,
+    registry_order,
+    stray_queries,
+    writes_of,
+)
 from ckpt.stores.redis.fields import decoded as _decoded
 from ckpt.stores.redis.fields import first as _first
 from ckpt.stores.redis.fields import index_fields as _index_fields
@@ -63,7 +71,6 @@ from ckpt.stores.redis.fields import name as _name
 from ckpt.stores.redis.fields import name_from_fields as _name_from_fields
 from ckpt.stores.redis.fields import paths as _paths
 from ckpt.stores.redis.fields import raw_checkpoint as _raw_checkpoint
-from ckpt.stores.redis.fields import registry_order, stray_queries, writes_of
 from ckpt.stores.redis.fields import write_fields as _write_fields
 from ckpt.stores.redis.fields import write_name_from_fields as _write_name_from_fields
 from ckpt.stores.redis.keys import (
@@ -87,6 +94,7 @@ from ckpt.stores.redis.session import RedisSession, glob_escape, server_storage,
 PREFIX: Final = "checkpoint"
 REDIS_RELEASE: Final = "langgraph-checkpoint-redis 0.5.2"  # the saver `ckpt check` speaks for
 _SEARCH_PAGE: Final = 5000
+_N = TypeVar("_N", CheckpointName, WriteName)  # a checkpoint key's name, or a write key's
 
 
 class RedisStore(DocumentStore):
@@ -235,29 +243,37 @@ class RedisStore(DocumentStore):
     # -- key names -------------------------------------------------------------------------
     def _names(self, keys: Iterable[bytes]) -> Iterator[tuple[str, CheckpointName]]:
         """Checkpoint key names read (those that do not read are looked up)."""
+        parse = partial(checkpoint_name, prefix=self.prefix, root=self.root)
+        for key, name, looked_up in self._named(keys, parse, NAME_PATHS, _name_from_fields):
+            if looked_up:
+                # ShallowRedisSaver's `checkpoint:{thread}:{ns}` (no id), or a key of a
+                # shape no saver writes: reached by its own name from now on.
+                self._odd_keys[name] = key
+            yield key, name
+
+    def _named(
+        self,
+        keys: Iterable[bytes],
+        parse: Callable[[str], _N | None],
+        paths: tuple[str, ...],
+        from_fields: Callable[[Any], _N | None],
+    ) -> Iterator[tuple[str, _N, bool]]:
+        """Each key with its name, parsed from the key, else read from its document's
+        fields (`paths`, 500 keys a round trip), and whether it was read."""
         unread: list[str] = []
         for raw in keys:
             key = raw.decode("utf-8", "surrogateescape")
-            name = checkpoint_name(key, self.prefix, self.root)
+            name = parse(key)
             if name is None:
                 unread.append(key)
             else:
-                yield key, name
+                yield key, name, False
         for start in range(0, len(unread), 500):
             batch = unread[start : start + 500]
-            found = self.session.pipeline(
-                [
-                    ("JSON.GET", key, "$.thread_id", "$.checkpoint_ns", "$.checkpoint_id")
-                    for key in batch
-                ]
-            )
+            found = self.session.pipeline([("JSON.GET", key, *paths) for key in batch])
             for key, answer in zip(batch, found, strict=True):
-                name = _name_from_fields(answer)
-                if name is not None:
-                    # ShallowRedisSaver's `checkpoint:{thread}:{ns}` (no id), or a key of
-                    # a shape no saver writes: reached by its own name from now on.
-                    self._odd_keys[name] = key
-                    yield key, name
+                if (name := from_fields(answer)) is not None:
+                    yield key, name, True
 
     def _read_catalog(self) -> dict[str, ThreadInfo]:
         """Every thread's count, namespaces and newest root id, from one pass over the key
@@ -428,22 +444,9 @@ class RedisStore(DocumentStore):
     def _write_names(self, keys: Iterable[bytes]) -> Iterator[tuple[str, WriteName]]:
         """Write key names read, as _names: a key whose thread and namespace can split
         more than one way (keys.py) is named by its document's fields."""
-        unread: list[str] = []
-        for raw in keys:
-            key = raw.decode("utf-8", "surrogateescape")
-            name = write_name(key, self.write_prefix, self.root)
-            if name is None:
-                unread.append(key)
-            else:
-                yield key, name
-        fields = ("$.thread_id", "$.checkpoint_ns", "$.checkpoint_id", "$.task_id", "$.idx")
-        for start in range(0, len(unread), 500):
-            batch = unread[start : start + 500]
-            found = self.session.pipeline([("JSON.GET", key, *fields) for key in batch])
-            for key, answer in zip(batch, found, strict=True):
-                name = _write_name_from_fields(answer, fields)
-                if name is not None:
-                    yield key, name
+        parse = partial(write_name, prefix=self.write_prefix, root=self.root)
+        for key, name, _ in self._named(keys, parse, WRITE_NAME_PATHS, _write_name_from_fields):
+            yield key, name
 
     # -- listing ---------------------------------------------------------------------------
 
