@@ -23,6 +23,8 @@ from typing import Final, NamedTuple
 
 EMPTY_NS: Final = "__empty__"
 EMPTY_ID: Final = "00000000-0000-0000-0000-000000000000"
+# The key families of a saver's whose names are not its prefixes (`ckpt stats`).
+FIXED_FAMILIES: Final = ("write_keys_zset", "checkpoint_blob", "write_registry")
 _UUID: Final = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )

@@ -4,10 +4,10 @@ what the server can do (modules, indexes)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from types import ModuleType
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from ckpt.errors import MissingDependency, StoreUnreadable
 from ckpt.records.types import ServerRecord, StorageRecord, storage_record
@@ -203,30 +203,63 @@ class RedisSession:
         close_quietly(self.client)
 
 
-def server_storage(session: RedisSession, families: set[str], *, indexed: bool) -> StorageRecord:
-    """What the server holds: its memory, and every key by family (the saver's prefixes in
-    `families`, its fixed ones, and any other: another application's keys in the same
-    database, which ckpt lists but never reads)."""
+N = TypeVar("N")  # a key's name: a checkpoint's or a write's (keys.py)
+
+
+def named_keys(
+    session: RedisSession,
+    keys: Iterable[bytes],
+    parse: Callable[[str], N | None],
+    paths: tuple[str, ...],
+    from_fields: Callable[[Any], N | None],
+) -> Iterator[tuple[str, N, bool]]:
+    """Each key with its name, parsed from the key, else read from its document's fields
+    (`paths`, 500 keys a round trip: a key whose name can split more than one way), and
+    whether it was read."""
+    unread: list[str] = []
+    for raw in keys:
+        key = raw.decode("utf-8", "surrogateescape")
+        name = parse(key)
+        if name is None:
+            unread.append(key)
+        else:
+            yield key, name, False
+    for start in range(0, len(unread), 500):
+        batch = unread[start : start + 500]
+        found = session.pipeline([("JSON.GET", key, *paths) for key in batch])
+        for key, answer in zip(batch, found, strict=True):
+            if (name := from_fields(answer)) is not None:
+                yield key, name, True
+
+
+def server_storage(
+    session: RedisSession, families: Iterable[str], *, product: str, indexed: bool, note: str
+) -> StorageRecord:
+    """What the server holds: its memory, and every key by family (its first `:` segment:
+    the saver's in `families`, `other` for any other, such as another application's keys
+    in the same database, which ckpt lists but never reads). Redis and Valkey alike."""
     info = session.execute("INFO", "memory")
     used = int(info.get("used_memory", 0)) if isinstance(info, dict) else 0
     keys = int(session.execute("DBSIZE"))
     server = session.execute("INFO", "server")
-    version = str(server.get("redis_version", "")) if isinstance(server, dict) else ""
-    known = {*families, "write_keys_zset", "checkpoint_blob", "write_registry"}
+    version = ""
+    if isinstance(server, dict):
+        version = str(server.get("valkey_version") or server.get("redis_version") or "")
+    known = set(families)
     counted: dict[str, int] = {}
     for key in session.scan("*"):
         family = key.split(b":", 1)[0].decode("utf-8", "replace") if b":" in key else ""
         family = family if family in known else "other"
         counted[family] = counted.get(family, 0) + 1
     found: ServerRecord = {
-        "product": "Redis",
+        "product": product,
         "version": version,
         "keys": keys,
         "used_memory_bytes": used,
         "modules": sorted(session.modules),
         "indexed": indexed,
         "key_families": dict(sorted(counted.items())),
-        "note": "" if indexed else "no RediSearch index: read by SCAN",
+        "note": note,
     }
     return storage_record(used, server=found)
 

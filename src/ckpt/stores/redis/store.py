@@ -11,11 +11,11 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import orjson
 import ormsgpack
@@ -75,6 +75,7 @@ from ckpt.stores.redis.fields import write_fields as _write_fields
 from ckpt.stores.redis.fields import write_name_from_fields as _write_name_from_fields
 from ckpt.stores.redis.keys import (
     EMPTY_NS,
+    FIXED_FAMILIES,
     CheckpointName,
     WriteName,
     checkpoint_key,
@@ -89,12 +90,17 @@ from ckpt.stores.redis.keys import (
     write_name,
     write_zset_key,
 )
-from ckpt.stores.redis.session import RedisSession, glob_escape, server_storage, thread_query
+from ckpt.stores.redis.session import (
+    RedisSession,
+    glob_escape,
+    named_keys,
+    server_storage,
+    thread_query,
+)
 
 PREFIX: Final = "checkpoint"
 REDIS_RELEASE: Final = "langgraph-checkpoint-redis 0.5.2"  # the saver `ckpt check` speaks for
 _SEARCH_PAGE: Final = 5000
-_N = TypeVar("_N", CheckpointName, WriteName)  # a checkpoint key's name, or a write key's
 
 
 class RedisStore(DocumentStore):
@@ -244,36 +250,14 @@ class RedisStore(DocumentStore):
     def _names(self, keys: Iterable[bytes]) -> Iterator[tuple[str, CheckpointName]]:
         """Checkpoint key names read (those that do not read are looked up)."""
         parse = partial(checkpoint_name, prefix=self.prefix, root=self.root)
-        for key, name, looked_up in self._named(keys, parse, NAME_PATHS, _name_from_fields):
+        for key, name, looked_up in named_keys(
+            self.session, keys, parse, NAME_PATHS, _name_from_fields
+        ):
             if looked_up:
                 # ShallowRedisSaver's `checkpoint:{thread}:{ns}` (no id), or a key of a
                 # shape no saver writes: reached by its own name from now on.
                 self._odd_keys[name] = key
             yield key, name
-
-    def _named(
-        self,
-        keys: Iterable[bytes],
-        parse: Callable[[str], _N | None],
-        paths: tuple[str, ...],
-        from_fields: Callable[[Any], _N | None],
-    ) -> Iterator[tuple[str, _N, bool]]:
-        """Each key with its name, parsed from the key, else read from its document's
-        fields (`paths`, 500 keys a round trip), and whether it was read."""
-        unread: list[str] = []
-        for raw in keys:
-            key = raw.decode("utf-8", "surrogateescape")
-            name = parse(key)
-            if name is None:
-                unread.append(key)
-            else:
-                yield key, name, False
-        for start in range(0, len(unread), 500):
-            batch = unread[start : start + 500]
-            found = self.session.pipeline([("JSON.GET", key, *paths) for key in batch])
-            for key, answer in zip(batch, found, strict=True):
-                if (name := from_fields(answer)) is not None:
-                    yield key, name, True
 
     def _read_catalog(self) -> dict[str, ThreadInfo]:
         """Every thread's count, namespaces and newest root id, from one pass over the key
@@ -445,7 +429,9 @@ class RedisStore(DocumentStore):
         """Write key names read, as _names: a key whose thread and namespace can split
         more than one way (keys.py) is named by its document's fields."""
         parse = partial(write_name, prefix=self.write_prefix, root=self.root)
-        for key, name, _ in self._named(keys, parse, WRITE_NAME_PATHS, _write_name_from_fields):
+        for key, name, _ in named_keys(
+            self.session, keys, parse, WRITE_NAME_PATHS, _write_name_from_fields
+        ):
             yield key, name
 
     # -- listing ---------------------------------------------------------------------------
@@ -717,8 +703,11 @@ class RedisStore(DocumentStore):
         return self._threads_write_names([names[0].thread_id for names in run])
 
     def storage(self) -> StorageRecord:
-        families = {self.prefix, self.write_prefix, f"{self.prefix}_latest"}
-        return server_storage(self.session, families, indexed=self.indexed)
+        families = {self.prefix, self.write_prefix, f"{self.prefix}_latest", *FIXED_FAMILIES}
+        note = "" if self.indexed else "no RediSearch index: read by SCAN"
+        return server_storage(
+            self.session, families, product="Redis", indexed=self.indexed, note=note
+        )
 
     def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
         names = [_name(k) for k in keys]

@@ -37,8 +37,8 @@ from ckpt.records.model import (
 from ckpt.records.types import StorageRecord
 from ckpt.stores.body import decode_value
 from ckpt.stores.documents import ThreadInfo, WriteFields, key_order, parent_id
-from ckpt.stores.redis.session import RedisSession
-from ckpt.stores.valkey.store import Layout, ValkeyDocuments, server_storage
+from ckpt.stores.redis.session import RedisSession, server_storage
+from ckpt.stores.valkey.store import Layout, ValkeyDocuments
 
 PREFIX: Final = "agentcore"
 # LangGraph's WRITES_IDX_MAP (format.md §3.7): the special channels' fixed indexes, which
@@ -212,7 +212,13 @@ class AgentCoreStore(ValkeyDocuments[dict[str, Any]]):
 
     # -- sizes, storage, health ------------------------------------------------------------
     def storage(self) -> StorageRecord:
-        return server_storage(self.session, (PREFIX,), "read by SCAN of agentcore:checkpoint:*")
+        return server_storage(
+            self.session,
+            (PREFIX,),
+            product="Valkey",
+            indexed=False,
+            note="read by SCAN of agentcore:checkpoint:*",
+        )
 
     def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
         found: dict[CheckpointKey, str | None] = {}

@@ -31,11 +31,11 @@ from ckpt.records.model import (
     RawWrite,
     SaverFacts,
 )
-from ckpt.records.types import ServerRecord, StorageRecord, storage_record
+from ckpt.records.types import StorageRecord
 from ckpt.stores.aws import aws_saver
 from ckpt.stores.body import decode_metadata, decode_value
 from ckpt.stores.documents import BATCH, DocumentStore, ThreadInfo, WriteFields, key_order
-from ckpt.stores.redis.session import RedisSession, glob_escape
+from ckpt.stores.redis.session import RedisSession, glob_escape, server_storage
 
 FAMILIES: Final = ("checkpoint", "writes", "thread")
 D = TypeVar("D")  # what a layout's checkpoint document reads as
@@ -287,7 +287,13 @@ class ValkeyStore(ValkeyDocuments[Stored]):
 
     # -- sizes, storage, health ------------------------------------------------------------
     def storage(self) -> StorageRecord:
-        return server_storage(self.session, FAMILIES, "read by SCAN and the thread lists")
+        return server_storage(
+            self.session,
+            FAMILIES,
+            product="Valkey",
+            indexed=False,
+            note="read by SCAN and the thread lists",
+        )
 
     def _parents(self, keys: list[CheckpointKey]) -> dict[CheckpointKey, str | None]:
         return {
@@ -312,33 +318,6 @@ class ValkeyStore(ValkeyDocuments[Stored]):
 
 
 # -- documents -------------------------------------------------------------------------------
-
-
-def server_storage(session: RedisSession, families: Sequence[str], note: str) -> StorageRecord:
-    """The server's memory and keys by family (the first `:` segment; `other` for keys
-    that are not the saver's, which ckpt never reads)."""
-    info = session.execute("INFO", "memory")
-    used = int(info.get("used_memory", 0)) if isinstance(info, dict) else 0
-    server = session.execute("INFO", "server")
-    version = ""
-    if isinstance(server, dict):
-        version = str(server.get("valkey_version") or server.get("redis_version") or "")
-    counted: dict[str, int] = {}
-    for key in session.scan("*"):
-        family = key.split(b":", 1)[0].decode("utf-8", "replace") if b":" in key else ""
-        family = family if family in families else "other"
-        counted[family] = counted.get(family, 0) + 1
-    found: ServerRecord = {
-        "product": "Valkey",
-        "version": version,
-        "keys": int(session.execute("DBSIZE")),
-        "used_memory_bytes": used,
-        "modules": sorted(session.modules),
-        "indexed": False,
-        "key_families": dict(sorted(counted.items())),
-        "note": note,
-    }
-    return storage_record(used, server=found)
 
 
 def _b64(value: Any) -> bytes:
