@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import TypeVar
 
 from ckpt.analysis.delta import DeltaValue, is_snapshot, rebuild
 from ckpt.analysis.history import graph_key
@@ -33,6 +34,15 @@ _HOLD_CHECKPOINTS = 2_000
 _HOLD_BYTES = 32_000_000
 # Threads whose namespaces and shapes stay cached (a dump meets each thread once).
 _CACHED_THREADS = 1_000
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _cache(cache: dict[K, V], key: K, value: V) -> None:
+    """`cache[key] = value`, the cache emptied first once it holds _CACHED_THREADS."""
+    if len(cache) > _CACHED_THREADS:
+        cache.clear()
+    cache[key] = value
 
 
 class CheckpointReader:
@@ -66,38 +76,30 @@ class CheckpointReader:
         if not thread:
             return
         thread_id = thread[0].thread_id
-        if len(self._namespaces) > _CACHED_THREADS:
-            self._namespaces.clear()
-        self._namespaces[thread_id] = sorted({str(c.checkpoint_ns) for c in thread})
+        _cache(self._namespaces, thread_id, sorted({str(c.checkpoint_ns) for c in thread}))
         if not any(_needs_thread_shape(c) for c in thread):
             return
-        if len(self._shapes) > _CACHED_THREADS:
-            self._shapes.clear()
         learners: dict[str, ShapeLearner] = {}
         for checkpoint in thread:
             learners.setdefault(graph_key(checkpoint.checkpoint_ns), ShapeLearner()).add(checkpoint)
         for graph, learner in learners.items():
-            self._shapes[(thread_id, graph)] = learner.shape()
+            _cache(self._shapes, (thread_id, graph), learner.shape())
 
     # -- caches ----------------------------------------------------------------------------
     def _thread_namespaces(self, thread_id: str) -> list[str]:
         if thread_id not in self._namespaces:
-            if len(self._namespaces) > _CACHED_THREADS:
-                self._namespaces.clear()
-            self._namespaces[thread_id] = self.store.namespaces(thread_id)
+            _cache(self._namespaces, thread_id, self.store.namespaces(thread_id))
         return self._namespaces[thread_id]
 
     def _thread_shape(self, checkpoint: Checkpoint) -> Shape:
         key = (checkpoint.thread_id, graph_key(checkpoint.checkpoint_ns))
         if key not in self._shapes:
-            if len(self._shapes) > _CACHED_THREADS:
-                self._shapes.clear()
             same_graph = [
                 c
                 for c in self.store.checkpoints(checkpoint.thread_id, values=False)
                 if graph_key(c.checkpoint_ns) == key[1]
             ]
-            self._shapes[key] = shape_of(same_graph or [checkpoint])
+            _cache(self._shapes, key, shape_of(same_graph or [checkpoint]))
         return self._shapes[key]
 
     def _remember(self, checkpoint: Checkpoint) -> None:
