@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -433,13 +433,23 @@ class _RedisSink(ThreadSink):
         self.registries.setdefault(at, {})[key] = calls[0]
         calls[0] += 1
 
-    def commit(self) -> None:
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        """The thread's one MULTI/EXEC: the doomed keys deleted and the documents set, then
+        what the caller queues on the pipeline it is given (registries, pointers), then
+        EXEC; the documents are forgotten once sent."""
         target = self.target
         with target.errors():
             pipe = target.client.pipeline(transaction=True)
             if self.doomed:
                 pipe.delete(*self.doomed)
             target.send_documents(pipe, self.ordered())
+            yield pipe
+            pipe.execute()
+        self.saved, self.written = {}, {}
+
+    def commit(self) -> None:
+        with self._transaction() as pipe:
             for (ns, checkpoint_id), registry in self.registries.items():
                 pipe.zadd(write_zset_key(self.thread_id, ns, checkpoint_id), registry)
             for ns, checkpoint_id in self.latest.items():
@@ -447,8 +457,6 @@ class _RedisSink(ThreadSink):
                     latest_key(PREFIX, self.thread_id, ns),
                     checkpoint_key(PREFIX, self.thread_id, ns, checkpoint_id),
                 )
-            pipe.execute()
-        self.saved, self.written = {}, {}
 
     def rollback(self) -> None:
         self.saved, self.written = {}, {}  # nothing was sent: MULTI/EXEC goes at commit
@@ -476,12 +484,7 @@ class _ShallowSink(_RedisSink):
                 if (write.checkpoint_ns, write.checkpoint_id) == (ns, row.checkpoint_id):
                     super().write(write)
         # Writes of checkpoints a shallow store does not keep are left out.
-        target = self.target
-        with target.errors():
-            pipe = target.client.pipeline(transaction=True)
-            if self.doomed:
-                pipe.delete(*self.doomed)
-            target.send_documents(pipe, self.ordered())
+        with self._transaction() as pipe:
             registries: dict[str, dict[str, int]] = {}
             for (ns, _), registry in self.registries.items():
                 registries.setdefault(
@@ -489,8 +492,6 @@ class _ShallowSink(_RedisSink):
                 ).update(registry)
             for key, registry in registries.items():
                 pipe.zadd(key, registry)
-            pipe.execute()
-        self.saved, self.written = {}, {}
 
 
 def _module_version(module: Any) -> int:
