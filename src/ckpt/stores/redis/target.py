@@ -17,6 +17,7 @@ get no TTL (RedisSaver's `ttl` lives in the saver's configuration, not in the st
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -226,18 +227,7 @@ class RedisTarget(Target):
         if held_bytes:
             return write
         text = orjson.dumps(value)
-        return RawWrite(
-            thread_id=write.thread_id,
-            checkpoint_ns=write.checkpoint_ns,
-            checkpoint_id=write.checkpoint_id,
-            task_id=write.task_id,
-            idx=write.idx,
-            channel=write.channel,
-            type="json",
-            data=text,
-            size=len(text),
-            task_path=write.task_path,
-        )
+        return dataclasses.replace(write, type="json", data=text, size=len(text))
 
     def send_documents(self, pipe: Any, commands: Sequence[tuple[Any, ...]]) -> None:
         """Queue the JSON.SETs `commands` (each `JSON.SET key $ text`) in their order: as
