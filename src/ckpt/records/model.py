@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 from ckpt.decoders.values import Marker
 
@@ -34,6 +34,24 @@ class CheckpointKey:
     checkpoint_id: str
 
 
+class StoredWriteFields(Protocol):
+    """A stored write's own fields, its value still encoded (ckpt.stores.split.WriteRow,
+    ckpt.stores.documents.WriteFields)."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def task_path(self) -> str: ...
+    @property
+    def idx(self) -> int: ...
+    @property
+    def channel(self) -> str: ...
+    @property
+    def type(self) -> str | None: ...
+    @property
+    def size(self) -> int: ...
+
+
 @dataclass(frozen=True, slots=True)
 class PendingWrite:
     """One row of the writes table: a task's output attached to the checkpoint it started from."""
@@ -45,6 +63,19 @@ class PendingWrite:
     type: str | None  # the serde tag as stored ("msgpack", "null", "msgpack+aes", ...)
     value: Any  # decoded, JSON-ready (see docs/json.md)
     size: int = 0  # bytes of the stored value
+
+    @classmethod
+    def of(cls, stored: StoredWriteFields, value: Any) -> PendingWrite:
+        """The write `stored` holds, with its value decoded as `value`."""
+        return cls(
+            stored.task_id,
+            stored.task_path,
+            stored.idx,
+            stored.channel,
+            stored.type,
+            value,
+            stored.size,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,15 +105,7 @@ class WriteFields:
         )
 
     def pending(self, value: Any) -> PendingWrite:
-        return PendingWrite(
-            task_id=self.task_id,
-            task_path=self.task_path,
-            idx=self.idx,
-            channel=self.channel,
-            type=self.type,
-            value=value,
-            size=self.size,
-        )
+        return PendingWrite.of(self, value)
 
     def raw(self, key: CheckpointKey, *, data: bool) -> RawWrite:
         thread_id, ns, checkpoint_id = self.home or (

@@ -131,15 +131,7 @@ class SplitStore(Store):
             yield group, list(keys)
 
     def _write(self, raw: WriteRow) -> PendingWrite:
-        return PendingWrite(
-            task_id=raw.task_id,
-            task_path=raw.task_path,
-            idx=raw.idx,
-            channel=raw.channel,
-            type=raw.type,
-            value=decode_value(raw.type, raw.blob, self.aes_key),
-            size=raw.size,
-        )
+        return PendingWrite.of(raw, decode_value(raw.type, raw.blob, self.aes_key))
 
     def _sends(self, raws: Iterable[WriteRow]) -> list[Any]:
         return [w.value for w in sort_writes(self._write(r) for r in raws if r.channel == TASKS)]
