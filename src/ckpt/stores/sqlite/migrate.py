@@ -142,6 +142,22 @@ def _parse_json_checkpoint(
     return MigCheckpoint(ns, cid, parent, fields, metadata, serde="json")
 
 
+def _channel_data(
+    checkpoint: MigCheckpoint, channel_values: dict[str, Any], tag: str, refusal: str
+) -> list[tuple[str, bytes]]:
+    """Each channel's stored bytes, for a body that holds only values tagged `tag`; a value
+    tagged otherwise (or none) is refused, `refusal` saying what body it would land in."""
+    inner: list[tuple[str, bytes]] = []
+    for channel, (stored_tag, data) in channel_values.items():
+        if stored_tag != tag or data is None:
+            raise CopyRefused(
+                f"checkpoint {checkpoint.checkpoint_id}: channel {channel!r} would be "
+                f"stored as {stored_tag!r}{refusal}"
+            )
+        inner.append((channel, data))
+    return inner
+
+
 def _json_body_bytes(checkpoint: MigCheckpoint) -> bytes:
     """A LangGraph.js body written back, field by field in the stored order."""
     entries: list[bytes] = []
@@ -149,14 +165,12 @@ def _json_body_bytes(checkpoint: MigCheckpoint) -> bytes:
         if key != "channel_values":
             entries.append(json_bytes(key) + b":" + json_bytes(value))
             continue
-        inner = []
-        for channel, (tag, data) in value.items():
-            if tag != "json" or data is None:
-                raise CopyRefused(
-                    f"checkpoint {checkpoint.checkpoint_id}: channel {channel!r} would be "
-                    f"stored as {tag!r} in a LangGraph.js (JSON) body"
-                )
-            inner.append(json_bytes(channel) + b":" + data)
+        inner = [
+            json_bytes(channel) + b":" + data
+            for channel, data in _channel_data(
+                checkpoint, value, "json", " in a LangGraph.js (JSON) body"
+            )
+        ]
         entries.append(json_bytes(key) + b":{" + b",".join(inner) + b"}")
     return b"{" + b",".join(entries) + b"}"
 
@@ -167,14 +181,9 @@ def body_bytes(checkpoint: MigCheckpoint) -> bytes:
     entries: list[tuple[str, bytes]] = []
     for key, value in checkpoint.fields.items():
         if key == "channel_values":
-            inner = []
-            for channel, (tag, data) in value.items():
-                if tag != "msgpack" or data is None:
-                    raise CopyRefused(
-                        f"checkpoint {checkpoint.checkpoint_id}: channel {channel!r} would be "
-                        f"stored as {tag!r}, which a SQLite body does not hold"
-                    )
-                inner.append((channel, data))
+            inner = _channel_data(
+                checkpoint, value, "msgpack", ", which a SQLite body does not hold"
+            )
             entries.append((key, _pack_map(inner)))
         elif isinstance(value, Packed):
             entries.append((key, value.data))
