@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ckpt.cli.common import opened, state
+from ckpt.cli.common import opened, reading_rows, state
 from ckpt.cli.options import (
     JsonOpt,
     QuietOpt,
@@ -77,7 +77,6 @@ def check(
     from ckpt.records.encode import dump_document
     from ckpt.records.runs import MigrationBehindRecord
     from ckpt.render.check_view import check_view
-    from ckpt.render.progress import advancing
 
     run = state(ctx)
     if plan is not None:
@@ -92,9 +91,9 @@ def check(
             raise typer.Exit(int(ExitCode.FINDINGS))
         return
     with opened(ctx, store_options, store, hidden_exit=False) as checkpoints:
-        show_progress = not quiet and run.output.stderr.isatty()
-        total = checkpoints.rows_to_read(thread or ()) if show_progress else None
-        with advancing(enabled=show_progress, label="checking", unit="rows", total=total) as tick:
+        with reading_rows(
+            run.output, checkpoints, thread or (), quiet=quiet, label="checking"
+        ) as tick:
             record = checkpoints.check(threads=thread or (), stale=stale, progress=tick)
         failing = record["summary"]["error"] > 0 or (
             fail_on == FailOn.warning and record["summary"]["warning"] > 0

@@ -4,7 +4,7 @@ choosing the output."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
@@ -73,6 +73,26 @@ def opened(
             )
     finally:
         opened_store.close()
+
+
+@contextmanager
+def reading_rows(
+    output: Output,
+    checkpoints: CheckpointStore,
+    threads: Sequence[str],
+    *,
+    quiet: bool,
+    label: str = "reading",
+) -> Iterator[Callable[[int], None]]:
+    """`advance(n)` for a command that reads every row of `threads` (`check`, `stats`,
+    `types`): a stderr bar, its total the rows to read, unless --quiet or stderr is no
+    terminal (then the rows are not even counted)."""
+    from ckpt.render.progress import advancing
+
+    show_progress = not quiet and output.stderr.isatty()
+    total = checkpoints.rows_to_read(threads) if show_progress else None
+    with advancing(enabled=show_progress, label=label, unit="rows", total=total) as tick:
+        yield tick
 
 
 def open_store(spec: str, options: StoreOptions) -> CheckpointStore:

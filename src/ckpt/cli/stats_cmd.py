@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ckpt.cli.common import opened, state
+from ckpt.cli.common import opened, reading_rows, state
 from ckpt.cli.options import (
     JsonOpt,
     QuietOpt,
@@ -53,14 +53,11 @@ def stats(
     """
     from ckpt.cli.options import fix_line
     from ckpt.records.encode import dump_document
-    from ckpt.render.progress import advancing
     from ckpt.render.stats_view import stats_view
 
     output = state(ctx).output
     with opened(ctx, store_options, store) as checkpoints:
-        show_progress = not quiet and output.stderr.isatty()
-        total = checkpoints.rows_to_read(thread or ()) if show_progress else None
-        with advancing(enabled=show_progress, label="reading", unit="rows", total=total) as tick:
+        with reading_rows(output, checkpoints, thread or (), quiet=quiet) as tick:
             record = checkpoints.stats(
                 threads=thread or (), ns=ns, top=top, keep=keep, progress=tick
             )

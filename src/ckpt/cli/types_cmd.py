@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from ckpt.cli.common import opened, state
+from ckpt.cli.common import opened, reading_rows, state
 from ckpt.cli.options import (
     JsonOpt,
     QuietOpt,
@@ -37,14 +37,11 @@ def types(
     Example: ckpt types chat.sqlite --json | jq -r '.allowlist.python'
     """
     from ckpt.records.encode import dump_document
-    from ckpt.render.progress import advancing
     from ckpt.render.types_view import types_view
 
     run = state(ctx)
-    show_progress = not quiet and run.output.stderr.isatty()
     with opened(ctx, store_options, store) as checkpoints:
-        total = checkpoints.rows_to_read(thread or ()) if show_progress else None
-        with advancing(enabled=show_progress, label="reading", unit="rows", total=total) as tick:
+        with reading_rows(run.output, checkpoints, thread or (), quiet=quiet) as tick:
             record = checkpoints.types(threads=thread or (), progress=tick)
         if json_out:
             run.output.lines(dump_document(record))
