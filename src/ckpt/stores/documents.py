@@ -6,7 +6,7 @@ refusing changes are the same for all of them, here."""
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -205,6 +205,20 @@ def newest_per_namespace(keys: list[CheckpointKey]) -> list[CheckpointKey]:
     for key in keys:
         newest[key.checkpoint_ns] = key
     return list(newest.values())
+
+
+def in_rounds(groups: Iterable[list[T]]) -> Iterator[list[T]]:
+    """The items of `groups` (each thread's keys or names, in thread order) in rounds of
+    BATCH across groups: a store of short threads is read in rounds of BATCH checkpoints,
+    not one (or two) per thread."""
+    batch: list[T] = []
+    for group in groups:
+        batch.extend(group)
+        while len(batch) >= BATCH:
+            yield batch[:BATCH]
+            del batch[:BATCH]
+    if batch:
+        yield batch
 
 
 def key_order(key: CheckpointKey) -> tuple[str, str, str]:
@@ -454,15 +468,7 @@ class DocumentStore(Store):
             yield thread_id, self._thread_keys(thread_id)
 
     def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
-        # BATCH keys a round, across threads (still in thread order): a store of short
-        # threads is read in rounds of BATCH checkpoints, not one (or two) per thread.
-        batch: list[CheckpointKey] = []
-        for keys in self._selected_keys(query):
-            batch.extend(keys)
-            while len(batch) >= BATCH:
-                yield from self._load_keys(batch[:BATCH], values=values)
-                del batch[:BATCH]
-        if batch:
+        for batch in in_rounds(self._selected_keys(query)):
             yield from self._load_keys(batch, values=values)
 
     def orphan_writes(self, query: DumpQuery) -> StoreHealth:

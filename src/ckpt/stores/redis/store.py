@@ -51,7 +51,7 @@ from ckpt.records.types import (
 )
 from ckpt.stores.base import Writer
 from ckpt.stores.body import checkpoint_from_dict, sort_writes
-from ckpt.stores.documents import BATCH, DocumentStore, Kept, ThreadInfo
+from ckpt.stores.documents import BATCH, DocumentStore, Kept, ThreadInfo, in_rounds
 from ckpt.stores.redis.fields import (
     NAME_PATHS,
     WRITE_NAME_PATHS,
@@ -732,14 +732,8 @@ class RedisStore(DocumentStore):
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
-        # BATCH documents a round, across threads (in thread order), not a round a thread.
-        batch: list[CheckpointName] = []
-        for names in self._selected_names(query):
-            batch.extend(names)
-            while len(batch) >= BATCH:
-                yield from self._raw_checkpoints(batch[:BATCH], data=data)
-                del batch[:BATCH]
-        yield from self._raw_checkpoints(batch, data=data)
+        for batch in in_rounds(self._selected_names(query)):
+            yield from self._raw_checkpoints(batch, data=data)
 
     def _raw_checkpoints(
         self, batch: list[CheckpointName], *, data: bool
