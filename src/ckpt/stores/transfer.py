@@ -236,6 +236,19 @@ def _array(items: list[bytes]) -> bytes:
     return _header("array", len(items)) + b"".join(items)
 
 
+def msgpack_inline(
+    row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends, refusal: str
+) -> InlineRow:
+    """`to_inline`, for a target that rewrites the msgpack body (MongoDB, Redis): any other
+    body is refused, `refusal` saying why after what it is stored as."""
+    inline = to_inline(row, blobs, sends)
+    if inline.type != "msgpack":
+        raise CopyRefused(
+            f"checkpoint {row.checkpoint_id}: its body is stored as {inline.type!r}{refusal}"
+        )
+    return inline
+
+
 def to_inline(row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) -> InlineRow:
     """The row as SqliteSaver keeps it; `blobs` are the thread's stored values, `sends`
     its `__pregel_tasks` writes by checkpoint id."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from ckpt.errors import CopyRefused, StoreUnreadable
+from ckpt.errors import StoreUnreadable
 from ckpt.records.model import RawCheckpoint, RawWrite
 from ckpt.records.vocabulary import DEFAULT_TIMEOUT
 from ckpt.stores.base import Carried, Target, ThreadSink, close_quietly
@@ -38,7 +38,7 @@ from ckpt.stores.transfer import (
     Sends,
     integer_versions,
     metadata_pairs,
-    to_inline,
+    msgpack_inline,
 )
 
 # MongoDBSaver's unique indexes (langgraph-checkpoint-mongodb 0.5.1, _create_saver_indexes).
@@ -153,13 +153,13 @@ class MongoTarget(Target):
     ) -> Carried:
         # (The metadata goes its own way: a MongoDB source's pairs as they are.)
         plain = replace(row, metadata=b"{}", metadata_type="json")
-        inline = to_inline(plain, blobs, sends)
+        inline = msgpack_inline(
+            plain,
+            blobs,
+            sends,
+            "; MongoDBSaver's channel versions are rewritten in msgpack bodies only",
+        )
         where = f"checkpoint {row.checkpoint_id}"
-        if inline.type != "msgpack":
-            raise CopyRefused(
-                f"{where}: its body is stored as {inline.type!r}; MongoDBSaver's channel "
-                "versions are rewritten in msgpack bodies only"
-            )
         body = integer_versions(inline.body, where, renumber=renumber)
         metadata = metadata_pairs(row)
         found = MongoRow(

@@ -51,7 +51,7 @@ from ckpt.stores.transfer import (
     _map_entries,
     _plain,
     metadata_object,
-    to_inline,
+    msgpack_inline,
 )
 
 PREFIX: Final = "checkpoint"
@@ -165,13 +165,10 @@ class RedisTarget(Target):
         return converter.value(unpack(data, where)), converter.has_bytes
 
     def laid_out(self, row: RawCheckpoint, blobs: Mapping[BlobKey, Blob], sends: Sends) -> Carried:
-        inline = to_inline(row, blobs, sends)
+        inline = msgpack_inline(
+            row, blobs, sends, ", which ckpt does not turn into RedisSaver's JSON"
+        )
         where = f"checkpoint {row.checkpoint_id}"
-        if inline.type != "msgpack":
-            raise CopyRefused(
-                f"{where}: its body is stored as {inline.type!r}, which ckpt does not turn "
-                "into RedisSaver's JSON"
-            )
         body: dict[str, Any] = {"type": "json"}
         held_bytes = False
         for key, packed in _map_entries(inline.body, where):
