@@ -37,6 +37,16 @@ from ckpt.stores.redis.keys import (
 from ckpt.stores.redis.session import tag_escape
 
 
+def _json_object(text: bytes | str) -> dict[str, Any] | None:
+    """The JSON object `text` holds (a document, a JSON.GET answer of several paths), or
+    None when it is not JSON or not an object."""
+    try:
+        found = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def name(key: CheckpointKey) -> CheckpointName:
     return CheckpointName(key.thread_id, key.checkpoint_ns, key.checkpoint_id)
 
@@ -46,12 +56,7 @@ def write_fields(
 ) -> WriteFields:
     """`root`: how the saver spells the root namespace inside its write documents
     (`__empty__`; LangGraph.js's `""`)."""
-    try:
-        doc = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        doc = {}
-    if not isinstance(doc, dict):
-        doc = {}
+    doc = _json_object(text) or {}
     fields = document_write(doc)
     if key is not None and "thread_id" in doc:
         # RedisSaver finds a checkpoint's writes by the document's fields, not its key:
@@ -117,14 +122,11 @@ def metadata(raw: Any) -> dict[str, Any]:
 
 
 def raw_checkpoint(name: CheckpointName, text: bytes, *, data: bool) -> RawCheckpoint:
-    try:
-        doc = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        doc = None
+    doc = _json_object(text)
     body = b""
     metadata = b""
     parent = None
-    if isinstance(doc, dict):
+    if doc is not None:
         checkpoint = doc.get("checkpoint")
         body = orjson.dumps(checkpoint) if checkpoint is not None else b""
         raw_metadata = doc.get("metadata")
@@ -235,11 +237,8 @@ INDEXABLE: Final = {"TAG": (str, bool, list), "TEXT": (str, list), "NUMERIC": (i
 def left_out_why(text: bytes, fields: list[tuple[str, str]]) -> str:
     """Why RedisSaver never reads a document its search index left out."""
     why = "the saver's search index leaves it out, so RedisSaver never reads it"
-    try:
-        doc = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return why
-    if not isinstance(doc, dict):
+    doc = _json_object(text)
+    if doc is None:
         return why
     for field_name, kind in fields:
         value = doc.get(field_name)
@@ -258,11 +257,8 @@ def paths(answer: Any) -> dict[str, Any]:
     """JSON.GET of several `$` paths: each path's one match."""
     if not isinstance(answer, bytes | str):
         return {}
-    try:
-        found = orjson.loads(answer)
-    except orjson.JSONDecodeError:
-        return {}
-    if not isinstance(found, dict):
+    found = _json_object(answer)
+    if found is None:
         return {}
     return {k: v[0] for k, v in found.items() if isinstance(v, list) and v}
 
@@ -301,11 +297,8 @@ def _first_values(answer: Any, paths: tuple[str, ...]) -> list[Any] | None:
     where a path found nothing), or None when the answer is not such an object."""
     if not isinstance(answer, bytes | str):
         return None
-    try:
-        fields = orjson.loads(answer)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(fields, dict):
+    fields = _json_object(answer)
+    if fields is None:
         return None
     return [(fields.get(path) or [None])[0] for path in paths]
 
