@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Container, Iterator
+from contextlib import contextmanager
 from typing import Any, Final
 
 import ormsgpack
@@ -172,7 +174,10 @@ class MsgpackDecoder:
                 self.exts_left -= 1
                 if self.exts_left < 0:
                     raise self._abort(TooLarge(TOO_MANY_EXTS))
-                value = self._ext(code, data)
+                if _shared is not None and self.level == 0:
+                    value = self._shared_ext(_shared, code, data)
+                else:
+                    value = self._ext(code, data)
                 if self.record is not None:
                     self.record.append((code, data, value))
             if self.walking and (type(value) is dict or type(value) is list):
@@ -183,6 +188,35 @@ class MsgpackDecoder:
             if self.failure is None:
                 self.failure = exc
             raise
+
+    def _shared_ext(
+        self, shared: dict[bytes, tuple[int, bool, Any, int]], code: int, data: bytes
+    ) -> Any:
+        """_ext through the shared memo (`shared_exts`): an outermost ext value whose whole
+        subtree fits the stack budget depends on its code and bytes alone, so a message
+        met again in the next checkpoint of a growing chat is not decoded again. The ext
+        values it spent count against this payload's budget as if it had been."""
+        if not self.verified and self.used + len(data) > STACK_BUDGET:
+            return self._ext(code, data)
+        hit = shared.get(data)
+        if hit is not None and hit[0] == code and hit[1] is self.shallow:
+            self.exts_left -= hit[3]
+            if self.exts_left < 0:
+                raise self._abort(TooLarge(TOO_MANY_EXTS))
+            return hit[2]
+        left = self.exts_left
+        value = self._ext(code, data)
+        if self.failure is None:
+            global _shared_bytes
+            _shared_bytes += len(data)
+            if len(shared) >= SHARED_ENTRIES or _shared_bytes > SHARED_BYTES:
+                shared.clear()
+                _shared_ids.clear()
+                _shared_bytes = len(data)
+            shared[data] = (code, self.shallow, value, left - self.exts_left)
+            if type(value) is dict or type(value) is list:
+                _shared_ids[id(value)] = value
+        return value
 
     def _ext(self, code: int, data: bytes) -> Any:
         if self.shallow and code in SKIPPED_IN_SHALLOW:
@@ -284,6 +318,42 @@ def ext_budget(size: int) -> int:
 MIN_EXTS: Final = 10_000
 TOO_MANY_EXTS: Final = "too large to decode: more ext values than its size allows"
 EXT_BYTES: Final = 64
+
+
+# The memo of `shared_exts`: ext bytes -> (code, shallow, value, ext values spent), with
+# the bytes it holds; None outside shared_exts.
+_shared: dict[bytes, tuple[int, bool, Any, int]] | None = None
+_shared_bytes = 0
+# id -> value of the containers in the memo: JSON-ready (make_json_ready's guarantees: no
+# NaN or infinity, no bytes, str keys, 64-bit ints), and alive while listed here.
+_shared_ids: dict[int, Any] = {}
+SHARED_ENTRIES: Final = 50_000
+SHARED_BYTES: Final = 32 << 20
+
+
+@contextmanager
+def shared_exts() -> Iterator[None]:
+    """Within it, an ext value (a message) whose bytes were decoded before is given back as
+    the same object, not decoded again: for readers that only read what they decode (dump,
+    the scan), never mutate it, and meet the same messages in checkpoint after checkpoint
+    (every checkpoint of a chat repeats its history). Memory stays bounded (the memo is
+    dropped past SHARED_ENTRIES values or SHARED_BYTES of ext bytes)."""
+    global _shared, _shared_bytes
+    if _shared is not None:  # nested: the outer one keeps its memo
+        yield
+        return
+    _shared, _shared_bytes = {}, 0
+    try:
+        yield
+    finally:
+        _shared, _shared_bytes = None, 0
+        _shared_ids.clear()
+
+
+def shared_values() -> Container[int]:
+    """The ids of the containers `shared_exts` hands out right now: plain JSON values
+    (strings keyed, every number finite and within 64 bits, no bytes), each held alive."""
+    return _shared_ids
 
 
 def decode_msgpack(payload: bytes, *, shallow: bool = False) -> Any:
