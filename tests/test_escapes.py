@@ -199,22 +199,22 @@ def test_an_ndjson_line_is_the_same_json_in_the_tight_layout(value: Any) -> None
         assert text == escape_json_text(tight)
 
 
-def test_an_ndjson_line_checks_what_the_decoder_did_not_share() -> None:
-    """Messages the decoder shares are known plain, the rest is looked at: a NaN beside a
-    shared message still becomes its record, never orjson's null."""
+def test_an_ndjson_line_never_lets_orjson_write_a_nan_as_null() -> None:
+    """orjson writes NaN and the infinities as null: each, anywhere in a record beside
+    messages the decoder shares (shared_exts), is written as its float record."""
     import ormsgpack
 
     from ckpt.decoders.msgpack import decode_msgpack, shared_exts
 
     message = ormsgpack.packb(["langchain_core.messages", "AIMessage", {"content": "hi"}])
-    payload = ormsgpack.packb({"messages": [ormsgpack.Ext(5, message)], "score": math.nan})
+    payload = ormsgpack.packb({"messages": [ormsgpack.Ext(5, message)], "score": 0.5})
     with shared_exts():
-        first = decode_msgpack(payload)
-        again = decode_msgpack(payload)
-        assert again["messages"][0] is first["messages"][0]  # decoded once, then shared
-        record = {"values": again, "nan": math.inf, "n": 2**70}
-        assert json.loads(dumps_line(record)) == json.loads(dumps(record))
-        assert '"nan":{"__ckpt__":"float","value":"Infinity"}' in dumps_line(record)
+        values = decode_msgpack(payload)
+        for odd in (math.nan, -math.nan, math.inf, -math.inf, 2**70, b"\xcb\x7f\xf0"):
+            for record in ({"values": values, "x": odd}, [values, [[odd]]], (odd,)):
+                text = dumps_line(record)
+                assert json.loads(text) == json.loads(dumps(record))
+                assert "null" not in text and ", " not in text
 
 
 def test_as_json_shares_what_is_plain_already() -> None:

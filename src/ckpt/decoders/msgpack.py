@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Container, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -211,11 +211,8 @@ class MsgpackDecoder:
             _shared_bytes += len(data)
             if len(shared) >= SHARED_ENTRIES or _shared_bytes > SHARED_BYTES:
                 shared.clear()
-                _shared_ids.clear()
                 _shared_bytes = len(data)
             shared[data] = (code, self.shallow, value, left - self.exts_left)
-            if type(value) is dict or type(value) is list:
-                _shared_ids[id(value)] = value
         return value
 
     def _ext(self, code: int, data: bytes) -> Any:
@@ -324,9 +321,6 @@ EXT_BYTES: Final = 64
 # the bytes it holds; None outside shared_exts.
 _shared: dict[bytes, tuple[int, bool, Any, int]] | None = None
 _shared_bytes = 0
-# id -> value of the containers in the memo: JSON-ready (make_json_ready's guarantees: no
-# NaN or infinity, no bytes, str keys, 64-bit ints), and alive while listed here.
-_shared_ids: dict[int, Any] = {}
 SHARED_ENTRIES: Final = 50_000
 SHARED_BYTES: Final = 32 << 20
 
@@ -347,13 +341,6 @@ def shared_exts() -> Iterator[None]:
         yield
     finally:
         _shared, _shared_bytes = None, 0
-        _shared_ids.clear()
-
-
-def shared_values() -> Container[int]:
-    """The ids of the containers `shared_exts` hands out right now: plain JSON values
-    (strings keyed, every number finite and within 64 bits, no bytes), each held alive."""
-    return _shared_ids
 
 
 def decode_msgpack(payload: bytes, *, shallow: bool = False) -> Any:
