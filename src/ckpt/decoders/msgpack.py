@@ -68,16 +68,29 @@ def may_need_walk(data: bytes) -> bool:
     """
     if 0xC4 in data or 0xC5 in data or 0xC6 in data:  # bin 8 / 16 / 32 headers
         return True
-    if (0xCB in data or 0xCA in data) and (  # float 64 / 32 with an all-ones exponent
-        data.find(b"\xcb\x7f") >= 0
-        or data.find(b"\xcb\xff") >= 0
-        or data.find(b"\xca\x7f") >= 0
-        or data.find(b"\xca\xff") >= 0
-    ):
+    if _float_all_ones(data, 0x7F) or _float_all_ones(data, 0xFF):
         return True
     if len(data) < 65_536:
         return _RESERVED_KEY.search(data) is not None
     return data.find(b"__type__") >= 0 or data.find(b"__ckpt__") >= 0
+
+
+def _float_all_ones(data: bytes, byte: int) -> bool:
+    """Whether a float 64 / 32 header (0xcb / 0xca) comes before `byte` (0x7f or 0xff:
+    the first byte of a NaN or an infinity) somewhere in `data`. Each occurrence of the
+    rare byte is found by memchr; a 2-byte needle search would crawl over the many 0xcb
+    of data full of floats. Past _MANY occurrences, it says yes (then the walk decides)."""
+    at = data.find(byte)
+    for _ in range(_MANY):
+        if at < 0:
+            return False
+        if at and (data[at - 1] == 0xCB or data[at - 1] == 0xCA):
+            return True
+        at = data.find(byte, at + 1)
+    return at >= 0
+
+
+_MANY: Final = 64
 
 
 class MsgpackDecoder:
