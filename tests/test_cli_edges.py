@@ -142,7 +142,7 @@ def test_text_that_is_not_utf8_is_kept_and_escaped(sqlite_store: Path, tmp_path:
     result = run("dump", str(store), "--quiet")
     assert result.exit_code == 0, result.stderr
     result.stdout.encode("utf-8")  # nothing raw: each bad byte is a \udcXX escape
-    assert '"task_path": "i\\udcff\\udc80\\udcfe"' in result.stdout
+    assert '"task_path":"i\\udcff\\udc80\\udcfe"' in result.stdout
     import json
 
     writes = [w for line in result.stdout.splitlines() for w in json.loads(line)["pending_writes"]]

@@ -26,6 +26,22 @@ def test_msgpack_layout(label: str, payload: bytes, expected: Any) -> None:
     assert decode("msgpack", payload) == expected
 
 
+def test_shared_messages_decode_as_when_decoded_alone() -> None:
+    """Under shared_exts (dump) an ext value met again is the one decoded before: every
+    case decodes to its value twice in one memo, and an array of three copies of its
+    payload (its ext values met again, as outermost values) to three times its value."""
+    from ckpt.decoders.msgpack import shared_exts
+
+    cases = [(payload, expected) for _, payload, expected in EXT_CASES + MSGPACK_CASES]
+    with shared_exts():
+        for payload, expected in cases:
+            assert decode("msgpack", payload) == expected
+            assert decode("msgpack", payload) == expected
+        for payload, expected in cases:
+            whole = b"\x93" + payload * 3  # an array of the three, ext values outermost
+            assert decode("msgpack", whole) == [expected] * 3
+
+
 @pytest.mark.parametrize(("tag", "payload", "expected"), TAG_CASES)
 def test_tags(tag: str | None, payload: bytes | None, expected: Any) -> None:
     assert decode(tag, payload) == expected

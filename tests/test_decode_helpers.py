@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 import os
 import pickle
 import sqlite3
+import struct
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import ormsgpack
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -225,3 +228,41 @@ def test_is_marked() -> None:
     assert not is_marked(ABSENT)
     assert not is_marked("__ckpt__")
     assert json.dumps(record)
+
+
+_PACKABLE = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+    | st.floats()
+    | st.floats(width=32).map(lambda x: ormsgpack.Ext(99, struct.pack(">f", x)))
+    | st.text(max_size=8)
+    | st.binary(max_size=4).map(lambda b: b.decode("latin-1")),
+    lambda inner: st.lists(inner, max_size=70) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=150,
+)
+
+
+def _non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, list):
+        return any(map(_non_finite, value))
+    if isinstance(value, dict):
+        return any(map(_non_finite, value.values()))
+    return False
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(_PACKABLE)
+def test_may_need_walk_never_misses_a_nan_or_an_infinity(value: Any) -> None:
+    """may_need_walk looks for the byte after a float header by memchr, and gives up
+    (says yes) past a few dozen: a NaN or an infinity anywhere, among any number of
+    0xff / 0x7f bytes and float headers, is never missed."""
+    from ckpt.decoders.msgpack import may_need_walk
+
+    packed = ormsgpack.packb(value)
+    if _non_finite(value):
+        assert may_need_walk(packed)
+    nan32 = b"\xca\x7f\xc0\x00\x00"
+    assert may_need_walk(packed + nan32) and may_need_walk(b"\xff" * 100 + packed)

@@ -172,3 +172,32 @@ def test_the_marker_pattern_finds_what_the_marker_list_finds(text: str, pad: int
     expected = not any(marker.encode() in data for marker in lcjson._NEEDS_CONVERSION)
     assert lcjson._plain(data) == expected
     assert lcjson._plain(data.decode()) == expected
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=10**17, max_value=10**40).map(lambda n: n * st_sign(n))
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet='0123456789:[,- ab"\\\n\u00e9\ud800', max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=25), inner),
+    max_leaves=12,
+)
+
+
+def st_sign(n: int) -> int:
+    return -1 if n % 3 == 0 else 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON_VALUES, st.sampled_from([None, 1]), st.booleans())
+def test_json_loads_reads_what_json_reads(value: Any, indent: int | None, as_bytes: bool) -> None:
+    """lcjson.json_loads (Postgres JSONB through orjson) gives json.loads' value, the
+    type of every number included: integers of 19 digits and more stay integers, and a
+    string of digits (a LangGraph version) does not send it to json."""
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    data: str | bytes = text.encode("utf-8", "surrogatepass") if as_bytes else text
+    if as_bytes and "\ud800" in text:
+        return  # not UTF-8: neither reads it
+    assert repr(lcjson.json_loads(data)) == repr(json.loads(data))

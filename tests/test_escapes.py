@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from ckpt.cli import app
 from ckpt.decoders.values import bytes_record, float_record
 from ckpt.escapes import UNSAFE_RANGES, escape_json_text, for_terminal
-from ckpt.records.encode import as_json, dumps
+from ckpt.records.encode import as_json, dumps, dumps_line
 from hostile import HOSTILE, OWN_STYLES, first_unsafe, unsafe_left
 from runs import examples
 
@@ -180,6 +180,41 @@ def test_json_text_is_json_dumps_own_text(value: Any, indent: int | None, level:
     text = dumps(value, indent=indent, level=level)
     assert text == escape_json_text(expected)
     assert json.dumps(as_json(value)) == json.dumps(json.loads(text))
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(_VALUES)
+def test_an_ndjson_line_is_the_same_json_in_the_tight_layout(value: Any) -> None:
+    """dumps_line (every NDJSON line: orjson where it writes what json would) writes
+    dumps' value, strict JSON, on one line with no space after `,` or `:`, json's own
+    text but for the digits' layout of floats."""
+    text = dumps_line(value)
+    text.encode("utf-8")
+    assert "\n" not in text and unsafe_left(text) == []
+    back = json.loads(text, parse_constant=lambda name: pytest.fail(name))
+    assert back == json.loads(dumps(value))
+    strict = _strict_oracle(value)
+    tight = json.dumps(strict, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    if "e" not in tight and "." not in tight:  # json and orjson write floats' digits apart
+        assert text == escape_json_text(tight)
+
+
+def test_an_ndjson_line_never_lets_orjson_write_a_nan_as_null() -> None:
+    """orjson writes NaN and the infinities as null: each, anywhere in a record beside
+    messages the decoder shares (shared_exts), is written as its float record."""
+    import ormsgpack
+
+    from ckpt.decoders.msgpack import decode_msgpack, shared_exts
+
+    message = ormsgpack.packb(["langchain_core.messages", "AIMessage", {"content": "hi"}])
+    payload = ormsgpack.packb({"messages": [ormsgpack.Ext(5, message)], "score": 0.5})
+    with shared_exts():
+        values = decode_msgpack(payload)
+        for odd in (math.nan, -math.nan, math.inf, -math.inf, 2**70, b"\xcb\x7f\xf0"):
+            for record in ({"values": values, "x": odd}, [values, [[odd]]], (odd,)):
+                text = dumps_line(record)
+                assert json.loads(text) == json.loads(dumps(record))
+                assert "null" not in text and ", " not in text
 
 
 def test_as_json_shares_what_is_plain_already() -> None:

@@ -198,7 +198,17 @@ def dump_records(
     store: Store, query: DumpQuery, *, values: bool, hidden: list[CheckpointRecord]
 ) -> Iterator[CheckpointRecord]:
     """`dump`'s records, streamed; the first whose values stay encrypted is put in
-    `hidden`. A namespace that matches nothing is NotFound, as an unknown thread is."""
+    `hidden`. A namespace that matches nothing is NotFound, as an unknown thread is.
+    A message met again in the next checkpoint is not decoded again (shared_exts)."""
+    from ckpt.decoders.msgpack import shared_exts
+
+    with shared_exts():
+        yield from _dump_records(store, query, values=values, hidden=hidden)
+
+
+def _dump_records(
+    store: Store, query: DumpQuery, *, values: bool, hidden: list[CheckpointRecord]
+) -> Iterator[CheckpointRecord]:
     from ckpt.analysis.encryption import record_hides_values
     from ckpt.analysis.records import checkpoint_record
 

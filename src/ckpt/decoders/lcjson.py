@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import deque
 from datetime import timedelta
 from typing import Any, Final
 
@@ -48,6 +49,14 @@ _BYTES_TYPES: Final = frozenset({("builtins", "bytes"), ("builtins", "bytearray"
 def decode_json_text(text: str | bytes) -> Any:
     """Parse legacy JSON (format.md §2.6, 3.2) into the same values `decode` returns."""
     if not _plain(text):
+        data = _as_bytes(text)
+        if not _long_number_value(data.translate(_DIGITS_AS_ZERO)):
+            try:
+                parsed = orjson.loads(data)
+            except orjson.JSONDecodeError:
+                pass
+            else:  # orjson refuses NaN, the infinities and numbers it would read as one
+                return _convert(parsed, envelopes=_envelopes_only(data))
         return _convert(_loads(text))
     # Nothing to convert: the common case of current metadata (1,000s of threads listed).
     # orjson parses it several times faster than json, and is not asked where the two
@@ -59,6 +68,17 @@ def decode_json_text(text: str | bytes) -> Any:
         except orjson.JSONDecodeError:
             pass
     return _loads(text)
+
+
+def json_loads(text: str | bytes) -> Any:
+    """`json.loads(text)`, by orjson where the two agree: every text but one with an
+    integer of 19 digits or more (orjson makes it a float), or what orjson refuses."""
+    if not _long_number_value(_as_bytes(text).translate(_DIGITS_AS_ZERO)):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 def convert_parsed(root: Any) -> Any:
@@ -76,18 +96,37 @@ def _loads(text: str | bytes) -> Any:
         raise DecodeError(f"invalid JSON: {exc}") from None
 
 
+def _as_bytes(text: str | bytes) -> bytes:
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+
+
 # A \u escape could spell any of the others, so it takes the full path too.
 _NEEDS_CONVERSION: Final = ('"lc"', '"__type__"', '"__ckpt__"', "NaN", "Infinity", "\\u")
 _NEEDS_CONVERSION_BYTES: Final = tuple(marker.encode() for marker in _NEEDS_CONVERSION)
 _DIGITS_AS_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
 _LONG_NUMBER: Final = re.compile(r"[0-9]{19}")
+_RUN: Final = b"0" * 19
+_RUNS: Final = re.compile(re.escape(_RUN) + b"+")  # a literal prefix: a fast search
 
 
 def _long_number(text: str | bytes) -> bool:
     """Whether the text holds a run of 19 digits (one C pass over bytes)."""
     if isinstance(text, bytes):
-        return b"0000000000000000000" in text.translate(_DIGITS_AS_ZERO)
+        return _RUN in text.translate(_DIGITS_AS_ZERO)
     return _LONG_NUMBER.search(text) is not None
+
+
+def _long_number_value(folded: bytes) -> bool:
+    """Whether a run of 19 digits or more starts where a JSON number may: at the start,
+    or after `-`, `:`, `[` or `,` and blanks (LangGraph's versions, strings of 32 digits
+    after a quote, are in every checkpoint body). The runs are found by a literal search."""
+    for run in _RUNS.finditer(folded):
+        before = run.start() - 1
+        while before >= 0 and folded[before] in b" \t\r\n":
+            before -= 1
+        if before < 0 or folded[before] in b"-:[,":
+            return True
+    return False
 
 
 # The same markers as one pattern: on the short text of most metadata one search costs a
@@ -105,17 +144,36 @@ def _plain(text: str | bytes) -> bool:
     return not any(marker in text for marker in _NEEDS_CONVERSION)
 
 
-def _convert(root: Any) -> Any:
-    """Envelopes -> values, bottom-up, without recursion (any depth json.loads accepted)."""
+# What else a text orjson read may hold to convert: reserved keys, and a \u escape (it
+# could spell any marker, "lc" too).
+_NOT_ONLY_ENVELOPES: Final = (b'"__type__"', b'"__ckpt__"', b"\\u")
+
+
+def _envelopes_only(data: bytes) -> int | None:
+    """When lc envelopes are all there is to convert in the JSON text `data` (orjson read
+    it: it holds no NaN nor infinity), how many there may be at most: its `"lc"` keys,
+    and strings "lc"; None when there may be more to do."""
+    if any(marker in data for marker in _NOT_ONLY_ENVELOPES):
+        return None
+    return data.count(b'"lc"')
+
+
+def _convert(root: Any, *, envelopes: int | None = None) -> Any:
+    """Envelopes -> values, bottom-up, without recursion (any depth json.loads accepted).
+
+    `envelopes`: the text holds nothing else to convert, and at most this many dicts with
+    an "lc" key: the walk, breadth first, stops once it has found them all (the messages
+    of a checkpoint, without a look inside each one's content)."""
     if type(root) is float and not math.isfinite(root):
         return float_record(root)
     if type(root) is not dict and type(root) is not list:
         return root
     holder = [root]
-    pending: list[tuple[Any, Any]] = [(holder, 0)]
+    pending: deque[tuple[Any, Any]] = deque([(holder, 0)])
     dicts: list[tuple[Any, Any]] = []  # (parent, key) of every dict, parents first
-    while pending:
-        parent, key = pending.pop()
+    left = -1 if envelopes is None else envelopes
+    while pending and left:
+        parent, key = pending.popleft()
         node = parent[key]
         if type(node) is dict:
             if "lc" in node:
@@ -125,6 +183,7 @@ def _convert(root: Any) -> Any:
                     parent[key] = legacy_time
                     continue
                 dicts.append((parent, key))
+                left -= 1
             elif TYPE_KEY in node or MARK_KEY in node:
                 dicts.append((parent, key))  # the others _convert_dict leaves as they are
             children: Any = node.items()
@@ -151,6 +210,17 @@ def _envelope_id(node: dict[str, Any]) -> list[str] | None:
 def _convert_dict(node: dict[str, Any]) -> Any:
     """One dict whose children are converted already."""
     lc = node.get("lc")
+    if type(lc) is int and lc == 1 and node.get("type") == "constructor":
+        # Most envelopes, every message (what the general path below does for them).
+        ident = node.get("id")
+        if type(ident) is list and ident:
+            try:
+                path = ".".join(ident)  # a TypeError unless every part is a str
+            except TypeError:
+                pass
+            else:
+                if path not in RESERVED_TYPE_PATHS:
+                    return object_record(path, node.get("kwargs", {}))
     if lc == 2 and node.get("type") == "delta_snapshot" and node.keys() == {"lc", "type", "value"}:
         # LangGraph.js's DeltaChannel snapshot (its _DeltaSnapshot, format.md §11).
         return {MARK_KEY: "delta_snapshot", "value": node["value"]}

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Final
 
 import ormsgpack
@@ -66,16 +68,29 @@ def may_need_walk(data: bytes) -> bool:
     """
     if 0xC4 in data or 0xC5 in data or 0xC6 in data:  # bin 8 / 16 / 32 headers
         return True
-    if (0xCB in data or 0xCA in data) and (  # float 64 / 32 with an all-ones exponent
-        data.find(b"\xcb\x7f") >= 0
-        or data.find(b"\xcb\xff") >= 0
-        or data.find(b"\xca\x7f") >= 0
-        or data.find(b"\xca\xff") >= 0
-    ):
+    if _float_all_ones(data, 0x7F) or _float_all_ones(data, 0xFF):
         return True
     if len(data) < 65_536:
         return _RESERVED_KEY.search(data) is not None
     return data.find(b"__type__") >= 0 or data.find(b"__ckpt__") >= 0
+
+
+def _float_all_ones(data: bytes, byte: int) -> bool:
+    """Whether a float 64 / 32 header (0xcb / 0xca) comes before `byte` (0x7f or 0xff:
+    the first byte of a NaN or an infinity) somewhere in `data`. Each occurrence of the
+    rare byte is found by memchr; a 2-byte needle search would crawl over the many 0xcb
+    of data full of floats. Past _MANY occurrences, it says yes (then the walk decides)."""
+    at = data.find(byte)
+    for _ in range(_MANY):
+        if at < 0:
+            return False
+        if at and (data[at - 1] == 0xCB or data[at - 1] == 0xCA):
+            return True
+        at = data.find(byte, at + 1)
+    return at >= 0
+
+
+_MANY: Final = 64
 
 
 class MsgpackDecoder:
@@ -172,7 +187,10 @@ class MsgpackDecoder:
                 self.exts_left -= 1
                 if self.exts_left < 0:
                     raise self._abort(TooLarge(TOO_MANY_EXTS))
-                value = self._ext(code, data)
+                if _shared is not None and self.level == 0:
+                    value = self._shared_ext(_shared, code, data)
+                else:
+                    value = self._ext(code, data)
                 if self.record is not None:
                     self.record.append((code, data, value))
             if self.walking and (type(value) is dict or type(value) is list):
@@ -183,6 +201,32 @@ class MsgpackDecoder:
             if self.failure is None:
                 self.failure = exc
             raise
+
+    def _shared_ext(
+        self, shared: dict[bytes, tuple[int, bool, Any, int]], code: int, data: bytes
+    ) -> Any:
+        """_ext through the shared memo (`shared_exts`): an outermost ext value whose whole
+        subtree fits the stack budget depends on its code and bytes alone, so a message
+        met again in the next checkpoint of a growing chat is not decoded again. The ext
+        values it spent count against this payload's budget as if it had been."""
+        if not self.verified and self.used + len(data) > STACK_BUDGET:
+            return self._ext(code, data)
+        hit = shared.get(data)
+        if hit is not None and hit[0] == code and hit[1] is self.shallow:
+            self.exts_left -= hit[3]
+            if self.exts_left < 0:
+                raise self._abort(TooLarge(TOO_MANY_EXTS))
+            return hit[2]
+        left = self.exts_left
+        value = self._ext(code, data)
+        if self.failure is None:
+            global _shared_bytes
+            _shared_bytes += len(data)
+            if len(shared) >= SHARED_ENTRIES or _shared_bytes > SHARED_BYTES:
+                shared.clear()
+                _shared_bytes = len(data)
+            shared[data] = (code, self.shallow, value, left - self.exts_left)
+        return value
 
     def _ext(self, code: int, data: bytes) -> Any:
         if self.shallow and code in SKIPPED_IN_SHALLOW:
@@ -284,6 +328,32 @@ def ext_budget(size: int) -> int:
 MIN_EXTS: Final = 10_000
 TOO_MANY_EXTS: Final = "too large to decode: more ext values than its size allows"
 EXT_BYTES: Final = 64
+
+
+# The memo of `shared_exts`: ext bytes -> (code, shallow, value, ext values spent), with
+# the bytes it holds; None outside shared_exts.
+_shared: dict[bytes, tuple[int, bool, Any, int]] | None = None
+_shared_bytes = 0
+SHARED_ENTRIES: Final = 50_000
+SHARED_BYTES: Final = 32 << 20
+
+
+@contextmanager
+def shared_exts() -> Iterator[None]:
+    """Within it, an ext value (a message) whose bytes were decoded before is given back as
+    the same object, not decoded again: for readers that only read what they decode (dump,
+    the scan), never mutate it, and meet the same messages in checkpoint after checkpoint
+    (every checkpoint of a chat repeats its history). Memory stays bounded (the memo is
+    dropped past SHARED_ENTRIES values or SHARED_BYTES of ext bytes)."""
+    global _shared, _shared_bytes
+    if _shared is not None:  # nested: the outer one keeps its memo
+        yield
+        return
+    _shared, _shared_bytes = {}, 0
+    try:
+        yield
+    finally:
+        _shared, _shared_bytes = None, 0
 
 
 def decode_msgpack(payload: bytes, *, shallow: bool = False) -> Any:

@@ -237,10 +237,10 @@ def stream_json_array(records: Iterable[Any], *, pretty: bool = True) -> Iterato
 
 
 def stream_ndjson(records: Iterable[Any]) -> Iterator[str]:
-    from ckpt.records.encode import dumps
+    from ckpt.records.encode import dumps_line
 
     for record in records:
-        yield dumps(record) + "\n"
+        yield dumps_line(record) + "\n"
 
 
 def stream_json_record(

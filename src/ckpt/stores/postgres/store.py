@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 
     Query = SQL | Composed
 
-BATCH = 100  # checkpoints per set-based blobs/writes fetch while streaming a dump
+BATCH = 500  # checkpoints per set-based blobs/writes fetch while streaming a dump
 THREADS_PER_BATCH = 500  # latest checkpoints hydrated per round of `threads` ...
 FIRST_BATCH = 8  # ... at first: then twice as many each time
 PROBE_STEPS = 10000  # (thread, namespace) pairs `find_exact` walks before `find` scans
@@ -362,7 +362,7 @@ class PostgresStore(SplitStore):
         for chunk in _batched(keys, KEYS_PER_QUERY):
             for row in self._rows(
                 self.layout.sql(
-                    "SELECT {cols} FROM unnest(%s::text[], %s::text[], %s::text[]) "
+                    "SELECT {cols} FROM unnest(%b::text[], %b::text[], %b::text[]) "
                     "AS k(thread_id, checkpoint_ns, checkpoint_id) "
                     "JOIN {cp} c ON c.thread_id = k.thread_id "
                     "AND c.checkpoint_ns = k.checkpoint_ns AND {id} = k.checkpoint_id",
@@ -718,13 +718,13 @@ class PostgresStore(SplitStore):
     def _blob_join(self) -> Composed:
         if self.layout.blob_versions:
             return self.layout.sql(
-                "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) "
+                "FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[]) "
                 "AS k(thread_id, checkpoint_ns, channel, version) JOIN {bl} b "
                 "ON b.thread_id = k.thread_id AND b.checkpoint_ns = k.checkpoint_ns "
                 "AND b.channel = k.channel AND b.version = k.version"
             )
         return self.layout.sql(
-            "FROM unnest(%s::text[], %s::text[], %s::text[]) "
+            "FROM unnest(%b::text[], %b::text[], %b::text[]) "
             "AS k(thread_id, checkpoint_ns, channel) JOIN {bl} b "
             "ON b.thread_id = k.thread_id AND b.checkpoint_ns = k.checkpoint_ns "
             "AND b.channel = k.channel"
@@ -781,7 +781,7 @@ class PostgresStore(SplitStore):
                 parents.add((r.thread_id, r.checkpoint_ns, r.parent_checkpoint_id))
         keys = [(*k, True) for k in sorted(own)] + [(*k, False) for k in sorted(parents - own)]
         statement = select + self.layout.sql(
-            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::bool[]) "
+            "FROM unnest(%b::text[], %b::text[], %b::text[], %b::bool[]) "
             "AS k(thread_id, checkpoint_ns, checkpoint_id, every) JOIN {wr} w "
             "ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns "
             "AND w.checkpoint_id = k.checkpoint_id WHERE k.every OR w.channel = %s"
@@ -802,7 +802,7 @@ class PostgresStore(SplitStore):
             self.layout.sql(
                 "SELECT w.thread_id, w.checkpoint_ns, w.task_id, {task_path}, w.idx, w.channel, "
                 f"w.type, w.blob, {WRITE_BYTES} "
-                "FROM unnest(%s::text[], %s::text[], %s::text[]) "
+                "FROM unnest(%b::text[], %b::text[], %b::text[]) "
                 "AS k(thread_id, checkpoint_ns, checkpoint_id) JOIN {wr} w "
                 "ON w.thread_id = k.thread_id AND w.checkpoint_ns = k.checkpoint_ns "
                 "AND w.channel = %s AND w.checkpoint_id <> k.checkpoint_id",
