@@ -69,16 +69,22 @@ _REFUSE: Final = (
 _NON_FINITE: Final = re.compile(rb"\xcb[\x7f\xff][\xf0-\xff]")
 
 
+# Past this many bytes of msgpack, json writes it: orjson's buffer grows by doubling, and
+# it crashes the process where an allocation fails (a run under a memory limit).
+_ORJSON_PACKED: Final = 1 << 20
+
+
 def _plain_json(value: Any) -> bool:
     """Whether orjson writes `value` as json would, but for the layout of float digits:
     dicts with str keys, lists and tuples, strings, 64-bit ints, finite floats, bools and
-    None (orjson itself refuses bytes). ormsgpack packs it in a fraction of a Python
-    walk's time, every Python float as a float 64, whose bytes tell the non-finite ones."""
+    None (orjson itself refuses bytes), and small enough (_ORJSON_PACKED). ormsgpack packs
+    it in a fraction of a Python walk's time, every Python float as a float 64, whose
+    bytes tell the non-finite ones."""
     try:
         packed = ormsgpack.packb(value, option=_REFUSE)
     except TypeError:  # MsgpackEncodeError: a type, key or number of the list above
         return False
-    return _NON_FINITE.search(packed) is None
+    return len(packed) <= _ORJSON_PACKED and _NON_FINITE.search(packed) is None
 
 
 def dump_pieces(value: Any, *, indent: int = 2, level: int = 0) -> Iterator[str]:
