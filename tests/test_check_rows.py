@@ -148,10 +148,16 @@ def write_untyped(conn: sqlite3.Connection) -> dict[str, set[str]]:
     return {"malformed-write": {"approval-2"}}
 
 
+# A thread's writes in the order of its checkpoints, not of their rowids: the fixture's
+# graphs run their tasks in threads, so rows of one thread land in an order that varies.
+FIRST_WRITE = "checkpoint_id, task_id, idx"
+LAST_WRITE = "checkpoint_id DESC, task_id DESC, idx DESC"
+
+
 def write_without_bytes(conn: sqlite3.Connection) -> dict[str, set[str]]:
     conn.execute(
         "UPDATE writes SET value = NULL WHERE rowid = (SELECT rowid FROM writes WHERE "
-        "thread_id = 'support-2' AND type = 'msgpack' ORDER BY rowid DESC LIMIT 1)"
+        f"thread_id = 'support-2' AND type = 'msgpack' ORDER BY {LAST_WRITE} LIMIT 1)"
     )
     return {"malformed-write": {"support-2"}}
 
@@ -167,16 +173,17 @@ def body_kept_as_text(conn: sqlite3.Connection) -> dict[str, set[str]]:
 
 def write_kept_as_text(conn: sqlite3.Connection) -> dict[str, set[str]]:
     conn.execute(
-        "UPDATE writes SET value = CAST(value AS TEXT) WHERE rowid = (SELECT min(rowid) FROM "
-        "writes WHERE thread_id = 'support-2' AND type = 'msgpack')"
+        "UPDATE writes SET value = CAST(value AS TEXT) WHERE rowid = (SELECT rowid FROM "
+        f"writes WHERE thread_id = 'support-2' AND type = 'msgpack' ORDER BY {FIRST_WRITE} "
+        "LIMIT 1)"
     )
     return {"malformed-write": {"support-2"}}
 
 
 def write_index_text(conn: sqlite3.Connection) -> dict[str, set[str]]:
     conn.execute(
-        "UPDATE writes SET idx = 'x' WHERE rowid = (SELECT min(rowid) FROM writes "
-        "WHERE thread_id = 'support-3')"
+        "UPDATE writes SET idx = 'x' WHERE rowid = (SELECT rowid FROM writes "
+        f"WHERE thread_id = 'support-3' ORDER BY {FIRST_WRITE} LIMIT 1)"
     )
     return {"malformed-write": {"support-3"}}
 
