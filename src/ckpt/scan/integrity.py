@@ -573,7 +573,7 @@ class Integrity(Visitor):
         counts = self.tags_of.get(row.thread_id)
         if counts is None:
             counts = self.tags_of[self.name(row.thread_id)] = [0, 0, 0]
-        if tag.partition("+")[2]:
+        if "+" in tag and tag.partition("+")[2]:
             counts[0] += 1
             self.encrypted_rows += 1
             return
