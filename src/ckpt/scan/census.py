@@ -63,6 +63,7 @@ from ckpt.records.types import (
 )
 from ckpt.records.vocabulary import TOO_LARGE
 from ckpt.scan.rows import RawRow, Visitor
+from ckpt.scan.shapes import json_document
 from ckpt.stores.base import Store
 
 # Envelope kinds of the json tag, beside the msgpack ext codes 0-7 in a type key.
@@ -901,7 +902,7 @@ def _version_of(body: Any) -> int | None:
 
 def _json_or_none(text: bytes) -> Any:
     try:
-        return json.loads(text) if text else None
+        return json_document(text) if text else None
     except (ValueError, RecursionError):
         return None
 

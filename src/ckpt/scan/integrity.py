@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 from typing import Any, Final
 
 from ckpt.errors import CkptError, NotFound
@@ -145,6 +146,8 @@ class Integrity(Visitor):
         self.group: list[Node] = []
         self.group_key: tuple[str, str] | None = None
         self.last_body: tuple[RawCheckpoint, Any] | None = None
+        # The versions of the last checkpoint read, with its thread and namespace (`_fresh`).
+        self.last_versions: tuple[str, str, dict[str, str]] | None = None
         self.troubled: RawRow | None = None  # the last row the census could not read
         # Each row brings its own copy of its thread id: what is kept holds one per thread
         # (a hostile store's 10 MB id, kept per checkpoint, would be 10 MB each).
@@ -285,10 +288,13 @@ class Integrity(Visitor):
         if versions is None or self.policy == "none":
             return ()
         ns = row.checkpoint_ns
-        pairs = tuple((thread_id, ns, channel, version) for channel, version in versions.items())
+        pairs = tuple(zip(repeat(thread_id), repeat(ns), versions, versions.values()))
+        # What the namespace's previous checkpoint named is noted already: most versions
+        # are the same from one checkpoint to the next (only a step's updates change).
+        fresh = self._fresh(thread_id, ns, versions)
         self.named.update(pairs)
         top = self.top.get((thread_id, ns))
-        for channel, version in versions.items():
+        for channel, version in fresh:
             self.named_channels.add((thread_id, ns, channel))
             counter = version_number(version)
             if counter is not None and (top is None or counter > top):
@@ -296,7 +302,7 @@ class Integrity(Visitor):
         if top is not None:
             self.top[thread_id, ns] = top
         if self.policy == "every":
-            needed: Iterable[str] = versions
+            needed: Iterable[str] = [channel for channel, _ in fresh]
         else:  # "updated": PostgresSaver keeps a blob for the values it does not inline
             needed, snapshots, deltas = needs_blob(body, metadata, versions)
             self.deltas |= deltas
@@ -307,6 +313,23 @@ class Integrity(Visitor):
             pair = (thread_id, ns, channel, versions[channel])
             self.required.setdefault(pair, (ns, row.checkpoint_id))
         return pairs
+
+    def _fresh(
+        self, thread_id: str, ns: str, versions: dict[str, str]
+    ) -> Iterable[tuple[str, str]]:
+        """The (channel, version) items of a checkpoint's versions that the checkpoint read
+        before it, in the same namespace, did not have (all of them for the first), in
+        their order."""
+        last, self.last_versions = self.last_versions, (thread_id, ns, versions)
+        if last is None or last[0] != thread_id or last[1] != ns:
+            return versions.items()
+        try:
+            fresh = versions.items() - last[2].items()
+        except TypeError:  # a version that does not hash
+            return versions.items()
+        if len(fresh) < 2:
+            return fresh
+        return [item for item in versions.items() if item in fresh]
 
     def end_group(self) -> None:
         """The namespace's checkpoints are all read: check its chain."""
@@ -645,6 +668,7 @@ class Integrity(Visitor):
                      "strays"):  # fmt: skip
             getattr(self, name).clear()
         self.ids.clear()
+        self.last_versions = None
         self.names.clear()
         self.copied.clear()
         self.unencrypted()
