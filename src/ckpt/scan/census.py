@@ -272,7 +272,7 @@ class _Found:
     """What one ext value holds: the classes it and its nested values name, every ext code
     met, and the codes whose payload was malformed. Hashed by identity (cached, reused)."""
 
-    __slots__ = ("keys", "codes", "malformed", "registered")
+    __slots__ = ("keys", "codes", "malformed", "registered", "refused")
 
     def __init__(
         self, keys: tuple[TypeKey, ...], codes: tuple[int, ...], malformed: tuple[int, ...]
@@ -281,6 +281,8 @@ class _Found:
         self.codes = codes
         self.malformed = malformed
         self.registered = False  # its classes have a _Uses (with an example) in `types`
+        # The names of its classes strict mode does not rebuild (Census._strict), once asked.
+        self.refused: tuple[str, ...] | None = None
 
 
 class Census:
@@ -796,24 +798,33 @@ class Census:
 
     def _strict(self, row: RawRow, at: str) -> None:
         """Tell the watcher of the classes in this row strict mode would not rebuild."""
-        names = self.strict_names
         refused: list[str] = []
         for counts in self.local.values():
             for found in counts:
-                for key in found.keys:
-                    name = names.get(key, "")
-                    if name == "":
-                        code, module, class_name, method = key
-                        status = type_status(code, module, class_name, method)
-                        refused_name = f"{module}.{class_name}" + (f".{method}" if method else "")
-                        name = names[key] = (
-                            refused_name if status in ("allowlist", "blocked") else None
-                        )
-                    if name is not None and name not in refused:
+                names = found.refused
+                if names is None:
+                    names = found.refused = self._refused(found)
+                for name in names:
+                    if name not in refused:
                         refused.append(name)
         if refused:
             assert self.watcher is not None
             self.watcher.strict(row, at, refused)
+
+    def _refused(self, found: _Found) -> tuple[str, ...]:
+        """The names of the classes `found` holds that strict mode would not rebuild."""
+        names = self.strict_names
+        refused: list[str] = []
+        for key in found.keys:
+            name = names.get(key, "")
+            if name == "":
+                code, module, class_name, method = key
+                status = type_status(code, module, class_name, method)
+                refused_name = f"{module}.{class_name}" + (f".{method}" if method else "")
+                name = names[key] = refused_name if status in ("allowlist", "blocked") else None
+            if name is not None:
+                refused.append(name)
+        return tuple(refused)
 
     def _register(self, found: _Found, row: RawRow, at: str) -> None:
         for key in found.keys:

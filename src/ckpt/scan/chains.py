@@ -32,8 +32,8 @@ class IdIndex:
         first = hash(key)
         second = hash((key, 1)) | 1
         seen = True
-        for i in range(self.HASHES):
-            position = (first + i * second) % size
+        for step in range(first, first + self.HASHES * second, second):  # first + i * second
+            position = step % size
             byte, bit = position >> 3, 1 << (position & 7)
             if not bits[byte] & bit:
                 seen = False
