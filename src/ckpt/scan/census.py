@@ -51,6 +51,7 @@ from ckpt.decoders.ext import (
     EXT_PYDANTIC_V1,
     EXT_PYDANTIC_V2,
 )
+from ckpt.decoders.jsontext import json_document
 from ckpt.decoders.msgpack import TOO_MANY_EXTS, ext_budget
 from ckpt.decoders.pickle_imports import pickle_globals
 from ckpt.decoders.safe_types import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
@@ -63,7 +64,6 @@ from ckpt.records.types import (
 )
 from ckpt.records.vocabulary import TOO_LARGE
 from ckpt.scan.rows import RawRow, Visitor
-from ckpt.scan.shapes import json_document
 from ckpt.stores.base import Store
 
 # Envelope kinds of the json tag, beside the msgpack ext codes 0-7 in a type key.

@@ -292,9 +292,9 @@ class Integrity(Visitor):
         # What the namespace's previous checkpoint named is noted already: most versions
         # are the same from one checkpoint to the next (only a step's updates change).
         fresh = self._fresh(thread_id, ns, versions)
-        self.named.update(pairs)
         top = self.top.get((thread_id, ns))
         for channel, version in fresh:
+            self.named.add((thread_id, ns, channel, version))
             self.named_channels.add((thread_id, ns, channel))
             counter = version_number(version)
             if counter is not None and (top is None or counter > top):

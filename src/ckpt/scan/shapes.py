@@ -24,9 +24,9 @@ import json
 from itertools import chain
 from typing import Any, Final
 
-import orjson
 import ormsgpack
 
+from ckpt.decoders.jsontext import json_document
 from ckpt.records.model import UNREADABLE_IDX, RawBlob, RawCheckpoint, RawWrite
 
 # Serde tags some LangGraph serializer reads (`loads_typed`), by part; `<inner>+<cipher>`
@@ -175,40 +175,6 @@ def parse_metadata(row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | Non
     if type(metadata) is not dict:
         return None, f"the metadata is {_kind(metadata)}, not a map"
     return metadata, metadata_problem(metadata)
-
-
-def json_document(data: bytes) -> Any:
-    """`json.loads(data)`, through orjson where the two agree: several times faster, for
-    the metadata and (Postgres) the body of every checkpoint. orjson is not asked where
-    they could differ (an integer of 19 digits or more: orjson reads one past 64 bits as
-    a float); what it refuses (NaN, lone surrogates, a BOM, another encoding than UTF-8,
-    deep nesting) json reads, or fails on, as before."""
-    if type(data) is bytes and not _long_integer(data):
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(data)
-
-
-_DIGITS_AS_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
-_RUN: Final = b"0" * 19  # 19 digits, once translated
-# What may come before a run of 19 digits that is no integer: a quote (a string starting
-# with digits: every version LangGraph writes), a digit (the same run), a decimal point
-# (a fraction's digits, which orjson and json round alike, or a version's last part).
-_NOT_AN_INTEGER: Final = frozenset(b'"0.')
-
-
-def _long_integer(data: bytes) -> bool:
-    """Whether JSON text may hold an integer of 19 digits or more: a run of 19 digits (one
-    C pass) that starts anywhere else than after a quote or a decimal point."""
-    text = data.translate(_DIGITS_AS_ZERO)
-    at = text.find(_RUN)
-    while at >= 0:
-        if at == 0 or text[at - 1] not in _NOT_AN_INTEGER:
-            return True
-        at = text.find(_RUN, at + 19)
-    return False
 
 
 class _BadPair(Exception):
