@@ -23,8 +23,8 @@ batch's checkpoints, and the batch's threads are forgotten once it is done.
 
 from __future__ import annotations
 
-import json
 import marshal
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -106,7 +106,7 @@ _STATUS_ORDER: Final[dict[str, int]] = {
 }
 # Bytes that start an ext value (fixext 1-16, ext 8/16/32): a document holding none of
 # them has no ext value, and a value without one needs no unpacking at all.
-_EXT_HEADERS: Final = (0xD4, 0xD5, 0xD6, 0xD7, 0xD8, 0xC7, 0xC8, 0xC9)
+_EXT_HEADER: Final = re.compile(b"[\xc7-\xc9\xd4-\xd8]")
 _NON_STR_KEYS: Final = ormsgpack.OPT_NON_STR_KEYS
 _STOP: Final = attrgetter("stop")
 _NO_CLASSES: Final = frozenset({"null", "empty", "bytes", "bytearray"})
@@ -410,6 +410,8 @@ class Census:
         self.versions[v] = self.versions.get(v, 0) + 1
         if self.watcher is not None:
             self.watcher.body(row, body)
+        if tag != "msgpack" and b'"lc"' not in data and b"\\u" not in data:
+            return  # JSON naming no "lc" key (spelled out or escaped): no envelope to count
         walk = self._walk if tag == "msgpack" else self._json_walk
         wheres = self.channel_wheres
         try:
@@ -887,7 +889,7 @@ def _may_hold_ext(value: Any) -> bool:
 
 
 def _has_ext(data: bytes) -> bool:
-    return any(header in data for header in _EXT_HEADERS)
+    return _EXT_HEADER.search(data) is not None
 
 
 def _looks_pickled(data: bytes) -> bool:
@@ -897,7 +899,7 @@ def _looks_pickled(data: bytes) -> bool:
 
 def _json_document(data: bytes) -> Any:
     try:
-        return json.loads(data)
+        return json_document(data)
     except RecursionError:
         raise DecodeError("JSON nested too deep") from None
     except ValueError as exc:

@@ -485,7 +485,8 @@ class Integrity(Visitor):
 
     # -- blobs and writes ---------------------------------------------------------------------
     def blob(self, row: RawBlob) -> None:
-        self.end_thread()
+        if self.thread is not None:  # else there is nothing to end
+            self.end_thread()
         self.tag(row, row.type)
         thread_id = self.name(row.thread_id)
         if self.troubled is not row:
@@ -514,7 +515,8 @@ class Integrity(Visitor):
         )
 
     def write(self, row: RawWrite) -> None:
-        self.end_thread()
+        if self.thread is not None:  # else there is nothing to end
+            self.end_thread()
         self.tag(row, row.type)
         if self.aggregate_limit is not None:
             key = (self.name(row.thread_id), row.checkpoint_ns, row.checkpoint_id)
