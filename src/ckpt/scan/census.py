@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, ClassVar, Final, Protocol
 
+import orjson
 import ormsgpack
 
 from ckpt.decoders.crypto import decrypt_aes
@@ -327,6 +328,7 @@ class Census:
         # Where -> the ext payloads of the last list of ext values seen there, and what
         # they held (see _ext_list); forgotten at each flush.
         self.lists: dict[Where, tuple[list[bytes], dict[_Found, int]]] = {}
+        self.json_lists: dict[Where, tuple[list[bytes], dict[_Found, int]]] = {}  # the same
         self.interned: dict[
             tuple[tuple[TypeKey, ...], tuple[int, ...], tuple[int, ...]], _Found
         ] = {}
@@ -738,6 +740,38 @@ class Census:
     def _json_walk(self, value: Any, where: Where) -> None:
         """lc:1 and lc:2 constructor envelopes (format.md §2.6), at any depth."""
         counts = self.local.setdefault(where, {})
+        if type(value) is list and len(value) > 1:
+            self._json_list(value, where, counts)
+        else:
+            self._json_count(value, counts)
+
+    def _json_list(self, items: list[Any], where: Where, counts: dict[_Found, int]) -> None:
+        """A list of JSON values, e.g. messages: as _ext_list does for msgpack, when the
+        previous list of this channel is a prefix of this one (each item's orjson text
+        compared, which tells 1 from 1.0 and true) only the new items are walked. The
+        counts come in the order the whole walk finds them (it walks the last item
+        first), so that the strict-mode names a finding lists keep their order."""
+        try:
+            texts = list(map(orjson.dumps, items))
+        except TypeError:  # what orjson does not write (an integer past 64 bits ...)
+            self._json_count(items, counts)
+            return
+        start = 0
+        previous = self.json_lists.get(where)
+        if previous is not None:
+            done, done_counts = previous
+            if len(done) <= len(texts) and texts[: len(done)] == done:
+                start = len(done)
+        found_here: dict[_Found, int] = {}
+        self._json_count(items[start:] if start else items, found_here)
+        if start:
+            for found, times in done_counts.items():
+                found_here[found] = found_here.get(found, 0) + times
+        self.json_lists[where] = (texts, found_here)
+        for found, times in found_here.items():
+            counts[found] = counts.get(found, 0) + times
+
+    def _json_count(self, value: Any, counts: dict[_Found, int]) -> None:
         if type(value) is not dict and type(value) is not list:
             return
         stack = [value]
@@ -857,6 +891,7 @@ class Census:
         self.open_threads.clear()
         self.acc.clear()
         self.lists.clear()
+        self.json_lists.clear()
         self.cache.clear()
         self.cache_bytes = 0
 
