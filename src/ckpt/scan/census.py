@@ -23,14 +23,15 @@ batch's checkpoints, and the batch's threads are forgotten once it is done.
 
 from __future__ import annotations
 
-import json
 import marshal
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, ClassVar, Final, Protocol
 
+import orjson
 import ormsgpack
 
 from ckpt.decoders.crypto import decrypt_aes
@@ -51,6 +52,7 @@ from ckpt.decoders.ext import (
     EXT_PYDANTIC_V1,
     EXT_PYDANTIC_V2,
 )
+from ckpt.decoders.jsontext import json_document
 from ckpt.decoders.msgpack import TOO_MANY_EXTS, ext_budget
 from ckpt.decoders.pickle_imports import pickle_globals
 from ckpt.decoders.safe_types import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
@@ -105,7 +107,7 @@ _STATUS_ORDER: Final[dict[str, int]] = {
 }
 # Bytes that start an ext value (fixext 1-16, ext 8/16/32): a document holding none of
 # them has no ext value, and a value without one needs no unpacking at all.
-_EXT_HEADERS: Final = (0xD4, 0xD5, 0xD6, 0xD7, 0xD8, 0xC7, 0xC8, 0xC9)
+_EXT_HEADER: Final = re.compile(b"[\xc7-\xc9\xd4-\xd8]")
 _NON_STR_KEYS: Final = ormsgpack.OPT_NON_STR_KEYS
 _STOP: Final = attrgetter("stop")
 _NO_CLASSES: Final = frozenset({"null", "empty", "bytes", "bytearray"})
@@ -271,7 +273,7 @@ class _Found:
     """What one ext value holds: the classes it and its nested values name, every ext code
     met, and the codes whose payload was malformed. Hashed by identity (cached, reused)."""
 
-    __slots__ = ("keys", "codes", "malformed", "registered")
+    __slots__ = ("keys", "codes", "malformed", "registered", "refused")
 
     def __init__(
         self, keys: tuple[TypeKey, ...], codes: tuple[int, ...], malformed: tuple[int, ...]
@@ -280,6 +282,8 @@ class _Found:
         self.codes = codes
         self.malformed = malformed
         self.registered = False  # its classes have a _Uses (with an example) in `types`
+        # The names of its classes strict mode does not rebuild (Census._strict), once asked.
+        self.refused: tuple[str, ...] | None = None
 
 
 class Census:
@@ -324,6 +328,7 @@ class Census:
         # Where -> the ext payloads of the last list of ext values seen there, and what
         # they held (see _ext_list); forgotten at each flush.
         self.lists: dict[Where, tuple[list[bytes], dict[_Found, int]]] = {}
+        self.json_lists: dict[Where, tuple[list[bytes], dict[_Found, int]]] = {}  # the same
         self.interned: dict[
             tuple[tuple[TypeKey, ...], tuple[int, ...], tuple[int, ...]], _Found
         ] = {}
@@ -407,6 +412,8 @@ class Census:
         self.versions[v] = self.versions.get(v, 0) + 1
         if self.watcher is not None:
             self.watcher.body(row, body)
+        if tag != "msgpack" and b'"lc"' not in data and b"\\u" not in data:
+            return  # JSON naming no "lc" key (spelled out or escaped): no envelope to count
         walk = self._walk if tag == "msgpack" else self._json_walk
         wheres = self.channel_wheres
         try:
@@ -733,6 +740,38 @@ class Census:
     def _json_walk(self, value: Any, where: Where) -> None:
         """lc:1 and lc:2 constructor envelopes (format.md §2.6), at any depth."""
         counts = self.local.setdefault(where, {})
+        if type(value) is list and len(value) > 1:
+            self._json_list(value, where, counts)
+        else:
+            self._json_count(value, counts)
+
+    def _json_list(self, items: list[Any], where: Where, counts: dict[_Found, int]) -> None:
+        """A list of JSON values, e.g. messages: as _ext_list does for msgpack, when the
+        previous list of this channel is a prefix of this one (each item's orjson text
+        compared, which tells 1 from 1.0 and true) only the new items are walked. The
+        counts come in the order the whole walk finds them (it walks the last item
+        first), so that the strict-mode names a finding lists keep their order."""
+        try:
+            texts = list(map(orjson.dumps, items))
+        except TypeError:  # what orjson does not write (an integer past 64 bits ...)
+            self._json_count(items, counts)
+            return
+        start = 0
+        previous = self.json_lists.get(where)
+        if previous is not None:
+            done, done_counts = previous
+            if len(done) <= len(texts) and texts[: len(done)] == done:
+                start = len(done)
+        found_here: dict[_Found, int] = {}
+        self._json_count(items[start:] if start else items, found_here)
+        if start:
+            for found, times in done_counts.items():
+                found_here[found] = found_here.get(found, 0) + times
+        self.json_lists[where] = (texts, found_here)
+        for found, times in found_here.items():
+            counts[found] = counts.get(found, 0) + times
+
+    def _json_count(self, value: Any, counts: dict[_Found, int]) -> None:
         if type(value) is not dict and type(value) is not list:
             return
         stack = [value]
@@ -795,24 +834,33 @@ class Census:
 
     def _strict(self, row: RawRow, at: str) -> None:
         """Tell the watcher of the classes in this row strict mode would not rebuild."""
-        names = self.strict_names
         refused: list[str] = []
         for counts in self.local.values():
             for found in counts:
-                for key in found.keys:
-                    name = names.get(key, "")
-                    if name == "":
-                        code, module, class_name, method = key
-                        status = type_status(code, module, class_name, method)
-                        refused_name = f"{module}.{class_name}" + (f".{method}" if method else "")
-                        name = names[key] = (
-                            refused_name if status in ("allowlist", "blocked") else None
-                        )
-                    if name is not None and name not in refused:
+                names = found.refused
+                if names is None:
+                    names = found.refused = self._refused(found)
+                for name in names:
+                    if name not in refused:
                         refused.append(name)
         if refused:
             assert self.watcher is not None
             self.watcher.strict(row, at, refused)
+
+    def _refused(self, found: _Found) -> tuple[str, ...]:
+        """The names of the classes `found` holds that strict mode would not rebuild."""
+        names = self.strict_names
+        refused: list[str] = []
+        for key in found.keys:
+            name = names.get(key, "")
+            if name == "":
+                code, module, class_name, method = key
+                status = type_status(code, module, class_name, method)
+                refused_name = f"{module}.{class_name}" + (f".{method}" if method else "")
+                name = names[key] = refused_name if status in ("allowlist", "blocked") else None
+            if name is not None:
+                refused.append(name)
+        return tuple(refused)
 
     def _register(self, found: _Found, row: RawRow, at: str) -> None:
         for key in found.keys:
@@ -843,6 +891,7 @@ class Census:
         self.open_threads.clear()
         self.acc.clear()
         self.lists.clear()
+        self.json_lists.clear()
         self.cache.clear()
         self.cache_bytes = 0
 
@@ -875,7 +924,7 @@ def _may_hold_ext(value: Any) -> bool:
 
 
 def _has_ext(data: bytes) -> bool:
-    return any(header in data for header in _EXT_HEADERS)
+    return _EXT_HEADER.search(data) is not None
 
 
 def _looks_pickled(data: bytes) -> bool:
@@ -885,7 +934,7 @@ def _looks_pickled(data: bytes) -> bool:
 
 def _json_document(data: bytes) -> Any:
     try:
-        return json.loads(data)
+        return json_document(data)
     except RecursionError:
         raise DecodeError("JSON nested too deep") from None
     except ValueError as exc:
@@ -901,7 +950,7 @@ def _version_of(body: Any) -> int | None:
 
 def _json_or_none(text: bytes) -> Any:
     try:
-        return json.loads(text) if text else None
+        return json_document(text) if text else None
     except (ValueError, RecursionError):
         return None
 

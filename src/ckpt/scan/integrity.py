@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 from typing import Any, Final
 
 from ckpt.errors import CkptError, NotFound
@@ -145,6 +146,8 @@ class Integrity(Visitor):
         self.group: list[Node] = []
         self.group_key: tuple[str, str] | None = None
         self.last_body: tuple[RawCheckpoint, Any] | None = None
+        # The versions of the last checkpoint read, with its thread and namespace (`_fresh`).
+        self.last_versions: tuple[str, str, dict[str, str]] | None = None
         self.troubled: RawRow | None = None  # the last row the census could not read
         # Each row brings its own copy of its thread id: what is kept holds one per thread
         # (a hostile store's 10 MB id, kept per checkpoint, would be 10 MB each).
@@ -285,10 +288,13 @@ class Integrity(Visitor):
         if versions is None or self.policy == "none":
             return ()
         ns = row.checkpoint_ns
-        pairs = tuple((thread_id, ns, channel, version) for channel, version in versions.items())
-        self.named.update(pairs)
+        pairs = tuple(zip(repeat(thread_id), repeat(ns), versions, versions.values()))
+        # What the namespace's previous checkpoint named is noted already: most versions
+        # are the same from one checkpoint to the next (only a step's updates change).
+        fresh = self._fresh(thread_id, ns, versions)
         top = self.top.get((thread_id, ns))
-        for channel, version in versions.items():
+        for channel, version in fresh:
+            self.named.add((thread_id, ns, channel, version))
             self.named_channels.add((thread_id, ns, channel))
             counter = version_number(version)
             if counter is not None and (top is None or counter > top):
@@ -296,7 +302,7 @@ class Integrity(Visitor):
         if top is not None:
             self.top[thread_id, ns] = top
         if self.policy == "every":
-            needed: Iterable[str] = versions
+            needed: Iterable[str] = [channel for channel, _ in fresh]
         else:  # "updated": PostgresSaver keeps a blob for the values it does not inline
             needed, snapshots, deltas = needs_blob(body, metadata, versions)
             self.deltas |= deltas
@@ -307,6 +313,23 @@ class Integrity(Visitor):
             pair = (thread_id, ns, channel, versions[channel])
             self.required.setdefault(pair, (ns, row.checkpoint_id))
         return pairs
+
+    def _fresh(
+        self, thread_id: str, ns: str, versions: dict[str, str]
+    ) -> Iterable[tuple[str, str]]:
+        """The (channel, version) items of a checkpoint's versions that the checkpoint read
+        before it, in the same namespace, did not have (all of them for the first), in
+        their order."""
+        last, self.last_versions = self.last_versions, (thread_id, ns, versions)
+        if last is None or last[0] != thread_id or last[1] != ns:
+            return versions.items()
+        try:
+            fresh = versions.items() - last[2].items()
+        except TypeError:  # a version that does not hash
+            return versions.items()
+        if len(fresh) < 2:
+            return fresh
+        return [item for item in versions.items() if item in fresh]
 
     def end_group(self) -> None:
         """The namespace's checkpoints are all read: check its chain."""
@@ -462,7 +485,8 @@ class Integrity(Visitor):
 
     # -- blobs and writes ---------------------------------------------------------------------
     def blob(self, row: RawBlob) -> None:
-        self.end_thread()
+        if self.thread is not None:  # else there is nothing to end
+            self.end_thread()
         self.tag(row, row.type)
         thread_id = self.name(row.thread_id)
         if self.troubled is not row:
@@ -491,7 +515,8 @@ class Integrity(Visitor):
         )
 
     def write(self, row: RawWrite) -> None:
-        self.end_thread()
+        if self.thread is not None:  # else there is nothing to end
+            self.end_thread()
         self.tag(row, row.type)
         if self.aggregate_limit is not None:
             key = (self.name(row.thread_id), row.checkpoint_ns, row.checkpoint_id)
@@ -573,7 +598,7 @@ class Integrity(Visitor):
         counts = self.tags_of.get(row.thread_id)
         if counts is None:
             counts = self.tags_of[self.name(row.thread_id)] = [0, 0, 0]
-        if tag.partition("+")[2]:
+        if "+" in tag and tag.partition("+")[2]:
             counts[0] += 1
             self.encrypted_rows += 1
             return
@@ -600,8 +625,11 @@ class Integrity(Visitor):
                 place(pair[0], ns, checkpoint_id, channel=pair[2], detail=f"version {pair[3]}"),
             )
         for thread_id, growth in self.growing.items():
+            known = self.sizes[thread_id].total if thread_id in self.sizes else None
+            if known is not None and known < RUNAWAY_BYTES:
+                continue  # its size with its values is not asked for
             sizes = [size + sum(self.blob_sizes.get(p, 0) for p in pairs) for size, pairs in growth]
-            stored = self.sizes[thread_id].total if thread_id in self.sizes else sum(sizes)
+            stored = known if known is not None else sum(sizes)
             if (
                 stored >= RUNAWAY_BYTES
                 and sizes
@@ -645,6 +673,7 @@ class Integrity(Visitor):
                      "strays"):  # fmt: skip
             getattr(self, name).clear()
         self.ids.clear()
+        self.last_versions = None
         self.names.clear()
         self.copied.clear()
         self.unencrypted()

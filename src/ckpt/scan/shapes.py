@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import binascii
 import json
+from itertools import chain
 from typing import Any, Final
 
 import ormsgpack
 
+from ckpt.decoders.jsontext import json_document
 from ckpt.records.model import UNREADABLE_IDX, RawBlob, RawCheckpoint, RawWrite
 
 # Serde tags some LangGraph serializer reads (`loads_typed`), by part; `<inner>+<cipher>`
@@ -37,6 +39,7 @@ _NO_BYTES: Final = frozenset({"null", "empty"})
 _VERSION: Final = (str, int, float)
 _VERSION_TYPES: Final = frozenset(_VERSION)
 _STR: Final = frozenset({str})
+_DICT: Final = frozenset({dict})
 FORMAT_VERSIONS: Final = frozenset({1, 2, 3, 4})  # checkpoint `v` (format.md §2)
 
 
@@ -79,16 +82,19 @@ def body_problem(body: Any, *, values_apart: bool) -> str | None:
             if "versions_seen" not in body
             else (f"`versions_seen` is {_kind(seen)}")
         )
-    for node, node_seen in seen.items():
-        if type(node_seen) is dict and _plain_versions(node_seen):
-            continue
-        problem = _versions(node_seen, f"`versions_seen` of {str(node)[:60]!r}")
-        if problem is not None:
-            return problem
-    kinds = _version_kinds(versions) | {
-        kind for node_seen in seen.values() if type(node_seen) is dict
-        for kind in _version_kinds(node_seen)
-    }  # fmt: skip
+    kinds = _plain_seen_kinds(seen)
+    if kinds is None:
+        for node, node_seen in seen.items():
+            if type(node_seen) is dict and _plain_versions(node_seen):
+                continue
+            problem = _versions(node_seen, f"`versions_seen` of {str(node)[:60]!r}")
+            if problem is not None:
+                return problem
+        kinds = {
+            kind for node_seen in seen.values() if type(node_seen) is dict
+            for kind in _version_kinds(node_seen)
+        }  # fmt: skip
+    kinds |= _version_kinds(versions)
     if len(kinds) > 1:
         # A saver writes one kind of version (strings, or numbers before langgraph 0.2):
         # LangGraph takes max() over them, and a string beside a number is a changed row.
@@ -122,7 +128,20 @@ def _version_kinds(versions: Any) -> set[bool]:
     """Whether the versions are strings (True) or numbers (False)."""
     if type(versions) is not dict:
         return set()
-    return {type(version) is str for version in versions.values()}
+    return {kind is str for kind in set(map(type, versions.values()))}
+
+
+def _plain_seen_kinds(seen: dict[Any, Any]) -> set[bool] | None:
+    """The common case of `versions_seen`, checked in C for all its nodes at once: maps
+    with string keys and versions of the types savers write. Whether those versions are
+    strings (True) or numbers (False); None when some node is not that plain."""
+    nodes = seen.values()
+    if not set(map(type, nodes)) <= _DICT or not set(map(type, chain.from_iterable(nodes))) <= _STR:
+        return None
+    kinds = set(map(type, chain.from_iterable(map(dict.values, nodes))))
+    if not kinds <= _VERSION_TYPES:
+        return None
+    return {kind is str for kind in kinds}
 
 
 def _plain_versions(versions: dict[Any, Any]) -> bool:
@@ -150,7 +169,7 @@ def parse_metadata(row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | Non
         if tag == "msgpack":
             metadata = ormsgpack.unpackb(data, ext_hook=lambda code, payload: None)
         else:
-            metadata = json.loads(data)
+            metadata = json_document(data)
     except (ValueError, TypeError, RecursionError) as exc:
         return None, f"the metadata does not decode ({str(exc)[:80]})"
     if type(metadata) is not dict:

@@ -243,6 +243,9 @@ class SqliteStore(Store):
         time the caller takes between rows."""
         found = rows(self.conn, sql, params)
         try:
+            if self._timeout is None:  # nothing to time: the deadline stays at infinity
+                yield from found
+                return
             while True:
                 self._deadline = self._start()
                 try:
