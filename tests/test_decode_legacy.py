@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ckpt.decoders import decode, decode_json_text, lcjson
+from ckpt.decoders.jsontext import json_document
 from ckpt.errors import DecodeError
 from decode_cases import ENVELOPES
 from runs import examples
@@ -192,12 +193,16 @@ def st_sign(n: int) -> int:
 
 @settings(max_examples=300, deadline=None)
 @given(_JSON_VALUES, st.sampled_from([None, 1]), st.booleans())
-def test_json_loads_reads_what_json_reads(value: Any, indent: int | None, as_bytes: bool) -> None:
-    """lcjson.json_loads (Postgres JSONB through orjson) gives json.loads' value, the
-    type of every number included: integers of 19 digits and more stay integers, and a
-    string of digits (a LangGraph version) does not send it to json."""
+def test_json_document_reads_what_json_reads(
+    value: Any, indent: int | None, as_bytes: bool
+) -> None:
+    """jsontext.json_document (Postgres JSONB, metadata: orjson where it agrees) gives
+    json.loads' value, the type of every number included: integers of 19 digits and more
+    stay integers; and decode_json_text reads plain JSON (no envelope) as json does."""
     text = json.dumps(value, indent=indent, ensure_ascii=False)
     data: str | bytes = text.encode("utf-8", "surrogatepass") if as_bytes else text
     if as_bytes and "\ud800" in text:
         return  # not UTF-8: neither reads it
-    assert repr(lcjson.json_loads(data)) == repr(json.loads(data))
+    assert repr(json_document(data)) == repr(json.loads(data))
+    if "lc" not in text and "__" not in text and "\\u" not in text:
+        assert repr(decode_json_text(data)) == repr(json.loads(data))

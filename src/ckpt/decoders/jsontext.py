@@ -17,7 +17,7 @@ import orjson
 
 def json_document(data: bytes | str) -> Any:
     """`json.loads(data)`, the same values, errors and all (see the module docstring)."""
-    if type(data) is bytes and not _long_integer(data):
+    if not long_integer(data):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -33,10 +33,11 @@ _RUN: Final = b"0" * 19  # 19 digits, once translated
 _NOT_AN_INTEGER: Final = frozenset(b'"0.')
 
 
-def _long_integer(data: bytes) -> bool:
+def long_integer(data: bytes | str) -> bool:
     """Whether JSON text may hold an integer of 19 digits or more: a run of 19 digits (one
     C pass) that starts anywhere else than after a quote or a decimal point."""
-    text = data.translate(_DIGITS_AS_ZERO)
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    text = raw.translate(_DIGITS_AS_ZERO)
     at = text.find(_RUN)
     while at >= 0:
         if at == 0 or text[at - 1] not in _NOT_AN_INTEGER:

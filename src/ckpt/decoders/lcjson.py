@@ -32,6 +32,7 @@ from ckpt.decoders.ext import (
     single_arg,
     type_path,
 )
+from ckpt.decoders.jsontext import long_integer
 from ckpt.decoders.times import time_text
 from ckpt.decoders.values import (
     MARK_KEY,
@@ -47,38 +48,21 @@ _BYTES_TYPES: Final = frozenset({("builtins", "bytes"), ("builtins", "bytearray"
 
 
 def decode_json_text(text: str | bytes) -> Any:
-    """Parse legacy JSON (format.md §2.6, 3.2) into the same values `decode` returns."""
-    if not _plain(text):
-        data = _as_bytes(text)
-        if not _long_number_value(data.translate(_DIGITS_AS_ZERO)):
-            try:
-                parsed = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                pass
-            else:  # orjson refuses NaN, the infinities and numbers it would read as one
-                return _convert(parsed, envelopes=_envelopes_only(data))
-        return _convert(_loads(text))
-    # Nothing to convert: the common case of current metadata (1,000s of threads listed).
-    # orjson parses it several times faster than json, and is not asked where the two
-    # could differ: an integer of 19 digits or more (orjson makes it a float). What it
-    # refuses (lone surrogates, a BOM, deep nesting) json reads as before.
-    if not _long_number(text):
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-    return _loads(text)
+    """Parse legacy JSON (format.md §2.6, 3.2) into the same values `decode` returns.
 
-
-def json_loads(text: str | bytes) -> Any:
-    """`json.loads(text)`, by orjson where the two agree: every text but one with an
-    integer of 19 digits or more (orjson makes it a float), or what orjson refuses."""
-    if not _long_number_value(_as_bytes(text).translate(_DIGITS_AS_ZERO)):
+    orjson parses it several times faster than json where the two agree (ckpt.decoders.
+    jsontext); it refuses NaN, the infinities and numbers it would read as one, so what
+    it read needs no float converted, and often nothing but its lc envelopes."""
+    plain = _plain(text)
+    if not long_integer(text):
         try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
+            parsed = orjson.loads(text)
+        except orjson.JSONDecodeError:  # lone surrogates, a BOM, deep nesting ...
             pass
-    return json.loads(text)
+        else:
+            return parsed if plain else _convert(parsed, envelopes=_envelopes_only(text))
+    value = _loads(text)
+    return value if plain else _convert(value)
 
 
 def convert_parsed(root: Any) -> Any:
@@ -96,37 +80,9 @@ def _loads(text: str | bytes) -> Any:
         raise DecodeError(f"invalid JSON: {exc}") from None
 
 
-def _as_bytes(text: str | bytes) -> bytes:
-    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
-
-
 # A \u escape could spell any of the others, so it takes the full path too.
 _NEEDS_CONVERSION: Final = ('"lc"', '"__type__"', '"__ckpt__"', "NaN", "Infinity", "\\u")
 _NEEDS_CONVERSION_BYTES: Final = tuple(marker.encode() for marker in _NEEDS_CONVERSION)
-_DIGITS_AS_ZERO: Final = bytes.maketrans(b"123456789", b"000000000")
-_LONG_NUMBER: Final = re.compile(r"[0-9]{19}")
-_RUN: Final = b"0" * 19
-_RUNS: Final = re.compile(re.escape(_RUN) + b"+")  # a literal prefix: a fast search
-
-
-def _long_number(text: str | bytes) -> bool:
-    """Whether the text holds a run of 19 digits (one C pass over bytes)."""
-    if isinstance(text, bytes):
-        return _RUN in text.translate(_DIGITS_AS_ZERO)
-    return _LONG_NUMBER.search(text) is not None
-
-
-def _long_number_value(folded: bytes) -> bool:
-    """Whether a run of 19 digits or more starts where a JSON number may: at the start,
-    or after `-`, `:`, `[` or `,` and blanks (LangGraph's versions, strings of 32 digits
-    after a quote, are in every checkpoint body). The runs are found by a literal search."""
-    for run in _RUNS.finditer(folded):
-        before = run.start() - 1
-        while before >= 0 and folded[before] in b" \t\r\n":
-            before -= 1
-        if before < 0 or folded[before] in b"-:[,":
-            return True
-    return False
 
 
 # The same markers as one pattern: on the short text of most metadata one search costs a
@@ -149,10 +105,11 @@ def _plain(text: str | bytes) -> bool:
 _NOT_ONLY_ENVELOPES: Final = (b'"__type__"', b'"__ckpt__"', b"\\u")
 
 
-def _envelopes_only(data: bytes) -> int | None:
-    """When lc envelopes are all there is to convert in the JSON text `data` (orjson read
-    it: it holds no NaN nor infinity), how many there may be at most: its `"lc"` keys,
-    and strings "lc"; None when there may be more to do."""
+def _envelopes_only(text: str | bytes) -> int | None:
+    """When lc envelopes are all there is to convert in the JSON text (orjson read it: it
+    holds no NaN nor infinity), how many there may be at most: its `"lc"` keys, and
+    strings "lc"; None when there may be more to do."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     if any(marker in data for marker in _NOT_ONLY_ENVELOPES):
         return None
     return data.count(b'"lc"')

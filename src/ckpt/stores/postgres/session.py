@@ -79,12 +79,12 @@ class PgSession:
 
         conn.row_factory = typed_pg_rows
         # JSONB (checkpoint bodies, metadata) parsed by orjson where it reads what json
-        # would (ckpt.decoders.lcjson.json_loads): a dump parses 2 of them per checkpoint.
+        # would (ckpt.decoders.jsontext): a dump parses 2 of them per checkpoint.
         from psycopg.types.json import set_json_loads
 
-        from ckpt.decoders.lcjson import json_loads
+        from ckpt.decoders.jsontext import json_document
 
-        set_json_loads(json_loads, conn)
+        set_json_loads(json_document, conn)
         conn.read_only = not self.writable
         conn.isolation_level = pg.IsolationLevel.REPEATABLE_READ
         return conn
