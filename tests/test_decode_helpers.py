@@ -239,7 +239,7 @@ _PACKABLE = st.recursive(
     | st.text(max_size=8)
     | st.binary(max_size=4).map(lambda b: b.decode("latin-1")),
     lambda inner: st.lists(inner, max_size=70) | st.dictionaries(st.text(max_size=4), inner),
-    max_leaves=150,
+    max_leaves=100,
 )
 
 
@@ -253,7 +253,7 @@ def _non_finite(value: Any) -> bool:
     return False
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(_PACKABLE)
 def test_may_need_walk_never_misses_a_nan_or_an_infinity(value: Any) -> None:
     """may_need_walk looks for the byte after a float header by memchr, and gives up
