@@ -76,7 +76,6 @@ def check(
     from ckpt.errors import ExitCode
     from ckpt.records.encode import dump_document
     from ckpt.records.runs import MigrationBehindRecord
-    from ckpt.render.check_view import check_view
 
     run = state(ctx)
     if plan is not None:
@@ -103,6 +102,8 @@ def check(
         if json_out:
             run.output.lines(dump_document(record))
         else:
+            from ckpt.render.check_view import check_view  # Rich: not for --json
+
             view = check_view(record, fix_line=fix_line, warnings_fail=fail_on == FailOn.warning)
             run.output.show(view, crop=False)
     if failing:
