@@ -225,3 +225,25 @@ def test_lineage_is_what_history_draws(sqlite_store: Path, manifest: dict[str, A
         windowed = store.lineage(thread, last=3, updates=0)
         assert windowed["written"] == {}
         assert windowed["earlier"] == len(history) - 3
+
+
+def test_dump_records_are_the_callers_unless_read_only(sqlite_store: Path) -> None:
+    """dump() gives each record objects of its own: a caller may change one without the
+    next changing. read_only=True (the CLI's dump, the MCP server) decodes a message the
+    next checkpoint repeats once: the records then share it, and read the same."""
+
+    def messages(**options: Any) -> list[list[dict[str, Any]]]:
+        with ckpt.open(sqlite_store) as store:
+            return [
+                r["channel_values"]["messages"]
+                for r in store.dump(threads=["support-1"], **options)
+                if (r.get("channel_values") or {}).get("messages")
+            ]
+
+    own, shared = messages(), messages(read_only=True)
+    assert own == shared and len(own) > 2
+    first = own[-2][0]
+    assert first == own[-1][0] and first is not own[-1][0]
+    assert shared[-2][0] is shared[-1][0]  # one object, decoded once
+    first["content"] = "changed by the caller"
+    assert own[-1][0]["content"] != "changed by the caller"

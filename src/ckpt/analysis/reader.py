@@ -195,11 +195,20 @@ def load_checkpoint(
 
 
 def dump_records(
-    store: Store, query: DumpQuery, *, values: bool, hidden: list[CheckpointRecord]
+    store: Store,
+    query: DumpQuery,
+    *,
+    values: bool,
+    hidden: list[CheckpointRecord],
+    shared: bool = False,
 ) -> Iterator[CheckpointRecord]:
     """`dump`'s records, streamed; the first whose values stay encrypted is put in
     `hidden`. A namespace that matches nothing is NotFound, as an unknown thread is.
-    A message met again in the next checkpoint is not decoded again (shared_exts)."""
+    `shared`: a message met again in the next checkpoint is not decoded again, the record
+    holds the same object as the one before (shared_exts: for records only read)."""
+    if not shared:
+        yield from _dump_records(store, query, values=values, hidden=hidden)
+        return
     from ckpt.decoders.msgpack import shared_exts
 
     with shared_exts():

@@ -165,6 +165,7 @@ def dump(
             until=until,
             latest=latest,
             values=not no_values,
+            read_only=True,  # written out as they come
         )
         show_progress = not quiet and not run.output.terminal and run.output.stderr.isatty()
 

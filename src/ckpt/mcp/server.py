@@ -176,7 +176,7 @@ class Tools:
         with self._store() as (store, notices):
             records = store.dump(
                 threads=threads or (), ns=ns, since=since, until=until, latest=latest,
-                values=values,
+                values=values, read_only=True,
             )  # fmt: skip
             answer = paged(records, self.budget, start=start, limit=limit)
         return self._said(answer, notices)
