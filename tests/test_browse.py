@@ -45,6 +45,7 @@ from ckpt.browse.widgets import FilterInput, HistoryRows, KeyBar, LinesView, Thr
 from ckpt.cli import app as cli
 from ckpt.errors import ExitCode, NotFound
 from ckpt.records.encode import dumps
+from runs import long_run
 from store_files import folder_hashes, unexpected_changes
 
 CKPT = str(Path(sys.executable).with_name("ckpt"))
@@ -369,10 +370,16 @@ def ten_thousand_steps(path: Path, steps: int, thread_id: str = "long-1") -> Non
     conn.close()
 
 
+# The long thread's supersteps: 10,000 in a long run; 2,500 in make test, which is still
+# ten times the rows the history pane keeps drawn (HistoryRows.KEPT_ROWS) and 80 screens
+# (the real run that writes them is most of the time these tests take).
+LONG_STEPS = 10_000 if long_run() else 2_500
+
+
 @pytest.fixture(scope="module")
 def long_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("long") / "long.sqlite"
-    ten_thousand_steps(path, 10_000)
+    ten_thousand_steps(path, LONG_STEPS)
     return path
 
 
@@ -380,8 +387,8 @@ def test_ten_thousand_checkpoints_draw_only_what_is_seen(long_store: Path) -> No
     async def scenario(pilot: Pilot[Any]) -> None:
         app = browser(pilot)
         rows = app.query_one(HistoryRows)
-        assert app.history is not None and app.history.checkpoints == 10_002
-        assert shown_record(pilot)["metadata"]["step"] == 10_000
+        assert app.history is not None and app.history.checkpoints == LONG_STEPS + 2
+        assert shown_record(pilot)["metadata"]["step"] == LONG_STEPS
         assert len(rows._strips) <= rows.size.height  # rows are made as they show
         await press(pilot, "2", "home")
         assert shown_record(pilot)["metadata"]["step"] == -1
@@ -392,16 +399,17 @@ def test_ten_thousand_checkpoints_draw_only_what_is_seen(long_store: Path) -> No
         # 32 pages of a screenful each (the pane's height less one row), most of them
         assert shown_record(pilot)["metadata"]["step"] > 24 * (rows.size.height - 1)
         assert round(rows.scroll_y) <= rows.cursor < round(rows.scroll_y) + rows.size.height
-        assert len(rows._strips) <= rows.KEPT_ROWS  # not all 10,002
+        assert len(rows._strips) <= rows.KEPT_ROWS < LONG_STEPS  # not all of them
         await press(pilot, "end")
-        assert shown_record(pilot)["metadata"]["step"] == 10_000
+        assert shown_record(pilot)["metadata"]["step"] == LONG_STEPS
 
     drive(long_store, scenario)
 
 
 def test_keys_pressed_while_a_history_loads_act_on_it(long_store: Path, tmp_path: Path) -> None:
-    """To the 10,000-step thread, its history pane and its first checkpoint, typed before
-    its history has come: Home acts on that history, not on the one it replaces."""
+    """To the long thread (LONG_STEPS supersteps), its history pane and its first
+    checkpoint, typed before its history has come: Home acts on that history, not on the
+    one it replaces."""
     store = tmp_path / "two.sqlite"
     shutil.copy(long_store, store)
     ten_thousand_steps(store, 2, thread_id="short-1")  # the newest: the one shown first
@@ -412,12 +420,12 @@ def test_keys_pressed_while_a_history_loads_act_on_it(long_store: Path, tmp_path
         # In one read, as a paste comes (Pilot.press would wait for the history to come).
         for key, char in (("down", None), ("2", "2"), ("home", None)):
             app.post_message(events.Key(key, char))
-        await pilot.pause(0.05)  # the keys are read; the 10,002 checkpoints are on their way
+        await pilot.pause(0.05)  # the keys are read; the long history is on its way
         assert app.history is not None and app.history.thread_id == "short-1"
         await settle(pilot)
         assert app.history is not None and app.history.thread_id == "long-1"
         assert shown_record(pilot)["thread_id"] == "long-1"
-        assert shown_record(pilot)["metadata"]["step"] == -1  # not its newest, 10,000
+        assert shown_record(pilot)["metadata"]["step"] == -1  # not its newest, LONG_STEPS
 
     drive(store, scenario)
 
