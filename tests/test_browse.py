@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import unicodedata
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -24,6 +25,7 @@ import pytest
 from rich.console import Console
 from textual import events
 from textual.geometry import Region
+from textual.keys import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input
@@ -86,9 +88,33 @@ async def type_filter(pilot: Pilot[Any], text: str) -> None:
     await settle(pilot)
 
 
+def key_event(key: str) -> events.Key:
+    """The event Pilot.press sends for `key` (as textual.app.App._press_keys makes it)."""
+    if len(key) == 1 and not key.isalnum():
+        key = _character_to_key(key)
+    try:
+        char: str | None = unicodedata.lookup(
+            _get_unicode_name_from_key(REPLACED_KEYS.get(key, key))
+        )
+    except KeyError:
+        char = key if len(key) == 1 else None
+    return events.Key(key, char)
+
+
 async def press(pilot: Pilot[Any], *keys: str) -> None:
+    """Press each key as Pilot.press does, then wait until the browser has acted on it.
+    Pilot.press also waits, twice a key, for the whole process to look idle (20 ms at
+    least, and until every thread of it rests); `settle` asks the browser itself."""
+    app = browser(pilot)
     for key in keys:
-        await pilot.press(key)
+        event = key_event(key)
+        event.set_sender(app)
+        app.post_message(event)
+        read = asyncio.get_running_loop().create_future()
+        app.call_later(read.set_result, None)  # queued after the key: runs once it is read
+        deadline = time.monotonic() + 30
+        while not read.done() and app.is_running and time.monotonic() < deadline:
+            await asyncio.sleep(0.001)
         await settle(pilot)
 
 
