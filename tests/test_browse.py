@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 from textual import events
+from textual.command import CommandList
 from textual.geometry import Region
 from textual.keys import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
 from textual.pilot import Pilot
@@ -777,6 +778,16 @@ def test_pager_gets_the_view_with_values_whole(
     drive(sqlite_store, scenario)
 
 
+def offered(pilot: Pilot[Any], words: str) -> bool:
+    """Whether the command palette highlights a command that says `words`."""
+    found = pilot.app.screen.query(CommandList)
+    index = found.first().highlighted if found else None
+    if index is None:
+        return False
+    prompt = found.first().get_option_at_index(index).prompt
+    return words in getattr(prompt, "plain", str(prompt))
+
+
 def test_help_and_the_command_palette(sqlite_store: Path) -> None:
     async def scenario(pilot: Pilot[Any]) -> None:
         app = browser(pilot)
@@ -789,8 +800,12 @@ def test_help_and_the_command_palette(sqlite_store: Path) -> None:
         await press(pilot, "escape", "question_mark")
         assert not app.screen.query("HelpPanel")
         await press(pilot, "ctrl+p")
-        await pilot.press(*"copy the ckpt show")  # typed in one go: the palette searches
-        await pilot.pause(0.3)
+        for char in "copy the ckpt show":  # typed in one go, as a paste comes: it searches
+            app.post_message(key_event(char))
+        deadline = time.monotonic() + 30
+        while not offered(pilot, "Copy the ckpt show command") and time.monotonic() < deadline:
+            await pilot.pause(0.01)  # until its search highlights the command
+        assert offered(pilot, "Copy the ckpt show command")
         await press(pilot, "enter")
         await settle(pilot)
         assert app.clipboard.startswith("ckpt show ")
