@@ -115,7 +115,7 @@ async def press(pilot: Pilot[Any], *keys: str) -> None:
         app.call_later(read.set_result, None)  # queued after the key: runs once it is read
         deadline = time.monotonic() + 30
         while not read.done() and app.is_running and time.monotonic() < deadline:
-            await asyncio.sleep(0.001)
+            await asyncio.wait({read}, timeout=0.05)  # wakes as it is read (a quit: never)
         await settle(pilot)
 
 
