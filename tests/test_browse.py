@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import unicodedata
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -23,7 +24,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 from textual import events
+from textual.command import CommandList
 from textual.geometry import Region
+from textual.keys import REPLACED_KEYS, _character_to_key, _get_unicode_name_from_key
 from textual.pilot import Pilot
 from textual.widget import Widget
 from textual.widgets import Input
@@ -45,6 +48,7 @@ from ckpt.browse.widgets import FilterInput, HistoryRows, KeyBar, LinesView, Thr
 from ckpt.cli import app as cli
 from ckpt.errors import ExitCode, NotFound
 from ckpt.records.encode import dumps
+from runs import long_run
 from store_files import folder_hashes, unexpected_changes
 
 CKPT = str(Path(sys.executable).with_name("ckpt"))
@@ -85,9 +89,33 @@ async def type_filter(pilot: Pilot[Any], text: str) -> None:
     await settle(pilot)
 
 
+def key_event(key: str) -> events.Key:
+    """The event Pilot.press sends for `key` (as textual.app.App._press_keys makes it)."""
+    if len(key) == 1 and not key.isalnum():
+        key = _character_to_key(key)
+    try:
+        char: str | None = unicodedata.lookup(
+            _get_unicode_name_from_key(REPLACED_KEYS.get(key, key))
+        )
+    except KeyError:
+        char = key if len(key) == 1 else None
+    return events.Key(key, char)
+
+
 async def press(pilot: Pilot[Any], *keys: str) -> None:
+    """Press each key as Pilot.press does, then wait until the browser has acted on it.
+    Pilot.press also waits, twice a key, for the whole process to look idle (20 ms at
+    least, and until every thread of it rests); `settle` asks the browser itself."""
+    app = browser(pilot)
     for key in keys:
-        await pilot.press(key)
+        event = key_event(key)
+        event.set_sender(app)
+        app.post_message(event)
+        read = asyncio.get_running_loop().create_future()
+        app.call_later(read.set_result, None)  # queued after the key: runs once it is read
+        deadline = time.monotonic() + 30
+        while not read.done() and app.is_running and time.monotonic() < deadline:
+            await asyncio.wait({read}, timeout=0.05)  # wakes as it is read (a quit: never)
         await settle(pilot)
 
 
@@ -369,10 +397,16 @@ def ten_thousand_steps(path: Path, steps: int, thread_id: str = "long-1") -> Non
     conn.close()
 
 
+# The long thread's supersteps: 10,000 in a long run; 2,500 in make test, which is still
+# ten times the rows the history pane keeps drawn (HistoryRows.KEPT_ROWS) and 80 screens
+# (the real run that writes them is most of the time these tests take).
+LONG_STEPS = 10_000 if long_run() else 2_500
+
+
 @pytest.fixture(scope="module")
 def long_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("long") / "long.sqlite"
-    ten_thousand_steps(path, 10_000)
+    ten_thousand_steps(path, LONG_STEPS)
     return path
 
 
@@ -380,8 +414,8 @@ def test_ten_thousand_checkpoints_draw_only_what_is_seen(long_store: Path) -> No
     async def scenario(pilot: Pilot[Any]) -> None:
         app = browser(pilot)
         rows = app.query_one(HistoryRows)
-        assert app.history is not None and app.history.checkpoints == 10_002
-        assert shown_record(pilot)["metadata"]["step"] == 10_000
+        assert app.history is not None and app.history.checkpoints == LONG_STEPS + 2
+        assert shown_record(pilot)["metadata"]["step"] == LONG_STEPS
         assert len(rows._strips) <= rows.size.height  # rows are made as they show
         await press(pilot, "2", "home")
         assert shown_record(pilot)["metadata"]["step"] == -1
@@ -392,16 +426,17 @@ def test_ten_thousand_checkpoints_draw_only_what_is_seen(long_store: Path) -> No
         # 32 pages of a screenful each (the pane's height less one row), most of them
         assert shown_record(pilot)["metadata"]["step"] > 24 * (rows.size.height - 1)
         assert round(rows.scroll_y) <= rows.cursor < round(rows.scroll_y) + rows.size.height
-        assert len(rows._strips) <= rows.KEPT_ROWS  # not all 10,002
+        assert len(rows._strips) <= rows.KEPT_ROWS < LONG_STEPS  # not all of them
         await press(pilot, "end")
-        assert shown_record(pilot)["metadata"]["step"] == 10_000
+        assert shown_record(pilot)["metadata"]["step"] == LONG_STEPS
 
     drive(long_store, scenario)
 
 
 def test_keys_pressed_while_a_history_loads_act_on_it(long_store: Path, tmp_path: Path) -> None:
-    """To the 10,000-step thread, its history pane and its first checkpoint, typed before
-    its history has come: Home acts on that history, not on the one it replaces."""
+    """To the long thread (LONG_STEPS supersteps), its history pane and its first
+    checkpoint, typed before its history has come: Home acts on that history, not on the
+    one it replaces."""
     store = tmp_path / "two.sqlite"
     shutil.copy(long_store, store)
     ten_thousand_steps(store, 2, thread_id="short-1")  # the newest: the one shown first
@@ -412,12 +447,12 @@ def test_keys_pressed_while_a_history_loads_act_on_it(long_store: Path, tmp_path
         # In one read, as a paste comes (Pilot.press would wait for the history to come).
         for key, char in (("down", None), ("2", "2"), ("home", None)):
             app.post_message(events.Key(key, char))
-        await pilot.pause(0.05)  # the keys are read; the 10,002 checkpoints are on their way
+        await pilot.pause(0.05)  # the keys are read; the long history is on its way
         assert app.history is not None and app.history.thread_id == "short-1"
         await settle(pilot)
         assert app.history is not None and app.history.thread_id == "long-1"
         assert shown_record(pilot)["thread_id"] == "long-1"
-        assert shown_record(pilot)["metadata"]["step"] == -1  # not its newest, 10,000
+        assert shown_record(pilot)["metadata"]["step"] == -1  # not its newest, LONG_STEPS
 
     drive(store, scenario)
 
@@ -743,6 +778,16 @@ def test_pager_gets_the_view_with_values_whole(
     drive(sqlite_store, scenario)
 
 
+def offered(pilot: Pilot[Any], words: str) -> bool:
+    """Whether the command palette highlights a command that says `words`."""
+    found = pilot.app.screen.query(CommandList)
+    index = found.first().highlighted if found else None
+    if index is None:
+        return False
+    prompt = found.first().get_option_at_index(index).prompt
+    return words in getattr(prompt, "plain", str(prompt))
+
+
 def test_help_and_the_command_palette(sqlite_store: Path) -> None:
     async def scenario(pilot: Pilot[Any]) -> None:
         app = browser(pilot)
@@ -755,8 +800,12 @@ def test_help_and_the_command_palette(sqlite_store: Path) -> None:
         await press(pilot, "escape", "question_mark")
         assert not app.screen.query("HelpPanel")
         await press(pilot, "ctrl+p")
-        await pilot.press(*"copy the ckpt show")  # typed in one go: the palette searches
-        await pilot.pause(0.3)
+        for char in "copy the ckpt show":  # typed in one go, as a paste comes: it searches
+            app.post_message(key_event(char))
+        deadline = time.monotonic() + 30
+        while not offered(pilot, "Copy the ckpt show command") and time.monotonic() < deadline:
+            await pilot.pause(0.01)  # until its search highlights the command
+        assert offered(pilot, "Copy the ckpt show command")
         await press(pilot, "enter")
         await settle(pilot)
         assert app.clipboard.startswith("ckpt show ")

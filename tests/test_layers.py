@@ -4,6 +4,7 @@ from the source too, and the three banned-api lists kept in step."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -17,16 +18,33 @@ PACKAGE = ROOT / "src" / "ckpt"
 RUFF = Path(sys.executable).with_name("ruff")
 
 
+@functools.cache
+def parsed_source(text: str, filename: str) -> ast.Module:
+    """One parse of a source text per test process: a dozen checks below read the whole
+    package, and parsing it again for each was most of this file's time. The tree is only
+    walked, never changed; keyed on the text, so an edited or new file is parsed anew."""
+    return ast.parse(text, filename=filename)
+
+
+def parsed(path: Path) -> ast.Module:
+    return parsed_source(path.read_text(), str(path))
+
+
 def imported_modules(path: Path) -> set[str]:
     """Every module a file imports, at any depth (lazy imports inside functions included)."""
+    return set(imports_in(path.read_text(), str(path)))
+
+
+@functools.cache
+def imports_in(text: str, filename: str) -> frozenset[str]:
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(parsed_source(text, filename)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module)
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
+    return frozenset(names)
 
 
 def package_modules() -> dict[str, set[str]]:
@@ -83,7 +101,7 @@ def test_the_mcp_sdk_is_imported_only_by_the_mcp_server_which_only_reads() -> No
     called = {
         node.attr
         for path in (PACKAGE / "mcp").rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text()))
+        for node in ast.walk(parsed(path))
         if isinstance(node, ast.Attribute)
     }
     assert called & {"checkpoint", "iter_history", "diff"}  # it reads the calls
@@ -113,7 +131,7 @@ def test_no_dynamic_imports_eval_or_private_click() -> None:
     }
     calls = []
     for path in PACKAGE.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 if node.func.id in {"eval", "exec", "__import__", "compile"}:
                     calls.append(f"{path.name}:{node.lineno} {node.func.id}")
@@ -227,7 +245,7 @@ def boundary_breaches(path: Path) -> list[str]:
     check against a store class, a store's private attribute, the CLI reading `.raw`."""
     found = []
     in_cli = path.relative_to(PACKAGE).parts[0] == "cli"
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parsed(path)):
         where = f"{path.relative_to(PACKAGE)}:{getattr(node, 'lineno', 0)}"
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
@@ -490,7 +508,7 @@ def message_strings(path: Path) -> list[tuple[int, str]]:
     """A module's string constants, docstrings aside (those describe; these are said), and
     the command lines of `FIX_COMMANDS` (ckpt.scan.check: a finding's fix is a command to run,
     in the CLI's words)."""
-    tree = ast.parse(path.read_text())
+    tree = parsed(path)
     docstrings = {
         id(node.body[0].value)
         for node in ast.walk(tree)
