@@ -167,17 +167,6 @@ def _envelope_id(node: dict[str, Any]) -> list[str] | None:
 def _convert_dict(node: dict[str, Any]) -> Any:
     """One dict whose children are converted already."""
     lc = node.get("lc")
-    if type(lc) is int and lc == 1 and node.get("type") == "constructor":
-        # Most envelopes, every message (what the general path below does for them).
-        ident = node.get("id")
-        if type(ident) is list and ident:
-            try:
-                path = ".".join(ident)  # a TypeError unless every part is a str
-            except TypeError:
-                pass
-            else:
-                if path not in RESERVED_TYPE_PATHS:
-                    return object_record(path, node.get("kwargs", {}))
     if lc == 2 and node.get("type") == "delta_snapshot" and node.keys() == {"lc", "type", "value"}:
         # LangGraph.js's DeltaChannel snapshot (its _DeltaSnapshot, format.md §11).
         return {MARK_KEY: "delta_snapshot", "value": node["value"]}

@@ -20,6 +20,7 @@ LangGraph's own loads_typed.
 from __future__ import annotations
 
 import re
+import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -187,8 +188,9 @@ class MsgpackDecoder:
                 self.exts_left -= 1
                 if self.exts_left < 0:
                     raise self._abort(TooLarge(TOO_MANY_EXTS))
-                if _shared is not None and self.level == 0:
-                    value = self._shared_ext(_shared, code, data)
+                shared = _here.memo
+                if shared is not None and self.level == 0:
+                    value = self._shared_ext(shared, code, data)
                 else:
                     value = self._ext(code, data)
                 if self.record is not None:
@@ -202,16 +204,14 @@ class MsgpackDecoder:
                 self.failure = exc
             raise
 
-    def _shared_ext(
-        self, shared: dict[bytes, tuple[int, bool, Any, int]], code: int, data: bytes
-    ) -> Any:
+    def _shared_ext(self, shared: _Memo, code: int, data: bytes) -> Any:
         """_ext through the shared memo (`shared_exts`): an outermost ext value whose whole
         subtree fits the stack budget depends on its code and bytes alone, so a message
         met again in the next checkpoint of a growing chat is not decoded again. The ext
         values it spent count against this payload's budget as if it had been."""
         if not self.verified and self.used + len(data) > STACK_BUDGET:
             return self._ext(code, data)
-        hit = shared.get(data)
+        hit = shared.values.get(data)
         if hit is not None and hit[0] == code and hit[1] is self.shallow:
             self.exts_left -= hit[3]
             if self.exts_left < 0:
@@ -220,12 +220,7 @@ class MsgpackDecoder:
         left = self.exts_left
         value = self._ext(code, data)
         if self.failure is None:
-            global _shared_bytes
-            _shared_bytes += len(data)
-            if len(shared) >= SHARED_ENTRIES or _shared_bytes > SHARED_BYTES:
-                shared.clear()
-                _shared_bytes = len(data)
-            shared[data] = (code, self.shallow, value, left - self.exts_left)
+            shared.keep(data, (code, self.shallow, value, left - self.exts_left))
         return value
 
     def _ext(self, code: int, data: bytes) -> Any:
@@ -330,30 +325,48 @@ TOO_MANY_EXTS: Final = "too large to decode: more ext values than its size allow
 EXT_BYTES: Final = 64
 
 
-# The memo of `shared_exts`: ext bytes -> (code, shallow, value, ext values spent), with
-# the bytes it holds; None outside shared_exts.
-_shared: dict[bytes, tuple[int, bool, Any, int]] | None = None
-_shared_bytes = 0
+class _Memo:
+    """The memo of `shared_exts`: ext bytes -> (code, shallow, value, ext values spent),
+    dropped whole past SHARED_ENTRIES values or SHARED_BYTES of ext bytes."""
+
+    __slots__ = ("values", "size")
+
+    def __init__(self) -> None:
+        self.values: dict[bytes, tuple[int, bool, Any, int]] = {}
+        self.size = 0
+
+    def keep(self, data: bytes, entry: tuple[int, bool, Any, int]) -> None:
+        self.size += len(data)
+        if len(self.values) >= SHARED_ENTRIES or self.size > SHARED_BYTES:
+            self.values.clear()
+            self.size = len(data)
+        self.values[data] = entry
+
+
+class _Here(threading.local):
+    memo: _Memo | None = None  # this thread's, within shared_exts
+
+
+_here = _Here()
 SHARED_ENTRIES: Final = 50_000
 SHARED_BYTES: Final = 32 << 20
 
 
 @contextmanager
 def shared_exts() -> Iterator[None]:
-    """Within it, an ext value (a message) whose bytes were decoded before is given back as
-    the same object, not decoded again: for readers that only read what they decode (dump,
-    the scan), never mutate it, and meet the same messages in checkpoint after checkpoint
-    (every checkpoint of a chat repeats its history). Memory stays bounded (the memo is
-    dropped past SHARED_ENTRIES values or SHARED_BYTES of ext bytes)."""
-    global _shared, _shared_bytes
-    if _shared is not None:  # nested: the outer one keeps its memo
+    """Within it, in this thread, an ext value (a message) whose bytes were decoded before
+    is given back as the same object, not decoded again: for a reader that only reads what
+    it decodes (`dump` for the CLI and the MCP server) and meets the same messages in
+    checkpoint after checkpoint (every checkpoint of a chat repeats its history). Memory
+    stays bounded (_Memo)."""
+    if _here.memo is not None:  # nested: the outer one keeps its memo
         yield
         return
-    _shared, _shared_bytes = {}, 0
+    _here.memo = _Memo()
     try:
         yield
     finally:
-        _shared, _shared_bytes = None, 0
+        _here.memo = None
 
 
 def decode_msgpack(payload: bytes, *, shallow: bool = False) -> Any:

@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ckpt.decoders.jsontext import json_document
 from ckpt.errors import BadOption, MissingDependency, NotFound
 from ckpt.records.model import (
     TASKS,
@@ -557,14 +556,12 @@ class PostgresStore(SplitStore):
             "SELECT c.thread_id, c.checkpoint_ns, {id}, {parent}, "
             + body
             + ", pg_column_size(c.checkpoint), pg_column_size(c.metadata), "
-            "(c.checkpoint->'channel_versions')::text FROM {cp} c"
+            "c.checkpoint->'channel_versions' FROM {cp} c"
             + where
             + " ORDER BY c.thread_id, c.checkpoint_ns, {id}"
         )
         for row in self._stream_rows(statement, params):
-            thread_id, ns, checkpoint_id, parent, text, metadata, body_n, meta_n, listed = row
-            # As text, read by orjson: psycopg's jsonb loader is json.loads, every row.
-            versions = json_document(listed.encode()) if listed is not None else None
+            thread_id, ns, checkpoint_id, parent, text, metadata, body_n, meta_n, versions = row
             yield RawCheckpoint(
                 thread_id=thread_id,
                 checkpoint_ns=ns,
