@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -40,6 +40,7 @@ from ckpt.stores.postgres.saver import saver_facts
 from ckpt.stores.postgres.schema import BLOB_BYTES, CHECKPOINT_BYTES, WRITE_BYTES, detect_layout
 from ckpt.stores.postgres.session import PgSession
 from ckpt.stores.postgres.threads import threads_statement
+from ckpt.stores.readahead import read_ahead
 from ckpt.stores.split import METADATA_LIMIT as METADATA_LIMIT
 from ckpt.stores.split import TOO_LARGE_PREFIX as _TOO_LARGE
 from ckpt.stores.split import BlobKey, SplitStore, WriteKey, fragment_condition
@@ -59,6 +60,14 @@ if TYPE_CHECKING:
     from ckpt.records.plans import Strategy, ThreadRows
 
     Query = SQL | Composed
+    # A group of rows with what they are built from: blobs, payloads, writes, shallow Sends.
+    _Group = tuple[
+        Sequence[_Row],
+        dict[BlobKey, _Blob],
+        dict[BlobKey, bytes | None],
+        dict[WriteKey, list[_RawWrite]] | None,
+        dict[tuple[str, str], list[_RawWrite]],
+    ]
 
 BATCH = 500  # checkpoints per set-based blobs/writes fetch while streaming a dump
 THREADS_PER_BATCH = 500  # latest checkpoints hydrated per round of `threads` ...
@@ -453,8 +462,19 @@ class PostgresStore(SplitStore):
     ) -> Iterator[Checkpoint]:
         """A server-side cursor inside one read-only REPEATABLE READ transaction: memory stays
         flat however large the store, and every batch sees the same snapshot."""
+        for rows, blobs, payloads, writes, shallow_sends in read_ahead(
+            self._fetched(statement, params, values=values)
+        ):
+            for row in rows:
+                yield self._build(row, blobs, payloads, writes, shallow_sends, values=values)
+
+    def _fetched(
+        self, statement: Composed, params: list[Any], *, values: bool
+    ) -> Generator[_Group, None, None]:
+        """What `_stream` builds its checkpoints from, a group of rows at a time: every
+        statement of the dump, none of its decoding (read_ahead runs it in a thread)."""
         for batch in self._batches("dump", statement, params):
-            yield from self._hydrate([_Row(*row) for row in batch], values=values)
+            yield from self._groups([_Row(*row) for row in batch], values=values)
 
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         found: dict[str, ThreadBytes] = {}
@@ -628,13 +648,14 @@ class PostgresStore(SplitStore):
         return (f" WHERE {' AND '.join(where)}" if where else ""), params
 
     def _stream_rows(self, statement: Composed, params: list[Any]) -> Iterator[tuple[Any, ...]]:
-        """Rows through a server-side cursor in one read-only transaction (flat memory)."""
-        for batch in self._batches("scan", statement, params):
+        """Rows through a server-side cursor in one read-only transaction (flat memory), the
+        next batch read while the caller works on this one."""
+        for batch in read_ahead(self._batches("scan", statement, params)):
             yield from batch
 
     def _batches(
         self, purpose: str, statement: Composed, params: list[Any]
-    ) -> Iterator[list[tuple[Any, ...]]]:
+    ) -> Generator[list[tuple[Any, ...]], None, None]:
         """A statement's rows BATCH at a time through a server-side cursor (`ckpt_{purpose}_N`)
         inside one transaction, open while the caller works on each batch: memory stays
         flat, and every batch sees the same snapshot. The cursor's errors are translated
@@ -667,6 +688,22 @@ class PostgresStore(SplitStore):
         checkpoint as it is asked for. With `thread_id`, rows are that whole thread and the
         queries read the thread's range of each table instead of sending keys. `fetched`:
         the rows' blobs and writes, when the caller found them already."""
+        for group, blobs, payloads, writes, shallow_sends in self._groups(
+            rows, values=values, thread_id=thread_id, fetched=fetched
+        ):
+            for row in group:
+                yield self._build(row, blobs, payloads, writes, shallow_sends, values=values)
+
+    def _groups(
+        self,
+        rows: Sequence[_Row],
+        *,
+        values: bool,
+        thread_id: str | None = None,
+        fetched: _Fetched | None = None,
+    ) -> Iterator[_Group]:
+        """`_hydrate`'s reading: the rows in groups, each with what its checkpoints are built
+        from (blob payloads a group at a time, under PAYLOAD_BYTES)."""
         if not rows:
             return
         if fetched is None:
@@ -676,13 +713,10 @@ class PostgresStore(SplitStore):
             blobs, writes = fetched
         shallow_sends = self._shallow_sends(rows) if self.layout.shallow else {}
         if not values:
-            for row in rows:
-                yield self._build(row, blobs, {}, writes, shallow_sends, values=False)
+            yield rows, blobs, {}, writes, shallow_sends
             return
         for group, keys in self._payload_groups(rows, blobs):
-            payloads = self._fetch_payloads(keys)
-            for row in group:
-                yield self._build(row, blobs, payloads, writes, shallow_sends, values=True)
+            yield group, blobs, self._fetch_payloads(keys), writes, shallow_sends
 
     def _fetch_blobs(self, rows: Sequence[_Row], *, thread_id: str | None) -> dict[BlobKey, _Blob]:
         """The blob rows the checkpoints point at: type and size, without payloads (the
