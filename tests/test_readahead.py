@@ -1,0 +1,76 @@
+"""stores.readahead: the reading generator runs one item ahead, always in one thread of its
+own, its errors reach the caller at their item, and an early stop closes it there."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Generator
+
+import pytest
+
+from ckpt.stores.readahead import read_ahead
+
+
+def _numbers(n: int, seen: list[tuple[str, int | str]]) -> Generator[int, None, None]:
+    try:
+        for i in range(n):
+            seen.append((threading.current_thread().name, i))
+            yield i
+    finally:
+        seen.append((threading.current_thread().name, "closed"))
+
+
+def test_every_item_in_order_from_one_other_thread() -> None:
+    seen: list[tuple[str, int | str]] = []
+    assert list(read_ahead(_numbers(5, seen))) == [0, 1, 2, 3, 4]
+    threads = {name for name, _ in seen}
+    assert len(threads) == 1 and threading.current_thread().name not in threads
+    assert [item for _, item in seen] == [0, 1, 2, 3, 4, "closed"]
+
+
+def test_reads_one_ahead_of_the_caller() -> None:
+    seen: list[tuple[str, int | str]] = []
+    items = read_ahead(_numbers(10, seen))
+    assert next(items) == 0
+    # The next item is asked for as soon as the first is handed over: by the time the
+    # caller asks, it is read (and not more than it).
+    assert next(items) == 1
+    assert [item for _, item in seen][:2] == [0, 1]
+    assert len(seen) <= 3
+    items.close()
+    assert seen[-1][1] == "closed"
+    assert {name for name, _ in seen} != {threading.current_thread().name}
+
+
+def test_an_early_stop_closes_the_generator_in_its_thread() -> None:
+    seen: list[tuple[str, int | str]] = []
+    for item in read_ahead(_numbers(1000, seen)):
+        if item == 3:
+            break
+    names = {name for name, _ in seen}
+    assert len(names) == 1  # closed where it ran, not in the caller's thread
+    assert seen[-1][1] == "closed"
+    assert len(seen) <= 6  # it read at most one item past the stop
+
+
+def test_an_error_reaches_the_caller_at_its_item() -> None:
+    def failing() -> Generator[int, None, None]:
+        yield 1
+        yield 2
+        raise ValueError("row 3 is damaged")
+
+    got: list[int] = []
+    with pytest.raises(ValueError, match="row 3 is damaged"):
+        for item in read_ahead(failing()):
+            got.append(item)
+    assert got == [1, 2]
+
+
+def test_the_switch_interval_comes_back() -> None:
+    before = sys.getswitchinterval()
+    items = read_ahead(_numbers(3, []))
+    next(items)
+    assert sys.getswitchinterval() <= before
+    items.close()
+    assert sys.getswitchinterval() == before
