@@ -74,3 +74,14 @@ def test_the_switch_interval_comes_back() -> None:
     assert sys.getswitchinterval() <= before
     items.close()
     assert sys.getswitchinterval() == before
+
+
+def test_overlapping_readers_restore_the_interval_in_any_order() -> None:
+    before = sys.getswitchinterval()
+    first, second = read_ahead(_numbers(3, [])), read_ahead(_numbers(3, []))
+    next(first)
+    next(second)
+    first.close()  # the first to start ends first: the second still reads
+    assert sys.getswitchinterval() <= before
+    second.close()
+    assert sys.getswitchinterval() == before

@@ -14,6 +14,7 @@ pipe, Ctrl-C) waits for the step in flight, then the generator is closed in its 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -45,11 +46,25 @@ def read_ahead(items: Generator[T, None, None]) -> Iterator[T]:
             pool.submit(items.close).result()
 
 
+_switch_lock = threading.Lock()
+_readers = 0  # read_ahead calls under way (in any thread)
+_interval_before = 0.005
+
+
 @contextmanager
 def _quick_switch() -> Iterator[None]:
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(min(before, SWITCH_INTERVAL))
+    """The shorter switch interval while any read_ahead runs: set by the first, restored
+    by the last (two may overlap in any order, as an MCP server's calls do)."""
+    global _readers, _interval_before
+    with _switch_lock:
+        if _readers == 0:
+            _interval_before = sys.getswitchinterval()
+            sys.setswitchinterval(min(_interval_before, SWITCH_INTERVAL))
+        _readers += 1
     try:
         yield
     finally:
-        sys.setswitchinterval(before)
+        with _switch_lock:
+            _readers -= 1
+            if _readers == 0:
+                sys.setswitchinterval(_interval_before)
