@@ -132,11 +132,13 @@ def unpack(data):
 FLOOR = {
     "sqlite": UNPACK
     + """
-import sqlite3, sys
+import json, sqlite3, sys
 conn = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True)
 n = 0
 for body, meta in conn.execute("SELECT checkpoint, metadata FROM checkpoints"):
-    unpack(body); unpack(meta) if isinstance(meta, bytes) and meta[:1] != b"{" else None
+    unpack(body)
+    if isinstance(meta, bytes):  # JSON text, or msgpack in stores before 2.0.12
+        json.loads(meta) if meta[:1] == b"{" else unpack(meta)
     n += 1
 for kind, value in conn.execute("SELECT type, value FROM writes"):
     if kind == "msgpack":
