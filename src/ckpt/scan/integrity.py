@@ -74,6 +74,7 @@ ID_LOOKUPS: Final = 50  # of those, for ids met in an earlier thread (one per th
 SETTLE: Final = 2.0  # seconds a recent checkpoint some writes name may take to be committed
 # Serde tags that carry no encryption because nothing is serialized (format.md §5.2, 7.1).
 _UNSERIALIZED: Final = frozenset({"empty", "jsonb"})
+_NUMBER: Final = (int, float)
 
 
 class Integrity(Visitor):
@@ -251,7 +252,7 @@ class Integrity(Visitor):
                 row.parent_checkpoint_id,
                 source if isinstance(source, str) else None,
                 {str(k): str(v) for k, v in parents.items()} if isinstance(parents, dict) else None,
-                step if isinstance(step, int | float) and not isinstance(step, bool) else None,
+                step if isinstance(step, _NUMBER) and not isinstance(step, bool) else None,
                 versions if isinstance(versions, dict) else row.channel_versions,
             )
         )
@@ -604,10 +605,13 @@ class Integrity(Visitor):
             return
         counts[1] += 1
         counts[2] += row.size
-        places = self.plain_rows.setdefault(row.thread_id, [])
-        if len(places) < PLACES_SHOWN:
-            # Where it is, not the row: its bytes would stay until the batch ends.
-            places.append(row_place(row, part_of(row), row.type))
+        places = self.plain_rows.get(row.thread_id)
+        if places is None:
+            places = self.plain_rows[row.thread_id] = []
+        elif len(places) >= PLACES_SHOWN:
+            return
+        # Where it is, not the row: its bytes would stay until the batch ends.
+        places.append(row_place(row, part_of(row), row.type))
 
     # -- the end of a batch --------------------------------------------------------------------
     def end_batch(self, threads: Sequence[str]) -> None:

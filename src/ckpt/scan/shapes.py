@@ -41,6 +41,8 @@ _VERSION_TYPES: Final = frozenset(_VERSION)
 _STR: Final = frozenset({str})
 _DICT: Final = frozenset({dict})
 FORMAT_VERSIONS: Final = frozenset({1, 2, 3, 4})  # checkpoint `v` (format.md §2)
+_METADATA_TAGS: Final = VALUE_TAGS | {"jsonb"}
+_NUMBER: Final = (int, float)
 
 
 def body_problem(body: Any, *, values_apart: bool) -> str | None:
@@ -82,7 +84,7 @@ def body_problem(body: Any, *, values_apart: bool) -> str | None:
             if "versions_seen" not in body
             else (f"`versions_seen` is {_kind(seen)}")
         )
-    kinds = _plain_seen_kinds(seen)
+    kinds = _plain_seen_types(seen)
     if kinds is None:
         for node, node_seen in seen.items():
             if type(node_seen) is dict and _plain_versions(node_seen):
@@ -90,12 +92,11 @@ def body_problem(body: Any, *, values_apart: bool) -> str | None:
             problem = _versions(node_seen, f"`versions_seen` of {str(node)[:60]!r}")
             if problem is not None:
                 return problem
-        kinds = {
-            kind for node_seen in seen.values() if type(node_seen) is dict
-            for kind in _version_kinds(node_seen)
-        }  # fmt: skip
-    kinds |= _version_kinds(versions)
-    if len(kinds) > 1:
+        kinds = set().union(
+            *(_version_types(node_seen) for node_seen in seen.values() if type(node_seen) is dict)
+        )
+    kinds |= _version_types(versions)
+    if str in kinds and len(kinds) > 1:
         # A saver writes one kind of version (strings, or numbers before langgraph 0.2):
         # LangGraph takes max() over them, and a string beside a number is a changed row.
         return "its versions mix strings and numbers"
@@ -124,24 +125,24 @@ def _versions(versions: Any, name: str) -> str | None:
     return None
 
 
-def _version_kinds(versions: Any) -> set[bool]:
-    """Whether the versions are strings (True) or numbers (False)."""
+def _version_types(versions: Any) -> set[type]:
+    """The types of the versions (once checked: strings, or numbers, or both)."""
     if type(versions) is not dict:
         return set()
-    return {kind is str for kind in set(map(type, versions.values()))}
+    return set(map(type, versions.values()))
 
 
-def _plain_seen_kinds(seen: dict[Any, Any]) -> set[bool] | None:
+def _plain_seen_types(seen: dict[Any, Any]) -> set[type] | None:
     """The common case of `versions_seen`, checked in C for all its nodes at once: maps
-    with string keys and versions of the types savers write. Whether those versions are
-    strings (True) or numbers (False); None when some node is not that plain."""
+    with string keys and versions of the types savers write. The types of those
+    versions; None when some node is not that plain."""
     nodes = seen.values()
     if not set(map(type, nodes)) <= _DICT or not set(map(type, chain.from_iterable(nodes))) <= _STR:
         return None
     kinds = set(map(type, chain.from_iterable(map(dict.values, nodes))))
     if not kinds <= _VERSION_TYPES:
         return None
-    return {kind is str for kind in kinds}
+    return kinds
 
 
 def _plain_versions(versions: dict[Any, Any]) -> bool:
@@ -154,9 +155,11 @@ def parse_metadata(row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | Non
     is not read here: MongoDBSaver's typed pairs, a serde tag ckpt does not read)."""
     tag = row.metadata_type
     data = row.metadata
+    if (tag == "json" or tag == "jsonb") and data:  # SQLite's and Postgres's: first
+        return _metadata_document(data, tag)
     if tag == "mongodb-pairs" and data:
         return _mongodb_pairs(data)
-    if isinstance(tag, str) and "+" not in tag and tag not in VALUE_TAGS | {"jsonb"}:
+    if isinstance(tag, str) and "+" not in tag and tag not in _METADATA_TAGS:
         # A serde pair's tag (InMemorySaver keeps metadata as one): loads_typed raises.
         return None, f"metadata under serde tag {tag[:40]!r}: no LangGraph serializer reads it"
     if tag in ("null", "bytes", "bytearray"):
@@ -165,6 +168,10 @@ def parse_metadata(row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | Non
         return None, None
     if not data:
         return None, "no metadata (null or empty)"
+    return _metadata_document(data, tag)
+
+
+def _metadata_document(data: bytes, tag: str) -> tuple[dict[str, Any] | None, str | None]:
     try:
         if tag == "msgpack":
             metadata = ormsgpack.unpackb(data, ext_hook=lambda code, payload: None)
@@ -234,7 +241,7 @@ def metadata_problem(metadata: dict[str, Any]) -> str | None:
     step = metadata.get("step")
     if "step" not in metadata:
         return "no `step`"
-    if not isinstance(step, int | float) or type(step) is bool:
+    if not isinstance(step, _NUMBER) or type(step) is bool:
         return f"`step` is {_kind(step)}, not a number"
     parents = metadata.get("parents")
     if "parents" in metadata:
