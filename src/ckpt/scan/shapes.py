@@ -74,10 +74,45 @@ def body_problem(body: Any, *, values_apart: bool) -> str | None:
             else f"`channel_values` is {_kind(values)}"
         )
     versions = body.get("channel_versions")
+    seen = body.get("versions_seen")
+    if not _string_versions(versions, seen):
+        problem = _versions_problem(body, versions, seen)
+        if problem is not None:
+            return problem
+    updated = body.get("updated_channels")
+    if updated is not None and type(updated) is not list:
+        return f"`updated_channels` is {_kind(updated)}"
+    if updated and not set(map(type, updated)) <= _STR:
+        return "`updated_channels` holds something other than channel names"
+    sends = body.get("pending_sends")
+    if sends is not None and type(sends) is not list and v < 4:
+        return f"`pending_sends` is {_kind(sends)}"
+    return None
+
+
+def _string_versions(versions: Any, seen: Any) -> bool:
+    """The common case, checked in C at once: `channel_versions` and each node's map in
+    `versions_seen` map strings to strings (the versions every saver since langgraph 0.2
+    writes), so nothing _versions_problem looks for is there."""
+    if type(versions) is not dict or type(seen) is not dict:
+        return False
+    nodes = seen.values()
+    if not set(map(type, nodes)) <= _DICT:
+        return False
+    every = chain(
+        versions,
+        versions.values(),
+        chain.from_iterable(nodes),
+        chain.from_iterable(map(dict.values, nodes)),
+    )
+    return set(map(type, every)) <= _STR
+
+
+def _versions_problem(body: dict[Any, Any], versions: Any, seen: Any) -> str | None:
+    """What is wrong with the body's `channel_versions` and `versions_seen`, or None."""
     problem = _versions(versions, "channel_versions")
     if problem is not None:
         return problem
-    seen = body.get("versions_seen")
     if type(seen) is not dict:
         return (
             "no `versions_seen`"
@@ -100,14 +135,6 @@ def body_problem(body: Any, *, values_apart: bool) -> str | None:
         # A saver writes one kind of version (strings, or numbers before langgraph 0.2):
         # LangGraph takes max() over them, and a string beside a number is a changed row.
         return "its versions mix strings and numbers"
-    updated = body.get("updated_channels")
-    if updated is not None and type(updated) is not list:
-        return f"`updated_channels` is {_kind(updated)}"
-    if updated and not set(map(type, updated)) <= _STR:
-        return "`updated_channels` holds something other than channel names"
-    sends = body.get("pending_sends")
-    if sends is not None and type(sends) is not list and v < 4:
-        return f"`pending_sends` is {_kind(sends)}"
     return None
 
 
