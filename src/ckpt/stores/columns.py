@@ -133,27 +133,6 @@ def typed_sqlite_row(cursor: Any, row: tuple[Any, ...]) -> tuple[Any, ...]:
     return _fixed(row, rules)
 
 
-_SQLITE_TYPES: Final = {str: "text", bytes: "blob", int: "integer", type(None): "null"}
-
-
-def sqlite_untouched(columns: Sequence[tuple[str, str]]) -> str:
-    """An SQL test, true for a row `typed_sqlite_row` gives back as it is: each column
-    with a rule (`columns`: its expression and its name in the statement) of a type that
-    passes, its text at most _LONG bytes (so at most _LONG characters) long. A statement
-    that selects it last is read with `rows(..., checked=True)`, which calls the row
-    factory for the other rows only: a Python call per row less in a scan."""
-    tests = []
-    for expression, name in columns:
-        rule = SQLITE_COLUMNS.get(name)
-        if rule is None:
-            continue
-        kinds = ", ".join(f"'{_SQLITE_TYPES[kind]}'" for kind in rule[0])
-        tests.append(f"typeof({expression}) IN ({kinds})")
-        if str in rule[0]:
-            tests.append(f"ifnull(length(CAST({expression} AS BLOB)), 0) <= {_LONG}")
-    return f"({' AND '.join(tests) or '1'})"
-
-
 def typed_pg_rows(cursor: Any) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
     """psycopg's row factory (see the module docstring)."""
     description = cursor.description

@@ -51,9 +51,7 @@ def _bindable(params: Sequence[Any]) -> list[Any]:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def rows(
-    conn: sqlite3.Connection, sql: str, params: Sequence[Any] = (), *, checked: bool = False
-) -> Iterator[Any]:
+def rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
     """The rows of one statement, streamed a batch at a time (FIRST_BATCH rows, then
     twice as many each time up to BATCH, so that a caller that stops early has made SQLite
     step no further than it took). sqlite3 refuses a whole
@@ -65,18 +63,12 @@ def rows(
     it (SQLITE_READONLY_RECOVERY: a read-only connection cannot) or that it is not ready
     (READONLY_CANTINIT): the writer is done within milliseconds, so the statement
     starts again, for up to `_START_PATIENCE` seconds. Once a row is read the snapshot
-    is held and those errors cannot come.
-
-    `checked`: the statement's last column is columns.sqlite_untouched, and the row
-    factory runs only for the rows where it is false."""
+    is held and those errors cannot come."""
     given = 0
     waited = 0.0
     while True:
         try:
-            cursor = conn.cursor()
-            if checked:
-                cursor.row_factory = None
-            cursor.execute(sql, _bindable(params))
+            cursor = conn.execute(sql, _bindable(params))
             skip = given
             size = FIRST_BATCH
             while batch := cursor.fetchmany(size):
@@ -86,8 +78,6 @@ def rows(
                     continue
                 rows = batch[skip:]
                 skip = 0
-                if checked:
-                    rows = [row if row[-1] else typed_sqlite_row(cursor, row) for row in rows]
                 given += len(rows)
                 yield from rows
             return

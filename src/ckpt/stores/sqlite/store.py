@@ -43,7 +43,6 @@ from ckpt.stores.body import (
     decode_value,
     sort_writes,
 )
-from ckpt.stores.columns import sqlite_untouched
 from ckpt.stores.sqlite.aggregates import bytes_of as _bytes
 from ckpt.stores.sqlite.aggregates import store_health, write_totals
 from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, file_pages, rows, translate
@@ -239,12 +238,10 @@ class SqliteStore(Store):
         finally:
             self._deadline = math.inf
 
-    def _stream(
-        self, sql: str, params: Sequence[Any] = (), *, checked: bool = False
-    ) -> Iterator[Any]:
-        """The rows of one statement (`checked`: see connection.rows); with a `timeout`,
-        each fetch of them is timed, not the time the caller takes between rows."""
-        found = rows(self.conn, sql, params, checked=checked)
+    def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
+        """The rows of one statement; with a `timeout`, each fetch of them is timed, not the
+        time the caller takes between rows."""
+        found = rows(self.conn, sql, params)
         try:
             if self._timeout is None:  # nothing to time: the deadline stays at infinity
                 yield from found
@@ -756,24 +753,15 @@ class SqliteStore(Store):
         )
         # A body kept as TEXT reads as bytes here, and as a str LangGraph cannot unpack.
         columns += ", typeof(checkpoint) = 'text'"
-        parent_column = "parent_ts" if self.era == "0.1" else "parent_checkpoint_id"
-        keys = (
-            ("thread_id", "thread_id"),
-            (self._ns, "checkpoint_ns"),
-            (self._id, "checkpoint_id"),
-            (parent_column, "parent_checkpoint_id"),
-            (tag, "type"),
-            ("checkpoint", "checkpoint"),
-            ("metadata", "metadata"),
-        )
         sql = (
-            f"SELECT thread_id, {self._ns}, {self._id}, {parent_column}, {tag}, {columns}, "
-            f"{sqlite_untouched(keys)} FROM checkpoints{clause} "
-            f"ORDER BY thread_id, {self._ns}, {self._id}"
+            f"SELECT thread_id, {self._ns}, {self._id}, "
+            f"{'parent_ts' if self.era == '0.1' else 'parent_checkpoint_id'}, {tag}, {columns} "
+            f"FROM checkpoints{clause} ORDER BY thread_id, {self._ns}, {self._id}"
         )
-        for row in self._stream(sql, params, checked=True):
-            thread_id, ns, checkpoint_id, parent, kind, body, metadata, body_len, meta_len = row[:9]
-            text = row[9]  # row[10]: sqlite_untouched
+        for row in self._stream(sql, params):
+            thread_id, ns, checkpoint_id, parent, kind, body, metadata, body_len, meta_len, text = (
+                row
+            )
             # Positional: a frozen dataclass takes keywords 1.5 us a row slower (60,000
             # rows a pass over the scan bench's store).
             yield RawCheckpoint(
@@ -799,26 +787,13 @@ class SqliteStore(Store):
         tag = "type" if self.era != "0.1" else "NULL"
         value = "value" if data else "NULL"
         task_path = "task_path" if self._era == "current" else "''"
-        keys = (
-            ("thread_id", "thread_id"),
-            (self._w_ns, "checkpoint_ns"),
-            (self._w_id, "checkpoint_id"),
-            ("task_id", "task_id"),
-            ("idx", "idx"),
-            ("channel", "channel"),
-            (tag, "type"),
-            ("value", "value"),
-            (task_path, "task_path"),
-        )
         sql = (
             f"SELECT thread_id, {self._w_ns}, {self._w_id}, task_id, idx, channel, {tag}, "
-            f"{value}, {_bytes('value')}, {task_path}, typeof(value) = 'text', "
-            f"{sqlite_untouched(keys)} FROM writes{clause} "
+            f"{value}, {_bytes('value')}, {task_path}, typeof(value) = 'text' FROM writes{clause} "
             f"ORDER BY thread_id, {self._w_ns}, {self._w_id}, task_id, idx"
         )
-        for row in self._stream(sql, params, checked=True):
-            thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size, path = row[:10]
-            text = row[10]  # row[11]: sqlite_untouched
+        for row in self._stream(sql, params):
+            thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size, path, text = row
             yield RawWrite(  # positional, as raw_checkpoints
                 thread_id,
                 ns,
