@@ -762,21 +762,18 @@ class SqliteStore(Store):
             thread_id, ns, checkpoint_id, parent, kind, body, metadata, body_len, meta_len, text = (
                 row
             )
-            # Positional: a frozen dataclass takes keywords 1.5 us a row slower (60,000
-            # rows a pass over the scan bench's store).
             yield RawCheckpoint(
-                thread_id,
-                ns,
-                checkpoint_id,
-                parent,
-                kind,
-                bytes(body) if body is not None else b"",
-                "json",
-                bytes(metadata) if metadata is not None else b"",
-                body_len or 0,
-                meta_len or 0,
-                None,
-                _TEXT_BODY if text else (),
+                thread_id=thread_id,
+                checkpoint_ns=ns,
+                checkpoint_id=checkpoint_id,
+                parent_checkpoint_id=parent,
+                type=kind,
+                body=bytes(body) if body is not None else b"",
+                metadata_type="json",
+                metadata=bytes(metadata) if metadata is not None else b"",
+                body_size=body_len or 0,
+                metadata_size=meta_len or 0,
+                flaws=_TEXT_BODY if text else (),
             )
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
@@ -794,18 +791,18 @@ class SqliteStore(Store):
         )
         for row in self._stream(sql, params):
             thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size, path, text = row
-            yield RawWrite(  # positional, as raw_checkpoints
-                thread_id,
-                ns,
-                checkpoint_id,
-                task_id,
-                idx,
-                channel,
-                kind,
-                bytes(blob) if blob is not None else None,
-                size or 0,
-                path if isinstance(path, str) else "",
-                _TEXT_VALUE if text else (),
+            yield RawWrite(
+                thread_id=thread_id,
+                checkpoint_ns=ns,
+                checkpoint_id=checkpoint_id,
+                task_id=task_id,
+                idx=idx,
+                channel=channel,
+                type=kind,
+                data=bytes(blob) if blob is not None else None,
+                size=size or 0,
+                task_path=path if isinstance(path, str) else "",
+                flaws=_TEXT_VALUE if text else (),
             )
 
     # -- changing it -----------------------------------------------------------------------
