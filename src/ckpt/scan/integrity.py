@@ -47,12 +47,14 @@ from ckpt.records.types import FindingCode, PlaceRecord
 from ckpt.scan.chains import IdIndex, Node, Pair, ThreadChain, cycles
 from ckpt.scan.findings import PLACES_SHOWN, RUNAWAY_BYTES, Finding, Findings
 from ckpt.scan.places import (
+    RowKey,
     aggregated_write,
+    key_place,
     mention,
     needs_blob,
     next_power,
-    part_of,
     place,
+    row_key,
     row_place,
     unread,
 )
@@ -140,7 +142,7 @@ class Integrity(Visitor):
         # a thread holding plain values only is said once the store is known to hold
         # encrypted ones (kept in `plain_threads` till the end).
         self.tags_of: dict[str, list[int]] = {}
-        self.plain_rows: dict[str, list[PlaceRecord]] = {}  # the first few of each thread
+        self.plain_rows: dict[str, list[tuple[RowKey, str | None]]] = {}  # the first few a thread
         self.plain_threads = Finding(self.findings.get("unencrypted-thread").kind)
         del self.findings.by_code["unencrypted-thread"]
         self.thread: ThreadChain | None = None
@@ -635,8 +637,9 @@ class Integrity(Visitor):
             places = self.plain_rows[row.thread_id] = []
         elif len(places) >= PLACES_SHOWN:
             return
-        # Where it is, not the row: its bytes would stay until the batch ends.
-        places.append(row_place(row, part_of(row), row.type))
+        # Where it is, not the row (its bytes would stay until the batch ends), nor yet its
+        # place record: most are never shown.
+        places.append((row_key(row), row.type))
 
     # -- the end of a batch --------------------------------------------------------------------
     def end_batch(self, threads: Sequence[str]) -> None:
@@ -970,9 +973,9 @@ class Integrity(Visitor):
             finding.count += plain
             finding.bytes += size
             finding.batch_threads.add(thread_id)
-            for where in self.plain_rows.get(thread_id, ()):
+            for key, tag in self.plain_rows.get(thread_id, ()):
                 if len(finding.places) < PLACES_SHOWN:
-                    finding.places.append(where)
+                    finding.places.append(key_place(key, key[0], tag))
         self.plain_threads.close_batch()
         self.tags_of.clear()
         self.plain_rows.clear()
