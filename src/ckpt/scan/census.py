@@ -575,7 +575,7 @@ class Census:
         The hot loop of `ckpt types` (bench/census.py): lists of messages are the bulk, so
         list items are looked at in place, and an ext value read before costs a dict look-up.
         """
-        if type(value) is list and value:
+        if type(value) is list and len(value) > 1:  # one value (a write's message): below
             try:
                 datas = list(map(_STOP, value))
             except AttributeError:
