@@ -151,9 +151,10 @@ def census(
 
 
 class CensusVisitor(Visitor):
-    """The census as a visitor of the one pass: every row goes to `Census.row`, and at the
-    end of each batch its threads are counted (`flush`) and the examples of classes first
-    met in a blob are placed on the first checkpoint of the batch naming that version."""
+    """The census as a visitor of the one pass: every row goes to the census
+    (`Census.checkpoint`, `value_row`), and at the end of each batch its threads are
+    counted (`flush`) and the examples of classes first met in a blob are placed on the
+    first checkpoint of the batch naming that version."""
 
     needs: ClassVar[frozenset[str]] = frozenset({"checkpoints", "blobs", "writes"})
 
@@ -163,17 +164,17 @@ class CensusVisitor(Visitor):
         self.naming: list[tuple[str, str, str, dict[str, str]]] = []
 
     def checkpoint(self, row: RawCheckpoint) -> None:
-        self.census.row(row)
+        self.census.checkpoint(row)
         if row.channel_versions:
             self.naming.append(
                 (row.thread_id, row.checkpoint_ns, row.checkpoint_id, row.channel_versions)
             )
 
     def blob(self, row: RawBlob) -> None:
-        self.census.row(row)
+        self.census.value_row(row, "blobs", "channel")
 
     def write(self, row: RawWrite) -> None:
-        self.census.row(row)
+        self.census.value_row(row, "writes", "write")
 
     def end_batch(self, threads: Sequence[str]) -> None:
         census = self.census
@@ -282,7 +283,7 @@ class _Found:
         self.codes = codes
         self.malformed = malformed
         self.registered = False  # its classes have a _Uses (with an example) in `types`
-        # The names of its classes strict mode does not rebuild (Census._strict), once asked.
+        # The names of its classes strict mode does not rebuild (Census._refused), once asked.
         self.refused: tuple[str, ...] | None = None
 
 
@@ -343,20 +344,21 @@ class Census:
         self.failure: _Failure | None = None
 
     # -- rows --------------------------------------------------------------------------------
-    def row(self, row: RawRow) -> None:
+    def checkpoint(self, row: RawCheckpoint) -> None:
         if row.thread_id not in self.open_threads:
             self.open_threads[row.thread_id] = set()
-        kind = type(row)
-        if kind is RawCheckpoint:
-            self.checkpoints += 1
-            self._checkpoint(row)  # type: ignore[arg-type]
-            return
-        if kind is RawBlob:
+        self.checkpoints += 1
+        self._checkpoint(row)
+
+    def value_row(self, row: RawBlob | RawWrite, part: str, kind: str) -> None:
+        """A blob (`part` "blobs", `kind` "channel") or a write ("writes", "write")."""
+        if row.thread_id not in self.open_threads:
+            self.open_threads[row.thread_id] = set()
+        if part == "blobs":
             self.blobs += 1
-            part, where = "blobs", ("channel", row.channel)  # type: ignore[union-attr]
         else:
             self.writes += 1
-            part, where = "writes", ("write", row.channel)  # type: ignore[union-attr]
+        where = (kind, row.channel)
         tag = row.type
         if tag in _NO_CLASSES:  # null, empty, bytes: counted, nothing to read
             entry = self.tags.get((tag, part))
@@ -364,7 +366,7 @@ class Census:
                 entry = self.tags[(tag, part)] = _Tag()
             entry.plain += 1
             return
-        self._value(tag, row.data, part, where, row)  # type: ignore[union-attr]
+        self._value(tag, row.data, part, where, row)
 
     def _checkpoint(self, row: RawCheckpoint) -> None:
         if row.metadata_type not in _SERDE_METADATA and row.metadata_type is not None:
@@ -573,7 +575,7 @@ class Census:
         The hot loop of `ckpt types` (bench/census.py): lists of messages are the bulk, so
         list items are looked at in place, and an ext value read before costs a dict look-up.
         """
-        if type(value) is list and value:
+        if type(value) is list and len(value) > 1:  # one value (a write's message): below
             try:
                 datas = list(map(_STOP, value))
             except AttributeError:
@@ -815,11 +817,14 @@ class Census:
     # -- per row and per thread --------------------------------------------------------------
     def _flush_local(self, row: RawRow, at: str) -> None:
         """Add the row's occurrences to its thread's; the first use of a class names its
-        example."""
+        example. The watcher hears of the classes in the row strict mode would not rebuild
+        (in the order they were met)."""
         local = self.local
         thread = self.acc.get(row.thread_id)
         if thread is None:
             thread = self.acc[row.thread_id] = {}
+        watched = self.watcher is not None
+        refused: list[str] = []
         for where, counts in local.items():
             into = thread.get(where)
             if into is None:
@@ -828,24 +833,17 @@ class Census:
                 into[found] = into.get(found, 0) + times
                 if not found.registered:
                     self._register(found, row, at)
-        if self.watcher is not None:
-            self._strict(row, at)
-        local.clear()
-
-    def _strict(self, row: RawRow, at: str) -> None:
-        """Tell the watcher of the classes in this row strict mode would not rebuild."""
-        refused: list[str] = []
-        for counts in self.local.values():
-            for found in counts:
-                names = found.refused
-                if names is None:
-                    names = found.refused = self._refused(found)
-                for name in names:
-                    if name not in refused:
-                        refused.append(name)
+                if watched:
+                    names = found.refused
+                    if names is None:
+                        names = found.refused = self._refused(found)
+                    for name in names:
+                        if name not in refused:
+                            refused.append(name)
         if refused:
             assert self.watcher is not None
             self.watcher.strict(row, at, refused)
+        local.clear()
 
     def _refused(self, found: _Found) -> tuple[str, ...]:
         """The names of the classes `found` holds that strict mode would not rebuild."""

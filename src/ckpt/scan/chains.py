@@ -32,8 +32,9 @@ class IdIndex:
         first = hash(key)
         second = hash((key, 1)) | 1
         seen = True
-        for step in range(first, first + self.HASHES * second, second):  # first + i * second
-            position = step % size
+        # first + i * second for i < HASHES (4), spelled out: no range object per id.
+        two, three = first + 2 * second, first + 3 * second
+        for position in (first % size, (first + second) % size, two % size, three % size):
             byte, bit = position >> 3, 1 << (position & 7)
             if not bits[byte] & bit:
                 seen = False

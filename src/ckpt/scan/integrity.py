@@ -47,12 +47,14 @@ from ckpt.records.types import FindingCode, PlaceRecord
 from ckpt.scan.chains import IdIndex, Node, Pair, ThreadChain, cycles
 from ckpt.scan.findings import PLACES_SHOWN, RUNAWAY_BYTES, Finding, Findings
 from ckpt.scan.places import (
+    RowKey,
     aggregated_write,
+    key_place,
     mention,
     needs_blob,
     next_power,
-    part_of,
     place,
+    row_key,
     row_place,
     unread,
 )
@@ -74,6 +76,7 @@ ID_LOOKUPS: Final = 50  # of those, for ids met in an earlier thread (one per th
 SETTLE: Final = 2.0  # seconds a recent checkpoint some writes name may take to be committed
 # Serde tags that carry no encryption because nothing is serialized (format.md §5.2, 7.1).
 _UNSERIALIZED: Final = frozenset({"empty", "jsonb"})
+_NUMBER: Final = (int, float)
 
 
 class Integrity(Visitor):
@@ -139,7 +142,7 @@ class Integrity(Visitor):
         # a thread holding plain values only is said once the store is known to hold
         # encrypted ones (kept in `plain_threads` till the end).
         self.tags_of: dict[str, list[int]] = {}
-        self.plain_rows: dict[str, list[PlaceRecord]] = {}  # the first few of each thread
+        self.plain_rows: dict[str, list[tuple[RowKey, str | None]]] = {}  # the first few a thread
         self.plain_threads = Finding(self.findings.get("unencrypted-thread").kind)
         del self.findings.by_code["unencrypted-thread"]
         self.thread: ThreadChain | None = None
@@ -203,17 +206,17 @@ class Integrity(Visitor):
     # -- checkpoints --------------------------------------------------------------------------
     def checkpoint(self, row: RawCheckpoint) -> None:
         self.tag(row, row.type)
-        body = (
-            self.last_body[1] if self.last_body is not None and self.last_body[0] is row else None
-        )
-        delivered = self.last_body is not None and self.last_body[0] is row
+        last = self.last_body
+        delivered = last is not None and last[0] is row
+        body = last[1] if delivered else None  # type: ignore[index]
         self.last_body = None
         thread = self.thread
         if thread is None or thread.thread_id != row.thread_id:
             self.end_thread()
             thread = self.thread = ThreadChain(self.name(row.thread_id))
         thread_id = thread.thread_id
-        key = (thread_id, row.checkpoint_ns)
+        ns, checkpoint_id = row.checkpoint_ns, row.checkpoint_id
+        key = (thread_id, ns)
         if key != self.group_key:
             self.end_group()
             self.group_key = key
@@ -222,7 +225,7 @@ class Integrity(Visitor):
             self._malformed("malformed-metadata", row, wrong)
         if row.misfiled is not None:
             self._malformed("malformed-checkpoint", row, row.misfiled)
-        stored = stored_problem(row.type, row.flaws)
+        stored = stored_problem(row.type, row.flaws) if row.flaws else None
         if stored is not None:
             self._malformed("malformed-checkpoint", row, stored)
         elif delivered:
@@ -230,7 +233,7 @@ class Integrity(Visitor):
             if shape is not None:
                 self._malformed("malformed-checkpoint", row, shape)
             stored_id = body.get("id") if type(body) is dict else None
-            if type(stored_id) is str and stored_id != row.checkpoint_id:
+            if type(stored_id) is str and stored_id != checkpoint_id:
                 self._malformed("id-mismatch", row, f"the body says {stored_id}")
         elif self.troubled is not row and not unread(row):
             shape = body_tag_problem(row, untyped=self.untyped)
@@ -240,40 +243,59 @@ class Integrity(Visitor):
         if parent_id is not None and not is_uuid(parent_id):
             detail = f"its parent id {str(parent_id)[:60]!r} is no checkpoint id"
             self._malformed("malformed-checkpoint", row, detail)
-        self.homes.setdefault(row.checkpoint_id, []).append((thread_id, row.checkpoint_ns))
-        parents = metadata.get("parents") if metadata is not None else None
-        source = metadata.get("source") if metadata is not None else None
-        step = metadata.get("step") if metadata is not None else None
-        versions = body.get("channel_versions") if isinstance(body, dict) else None
+        homes = self.homes.get(checkpoint_id)
+        if homes is None:
+            self.homes[checkpoint_id] = [key]
+        else:
+            homes.append(key)
+        if metadata is not None:
+            parents, source, step = (
+                metadata.get("parents"),
+                metadata.get("source"),
+                metadata.get("step"),
+            )
+        else:
+            parents = source = step = None
+        versions = body.get("channel_versions") if type(body) is dict else None
         self.group.append(
             Node(
-                row.checkpoint_id,
-                row.parent_checkpoint_id,
+                checkpoint_id,
+                parent_id,
                 source if isinstance(source, str) else None,
-                {str(k): str(v) for k, v in parents.items()} if isinstance(parents, dict) else None,
-                step if isinstance(step, int | float) and not isinstance(step, bool) else None,
+                (
+                    ({str(k): str(v) for k, v in parents.items()} if parents else {})
+                    if isinstance(parents, dict)
+                    else None
+                ),
+                step if isinstance(step, _NUMBER) and not isinstance(step, bool) else None,
                 versions if isinstance(versions, dict) else row.channel_versions,
             )
         )
-        self.ids.add((thread_id, row.checkpoint_ns, row.checkpoint_id))
-        span = self.groups.setdefault(key, [row.checkpoint_id, row.checkpoint_id])
-        span[0], span[1] = min(span[0], row.checkpoint_id), max(span[1], row.checkpoint_id)
+        self.ids.add((thread_id, ns, checkpoint_id))
+        span = self.groups.get(key)
+        if span is None:
+            self.groups[key] = [checkpoint_id, checkpoint_id]
+        elif checkpoint_id < span[0]:
+            span[0] = checkpoint_id
+        elif checkpoint_id > span[1]:
+            span[1] = checkpoint_id
         if (
-            self.index.add(row.checkpoint_id)
+            self.index.add(checkpoint_id)
             and not thread.shares
             and self.shared_lookups < ID_LOOKUPS
-            and not any(row.checkpoint_id in ids for ids in thread.ids.values())
+            and not any(checkpoint_id in ids for ids in thread.ids.values())
         ):
             # One look-up per thread: a thread copied whole meets every id again.
             thread.shares = True
             self.shared_lookups += 1
-            self.suspects.append(
-                ("id", thread_id, row.checkpoint_ns, row.checkpoint_id, row.checkpoint_id,
-                 row.parent_checkpoint_id)
-            )  # fmt: skip
-        pairs = self.versions(thread_id, row, body, metadata)
-        if not row.checkpoint_ns:
-            thread.growth.append((row.size, pairs))
+            self.suspects.append(("id", thread_id, ns, checkpoint_id, checkpoint_id, parent_id))
+        pairs = (
+            self.versions(thread_id, row, body, metadata)
+            if row.channel_versions is not None
+            else ()
+        )
+        if not ns:
+            thread.growth.append((row.body_size + row.metadata_size, pairs))
 
     def _malformed(self, code: FindingCode, row: RawCheckpoint, detail: str) -> None:
         where = place(row.thread_id, row.checkpoint_ns, row.checkpoint_id, detail=detail)
@@ -528,11 +550,17 @@ class Integrity(Visitor):
             if wrong is not None:
                 self.found("malformed-write", row.thread_id, row_place(row, "write", wrong))
         key = (row.thread_id, row.checkpoint_ns, row.checkpoint_id)
-        if type(row.idx) is int and row.idx != UNREADABLE_IDX and type(row.task_id) is str:
-            self.write_keys.add((*key, row.task_id, row.idx))
-            counted = self.task_writes.setdefault((*key, row.task_id), [0, -1])
-            counted[0] += 1
-            counted[1] = max(counted[1], row.idx)
+        idx, task_id = row.idx, row.task_id
+        if type(idx) is int and idx != UNREADABLE_IDX and type(task_id) is str:
+            self.write_keys.add((*key, task_id, idx))
+            task = (*key, task_id)
+            counted = self.task_writes.get(task)
+            if counted is None:
+                self.task_writes[task] = [1, idx]
+            else:
+                counted[0] += 1
+                if idx > counted[1]:
+                    counted[1] = idx
         if key in self.ids:
             return
         if type(row.checkpoint_id) is not str or not is_uuid(row.checkpoint_id):
@@ -604,10 +632,14 @@ class Integrity(Visitor):
             return
         counts[1] += 1
         counts[2] += row.size
-        places = self.plain_rows.setdefault(row.thread_id, [])
-        if len(places) < PLACES_SHOWN:
-            # Where it is, not the row: its bytes would stay until the batch ends.
-            places.append(row_place(row, part_of(row), row.type))
+        places = self.plain_rows.get(row.thread_id)
+        if places is None:
+            places = self.plain_rows[row.thread_id] = []
+        elif len(places) >= PLACES_SHOWN:
+            return
+        # Where it is, not the row (its bytes would stay until the batch ends), nor yet its
+        # place record: most are never shown.
+        places.append((row_key(row), row.type))
 
     # -- the end of a batch --------------------------------------------------------------------
     def end_batch(self, threads: Sequence[str]) -> None:
@@ -941,9 +973,9 @@ class Integrity(Visitor):
             finding.count += plain
             finding.bytes += size
             finding.batch_threads.add(thread_id)
-            for where in self.plain_rows.get(thread_id, ()):
+            for key, tag in self.plain_rows.get(thread_id, ()):
                 if len(finding.places) < PLACES_SHOWN:
-                    finding.places.append(where)
+                    finding.places.append(key_place(key, key[0], tag))
         self.plain_threads.close_batch()
         self.tags_of.clear()
         self.plain_rows.clear()

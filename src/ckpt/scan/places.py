@@ -91,24 +91,35 @@ def needs_blob(
     return needed, marked, deltas
 
 
-def part_of(row: RawRow) -> str:
-    return "blob" if type(row) is RawBlob else "write" if type(row) is RawWrite else "checkpoint"
+# What row_place reads of a row, without its bytes: (part, thread, namespace, checkpoint id,
+# channel, the write's task id or the blob's version).
+RowKey = tuple[str, str, str, str | None, str | None, str | None]
 
 
-def row_place(row: RawRow, at: str, detail: str | None) -> PlaceRecord:
+def row_key(row: RawRow) -> RowKey:
     if type(row) is RawBlob:
-        return place(
-            row.thread_id,
-            row.checkpoint_ns,
-            channel=row.channel,
-            detail=f"blob version {row.version}: {detail}",
-        )
-    channel = row.channel if type(row) is RawWrite else None
-    what = f"{at} of task {row.task_id}" if type(row) is RawWrite else at
+        return ("blob", row.thread_id, row.checkpoint_ns, None, row.channel, row.version)
+    if type(row) is RawWrite:
+        return ("write", row.thread_id, row.checkpoint_ns, row.checkpoint_id, row.channel,
+                row.task_id)  # fmt: skip
+    assert isinstance(row, RawCheckpoint)
+    return ("checkpoint", row.thread_id, row.checkpoint_ns, row.checkpoint_id, None, None)
+
+
+def key_place(key: RowKey, at: str, detail: str | None) -> PlaceRecord:
+    """The place of the row `key` names (row_place)."""
+    part, thread_id, ns, checkpoint_id, channel, extra = key
+    if part == "blob":
+        return place(thread_id, ns, channel=channel, detail=f"blob version {extra}: {detail}")
+    what = f"{at} of task {extra}" if part == "write" else at
     return place(
-        row.thread_id,
-        row.checkpoint_ns,
-        row.checkpoint_id,  # type: ignore[union-attr]
+        thread_id,
+        ns,
+        checkpoint_id,
         channel=channel,
         detail=f"{what}: {detail}" if detail else what,
     )
+
+
+def row_place(row: RawRow, at: str, detail: str | None) -> PlaceRecord:
+    return key_place(row_key(row), at, detail)

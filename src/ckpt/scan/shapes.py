@@ -41,6 +41,8 @@ _VERSION_TYPES: Final = frozenset(_VERSION)
 _STR: Final = frozenset({str})
 _DICT: Final = frozenset({dict})
 FORMAT_VERSIONS: Final = frozenset({1, 2, 3, 4})  # checkpoint `v` (format.md §2)
+_METADATA_TAGS: Final = VALUE_TAGS | {"jsonb"}
+_NUMBER: Final = (int, float)
 
 
 def body_problem(body: Any, *, values_apart: bool) -> str | None:
@@ -72,33 +74,11 @@ def body_problem(body: Any, *, values_apart: bool) -> str | None:
             else f"`channel_values` is {_kind(values)}"
         )
     versions = body.get("channel_versions")
-    problem = _versions(versions, "channel_versions")
-    if problem is not None:
-        return problem
     seen = body.get("versions_seen")
-    if type(seen) is not dict:
-        return (
-            "no `versions_seen`"
-            if "versions_seen" not in body
-            else (f"`versions_seen` is {_kind(seen)}")
-        )
-    kinds = _plain_seen_kinds(seen)
-    if kinds is None:
-        for node, node_seen in seen.items():
-            if type(node_seen) is dict and _plain_versions(node_seen):
-                continue
-            problem = _versions(node_seen, f"`versions_seen` of {str(node)[:60]!r}")
-            if problem is not None:
-                return problem
-        kinds = {
-            kind for node_seen in seen.values() if type(node_seen) is dict
-            for kind in _version_kinds(node_seen)
-        }  # fmt: skip
-    kinds |= _version_kinds(versions)
-    if len(kinds) > 1:
-        # A saver writes one kind of version (strings, or numbers before langgraph 0.2):
-        # LangGraph takes max() over them, and a string beside a number is a changed row.
-        return "its versions mix strings and numbers"
+    if not _string_versions(versions, seen):
+        problem = _versions_problem(body, versions, seen)
+        if problem is not None:
+            return problem
     updated = body.get("updated_channels")
     if updated is not None and type(updated) is not list:
         return f"`updated_channels` is {_kind(updated)}"
@@ -107,6 +87,54 @@ def body_problem(body: Any, *, values_apart: bool) -> str | None:
     sends = body.get("pending_sends")
     if sends is not None and type(sends) is not list and v < 4:
         return f"`pending_sends` is {_kind(sends)}"
+    return None
+
+
+def _string_versions(versions: Any, seen: Any) -> bool:
+    """The common case, checked in C at once: `channel_versions` and each node's map in
+    `versions_seen` map strings to strings (the versions every saver since langgraph 0.2
+    writes), so nothing _versions_problem looks for is there."""
+    if type(versions) is not dict or type(seen) is not dict:
+        return False
+    nodes = seen.values()
+    if not set(map(type, nodes)) <= _DICT:
+        return False
+    every = chain(
+        versions,
+        versions.values(),
+        chain.from_iterable(nodes),
+        chain.from_iterable(map(dict.values, nodes)),
+    )
+    return set(map(type, every)) <= _STR
+
+
+def _versions_problem(body: dict[Any, Any], versions: Any, seen: Any) -> str | None:
+    """What is wrong with the body's `channel_versions` and `versions_seen`, or None."""
+    problem = _versions(versions, "channel_versions")
+    if problem is not None:
+        return problem
+    if type(seen) is not dict:
+        return (
+            "no `versions_seen`"
+            if "versions_seen" not in body
+            else (f"`versions_seen` is {_kind(seen)}")
+        )
+    kinds = _plain_seen_types(seen)
+    if kinds is None:
+        for node, node_seen in seen.items():
+            if type(node_seen) is dict and _plain_versions(node_seen):
+                continue
+            problem = _versions(node_seen, f"`versions_seen` of {str(node)[:60]!r}")
+            if problem is not None:
+                return problem
+        kinds = set().union(
+            *(_version_types(node_seen) for node_seen in seen.values() if type(node_seen) is dict)
+        )
+    kinds |= _version_types(versions)
+    if str in kinds and len(kinds) > 1:
+        # A saver writes one kind of version (strings, or numbers before langgraph 0.2):
+        # LangGraph takes max() over them, and a string beside a number is a changed row.
+        return "its versions mix strings and numbers"
     return None
 
 
@@ -124,24 +152,24 @@ def _versions(versions: Any, name: str) -> str | None:
     return None
 
 
-def _version_kinds(versions: Any) -> set[bool]:
-    """Whether the versions are strings (True) or numbers (False)."""
+def _version_types(versions: Any) -> set[type]:
+    """The types of the versions (once checked: strings, or numbers, or both)."""
     if type(versions) is not dict:
         return set()
-    return {kind is str for kind in set(map(type, versions.values()))}
+    return set(map(type, versions.values()))
 
 
-def _plain_seen_kinds(seen: dict[Any, Any]) -> set[bool] | None:
+def _plain_seen_types(seen: dict[Any, Any]) -> set[type] | None:
     """The common case of `versions_seen`, checked in C for all its nodes at once: maps
-    with string keys and versions of the types savers write. Whether those versions are
-    strings (True) or numbers (False); None when some node is not that plain."""
+    with string keys and versions of the types savers write. The types of those
+    versions; None when some node is not that plain."""
     nodes = seen.values()
     if not set(map(type, nodes)) <= _DICT or not set(map(type, chain.from_iterable(nodes))) <= _STR:
         return None
     kinds = set(map(type, chain.from_iterable(map(dict.values, nodes))))
     if not kinds <= _VERSION_TYPES:
         return None
-    return {kind is str for kind in kinds}
+    return kinds
 
 
 def _plain_versions(versions: dict[Any, Any]) -> bool:
@@ -154,9 +182,11 @@ def parse_metadata(row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | Non
     is not read here: MongoDBSaver's typed pairs, a serde tag ckpt does not read)."""
     tag = row.metadata_type
     data = row.metadata
+    if (tag == "json" or tag == "jsonb") and data:  # SQLite's and Postgres's: first
+        return _metadata_document(data, tag)
     if tag == "mongodb-pairs" and data:
         return _mongodb_pairs(data)
-    if isinstance(tag, str) and "+" not in tag and tag not in VALUE_TAGS | {"jsonb"}:
+    if isinstance(tag, str) and "+" not in tag and tag not in _METADATA_TAGS:
         # A serde pair's tag (InMemorySaver keeps metadata as one): loads_typed raises.
         return None, f"metadata under serde tag {tag[:40]!r}: no LangGraph serializer reads it"
     if tag in ("null", "bytes", "bytearray"):
@@ -165,6 +195,10 @@ def parse_metadata(row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | Non
         return None, None
     if not data:
         return None, "no metadata (null or empty)"
+    return _metadata_document(data, tag)
+
+
+def _metadata_document(data: bytes, tag: str) -> tuple[dict[str, Any] | None, str | None]:
     try:
         if tag == "msgpack":
             metadata = ormsgpack.unpackb(data, ext_hook=lambda code, payload: None)
@@ -234,7 +268,7 @@ def metadata_problem(metadata: dict[str, Any]) -> str | None:
     step = metadata.get("step")
     if "step" not in metadata:
         return "no `step`"
-    if not isinstance(step, int | float) or type(step) is bool:
+    if not isinstance(step, _NUMBER) or type(step) is bool:
         return f"`step` is {_kind(step)}, not a number"
     parents = metadata.get("parents")
     if "parents" in metadata:
