@@ -131,7 +131,9 @@ def compile_once(config: pytest.Config, folders: Iterable[Path]) -> None:
     module (about 5 s of a core each: half of a test process's start). Written here, the
     test processes only read it, as pytest reads its own cache (checked against the
     source's hash: an edited module is rewritten where it is imported). The other
-    modules get the interpreter's own bytecode, as `make` writes it for src/ckpt."""
+    modules get the interpreter's own bytecode, as `make` writes it for src/ckpt. What
+    cannot be written here (a read-only checkout, a module that does not parse) is left
+    to the test processes, which do as they would without this."""
     import compileall
 
     from _pytest.assertion.rewrite import (
@@ -140,6 +142,7 @@ def compile_once(config: pytest.Config, folders: Iterable[Path]) -> None:
         _rewrite_test,
         _write_pyc,
         assertstate_key,
+        try_makedirs,
     )
 
     rewrites = config.getoption("assertmode") == "rewrite"
@@ -150,9 +153,11 @@ def compile_once(config: pytest.Config, folders: Iterable[Path]) -> None:
                 compileall.compile_file(source, quiet=2)
             elif state is not None:
                 pyc = source.parent / "__pycache__" / (source.name[:-3] + PYC_TAIL)
-                if _read_pyc(source, pyc) is None:
-                    pyc.parent.mkdir(exist_ok=True)
-                    source_hash, code = _rewrite_test(source, config)
+                if _read_pyc(source, pyc) is None and try_makedirs(pyc.parent):
+                    try:
+                        source_hash, code = _rewrite_test(source, config)
+                    except SyntaxError:
+                        continue  # its test process reports it, as a collection error
                     _write_pyc(state, code, source_hash, pyc)
 
 
