@@ -24,6 +24,7 @@ from runs import (
     SERVERS_ENV,
     NewDatabase,
     built_once,
+    compile_once,
     drop_databases,
     long_run,
     run_prefix,
@@ -67,6 +68,8 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[SERVERS_ENV] = tempfile.mkdtemp(prefix="ckpt-test-servers-")
         if _selects_long(config):
             os.environ[LONG_ENV] = "1"
+        if config.getoption("numprocesses", None) and config.getoption("dist", "no") != "no":
+            compile_once(config, [Path(__file__).parent, Path(__file__).parent.parent / "fixtures"])
 
 
 # --------------------------------------------------------------------------------------

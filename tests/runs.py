@@ -122,6 +122,45 @@ def served_once(
     yield make().attach(found["port"], Path(found["folder"]))
 
 
+def compile_once(config: pytest.Config, folders: Iterable[Path]) -> None:
+    """In the run's first process, before it starts its test processes: the bytecode of the
+    modules in `folders`, written once where every process of the run finds it. pytest
+    rewrites the asserts of each test module it imports and caches the result beside it
+    (__pycache__/*-pytest-*.pyc), but not under PYTHONDONTWRITEBYTECODE, nor before a
+    fresh clone's test processes, which all start at once, have each rewritten every
+    module (about 5 s of a core each: half of a test process's start). Written here, the
+    test processes only read it, as pytest reads its own cache (checked against the
+    source's hash: an edited module is rewritten where it is imported). The other
+    modules get the interpreter's own bytecode, as `make` writes it for src/ckpt. What
+    cannot be written here (a read-only checkout, a module that does not parse) is left
+    to the test processes, which do as they would without this."""
+    import compileall
+
+    from _pytest.assertion.rewrite import (
+        PYC_TAIL,
+        _read_pyc,
+        _rewrite_test,
+        _write_pyc,
+        assertstate_key,
+        try_makedirs,
+    )
+
+    rewrites = config.getoption("assertmode") == "rewrite"
+    state = config.stash[assertstate_key] if rewrites else None
+    for folder in folders:
+        for source in sorted(folder.glob("*.py")):
+            if not source.name.startswith("test_") and source.name != "conftest.py":
+                compileall.compile_file(source, quiet=2)
+            elif state is not None:
+                pyc = source.parent / "__pycache__" / (source.name[:-3] + PYC_TAIL)
+                if _read_pyc(source, pyc) is None and try_makedirs(pyc.parent):
+                    try:
+                        source_hash, code = _rewrite_test(source, config)
+                    except SyntaxError:
+                        continue  # its test process reports it, as a collection error
+                    _write_pyc(state, code, source_hash, pyc)
+
+
 def stop_served() -> None:
     """In the run's first process, at its end: stop the servers `served_once` started."""
     from fixtures.servers import stop

@@ -206,7 +206,7 @@ def ckpt(store: ConformanceStore, *args: str) -> subprocess.CompletedProcess[str
     of every store is shown, and an interpreter start for each would cost ~0.1 s."""
     if args not in store.outputs:
         if not _RUNNER:
-            _RUNNER.append(Runner())
+            _RUNNER.append(Runner(preload=("psycopg",)))  # half the stores are Postgres
         env: dict[str, str | None] = {
             k: None for k in os.environ if k.startswith(("CKPT_", "PG", "LANGGRAPH_AES_KEY"))
         }

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from ckpt.decoders import ABSENT, decode, is_marked
 from ckpt.decoders.depth import max_depth
 from ckpt.errors import DecodeError
+from hostile import nested_ext
 from runs import examples, long_run
 
 DATA = Path(__file__).parent / "data"
@@ -32,12 +33,15 @@ def pack(value: Any) -> bytes:
     return ormsgpack.packb(value, option=ormsgpack.OPT_NON_STR_KEYS)
 
 
-def nested_ext(levels: int, arrays: int, code: int = 1, inner: bytes = b"\x01") -> bytes:
-    """`levels` ext values inside each other, each payload `arrays` arrays deep."""
-    payload = inner
-    for _ in range(levels):
-        payload = pack(ormsgpack.Ext(code, b"\x91" * arrays + payload))
-    return payload
+@pytest.mark.parametrize("arrays", [0, 1, 14, 250, 255, 256, 1_020, 65_535])
+def test_nested_ext_is_ext_packed_inside_ext(arrays: int) -> None:
+    """hostile.nested_ext writes its headers itself (in one pass): the same bytes as
+    ormsgpack packing each level around the last, across every ext header size."""
+    for code, inner in ((1, b"\x01"), (7, b""), (5, nested_ext(2, 3))):
+        payload = inner
+        for levels in range(1, 30):
+            payload = pack(ormsgpack.Ext(code, b"\x91" * arrays + payload))
+            assert nested_ext(levels, arrays, code, inner) == payload, (levels, code)
 
 
 def decodes_or_refuses(tag: str | None, payload: bytes, **options: Any) -> Any:

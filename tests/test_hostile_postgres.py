@@ -182,7 +182,7 @@ def test_every_command_on_hostile_postgres_schemas(
     built = Built(tmp_path, url, THREAD)  # nothing on disk: the folder stays empty
     failures: list[str] = []
     runs = 0
-    with Runner() as runner:
+    with Runner(preload=("psycopg",)) as runner:  # every run reads Postgres
         for index, (schema, name) in enumerate(_schemas()):
             if index % SHARDS != shard:
                 continue

@@ -31,7 +31,7 @@ from ckpt.records.model import CheckpointKey
 from ckpt.stores.pickle import store as persistent_dict
 from ckpt.stores.pickle.store import PickleStore
 from ckpt.stores.sqlite import THREADS_PER_BATCH, SqliteStore
-from runs import thinned
+from runs import built_once, thinned
 
 THREADS = THREADS_PER_BATCH + 50  # more than one batch of latest checkpoints
 LONG = 400  # checkpoints of the long thread (about 3 per run)
@@ -48,10 +48,15 @@ def _step(state: _State) -> dict[str, Any]:
     return {"n": 1, "note": "x" * 3000}  # bodies over a page: overflow chains
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def many_threads(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """THREADS short threads and one long one, all through a real graph."""
-    path = tmp_path_factory.mktemp("scale") / "many.sqlite"
+    """THREADS short threads and one long one, all through a real graph: built once per
+    run (runs.built_once; the tests only read it)."""
+    return Path(built_once(tmp_path_factory, "many_threads", _many_threads))
+
+
+def _many_threads(folder: Path) -> str:
+    path = folder / "many.sqlite"
     graph = StateGraph(_State)
     graph.add_node("step", _step)
     graph.add_edge(START, "step")
@@ -67,7 +72,7 @@ def many_threads(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ):
             app.invoke({"n": 1, "note": ""}, long_thread)
     conn.close()
-    return path
+    return str(path)
 
 
 @contextmanager
@@ -308,11 +313,16 @@ def test_a_shape_learned_once_is_the_shape_of_each_checkpoint(sqlite_store: Path
     assert len({id(own_shape(c)) for c in checkpoints}) >= len(distinct) > 1
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def dev_folder_of_notes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A `langgraph dev` folder whose writes and blobs files dwarf what `threads` shows:
-    every checkpoint's writes and channel values carry a 20 KB note."""
-    folder = tmp_path_factory.mktemp("dev-scale") / ".langgraph_api"
+    every checkpoint's writes and channel values carry a 20 KB note. Built once per run
+    (runs.built_once; the tests only read it)."""
+    return Path(built_once(tmp_path_factory, "dev_folder_of_notes", _dev_folder_of_notes))
+
+
+def _dev_folder_of_notes(parent: Path) -> str:
+    folder = parent / ".langgraph_api"
     graph = StateGraph(_State)
     graph.add_node("step", lambda state: {"n": 1, "note": "x" * 20_000})
     graph.add_edge(START, "step")
@@ -323,7 +333,7 @@ def dev_folder_of_notes(tmp_path_factory: pytest.TempPathFactory) -> Path:
             config: Any = {"configurable": {"thread_id": f"d-{i:03d}"}}
             for _ in range(DEV_RUNS):
                 app.invoke({"n": 1, "note": ""}, config)
-    return folder
+    return str(folder)
 
 
 def test_dev_folder_threads_keeps_only_the_latest(
