@@ -85,3 +85,36 @@ def test_overlapping_readers_restore_the_interval_in_any_order() -> None:
     assert sys.getswitchinterval() <= before
     second.close()
     assert sys.getswitchinterval() == before
+
+
+def test_a_reader_the_collector_finalizes_does_not_wait_for_its_thread() -> None:
+    # The collector runs wherever an allocation triggers it: inside an import, holding the
+    # import lock the reading thread may be waiting for. Finalizing an abandoned reader then
+    # must not wait for that thread (here: a lock the collecting side holds).
+    import gc
+
+    lock = threading.Lock()
+    closed = threading.Event()
+
+    def steps() -> Generator[int, None, None]:
+        try:
+            yield 1
+            with lock:
+                yield 2
+        finally:
+            closed.set()
+
+    lock.acquire()
+    try:
+        reader = read_ahead(steps())
+        assert next(reader) == 1  # the thread now waits for `lock`, reading item 2
+        cycle: list[object] = [reader]
+        cycle.append(cycle)
+        del reader, cycle
+        collected = threading.Event()
+        collector = threading.Thread(target=lambda: (gc.collect(), collected.set()))
+        collector.start()
+        assert collected.wait(10), "finalizing the reader waited for its thread"
+    finally:
+        lock.release()
+    assert closed.wait(10)  # the thread closed the generator itself once it could

@@ -6,22 +6,28 @@ generator one item ahead in a thread of its own, so the server works on the next
 (on another core, or while the network carries it) as ckpt decodes the current one.
 
 The generator runs in that one thread from its first step to its close, so a transaction it
-opens, a cursor it holds, or a lock it takes stays in one thread. Its exceptions reach the
-caller at the item where they happened; a caller that stops early (`--limit`, a closed
-pipe, Ctrl-C) waits for the step in flight, then the generator is closed in its thread.
+opens or a cursor it holds stays in one thread. Its exceptions reach the caller at the item
+where they happened. A caller that stops early (`--limit`, a closed pipe, Ctrl-C) waits for
+the step in flight and the generator's close, so the connection is free when it goes on;
+but never while the garbage collector finalizes an abandoned reader: that runs wherever an
+allocation happened to trigger it (inside an import, holding the import lock the reading
+thread may need), so then the thread is only told to stop, and closes the generator itself.
 """
 
 from __future__ import annotations
 
+import gc
+import queue
 import sys
 import threading
 from collections.abc import Generator, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
 _END: Final = object()
+_NEXT: Final = "next"
+_STOP: Final = "stop"
 # The interpreter hands the GIL to a waiting thread every switch interval (5 ms by default):
 # a reader woken by the server's answer waits that long behind the decoding thread, once
 # per round trip. A shorter interval while reading ahead keeps the server busy.
@@ -30,23 +36,61 @@ SWITCH_INTERVAL: Final = 0.0005
 
 def read_ahead(items: Generator[T, None, None]) -> Iterator[T]:
     """`items`, each produced in a worker thread while the caller works on the one before."""
-    with ThreadPoolExecutor(1, thread_name_prefix="ckpt-read") as pool, _quick_switch():
-        pending = pool.submit(next, items, _END)
+    asks: queue.SimpleQueue[str] = queue.SimpleQueue()
+    answers: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+    worker = threading.Thread(
+        target=_serve, args=(items, asks, answers), name="ckpt-read", daemon=True
+    )
+    with _quick_switch():
+        asks.put(_NEXT)
+        worker.start()
         try:
             while True:
-                item = pending.result()
+                ok, item = answers.get()
+                if not ok:
+                    raise item
                 if item is _END:
                     return
-                pending = pool.submit(next, items, _END)
-                yield item  # type: ignore[misc]
+                asks.put(_NEXT)  # the next item is read while the caller has this one
+                yield item
         finally:
-            # The step in flight finishes first (a generator cannot be closed while it runs);
-            # then it is closed in its own thread, its transaction with it.
-            pending.cancel() or pending.exception()
-            pool.submit(items.close).result()
+            asks.put(_STOP)
+            if not _collecting:
+                worker.join()
 
 
-_switch_lock = threading.Lock()
+def _serve(
+    items: Generator[Any, None, None],
+    asks: queue.SimpleQueue[str],
+    answers: queue.SimpleQueue[tuple[bool, Any]],
+) -> None:
+    try:
+        while asks.get() == _NEXT:
+            try:
+                item = next(items, _END)
+            except BaseException as exc:  # to the caller, at its item
+                answers.put((False, exc))
+                return
+            answers.put((True, item))
+            if item is _END:
+                return
+    finally:
+        items.close()
+
+
+# Whether the cyclic garbage collector runs (in any thread): a reader finalized then must
+# not wait for its thread.
+_collecting = False
+
+
+def _gc_phase(phase: str, info: dict[str, int]) -> None:
+    global _collecting
+    _collecting = phase == "start"
+
+
+gc.callbacks.append(_gc_phase)
+
+_switch_lock = threading.RLock()
 _readers = 0  # read_ahead calls under way (in any thread)
 _interval_before = 0.005
 
