@@ -687,25 +687,30 @@ class MongoStore(DocumentStore):
         `health` counts them), and writes of its checkpoints filed under another thread
         (moved there, or their thread_id changed: MongoDBSaver finds writes by those
         fields). Two finds for the whole group, not two for each thread: one over the range
-        of its threads on the saver's index, one by checkpoint id."""
+        of its threads on the saver's index, one by checkpoint id of the writes filed under
+        other threads (`$nin`: not the group's own writes again, which the first read).
+        (nx-27017 does not match an array by a range of its elements as mongod does: a
+        write whose thread_id is an array holding a thread of the group is not read.)"""
         assert self.writes_coll is not None
         threads = [keys[0].thread_id for keys in group]
         own: dict[str, list[dict[str, Any]]] = {t: [] for t in threads}
+        ids = sorted({k.checkpoint_id for keys in group for k in keys})
+        by_id: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
+        ranged: set[str] = set()
         in_range = {"thread_id": {"$gte": min(threads), "$lte": max(threads)}}
         for doc in self._find(self.writes_coll, in_range):
             for thread_id in _named_threads(doc.get("thread_id"), own):
                 own[thread_id].append(doc)
+            ranged.add(repr(doc.get("_id")))  # (an _id may be a document)
+            _file_by_id(doc, by_id)
         if self._keeping:
             for thread_id, docs in own.items():
                 keys = [key for doc in docs if (key := _key(doc)) is not None]
                 self._kept_write_keys.put(thread_id, keys)
-        ids = sorted({k.checkpoint_id for keys in group for k in keys})
-        by_id: dict[str, list[dict[str, Any]]] = {}
-        for doc in self._find(self.writes_coll, {"checkpoint_id": {"$in": ids}}):
-            named = doc.get("checkpoint_id")
-            for checkpoint_id in named if isinstance(named, list) else [named]:
-                if isinstance(checkpoint_id, str):
-                    by_id.setdefault(checkpoint_id, []).append(doc)
+        elsewhere = {"checkpoint_id": {"$in": ids}, "thread_id": {"$nin": threads}}
+        for doc in self._find(self.writes_coll, elsewhere):
+            if repr(doc.get("_id")) not in ranged:
+                _file_by_id(doc, by_id)
         for keys in group:
             thread_id = keys[0].thread_id
             wanted = set(keys)
@@ -835,6 +840,14 @@ def _raw_checkpoint(key: CheckpointKey, doc: dict[str, Any], *, data: bool) -> R
         data=data,
         metadata_size=len(metadata),
     )
+
+
+def _file_by_id(doc: dict[str, Any], by_id: dict[str, list[dict[str, Any]]]) -> None:
+    """The write document under each of the checkpoint ids of `by_id` it names."""
+    named = doc.get("checkpoint_id")
+    for checkpoint_id in named if isinstance(named, list) else [named]:
+        if isinstance(checkpoint_id, str) and checkpoint_id in by_id:
+            by_id[checkpoint_id].append(doc)
 
 
 def _thread_range(run: list[str]) -> dict[str, Any]:
