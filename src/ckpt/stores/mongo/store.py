@@ -4,9 +4,9 @@ Database `checkpointing_db` (the URL's path names another), collections `checkpo
 `checkpoint_writes`. A checkpoint document holds the ids, `type` and `checkpoint` (the
 serialized checkpoint, values inline) and `metadata`, a document whose leaves are
 `[type, bytes]` pairs; a write holds the ids, `task_id`, `task_path`, `idx`, `channel`,
-`type` and `value`. ckpt asks only plain `find`s (filters with `$eq` and `$in`, a
-projection), never creates an index or a database, and never instantiates MongoDBSaver,
-whose constructor creates its indexes.
+`type` and `value`. ckpt asks only plain `find`s (filters with `$eq`, `$ne`, ranges,
+`$in` and `$nin`, a projection) and `$group`s, never creates an index or a database, and
+never instantiates MongoDBSaver, whose constructor creates its indexes.
 """
 
 from __future__ import annotations
