@@ -64,6 +64,32 @@ checkpoint's due tasks and writes 180 MB of JSON; the floor only parses) and che
 SQLite and MongoDB (the census and the integrity visitors each walk every body; nx-27017
 answers each batch's query by reading every row).
 
+Third round, Redis and MongoDB only (2026-12-06 16:30-16:55 UTC, the docstores branch):
+medians of 3 runs, the branch and main (503cd05) in turn, each MongoDB format on a freshly
+started nx-27017 (the floor measured before and after: the lower is quoted). Time, then
+branch / main paired, then branch / floor.
+
+    store        command  main     branch   paired   floor    / floor
+    Redis v4     check    5.43 s   5.14 s   0.95     2.11 s   2.4x
+    Redis v4     dump     5.61 s   5.60 s   1.00     2.11 s   2.7x
+    Redis v2     check    5.48 s   5.37 s   0.97     2.20 s   2.4x
+    Redis v2     dump     6.74 s   7.26 s   1.01     2.20 s   3.3x
+    MongoDB v4   check   14.29 s   8.78 s   0.61     5.66 s   1.6x
+    MongoDB v4   dump    10.28 s   7.30 s   0.71     5.66 s   1.3x
+    MongoDB v2   check   14.40 s   8.28 s   0.57     5.67 s   1.5x
+    MongoDB v2   dump    11.32 s   7.91 s   0.69     5.67 s   1.4x
+
+What did it: MongoDB reads whole threads by one find over the range of their ids, about
+500 checkpoints a find, not their keys first and then the documents by key (nx-27017's
+cost is the documents it sends, and a projection of the keys costs it as much as the
+documents); a pass keeps the write keys it read for `health`; the writes filed under
+other threads are asked with `$nin` of the group's threads instead of reading every write
+of the group again. Redis `check` asks each document's JSON.DEBUG MEMORY in the pipeline of
+the JSON.MGET that reads it (RawCheckpoint.measured), not in a listing of its own before
+the pass. Still above 2x: Redis (its `check` spends as long in the census and integrity
+visitors as in reading; `dump` decodes every lc envelope and asks each checkpoint's write
+set, one command per checkpoint).
+
 The first round (same day, on a loaded machine, load 4-7; "after" the median of 3):
 
 Measured 2026-12-06 on the 2 shared cores while other helpers' suites ran (load 4-7, so

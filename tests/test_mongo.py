@@ -235,6 +235,45 @@ def test_each_query_agrees_with_a_plain_reading_of_every_document(mongo_url: str
             assert store.find(fragment) == order
 
 
+def test_writes_filed_under_another_thread_are_found_by_the_thread_they_name(
+    mongo_url: str,
+) -> None:
+    """raw_writes gives each thread its own writes and those naming its checkpoints under
+    any other thread (moved within the threads read, or outside them), as a plain reading
+    of every document finds them."""
+    import pymongo
+
+    from ckpt.records.model import DumpQuery
+    from ckpt.stores.mongo import MongoStore
+
+    with MongoServer() as server:
+        source: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(mongo_url)
+        target: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(server.url)
+        for name in ("checkpoints", "checkpoint_writes"):
+            target[DATABASE][name].insert_many(list(source[DATABASE][name].find({}, {"_id": 0})))
+        source.close()
+        writes = target[DATABASE]["checkpoint_writes"]
+        threads = sorted({w["thread_id"] for w in writes.find({}, {"thread_id": 1})})
+        first, second, *_ = threads
+        moved = [w["_id"] for w in writes.find({"thread_id": {"$eq": first}}).limit(2)]
+        writes.update_one({"_id": moved[0]}, {"$set": {"thread_id": second}})  # read too
+        writes.update_one({"_id": moved[1]}, {"$set": {"thread_id": "zz-elsewhere"}})
+        every = list(writes.find({}))
+        checkpoints = list(target[DATABASE]["checkpoints"].find({}))
+        target.close()
+        with MongoStore(server.url) as store:
+            for selected in ([first], [first, second]):
+                rows = list(store.raw_writes(DumpQuery(thread_ids=tuple(selected))))
+                expected = 0
+                for thread_id in selected:
+                    ids = {c["checkpoint_id"] for c in checkpoints if c["thread_id"] == thread_id}
+                    expected += sum(
+                        w["thread_id"] == thread_id or w["checkpoint_id"] in ids for w in every
+                    )
+                assert len(rows) == expected, selected
+                assert sum(r.thread_id in (second, "zz-elsewhere") for r in rows) >= 2
+
+
 def test_collections_that_are_not_the_savers_are_listed_and_never_read(mongo_url: str) -> None:
     import pymongo
 

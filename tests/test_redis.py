@@ -350,6 +350,14 @@ def test_stats_finds_missing_parents_and_orphan_writes(redis_url: str) -> None:
     assert found["orphan-writes"]["count"] >= 1, found
 
 
+def test_check_counts_the_bytes_stats_counts(redis_url: str) -> None:
+    """check measures each document as its pass reads it (JSON.DEBUG MEMORY asked with
+    the JSON.MGET), stats by Store.sizes: the same bytes."""
+    check = json.loads(ckpt("check", redis_url, "--json").stdout)
+    stats = json.loads(ckpt("stats", redis_url, "--json").stdout)
+    assert check["scanned"]["bytes"] == stats["totals"]["bytes"] > 0, (check, stats["totals"])
+
+
 def test_junk_under_the_savers_prefix_alone_is_no_crash() -> None:
     import redis
 

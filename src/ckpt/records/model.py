@@ -276,6 +276,10 @@ class RawCheckpoint:
     # What the store's own record says against where it is kept (a RedisSaver document
     # naming another checkpoint than its key): the saver finds it by one, ckpt by the other.
     misfiled: str | None = None
+    # The bytes Store.sizes counts for the row where the store measures them otherwise than
+    # `size` (Redis: its document's JSON.DEBUG MEMORY), in a pass that asks for them
+    # (Store.one_pass(measure=True)); None: `size`.
+    measured: int | None = None
 
     @property
     def size(self) -> int:
@@ -348,6 +352,9 @@ class RawWrite:
     task_path: str = ""  # '' where the store keeps none (SQLite before checkpoint-sqlite 3.1.2)
     flaws: tuple[str, ...] = ()  # as RawCheckpoint.flaws
     misfiled: str | None = None  # as RawCheckpoint.misfiled
+    # As RawCheckpoint.measured (0: a row Store.sizes does not count, as a RedisSaver write
+    # of this thread's checkpoints filed under another thread).
+    measured: int | None = None
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> RawWrite:

@@ -37,6 +37,9 @@ class Visitor:
     stored bytes it reads (the others are read for their keys and sizes only)."""
 
     needs: ClassVar[frozenset[str]] = frozenset()  # of "checkpoints", "blobs", "writes"
+    # Whether it counts the rows' bytes as Store.sizes does (RowSizes): the store then
+    # measures them in the pass where that is not their length (RawCheckpoint.measured).
+    measures: ClassVar[bool] = False
 
     def checkpoint(self, row: RawCheckpoint) -> None:
         """One checkpoint row."""
@@ -74,7 +77,8 @@ def scan(
 
     checkpoint, blob, write = fed("checkpoint"), fed("blob"), fed("write")
     wanted = {part: any(part in v.needs for v in visitors) for part in _PARTS}
-    with store.one_pass(), _fewer_collections():
+    measure = any(v.measures for v in visitors)
+    with store.one_pass(measure=measure), _fewer_collections():
         _scan(store, sizes, visitors, wanted, (checkpoint, blob, write), tick)
 
 
@@ -137,6 +141,8 @@ class RowSizes(Visitor):
     replaced when its first row is read, before the visitors after this one hear of the
     batch's end. Put it first."""
 
+    measures = True
+
     def __init__(self, sizes: dict[str, ThreadBytes]) -> None:
         self.sizes = sizes
         self.counted: set[str] = set()
@@ -148,13 +154,16 @@ class RowSizes(Visitor):
         return self.sizes[thread_id]
 
     def checkpoint(self, row: RawCheckpoint) -> None:
-        self._of(row.thread_id).add("checkpoint", 1, row.body_size + row.metadata_size)
+        measured = row.measured
+        size = row.body_size + row.metadata_size if measured is None else measured
+        self._of(row.thread_id).add("checkpoint", 1, size)
 
     def blob(self, row: RawBlob) -> None:
         self._of(row.thread_id).add("blob", 1, row.size)
 
     def write(self, row: RawWrite) -> None:
-        self._of(row.thread_id).add("write", 1, row.size)
+        measured = row.measured
+        self._of(row.thread_id).add("write", 1, row.size if measured is None else measured)
 
 
 def rows_to_read(sizes: dict[str, ThreadBytes]) -> int:

@@ -285,10 +285,12 @@ class Store(Closes):
         """Rows that point at rows which are gone (only `query.thread_ids` is honoured)."""
 
     @contextmanager
-    def one_pass(self) -> Iterator[None]:
+    def one_pass(self, *, measure: bool = False) -> Iterator[None]:
         """Inside: one read-only pass (ckpt.scan.rows.scan), which lists each batch of
         threads more than once (checkpoints, writes, orphans). A store may keep what it
-        listed last for the next listing of the same threads; it forgets it after."""
+        listed last for the next listing of the same threads; it forgets it after.
+        `measure`: the pass counts `sizes` from its rows (sizes_from_rows), so a store
+        that measures its rows otherwise than their length says so in their `measured`."""
         yield
 
     def orphan_writes(self, query: DumpQuery) -> StoreHealth:

@@ -107,7 +107,7 @@ class WriteFields:
     def pending(self, value: Any) -> PendingWrite:
         return PendingWrite.of(self, value)
 
-    def raw(self, key: CheckpointKey, *, data: bool) -> RawWrite:
+    def raw(self, key: CheckpointKey, *, data: bool, measured: int | None = None) -> RawWrite:
         thread_id, ns, checkpoint_id = self.home or (
             key.thread_id,
             key.checkpoint_ns,
@@ -125,6 +125,7 @@ class WriteFields:
             size=self.size,
             task_path=self.task_path,
             misfiled=self.misfiled,
+            measured=measured,
         )
 
 
@@ -261,6 +262,7 @@ class DocumentStore(Store):
         self._catalog_cache: dict[str, ThreadInfo] | None = None
         self._kept_keys: Kept[CheckpointKey] = Kept()  # in one_pass
         self._keeping = False
+        self._measuring = False  # in one_pass(measure=True)
 
     # -- what each kind says ---------------------------------------------------------------
     @abstractmethod
@@ -340,13 +342,13 @@ class DocumentStore(Store):
         return None
 
     @contextmanager
-    def one_pass(self) -> Iterator[None]:
+    def one_pass(self, *, measure: bool = False) -> Iterator[None]:
         self._forget_kept()
-        self._keeping = True
+        self._keeping, self._measuring = True, measure
         try:
             yield
         finally:
-            self._keeping = False
+            self._keeping = self._measuring = False
             self._forget_kept()
 
     def _forget_kept(self) -> None:

@@ -4,16 +4,16 @@ Database `checkpointing_db` (the URL's path names another), collections `checkpo
 `checkpoint_writes`. A checkpoint document holds the ids, `type` and `checkpoint` (the
 serialized checkpoint, values inline) and `metadata`, a document whose leaves are
 `[type, bytes]` pairs; a write holds the ids, `task_id`, `task_path`, `idx`, `channel`,
-`type` and `value`. ckpt asks only plain `find`s (filters with `$eq` and `$in`, a
-projection), never creates an index or a database, and never instantiates MongoDBSaver,
-whose constructor creates its indexes.
+`type` and `value`. ckpt asks only plain `find`s (filters with `$eq`, `$ne`, ranges,
+`$in` and `$nin`, a projection) and `$group`s, never creates an index or a database, and
+never instantiates MongoDBSaver, whose constructor creates its indexes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -51,6 +51,7 @@ from ckpt.stores.body import decode_metadata, decode_value, sort_writes
 from ckpt.stores.documents import (
     BATCH,
     DocumentStore,
+    Kept,
     ThreadInfo,
     WriteFields,
     key_order,
@@ -69,6 +70,12 @@ WRITES: Final = "checkpoint_writes"
 _KEY_FIELDS: Final = {"thread_id": 1, "checkpoint_ns": 1, "checkpoint_id": 1, "_id": 0}
 _KEY_FIELDS_WITH_ID: Final = {"thread_id": 1, "checkpoint_ns": 1, "checkpoint_id": 1}
 _GROUP_CHECKPOINTS: Final = 5_000  # checkpoints whose writes raw_writes finds at once
+# Whole threads are read with one find over the range of their ids, about RUN_ROWS
+# checkpoints a find (by the catalog's counts), not their keys first and then their
+# documents by key: a server answers the listing by reading the documents too. A thread of
+# more than BIG_THREAD checkpoints is read by its keys, BATCH at a time (memory stays flat).
+RUN_ROWS: Final = 500
+BIG_THREAD: Final = 5_000
 
 
 def _names_thread(value: Any, thread_id: str) -> bool:
@@ -119,6 +126,9 @@ class MongoStore(DocumentStore):
         # Per thread, the key fields (and _id) of its checkpoint documents whose namespace or
         # id is not a string: MongoDBSaver lists them (by thread), ckpt keys them by neither.
         self._odd_docs: dict[str, list[dict[str, Any]]] = {}
+        # The write keys of the threads whose writes were read last (in one_pass): what
+        # `health` then lists for the same threads.
+        self._kept_write_keys: Kept[CheckpointKey] = Kept()
         self.pymongo = _import_pymongo()
         seconds = timeout if timeout is not None and timeout > 0 else DEFAULT_TIMEOUT
         self.timeout = seconds
@@ -350,17 +360,110 @@ class MongoStore(DocumentStore):
             key = _key(doc)
             if key is not None and key in wanted:
                 docs[key] = doc
-        writes: dict[CheckpointKey, list[PendingWrite]] = {}
+        write_docs: Iterable[dict[str, Any]] = ()
         if self.writes_coll is not None and docs:
-            for doc in self._by_keys(self.writes_coll, list(docs)):
+            write_docs = self._by_keys(self.writes_coll, list(docs))
+        return list(self._built(keys, docs, write_docs, values=values))
+
+    def _built(
+        self,
+        keys: Iterable[CheckpointKey],
+        docs: dict[CheckpointKey, dict[str, Any]],
+        write_docs: Iterable[dict[str, Any]],
+        *,
+        values: bool,
+    ) -> Iterator[Checkpoint]:
+        """The checkpoints at `keys` that `docs` holds, one at a time, with their writes
+        among `write_docs` (read first: those of other checkpoints are left out)."""
+        writes: dict[CheckpointKey, list[PendingWrite]] = {}
+        for doc in write_docs:
+            key = _key(doc)
+            if key is not None and key in docs:
+                writes.setdefault(key, []).append(self._write(_write_fields(doc)))
+        for key in keys:
+            if key in docs:
+                yield self._build(key, docs[key], sort_writes(writes.get(key, [])), values=values)
+
+    def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
+        runs = self._runs(query)
+        if runs is None:
+            yield from super().iter_checkpoints(query, values=values)
+            return
+        for run, whole in runs:
+            if not whole:
+                yield from super().iter_checkpoints(DumpQuery(thread_ids=tuple(run)), values=values)
+                continue
+            keys: list[CheckpointKey] = []
+            docs: dict[CheckpointKey, dict[str, Any]] = {}
+            for _, keyed, _ in self._run_docs(run):
+                for key, doc in keyed:
+                    keys.append(key)
+                    docs[key] = doc
+            write_docs: Iterable[dict[str, Any]] = ()
+            if self.writes_coll is not None and docs:
+                write_docs = list(self._find(self.writes_coll, _thread_range(run)))
+            yield from self._built(keys, docs, write_docs, values=values)
+
+    def _runs(self, query: DumpQuery) -> list[tuple[list[str], bool]] | None:
+        """The query's threads in runs, each read whole by one find (True), or a big
+        thread alone, read by its keys (False); None for a query that takes part of a
+        thread (a namespace, ids, the latest only): read by keys."""
+        if (
+            query.checkpoint_ns is not None
+            or query.since_id is not None
+            or query.until_id is not None
+            or query.latest_only
+        ):
+            return None
+        catalog = self._catalog()
+        thread_ids = sorted(set(query.thread_ids)) if query.thread_ids else sorted(catalog)
+        runs: list[tuple[list[str], bool]] = []
+        run: list[str] = []
+        rows = 0
+        for thread_id in thread_ids:
+            info = catalog.get(thread_id)
+            count = info.checkpoints if info is not None else 0
+            if count > BIG_THREAD:
+                if run:
+                    runs.append((run, True))
+                    run, rows = [], 0
+                runs.append(([thread_id], False))
+                continue
+            run.append(thread_id)
+            rows += count
+            if rows >= RUN_ROWS:
+                runs.append((run, True))
+                run, rows = [], 0
+        if run:
+            runs.append((run, True))
+        return runs
+
+    def _run_docs(
+        self, run: list[str]
+    ) -> Iterator[tuple[str, list[tuple[CheckpointKey, dict[str, Any]]], list[dict[str, Any]]]]:
+        """Each thread of `run` (sorted) that has checkpoints, with its documents by key
+        in (namespace, id) order and those whose key fields are not strings: one find over
+        the range of their ids, as `_threads_keys` lists them (their keys kept in
+        one_pass, for the writes and `health`)."""
+        found: dict[str, tuple[list[CheckpointKey], dict[CheckpointKey, Any], list[Any]]] = {
+            t: ([], {}, []) for t in run
+        }
+        for doc in self._find(self.checkpoints_coll, _thread_range(run)):
+            for thread_id in _named_threads(doc.get("thread_id"), found):
+                keys, docs, odd = found[thread_id]
                 key = _key(doc)
-                if key is not None and key in docs:
-                    writes.setdefault(key, []).append(self._write(_write_fields(doc)))
-        return [
-            self._build(key, docs[key], sort_writes(writes.get(key, [])), values=values)
-            for key in keys
-            if key in docs
-        ]
+                if key is not None and key.thread_id == thread_id:
+                    keys.append(key)
+                    docs[key] = doc
+                elif key is None:
+                    odd.append(doc)
+        for thread_id in run:
+            keys, docs, odd = found.pop(thread_id)
+            keys.sort(key=lambda k: (k.checkpoint_id, k.checkpoint_ns))
+            if self._keeping:
+                self._kept_keys.put(thread_id, keys)
+            if keys:
+                yield thread_id, [(k, docs[k]) for k in sorted(keys, key=key_order)], odd
 
     def _write(self, raw: WriteFields) -> PendingWrite:
         return raw.pending(decode_value(raw.type, raw.data, self.aes_key))
@@ -481,6 +584,10 @@ class MongoStore(DocumentStore):
         found: dict[str, list[CheckpointKey]] = {t: [] for t in thread_ids}
         if self.writes_coll is None or not thread_ids:
             return found
+        kept = {t: keys for t in thread_ids if (keys := self._kept_write_keys.get(t)) is not None}
+        if kept:
+            unlisted = [t for t in thread_ids if t not in kept]
+            return {**kept, **self._threads_write_keys(unlisted)}
         in_range = {"thread_id": {"$gte": min(thread_ids), "$lte": max(thread_ids)}}
         for doc in self._find(self.writes_coll, in_range, _KEY_FIELDS):
             key = _key(doc)
@@ -492,6 +599,21 @@ class MongoStore(DocumentStore):
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
+        runs = self._runs(query)
+        if runs is None:
+            yield from self._raw_by_keys(query, data=data)
+            return
+        for run, whole in runs:
+            if not whole:
+                yield from self._raw_by_keys(DumpQuery(thread_ids=tuple(run)), data=data)
+                continue
+            for thread_id, keyed, odd in self._run_docs(run):
+                for key, doc in keyed:
+                    yield _raw_checkpoint(key, doc, data=data)
+                yield from self._odd_raw(thread_id, odd, data=data)
+
+    def _raw_by_keys(self, query: DumpQuery, *, data: bool) -> Iterator[RawCheckpoint]:
+        """`raw_checkpoints` by the keys `_selected_keys` lists."""
         group: list[list[CheckpointKey]] = []
         rows = 0
         for keys in self._selected_keys(query):
@@ -527,7 +649,14 @@ class MongoStore(DocumentStore):
         if not odd:
             return
         ids = [doc["_id"] for doc in odd if "_id" in doc]
-        for doc in self._find(self.checkpoints_coll, {"_id": {"$in": ids}}):
+        found = self._find(self.checkpoints_coll, {"_id": {"$in": ids}})
+        yield from self._odd_raw(thread_id, found, data=data)
+
+    def _odd_raw(
+        self, thread_id: str, docs: Iterable[dict[str, Any]], *, data: bool
+    ) -> Iterator[RawCheckpoint]:
+        """The thread's documents among `docs` whose namespace or id is not a string."""
+        for doc in docs:
             if doc.get("thread_id") != thread_id or _key(doc) is not None:
                 continue
             wrong = next(
@@ -558,21 +687,30 @@ class MongoStore(DocumentStore):
         `health` counts them), and writes of its checkpoints filed under another thread
         (moved there, or their thread_id changed: MongoDBSaver finds writes by those
         fields). Two finds for the whole group, not two for each thread: one over the range
-        of its threads on the saver's index, one by checkpoint id."""
+        of its threads on the saver's index, one by checkpoint id of the writes filed under
+        other threads (`$nin`: not the group's own writes again, which the first read).
+        (nx-27017 does not match an array by a range of its elements as mongod does: a
+        write whose thread_id is an array holding a thread of the group is not read.)"""
         assert self.writes_coll is not None
         threads = [keys[0].thread_id for keys in group]
         own: dict[str, list[dict[str, Any]]] = {t: [] for t in threads}
+        ids = sorted({k.checkpoint_id for keys in group for k in keys})
+        by_id: dict[str, list[dict[str, Any]]] = {i: [] for i in ids}
+        ranged: set[str] = set()
         in_range = {"thread_id": {"$gte": min(threads), "$lte": max(threads)}}
         for doc in self._find(self.writes_coll, in_range):
             for thread_id in _named_threads(doc.get("thread_id"), own):
                 own[thread_id].append(doc)
-        ids = sorted({k.checkpoint_id for keys in group for k in keys})
-        by_id: dict[str, list[dict[str, Any]]] = {}
-        for doc in self._find(self.writes_coll, {"checkpoint_id": {"$in": ids}}):
-            named = doc.get("checkpoint_id")
-            for checkpoint_id in named if isinstance(named, list) else [named]:
-                if isinstance(checkpoint_id, str):
-                    by_id.setdefault(checkpoint_id, []).append(doc)
+            ranged.add(repr(doc.get("_id")))  # (an _id may be a document)
+            _file_by_id(doc, by_id)
+        if self._keeping:
+            for thread_id, docs in own.items():
+                keys = [key for doc in docs if (key := _key(doc)) is not None]
+                self._kept_write_keys.put(thread_id, keys)
+        elsewhere = {"checkpoint_id": {"$in": ids}, "thread_id": {"$nin": threads}}
+        for doc in self._find(self.writes_coll, elsewhere):
+            if repr(doc.get("_id")) not in ranged:
+                _file_by_id(doc, by_id)
         for keys in group:
             thread_id = keys[0].thread_id
             wanted = set(keys)
@@ -663,6 +801,10 @@ class MongoStore(DocumentStore):
 
         return MongoWriter(self)
 
+    def _forget_kept(self) -> None:
+        super()._forget_kept()
+        self._kept_write_keys.clear()
+
     def close(self) -> None:
         close_quietly(self.client)
 
@@ -698,6 +840,20 @@ def _raw_checkpoint(key: CheckpointKey, doc: dict[str, Any], *, data: bool) -> R
         data=data,
         metadata_size=len(metadata),
     )
+
+
+def _file_by_id(doc: dict[str, Any], by_id: dict[str, list[dict[str, Any]]]) -> None:
+    """The write document under each of the checkpoint ids of `by_id` it names."""
+    named = doc.get("checkpoint_id")
+    for checkpoint_id in named if isinstance(named, list) else [named]:
+        if isinstance(checkpoint_id, str) and checkpoint_id in by_id:
+            by_id[checkpoint_id].append(doc)
+
+
+def _thread_range(run: list[str]) -> dict[str, Any]:
+    """The filter of the documents of a sorted run of threads (and any between them): a
+    range on the saver's index, not `$in`, which a server may answer by reading every row."""
+    return {"thread_id": {"$gte": run[0], "$lte": run[-1]}}
 
 
 def _stray_key(doc: dict[str, Any]) -> CheckpointKey:

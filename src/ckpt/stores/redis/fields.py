@@ -121,7 +121,9 @@ def metadata(raw: Any) -> dict[str, Any]:
     return metadata if isinstance(metadata, dict) else {"value": metadata}
 
 
-def raw_checkpoint(name: CheckpointName, text: bytes, *, data: bool) -> RawCheckpoint:
+def raw_checkpoint(
+    name: CheckpointName, text: bytes, *, data: bool, measured: int | None = None
+) -> RawCheckpoint:
     doc = _json_object(text)
     body = b""
     metadata = b""
@@ -157,6 +159,7 @@ def raw_checkpoint(name: CheckpointName, text: bytes, *, data: bool) -> RawCheck
         metadata=metadata if data else b"",
         body_size=len(body),
         metadata_size=len(metadata),
+        measured=measured,
     )
 
 

@@ -191,6 +191,22 @@ class RedisSession:
             found.extend(a if isinstance(a, int) else 0 for a in answers)
         return found
 
+    def measured_documents(self, keys: Sequence[str]) -> list[tuple[bytes | None, int]]:
+        """The documents at `keys` as JSON text, each with its JSON.DEBUG MEMORY (None and
+        0 where a key is gone): GET_BATCH keys a round trip, the JSON.MGET and the memory
+        asked in one pipeline."""
+        found: list[tuple[bytes | None, int]] = []
+        for start in range(0, len(keys), GET_BATCH):
+            batch = keys[start : start + GET_BATCH]
+            texts, *memory = self.pipeline(
+                [("JSON.MGET", *batch, "."), *(("JSON.DEBUG", "MEMORY", key) for key in batch)]
+            )
+            if isinstance(texts, Exception):
+                with self.errors():
+                    raise texts
+            found.extend(zip(texts, (a if isinstance(a, int) else 0 for a in memory), strict=True))
+        return found
+
     def json_mget(self, keys: Sequence[bytes | str]) -> list[bytes | None]:
         """The documents at `keys` as JSON text (None where a key is gone), in batches."""
         found: list[bytes | None] = []

@@ -678,6 +678,10 @@ class RedisStore(DocumentStore):
         )
 
     # -- sizes, storage, health ------------------------------------------------------------
+    # A pass that counts sizes from its rows (`check`) has each document's memory asked
+    # with it (`_documents`), in the same round trips, not in a listing of its own.
+    sizes_from_rows = True
+
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         # The documents of a run of BATCH threads measured in one round trip (or a few).
         found: dict[str, ThreadBytes] = {}
@@ -738,11 +742,11 @@ class RedisStore(DocumentStore):
     def _raw_checkpoints(
         self, batch: list[CheckpointName], *, data: bool
     ) -> Iterator[RawCheckpoint]:
-        texts = self.session.json_mget([self._key(n) for n in batch])
-        for name, text in zip(batch, texts, strict=True):
+        found = self._documents([self._key(n) for n in batch])
+        for name, (text, measured) in zip(batch, found, strict=True):
             if text is None:
                 continue
-            raw = _raw_checkpoint(name, text, data=data)
+            raw = _raw_checkpoint(name, text, data=data, measured=measured)
             if raw.misfiled is None and self._is_left_out(self.prefix, name):
                 why = _left_out_why(text, self.index_fields[self.prefix])
                 raw = dataclasses.replace(raw, misfiled=why)
@@ -759,22 +763,26 @@ class RedisStore(DocumentStore):
                 keyed.sort(key=lambda item: (item[1].checkpoint_ns, item[1].checkpoint_id))
                 keyed_run.append(keyed)
             strays = self._strays(run, [{key for key, _ in keyed} for keyed in keyed_run])
+            # (`sizes` counts a thread's own writes, not the strays.)
             flat = [
-                (names[0].thread_id, *item)
+                (names[0].thread_id, key, w, counted)
                 for names, keyed, more in zip(run, keyed_run, strays, strict=True)
-                for item in (*keyed, *more)
+                for (key, w), counted in (*((k, True) for k in keyed), *((k, False) for k in more))
             ]
             for start in range(0, len(flat), BATCH):
                 batch = flat[start : start + BATCH]
-                texts = self.session.json_mget([key for _, key, _ in batch])
-                for (thread_id, key, w), text in zip(batch, texts, strict=True):
+                found = self._documents([key for _, key, _, _ in batch])
+                for (thread_id, key, w, counted), (text, memory) in zip(batch, found, strict=True):
                     left_out = self.left_out(self.write_prefix).get(thread_id, ())
                     if text is None:
                         continue
+                    measured = None if memory is None else memory if counted else 0
                     if left_out and key.encode("utf-8", "surrogateescape") in left_out:
                         # Never read by RedisSaver: lost to the checkpoint its key names.
                         why = _left_out_why(text, self.index_fields[self.write_prefix])
-                        raw = _write_fields(text).raw(CheckpointKey(*w[:3]), data=data)
+                        raw = _write_fields(text).raw(
+                            CheckpointKey(*w[:3]), data=data, measured=measured
+                        )
                         yield dataclasses.replace(raw, misfiled=why)
                         continue
                     fields = _write_fields(text, CheckpointKey(*w[:3]), root=self.root)
@@ -788,7 +796,14 @@ class RedisStore(DocumentStore):
                         # RedisSaver keys a write by the index it stores in it.
                         why = f"its `idx` is {fields.idx}, its key says {w.idx}"
                         fields = dataclasses.replace(fields, misfiled=why)
-                    yield fields.raw(CheckpointKey(*w[:3]), data=data)
+                    yield fields.raw(CheckpointKey(*w[:3]), data=data, measured=measured)
+
+    def _documents(self, keys: list[str]) -> Sequence[tuple[bytes | None, int | None]]:
+        """The documents at `keys` as JSON text, each with its JSON.DEBUG MEMORY (as
+        `sizes` counts it) in a pass that measures (one_pass(measure=True)), else None."""
+        if self._measuring:
+            return self.session.measured_documents(keys)
+        return [(text, None) for text in self.session.json_mget(keys)]
 
     def _strays(
         self, run: list[list[CheckpointName]], seen: list[set[str]]
