@@ -460,7 +460,7 @@ class FakeStore:
         return True
 
     @contextmanager
-    def one_pass(self) -> Iterator[None]:
+    def one_pass(self, *, measure: bool = False) -> Iterator[None]:
         yield
 
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
