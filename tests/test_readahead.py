@@ -118,3 +118,28 @@ def test_a_reader_the_collector_finalizes_does_not_wait_for_its_thread() -> None
     finally:
         lock.release()
     assert closed.wait(10)  # the thread closed the generator itself once it could
+
+
+def test_the_callers_statements_wait_for_the_step_under_way() -> None:
+    # A dump's progress bar counts on the dump's own connection while the reading thread
+    # runs the next batch (or ends the transaction): the lock keeps the two apart.
+    import time
+
+    lock = threading.RLock()
+    events: list[str] = []
+
+    def steps() -> Generator[int, None, None]:
+        for i in range(3):
+            events.append(f"start {i}")
+            time.sleep(0.05)  # a statement under way
+            events.append(f"end {i}")
+            yield i
+
+    reader = read_ahead(steps(), lock)
+    assert next(reader) == 0
+    time.sleep(0.01)  # the thread is inside step 1 now
+    with lock:
+        events.append("caller")
+    assert list(reader) == [1, 2]
+    at = events.index("caller")
+    assert events[at - 1].startswith("end") and events[at + 1].startswith("start"), events

@@ -21,11 +21,12 @@ import queue
 import sys
 import threading
 from collections.abc import Generator, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Final, TypeVar
 
 T = TypeVar("T")
 _END: Final = object()
+_NO_LOCK: Final[AbstractContextManager[Any]] = nullcontext()
 _NEXT: Final = "next"
 _STOP: Final = "stop"
 # The interpreter hands the GIL to a waiting thread every switch interval (5 ms by default):
@@ -34,12 +35,16 @@ _STOP: Final = "stop"
 SWITCH_INTERVAL: Final = 0.0005
 
 
-def read_ahead(items: Generator[T, None, None]) -> Iterator[T]:
-    """`items`, each produced in a worker thread while the caller works on the one before."""
+def read_ahead(
+    items: Generator[T, None, None], lock: AbstractContextManager[Any] = _NO_LOCK
+) -> Iterator[T]:
+    """`items`, each produced in a worker thread while the caller works on the one before.
+    The thread holds `lock` for each step and for the close: the caller's own statements on
+    the same connection take it too, so they never land in the middle of one."""
     asks: queue.SimpleQueue[str] = queue.SimpleQueue()
     answers: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
     worker = threading.Thread(
-        target=_serve, args=(items, asks, answers), name="ckpt-read", daemon=True
+        target=_serve, args=(items, lock, asks, answers), name="ckpt-read", daemon=True
     )
     with _quick_switch():
         asks.put(_NEXT)
@@ -61,13 +66,15 @@ def read_ahead(items: Generator[T, None, None]) -> Iterator[T]:
 
 def _serve(
     items: Generator[Any, None, None],
+    lock: AbstractContextManager[Any],
     asks: queue.SimpleQueue[str],
     answers: queue.SimpleQueue[tuple[bool, Any]],
 ) -> None:
     try:
         while asks.get() == _NEXT:
             try:
-                item = next(items, _END)
+                with lock:
+                    item = next(items, _END)
             except BaseException as exc:  # to the caller, at its item
                 answers.put((False, exc))
                 return
@@ -75,7 +82,8 @@ def _serve(
             if item is _END:
                 return
     finally:
-        items.close()
+        with lock:
+            items.close()
 
 
 # Whether the cyclic garbage collector runs (in any thread): a reader finalized then must

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -106,6 +107,10 @@ class PostgresStore(SplitStore):
         self.conn = session.conn
         self.schema = schema
         self._cursor_ids = itertools.count(1)  # named cursors: several dumps may be open
+        # Held by a dump's reading thread for each step (read_ahead) and by this thread's
+        # statements meanwhile (the progress bar's count): one connection, one transaction,
+        # so the two never interleave their statements or transaction ends.
+        self._io = threading.RLock()
         try:
             self.layout = detect_layout(session, schema)
         except BaseException:
@@ -117,7 +122,8 @@ class PostgresStore(SplitStore):
 
     # -- statements ------------------------------------------------------------------------
     def _rows(self, query: Query, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._session.rows(query, params)
+        with self._io:
+            return self._session.rows(query, params)
 
     def _columns(self, *, values: bool) -> Composed:
         """The select list that fills a _Row; without values the JSONB's channel_values stay
@@ -422,7 +428,7 @@ class PostgresStore(SplitStore):
                 "SELECT count(*) FROM {cp} c" + (f" WHERE {' AND '.join(clause)}" if clause else "")
             )
         try:
-            with self.conn.transaction(), self.conn.cursor() as cur:
+            with self._io, self.conn.transaction(), self.conn.cursor() as cur:
                 cur.execute(statement, params)
                 row = cur.fetchone()
         except self._pg.Error:
@@ -463,7 +469,7 @@ class PostgresStore(SplitStore):
         """A server-side cursor inside one read-only REPEATABLE READ transaction: memory stays
         flat however large the store, and every batch sees the same snapshot."""
         for rows, blobs, payloads, writes, shallow_sends in read_ahead(
-            self._fetched(statement, params, values=values)
+            self._fetched(statement, params, values=values), self._io
         ):
             for row in rows:
                 yield self._build(row, blobs, payloads, writes, shallow_sends, values=values)
@@ -650,7 +656,7 @@ class PostgresStore(SplitStore):
     def _stream_rows(self, statement: Composed, params: list[Any]) -> Iterator[tuple[Any, ...]]:
         """Rows through a server-side cursor in one read-only transaction (flat memory), the
         next batch read while the caller works on this one."""
-        for batch in read_ahead(self._batches("scan", statement, params)):
+        for batch in read_ahead(self._batches("scan", statement, params), self._io):
             yield from batch
 
     def _batches(
