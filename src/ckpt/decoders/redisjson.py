@@ -36,11 +36,13 @@ _INTERRUPT_FIELDS: Final = ("id", "resumable", "ns", "when")
 
 def decode_redis_json(text: bytes) -> Any:
     """One JSON text RedisSaver wrote (a document, a checkpoint, a write's value)."""
+    markers = any(marker in text for marker in _MARKERS)
     if b'"constructor"' in text and _EMPTY_ENVELOPE.search(text):
         value = _with_values_not_kept(text)
     else:
-        value = decode_json_text(text)
-    if any(marker in text for marker in _MARKERS):
+        # convert_markers rewrites in place: envelopes it may go into are not shared.
+        value = decode_json_text(text, share=not markers)
+    if markers:
         value = convert_markers(value)
     return value
 
