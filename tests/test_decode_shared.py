@@ -121,3 +121,12 @@ def test_shared_documents_read_as_when_converted_alone(document: Any, compact: b
     with shared_exts():
         assert decode_json_text(text) == expected
         assert decode_json_text(text.encode()) == expected
+
+
+@pytest.mark.parametrize("escaped", ['"\\u006cc"', '"l\\u0063"'])
+def test_an_lc_key_spelled_with_an_escape_is_an_envelope_shared_or_not(escaped: str) -> None:
+    text = json.dumps([MESSAGE, "a\\b"], separators=(",", ":")).replace('"lc"', escaped)
+    expected = [ENVELOPES[0][2], "a\\b"]
+    assert decode_json_text(text) == expected
+    with shared_exts():
+        assert decode_json_text(text) == decode_json_text(text.encode()) == expected
