@@ -51,7 +51,7 @@ below has the others on a loaded machine). Time and peak RSS; the last column is
     Redis v2     check              5.81 s,  75 MB   10.06 s, 943 MB   2.75 s   2.1x
 
 What did it: a message met again in the next checkpoint is not decoded again (dump,
-decoders.msgpack.shared_exts); NDJSON written by orjson (records.encode.dumps_line,
+decoders.memo.shared_exts); NDJSON written by orjson (records.encode.dumps_line,
 vetted by ormsgpack for what orjson would write otherwise than json); JSON (Postgres
 JSONB, RedisSaver documents, metadata) parsed by orjson where it reads what json reads
 (decoders.jsontext), lc envelopes looked for breadth first until all are found; key

@@ -30,7 +30,7 @@ def test_shared_messages_decode_as_when_decoded_alone() -> None:
     """Under shared_exts (dump) an ext value met again is the one decoded before: every
     case decodes to its value twice in one memo, and an array of three copies of its
     payload (its ext values met again, as outermost values) to three times its value."""
-    from ckpt.decoders.msgpack import shared_exts
+    from ckpt.decoders.memo import shared_exts
 
     cases = [(payload, expected) for _, payload, expected in EXT_CASES + MSGPACK_CASES]
     with shared_exts():

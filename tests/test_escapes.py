@@ -204,7 +204,8 @@ def test_an_ndjson_line_never_lets_orjson_write_a_nan_as_null() -> None:
     messages the decoder shares (shared_exts), is written as its float record."""
     import ormsgpack
 
-    from ckpt.decoders.msgpack import decode_msgpack, shared_exts
+    from ckpt.decoders.memo import shared_exts
+    from ckpt.decoders.msgpack import decode_msgpack
 
     message = ormsgpack.packb(["langchain_core.messages", "AIMessage", {"content": "hi"}])
     payload = ormsgpack.packb({"messages": [ormsgpack.Ext(5, message)], "score": 0.5})

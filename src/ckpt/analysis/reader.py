@@ -209,7 +209,7 @@ def dump_records(
     if not shared:
         yield from _dump_records(store, query, values=values, hidden=hidden)
         return
-    from ckpt.decoders.msgpack import shared_exts
+    from ckpt.decoders.memo import shared_exts
 
     with shared_exts():
         yield from _dump_records(store, query, values=values, hidden=hidden)

@@ -20,10 +20,7 @@ LangGraph's own loads_typed.
 from __future__ import annotations
 
 import re
-import threading
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, Final
 
 import ormsgpack
@@ -48,6 +45,7 @@ from ckpt.decoders.ext import (
     interpret,
     kw_args,
 )
+from ckpt.decoders.memo import Memo, here
 from ckpt.decoders.ndarray import decode_ndarray
 from ckpt.decoders.times import is_time, packed_time_text
 from ckpt.decoders.values import MARK_KEY, TYPE_KEY, ext_record, make_json_ready
@@ -188,7 +186,7 @@ class MsgpackDecoder:
                 self.exts_left -= 1
                 if self.exts_left < 0:
                     raise self._abort(TooLarge(TOO_MANY_EXTS))
-                shared = _here.memo
+                shared = here.exts
                 if shared is not None and self.level == 0:
                     value = self._shared_ext(shared, code, data)
                 else:
@@ -204,7 +202,7 @@ class MsgpackDecoder:
                 self.failure = exc
             raise
 
-    def _shared_ext(self, shared: _Memo, code: int, data: bytes) -> Any:
+    def _shared_ext(self, shared: Memo, code: int, data: bytes) -> Any:
         """_ext through the shared memo (`shared_exts`): an outermost ext value whose whole
         subtree fits the stack budget depends on its code and bytes alone, so a message
         met again in the next checkpoint of a growing chat is not decoded again. The ext
@@ -323,50 +321,6 @@ def ext_budget(size: int) -> int:
 MIN_EXTS: Final = 10_000
 TOO_MANY_EXTS: Final = "too large to decode: more ext values than its size allows"
 EXT_BYTES: Final = 64
-
-
-class _Memo:
-    """The memo of `shared_exts`: ext bytes -> (code, shallow, value, ext values spent),
-    dropped whole past SHARED_ENTRIES values or SHARED_BYTES of ext bytes."""
-
-    __slots__ = ("values", "size")
-
-    def __init__(self) -> None:
-        self.values: dict[bytes, tuple[int, bool, Any, int]] = {}
-        self.size = 0
-
-    def keep(self, data: bytes, entry: tuple[int, bool, Any, int]) -> None:
-        self.size += len(data)
-        if len(self.values) >= SHARED_ENTRIES or self.size > SHARED_BYTES:
-            self.values.clear()
-            self.size = len(data)
-        self.values[data] = entry
-
-
-class _Here(threading.local):
-    memo: _Memo | None = None  # this thread's, within shared_exts
-
-
-_here = _Here()
-SHARED_ENTRIES: Final = 50_000
-SHARED_BYTES: Final = 32 << 20
-
-
-@contextmanager
-def shared_exts() -> Iterator[None]:
-    """Within it, in this thread, an ext value (a message) whose bytes were decoded before
-    is given back as the same object, not decoded again: for a reader that only reads what
-    it decodes (`dump` for the CLI and the MCP server) and meets the same messages in
-    checkpoint after checkpoint (every checkpoint of a chat repeats its history). Memory
-    stays bounded (_Memo)."""
-    if _here.memo is not None:  # nested: the outer one keeps its memo
-        yield
-        return
-    _here.memo = _Memo()
-    try:
-        yield
-    finally:
-        _here.memo = None
 
 
 def decode_msgpack(payload: bytes, *, shallow: bool = False) -> Any:
