@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -234,7 +234,8 @@ class PostgresStore(SplitStore):
         if writes is None and self.layout.has_writes:
             writes = {}
         fetched = _Fetched(blobs, writes)
-        latest = {c.thread_id: c for c in self._hydrate(rows, values=False, fetched=fetched)}
+        groups = self._groups(rows, values=False, fetched=fetched)
+        latest = {c.thread_id: c for c in self._built(groups, values=False)}
         for thread_id, count, namespaces, size, _, writes, writes_size, blobs_size, *_ in chunk:
             yield ThreadSummary(
                 thread_id=thread_id,
@@ -282,7 +283,9 @@ class PostgresStore(SplitStore):
         rows.sort(key=lambda r: (r.checkpoint_id, r.checkpoint_ns))
         if last is not None:
             rows = rows[-last:] if last > 0 else []
-        return list(self._hydrate(rows, values=values, thread_id=thread_id))
+        return list(
+            self._built(self._groups(rows, values=values, thread_id=thread_id), values=values)
+        )
 
     # -- finding ---------------------------------------------------------------------------
     def find(self, fragment: str, *, thread_id: str | None = None) -> list[CheckpointKey]:
@@ -365,10 +368,11 @@ class PostgresStore(SplitStore):
         rows = self._rows_by_key([key], values=values)
         if not rows:
             raise NotFound(f"no checkpoint {key.checkpoint_id} in thread {key.thread_id!r}")
-        return next(self._hydrate(rows, values=values))
+        return next(self._built(self._groups(rows, values=values), values=values))
 
     def load_many(self, keys: Sequence[CheckpointKey], *, values: bool = True) -> list[Checkpoint]:
-        return list(self._hydrate(self._rows_by_key(list(keys), values=values), values=values))
+        rows = self._rows_by_key(list(keys), values=values)
+        return list(self._built(self._groups(rows, values=values), values=values))
 
     def _rows_by_key(self, keys: list[CheckpointKey], *, values: bool) -> list[_Row]:
         """Checkpoint rows by primary key, in the order of `keys` (missing ones left out)."""
@@ -468,11 +472,8 @@ class PostgresStore(SplitStore):
     ) -> Iterator[Checkpoint]:
         """A server-side cursor inside one read-only REPEATABLE READ transaction: memory stays
         flat however large the store, and every batch sees the same snapshot."""
-        for rows, blobs, payloads, writes, shallow_sends in read_ahead(
-            self._fetched(statement, params, values=values), self._io
-        ):
-            for row in rows:
-                yield self._build(row, blobs, payloads, writes, shallow_sends, values=values)
+        fetched = read_ahead(self._fetched(statement, params, values=values), self._io)
+        yield from self._built(fetched, values=values)
 
     def _fetched(
         self, statement: Composed, params: list[Any], *, values: bool
@@ -682,22 +683,10 @@ class PostgresStore(SplitStore):
             raise self._session.translate(exc) from None
 
     # -- assembling ------------------------------------------------------------------------
-    def _hydrate(
-        self,
-        rows: Sequence[_Row],
-        *,
-        values: bool,
-        thread_id: str | None = None,
-        fetched: _Fetched | None = None,
-    ) -> Iterator[Checkpoint]:
-        """Fetch the blobs and writes of all `rows` in set-based queries, then build each
-        checkpoint as it is asked for. With `thread_id`, rows are that whole thread and the
-        queries read the thread's range of each table instead of sending keys. `fetched`:
-        the rows' blobs and writes, when the caller found them already."""
-        for group, blobs, payloads, writes, shallow_sends in self._groups(
-            rows, values=values, thread_id=thread_id, fetched=fetched
-        ):
-            for row in group:
+    def _built(self, groups: Iterable[_Group], *, values: bool) -> Iterator[Checkpoint]:
+        """Each checkpoint of `groups` (`_groups`), built as it is asked for."""
+        for rows, blobs, payloads, writes, shallow_sends in groups:
+            for row in rows:
                 yield self._build(row, blobs, payloads, writes, shallow_sends, values=values)
 
     def _groups(
@@ -708,8 +697,11 @@ class PostgresStore(SplitStore):
         thread_id: str | None = None,
         fetched: _Fetched | None = None,
     ) -> Iterator[_Group]:
-        """`_hydrate`'s reading: the rows in groups, each with what its checkpoints are built
-        from (blob payloads a group at a time, under PAYLOAD_BYTES)."""
+        """Fetch the blobs and writes of all `rows` in set-based queries: the rows in groups,
+        each with what its checkpoints are built from (blob payloads a group at a time,
+        under PAYLOAD_BYTES). With `thread_id`, rows are that whole thread and the queries
+        read the thread's range of each table instead of sending keys. `fetched`: the
+        rows' blobs and writes, when the caller found them already."""
         if not rows:
             return
         if fetched is None:
