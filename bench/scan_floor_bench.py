@@ -27,6 +27,45 @@ time:
     floor         read every row and parse its msgpack / JSON in Python, nothing else
                   (msgpack's ext types parsed too, as any decoder must)
 
+Fourth round, 2026-12-06 17:26-17:31 UTC, main at ba9edea (every branch of the round
+merged), nothing else running: medians of 3, each a fresh process; MongoDB on nx-27017s
+the bench started for it. The SQLite floor now parses each checkpoint's metadata JSON as
+the Postgres and Redis floors parse theirs (it skipped it before: 0.49 -> 0.58 s). "before"
+is the second round's figure (below). Time and peak RSS; the last column is now / floor.
+
+    store        command  before    now              floor            now / floor
+    SQLite v4    dump     2.60 s    2.34 s,  28 MB   0.58 s,  17 MB   4.1x
+    SQLite v4    check    1.79 s    1.33 s,  46 MB   0.58 s,  17 MB   2.3x
+    Postgres v4  dump     5.21 s    4.01 s,  54 MB   1.59 s,  93 MB   2.5x
+    Postgres v4  check    2.93 s    2.18 s,  83 MB   1.59 s,  93 MB   1.4x
+    Redis v4     dump     7.52 s    5.06 s,  45 MB   2.24 s,  48 MB   2.3x
+    Redis v4     check    5.88 s    4.96 s,  70 MB   2.24 s,  48 MB   2.2x
+    MongoDB v4   dump    11.3 s     7.23 s,  46 MB   5.66 s,  58 MB   1.3x
+    MongoDB v4   check   16.4 s     8.28 s,  80 MB   5.66 s,  58 MB   1.5x
+    SQLite v2    dump     2.90 s    2.69 s,  29 MB   0.57 s,  16 MB   4.8x
+    SQLite v2    check    1.77 s    1.35 s,  46 MB   0.57 s,  16 MB   2.4x
+    Postgres v2  dump     5.37 s    4.20 s,  54 MB   1.52 s,  92 MB   2.8x
+    Postgres v2  check    3.43 s    1.97 s,  83 MB   1.52 s,  92 MB   1.3x
+    Redis v2     dump     9.29 s    5.57 s,  45 MB   2.31 s,  48 MB   2.4x
+    Redis v2     check    5.81 s    5.10 s,  70 MB   2.31 s,  48 MB   2.2x
+    MongoDB v2   dump               7.77 s,  46 MB   5.17 s,  58 MB   1.5x
+    MongoDB v2   check              7.75 s,  80 MB   5.17 s,  58 MB   1.5x
+
+What did it, beside the third round's (below): Postgres reads the next batch in a thread
+of its own while this one is decoded (stores.readahead: the server answers on the other
+core; the thread holds the store's lock for each step, so the progress bar's count never
+lands inside one); Redis lc envelopes met again in the next checkpoint are not converted
+again (decoders.memo, as shared_exts does for msgpack), the marker searches one regex
+each; check's integrity visitor lighter per row, raw rows not frozen (3 us a row in a
+frozen dataclass's __init__), place records built only for the rows a finding shows.
+Within 2x: Postgres check, MongoDB dump and check. Not yet: SQLite dump (every value
+decoded, every checkpoint's due tasks derived, 180 MB of JSON written: decoding and
+writing the JSON alone, with no ckpt logic, takes 0.71 s, 1.4x the old floor), Postgres
+and Redis dump, SQLite and Redis check (12 us of Python per row in the visitors). With
+hiredis (redis-py's C reply parser, not a dependency yet) Redis check took 4.64 s and
+dump 4.62 s on the same store (5.27 s and 5.00 s without), but the floor reads through
+redis-py too.
+
 Second round, 2026-12-06 14:30 UTC, main at f36d4cc, nothing else running: medians of 3
 (MongoDB: one run, on a freshly started nx-27017: in the bench's own run the LangGraph
 listing stopped at 60 s left its query running in nx-27017 and slowed what came after).
