@@ -210,6 +210,25 @@ def test_spans_refuse_lying_lengths() -> None:
     assert value_layout("msgpack", b"\xdd\xff\xff\xff\xff").size == 5  # no hang, no error
 
 
+def test_a_list_longer_than_spans_track_is_one_value() -> None:
+    # A hostile value of millions of tiny elements: measured whole, not an entry per element
+    # (`ckpt stats` held 395 MB for 2 million fixext values before).
+    from ckpt.decoders.spans import LIST_ELEMENTS
+
+    for count, tracked in ((LIST_ELEMENTS, True), (LIST_ELEMENTS + 1, False)):
+        packed = ormsgpack.packb([0] * count)
+        layout = value_layout("msgpack", packed)
+        assert layout.size == len(packed)
+        assert (layout.elements == [1] * count) if tracked else layout.elements is None
+        text = json.dumps([0] * count).encode()
+        layout = value_layout("json", text)
+        assert layout.size == len(text)
+        assert (layout.elements is not None) is tracked
+        body = body_layout("json", json.dumps({"channel_values": {"m": [0] * count}}).encode())
+        assert body is not None
+        assert (body.values["m"].elements is not None) is tracked
+
+
 # -- growth on a thread whose sizes are known --------------------------------------------------
 
 
