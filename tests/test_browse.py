@@ -1316,7 +1316,13 @@ def test_in_a_real_terminal(sqlite_store: Path, manifest: dict[str, Any], tmp_pa
         # Its tasks: the failed one with its input.
         task = next(t for t in store_tasks(sqlite_store, failed) if t["error"] is not None)
         shown = screen("t", until=f"failed  {task['id']}")
-        assert flat(json.dumps(task["input"])) in flat(shown)
+        # The terminal draws the pane a piece at a time: the input may come a frame after
+        # the task's line (one CI run captured the screen between the two).
+        wanted, deadline = flat(json.dumps(task["input"])), time.monotonic() + 10
+        while wanted not in flat(shown) and time.monotonic() < deadline:
+            time.sleep(0.05)
+            shown = screen(until="")
+        assert wanted in flat(shown), shown
         screen("/", *chat, until=f"Threads 1/{len(threads)}")
         screen(until=f"History {chat}")  # its history has come (keys pressed before it
         # would act on it too: test_keys_pressed_while_a_history_loads_act_on_it)
