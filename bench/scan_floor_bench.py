@@ -61,10 +61,16 @@ frozen dataclass's __init__), place records built only for the rows a finding sh
 Within 2x: Postgres check, MongoDB dump and check. Not yet: SQLite dump (every value
 decoded, every checkpoint's due tasks derived, 180 MB of JSON written: decoding and
 writing the JSON alone, with no ckpt logic, takes 0.71 s, 1.4x the old floor), Postgres
-and Redis dump, SQLite and Redis check (12 us of Python per row in the visitors). With
-hiredis (redis-py's C reply parser, not a dependency yet) Redis check took 4.64 s and
-dump 4.62 s on the same store (5.27 s and 5.00 s without), but the floor reads through
-redis-py too.
+and Redis dump, SQLite and Redis check (12 us of Python per row in the visitors).
+
+Then hiredis (redis-py's C reply parser) joined the redis extra; Redis again, 17:58 UTC,
+medians of 3 (the floor reads through redis-py, so it gains too):
+
+    store        command  before    now              floor            now / floor
+    Redis v4     dump     5.06 s    4.73 s,  44 MB   1.95 s,  47 MB   2.4x
+    Redis v4     check    4.96 s    4.50 s,  71 MB   1.95 s,  47 MB   2.3x
+    Redis v2     dump     5.57 s    4.91 s,  44 MB   1.98 s,  47 MB   2.5x
+    Redis v2     check    5.10 s    4.34 s,  70 MB   1.98 s,  47 MB   2.2x
 
 Second round, 2026-12-06 14:30 UTC, main at f36d4cc, nothing else running: medians of 3
 (MongoDB: one run, on a freshly started nx-27017: in the bench's own run the LangGraph
