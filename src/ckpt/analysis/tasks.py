@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import binascii
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from ckpt.decoders import TYPE_KEY, compare_versions
@@ -306,11 +306,13 @@ def due_tasks(
     shape = shape or own_shape(checkpoint)
     js = checkpoint.writer == "js"
     legacy = not js and (checkpoint.v or 1) < 3
+    versions = checkpoint.channel_versions
+    seen = checkpoint.versions_seen
+    available = checkpoint.value_channels or ()
     if legacy:
         # LangGraph renames v1/v2 trigger channels to `branch:to:<node>` when it loads the
         # checkpoint, and derives task ids from the renamed triggers (format.md §3.1).
-        checkpoint, shape = _migrated(checkpoint, shape)
-    available = checkpoint.value_channels or ()
+        versions, seen, available, shape = _migrated(checkpoint, shape)
     metadata_step = checkpoint.metadata.get("step")
     step = (metadata_step if isinstance(metadata_step, int) else -1) + 1
     parent_ns = checkpoint.checkpoint_ns
@@ -338,11 +340,12 @@ def due_tasks(
             )
         )
     # Pull tasks: nodes with a trigger channel newer than what they last saw.
-    if checkpoint.channel_versions:
+    if versions:
         order: dict[str, int] | None = None  # made once a node is due (most listed are done)
         due: list[tuple[tuple[int, str], Task]] = []
+        barriers = checkpoint.barriers
         for node, node_triggers in shape.triggers.items():
-            fired = _fired(checkpoint, node, node_triggers)
+            fired = _fired(versions, seen.get(node), available, barriers, node_triggers)
             if not fired:
                 continue
             if order is None:
@@ -389,21 +392,48 @@ def js_task_id(
     return str(uuid.uuid5(namespace_uuid, name_text))
 
 
-def _migrated(checkpoint: Checkpoint, shape: Shape) -> tuple[Checkpoint, Shape]:
-    """A v1/v2 checkpoint as LangGraph reads it today (`graph/state.py`
-    `_migrate_checkpoint`): `start:<node>`, `branch:<src>:<cond>:<node>` and the channel
-    named after each node (a static edge node -> target) become `branch:to:<target>`, with
-    the newest of the versions they merge; each node's triggers are `branch:to:<node>`."""
-    versions = dict(checkpoint.channel_versions)
-    seen = {k: dict(v) if isinstance(v, dict) else v for k, v in checkpoint.versions_seen.items()}
-    values = list(checkpoint.value_channels or ())
+# What `_migrated` derives from a shape alone (its static edges, its renamed triggers):
+# the checkpoints of one graph share one Shape object, so this is worked out once for them.
+_LEGACY_SHAPES: dict[int, tuple[Shape, dict[str, list[str]], Shape]] = {}
+_LEGACY_SHAPES_KEPT = 256
+
+
+def _legacy_shape(shape: Shape) -> tuple[dict[str, list[str]], Shape]:
+    """A shape's static edges (node -> the nodes that consumed the channel named after it)
+    and the shape LangGraph migrates it to: each node triggered by `branch:to:<node>`."""
+    known = _LEGACY_SHAPES.get(id(shape))
+    if known is not None and known[0] is shape:
+        return known[1], known[2]
     nodes = set(shape.triggers)
-    # Static edges: a node that consumed the channel named after another node.
     targets: dict[str, list[str]] = {}
     for node, channels in shape.triggers.items():
         for channel in channels:
             if channel in nodes and channel != START:
                 targets.setdefault(channel, []).append(node)
+    triggers: dict[str, tuple[str, ...]] = {
+        node: (START,) if node == shape.start_node else (f"branch:to:{node}",) for node in nodes
+    }
+    migrated = Shape(triggers, shape.start_node)
+    if len(_LEGACY_SHAPES) >= _LEGACY_SHAPES_KEPT:
+        _LEGACY_SHAPES.clear()
+    _LEGACY_SHAPES[id(shape)] = (shape, targets, migrated)  # holding it keeps its id unique
+    return targets, migrated
+
+
+def _migrated(
+    checkpoint: Checkpoint, shape: Shape
+) -> tuple[dict[str, Any], dict[str, Any], tuple[str, ...], Shape]:
+    """A v1/v2 checkpoint as LangGraph reads it today (`graph/state.py`
+    `_migrate_checkpoint`): `start:<node>`, `branch:<src>:<cond>:<node>` and the channel
+    named after each node (a static edge node -> target) become `branch:to:<target>`, with
+    the newest of the versions they merge; each node's triggers are `branch:to:<node>`.
+    Its channel versions, versions seen and channels with a value, and the shape, as
+    migrated."""
+    targets, migrated = _legacy_shape(shape)
+    nodes = migrated.triggers
+    versions = dict(checkpoint.channel_versions)
+    seen = {k: dict(v) if isinstance(v, dict) else v for k, v in checkpoint.versions_seen.items()}
+    values = list(checkpoint.value_channels or ())
 
     def move(old: str, new: str, node: str) -> None:
         old_version = versions[old]
@@ -428,16 +458,7 @@ def _migrated(checkpoint: Checkpoint, shape: Shape) -> tuple[Checkpoint, Shape]:
             versions.pop(old, None)
             if old in values:
                 values.remove(old)
-    view = replace(
-        checkpoint,
-        channel_versions=versions,
-        versions_seen=seen,
-        value_channels=tuple(dict.fromkeys(values)),
-    )
-    triggers: dict[str, tuple[str, ...]] = {
-        node: (START,) if node == shape.start_node else (f"branch:to:{node}",) for node in nodes
-    }
-    return view, Shape(triggers, shape.start_node)
+    return versions, seen, tuple(dict.fromkeys(values)), migrated
 
 
 def _newest(a: Any, b: Any) -> Any:
@@ -448,28 +469,37 @@ def _newest(a: Any, b: Any) -> Any:
         return a
 
 
-def _fired(checkpoint: Checkpoint, node: str, node_triggers: Sequence[str]) -> list[str]:
-    """The trigger channels that make `node` due (`_algo.py` `_triggers`)."""
-    versions = checkpoint.channel_versions
-    seen = checkpoint.versions_seen.get(node)
+def _fired(
+    versions: dict[str, Any],
+    seen: Any,
+    available: Sequence[str],
+    barriers: dict[str, Any],
+    node_triggers: Sequence[str],
+) -> list[str]:
+    """The trigger channels that make a node due (`_algo.py` `_triggers`): `seen` is what
+    the node's versions_seen holds, `available` the channels with a value."""
     fired: list[str] = []
     for channel in node_triggers:
-        if channel not in versions or not _available(checkpoint, channel):
+        if channel not in versions or not _available(available, barriers, channel):
             continue
-        if not isinstance(seen, dict) or seen.get(channel) is None:
+        last = seen.get(channel) if isinstance(seen, dict) else None
+        if last is None:
             fired.append(channel)
-        elif compare_versions(versions[channel], seen[channel]) > 0:
+            continue
+        current = versions[channel]
+        if type(last) is str and current == last:
+            continue  # the version it saw: equal text is an equal counter (most nodes)
+        if compare_versions(current, last) > 0:
             fired.append(channel)
     return fired
 
 
-def _available(checkpoint: Checkpoint, channel: str) -> bool:
-    available = checkpoint.value_channels or ()
+def _available(available: Sequence[str], barriers: dict[str, Any], channel: str) -> bool:
     if channel not in available:
         return False
     if channel.startswith("join:"):
         # A NamedBarrierValue is available once every source has written (format.md §3.6).
-        barrier = checkpoint.barriers.get(channel)
+        barrier = barriers.get(channel)
         names = set(channel[len("join:") :].rpartition(":")[0].split("+"))
         if isinstance(barrier, list) and len(barrier) == 2 and isinstance(barrier[1], bool):
             seen, finished = barrier  # NamedBarrierValueAfterFinish: (seen, finished)

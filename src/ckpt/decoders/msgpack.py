@@ -107,6 +107,7 @@ class MsgpackDecoder:
         "replay",
         "failure",
         "exts_left",
+        "shared",
     )
 
     def __init__(self, *, shallow: bool = False) -> None:
@@ -125,6 +126,7 @@ class MsgpackDecoder:
         self.replay: deque[tuple[int, bytes, Any]] | None = None
         self.failure: BaseException | None = None  # what made the hook abort everything
         self.exts_left = 0  # ext values this decode may still build (set by decode)
+        self.shared = here.exts  # the memo of `shared_exts`, read once per decode
 
     def decode(self, payload: bytes) -> Any:
         # A document of n bytes nests at most n levels deep (each level needs a header byte).
@@ -186,9 +188,22 @@ class MsgpackDecoder:
                 self.exts_left -= 1
                 if self.exts_left < 0:
                     raise self._abort(TooLarge(TOO_MANY_EXTS))
-                shared = here.exts
+                shared = self.shared
                 if shared is not None and self.level == 0:
-                    value = self._shared_ext(shared, code, data)
+                    hit = shared.values.get(data)
+                    if (
+                        hit is not None
+                        and hit[0] == code
+                        and hit[1] is self.shallow
+                        and (self.verified or self.used + len(data) <= STACK_BUDGET)
+                    ):
+                        # _shared_ext's hit, inline: a message met again (most of a dump's)
+                        self.exts_left -= hit[3]
+                        if self.exts_left < 0:
+                            raise self._abort(TooLarge(TOO_MANY_EXTS))
+                        value = hit[2]
+                    else:
+                        value = self._shared_ext(shared, code, data)
                 else:
                     value = self._ext(code, data)
                 if self.record is not None:

@@ -52,7 +52,11 @@ class StoredWriteFields(Protocol):
     def size(self) -> int: ...
 
 
-@dataclass(frozen=True, slots=True)
+# PendingWrite and Checkpoint are not frozen, though never changed once built (views derive
+# changed copies with dataclasses.replace): a dump builds one of each per row, and a frozen
+# dataclass's __init__ sets each field through object.__setattr__ (a Checkpoint: 3.4 us,
+# 0.8 us unfrozen). unsafe_hash keeps the hash and equality by value that frozen gave.
+@dataclass(slots=True, unsafe_hash=True)
 class PendingWrite:
     """One row of the writes table: a task's output attached to the checkpoint it started from."""
 
@@ -97,7 +101,7 @@ class NotLoaded(Marker):
 NOT_LOADED: Final = NotLoaded()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: see PendingWrite
 class Checkpoint:
     """A checkpoint as LangGraph names its parts; values already decoded to plain data.
 
