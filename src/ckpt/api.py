@@ -395,9 +395,14 @@ class CheckpointStore(Closes):
     ) -> Iterator[CheckpointRecord]:
         from ckpt.analysis.encryption import record_error
         from ckpt.analysis.reader import dump_records
+        from ckpt.scan.rows import fewer_collections
 
         hidden: list[CheckpointRecord] = []
-        yield from dump_records(self._store, query, values=values, hidden=hidden, shared=shared)
+        # The collector at a scan's pace: each record is freed as soon as it is written, and
+        # at the default pace the collector walks the shared messages (decoders.memo) over
+        # and over (0.05 s of a 25,000-checkpoint dump).
+        with fewer_collections():
+            yield from dump_records(self._store, query, values=values, hidden=hidden, shared=shared)
         if hidden:
             self._hidden(record_error(hidden[0], has_key=self._has_key), hidden[0])
 

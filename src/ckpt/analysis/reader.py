@@ -16,8 +16,8 @@ from typing import TypeVar
 
 from ckpt.analysis.delta import DeltaValue, is_snapshot, rebuild
 from ckpt.analysis.history import graph_key
-from ckpt.analysis.status import checkpoint_tasks, why_next_unknown
-from ckpt.analysis.tasks import Shape, ShapeLearner, Task, shape_of
+from ckpt.analysis.status import why_next_unknown
+from ckpt.analysis.tasks import Shape, ShapeLearner, Task, due_tasks, shape_of
 from ckpt.errors import NotFound
 from ckpt.records.model import Checkpoint, CheckpointKey, DumpQuery
 from ckpt.records.plans import COUNTERS
@@ -61,7 +61,10 @@ class CheckpointReader:
             return None
         namespaces = self._thread_namespaces(checkpoint.thread_id)
         shape = self._thread_shape(checkpoint) if _needs_thread_shape(checkpoint) else None
-        return checkpoint_tasks(checkpoint, shape=shape, namespaces=namespaces)
+        # checkpoint_tasks, without asking why_next_unknown again
+        return due_tasks(
+            checkpoint, shape=shape, keeps_order=checkpoint.keeps_order, namespaces=namespaces
+        )
 
     def with_deltas(self, checkpoint: Checkpoint) -> Checkpoint:
         """The checkpoint with `deltas`: its DeltaChannels absent from channel_values,

@@ -78,12 +78,12 @@ def scan(
     checkpoint, blob, write = fed("checkpoint"), fed("blob"), fed("write")
     wanted = {part: any(part in v.needs for v in visitors) for part in _PARTS}
     measure = any(v.measures for v in visitors)
-    with store.one_pass(measure=measure), _fewer_collections():
+    with store.one_pass(measure=measure), fewer_collections():
         _scan(store, sizes, visitors, wanted, (checkpoint, blob, write), tick)
 
 
 @contextmanager
-def _fewer_collections() -> Iterator[None]:
+def fewer_collections() -> Iterator[None]:
     """The cyclic garbage collector at a slower pace for the pass. Each row's decoded
     values are freed by reference counting as soon as the visitors are done with them,
     but at the default pace (a collection every 700 new containers, a full one as the

@@ -209,21 +209,20 @@ def checkpoint_from_dict(
                     unread[k] = value
                 else:
                     barriers[k] = value
-    loaded: dict[str, Any] | NotLoaded | None
-    if not values_kept:
-        loaded = None
-    elif values:
-        loaded = {k: value for k, value in body_values.items() if value is not ABSENT}
-    else:
-        loaded = NOT_LOADED
-    js = js_if_int_versions and bool(versions) and all(type(x) is int for x in versions.values())
+    loaded: dict[str, Any] | NotLoaded | None = None
     value_channels: tuple[str, ...] | None = None
     if values_kept:
-        # A listing builds one checkpoint per thread: the plain case in C.
+        # A listing builds one checkpoint per thread, a dump one per row: the plain case
+        # (no channel written empty) in C.
+        kept = body_values
         if ABSENT in body_values.values():
-            value_channels = tuple(k for k, value in body_values.items() if value is not ABSENT)
+            kept = {k: value for k, value in body_values.items() if value is not ABSENT}
+        value_channels = tuple(kept)
+        if not values:
+            loaded = NOT_LOADED
         else:
-            value_channels = tuple(body_values)
+            loaded = kept if kept is not body_values else dict(body_values)
+    js = js_if_int_versions and bool(versions) and all(type(x) is int for x in versions.values())
     # Keywords, not a dict of the common ones: a listing builds one per thread (~30% less).
     return Checkpoint(
         thread_id=thread_id,
@@ -247,9 +246,9 @@ def checkpoint_from_dict(
         unread_values=unread,
         pending_sends=pending_sends,
         extra=(
-            {k: value for k, value in decoded.items() if k not in _KNOWN_BODY_KEYS}
-            if decoded.keys() - _KNOWN_BODY_KEYS
-            else {}
+            {}
+            if decoded.keys() <= _KNOWN_BODY_KEYS
+            else {k: value for k, value in decoded.items() if k not in _KNOWN_BODY_KEYS}
         ),
     )
 
@@ -257,10 +256,14 @@ def checkpoint_from_dict(
 def _is_body(decoded: Any) -> bool:
     """A checkpoint body, or one we may not read: encrypted, a pickle we never load, or the
     output of a custom serializer we do not know."""
+    if type(decoded) is dict and MARK_KEY not in decoded:
+        return "channel_versions" in decoded  # a plain body (the common case)
     if any(is_marked(decoded, kind) for kind in ("encrypted", "pickle", "opaque")):
         return True
     return isinstance(decoded, dict) and not is_marked(decoded) and "channel_versions" in decoded
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
+    if type(value) is dict and MARK_KEY not in value:
+        return value  # the common case, without is_marked's call
     return value if isinstance(value, dict) and not is_marked(value) else {}
