@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from ckpt.decoders import decode, is_marked, key_from_env_or_arg
+from ckpt.decoders import MARK_KEY, decode, is_marked, key_from_env_or_arg
 from ckpt.errors import BadOption, EncryptedError, NotFound
 from ckpt.records.model import Checkpoint, ThreadSummary
 from ckpt.stores.base import Store
@@ -151,10 +151,11 @@ def record_hides_values(record: Any) -> bool:
     values = record.get("channel_values") or {}
     writes = record.get("pending_writes") or []
     sends = record.get("pending_sends") or []
+    # is_marked(v, "encrypted") for each, inline: a dump asks this of every record.
     return (
-        any(is_marked(v, "encrypted") for v in values.values())
-        or any(is_marked(w["value"], "encrypted") for w in writes)
-        or any(is_marked(s, "encrypted") for s in sends)
+        "encrypted" in [v.get(MARK_KEY) for v in values.values() if type(v) is dict]
+        or "encrypted" in [w["value"].get(MARK_KEY) for w in writes if type(w["value"]) is dict]
+        or "encrypted" in [s.get(MARK_KEY) for s in sends if type(s) is dict]
         or ("next_unknown" in record and "encrypted" in record["next_unknown"])
     )
 

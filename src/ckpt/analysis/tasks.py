@@ -356,7 +356,11 @@ def due_tasks(
                 tid = js_task_id(checkpoint, namespace, step, node, PULL, [fired[0]])
             else:
                 tid = task_id(checkpoint, namespace, step, node, PULL, *node_triggers)
-            position = min((order.get(c, len(order)) for c in fired), default=len(order))
+            position = last = len(order)  # the first of the fired channels in `order`
+            for channel in fired:
+                at = order.get(channel, last)
+                if at < position:
+                    position = at
             task = Task(
                 id=tid or "",
                 name=node,

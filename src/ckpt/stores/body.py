@@ -69,7 +69,11 @@ def decode_metadata(payload: bytes) -> dict[str, Any]:
 
 def sort_writes(writes: Iterable[PendingWrite]) -> list[PendingWrite]:
     """LangGraph's own order: writes_sort_key = (task_path, task_id, idx) (format.md §3.7)."""
-    return sorted(writes, key=lambda w: (w.task_path, w.task_id, w.idx))
+    listed = list(writes)
+    if len(listed) < 2:
+        return listed  # most checkpoints of a dump: nothing to sort
+    listed.sort(key=lambda w: (w.task_path, w.task_id, w.idx))
+    return listed
 
 
 def checkpoint_from_body(
