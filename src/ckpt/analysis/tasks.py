@@ -30,7 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from ckpt.decoders import TYPE_KEY, compare_versions
+from ckpt.decoders import TYPE_KEY
+from ckpt.decoders.channel_versions import is_newer
 from ckpt.records.model import (
     CONTROL_CHANNELS,
     ERROR,
@@ -484,7 +485,9 @@ def _fired(
     the node's versions_seen holds, `available` the channels with a value."""
     fired: list[str] = []
     for channel in node_triggers:
-        if channel not in versions or not _available(available, barriers, channel):
+        if channel not in versions or channel not in available:
+            continue  # (most triggers of most checkpoints: no value, _available's first test)
+        if channel.startswith("join:") and not _available(available, barriers, channel):
             continue
         last = seen.get(channel) if isinstance(seen, dict) else None
         if last is None:
@@ -493,7 +496,7 @@ def _fired(
         current = versions[channel]
         if type(last) is str and current == last:
             continue  # the version it saw: equal text is an equal counter (most nodes)
-        if compare_versions(current, last) > 0:
+        if is_newer(current, last):
             fired.append(channel)
     return fired
 

@@ -50,3 +50,19 @@ def compare_versions(a: object, b: object) -> int:
         return -1
     left_text, right_text = str(a), str(b)
     return (left_text > right_text) - (left_text < right_text)
+
+
+def is_newer(a: object, b: object) -> bool:
+    """`compare_versions(a, b) > 0`, without parsing the two in the common case: padded
+    strings whose counters have as many digits compare as text."""
+    if type(a) is str and type(b) is str:
+        left, right = a.partition(".")[0], b.partition(".")[0]
+        if (
+            len(left) == len(right)
+            and left.isascii()
+            and right.isascii()
+            and left.isdigit()
+            and right.isdigit()
+        ):
+            return left > right
+    return compare_versions(a, b) > 0
