@@ -30,6 +30,7 @@ from ckpt.decoders import (
     uuid6_lower_bound,
     uuid6_time,
 )
+from ckpt.decoders.channel_versions import is_newer
 from ckpt.errors import DecodeError
 from runs import examples
 
@@ -90,6 +91,22 @@ def test_parse_version_agrees_with_the_savers(steps: int) -> None:
 def test_compare_versions(a: object, b: object, expected: int) -> None:
     assert compare_versions(a, b) == expected
     assert compare_versions(b, a) == -expected
+    assert is_newer(a, b) is (expected > 0)
+    assert is_newer(b, a) is (expected < 0)
+
+
+_VERSION_PARTS = ["", "0", "1", "01", "10", "003", "3", " 3", "3 ", "\u0663", "\u00b2", "a", "."]
+
+
+@settings(max_examples=examples(500))
+@given(
+    st.one_of(st.lists(st.sampled_from(_VERSION_PARTS), max_size=4).map("".join), st.integers()),
+    st.one_of(st.lists(st.sampled_from(_VERSION_PARTS), max_size=4).map("".join), st.integers()),
+)
+def test_is_newer_is_compare_versions_above_zero(a: object, b: object) -> None:
+    # Its shortcut compares padded counters as text: the same answer, odd versions too
+    # (spaces, non-ASCII digits, no counter, a counter with more digits than the other).
+    assert is_newer(a, b) is (compare_versions(a, b) > 0)
 
 
 # -- uuid6 checkpoint ids (format.md §3.3) ---------------------------------------------------------
