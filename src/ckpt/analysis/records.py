@@ -181,7 +181,7 @@ def checkpoint_record(
     """
     if tasks is None:
         tasks = checkpoint_tasks(checkpoint, namespaces=namespaces or ())
-    labels = task_labels(checkpoint, tasks)
+    labels = task_labels(checkpoint, tasks) if checkpoint.pending_writes else {}
     record: CheckpointRecord = {
         "thread_id": checkpoint.thread_id,
         "checkpoint_ns": checkpoint.checkpoint_ns,
@@ -219,9 +219,11 @@ def checkpoint_record(
             record["delta_channels"] = {
                 channel: delta_record(delta) for channel, delta in checkpoint.deltas.items()
             }
-    extra: dict[str, Any] = dict(checkpoint.extra)
     if checkpoint.unread_body is not None:
         # The undecodable or encrypted body stays visible under "checkpoint".
+        extra: dict[str, Any] = dict(checkpoint.extra)
         extra["checkpoint"] = checkpoint.unread_body
-    record.update(extra)  # type: ignore[typeddict-item]
+        record.update(extra)  # type: ignore[typeddict-item]
+    elif checkpoint.extra:
+        record.update(checkpoint.extra)  # type: ignore[typeddict-item]
     return record
