@@ -529,7 +529,7 @@ def _attach_writes(
     if not writes:
         return  # nothing to mark (a listing's latest checkpoints mostly have no writes)
     by_id = {t.id: t for t in tasks if t.id}
-    by_name: dict[tuple[str, str], Task] = {(t.kind, t.name): t for t in tasks}
+    by_name: dict[tuple[str, str], Task] | None = None  # made when a write needs it
     evidence = by_path and bool(checkpoint.channel_versions)
     for write in writes:
         if write.task_id == NULL_TASK_ID:
@@ -538,6 +538,8 @@ def _attach_writes(
         if task is None:
             if not evidence or write.task_id.startswith("ffffffff-"):
                 continue
+            if by_name is None:
+                by_name = {(t.kind, t.name): t for t in tasks}
             task = _task_from_write(write, by_name)
             if task is None:
                 continue
@@ -546,7 +548,7 @@ def _attach_writes(
             by_id[write.task_id] = task
         _record(task, write)
     for task in tasks:
-        if task.finished:
+        if task.finished and task.interrupts:
             _mark_answered(task)
 
 
