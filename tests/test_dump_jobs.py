@@ -52,21 +52,22 @@ def one_thread_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
 
 def dumped(location: str, jobs: int, **options: Any) -> dict[str, Any]:
-    """What `dump_lines` gives: its text (up to an error), the error, what it hid and said."""
-    lines: list[str] = []
+    """What `dump_text` gives: its text (up to an error), the error, what it hid and said."""
+    pieces: list[str] = []
     error = None
     store = None
     try:
         store = ckpt.open(location, hidden="keep", **options)
-        for line in store.dump_lines(jobs=jobs):
-            lines.append(line)
+        for piece in store.dump_text(jobs=jobs):
+            assert piece.endswith("\n")
+            pieces.append(piece)
     except CkptError as exc:
         error = f"{type(exc).__name__}: {exc}"
     finally:
         if store is not None:
             store.close()
     return {
-        "text": "".join(lines),
+        "text": "".join(pieces),
         "error": error,
         "hidden": [str(e) for e in store.hidden] if store else [],
         "notices": list(store.notices) if store else [],
@@ -142,10 +143,10 @@ def test_one_process_for_a_small_store_or_a_filter(
     forks: list[int] = []
     monkeypatch.setattr(fanout._Worker, "__init__", lambda *a, **k: forks.append(1))
     with ckpt.open(sqlite_store) as store:
-        assert sum(1 for _ in store.dump_lines()) > 0  # under AUTO_MIN_CHECKPOINTS
+        assert sum(1 for _ in store.dump_text()) > 0  # under AUTO_MIN_CHECKPOINTS
         thread = next(iter(store.threads()))["thread_id"]
-        assert sum(1 for _ in store.dump_lines(jobs=4, threads=[thread])) > 0
-        assert sum(1 for _ in store.dump_lines(jobs=4, ns="")) > 0
+        assert sum(1 for _ in store.dump_text(jobs=4, threads=[thread])) > 0
+        assert sum(1 for _ in store.dump_text(jobs=4, ns="")) > 0
     assert forks == []
 
 
@@ -154,7 +155,8 @@ def test_threads_come_in_the_order_dump_reads_them(samples: Path, tmp_path: Path
         with ckpt.open(path, hidden="keep") as store:
             listed = store._store.dump_threads()
             assert listed is not None, path.name
-            read = [json.loads(line)["thread_id"] for line in store.dump_lines(jobs=1)]
+            text = "".join(store.dump_text(jobs=1))
+            read = [json.loads(line)["thread_id"] for line in text.splitlines()]
         assert [t for t, _ in listed] == list(dict.fromkeys(read)), path.name
         assert sum(n for _, n in listed) == len(read), path.name
     mixed = tmp_path / "mixed.db"
@@ -233,3 +235,15 @@ def test_jobs_must_be_positive(sqlite_store: Path) -> None:
         [str(CKPT), "dump", str(sqlite_store), "--jobs", "0"], capture_output=True, text=True
     )
     assert result.returncode == 2 and "--jobs" in result.stderr
+
+
+def test_progress_counts_the_lines_of_each_piece(capsys: pytest.CaptureFixture[str]) -> None:
+    from ckpt.cli.compare import lines_in
+    from ckpt.render.progress import counting
+
+    pieces = ["{}\n" * 40, "{}\n", "{}\n" * 59]  # a worker's block, a line, a block
+    with counting(
+        iter(pieces), enabled=True, label="dumping", delay=0.0, total=lambda: 100, weigh=lines_in
+    ) as counted:
+        assert list(counted) == pieces
+    assert "dumping 100 checkpoints" in capsys.readouterr().err

@@ -24,7 +24,7 @@ import signal
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from typing import IO, TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from ckpt.records.model import DumpQuery
@@ -68,7 +68,7 @@ def thread_runs(counts: Sequence[tuple[str, int]], jobs: int) -> list[tuple[str,
     return runs
 
 
-def ndjson_lines(
+def ndjson_text(
     store: Store,
     query: DumpQuery,
     *,
@@ -76,8 +76,9 @@ def ndjson_lines(
     hidden: list[CheckpointRecord],
     jobs: int | None,
 ) -> Iterator[str]:
-    """The NDJSON lines of `dump_records(store, query)`, each ending in a newline, made
-    by up to `jobs` processes (None: auto_jobs() on a store of AUTO_MIN_CHECKPOINTS or
+    """The NDJSON text of `dump_records(store, query)`, in pieces that end where a line
+    ends (a line of this process, up to FLUSH_BYTES of a worker's lines), made by up to
+    `jobs` processes (None: auto_jobs() on a store of AUTO_MIN_CHECKPOINTS or
     more). One process when the store's kind cannot be read from several (its
     `dump_threads` is None) or the query names threads or a namespace."""
     with store.reading():  # the threads listed are those the main process reads
@@ -144,7 +145,7 @@ class _Worker:
     def __init__(
         self, store: Store, query: DumpQuery, runs: list[tuple[str, ...]], *, values: bool
     ) -> None:
-        self.slots: list[IO[bytes]] = [tempfile.TemporaryFile() for _ in range(AHEAD)]
+        self.slots = [_slot() for _ in range(AHEAD)]
         self.taken = 0
         done_r, done_w = os.pipe()
         go_r, go_w = os.pipe()
@@ -155,7 +156,7 @@ class _Worker:
                 os.close(done_r)
                 os.close(go_w)
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
-                _work(store, query, runs, values, [s.fileno() for s in self.slots], done_w, go_r)
+                _work(store, query, runs, values, self.slots, done_w, go_r)
                 status = 0
             finally:
                 os._exit(status)
@@ -172,7 +173,7 @@ class _Worker:
         said = self.done.readline().split()
         if len(said) != 1 or not said[0].isdigit():
             return None
-        slot = self.slots[self.taken % AHEAD].fileno()
+        slot = self.slots[self.taken % AHEAD]
         self.taken += 1
         return self._read(slot, int(said[0]))
 
@@ -187,8 +188,8 @@ class _Worker:
             text = rest + piece
             cut = text.rfind(b"\n") + 1
             rest = text[cut:]
-            for line in text[:cut].decode().split("\n")[:-1]:
-                yield line + "\n"
+            if cut:
+                yield text[:cut].decode()
         if self.go is not None:
             try:
                 os.write(self.go, b".")  # the slot is free again
@@ -207,7 +208,17 @@ class _Worker:
         os.waitpid(self.pid, 0)
         self.done.close()
         for slot in self.slots:
-            slot.close()
+            os.close(slot)
+
+
+def _slot() -> int:
+    """A file for a worker's run: in memory where the system has them (nothing written
+    to disk), else an unlinked temporary file. Either is gone with the last process."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("ckpt-dump", os.MFD_CLOEXEC)
+    descriptor, name = tempfile.mkstemp(prefix="ckpt-dump-")
+    os.unlink(name)
+    return descriptor
 
 
 def _work(

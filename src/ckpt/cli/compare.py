@@ -10,7 +10,7 @@ from ckpt.cli.common import opened, state, wants_ndjson
 from ckpt.cli.options import FullOpt, LocalOpt, NsOpt, StoreArg, StoreOptions, store_options
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
     from contextlib import AbstractContextManager
 
     from ckpt.records.options import DumpFilters
@@ -190,18 +190,23 @@ def dump(
         def total() -> int | None:
             return checkpoints.dump_total(**filters)
 
-        def counted(items: Iterable[T]) -> AbstractContextManager[Iterator[T]]:
-            return counting(items, enabled=show_progress, label="dumping", total=total)
+        def counted(
+            items: Iterable[T], weigh: Callable[[T], int] | None = None
+        ) -> AbstractContextManager[Iterator[T]]:
+            return counting(items, enabled=show_progress, label="dumping", total=total, weigh=weigh)
 
-        if as_lines:  # the lines themselves: several processes may make them
-            with counted(
-                checkpoints.dump_lines(values=not no_values, jobs=jobs, **filters)
-            ) as lines:
-                run.output.lines(lines)
+        if as_lines:  # the text itself: several processes may write it
+            text = checkpoints.dump_text(values=not no_values, jobs=jobs, **filters)
+            with counted(text, lines_in) as pieces:
+                run.output.lines(pieces)
         else:  # written out as they come
             records = checkpoints.dump(values=not no_values, read_only=True, **filters)
             with counted(records) as items:
                 run.output.lines(stream_json_array(items, pretty=False))
+
+
+def lines_in(text: str) -> int:
+    return text.count("\n")
 
 
 def register(app: typer.Typer) -> None:
