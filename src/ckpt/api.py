@@ -373,8 +373,8 @@ class CheckpointStore(Closes):
     def dump_text(
         self, *, values: bool = True, jobs: int | None = None, **filters: Unpack[DumpFilters]
     ) -> Iterator[str]:
-        """`dump`'s records as the NDJSON text `ckpt dump --ndjson` prints, in pieces that
-        end where a line ends (one line or many), made by up to `jobs` processes where the store's
+        """`dump`'s records as the NDJSON text `ckpt dump --ndjson` prints, in pieces (a
+        line, or a MB of lines), made by up to `jobs` processes where the store's
         kind allows (a SQLite file; None: one per core, up to 4, on a large store; 1: this
         process alone, the whole store from one read snapshot). ckpt.analysis.fanout says
         how; the text is the same whatever `jobs` is."""

@@ -19,6 +19,7 @@ processes a moment apart. `jobs=1` reads it all from one snapshot.
 
 from __future__ import annotations
 
+import codecs
 import os
 import signal
 import tempfile
@@ -37,6 +38,7 @@ RUNS_PER_JOB: Final = 8  # runs of threads per process, so none waits long on an
 RUN_CHECKPOINTS: Final = (100, 2_000)  # the bounds of a run's size, in checkpoints
 AHEAD: Final = 2  # runs a worker may have written that the main process has not read
 FLUSH_BYTES: Final = 1 << 20  # a worker writes its lines out a MB at a time
+WRITE_BUFFERS: Final = 1024  # lines per write, at most (IOV_MAX)
 
 
 def auto_jobs() -> int:
@@ -76,11 +78,11 @@ def ndjson_text(
     hidden: list[CheckpointRecord],
     jobs: int | None,
 ) -> Iterator[str]:
-    """The NDJSON text of `dump_records(store, query)`, in pieces that end where a line
-    ends (a line of this process, up to FLUSH_BYTES of a worker's lines), made by up to
-    `jobs` processes (None: auto_jobs() on a store of AUTO_MIN_CHECKPOINTS or
-    more). One process when the store's kind cannot be read from several (its
-    `dump_threads` is None) or the query names threads or a namespace."""
+    """The NDJSON text of `dump_records(store, query)`, in pieces (a line of this
+    process, up to FLUSH_BYTES of a worker's text), made by up to `jobs` processes
+    (None: auto_jobs() on a store of AUTO_MIN_CHECKPOINTS or more). One process when
+    the store's kind cannot be read from several (its `dump_threads` is None) or the
+    query names threads or a namespace."""
     with store.reading():  # the threads listed are those the main process reads
         planned = _plan(store, query, jobs)
         if planned is None:
@@ -178,18 +180,16 @@ class _Worker:
         return self._read(slot, int(said[0]))
 
     def _read(self, slot: int, size: int) -> Iterator[str]:
+        # Into one buffer, read again and again: no new MB of memory for each piece.
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        buffer = memoryview(bytearray(min(FLUSH_BYTES, size)))
         offset = 0
-        rest = b""
         while offset < size:
-            piece = os.pread(slot, min(FLUSH_BYTES, size - offset), offset)
-            if not piece:
+            count = os.preadv(slot, [buffer[: size - offset]], offset)
+            if not count:
                 raise OSError(f"a dump worker's file ended at {offset:,} of {size:,} bytes")
-            offset += len(piece)
-            text = rest + piece
-            cut = text.rfind(b"\n") + 1
-            rest = text[cut:]
-            if cut:
-                yield text[:cut].decode()
+            offset += count
+            yield decoder.decode(buffer[:count], offset == size)
         if self.go is not None:
             try:
                 os.write(self.go, b".")  # the slot is free again
@@ -246,14 +246,14 @@ def _work(
             hidden: list[CheckpointRecord] = []
             said = (len(reader.notices), len(reader.refused))
             offset = 0
-            batch: list[str] = []
+            batch: list[bytes] = []
             filled = 0
             part = replace(query, thread_ids=run)
             for record in dump_records(reader, part, values=values, hidden=hidden, shared=True):
-                line = dumps_line(record)
+                line = (dumps_line(record) + "\n").encode()
                 batch.append(line)
                 filled += len(line)
-                if filled >= FLUSH_BYTES:
+                if filled >= FLUSH_BYTES or len(batch) >= WRITE_BUFFERS:
                     offset = _write(slot, batch, offset)
                     batch, filled = [], 0
             offset = _write(slot, batch, offset)
@@ -262,12 +262,13 @@ def _work(
             os.write(done, b"%d\n" % offset)
 
 
-def _write(slot: int, lines: list[str], offset: int) -> int:
-    if not lines:
-        return offset
-    data = memoryview(("\n".join(lines) + "\n").encode())
-    while data:
-        written = os.pwrite(slot, data, offset)
+def _write(slot: int, lines: list[bytes], offset: int) -> int:
+    """The lines written at `offset` with one system call (no joined copy of them)."""
+    while lines:
+        written = os.pwritev(slot, lines, offset)
         offset += written
-        data = data[written:]
+        while lines and written >= len(lines[0]):
+            written -= len(lines.pop(0))
+        if written:
+            lines[0] = lines[0][written:]
     return offset
