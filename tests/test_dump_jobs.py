@@ -246,3 +246,23 @@ def test_progress_counts_the_lines_of_each_piece(capsys: pytest.CaptureFixture[s
     ) as counted:
         assert list(counted) == pieces
     assert "dumping 100 checkpoints" in capsys.readouterr().err
+
+
+def test_workers_end_when_the_main_process_is_killed(many_threads: Path) -> None:
+    dumper = subprocess.Popen(
+        [str(CKPT), "dump", str(many_threads), "--ndjson", "-j", "3"],
+        stdout=subprocess.PIPE,  # never read: the main process blocks on a full pipe
+        stderr=subprocess.DEVNULL,
+    )
+    assert dumper.stdout is not None
+    dumper.stdout.read(1)  # it has started writing, its workers are forked
+    deadline = time.monotonic() + 10
+    while len(_ckpt_processes(str(many_threads))) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(_ckpt_processes(str(many_threads))) == 3
+    dumper.kill()
+    dumper.wait()
+    dumper.stdout.close()
+    while _ckpt_processes(str(many_threads)) and time.monotonic() < deadline + 10:
+        time.sleep(0.05)
+    assert _ckpt_processes(str(many_threads)) == []  # no worker waits forever

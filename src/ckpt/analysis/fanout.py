@@ -92,7 +92,8 @@ def ndjson_text(
         workers: list[_Worker] = []
         try:
             for index in range(1, count):
-                workers.append(_Worker(store, query, runs[index::count], values=values))
+                others = [fd for worker in workers for fd in worker.descriptors()]
+                workers.append(_Worker(store, query, runs[index::count], values, others))
             alone = False
             for number, run in enumerate(runs):
                 if not alone and number % count:
@@ -145,8 +146,16 @@ class _Worker:
     """A forked process that dumps every `count`-th run of threads into its files."""
 
     def __init__(
-        self, store: Store, query: DumpQuery, runs: list[tuple[str, ...]], *, values: bool
+        self,
+        store: Store,
+        query: DumpQuery,
+        runs: list[tuple[str, ...]],
+        values: bool,
+        others: list[int],
     ) -> None:
+        """Fork the worker; `others`: the descriptors of the workers forked before, which
+        it closes (one that kept another's `go` pipe open would keep that one waiting
+        after the main process is gone)."""
         self.slots = [_slot() for _ in range(AHEAD)]
         self.taken = 0
         done_r, done_w = os.pipe()
@@ -155,8 +164,8 @@ class _Worker:
         if self.pid == 0:  # the worker: never returns
             status = 1
             try:
-                os.close(done_r)
-                os.close(go_w)
+                for descriptor in (done_r, go_w, *others):
+                    os.close(descriptor)
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
                 _work(store, query, runs, values, self.slots, done_w, go_r)
                 status = 0
@@ -166,6 +175,9 @@ class _Worker:
         os.close(go_r)
         self.done = os.fdopen(done_r, "rb")
         self.go: int | None = go_w
+
+    def descriptors(self) -> list[int]:
+        return [self.done.fileno(), *([] if self.go is None else [self.go]), *self.slots]
 
     def take(self) -> Iterator[str] | None:
         """The lines of this worker's next run, or None when it has none to give (it
