@@ -306,9 +306,10 @@ class Timed:
     seconds: float
     rss_mb: float
     stdout: str
+    cpu: float = 0.0  # user + system seconds of the process and those it waited for
 
     def cell(self) -> str:
-        return f"{self.seconds:6.2f} s, {self.rss_mb:4.0f} MB"
+        return f"{self.seconds:6.2f} s, {self.rss_mb:4.0f} MB, cpu {self.cpu:5.2f} s"
 
 
 def timed(
@@ -316,8 +317,8 @@ def timed(
 ) -> Timed | None:
     """The median wall time of `repeat` fresh processes, their largest peak RSS (GNU time);
     None if one took longer than `timeout` seconds."""
-    times, peak, out = [], 0.0, ""
-    command = [TIME, "-f", "%M", *argv] if Path(TIME).exists() else argv
+    times, cpus, peak, out = [], [], 0.0, ""
+    command = [TIME, "-f", "%M %U %S", *argv] if Path(TIME).exists() else argv
     for _ in range(repeat):
         with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
             started = time.perf_counter()
@@ -333,8 +334,10 @@ def timed(
         if proc.returncode not in ok:
             raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {err[-800:]}")
         if command is not argv:
-            peak = max(peak, int(err.strip().splitlines()[-1]) / 1024)
-    return Timed(statistics.median(times), peak, out)
+            rss, user, system = err.strip().splitlines()[-1].split()
+            peak = max(peak, int(rss) / 1024)
+            cpus.append(float(user) + float(system))
+    return Timed(statistics.median(times), peak, out, statistics.median(cpus) if cpus else 0.0)
 
 
 def ckpt(*args: str) -> list[str]:
@@ -434,10 +437,15 @@ def bench(args: argparse.Namespace) -> list[tuple[str, str, str, str, str, str]]
                     theirs = timed([PY, "-c", LIST[kind], url], args.list_repeat, limit)
                     lg = theirs.cell() if theirs else f"> {limit:.0f} s (stopped)"
                 dump = timed(ckpt("dump", url, "--ndjson", "--quiet"), args.repeat)
+                ours_all = [("dump --ndjson", dump)]
+                if kind == "sqlite":  # the only kind whose dump shares its threads (--jobs)
+                    alone = timed(ckpt("dump", url, "--ndjson", "--quiet", "-j", "1"), args.repeat)
+                    assert alone
+                    ours_all.append(("dump --ndjson -j 1", alone))
                 # check exits 1 or 2 when it finds something (there is nothing to find)
                 check = timed(ckpt("check", url, "--json", "--quiet"), args.repeat, ok=(0, 1, 2))
                 assert floor and dump and check
-                for command, ours in (("dump --ndjson", dump), ("check", check)):
+                for command, ours in (*ours_all, ("check", check)):
                     row = (
                         f"v{fmt} {kind}",
                         command,

@@ -370,6 +370,24 @@ class CheckpointStore(Closes):
         query = replace(query, thread_ids=self._known_threads(query.thread_ids))
         return self._dump(query, values=values, shared=read_only)
 
+    def dump_text(
+        self, *, values: bool = True, jobs: int | None = None, **filters: Unpack[DumpFilters]
+    ) -> Iterator[str]:
+        """`dump`'s records as the NDJSON text `ckpt dump --ndjson` prints, in pieces (a
+        line, or a MB of lines), made by up to `jobs` processes where the store's
+        kind allows (a SQLite file; None: one per core, up to 4, on a large store; 1: this
+        process alone, the whole store from one read snapshot). ckpt.analysis.fanout says
+        how; the text is the same whatever `jobs` is."""
+        from ckpt.analysis.encryption import record_error
+        from ckpt.analysis.fanout import ndjson_text
+
+        query = self._dump_query(**filters)
+        query = replace(query, thread_ids=self._known_threads(query.thread_ids))
+        hidden: list[CheckpointRecord] = []
+        yield from ndjson_text(self._store, query, values=values, hidden=hidden, jobs=jobs)
+        if hidden:
+            self._hidden(record_error(hidden[0], has_key=self._has_key), hidden[0])
+
     def dump_total(self, **filters: Unpack[DumpFilters]) -> int | None:
         """How many records `dump` with the same filters streams, when the store can count
         them cheaply (a count over the key index; pickle files: their loaded index); None

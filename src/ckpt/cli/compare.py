@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from ckpt.cli.common import opened, state, wants_ndjson
 from ckpt.cli.options import FullOpt, LocalOpt, NsOpt, StoreArg, StoreOptions, store_options
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+    from contextlib import AbstractContextManager
+
+    from ckpt.records.options import DumpFilters
+
+T = TypeVar("T")
 
 
 @store_options
@@ -144,6 +152,18 @@ def dump(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar on stderr.")
     ] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            metavar="N",
+            help="Processes that decode NDJSON (SQLite stores; default: one per core, up to "
+            "4, from 5,000 checkpoints; 1: one process, the store from one read snapshot).",
+            show_default=False,
+        ),
+    ] = None,
     *,
     store_options: StoreOptions,
 ) -> None:
@@ -152,33 +172,41 @@ def dump(
     Streams with flat memory; a progress bar shows on stderr when stdout is piped.
     Example: ckpt dump chat.sqlite --latest | jq -r '.channel_values.messages[-1].content'
     """
-    from ckpt.render.output import stream_json_array, stream_ndjson
+    from ckpt.render.output import stream_json_array
     from ckpt.render.progress import counting
 
     run = state(ctx)
     as_lines = wants_ndjson(ctx, json_out, ndjson_out, default_when_piped=True)  # checked first
     with opened(ctx, store_options, store) as checkpoints:
-        stream = checkpoints.dump(
-            threads=thread or (),
-            ns=ns,
-            since=since,
-            until=until,
-            latest=latest,
-            values=not no_values,
-            read_only=True,  # written out as they come
-        )
+        filters: DumpFilters = {
+            "threads": thread or (),
+            "ns": ns,
+            "since": since,
+            "until": until,
+            "latest": latest,
+        }
         show_progress = not quiet and not run.output.terminal and run.output.stderr.isatty()
 
         def total() -> int | None:
-            return checkpoints.dump_total(
-                threads=thread or (), ns=ns, since=since, until=until, latest=latest
-            )
+            return checkpoints.dump_total(**filters)
 
-        with counting(stream, enabled=show_progress, label="dumping", total=total) as counted:
-            if as_lines:
-                run.output.lines(stream_ndjson(counted))
-            else:
-                run.output.lines(stream_json_array(counted, pretty=False))
+        def counted(
+            items: Iterable[T], weigh: Callable[[T], int] | None = None
+        ) -> AbstractContextManager[Iterator[T]]:
+            return counting(items, enabled=show_progress, label="dumping", total=total, weigh=weigh)
+
+        if as_lines:  # the text itself: several processes may write it
+            text = checkpoints.dump_text(values=not no_values, jobs=jobs, **filters)
+            with counted(text, lines_in) as pieces:
+                run.output.lines(pieces)
+        else:  # written out as they come
+            records = checkpoints.dump(values=not no_values, read_only=True, **filters)
+            with counted(records) as items:
+                run.output.lines(stream_json_array(items, pretty=False))
+
+
+def lines_in(text: str) -> int:
+    return text.count("\n")
 
 
 def register(app: typer.Typer) -> None:

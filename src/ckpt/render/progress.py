@@ -25,12 +25,14 @@ def counting(
     unit: str = "checkpoints",
     delay: float = DELAY,
     total: Callable[[], int | None] | None = None,
+    weigh: Callable[[T], int] | None = None,
 ) -> Iterator[Iterator[T]]:
     """Yield `items` back unchanged, counting them on a stderr bar when `enabled`.
 
     The bar is stopped however the stream ends (a closed pipe included), and it never
     touches stdout: the data goes there. `total` is asked once, when the bar appears (a
     count query a short dump never pays for); with it the bar shows N of M and an ETA.
+    `weigh(item)`: how many units an item holds (the lines of a piece of text), else one.
     """
     if not enabled:
         yield iter(items)
@@ -38,7 +40,7 @@ def counting(
     meter = _Meter(label, unit, delay)
     meter.count_total = total
     try:
-        yield meter.wrap(items)
+        yield meter.wrap(items) if weigh is None else meter.weighed(items, weigh)
     finally:
         meter.stop()
 
@@ -77,6 +79,11 @@ class _Meter:
             self.count += 1
             if self.count % CHECK_EVERY == 0:
                 self._tick()
+            yield item
+
+    def weighed(self, items: Iterable[T], weigh: Callable[[T], int]) -> Iterator[T]:
+        for item in items:
+            self.advance(weigh(item))
             yield item
 
     def advance(self, n: int) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -412,6 +412,17 @@ class Store(Closes):
         cannot tell cheaply, and every poll reads. May reconnect a reader opened on a
         snapshot that cannot see changes."""
         return None
+
+    def dump_threads(self) -> list[tuple[str, int]] | None:
+        """Every thread in the order `iter_checkpoints` reads them, with its checkpoint
+        count, from an index: how `dump` shares its work between processes. None when the
+        kind cannot be read by several processes at once (then `dump` uses one)."""
+        return None
+
+    def reading(self) -> AbstractContextManager[None]:
+        """One read view for every call made inside it, where the kind has one (a SQLite
+        read transaction); nothing where it has not."""
+        return nullcontext()
 
     def fork(self) -> Store | None:
         """Another reader of the same store, for work on another thread (its queries then

@@ -8,7 +8,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -45,7 +45,14 @@ from ckpt.stores.body import (
 )
 from ckpt.stores.sqlite.aggregates import bytes_of as _bytes
 from ckpt.stores.sqlite.aggregates import store_health, write_totals
-from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, file_pages, rows, translate
+from ckpt.stores.sqlite.connection import (
+    FIRST_BATCH,
+    SURROGATE,
+    connect,
+    file_pages,
+    rows,
+    translate,
+)
 from ckpt.stores.sqlite.saver import ERAS as _ERAS
 from ckpt.stores.sqlite.saver import SAVER_RELEASE as SAVER_RELEASE
 from ckpt.stores.sqlite.saver import SAVERS as _SAVERS
@@ -899,6 +906,22 @@ class SqliteStore(Store):
             else:
                 stamps.append((st.st_ino, st.st_size, st.st_mtime_ns))
         return (self._links, *stamps)
+
+    def dump_threads(self) -> list[tuple[str, int]] | None:
+        # The primary-key index alone, in iter_checkpoints' order (thread_id's collation).
+        # An id `thread_id IN (...)` would not find again: a blob or number (shown as
+        # text), text that is not UTF-8 (read with lone surrogates): one process.
+        with self._snapshot():
+            rows = self._run(
+                "SELECT thread_id, count(*), max(typeof(thread_id) != 'text') FROM checkpoints "
+                "GROUP BY thread_id ORDER BY thread_id"
+            )
+        if any(odd or not isinstance(t, str) or SURROGATE.search(t) for t, _, odd in rows):
+            return None
+        return [(row[0], row[1]) for row in rows]
+
+    def reading(self) -> AbstractContextManager[None]:
+        return self._snapshot()
 
     def fork(self) -> SqliteStore:
         # Its own read-only connection: sqlite3 releases the GIL while a query runs.

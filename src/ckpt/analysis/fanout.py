@@ -1,0 +1,286 @@
+"""`dump`'s NDJSON lines made on several cores: the store's threads cut into runs of
+consecutive threads, each run dumped by one of `jobs` processes, the lines written out in
+the store's own order, as one process writes them.
+
+The main process dumps every `jobs`-th run itself and reads the others from workers
+forked at the start. A worker opens its own reader of the store (`Store.fork`), writes
+each run's lines into an unlinked temporary file, and says on a pipe when the run is
+done; it writes at most AHEAD runs before the main process has read them, so memory and
+disk stay bounded whatever the store's size. Anything but a clean run (an error, values
+that stay encrypted, a notice, a refused global) is not shipped: the main process dumps
+that run and every one after it itself, so errors, notices and exit codes are exactly
+those of one process. Nothing here runs code from the store: the workers are this
+program, forked; what passes between them is JSON text and byte counts.
+
+Each process reads the store in one read transaction: every thread is read whole from
+one snapshot, but a store written during the dump may show the threads of different
+processes a moment apart. `jobs=1` reads it all from one snapshot.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import signal
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from ckpt.records.model import DumpQuery
+    from ckpt.records.types import CheckpointRecord
+    from ckpt.stores.base import Store
+
+MAX_AUTO_JOBS: Final = 4
+AUTO_MIN_CHECKPOINTS: Final = 5_000  # below this one process is as fast: no workers
+RUNS_PER_JOB: Final = 8  # runs of threads per process, so none waits long on another
+RUN_CHECKPOINTS: Final = (100, 2_000)  # the bounds of a run's size, in checkpoints
+AHEAD: Final = 2  # runs a worker may have written that the main process has not read
+FLUSH_BYTES: Final = 1 << 20  # a worker writes its lines out a MB at a time
+WRITE_BUFFERS: Final = 1024  # lines per write, at most (IOV_MAX)
+
+
+def auto_jobs() -> int:
+    """One process per core this process may run on, up to MAX_AUTO_JOBS."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_AUTO_JOBS))
+
+
+def thread_runs(counts: Sequence[tuple[str, int]], jobs: int) -> list[tuple[str, ...]]:
+    """Consecutive threads grouped into runs of about the same number of checkpoints:
+    RUNS_PER_JOB per process, within RUN_CHECKPOINTS (a thread is never split)."""
+    total = sum(count for _, count in counts)
+    low, high = RUN_CHECKPOINTS
+    size = min(max(total // (jobs * RUNS_PER_JOB), low), high)
+    runs: list[tuple[str, ...]] = []
+    run: list[str] = []
+    filled = 0
+    for thread_id, count in counts:
+        run.append(thread_id)
+        filled += count
+        if filled >= size:
+            runs.append(tuple(run))
+            run, filled = [], 0
+    if run:
+        runs.append(tuple(run))
+    return runs
+
+
+def ndjson_text(
+    store: Store,
+    query: DumpQuery,
+    *,
+    values: bool,
+    hidden: list[CheckpointRecord],
+    jobs: int | None,
+) -> Iterator[str]:
+    """The NDJSON text of `dump_records(store, query)`, in pieces (a line of this
+    process, up to FLUSH_BYTES of a worker's text), made by up to `jobs` processes
+    (None: auto_jobs() on a store of AUTO_MIN_CHECKPOINTS or more). One process when
+    the store's kind cannot be read from several (its `dump_threads` is None) or the
+    query names threads or a namespace."""
+    with store.reading():  # the threads listed are those the main process reads
+        planned = _plan(store, query, jobs)
+        if planned is None:
+            yield from _lines(store, query, values=values, hidden=hidden)
+            return
+        runs, count = planned
+        workers: list[_Worker] = []
+        try:
+            for index in range(1, count):
+                others = [fd for worker in workers for fd in worker.descriptors()]
+                workers.append(_Worker(store, query, runs[index::count], values, others))
+            alone = False
+            for number, run in enumerate(runs):
+                if not alone and number % count:
+                    block = workers[number % count - 1].take()
+                    if block is not None:
+                        yield from block
+                        continue
+                    alone = True  # this run, and every one after it, here
+                    _stop(workers)
+                part = replace(query, thread_ids=run)
+                yield from _lines(store, part, values=values, hidden=hidden)
+        finally:
+            _stop(workers)
+
+
+def _plan(
+    store: Store, query: DumpQuery, jobs: int | None
+) -> tuple[list[tuple[str, ...]], int] | None:
+    """(every run of threads in order, how many processes dump them), or None for one."""
+    if jobs == 1 or query.thread_ids or query.checkpoint_ns is not None:
+        return None
+    counts = store.dump_threads()
+    if counts is None:
+        return None
+    if jobs is None:
+        if sum(count for _, count in counts) < AUTO_MIN_CHECKPOINTS:
+            return None
+        jobs = auto_jobs()
+    runs = thread_runs(counts, jobs)
+    jobs = min(jobs, len(runs))
+    return (runs, jobs) if jobs > 1 else None
+
+
+def _lines(
+    store: Store, query: DumpQuery, *, values: bool, hidden: list[CheckpointRecord]
+) -> Iterator[str]:
+    from ckpt.analysis.reader import dump_records
+    from ckpt.records.encode import dumps_line
+
+    for record in dump_records(store, query, values=values, hidden=hidden, shared=True):
+        yield dumps_line(record) + "\n"
+
+
+def _stop(workers: list[_Worker]) -> None:
+    for worker in workers:
+        worker.stop()
+
+
+class _Worker:
+    """A forked process that dumps every `count`-th run of threads into its files."""
+
+    def __init__(
+        self,
+        store: Store,
+        query: DumpQuery,
+        runs: list[tuple[str, ...]],
+        values: bool,
+        others: list[int],
+    ) -> None:
+        """Fork the worker; `others`: the descriptors of the workers forked before, which
+        it closes (one that kept another's `go` pipe open would keep that one waiting
+        after the main process is gone)."""
+        self.slots = [_slot() for _ in range(AHEAD)]
+        self.taken = 0
+        done_r, done_w = os.pipe()
+        go_r, go_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # the worker: never returns
+            status = 1
+            try:
+                for descriptor in (done_r, go_w, *others):
+                    os.close(descriptor)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                _work(store, query, runs, values, self.slots, done_w, go_r)
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(done_w)
+        os.close(go_r)
+        self.done = os.fdopen(done_r, "rb")
+        self.go: int | None = go_w
+
+    def descriptors(self) -> list[int]:
+        return [self.done.fileno(), *([] if self.go is None else [self.go]), *self.slots]
+
+    def take(self) -> Iterator[str] | None:
+        """The lines of this worker's next run, or None when it has none to give (it
+        failed, or met something the main process must meet itself)."""
+        if self.go is None:
+            return None
+        said = self.done.readline().split()
+        if len(said) != 1 or not said[0].isdigit():
+            return None
+        slot = self.slots[self.taken % AHEAD]
+        self.taken += 1
+        return self._read(slot, int(said[0]))
+
+    def _read(self, slot: int, size: int) -> Iterator[str]:
+        # Into one buffer, read again and again: no new MB of memory for each piece.
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        buffer = memoryview(bytearray(min(FLUSH_BYTES, size)))
+        offset = 0
+        while offset < size:
+            count = os.preadv(slot, [buffer[: size - offset]], offset)
+            if not count:
+                raise OSError(f"a dump worker's file ended at {offset:,} of {size:,} bytes")
+            offset += count
+            yield decoder.decode(buffer[:count], offset == size)
+        if self.go is not None:
+            try:
+                os.write(self.go, b".")  # the slot is free again
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        if self.go is None:
+            return
+        os.close(self.go)
+        self.go = None
+        try:
+            os.kill(self.pid, signal.SIGKILL)  # a reader: nothing of the store to finish
+        except ProcessLookupError:
+            pass
+        os.waitpid(self.pid, 0)
+        self.done.close()
+        for slot in self.slots:
+            os.close(slot)
+
+
+def _slot() -> int:
+    """A file for a worker's run: in memory where the system has them (nothing written
+    to disk), else an unlinked temporary file. Either is gone with the last process."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("ckpt-dump", os.MFD_CLOEXEC)
+    descriptor, name = tempfile.mkstemp(prefix="ckpt-dump-")
+    os.unlink(name)
+    return descriptor
+
+
+def _work(
+    store: Store,
+    query: DumpQuery,
+    runs: list[tuple[str, ...]],
+    values: bool,
+    slots: list[int],
+    done: int,
+    go: int,
+) -> None:
+    """The worker's loop: each run's lines into the next slot, its size on `done`; a
+    run that is not clean ends the loop unsaid (the main process then dumps it)."""
+    from ckpt.analysis.reader import dump_records
+    from ckpt.records.encode import dumps_line
+
+    reader = store.fork()
+    if reader is None:
+        return
+    with reader.reading():
+        for number, run in enumerate(runs):
+            if number >= AHEAD and not os.read(go, 1):
+                return  # the main process stopped reading
+            slot = slots[number % AHEAD]
+            hidden: list[CheckpointRecord] = []
+            said = (len(reader.notices), len(reader.refused))
+            offset = 0
+            batch: list[bytes] = []
+            filled = 0
+            part = replace(query, thread_ids=run)
+            for record in dump_records(reader, part, values=values, hidden=hidden, shared=True):
+                line = (dumps_line(record) + "\n").encode()
+                batch.append(line)
+                filled += len(line)
+                if filled >= FLUSH_BYTES or len(batch) >= WRITE_BUFFERS:
+                    offset = _write(slot, batch, offset)
+                    batch, filled = [], 0
+            offset = _write(slot, batch, offset)
+            if hidden or (len(reader.notices), len(reader.refused)) != said:
+                return
+            os.write(done, b"%d\n" % offset)
+
+
+def _write(slot: int, lines: list[bytes], offset: int) -> int:
+    """The lines written at `offset` with one system call (no joined copy of them)."""
+    while lines:
+        written = os.pwritev(slot, lines, offset)
+        offset += written
+        while lines and written >= len(lines[0]):
+            written -= len(lines.pop(0))
+        if written:
+            lines[0] = lines[0][written:]
+    return offset
