@@ -1332,7 +1332,8 @@ def test_in_a_real_terminal(sqlite_store: Path, manifest: dict[str, Any], tmp_pa
         screen("?", until="The highlighted checkpoint")  # the help of the focused pane
         screen("q", until="")
         deadline = time.monotonic() + 10
-        while not done.exists() and time.monotonic() < deadline:
+        # The shell makes the file, then writes the status into it: wait for the status.
+        while not (done.exists() and done.read_text().strip()) and time.monotonic() < deadline:
             time.sleep(0.05)
     assert done.read_text().strip() == "0"
 
