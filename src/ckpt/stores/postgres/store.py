@@ -34,6 +34,7 @@ from ckpt.records.types import (
     storage_record,
 )
 from ckpt.records.vocabulary import FIND_LIMIT
+from ckpt.stores import split as _split
 from ckpt.stores.base import Writer
 from ckpt.stores.postgres.health import store_health
 from ckpt.stores.postgres.saver import PG_RELEASE as PG_RELEASE
@@ -43,8 +44,8 @@ from ckpt.stores.postgres.session import PgSession
 from ckpt.stores.postgres.threads import threads_statement
 from ckpt.stores.readahead import read_ahead
 from ckpt.stores.split import METADATA_LIMIT as METADATA_LIMIT
-from ckpt.stores.split import PAYLOAD_BYTES, BlobKey, SplitStore, WriteKey, fragment_condition
 from ckpt.stores.split import TOO_LARGE_PREFIX as _TOO_LARGE
+from ckpt.stores.split import BlobKey, SplitStore, WriteKey, fragment_condition
 from ckpt.stores.split import Fetched as _Fetched
 from ckpt.stores.split import Row as _Row
 from ckpt.stores.split import StoredBlob as _Blob
@@ -746,7 +747,7 @@ class PostgresStore(SplitStore):
         version = sql.SQL("b.version" if self.layout.blob_versions else "NULL::text")
         inline = (
             f"WHEN sum(coalesce({BLOB_BYTES}, 0)) OVER (ROWS UNBOUNDED PRECEDING) "
-            f"<= {PAYLOAD_BYTES} THEN b.blob "
+            f"<= {_split.PAYLOAD_BYTES} THEN b.blob "
             if payloads
             else ""
         )

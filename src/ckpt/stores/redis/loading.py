@@ -1,7 +1,8 @@
 """Loading RedisSaver checkpoints in two steps: what the server is asked (`_fetch`: the
-documents, their write-key sets, the writes), then what ckpt decodes (`_built`). A dump
-reads the next round of documents in a thread of its own while this one is decoded
-(stores.readahead), so the server's answer and the decoding overlap."""
+documents with their write-key sets in one round trip, then the writes in one), and what
+ckpt decodes (`_built`). (A dump does not read the next round in a thread of its own, as
+`check` does: its Python is busy decoding all along, and measured paired on the bench
+store, the thread cost 14% more CPU and 6% more wall time.)"""
 
 from __future__ import annotations
 

@@ -377,14 +377,6 @@ class RedisStore(RedisLoading, DocumentStore):
     def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
         return self._load_names([_name(k) for k in keys], values=values)
 
-    def iter_checkpoints(self, query: DumpQuery, *, values: bool = True) -> Iterator[Checkpoint]:
-        # The next round's documents are read (a thread of their own) while this one is
-        # decoded: the server answers on another core meanwhile.
-        self._before_reading(query)
-        rounds = (self._fetch(names) for names in in_rounds(self._selected_names(query)))
-        for fetched in read_ahead(rounds):
-            yield from self._built(fetched, values=values)
-
     def _before_reading(self, query: DumpQuery) -> None:
         """What the reading thread and this one both look up, read here first, so neither
         finds it half built: the catalog and the documents the index left out."""
