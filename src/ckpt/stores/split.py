@@ -14,6 +14,7 @@ from functools import partial
 from typing import Any, Final, NamedTuple, TypeVar
 
 from ckpt.decoders import decode_json_text
+from ckpt.decoders.memo import here
 from ckpt.errors import DecodeError
 from ckpt.records.model import TASKS, BlobRef, Checkpoint, CheckpointKey, PendingWrite
 from ckpt.stores.base import Store
@@ -77,6 +78,9 @@ class SplitStore(Store):
     """A store of PostgresSaver's layout: `shallow` (ShallowPostgresSaver: one blob per
     channel, no versions) and `blob_versions` say how blobs are keyed."""
 
+    # The payload group last decoded from, and its blobs' values (_blob_value).
+    _decoded_blobs: tuple[dict[BlobKey, bytes | None] | None, dict[BlobKey, Any]] = (None, {})
+
     @property
     def shallow(self) -> bool:
         return False
@@ -129,6 +133,25 @@ class SplitStore(Store):
             size += added
         if group:
             yield group, list(keys)
+
+    def _blob_value(
+        self, key: BlobKey | None, tag: str, payloads: dict[BlobKey, bytes | None]
+    ) -> Any:
+        """A blob's value. A blob is shared by every checkpoint still at its version
+        (format.md §5.2): within `shared_exts` (a reader that only reads what it decodes,
+        ckpt.decoders.memo) one decoded for a checkpoint of this payload group is given
+        again to the next, as the msgpack decoder gives a message met again."""
+        payload = payloads.get(key) if key is not None else None
+        if key is None or here.exts is None:
+            return decode_value(tag, payload, self.aes_key)
+        group, decoded = self._decoded_blobs
+        if group is not payloads:  # a new group (held here: its identity is not reused)
+            decoded = {}
+            self._decoded_blobs = (payloads, decoded)
+        if key in decoded:
+            return decoded[key]
+        value = decoded[key] = decode_value(tag, payload, self.aes_key)
+        return value
 
     def _write(self, raw: WriteRow) -> PendingWrite:
         return PendingWrite.of(raw, decode_value(raw.type, raw.blob, self.aes_key))
@@ -197,8 +220,7 @@ class SplitStore(Store):
                 # Needed for `next` even without values: the Sends, and barrier states.
                 channel_values[channel] = decode_value(blob.type, blob.payload, self.aes_key)
             elif values:
-                payload = payloads.get(blob_key) if blob_key is not None else None
-                channel_values[channel] = decode_value(blob.type, payload, self.aes_key)
+                channel_values[channel] = self._blob_value(blob_key, blob.type, payloads)
             else:
                 channel_values[channel] = None
         if is_legacy(body) and not body.get("pending_sends"):

@@ -34,6 +34,7 @@ from ckpt.records.types import (
     storage_record,
 )
 from ckpt.records.vocabulary import FIND_LIMIT
+from ckpt.stores import split as _split
 from ckpt.stores.base import Writer
 from ckpt.stores.postgres.health import store_health
 from ckpt.stores.postgres.saver import PG_RELEASE as PG_RELEASE
@@ -705,7 +706,7 @@ class PostgresStore(SplitStore):
         if not rows:
             return
         if fetched is None:
-            blobs = self._fetch_blobs(rows, thread_id=thread_id)
+            blobs = self._fetch_blobs(rows, thread_id=thread_id, payloads=values)
             writes = self._fetch_writes(rows, thread_id=thread_id)
         else:
             blobs, writes = fetched
@@ -714,20 +715,47 @@ class PostgresStore(SplitStore):
             yield rows, blobs, {}, writes, shallow_sends
             return
         for group, keys in self._payload_groups(rows, blobs):
-            yield group, blobs, self._fetch_payloads(keys), writes, shallow_sends
+            yield group, blobs, self._payloads(blobs, keys), writes, shallow_sends
 
-    def _fetch_blobs(self, rows: Sequence[_Row], *, thread_id: str | None) -> dict[BlobKey, _Blob]:
+    def _payloads(
+        self, blobs: dict[BlobKey, _Blob], keys: list[BlobKey]
+    ) -> dict[BlobKey, bytes | None]:
+        """The payloads of `keys`: those `_fetch_blobs` brought along, the others asked."""
+        found: dict[BlobKey, bytes | None] = {}
+        missing: list[BlobKey] = []
+        for key in keys:
+            payload = blobs[key].payload
+            if payload is None:
+                missing.append(key)
+            else:
+                found[key] = payload
+        if missing:
+            found.update(self._fetch_payloads(missing))
+        return found
+
+    def _fetch_blobs(
+        self, rows: Sequence[_Row], *, thread_id: str | None, payloads: bool = False
+    ) -> dict[BlobKey, _Blob]:
         """The blob rows the checkpoints point at: type and size, without payloads (the
         server reads a TOASTed value's size without detoasting it). __pregel_tasks payloads
-        come along: `next` needs the Sends even when no values are shown."""
+        come along: `next` needs the Sends even when no values are shown. With `payloads`,
+        the others' too while they add up to PAYLOAD_BYTES (a running sum on the server):
+        a dump's batch of ordinary size needs no statement of its own for them."""
         if not self.layout.has_blobs:
             return {}
         sql = self._pg.sql
         version = sql.SQL("b.version" if self.layout.blob_versions else "NULL::text")
+        inline = (
+            f"WHEN sum(coalesce({BLOB_BYTES}, 0)) OVER (ROWS UNBOUNDED PRECEDING) "
+            f"<= {_split.PAYLOAD_BYTES} THEN b.blob "
+            if payloads
+            else ""
+        )
         select = self.layout.sql(
             "SELECT b.thread_id, b.checkpoint_ns, b.channel, {version}, b.type, "
             f"coalesce({BLOB_BYTES}, 0), "
-            "CASE WHEN b.channel = %s OR b.channel LIKE 'join:%%' THEN b.blob END AS blob ",
+            "CASE WHEN b.channel = %s OR b.channel LIKE 'join:%%' THEN b.blob "
+            f"{inline}END AS blob ",
             version=version,
         )
         found: dict[BlobKey, _Blob] = {}

@@ -193,27 +193,40 @@ class RedisSession:
 
     def measured_documents(self, keys: Sequence[str]) -> list[tuple[bytes | None, int]]:
         """The documents at `keys` as JSON text, each with its JSON.DEBUG MEMORY (None and
-        0 where a key is gone): GET_BATCH keys a round trip, the JSON.MGET and the memory
-        asked in one pipeline."""
+        0 where a key is gone): the JSON.MGETs and the memory asked in one pipeline, one
+        round trip for up to PIPE_BATCH keys."""
         found: list[tuple[bytes | None, int]] = []
-        for start in range(0, len(keys), GET_BATCH):
-            batch = keys[start : start + GET_BATCH]
-            texts, *memory = self.pipeline(
-                [("JSON.MGET", *batch, "."), *(("JSON.DEBUG", "MEMORY", key) for key in batch)]
+        for start in range(0, len(keys), PIPE_BATCH):
+            batch = keys[start : start + PIPE_BATCH]
+            texts, memory = self.documents_with(
+                batch, [("JSON.DEBUG", "MEMORY", key) for key in batch]
             )
-            if isinstance(texts, Exception):
-                with self.errors():
-                    raise texts
             found.extend(zip(texts, (a if isinstance(a, int) else 0 for a in memory), strict=True))
         return found
 
     def json_mget(self, keys: Sequence[bytes | str]) -> list[bytes | None]:
-        """The documents at `keys` as JSON text (None where a key is gone), in batches."""
+        """The documents at `keys` as JSON text (None where a key is gone), in one round trip
+        (GET_BATCH keys a JSON.MGET)."""
+        return self.documents_with(keys, ())[0]
+
+    def documents_with(
+        self, keys: Sequence[bytes | str], commands: Sequence[Sequence[Any]]
+    ) -> tuple[list[bytes | None], list[Any]]:
+        """The documents at `keys` as JSON text (None where a key is gone), and the answers
+        to `commands` (an error reply in its place), in one round trip: each round trip is
+        the reader's Python waking up, and a dump makes thousands."""
+        gets = [
+            ("JSON.MGET", *keys[start : start + GET_BATCH], ".")
+            for start in range(0, len(keys), GET_BATCH)
+        ]
+        answers = self.pipeline([*gets, *commands])
         found: list[bytes | None] = []
-        for start in range(0, len(keys), GET_BATCH):
-            batch = keys[start : start + GET_BATCH]
-            found.extend(self.execute("JSON.MGET", *batch, "."))
-        return found
+        for texts in answers[: len(gets)]:
+            if isinstance(texts, Exception):
+                with self.errors():
+                    raise texts
+            found.extend(texts)
+        return found, answers[len(gets) :]
 
     def close(self) -> None:
         close_quietly(self.client)

@@ -11,23 +11,18 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import orjson
 import ormsgpack
 
-from ckpt.decoders import is_marked, undecodable_record
-from ckpt.decoders.redisjson import (
-    decode_redis_document,
-)
 from ckpt.errors import (
     BadOption,
     CopyRefused,
-    DecodeError,
     NotACheckpointStore,
     NotSupported,
     StoreUnreadable,
@@ -37,7 +32,6 @@ from ckpt.records.model import (
     Checkpoint,
     CheckpointKey,
     DumpQuery,
-    PendingWrite,
     RawCheckpoint,
     RawWrite,
     SaverFacts,
@@ -50,21 +44,17 @@ from ckpt.records.types import (
     VacuumReport,
 )
 from ckpt.stores.base import Writer
-from ckpt.stores.body import checkpoint_from_dict, sort_writes
 from ckpt.stores.documents import BATCH, DocumentStore, Kept, ThreadInfo, in_rounds
+from ckpt.stores.readahead import read_ahead
 from ckpt.stores.redis.fields import (
     NAME_PATHS,
     WRITE_NAME_PATHS,
-    registry_order,
     stray_queries,
     writes_of,
 )
-from ckpt.stores.redis.fields import decoded as _decoded
 from ckpt.stores.redis.fields import first as _first
 from ckpt.stores.redis.fields import index_fields as _index_fields
 from ckpt.stores.redis.fields import indexing_failures as _indexing_failures
-from ckpt.stores.redis.fields import js_document as _js_document
-from ckpt.stores.redis.fields import js_value as _js_value
 from ckpt.stores.redis.fields import left_out_why as _left_out_why
 from ckpt.stores.redis.fields import metadata as _metadata
 from ckpt.stores.redis.fields import name as _name
@@ -81,15 +71,12 @@ from ckpt.stores.redis.keys import (
     checkpoint_key,
     checkpoint_name,
     from_storage_id,
-    js_blob_key,
     js_checkpoint_key,
-    js_write_zset_key,
     latest_key,
-    shallow_registry_key,
     to_storage_id,
     write_name,
-    write_zset_key,
 )
+from ckpt.stores.redis.loading import RedisLoading
 from ckpt.stores.redis.session import (
     RedisSession,
     glob_escape,
@@ -103,7 +90,7 @@ REDIS_RELEASE: Final = "langgraph-checkpoint-redis 0.5.2"  # the saver `ckpt che
 _SEARCH_PAGE: Final = 5000
 
 
-class RedisStore(DocumentStore):
+class RedisStore(RedisLoading, DocumentStore):
     kind = "redis"
     label = "Redis"
     reclaim = "memory"
@@ -390,6 +377,13 @@ class RedisStore(DocumentStore):
     def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
         return self._load_names([_name(k) for k in keys], values=values)
 
+    def _before_reading(self, query: DumpQuery) -> None:
+        """What the reading thread and this one both look up, read here first, so neither
+        finds it half built: the catalog and the documents the index left out."""
+        if not query.thread_ids:
+            self._catalog()
+        self.left_out(self.prefix)
+
     def _selected_names(self, query: DumpQuery) -> Iterator[list[CheckpointName]]:
         for keys in self._selected_keys(query):
             yield [_name(k) for k in keys]
@@ -514,169 +508,6 @@ class RedisStore(DocumentStore):
 
     # -- loading ---------------------------------------------------------------------------
 
-    def _load_names(self, names: Sequence[CheckpointName], *, values: bool) -> list[Checkpoint]:
-        """The checkpoints at `names` with their writes (three round trips for any number:
-        the documents, their write-key sets, the writes), missing ones left out."""
-        if not names:
-            return []
-        keys = [self._key(name) for name in names]
-        texts = self.session.json_mget(keys)
-        registries = [
-            shallow_registry_key(n.thread_id, n.checkpoint_ns)
-            if self._shallow(n)
-            else js_write_zset_key(*n)
-            if self.js
-            else write_zset_key(*n)
-            for n in names
-        ]
-        # A document whose has_writes is false: RedisSaver reads none of its writes, so
-        # only their number is asked (ZCARD) for `ignored_writes` (_build). LangGraph.js
-        # writes the flag as a string.
-        hidden = [
-            not self._shallow(n)
-            and text is not None
-            and b'"has_writes":true' not in text
-            and b'"has_writes":"true"' not in text
-            for n, text in zip(names, texts, strict=True)
-        ]
-        zsets = self.session.pipeline(
-            [
-                ("ZCARD", key) if skip else ("ZRANGE", key, 0, -1)
-                for key, skip in zip(registries, hidden, strict=True)
-            ]
-        )
-        key_lists = []
-        for name, found, skip in zip(names, zsets, hidden, strict=True):
-            keys_found = found if isinstance(found, list) and not skip else []
-            if self._shallow(name):
-                # The thread's registry keeps earlier checkpoints' writes too (and
-                # ShallowRedisSaver hands them all back): those of this checkpoint.
-                keys_found = [k for k in keys_found if self._write_of(k, name)]
-            key_lists.append(keys_found)
-        writes = self._writes_at(key_lists)
-        blobs = self._js_blobs(names, texts) if self.js else {}
-        built = []
-        for name, text, pending, skip, found in zip(
-            names, texts, writes, hidden, zsets, strict=True
-        ):
-            if text is not None:
-                ignored = found if skip and isinstance(found, int) else 0
-                built.append(
-                    self._build(name, text, pending, values=values, ignored=ignored, blobs=blobs)
-                )
-        return built
-
-    def _js_blobs(
-        self, names: Sequence[CheckpointName], texts: Sequence[bytes | None]
-    ) -> dict[str, Any]:
-        """LangGraph.js keeps inline only the channels a step changed; the others are
-        `checkpoint_blob:{thread}:{ns}:{channel}:{version}` documents: blob key -> value."""
-        wanted: list[str] = []
-        for name, text in zip(names, texts, strict=True):
-            if text is None:
-                continue
-            try:
-                body = orjson.loads(text).get("checkpoint") or {}
-            except (orjson.JSONDecodeError, AttributeError):
-                continue
-            versions = body.get("channel_versions") if isinstance(body, dict) else None
-            inline = body.get("channel_values") if isinstance(body, dict) else None
-            if not isinstance(versions, dict):
-                continue
-            for channel, version in versions.items():
-                if not isinstance(inline, dict) or channel not in inline:
-                    wanted.append(js_blob_key(name.thread_id, name.checkpoint_ns, channel, version))
-        found: dict[str, Any] = {}
-        for key, text in zip(wanted, self.session.json_mget(wanted), strict=True):
-            if text is None:
-                continue
-            try:
-                blob = orjson.loads(text)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(blob, dict) and "value" in blob:
-                found[key] = blob["value"]
-        return found
-
-    def _write_of(self, key: bytes, name: CheckpointName) -> bool:
-        # `...:{checkpoint_id}:{task_id}:{idx}`: the id is read from the right, whatever
-        # the thread and namespace before it hold.
-        parts = key.decode("utf-8", "surrogateescape").rsplit(":", 3)
-        return len(parts) == 4 and from_storage_id(parts[1]) == name.checkpoint_id
-
-    def _writes_at(self, key_lists: list[list[bytes]]) -> list[list[PendingWrite]]:
-        flat = [key for keys in key_lists for key in keys]
-        texts = iter(self.session.json_mget(flat))
-        found: list[list[PendingWrite]] = []
-        for keys in key_lists:
-            writes = []
-            for _ in keys:
-                text = next(texts)
-                if text is not None:
-                    writes.append(self._write(text))
-            found.append(sort_writes(writes) if self.js else registry_order(writes))
-        return found
-
-    def _write(self, text: bytes) -> PendingWrite:
-        raw = _write_fields(text)
-        value = (
-            _js_value(raw.data)
-            if self.js and raw.type == "json"
-            else _decoded(raw.type, raw.data, self.aes_key)
-        )
-        return raw.pending(value)
-
-    def _build(
-        self,
-        name: CheckpointName,
-        text: bytes,
-        writes: list[PendingWrite],
-        *,
-        values: bool,
-        ignored: int = 0,
-        blobs: dict[str, Any] | None = None,
-    ) -> Checkpoint:
-        key = CheckpointKey(*name)
-        try:
-            if self.js:
-                doc = _js_document(text, name, blobs or {})
-            else:
-                doc = decode_redis_document(text, values=values)
-        except DecodeError as exc:
-            doc = undecodable_record(text, str(exc), tag="json")
-        if not isinstance(doc, dict) or is_marked(doc):
-            return checkpoint_from_dict(
-                key, None, doc, {}, writes=writes, values=values, size=len(text)
-            )
-        body = doc.get("checkpoint")
-        if isinstance(body, dict) and not is_marked(body):
-            body = {k: v for k, v in body.items() if k != "type"}  # the saver's serde tag
-        parent = doc.get("parent_checkpoint_id")
-        if ignored:
-            # RedisSaver returns a checkpoint's writes only when its document says
-            # has_writes (get_tuple, list): without it LangGraph neither shows nor replays
-            # them, and neither does ckpt; it counts them (format.md §7b).
-            if isinstance(body, dict):
-                body = {**body, "ignored_writes": ignored}
-            if not self._told_ignored:
-                self._told_ignored = True
-                self.notices.append(
-                    f"checkpoint {name.checkpoint_id} of thread {name.thread_id!r} (and maybe "
-                    "others) has pending writes its has_writes flag hides: RedisSaver never "
-                    "reads them, so ckpt leaves them out too (`ignored_writes` counts them)"
-                )
-        return checkpoint_from_dict(
-            key,
-            from_storage_id(parent) if isinstance(parent, str) and parent else None,
-            body,
-            _metadata(doc.get("metadata")),
-            writes=writes,
-            values=values,
-            size=len(text),
-            keeps_order=True,
-            js_if_int_versions=self.js,
-        )
-
     # -- sizes, storage, health ------------------------------------------------------------
     # A pass that counts sizes from its rows (`check`) has each document's memory asked
     # with it (`_documents`), in the same round trips, not in a listing of its own.
@@ -736,13 +567,22 @@ class RedisStore(DocumentStore):
 
     # -- raw scans -------------------------------------------------------------------------
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
-        for batch in in_rounds(self._selected_names(query)):
-            yield from self._raw_checkpoints(batch, data=data)
+        # Each round's documents read (a thread of their own) while the one before is checked.
+        self._before_reading(query)
+        rounds = (
+            (batch, self._documents([self._key(n) for n in batch]))
+            for batch in in_rounds(self._selected_names(query))
+        )
+        for batch, found in read_ahead(rounds):
+            yield from self._raw_checkpoints(batch, found, data=data)
 
     def _raw_checkpoints(
-        self, batch: list[CheckpointName], *, data: bool
+        self,
+        batch: list[CheckpointName],
+        found: Sequence[tuple[bytes | None, int | None]],
+        *,
+        data: bool,
     ) -> Iterator[RawCheckpoint]:
-        found = self._documents([self._key(n) for n in batch])
         for name, (text, measured) in zip(batch, found, strict=True):
             if text is None:
                 continue
@@ -754,7 +594,46 @@ class RedisStore(DocumentStore):
 
     def raw_writes(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawWrite]:
         # A run of BATCH threads at a time: their listings, stray searches and documents
-        # read in a few round trips, not a few for each thread.
+        # read in a few round trips, not a few for each thread; the next documents read (a
+        # thread of their own) while these are checked.
+        self._before_reading(query)
+        self.left_out(self.write_prefix)
+        for batch, found in read_ahead(self._write_documents(query)):
+            for (thread_id, key, w, counted), (text, memory) in zip(batch, found, strict=True):
+                left_out = self.left_out(self.write_prefix).get(thread_id, ())
+                if text is None:
+                    continue
+                measured = None if memory is None else memory if counted else 0
+                if left_out and key.encode("utf-8", "surrogateescape") in left_out:
+                    # Never read by RedisSaver: lost to the checkpoint its key names.
+                    why = _left_out_why(text, self.index_fields[self.write_prefix])
+                    raw = _write_fields(text).raw(
+                        CheckpointKey(*w[:3]), data=data, measured=measured
+                    )
+                    yield dataclasses.replace(raw, misfiled=why)
+                    continue
+                fields = _write_fields(text, CheckpointKey(*w[:3]), root=self.root)
+                if (
+                    not self.js
+                    and fields.home is None
+                    and fields.misfiled is None
+                    and fields.idx != UNREADABLE_IDX
+                    and fields.idx != w.idx
+                ):
+                    # RedisSaver keys a write by the index it stores in it.
+                    why = f"its `idx` is {fields.idx}, its key says {w.idx}"
+                    fields = dataclasses.replace(fields, misfiled=why)
+                yield fields.raw(CheckpointKey(*w[:3]), data=data, measured=measured)
+
+    def _write_documents(
+        self, query: DumpQuery
+    ) -> Generator[
+        tuple[list[tuple[str, str, WriteName, bool]], Sequence[tuple[bytes | None, int | None]]],
+        None,
+        None,
+    ]:
+        """`raw_writes`' round trips: each batch of (thread, key, name, counted in `sizes`)
+        with its documents."""
         selected = self._selected_names(query)
         while run := list(islice(selected, BATCH)):
             keyed_run = []
@@ -771,32 +650,7 @@ class RedisStore(DocumentStore):
             ]
             for start in range(0, len(flat), BATCH):
                 batch = flat[start : start + BATCH]
-                found = self._documents([key for _, key, _, _ in batch])
-                for (thread_id, key, w, counted), (text, memory) in zip(batch, found, strict=True):
-                    left_out = self.left_out(self.write_prefix).get(thread_id, ())
-                    if text is None:
-                        continue
-                    measured = None if memory is None else memory if counted else 0
-                    if left_out and key.encode("utf-8", "surrogateescape") in left_out:
-                        # Never read by RedisSaver: lost to the checkpoint its key names.
-                        why = _left_out_why(text, self.index_fields[self.write_prefix])
-                        raw = _write_fields(text).raw(
-                            CheckpointKey(*w[:3]), data=data, measured=measured
-                        )
-                        yield dataclasses.replace(raw, misfiled=why)
-                        continue
-                    fields = _write_fields(text, CheckpointKey(*w[:3]), root=self.root)
-                    if (
-                        not self.js
-                        and fields.home is None
-                        and fields.misfiled is None
-                        and fields.idx != UNREADABLE_IDX
-                        and fields.idx != w.idx
-                    ):
-                        # RedisSaver keys a write by the index it stores in it.
-                        why = f"its `idx` is {fields.idx}, its key says {w.idx}"
-                        fields = dataclasses.replace(fields, misfiled=why)
-                    yield fields.raw(CheckpointKey(*w[:3]), data=data, measured=measured)
+                yield batch, self._documents([key for _, key, _, _ in batch])
 
     def _documents(self, keys: list[str]) -> Sequence[tuple[bytes | None, int | None]]:
         """The documents at `keys` as JSON text, each with its JSON.DEBUG MEMORY (as
