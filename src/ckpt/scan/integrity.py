@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from itertools import repeat
 from typing import Any, Final
 
-from ckpt.errors import CkptError, NotFound
+from ckpt.errors import CkptError
 from ckpt.records.model import (
     UNREADABLE_IDX,
     CheckpointKey,
@@ -40,11 +40,11 @@ from ckpt.records.plans import (
     in_flight,
     lost_checkpoint,
     recent,
-    version_after,
     version_number,
 )
 from ckpt.records.types import FindingCode, PlaceRecord
 from ckpt.scan.chains import IdIndex, Node, Pair, ThreadChain, cycles
+from ckpt.scan.copies import at_home, met_twice
 from ckpt.scan.findings import PLACES_SHOWN, RUNAWAY_BYTES, Finding, Findings
 from ckpt.scan.places import (
     RowKey,
@@ -122,10 +122,10 @@ class Integrity(Visitor):
         self.deltas: set[str] = set()
         self.snapshots: list[tuple[Pair, str]] = []
         # To look up by id at the end of the batch: (what, thread, ns, checkpoint id, the id
-        # to look up, the row's parent) for a parent gone from the middle of a chain, a
-        # second root, an id met before, subgraph parents gone; and writes newer than every
+        # to look up) for a parent gone from the middle of a chain, a second root, an id
+        # met before, subgraph parents gone; and writes newer than every
         # checkpoint read: (thread, ns, checkpoint id) -> [rows, bytes].
-        self.suspects: list[tuple[str, str, str, str, str, str | None]] = []
+        self.suspects: list[tuple[str, str, str, str, str]] = []
         self.ahead: dict[tuple[str, str, str], list[int]] = {}
         # Each checkpoint id of the batch -> the (thread, ns) holding it; each write of the
         # batch by (thread, ns, checkpoint id, task id, idx); per task of a checkpoint,
@@ -288,7 +288,7 @@ class Integrity(Visitor):
             # One look-up per thread: a thread copied whole meets every id again.
             thread.shares = True
             self.shared_lookups += 1
-            self.suspects.append(("id", thread_id, ns, checkpoint_id, checkpoint_id, parent_id))
+            self.suspects.append(("id", thread_id, ns, checkpoint_id, checkpoint_id))
         pairs = (
             self.versions(thread_id, row, body, metadata)
             if row.channel_versions is not None
@@ -428,7 +428,7 @@ class Integrity(Visitor):
                     self._suspect("root", thread_id, ns, node, node.checkpoint_id)
 
     def _suspect(self, what: str, thread_id: str, ns: str, node: Node, wanted: str) -> None:
-        self.suspects.append((what, thread_id, ns, node.checkpoint_id, wanted, node.parent_id))
+        self.suspects.append((what, thread_id, ns, node.checkpoint_id, wanted))
 
     def _follows(self, thread_id: str, ns: str, node: Node, parent: Node) -> None:
         """A checkpoint follows from its parent: its step is later, and no channel's version
@@ -784,7 +784,7 @@ class Integrity(Visitor):
             keys = self._look_up(checkpoint_id)
             if keys is not None and CheckpointKey(thread_id, ns, checkpoint_id) in keys:
                 continue  # committed after the read: a live run, not damage
-            if not lost_checkpoint(checkpoint_id) or self._at_home(thread_id, keys or []):
+            if not lost_checkpoint(checkpoint_id) or at_home(self.store, thread_id, keys or []):
                 # A made-up id, or a checkpoint of another thread (writes copied from
                 # there): LangGraph never reads them, no checkpoint of this thread is lost.
                 self.orphan_write(thread_id, ns, checkpoint_id, size, count=writes)
@@ -796,12 +796,12 @@ class Integrity(Visitor):
                 continue
             self._lost(thread_id, ns, checkpoint_id, writes)
         suspects, self.suspects = self.suspects, []
-        for what, thread_id, ns, checkpoint_id, wanted, parent in suspects:
+        for what, thread_id, ns, checkpoint_id, wanted in suspects:
             keys = self._look_up(wanted) or []
             others = sorted({k.thread_id for k in keys} - {thread_id})
             here = place(thread_id, ns, checkpoint_id)
             if what == "id":
-                self._met_twice(thread_id, ns, checkpoint_id, parent, keys)
+                self._met_twice(thread_id, ns, checkpoint_id, keys)
             elif others:
                 said = {
                     "parent": "its parent",
@@ -897,71 +897,12 @@ class Integrity(Visitor):
         self.findings.close_batch()
 
     def _met_twice(
-        self, thread_id: str, ns: str, checkpoint_id: str, parent: str | None,
-        keys: list[CheckpointKey],
-    ) -> None:  # fmt: skip
-        """A checkpoint id met in another thread too. A thread copied whole keeps its
-        checkpoints' parents (a shared history, not damage); a row copied alone sits on
-        a parent it does not follow from, or on another parent than the original's: each
-        copy that does not fit its thread is reported, and both when both fit."""
-        if not any(k.thread_id != thread_id for k in keys):
-            return  # the filter's false hit
-        fits: dict[CheckpointKey, tuple[bool, str | None]] = {}
-        try:
-            for key in sorted(keys, key=lambda k: k.thread_id != thread_id)[:4]:
-                fits[key] = self._fits(key)
-        except CkptError:
-            return
-        parents = {p for _, p in fits.values() if p is not None}
-        misfits = [k for k, (fit, _) in fits.items() if not fit]
-        if not misfits and len(parents) < 2:
-            return  # one history, in several threads
-        said = misfits or list(fits)
-        for key in said:
-            other = next((k.thread_id for k in fits if k.thread_id != key.thread_id), thread_id)
-            self._copied(
-                place(
-                    key.thread_id,
-                    key.checkpoint_ns,
-                    checkpoint_id,
-                    detail=f"the same checkpoint id is in thread {mention(other)}"
-                    + (
-                        "; it does not follow from its parent here"
-                        if misfits
-                        else ", with another parent"
-                    ),
-                ),
-            )
-
-    def _at_home(self, thread_id: str, keys: list[CheckpointKey]) -> bool:
-        """Whether the checkpoint some writes name, found in another thread, belongs there
-        (it follows from its parent there): the writes were copied from that thread, and
-        no checkpoint of this one is lost. One that does not was moved away from here."""
-        try:
-            return any(self._fits(k)[0] for k in keys if k.thread_id != thread_id)
-        except CkptError:
-            return False
-
-    def _fits(self, key: CheckpointKey) -> tuple[bool, str | None]:
-        """Whether the checkpoint at `key` follows from its parent in its own thread (or
-        has none), and that parent."""
-        child = self.store.load(key, values=False)
-        parent_id = child.parent_checkpoint_id
-        if parent_id is None:
-            return True, None
-        try:
-            parent = self.store.load(
-                CheckpointKey(key.thread_id, key.checkpoint_ns, parent_id), values=False
-            )
-        except NotFound:
-            return False, parent_id
-        if child.step is not None and parent.step is not None and child.step <= parent.step:
-            return False, parent_id
-        for channel, before in parent.channel_versions.items():
-            now = child.channel_versions.get(channel)
-            if now is not None and version_after(before, now):
-                return False, parent_id
-        return True, parent_id
+        self, thread_id: str, ns: str, checkpoint_id: str, keys: list[CheckpointKey]
+    ) -> None:
+        """A checkpoint id met in another thread too: each copy that does not fit its
+        thread is a copied checkpoint (ckpt.scan.copies)."""
+        for where in met_twice(self.store, thread_id, checkpoint_id, keys):
+            self._copied(where)
 
     def unencrypted(self) -> None:
         """Plain values of the batch's threads: among encrypted ones in the same thread (a
