@@ -53,7 +53,7 @@ from ckpt.decoders.ext import (
     EXT_PYDANTIC_V2,
 )
 from ckpt.decoders.jsontext import json_document
-from ckpt.decoders.msgpack import TOO_MANY_EXTS, ext_budget
+from ckpt.decoders.msgpack import MIN_EXTS, TOO_MANY_EXTS, ext_budget
 from ckpt.decoders.pickle_imports import pickle_globals
 from ckpt.decoders.safe_types import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
 from ckpt.errors import DecodeError, TooLarge
@@ -65,6 +65,7 @@ from ckpt.records.types import (
 )
 from ckpt.records.vocabulary import TOO_LARGE
 from ckpt.scan.rows import RawRow, Visitor
+from ckpt.scan.shapes import string_versions
 from ckpt.stores.base import Store
 
 # Envelope kinds of the json tag, beside the msgpack ext codes 0-7 in a type key.
@@ -109,8 +110,12 @@ _STATUS_ORDER: Final[dict[str, int]] = {
 # them has no ext value, and a value without one needs no unpacking at all.
 _EXT_HEADER: Final = re.compile(b"[\xc7-\xc9\xd4-\xd8]")
 _NON_STR_KEYS: Final = ormsgpack.OPT_NON_STR_KEYS
+# Below this size a payload cannot hold more ext values (3 bytes each at least) than the
+# budget's floor allows: its budget need not be worked out.
+_UNDER_BUDGET: Final = 3 * MIN_EXTS
 _STOP: Final = attrgetter("stop")
 _NO_CLASSES: Final = frozenset({"null", "empty", "bytes", "bytearray"})
+_VERSION_PARTS: Final = frozenset({"channel_versions", "versions_seen"})
 _METADATA: Final[Where] = ("elsewhere", "metadata")
 _BODY: Final[Where] = ("elsewhere", "checkpoint body")
 _PENDING_SENDS: Final[Where] = ("elsewhere", "pending_sends")
@@ -199,9 +204,10 @@ class Watcher(Protocol):
     """What a census tells the scan that feeds it (`ckpt check`) about single rows: the
     counts of the TypesRecord say how many, these say which."""
 
-    def body(self, row: RawCheckpoint, body: Any) -> None:
+    def body(self, row: RawCheckpoint, body: Any, *, plain: bool = False) -> None:
         """A checkpoint body as read: the plain document, ext values left packed as
-        `slice(code, data)` (msgpack), or the JSON document (json, Postgres JSONB)."""
+        `slice(code, data)` (msgpack), or the JSON document (json, Postgres JSONB).
+        `plain`: its versions are strings only (ckpt.scan.shapes.string_versions)."""
 
     def problem(self, row: RawRow, at: str, tag: str | None, error: str, *, large: bool) -> None:
         """A value that does not decode (`at`: checkpoint, metadata, blob, write); `large`:
@@ -324,6 +330,10 @@ class Census:
         # ext values were read before. Bounded by CACHE_BYTES.
         self.cache: dict[bytes, _Found] = {}
         self.cache_bytes = 0
+        # The same for whole values (blobs, writes: a value written to several threads or
+        # channels): (tag, bytes) -> what the walk of `_value` counted there (empty: none).
+        self.read_values: dict[tuple[str, bytes], dict[_Found, int]] = {}
+        self.read_bytes = 0
         self.json_found: dict[TypeKey, _Found] = {}
         self.channel_wheres: dict[Any, Where] = {}
         # Where -> the ext payloads of the last list of ext values seen there, and what
@@ -412,8 +422,15 @@ class Census:
         v = body.get("v") if type(body) is dict else None
         v = v if type(v) is int else None
         self.versions[v] = self.versions.get(v, 0) + 1
+        # Versions that are strings only (as every saver since langgraph 0.2 writes them)
+        # hold no ext value, and the integrity checks need not look at them again.
+        plain = (
+            tag == "msgpack"
+            and type(body) is dict
+            and string_versions(body.get("channel_versions"), body.get("versions_seen"))
+        )
         if self.watcher is not None:
-            self.watcher.body(row, body)
+            self.watcher.body(row, body, plain=plain)
         if tag != "msgpack" and b'"lc"' not in data and b"\\u" not in data:
             return  # JSON naming no "lc" key (spelled out or escaped): no envelope to count
         walk = self._walk if tag == "msgpack" else self._json_walk
@@ -432,11 +449,11 @@ class Census:
                             walk(value, where)
                     elif name == "pending_sends":
                         walk(part, _PENDING_SENDS)
-                    elif type(part) is not str:
+                    elif type(part) is not str and not (plain and name in _VERSION_PARTS):
                         rest.append(part)
                 # Versions, versions_seen ...: plain in every body LangGraph writes, so
                 # they are walked only when they may hold a placeholder.
-                if tag != "msgpack" or _may_hold_ext(rest):
+                if tag != "msgpack" or (rest and _may_hold_ext(rest)):
                     walk(rest, _BODY)
             else:
                 walk(body, _BODY)
@@ -456,6 +473,15 @@ class Census:
             return
         self.values += 1
         at = _EXAMPLE_PART[part]
+        if tag == "msgpack" or tag == "json":
+            # The same bytes read again (a value written twice, in this batch): what they
+            # held, as the walk below found it; they decoded then, so they do now.
+            known = self.read_values.get((tag, data))
+            if known is not None:
+                if known:
+                    self.local[where] = dict(known)
+                    self._flush_local(row, at)
+                return
         try:
             if tag == "msgpack":
                 if _has_ext(data):
@@ -473,8 +499,18 @@ class Census:
             self.local.clear()
             self._problem(row, at, tag, str(exc), large=isinstance(exc, TooLarge))
             return
+        if (tag == "msgpack" or tag == "json") and (self.local or self.watcher is not None):
+            self._remember((tag, data), self.local.get(where) or {})
         if self.local:
             self._flush_local(row, at)
+
+    def _remember(self, value: tuple[str, bytes], counts: dict[_Found, int]) -> None:
+        """What a value's bytes held (read_values), at most CACHE_BYTES of them."""
+        if self.read_bytes > CACHE_BYTES:
+            self.read_values.clear()
+            self.read_bytes = 0
+        self.read_values[value] = dict(counts)
+        self.read_bytes += len(value[1])
 
     def _open(
         self, tag: str | None, payload: bytes | None, part: str, row: RawRow
@@ -556,10 +592,11 @@ class Census:
 
         ormsgpack refuses an ext value as a map key (or inside an array key) whatever the
         hook returns, and so does LangGraph's loads_typed: such a value is undecodable."""
-        budget = ext_budget(len(data))
         # The smallest ext value takes 3 bytes: below that size the budget cannot be
         # exceeded, and the C `slice` hook keeps the hot path free of Python calls.
-        hook: Callable[[int, bytes], Any] = slice if len(data) // 3 <= budget else _Budget(budget)
+        size = len(data)
+        budget = MIN_EXTS if size < _UNDER_BUDGET else ext_budget(size)
+        hook: Callable[[int, bytes], Any] = slice if size // 3 <= budget else _Budget(budget)
         try:
             return ormsgpack.unpackb(data, ext_hook=hook, option=_NON_STR_KEYS)
         except (ValueError, TypeError) as exc:
@@ -892,6 +929,8 @@ class Census:
         self.json_lists.clear()
         self.cache.clear()
         self.cache_bytes = 0
+        self.read_values.clear()
+        self.read_bytes = 0
 
 
 # -- small readers -------------------------------------------------------------------------

@@ -77,6 +77,8 @@ SETTLE: Final = 2.0  # seconds a recent checkpoint some writes name may take to 
 # Serde tags that carry no encryption because nothing is serialized (format.md §5.2, 7.1).
 _UNSERIALIZED: Final = frozenset({"empty", "jsonb"})
 _NUMBER: Final = (int, float)
+_MEMO_TEXT: Final = 1024  # bytes: metadata texts up to this long are parsed once each
+_MEMO_ENTRIES: Final = 4096  # distinct texts kept
 
 
 class Integrity(Visitor):
@@ -148,7 +150,7 @@ class Integrity(Visitor):
         self.thread: ThreadChain | None = None
         self.group: list[Node] = []
         self.group_key: tuple[str, str] | None = None
-        self.last_body: tuple[RawCheckpoint, Any] | None = None
+        self.last_body: tuple[RawCheckpoint, Any, bool] | None = None
         # The versions of the last checkpoint read, with its thread and namespace (`_fresh`).
         self.last_versions: tuple[str, str, dict[str, str]] | None = None
         self.troubled: RawRow | None = None  # the last row the census could not read
@@ -159,6 +161,12 @@ class Integrity(Visitor):
         # aggregate its read builds, against the server's group_concat_max_len.
         self.aggregate_limit = store.aggregate_limit
         self.aggregates: dict[tuple[str, str, str], int] = {}
+        # JSON metadata text -> what parse_metadata made of it (see `_metadata`).
+        self.metadata_read: dict[bytes, tuple[dict[str, Any] | None, str | None]] = {}
+        # `tag`'s counts and places of the thread it counted last (tags_of, plain_rows).
+        self.tag_thread: str | None = None
+        self.tag_counts: list[int] = []
+        self.tag_places: list[tuple[RowKey, str | None]] = []
 
     # -- findings -----------------------------------------------------------------------------
     def found(
@@ -180,8 +188,8 @@ class Integrity(Visitor):
         return self.names.setdefault(thread_id, thread_id)
 
     # -- the census's reports (census.Watcher) ------------------------------------------------
-    def body(self, row: RawCheckpoint, body: Any) -> None:
-        self.last_body = (row, body)
+    def body(self, row: RawCheckpoint, body: Any, *, plain: bool = False) -> None:
+        self.last_body = (row, body, plain)
 
     def problem(self, row: RawRow, at: str, tag: str | None, error: str, *, large: bool) -> None:
         if type(row) is RawWrite and write_problem(row, untyped=self.untyped) is not None:
@@ -208,7 +216,7 @@ class Integrity(Visitor):
         self.tag(row, row.type)
         last = self.last_body
         delivered = last is not None and last[0] is row
-        body = last[1] if delivered else None  # type: ignore[index]
+        body, plain = (last[1], last[2]) if delivered else (None, False)  # type: ignore[index]
         self.last_body = None
         thread = self.thread
         if thread is None or thread.thread_id != row.thread_id:
@@ -220,7 +228,7 @@ class Integrity(Visitor):
         if key != self.group_key:
             self.end_group()
             self.group_key = key
-        metadata, wrong = parse_metadata(row)
+        metadata, wrong = self._metadata(row)
         if wrong is not None and not (row.metadata_type == "msgpack" and self.troubled is row):
             self._malformed("malformed-metadata", row, wrong)
         if row.misfiled is not None:
@@ -229,7 +237,7 @@ class Integrity(Visitor):
         if stored is not None:
             self._malformed("malformed-checkpoint", row, stored)
         elif delivered:
-            shape = body_problem(body, values_apart=row.channel_versions is not None)
+            shape = body_problem(body, values_apart=row.channel_versions is not None, plain=plain)
             if shape is not None:
                 self._malformed("malformed-checkpoint", row, shape)
             stored_id = body.get("id") if type(body) is dict else None
@@ -296,6 +304,19 @@ class Integrity(Visitor):
         )
         if not ns:
             thread.growth.append((row.body_size + row.metadata_size, pairs))
+
+    def _metadata(self, row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | None]:
+        """parse_metadata, once per distinct JSON text (a graph's checkpoints repeat their
+        metadata but for the step): the parsed map is only read, never changed."""
+        data, tag = row.metadata, row.metadata_type
+        if (tag != "json" and tag != "jsonb") or not data or len(data) > _MEMO_TEXT:
+            return parse_metadata(row)
+        known = self.metadata_read.get(data)
+        if known is None:
+            if len(self.metadata_read) >= _MEMO_ENTRIES:
+                self.metadata_read.clear()
+            known = self.metadata_read[data] = parse_metadata(row)
+        return known
 
     def _malformed(self, code: FindingCode, row: RawCheckpoint, detail: str) -> None:
         where = place(row.thread_id, row.checkpoint_ns, row.checkpoint_id, detail=detail)
@@ -623,23 +644,26 @@ class Integrity(Visitor):
         """Count the row's value as encrypted or plain, by thread (see `tags_of`)."""
         if tag is None or tag in _UNSERIALIZED or type(tag) is not str:
             return
-        counts = self.tags_of.get(row.thread_id)
-        if counts is None:
-            counts = self.tags_of[self.name(row.thread_id)] = [0, 0, 0]
+        thread_id = row.thread_id
+        if thread_id == self.tag_thread:  # rows come by thread: most are the last one's
+            counts, places = self.tag_counts, self.tag_places
+        else:
+            if thread_id not in self.tags_of:
+                self.tags_of[self.name(thread_id)] = [0, 0, 0]
+            if thread_id not in self.plain_rows:
+                self.plain_rows[thread_id] = []
+            counts, places = self.tags_of[thread_id], self.plain_rows[thread_id]
+            self.tag_thread, self.tag_counts, self.tag_places = thread_id, counts, places
         if "+" in tag and tag.partition("+")[2]:
             counts[0] += 1
             self.encrypted_rows += 1
             return
         counts[1] += 1
         counts[2] += row.size
-        places = self.plain_rows.get(row.thread_id)
-        if places is None:
-            places = self.plain_rows[row.thread_id] = []
-        elif len(places) >= PLACES_SHOWN:
-            return
-        # Where it is, not the row (its bytes would stay until the batch ends), nor yet its
-        # place record: most are never shown.
-        places.append((row_key(row), row.type))
+        if len(places) < PLACES_SHOWN:
+            # Where it is, not the row (its bytes would stay until the batch ends), nor
+            # yet its place record: most are never shown.
+            places.append((row_key(row), row.type))
 
     # -- the end of a batch --------------------------------------------------------------------
     def end_batch(self, threads: Sequence[str]) -> None:
@@ -920,6 +944,7 @@ class Integrity(Visitor):
         self.plain_threads.close_batch()
         self.tags_of.clear()
         self.plain_rows.clear()
+        self.tag_thread = None
 
     def health(self) -> StoreHealth:
         """What Store.health answers, as this scan counted it (namespaces sorted)."""
