@@ -170,7 +170,7 @@ class CensusVisitor(Visitor):
 
     def checkpoint(self, row: RawCheckpoint) -> None:
         self.census.checkpoint(row)
-        if row.channel_versions:
+        if row.channel_versions and self.census.classes:
             self.naming.append(
                 (row.thread_id, row.checkpoint_ns, row.checkpoint_id, row.channel_versions)
             )
@@ -295,11 +295,16 @@ class _Found:
 
 class Census:
     """One scan: fed raw rows, it keeps the counts `record()` turns into a TypesRecord.
-    `watcher` hears of single rows (see Watcher)."""
+    `watcher` hears of single rows (see Watcher). Without `classes`, the classes each row
+    names are told the watcher only, never counted: the record's `types`, `ext_codes` and
+    examples stay empty (`ckpt check` and `ckpt stats` show none of them)."""
 
-    def __init__(self, aes_key: bytes | None, watcher: Watcher | None = None) -> None:
+    def __init__(
+        self, aes_key: bytes | None, watcher: Watcher | None = None, *, classes: bool = True
+    ) -> None:
         self.aes_key = aes_key
         self.watcher = watcher
+        self.classes = classes
         self.strict_names: dict[TypeKey, str | None] = {}  # key -> its name if strict refuses it
         self.types: dict[TypeKey, _Uses] = {}
         self.pickles: dict[str, _Uses] = {}
@@ -853,34 +858,34 @@ class Census:
 
     # -- per row and per thread --------------------------------------------------------------
     def _flush_local(self, row: RawRow, at: str) -> None:
-        """Add the row's occurrences to its thread's; the first use of a class names its
-        example. The watcher hears of the classes in the row strict mode would not rebuild
-        (in the order they were met)."""
-        local = self.local
-        thread = self.acc.get(row.thread_id)
-        if thread is None:
-            thread = self.acc[row.thread_id] = {}
-        watched = self.watcher is not None
-        refused: list[str] = []
-        for where, counts in local.items():
-            into = thread.get(where)
-            if into is None:
-                into = thread[where] = {}
-            for found, times in counts.items():
-                into[found] = into.get(found, 0) + times
-                if not found.registered:
-                    self._register(found, row, at)
-                if watched:
+        """Add the row's occurrences to its thread's (when it counts `classes`); the first
+        use of a class names its example. The watcher hears of the classes in the row strict
+        mode would not rebuild (in the order they were met)."""
+        if self.classes:
+            thread = self.acc.get(row.thread_id)
+            if thread is None:
+                thread = self.acc[row.thread_id] = {}
+            for where, counts in self.local.items():
+                into = thread.get(where)
+                if into is None:
+                    into = thread[where] = {}
+                for found, times in counts.items():
+                    into[found] = into.get(found, 0) + times
+                    if not found.registered:
+                        self._register(found, row, at)
+        if self.watcher is not None:
+            refused: list[str] = []
+            for counts in self.local.values():
+                for found in counts:
                     names = found.refused
                     if names is None:
                         names = found.refused = self._refused(found)
                     for name in names:
                         if name not in refused:
                             refused.append(name)
-        if refused:
-            assert self.watcher is not None
-            self.watcher.strict(row, at, refused)
-        local.clear()
+            if refused:
+                self.watcher.strict(row, at, refused)
+        self.local.clear()
 
     def _refused(self, found: _Found) -> tuple[str, ...]:
         """The names of the classes `found` holds that strict mode would not rebuild."""

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
+from operator import lt
 from typing import Any, Final
 
 from ckpt.errors import CkptError
@@ -77,6 +78,7 @@ SETTLE: Final = 2.0  # seconds a recent checkpoint some writes name may take to 
 # Serde tags that carry no encryption because nothing is serialized (format.md §5.2, 7.1).
 _UNSERIALIZED: Final = frozenset({"empty", "jsonb"})
 _NUMBER: Final = (int, float)
+_LOWER: Final[Callable[[Any, Any], Any]] = lt
 _MEMO_TEXT: Final = 1024  # bytes: metadata texts up to this long are parsed once each
 _MEMO_ENTRIES: Final = 4096  # distinct texts kept
 
@@ -417,7 +419,10 @@ class Integrity(Visitor):
             self.tally.missing_parents += missing
             self.tally_threads["parents"].add(thread_id)
         in_cycles: set[str] = set()
-        for cycle in cycles(by_id):
+        # A circle of parent links has a link to a later id, or is a checkpoint its own
+        # parent: without either there is none to look for.
+        circled = later or any(n.parent_id == n.checkpoint_id for n in nodes)
+        for cycle in cycles(by_id) if circled else ():
             in_cycles.update(cycle)
             self.found(
                 "cycle", thread_id, place(thread_id, ns, min(cycle), detail=" -> ".join(cycle))
@@ -457,7 +462,11 @@ class Integrity(Visitor):
         detail = None
         if node.step is not None and parent.step is not None and node.step <= parent.step:
             detail = f"step {node.step} after its parent's step {parent.step}"
-        elif node.versions is not None and parent.versions is not None:
+        elif (
+            node.versions is not None
+            and parent.versions is not None
+            and _may_go_back(node.versions, parent.versions)
+        ):
             get = node.versions.get
             for channel, before in parent.versions.items():
                 now = get(channel)
@@ -959,3 +968,13 @@ class Integrity(Visitor):
             orphan_blob_bytes=tally.orphan_blob_bytes if self.policy != "none" else None,
             namespaces=sorted(set(tally.namespaces)),
         )
+
+
+def _may_go_back(versions: dict[Any, Any], before: dict[Any, Any]) -> bool:
+    """False when no channel's version in `versions` is lower than in `before`, found in C
+    (a channel `versions` lacks compares as equal); True when one may be, or some do not
+    compare (Integrity._follows then looks at each)."""
+    try:
+        return any(map(_LOWER, map(versions.get, before, before.values()), before.values()))
+    except TypeError:
+        return True
