@@ -203,8 +203,7 @@ def check_store(
     n rows read. Raises only what reading the store raises (ckpt.errors)."""
     query = query or DumpQuery()
     selection = DumpQuery(thread_ids=query.thread_ids)
-    counted = store.sizes_from_rows
-    sizes = store.thread_counts(selection) if counted else store.sizes(selection)
+    sizes, counted = store.pass_sizes(selection)
     checkup = Checkup(store, sizes, now=now or dt.datetime.now(dt.UTC))
     visitors = [RowSizes(sizes), *checkup.visitors] if counted else checkup.visitors
     scan(store, sizes, visitors, progress=progress)

@@ -1,11 +1,11 @@
-"""Aggregates of a SqliteSaver store found in SQL (SqliteStore.write_totals and .health,
-inside the store's snapshot), and what a stored value counts as."""
+"""Aggregates of a SqliteSaver store found in SQL (SqliteStore.write_totals, .health and
+.pass_sizes, inside the store's snapshot), and what a stored value counts as."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ckpt.records.model import CheckpointKey, DumpQuery, StoreHealth, WriteTotals
+from ckpt.records.model import CheckpointKey, DumpQuery, StoreHealth, ThreadBytes, WriteTotals
 
 if TYPE_CHECKING:
     from ckpt.stores.sqlite.store import SqliteStore
@@ -19,6 +19,42 @@ def bytes_of(column: str) -> str:
         f"CASE WHEN typeof({column}) = 'text' THEN length(CAST({column} AS BLOB)) "
         f"ELSE length({column}) END"
     )
+
+
+def thread_counts(store: SqliteStore, query: DumpQuery) -> dict[str, ThreadBytes] | None:
+    """The threads of the checkpoints and writes `query` selects, with their checkpoint
+    counts, from the primary keys' indexes alone (SqliteStore.pass_sizes); None when a
+    thread id is no UTF-8 text: a statement naming it as text finds none of its rows."""
+    found: dict[str, ThreadBytes] = {}
+    tables = [("checkpoints", store._id, store._ns)]
+    if store.has_writes:
+        tables.append(("writes", store._w_id, store._w_ns))
+    for table, id_column, ns_column in tables:
+        where, params = store._dump_filter(query, id_column, ns_column)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        # typeof of the group's own value: text equals only text, so a group is all text
+        # or none (read per row, it would make SQLite decode every key of the index).
+        for thread_id, count, text in store._run(
+            f"SELECT thread_id, count(*), typeof(thread_id) = 'text' FROM {table}"
+            f"{clause} GROUP BY thread_id",
+            params,
+        ):
+            if not text or not _utf8(thread_id):
+                return None
+            sized = found.setdefault(thread_id, ThreadBytes())
+            if table == "checkpoints":
+                sized.checkpoints = count
+    return found
+
+
+def _utf8(text: str) -> bool:
+    """Whether text read from the store was UTF-8 there (connection._lenient_text keeps the
+    bytes that are not as lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def write_totals(store: SqliteStore, query: DumpQuery, keep: int) -> WriteTotals:

@@ -44,7 +44,7 @@ from ckpt.stores.body import (
     sort_writes,
 )
 from ckpt.stores.sqlite.aggregates import bytes_of as _bytes
-from ckpt.stores.sqlite.aggregates import store_health, write_totals
+from ckpt.stores.sqlite.aggregates import store_health, thread_counts, write_totals
 from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, file_pages, rows, translate
 from ckpt.stores.sqlite.saver import ERAS as _ERAS
 from ckpt.stores.sqlite.saver import SAVER_RELEASE as SAVER_RELEASE
@@ -350,6 +350,14 @@ class SqliteStore(Store):
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         with self._snapshot():
             return self._size_rows(self.conn, query)
+
+    def pass_sizes(self, query: DumpQuery) -> tuple[dict[str, ThreadBytes], bool]:
+        # `sizes` adds up the lengths raw_checkpoints and raw_writes read: the pass counts
+        # them (RowSizes) instead of a scan of every row before it, unless an id is one
+        # the rows cannot be listed by (sized then, never read, as `sizes` has it).
+        with self._snapshot():
+            counts = thread_counts(self, query)
+        return (counts, True) if counts is not None else (self.sizes(query), False)
 
     def _size_rows(self, conn: sqlite3.Connection, query: DumpQuery) -> dict[str, ThreadBytes]:
         # Reads every row's header (never its blob): length() takes the size from there.
