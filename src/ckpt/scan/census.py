@@ -429,10 +429,8 @@ class Census:
         self.versions[v] = self.versions.get(v, 0) + 1
         # Versions that are strings only (as every saver since langgraph 0.2 writes them)
         # hold no ext value, and the integrity checks need not look at them again.
-        plain = (
-            tag == "msgpack"
-            and type(body) is dict
-            and string_versions(body.get("channel_versions"), body.get("versions_seen"))
+        plain = type(body) is dict and string_versions(
+            body.get("channel_versions"), body.get("versions_seen")
         )
         if self.watcher is not None:
             self.watcher.body(row, body, plain=plain)
@@ -457,8 +455,8 @@ class Census:
                     elif type(part) is not str and not (plain and name in _VERSION_PARTS):
                         rest.append(part)
                 # Versions, versions_seen ...: plain in every body LangGraph writes, so
-                # they are walked only when they may hold a placeholder.
-                if tag != "msgpack" or (rest and _may_hold_ext(rest)):
+                # they are walked only when they may hold a placeholder (an envelope).
+                if rest and (_may_hold_ext(rest) if tag == "msgpack" else _may_hold_map(rest)):
                     walk(rest, _BODY)
             else:
                 walk(body, _BODY)
@@ -962,6 +960,20 @@ def _may_hold_ext(value: Any) -> bool:
         marshal.dumps(value)
     except ValueError:  # unmarshallable, or nested deeper than marshal goes
         return True
+    return False
+
+
+def _may_hold_map(values: list[Any]) -> bool:
+    """False when JSON values surely hold no map, so no lc envelope: numbers, strings, and
+    lists of strings (a list of anything else is looked at)."""
+    for value in values:
+        if type(value) is list:
+            try:
+                "".join(value)
+            except TypeError:
+                return True
+        elif type(value) not in _PLAIN:
+            return True
     return False
 
 
