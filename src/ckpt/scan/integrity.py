@@ -131,11 +131,12 @@ class Integrity(Visitor):
         # checkpoint read: (thread, ns, checkpoint id) -> [rows, bytes].
         self.suspects: list[tuple[str, str, str, str, str]] = []
         self.ahead: dict[tuple[str, str, str], list[int]] = {}
-        # Each checkpoint id of the batch -> the (thread, ns) holding it; each write of the
-        # batch by (thread, ns, checkpoint id, task id, idx); per task of a checkpoint,
-        # [writes, highest index]; and the writes whose checkpoint is not in their thread
-        # and namespace: (thread, ns, checkpoint id) -> [(task id, idx, channel)].
-        self.homes: dict[str, list[tuple[str, str]]] = {}
+        # The checkpoint ids of each (thread, ns) of the batch, in the order read (where a
+        # misplaced write's checkpoint is); each write of the batch by (thread, ns,
+        # checkpoint id, task id, idx); per task of a checkpoint, [writes, highest index];
+        # and the writes whose checkpoint is not in their thread and namespace: (thread,
+        # ns, checkpoint id) -> [(task id, idx, channel)].
+        self.group_ids: list[tuple[tuple[str, str], list[str]]] = []
         self.write_keys: set[tuple[str, str, str, str, int]] = set()
         self.task_writes: dict[tuple[str, str, str, str], list[int]] = {}
         self.strays: dict[tuple[str, str, str], list[tuple[str, int, str]]] = {}
@@ -253,11 +254,6 @@ class Integrity(Visitor):
         if parent_id is not None and not is_uuid(parent_id):
             detail = f"its parent id {str(parent_id)[:60]!r} is no checkpoint id"
             self._malformed("malformed-checkpoint", row, detail)
-        homes = self.homes.get(checkpoint_id)
-        if homes is None:
-            self.homes[checkpoint_id] = [key]
-        else:
-            homes.append(key)
         if metadata is not None:
             parents, source, step = (
                 metadata.get("parents"),
@@ -282,13 +278,6 @@ class Integrity(Visitor):
             )
         )
         self.ids.add((thread_id, ns, checkpoint_id))
-        span = self.groups.get(key)
-        if span is None:
-            self.groups[key] = [checkpoint_id, checkpoint_id]
-        elif checkpoint_id < span[0]:
-            span[0] = checkpoint_id
-        elif checkpoint_id > span[1]:
-            span[1] = checkpoint_id
         if (
             self.index.add(checkpoint_id)
             and not thread.shares
@@ -390,8 +379,15 @@ class Integrity(Visitor):
         if not nodes or key is None or self.thread is None:
             return
         thread_id, ns = key
-        by_id = {n.checkpoint_id: n for n in nodes}
-        oldest = min(by_id)
+        ids = [n.checkpoint_id for n in nodes]
+        by_id = dict(zip(ids, nodes, strict=True))
+        oldest, newest = min(ids), max(ids)
+        span = self.groups.get(key)
+        if span is None:
+            self.groups[key] = [oldest, newest]
+        else:  # the namespace met again in the batch (rows not sorted by it)
+            span[0], span[1] = min(span[0], oldest), max(span[1], newest)
+        self.group_ids.append((key, ids))
         self.thread.ids[ns] = set(by_id)
         self.thread.oldest[ns] = oldest
         if ns:
@@ -734,7 +730,7 @@ class Integrity(Visitor):
             where = place(thread_id, ns, checkpoint_id, detail=said)
             self.found("wrong-latest", thread_id, where)
         for name in ("groups", "required", "named", "named_channels", "top", "blob_sizes",
-                     "growing", "aggregates", "homes", "write_keys", "task_writes",
+                     "growing", "aggregates", "group_ids", "write_keys", "task_writes",
                      "strays"):  # fmt: skip
             getattr(self, name).clear()
         self.ids.clear()
@@ -760,8 +756,13 @@ class Integrity(Visitor):
     def misplaced(self) -> None:
         """Writes whose checkpoint is in another thread or namespace: where that checkpoint
         lacks them, they were moved away from it (LangGraph loads it without them)."""
+        found_in: dict[str, list[tuple[str, str]]] = {}
+        if self.strays:
+            for key, ids in self.group_ids:
+                for checkpoint_id in ids:
+                    found_in.setdefault(checkpoint_id, []).append(key)
         for (thread_id, ns, checkpoint_id), writes in self.strays.items():
-            homes = self.homes.get(checkpoint_id)
+            homes = found_in.get(checkpoint_id)
             if homes is None:
                 if self.lookups >= LOOKUPS // 2:
                     continue
