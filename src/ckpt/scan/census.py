@@ -23,8 +23,6 @@ batch's checkpoints, and the batch's threads are forgotten once it is done.
 
 from __future__ import annotations
 
-import marshal
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -52,7 +50,6 @@ from ckpt.decoders.ext import (
     EXT_PYDANTIC_V1,
     EXT_PYDANTIC_V2,
 )
-from ckpt.decoders.jsontext import json_document
 from ckpt.decoders.msgpack import MIN_EXTS, TOO_MANY_EXTS, ext_budget
 from ckpt.decoders.pickle_imports import pickle_globals
 from ckpt.decoders.safe_types import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
@@ -64,6 +61,16 @@ from ckpt.records.types import (
     UndecodableRecord,
 )
 from ckpt.records.vocabulary import TOO_LARGE
+from ckpt.scan.census_readers import (
+    PLAIN,
+    has_ext,
+    json_or_none,
+    json_value,
+    looks_pickled,
+    may_hold_ext,
+    may_hold_map,
+    version_of,
+)
 from ckpt.scan.rows import RawRow, Visitor
 from ckpt.scan.shapes import string_versions
 from ckpt.stores.base import Store
@@ -106,9 +113,6 @@ _STATUS_ORDER: Final[dict[str, int]] = {
     "ungated": 3,
     "safe": 4,
 }
-# Bytes that start an ext value (fixext 1-16, ext 8/16/32): a document holding none of
-# them has no ext value, and a value without one needs no unpacking at all.
-_EXT_HEADER: Final = re.compile(b"[\xc7-\xc9\xd4-\xd8]")
 _NON_STR_KEYS: Final = ormsgpack.OPT_NON_STR_KEYS
 # Below this size a payload cannot hold more ext values (3 bytes each at least) than the
 # budget's floor allows: its budget need not be worked out.
@@ -125,7 +129,6 @@ _EXAMPLE_PART: Final = {
     "writes": "write",
     "metadata": "metadata",
 }
-_PLAIN: Final = frozenset({str, int, float, bool, type(None), bytes})
 _MAX_UNDECODABLE: Final = 20  # examples kept; scanned.undecodable counts them all
 CACHE_BYTES: Final = 32 << 20  # ext payload bytes kept for look-ups (per thread, at most)
 MAX_INTERNED: Final = 10_000  # distinct ext contents shared as one object
@@ -305,6 +308,7 @@ class Census:
         self.aes_key = aes_key
         self.watcher = watcher
         self.classes = classes
+        self.refusing = False  # a class met so far strict mode refuses (_new_found)
         self.strict_names: dict[TypeKey, str | None] = {}  # key -> its name if strict refuses it
         self.types: dict[TypeKey, _Uses] = {}
         self.pickles: dict[str, _Uses] = {}
@@ -391,8 +395,8 @@ class Census:
         if row.type == "jsonb":
             # Postgres: the JSONB body holds primitives only; its values are blobs.
             self._count_tag("jsonb", "checkpoints")
-            document = _json_or_none(row.body)
-            self._version(_version_of(document))
+            document = json_or_none(row.body)
+            self._version(version_of(document))
             if self.watcher is not None and document is not None:
                 self.watcher.body(row, document)
             return
@@ -408,7 +412,7 @@ class Census:
             self._version(None)
             return
         self.values += 1
-        if tag in ("pickle", None) and (tag == "pickle" or _looks_pickled(data)):
+        if tag in ("pickle", None) and (tag == "pickle" or looks_pickled(data)):
             self._version(None)
             try:
                 self._pickle(data, _BODY, row, "checkpoint")
@@ -419,7 +423,7 @@ class Census:
             self._version(None)
             return  # a custom serializer's tag: nothing ckpt can read, counted as a tag
         try:
-            body = self._unpack_top(data) if tag == "msgpack" else _json_document(data)
+            body = self._unpack_top(data) if tag == "msgpack" else json_value(data)
         except DecodeError as exc:
             self._version(None)
             self._problem(row, "checkpoint", tag, str(exc), large=isinstance(exc, TooLarge))
@@ -444,7 +448,7 @@ class Census:
                 for name, part in body.items():
                     if name == "channel_values" and type(part) is dict:
                         for channel, value in part.items():
-                            if type(value) in _PLAIN:
+                            if type(value) in PLAIN:
                                 continue
                             where = wheres.get(channel)
                             if where is None:
@@ -456,7 +460,7 @@ class Census:
                         rest.append(part)
                 # Versions, versions_seen ...: plain in every body LangGraph writes, so
                 # they are walked only when they may hold a placeholder (an envelope).
-                if rest and (_may_hold_ext(rest) if tag == "msgpack" else _may_hold_map(rest)):
+                if rest and (may_hold_ext(rest) if tag == "msgpack" else may_hold_map(rest)):
                     walk(rest, _BODY)
             else:
                 walk(body, _BODY)
@@ -487,15 +491,15 @@ class Census:
                 return
         try:
             if tag == "msgpack":
-                if _has_ext(data):
+                if has_ext(data):
                     self._walk(self._unpack_top(data), where)
                 elif self.watcher is not None:  # `ckpt check` decodes every value
                     self._unpack_top(data)
-            elif tag == "json" or (tag is None and not _looks_pickled(data)):
+            elif tag == "json" or (tag is None and not looks_pickled(data)):
                 if b'"lc"' in data:
-                    self._json_walk(_json_document(data), where)
+                    self._json_walk(json_value(data), where)
                 elif self.watcher is not None:
-                    _json_document(data)
+                    json_value(data)
             elif tag in ("pickle", None):
                 self._pickle(data, where, row, at)
         except (_Failure, DecodeError) as exc:
@@ -698,7 +702,7 @@ class Census:
         if found is None:
             # One object per distinct content: a row's counts then hold a handful of
             # entries (a message class each), whatever the number of messages.
-            found = _Found(*signature)
+            found = self._new_found(*signature)
             if len(self.interned) < MAX_INTERNED:
                 self.interned[signature] = found
         if self.cache_bytes > CACHE_BYTES:
@@ -706,6 +710,17 @@ class Census:
             self.cache_bytes = 0
         self.cache[data] = found
         self.cache_bytes += len(data)
+        return found
+
+    def _new_found(
+        self, keys: tuple[TypeKey, ...], codes: tuple[int, ...], malformed: tuple[int, ...]
+    ) -> _Found:
+        """A new distinct content; with a watcher, the names strict mode refuses in it are
+        known at once, and whether any content met so far has one (`refusing`)."""
+        found = _Found(keys, codes, malformed)
+        if self.watcher is not None:
+            found.refused = self._refused(found)
+            self.refusing = self.refusing or bool(found.refused)
         return found
 
     def _hook(self, code: int, data: bytes) -> None:
@@ -830,7 +845,7 @@ class Census:
                         key = (LC1 if lc == 1 else LC2, ".".join(ident[:-1]), ident[-1], None)
                         found = self.json_found.get(key)
                         if found is None:
-                            found = self.json_found[key] = _Found((key,), (), ())
+                            found = self.json_found[key] = self._new_found((key,), (), ())
                         counts[found] = counts.get(found, 0) + 1
                 children: Any = node.values()
             else:
@@ -871,7 +886,7 @@ class Census:
                     into[found] = into.get(found, 0) + times
                     if not found.registered:
                         self._register(found, row, at)
-        if self.watcher is not None:
+        if self.watcher is not None and (self.classes or self.refusing):
             refused: list[str] = []
             for counts in self.local.values():
                 for found in counts:
@@ -950,63 +965,6 @@ def _example(row: RawRow, at: str) -> Example:
         return (thread_id, row.checkpoint_ns, row.checkpoint_id, "write", row.channel, None)
     assert isinstance(row, RawCheckpoint)
     return (thread_id, row.checkpoint_ns, row.checkpoint_id, at, None, None)
-
-
-def _may_hold_ext(value: Any) -> bool:
-    """False when unpacked data surely holds no ext placeholder. marshal takes exactly
-    msgpack's plain types (dict, list, tuple, str, bytes, numbers, None) and refuses a
-    slice, in C: four times faster than looking."""
-    try:
-        marshal.dumps(value)
-    except ValueError:  # unmarshallable, or nested deeper than marshal goes
-        return True
-    return False
-
-
-def _may_hold_map(values: list[Any]) -> bool:
-    """False when JSON values surely hold no map, so no lc envelope: numbers, strings, and
-    lists of strings (a list of anything else is looked at)."""
-    for value in values:
-        if type(value) is list:
-            try:
-                "".join(value)
-            except TypeError:
-                return True
-        elif type(value) not in _PLAIN:
-            return True
-    return False
-
-
-def _has_ext(data: bytes) -> bool:
-    return _EXT_HEADER.search(data) is not None
-
-
-def _looks_pickled(data: bytes) -> bool:
-    """langgraph 0.1 untyped blobs: a pickle starts with \\x80 and ends with "."."""
-    return data[:1] == b"\x80" and data[-1:] == b"."
-
-
-def _json_document(data: bytes) -> Any:
-    try:
-        return json_document(data)
-    except RecursionError:
-        raise DecodeError("JSON nested too deep") from None
-    except ValueError as exc:
-        raise DecodeError(f"invalid JSON: {exc}") from None
-
-
-def _version_of(body: Any) -> int | None:
-    if type(body) is not dict:
-        return None
-    v = body.get("v")
-    return v if type(v) is int else None
-
-
-def _json_or_none(text: bytes) -> Any:
-    try:
-        return json_document(text) if text else None
-    except (ValueError, RecursionError):
-        return None
 
 
 def type_status(code: int, module: str, name: str, method: str | None) -> TypeStatus:
