@@ -131,6 +131,7 @@ _EXAMPLE_PART: Final = {
 }
 _MAX_UNDECODABLE: Final = 20  # examples kept; scanned.undecodable counts them all
 CACHE_BYTES: Final = 32 << 20  # ext payload bytes kept for look-ups (per thread, at most)
+VALUE_BYTES: Final = 8 << 20  # whole values' bytes kept for look-ups (Census.read_values)
 MAX_INTERNED: Final = 10_000  # distinct ext contents shared as one object
 PG_BATCH: Final = 500  # Postgres: threads whose blobs and writes are read together
 # Metadata formats LangGraph never revives ("mongodb-pairs": MongoDBSaver's typed values,
@@ -512,8 +513,8 @@ class Census:
             self._flush_local(row, at)
 
     def _remember(self, value: tuple[str, bytes], counts: dict[_Found, int]) -> None:
-        """What a value's bytes held (read_values), at most CACHE_BYTES of them."""
-        if self.read_bytes > CACHE_BYTES:
+        """What a value's bytes held (read_values), at most VALUE_BYTES of them."""
+        if self.read_bytes > VALUE_BYTES:
             self.read_values.clear()
             self.read_bytes = 0
         self.read_values[value] = dict(counts)
