@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ckpt.records.model import CheckpointKey, DumpQuery, StoreHealth, ThreadBytes, WriteTotals
+from ckpt.stores.columns import LONG_TEXT, PLAIN_ROW
 
 if TYPE_CHECKING:
     from ckpt.stores.sqlite.store import SqliteStore
@@ -19,6 +21,28 @@ def bytes_of(column: str) -> str:
         f"CASE WHEN typeof({column}) = 'text' THEN length(CAST({column} AS BLOB)) "
         f"ELSE length({column}) END"
     )
+
+
+def plain_row(
+    *,
+    text: Sequence[str] = (),
+    optional_text: Sequence[str] = (),
+    blobs: Sequence[str] = (),
+    integers: Sequence[str] = (),
+) -> str:
+    """SQL for a statement's last column PLAIN_ROW: 1 where each column named holds the
+    type the row factory reads it as (ckpt.stores.columns), text no longer than LONG_TEXT
+    bytes, so the row goes through untouched; else 0 or NULL, and the factory fixes it.
+    It names every column of the statement that has a rule, or more."""
+
+    def short(column: str) -> str:
+        return f"coalesce(length(CAST({column} AS BLOB)), 0) <= {LONG_TEXT}"
+
+    parts = [f"typeof({c}) = 'text' AND {short(c)}" for c in text]
+    parts += [f"typeof({c}) IN ('text', 'null') AND {short(c)}" for c in optional_text]
+    parts += [f"typeof({c}) IN ('blob', 'null')" for c in blobs]
+    parts += [f"typeof({c}) = 'integer'" for c in integers]
+    return f"coalesce({' AND '.join(parts)}, 0) AS {PLAIN_ROW}"
 
 
 def thread_counts(store: SqliteStore, query: DumpQuery) -> dict[str, ThreadBytes] | None:

@@ -44,7 +44,7 @@ from ckpt.stores.body import (
     sort_writes,
 )
 from ckpt.stores.sqlite.aggregates import bytes_of as _bytes
-from ckpt.stores.sqlite.aggregates import store_health, thread_counts, write_totals
+from ckpt.stores.sqlite.aggregates import plain_row, store_health, thread_counts, write_totals
 from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, file_pages, rows, translate
 from ckpt.stores.sqlite.saver import ERAS as _ERAS
 from ckpt.stores.sqlite.saver import SAVER_RELEASE as SAVER_RELEASE
@@ -761,15 +761,19 @@ class SqliteStore(Store):
         )
         # A body kept as TEXT reads as bytes here, and as a str LangGraph cannot unpack.
         columns += ", typeof(checkpoint) = 'text'"
+        parent = "parent_ts" if self.era == "0.1" else "parent_checkpoint_id"
+        plain = plain_row(
+            text=("thread_id", self._ns, self._id),
+            optional_text=(parent, tag),
+            blobs=("checkpoint", "metadata"),
+        )
         sql = (
-            f"SELECT thread_id, {self._ns}, {self._id}, "
-            f"{'parent_ts' if self.era == '0.1' else 'parent_checkpoint_id'}, {tag}, {columns} "
+            f"SELECT thread_id, {self._ns}, {self._id}, {parent}, {tag}, {columns}, {plain} "
             f"FROM checkpoints{clause} ORDER BY thread_id, {self._ns}, {self._id}"
         )
         for row in self._stream(sql, params):
-            thread_id, ns, checkpoint_id, parent, kind, body, metadata, body_len, meta_len, text = (
-                row
-            )
+            (thread_id, ns, checkpoint_id, parent, kind, body, metadata, body_len, meta_len, text,
+             _) = row  # fmt: skip
             yield RawCheckpoint(
                 thread_id=thread_id,
                 checkpoint_ns=ns,
@@ -792,13 +796,20 @@ class SqliteStore(Store):
         tag = "type" if self.era != "0.1" else "NULL"
         value = "value" if data else "NULL"
         task_path = "task_path" if self._era == "current" else "''"
+        plain = plain_row(
+            text=("thread_id", self._w_ns, self._w_id, "task_id", "channel", task_path),
+            optional_text=(tag,),
+            blobs=("value",),
+            integers=("idx",),
+        )
         sql = (
             f"SELECT thread_id, {self._w_ns}, {self._w_id}, task_id, idx, channel, {tag}, "
-            f"{value}, {_bytes('value')}, {task_path}, typeof(value) = 'text' FROM writes{clause} "
-            f"ORDER BY thread_id, {self._w_ns}, {self._w_id}, task_id, idx"
+            f"{value}, {_bytes('value')}, {task_path}, typeof(value) = 'text', {plain} "
+            f"FROM writes{clause} ORDER BY thread_id, {self._w_ns}, {self._w_id}, task_id, idx"
         )
         for row in self._stream(sql, params):
-            thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size, path, text = row
+            (thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size, path, text,
+             _) = row  # fmt: skip
             yield RawWrite(
                 thread_id=thread_id,
                 checkpoint_ns=ns,
