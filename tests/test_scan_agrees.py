@@ -15,7 +15,7 @@ import pytest
 
 import ckpt
 from agreement import assert_health_agrees, assert_stats_and_check_agree
-from checking import errors
+from checking import check, errors
 from ckpt.records.model import DumpQuery
 from ckpt.stores import open_store
 from pg import PgStore, url_of
@@ -156,3 +156,34 @@ def test_check_reads_only_the_threads_asked_for(sqlite_store: Path) -> None:
         sizes = whole.sizes(DumpQuery(thread_ids=("support-2", "fanout-1")))
     assert total == sum(s.checkpoints + s.blobs + s.writes for s in sizes.values())
     assert {f["code"] for f in record["findings"]} >= {"failed-thread"}
+
+
+# -- a SQLite pass counts the sizes it reads ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "retyped", [None, "CAST(thread_id AS BLOB)", "CAST(thread_id || X'FF' AS TEXT)"]
+)
+def test_sqlite_check_sizes_the_store_as_sizes_does(
+    sqlite_store: Path, tmp_path: Path, retyped: str | None
+) -> None:
+    """check counts each thread's bytes from the rows of its pass (Store.pass_sizes): the
+    same as Store.sizes, also in a store where a thread id is a BLOB or not UTF-8 (no
+    statement naming it as text finds its rows: it is sized as Store.sizes sizes it)."""
+    copy = tmp_path / "store.sqlite"
+    shutil.copyfile(sqlite_store, copy)
+    if retyped is not None:
+        with closing(sqlite3.connect(copy)) as conn:
+            (thread,) = conn.execute("SELECT min(thread_id) FROM checkpoints").fetchone()
+            for table in ("checkpoints", "writes"):
+                conn.execute(
+                    f"UPDATE {table} SET thread_id = {retyped} WHERE thread_id = ?", (thread,)
+                )
+            conn.commit()
+    with open_store(str(copy)) as store:
+        sizes = store.sizes(DumpQuery())
+        counts, counted = store.pass_sizes(DumpQuery())
+    assert counted == (retyped is None)
+    assert set(counts) == set(sizes)
+    assert [c.checkpoints for c in counts.values()] == [s.checkpoints for s in sizes.values()]
+    assert check(str(copy))["scanned"]["bytes"] == sum(s.total for s in sizes.values())

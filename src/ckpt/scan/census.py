@@ -23,8 +23,6 @@ batch's checkpoints, and the batch's threads are forgotten once it is done.
 
 from __future__ import annotations
 
-import marshal
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -52,8 +50,7 @@ from ckpt.decoders.ext import (
     EXT_PYDANTIC_V1,
     EXT_PYDANTIC_V2,
 )
-from ckpt.decoders.jsontext import json_document
-from ckpt.decoders.msgpack import TOO_MANY_EXTS, ext_budget
+from ckpt.decoders.msgpack import MIN_EXTS, TOO_MANY_EXTS, ext_budget
 from ckpt.decoders.pickle_imports import pickle_globals
 from ckpt.decoders.safe_types import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
 from ckpt.errors import DecodeError, TooLarge
@@ -64,7 +61,18 @@ from ckpt.records.types import (
     UndecodableRecord,
 )
 from ckpt.records.vocabulary import TOO_LARGE
+from ckpt.scan.census_readers import (
+    PLAIN,
+    has_ext,
+    json_or_none,
+    json_value,
+    looks_pickled,
+    may_hold_ext,
+    may_hold_map,
+    version_of,
+)
 from ckpt.scan.rows import RawRow, Visitor
+from ckpt.scan.shapes import string_versions
 from ckpt.stores.base import Store
 
 # Envelope kinds of the json tag, beside the msgpack ext codes 0-7 in a type key.
@@ -105,12 +113,13 @@ _STATUS_ORDER: Final[dict[str, int]] = {
     "ungated": 3,
     "safe": 4,
 }
-# Bytes that start an ext value (fixext 1-16, ext 8/16/32): a document holding none of
-# them has no ext value, and a value without one needs no unpacking at all.
-_EXT_HEADER: Final = re.compile(b"[\xc7-\xc9\xd4-\xd8]")
 _NON_STR_KEYS: Final = ormsgpack.OPT_NON_STR_KEYS
+# Below this size a payload cannot hold more ext values (3 bytes each at least) than the
+# budget's floor allows: its budget need not be worked out.
+_UNDER_BUDGET: Final = 3 * MIN_EXTS
 _STOP: Final = attrgetter("stop")
 _NO_CLASSES: Final = frozenset({"null", "empty", "bytes", "bytearray"})
+_VERSION_PARTS: Final = frozenset({"channel_versions", "versions_seen"})
 _METADATA: Final[Where] = ("elsewhere", "metadata")
 _BODY: Final[Where] = ("elsewhere", "checkpoint body")
 _PENDING_SENDS: Final[Where] = ("elsewhere", "pending_sends")
@@ -120,9 +129,9 @@ _EXAMPLE_PART: Final = {
     "writes": "write",
     "metadata": "metadata",
 }
-_PLAIN: Final = frozenset({str, int, float, bool, type(None), bytes})
 _MAX_UNDECODABLE: Final = 20  # examples kept; scanned.undecodable counts them all
 CACHE_BYTES: Final = 32 << 20  # ext payload bytes kept for look-ups (per thread, at most)
+VALUE_BYTES: Final = 8 << 20  # whole values' bytes kept for look-ups (Census.read_values)
 MAX_INTERNED: Final = 10_000  # distinct ext contents shared as one object
 PG_BATCH: Final = 500  # Postgres: threads whose blobs and writes are read together
 # Metadata formats LangGraph never revives ("mongodb-pairs": MongoDBSaver's typed values,
@@ -165,7 +174,7 @@ class CensusVisitor(Visitor):
 
     def checkpoint(self, row: RawCheckpoint) -> None:
         self.census.checkpoint(row)
-        if row.channel_versions:
+        if row.channel_versions and self.census.classes:
             self.naming.append(
                 (row.thread_id, row.checkpoint_ns, row.checkpoint_id, row.channel_versions)
             )
@@ -199,9 +208,10 @@ class Watcher(Protocol):
     """What a census tells the scan that feeds it (`ckpt check`) about single rows: the
     counts of the TypesRecord say how many, these say which."""
 
-    def body(self, row: RawCheckpoint, body: Any) -> None:
+    def body(self, row: RawCheckpoint, body: Any, *, plain: bool = False) -> None:
         """A checkpoint body as read: the plain document, ext values left packed as
-        `slice(code, data)` (msgpack), or the JSON document (json, Postgres JSONB)."""
+        `slice(code, data)` (msgpack), or the JSON document (json, Postgres JSONB).
+        `plain`: its versions are strings only (ckpt.scan.shapes.string_versions)."""
 
     def problem(self, row: RawRow, at: str, tag: str | None, error: str, *, large: bool) -> None:
         """A value that does not decode (`at`: checkpoint, metadata, blob, write); `large`:
@@ -289,11 +299,17 @@ class _Found:
 
 class Census:
     """One scan: fed raw rows, it keeps the counts `record()` turns into a TypesRecord.
-    `watcher` hears of single rows (see Watcher)."""
+    `watcher` hears of single rows (see Watcher). Without `classes`, the classes each row
+    names are told the watcher only, never counted: the record's `types`, `ext_codes` and
+    examples stay empty (`ckpt check` and `ckpt stats` show none of them)."""
 
-    def __init__(self, aes_key: bytes | None, watcher: Watcher | None = None) -> None:
+    def __init__(
+        self, aes_key: bytes | None, watcher: Watcher | None = None, *, classes: bool = True
+    ) -> None:
         self.aes_key = aes_key
         self.watcher = watcher
+        self.classes = classes
+        self.refusing = False  # a class met so far strict mode refuses (_new_found)
         self.strict_names: dict[TypeKey, str | None] = {}  # key -> its name if strict refuses it
         self.types: dict[TypeKey, _Uses] = {}
         self.pickles: dict[str, _Uses] = {}
@@ -324,6 +340,10 @@ class Census:
         # ext values were read before. Bounded by CACHE_BYTES.
         self.cache: dict[bytes, _Found] = {}
         self.cache_bytes = 0
+        # The same for whole values (blobs, writes: a value written to several threads or
+        # channels): (tag, bytes) -> what the walk of `_value` counted there (empty: none).
+        self.read_values: dict[tuple[str, bytes], dict[_Found, int]] = {}
+        self.read_bytes = 0
         self.json_found: dict[TypeKey, _Found] = {}
         self.channel_wheres: dict[Any, Where] = {}
         # Where -> the ext payloads of the last list of ext values seen there, and what
@@ -376,8 +396,8 @@ class Census:
         if row.type == "jsonb":
             # Postgres: the JSONB body holds primitives only; its values are blobs.
             self._count_tag("jsonb", "checkpoints")
-            document = _json_or_none(row.body)
-            self._version(_version_of(document))
+            document = json_or_none(row.body)
+            self._version(version_of(document))
             if self.watcher is not None and document is not None:
                 self.watcher.body(row, document)
             return
@@ -393,7 +413,7 @@ class Census:
             self._version(None)
             return
         self.values += 1
-        if tag in ("pickle", None) and (tag == "pickle" or _looks_pickled(data)):
+        if tag in ("pickle", None) and (tag == "pickle" or looks_pickled(data)):
             self._version(None)
             try:
                 self._pickle(data, _BODY, row, "checkpoint")
@@ -404,7 +424,7 @@ class Census:
             self._version(None)
             return  # a custom serializer's tag: nothing ckpt can read, counted as a tag
         try:
-            body = self._unpack_top(data) if tag == "msgpack" else _json_document(data)
+            body = self._unpack_top(data) if tag == "msgpack" else json_value(data)
         except DecodeError as exc:
             self._version(None)
             self._problem(row, "checkpoint", tag, str(exc), large=isinstance(exc, TooLarge))
@@ -412,8 +432,13 @@ class Census:
         v = body.get("v") if type(body) is dict else None
         v = v if type(v) is int else None
         self.versions[v] = self.versions.get(v, 0) + 1
+        # Versions that are strings only (as every saver since langgraph 0.2 writes them)
+        # hold no ext value, and the integrity checks need not look at them again.
+        plain = type(body) is dict and string_versions(
+            body.get("channel_versions"), body.get("versions_seen")
+        )
         if self.watcher is not None:
-            self.watcher.body(row, body)
+            self.watcher.body(row, body, plain=plain)
         if tag != "msgpack" and b'"lc"' not in data and b"\\u" not in data:
             return  # JSON naming no "lc" key (spelled out or escaped): no envelope to count
         walk = self._walk if tag == "msgpack" else self._json_walk
@@ -424,7 +449,7 @@ class Census:
                 for name, part in body.items():
                     if name == "channel_values" and type(part) is dict:
                         for channel, value in part.items():
-                            if type(value) in _PLAIN:
+                            if type(value) in PLAIN:
                                 continue
                             where = wheres.get(channel)
                             if where is None:
@@ -432,11 +457,11 @@ class Census:
                             walk(value, where)
                     elif name == "pending_sends":
                         walk(part, _PENDING_SENDS)
-                    elif type(part) is not str:
+                    elif type(part) is not str and not (plain and name in _VERSION_PARTS):
                         rest.append(part)
                 # Versions, versions_seen ...: plain in every body LangGraph writes, so
-                # they are walked only when they may hold a placeholder.
-                if tag != "msgpack" or _may_hold_ext(rest):
+                # they are walked only when they may hold a placeholder (an envelope).
+                if rest and (may_hold_ext(rest) if tag == "msgpack" else may_hold_map(rest)):
                     walk(rest, _BODY)
             else:
                 walk(body, _BODY)
@@ -456,25 +481,44 @@ class Census:
             return
         self.values += 1
         at = _EXAMPLE_PART[part]
+        if tag == "msgpack" or tag == "json":
+            # The same bytes read again (a value written twice, in this batch): what they
+            # held, as the walk below found it; they decoded then, so they do now.
+            known = self.read_values.get((tag, data))
+            if known is not None:
+                if known:
+                    self.local[where] = dict(known)
+                    self._flush_local(row, at)
+                return
         try:
             if tag == "msgpack":
-                if _has_ext(data):
+                if has_ext(data):
                     self._walk(self._unpack_top(data), where)
                 elif self.watcher is not None:  # `ckpt check` decodes every value
                     self._unpack_top(data)
-            elif tag == "json" or (tag is None and not _looks_pickled(data)):
+            elif tag == "json" or (tag is None and not looks_pickled(data)):
                 if b'"lc"' in data:
-                    self._json_walk(_json_document(data), where)
+                    self._json_walk(json_value(data), where)
                 elif self.watcher is not None:
-                    _json_document(data)
+                    json_value(data)
             elif tag in ("pickle", None):
                 self._pickle(data, where, row, at)
         except (_Failure, DecodeError) as exc:
             self.local.clear()
             self._problem(row, at, tag, str(exc), large=isinstance(exc, TooLarge))
             return
+        if (tag == "msgpack" or tag == "json") and (self.local or self.watcher is not None):
+            self._remember((tag, data), self.local.get(where) or {})
         if self.local:
             self._flush_local(row, at)
+
+    def _remember(self, value: tuple[str, bytes], counts: dict[_Found, int]) -> None:
+        """What a value's bytes held (read_values), at most VALUE_BYTES of them."""
+        if self.read_bytes > VALUE_BYTES:
+            self.read_values.clear()
+            self.read_bytes = 0
+        self.read_values[value] = dict(counts)
+        self.read_bytes += len(value[1])
 
     def _open(
         self, tag: str | None, payload: bytes | None, part: str, row: RawRow
@@ -556,10 +600,11 @@ class Census:
 
         ormsgpack refuses an ext value as a map key (or inside an array key) whatever the
         hook returns, and so does LangGraph's loads_typed: such a value is undecodable."""
-        budget = ext_budget(len(data))
         # The smallest ext value takes 3 bytes: below that size the budget cannot be
         # exceeded, and the C `slice` hook keeps the hot path free of Python calls.
-        hook: Callable[[int, bytes], Any] = slice if len(data) // 3 <= budget else _Budget(budget)
+        size = len(data)
+        budget = MIN_EXTS if size < _UNDER_BUDGET else ext_budget(size)
+        hook: Callable[[int, bytes], Any] = slice if size // 3 <= budget else _Budget(budget)
         try:
             return ormsgpack.unpackb(data, ext_hook=hook, option=_NON_STR_KEYS)
         except (ValueError, TypeError) as exc:
@@ -658,7 +703,7 @@ class Census:
         if found is None:
             # One object per distinct content: a row's counts then hold a handful of
             # entries (a message class each), whatever the number of messages.
-            found = _Found(*signature)
+            found = self._new_found(*signature)
             if len(self.interned) < MAX_INTERNED:
                 self.interned[signature] = found
         if self.cache_bytes > CACHE_BYTES:
@@ -666,6 +711,17 @@ class Census:
             self.cache_bytes = 0
         self.cache[data] = found
         self.cache_bytes += len(data)
+        return found
+
+    def _new_found(
+        self, keys: tuple[TypeKey, ...], codes: tuple[int, ...], malformed: tuple[int, ...]
+    ) -> _Found:
+        """A new distinct content; with a watcher, the names strict mode refuses in it are
+        known at once, and whether any content met so far has one (`refusing`)."""
+        found = _Found(keys, codes, malformed)
+        if self.watcher is not None:
+            found.refused = self._refused(found)
+            self.refusing = self.refusing or bool(found.refused)
         return found
 
     def _hook(self, code: int, data: bytes) -> None:
@@ -790,7 +846,7 @@ class Census:
                         key = (LC1 if lc == 1 else LC2, ".".join(ident[:-1]), ident[-1], None)
                         found = self.json_found.get(key)
                         if found is None:
-                            found = self.json_found[key] = _Found((key,), (), ())
+                            found = self.json_found[key] = self._new_found((key,), (), ())
                         counts[found] = counts.get(found, 0) + 1
                 children: Any = node.values()
             else:
@@ -816,34 +872,34 @@ class Census:
 
     # -- per row and per thread --------------------------------------------------------------
     def _flush_local(self, row: RawRow, at: str) -> None:
-        """Add the row's occurrences to its thread's; the first use of a class names its
-        example. The watcher hears of the classes in the row strict mode would not rebuild
-        (in the order they were met)."""
-        local = self.local
-        thread = self.acc.get(row.thread_id)
-        if thread is None:
-            thread = self.acc[row.thread_id] = {}
-        watched = self.watcher is not None
-        refused: list[str] = []
-        for where, counts in local.items():
-            into = thread.get(where)
-            if into is None:
-                into = thread[where] = {}
-            for found, times in counts.items():
-                into[found] = into.get(found, 0) + times
-                if not found.registered:
-                    self._register(found, row, at)
-                if watched:
+        """Add the row's occurrences to its thread's (when it counts `classes`); the first
+        use of a class names its example. The watcher hears of the classes in the row strict
+        mode would not rebuild (in the order they were met)."""
+        if self.classes:
+            thread = self.acc.get(row.thread_id)
+            if thread is None:
+                thread = self.acc[row.thread_id] = {}
+            for where, counts in self.local.items():
+                into = thread.get(where)
+                if into is None:
+                    into = thread[where] = {}
+                for found, times in counts.items():
+                    into[found] = into.get(found, 0) + times
+                    if not found.registered:
+                        self._register(found, row, at)
+        if self.watcher is not None and (self.classes or self.refusing):
+            refused: list[str] = []
+            for counts in self.local.values():
+                for found in counts:
                     names = found.refused
                     if names is None:
                         names = found.refused = self._refused(found)
                     for name in names:
                         if name not in refused:
                             refused.append(name)
-        if refused:
-            assert self.watcher is not None
-            self.watcher.strict(row, at, refused)
-        local.clear()
+            if refused:
+                self.watcher.strict(row, at, refused)
+        self.local.clear()
 
     def _refused(self, found: _Found) -> tuple[str, ...]:
         """The names of the classes `found` holds that strict mode would not rebuild."""
@@ -892,6 +948,8 @@ class Census:
         self.json_lists.clear()
         self.cache.clear()
         self.cache_bytes = 0
+        self.read_values.clear()
+        self.read_bytes = 0
 
 
 # -- small readers -------------------------------------------------------------------------
@@ -908,49 +966,6 @@ def _example(row: RawRow, at: str) -> Example:
         return (thread_id, row.checkpoint_ns, row.checkpoint_id, "write", row.channel, None)
     assert isinstance(row, RawCheckpoint)
     return (thread_id, row.checkpoint_ns, row.checkpoint_id, at, None, None)
-
-
-def _may_hold_ext(value: Any) -> bool:
-    """False when unpacked data surely holds no ext placeholder. marshal takes exactly
-    msgpack's plain types (dict, list, tuple, str, bytes, numbers, None) and refuses a
-    slice, in C: four times faster than looking."""
-    try:
-        marshal.dumps(value)
-    except ValueError:  # unmarshallable, or nested deeper than marshal goes
-        return True
-    return False
-
-
-def _has_ext(data: bytes) -> bool:
-    return _EXT_HEADER.search(data) is not None
-
-
-def _looks_pickled(data: bytes) -> bool:
-    """langgraph 0.1 untyped blobs: a pickle starts with \\x80 and ends with "."."""
-    return data[:1] == b"\x80" and data[-1:] == b"."
-
-
-def _json_document(data: bytes) -> Any:
-    try:
-        return json_document(data)
-    except RecursionError:
-        raise DecodeError("JSON nested too deep") from None
-    except ValueError as exc:
-        raise DecodeError(f"invalid JSON: {exc}") from None
-
-
-def _version_of(body: Any) -> int | None:
-    if type(body) is not dict:
-        return None
-    v = body.get("v")
-    return v if type(v) is int else None
-
-
-def _json_or_none(text: bytes) -> Any:
-    try:
-        return json_document(text) if text else None
-    except (ValueError, RecursionError):
-        return None
 
 
 def type_status(code: int, module: str, name: str, method: str | None) -> TypeStatus:

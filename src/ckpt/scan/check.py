@@ -77,7 +77,9 @@ class Checkup:
     ) -> None:
         self.store = store
         self.now = now
-        self.census = Census(store.aes_key)
+        # The classes each row names go to the integrity checks (strict-msgpack); their
+        # counts and examples (`ckpt types`) are never shown here.
+        self.census = Census(store.aes_key, classes=False)
         self.integrity = Integrity(store, sizes, now=now, keep_namespaces=keep_namespaces)
         self.census.watcher = self.integrity
 
@@ -201,8 +203,7 @@ def check_store(
     n rows read. Raises only what reading the store raises (ckpt.errors)."""
     query = query or DumpQuery()
     selection = DumpQuery(thread_ids=query.thread_ids)
-    counted = store.sizes_from_rows
-    sizes = store.thread_counts(selection) if counted else store.sizes(selection)
+    sizes, counted = store.pass_sizes(selection)
     checkup = Checkup(store, sizes, now=now or dt.datetime.now(dt.UTC))
     visitors = [RowSizes(sizes), *checkup.visitors] if counted else checkup.visitors
     scan(store, sizes, visitors, progress=progress)

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import repeat
+from operator import lt
 from typing import Any, Final
 
-from ckpt.errors import CkptError, NotFound
+from ckpt.errors import CkptError
 from ckpt.records.model import (
     UNREADABLE_IDX,
     CheckpointKey,
@@ -40,11 +41,11 @@ from ckpt.records.plans import (
     in_flight,
     lost_checkpoint,
     recent,
-    version_after,
     version_number,
 )
 from ckpt.records.types import FindingCode, PlaceRecord
 from ckpt.scan.chains import IdIndex, Node, Pair, ThreadChain, cycles
+from ckpt.scan.copies import at_home, met_twice
 from ckpt.scan.findings import PLACES_SHOWN, RUNAWAY_BYTES, Finding, Findings
 from ckpt.scan.places import (
     RowKey,
@@ -77,6 +78,9 @@ SETTLE: Final = 2.0  # seconds a recent checkpoint some writes name may take to 
 # Serde tags that carry no encryption because nothing is serialized (format.md §5.2, 7.1).
 _UNSERIALIZED: Final = frozenset({"empty", "jsonb"})
 _NUMBER: Final = (int, float)
+_LOWER: Final[Callable[[Any, Any], Any]] = lt
+_MEMO_TEXT: Final = 1024  # bytes: metadata texts up to this long are parsed once each
+_MEMO_ENTRIES: Final = 4096  # distinct texts kept
 
 
 class Integrity(Visitor):
@@ -122,16 +126,17 @@ class Integrity(Visitor):
         self.deltas: set[str] = set()
         self.snapshots: list[tuple[Pair, str]] = []
         # To look up by id at the end of the batch: (what, thread, ns, checkpoint id, the id
-        # to look up, the row's parent) for a parent gone from the middle of a chain, a
-        # second root, an id met before, subgraph parents gone; and writes newer than every
+        # to look up) for a parent gone from the middle of a chain, a second root, an id
+        # met before, subgraph parents gone; and writes newer than every
         # checkpoint read: (thread, ns, checkpoint id) -> [rows, bytes].
-        self.suspects: list[tuple[str, str, str, str, str, str | None]] = []
+        self.suspects: list[tuple[str, str, str, str, str]] = []
         self.ahead: dict[tuple[str, str, str], list[int]] = {}
-        # Each checkpoint id of the batch -> the (thread, ns) holding it; each write of the
-        # batch by (thread, ns, checkpoint id, task id, idx); per task of a checkpoint,
-        # [writes, highest index]; and the writes whose checkpoint is not in their thread
-        # and namespace: (thread, ns, checkpoint id) -> [(task id, idx, channel)].
-        self.homes: dict[str, list[tuple[str, str]]] = {}
+        # The checkpoint ids of each (thread, ns) of the batch, in the order read (where a
+        # misplaced write's checkpoint is); each write of the batch by (thread, ns,
+        # checkpoint id, task id, idx); per task of a checkpoint, [writes, highest index];
+        # and the writes whose checkpoint is not in their thread and namespace: (thread,
+        # ns, checkpoint id) -> [(task id, idx, channel)].
+        self.group_ids: list[tuple[tuple[str, str], list[str]]] = []
         self.write_keys: set[tuple[str, str, str, str, int]] = set()
         self.task_writes: dict[tuple[str, str, str, str], list[int]] = {}
         self.strays: dict[tuple[str, str, str], list[tuple[str, int, str]]] = {}
@@ -148,7 +153,7 @@ class Integrity(Visitor):
         self.thread: ThreadChain | None = None
         self.group: list[Node] = []
         self.group_key: tuple[str, str] | None = None
-        self.last_body: tuple[RawCheckpoint, Any] | None = None
+        self.last_body: tuple[RawCheckpoint, Any, bool] | None = None
         # The versions of the last checkpoint read, with its thread and namespace (`_fresh`).
         self.last_versions: tuple[str, str, dict[str, str]] | None = None
         self.troubled: RawRow | None = None  # the last row the census could not read
@@ -159,6 +164,12 @@ class Integrity(Visitor):
         # aggregate its read builds, against the server's group_concat_max_len.
         self.aggregate_limit = store.aggregate_limit
         self.aggregates: dict[tuple[str, str, str], int] = {}
+        # JSON metadata text -> what parse_metadata made of it (see `_metadata`).
+        self.metadata_read: dict[bytes, tuple[dict[str, Any] | None, str | None]] = {}
+        # `tag`'s counts and places of the thread it counted last (tags_of, plain_rows).
+        self.tag_thread: str | None = None
+        self.tag_counts: list[int] = []
+        self.tag_places: list[tuple[RowKey, str | None]] = []
 
     # -- findings -----------------------------------------------------------------------------
     def found(
@@ -180,8 +191,8 @@ class Integrity(Visitor):
         return self.names.setdefault(thread_id, thread_id)
 
     # -- the census's reports (census.Watcher) ------------------------------------------------
-    def body(self, row: RawCheckpoint, body: Any) -> None:
-        self.last_body = (row, body)
+    def body(self, row: RawCheckpoint, body: Any, *, plain: bool = False) -> None:
+        self.last_body = (row, body, plain)
 
     def problem(self, row: RawRow, at: str, tag: str | None, error: str, *, large: bool) -> None:
         if type(row) is RawWrite and write_problem(row, untyped=self.untyped) is not None:
@@ -208,7 +219,7 @@ class Integrity(Visitor):
         self.tag(row, row.type)
         last = self.last_body
         delivered = last is not None and last[0] is row
-        body = last[1] if delivered else None  # type: ignore[index]
+        body, plain = (last[1], last[2]) if delivered else (None, False)  # type: ignore[index]
         self.last_body = None
         thread = self.thread
         if thread is None or thread.thread_id != row.thread_id:
@@ -220,7 +231,7 @@ class Integrity(Visitor):
         if key != self.group_key:
             self.end_group()
             self.group_key = key
-        metadata, wrong = parse_metadata(row)
+        metadata, wrong = self._metadata(row)
         if wrong is not None and not (row.metadata_type == "msgpack" and self.troubled is row):
             self._malformed("malformed-metadata", row, wrong)
         if row.misfiled is not None:
@@ -229,7 +240,7 @@ class Integrity(Visitor):
         if stored is not None:
             self._malformed("malformed-checkpoint", row, stored)
         elif delivered:
-            shape = body_problem(body, values_apart=row.channel_versions is not None)
+            shape = body_problem(body, values_apart=row.channel_versions is not None, plain=plain)
             if shape is not None:
                 self._malformed("malformed-checkpoint", row, shape)
             stored_id = body.get("id") if type(body) is dict else None
@@ -243,11 +254,6 @@ class Integrity(Visitor):
         if parent_id is not None and not is_uuid(parent_id):
             detail = f"its parent id {str(parent_id)[:60]!r} is no checkpoint id"
             self._malformed("malformed-checkpoint", row, detail)
-        homes = self.homes.get(checkpoint_id)
-        if homes is None:
-            self.homes[checkpoint_id] = [key]
-        else:
-            homes.append(key)
         if metadata is not None:
             parents, source, step = (
                 metadata.get("parents"),
@@ -272,13 +278,6 @@ class Integrity(Visitor):
             )
         )
         self.ids.add((thread_id, ns, checkpoint_id))
-        span = self.groups.get(key)
-        if span is None:
-            self.groups[key] = [checkpoint_id, checkpoint_id]
-        elif checkpoint_id < span[0]:
-            span[0] = checkpoint_id
-        elif checkpoint_id > span[1]:
-            span[1] = checkpoint_id
         if (
             self.index.add(checkpoint_id)
             and not thread.shares
@@ -288,7 +287,7 @@ class Integrity(Visitor):
             # One look-up per thread: a thread copied whole meets every id again.
             thread.shares = True
             self.shared_lookups += 1
-            self.suspects.append(("id", thread_id, ns, checkpoint_id, checkpoint_id, parent_id))
+            self.suspects.append(("id", thread_id, ns, checkpoint_id, checkpoint_id))
         pairs = (
             self.versions(thread_id, row, body, metadata)
             if row.channel_versions is not None
@@ -296,6 +295,19 @@ class Integrity(Visitor):
         )
         if not ns:
             thread.growth.append((row.body_size + row.metadata_size, pairs))
+
+    def _metadata(self, row: RawCheckpoint) -> tuple[dict[str, Any] | None, str | None]:
+        """parse_metadata, once per distinct JSON text (a graph's checkpoints repeat their
+        metadata but for the step): the parsed map is only read, never changed."""
+        data, tag = row.metadata, row.metadata_type
+        if (tag != "json" and tag != "jsonb") or not data or len(data) > _MEMO_TEXT:
+            return parse_metadata(row)
+        known = self.metadata_read.get(data)
+        if known is None:
+            if len(self.metadata_read) >= _MEMO_ENTRIES:
+                self.metadata_read.clear()
+            known = self.metadata_read[data] = parse_metadata(row)
+        return known
 
     def _malformed(self, code: FindingCode, row: RawCheckpoint, detail: str) -> None:
         where = place(row.thread_id, row.checkpoint_ns, row.checkpoint_id, detail=detail)
@@ -367,8 +379,15 @@ class Integrity(Visitor):
         if not nodes or key is None or self.thread is None:
             return
         thread_id, ns = key
-        by_id = {n.checkpoint_id: n for n in nodes}
-        oldest = min(by_id)
+        ids = [n.checkpoint_id for n in nodes]
+        by_id = dict(zip(ids, nodes, strict=True))
+        oldest, newest = min(ids), max(ids)
+        span = self.groups.get(key)
+        if span is None:
+            self.groups[key] = [oldest, newest]
+        else:  # the namespace met again in the batch (rows not sorted by it)
+            span[0], span[1] = min(span[0], oldest), max(span[1], newest)
+        self.group_ids.append((key, ids))
         self.thread.ids[ns] = set(by_id)
         self.thread.oldest[ns] = oldest
         if ns:
@@ -396,7 +415,10 @@ class Integrity(Visitor):
             self.tally.missing_parents += missing
             self.tally_threads["parents"].add(thread_id)
         in_cycles: set[str] = set()
-        for cycle in cycles(by_id):
+        # A circle of parent links has a link to a later id, or is a checkpoint its own
+        # parent: without either there is none to look for.
+        circled = later or any(n.parent_id == n.checkpoint_id for n in nodes)
+        for cycle in cycles(by_id) if circled else ():
             in_cycles.update(cycle)
             self.found(
                 "cycle", thread_id, place(thread_id, ns, min(cycle), detail=" -> ".join(cycle))
@@ -428,7 +450,7 @@ class Integrity(Visitor):
                     self._suspect("root", thread_id, ns, node, node.checkpoint_id)
 
     def _suspect(self, what: str, thread_id: str, ns: str, node: Node, wanted: str) -> None:
-        self.suspects.append((what, thread_id, ns, node.checkpoint_id, wanted, node.parent_id))
+        self.suspects.append((what, thread_id, ns, node.checkpoint_id, wanted))
 
     def _follows(self, thread_id: str, ns: str, node: Node, parent: Node) -> None:
         """A checkpoint follows from its parent: its step is later, and no channel's version
@@ -436,7 +458,11 @@ class Integrity(Visitor):
         detail = None
         if node.step is not None and parent.step is not None and node.step <= parent.step:
             detail = f"step {node.step} after its parent's step {parent.step}"
-        elif node.versions is not None and parent.versions is not None:
+        elif (
+            node.versions is not None
+            and parent.versions is not None
+            and _may_go_back(node.versions, parent.versions)
+        ):
             get = node.versions.get
             for channel, before in parent.versions.items():
                 now = get(channel)
@@ -623,23 +649,26 @@ class Integrity(Visitor):
         """Count the row's value as encrypted or plain, by thread (see `tags_of`)."""
         if tag is None or tag in _UNSERIALIZED or type(tag) is not str:
             return
-        counts = self.tags_of.get(row.thread_id)
-        if counts is None:
-            counts = self.tags_of[self.name(row.thread_id)] = [0, 0, 0]
+        thread_id = row.thread_id
+        if thread_id == self.tag_thread:  # rows come by thread: most are the last one's
+            counts, places = self.tag_counts, self.tag_places
+        else:
+            if thread_id not in self.tags_of:
+                self.tags_of[self.name(thread_id)] = [0, 0, 0]
+            if thread_id not in self.plain_rows:
+                self.plain_rows[thread_id] = []
+            counts, places = self.tags_of[thread_id], self.plain_rows[thread_id]
+            self.tag_thread, self.tag_counts, self.tag_places = thread_id, counts, places
         if "+" in tag and tag.partition("+")[2]:
             counts[0] += 1
             self.encrypted_rows += 1
             return
         counts[1] += 1
         counts[2] += row.size
-        places = self.plain_rows.get(row.thread_id)
-        if places is None:
-            places = self.plain_rows[row.thread_id] = []
-        elif len(places) >= PLACES_SHOWN:
-            return
-        # Where it is, not the row (its bytes would stay until the batch ends), nor yet its
-        # place record: most are never shown.
-        places.append((row_key(row), row.type))
+        if len(places) < PLACES_SHOWN:
+            # Where it is, not the row (its bytes would stay until the batch ends), nor
+            # yet its place record: most are never shown.
+            places.append((row_key(row), row.type))
 
     # -- the end of a batch --------------------------------------------------------------------
     def end_batch(self, threads: Sequence[str]) -> None:
@@ -701,7 +730,7 @@ class Integrity(Visitor):
             where = place(thread_id, ns, checkpoint_id, detail=said)
             self.found("wrong-latest", thread_id, where)
         for name in ("groups", "required", "named", "named_channels", "top", "blob_sizes",
-                     "growing", "aggregates", "homes", "write_keys", "task_writes",
+                     "growing", "aggregates", "group_ids", "write_keys", "task_writes",
                      "strays"):  # fmt: skip
             getattr(self, name).clear()
         self.ids.clear()
@@ -727,8 +756,13 @@ class Integrity(Visitor):
     def misplaced(self) -> None:
         """Writes whose checkpoint is in another thread or namespace: where that checkpoint
         lacks them, they were moved away from it (LangGraph loads it without them)."""
+        found_in: dict[str, list[tuple[str, str]]] = {}
+        if self.strays:
+            for key, ids in self.group_ids:
+                for checkpoint_id in ids:
+                    found_in.setdefault(checkpoint_id, []).append(key)
         for (thread_id, ns, checkpoint_id), writes in self.strays.items():
-            homes = self.homes.get(checkpoint_id)
+            homes = found_in.get(checkpoint_id)
             if homes is None:
                 if self.lookups >= LOOKUPS // 2:
                     continue
@@ -784,7 +818,7 @@ class Integrity(Visitor):
             keys = self._look_up(checkpoint_id)
             if keys is not None and CheckpointKey(thread_id, ns, checkpoint_id) in keys:
                 continue  # committed after the read: a live run, not damage
-            if not lost_checkpoint(checkpoint_id) or self._at_home(thread_id, keys or []):
+            if not lost_checkpoint(checkpoint_id) or at_home(self.store, thread_id, keys or []):
                 # A made-up id, or a checkpoint of another thread (writes copied from
                 # there): LangGraph never reads them, no checkpoint of this thread is lost.
                 self.orphan_write(thread_id, ns, checkpoint_id, size, count=writes)
@@ -796,12 +830,12 @@ class Integrity(Visitor):
                 continue
             self._lost(thread_id, ns, checkpoint_id, writes)
         suspects, self.suspects = self.suspects, []
-        for what, thread_id, ns, checkpoint_id, wanted, parent in suspects:
+        for what, thread_id, ns, checkpoint_id, wanted in suspects:
             keys = self._look_up(wanted) or []
             others = sorted({k.thread_id for k in keys} - {thread_id})
             here = place(thread_id, ns, checkpoint_id)
             if what == "id":
-                self._met_twice(thread_id, ns, checkpoint_id, parent, keys)
+                self._met_twice(thread_id, ns, checkpoint_id, keys)
             elif others:
                 said = {
                     "parent": "its parent",
@@ -897,71 +931,12 @@ class Integrity(Visitor):
         self.findings.close_batch()
 
     def _met_twice(
-        self, thread_id: str, ns: str, checkpoint_id: str, parent: str | None,
-        keys: list[CheckpointKey],
-    ) -> None:  # fmt: skip
-        """A checkpoint id met in another thread too. A thread copied whole keeps its
-        checkpoints' parents (a shared history, not damage); a row copied alone sits on
-        a parent it does not follow from, or on another parent than the original's: each
-        copy that does not fit its thread is reported, and both when both fit."""
-        if not any(k.thread_id != thread_id for k in keys):
-            return  # the filter's false hit
-        fits: dict[CheckpointKey, tuple[bool, str | None]] = {}
-        try:
-            for key in sorted(keys, key=lambda k: k.thread_id != thread_id)[:4]:
-                fits[key] = self._fits(key)
-        except CkptError:
-            return
-        parents = {p for _, p in fits.values() if p is not None}
-        misfits = [k for k, (fit, _) in fits.items() if not fit]
-        if not misfits and len(parents) < 2:
-            return  # one history, in several threads
-        said = misfits or list(fits)
-        for key in said:
-            other = next((k.thread_id for k in fits if k.thread_id != key.thread_id), thread_id)
-            self._copied(
-                place(
-                    key.thread_id,
-                    key.checkpoint_ns,
-                    checkpoint_id,
-                    detail=f"the same checkpoint id is in thread {mention(other)}"
-                    + (
-                        "; it does not follow from its parent here"
-                        if misfits
-                        else ", with another parent"
-                    ),
-                ),
-            )
-
-    def _at_home(self, thread_id: str, keys: list[CheckpointKey]) -> bool:
-        """Whether the checkpoint some writes name, found in another thread, belongs there
-        (it follows from its parent there): the writes were copied from that thread, and
-        no checkpoint of this one is lost. One that does not was moved away from here."""
-        try:
-            return any(self._fits(k)[0] for k in keys if k.thread_id != thread_id)
-        except CkptError:
-            return False
-
-    def _fits(self, key: CheckpointKey) -> tuple[bool, str | None]:
-        """Whether the checkpoint at `key` follows from its parent in its own thread (or
-        has none), and that parent."""
-        child = self.store.load(key, values=False)
-        parent_id = child.parent_checkpoint_id
-        if parent_id is None:
-            return True, None
-        try:
-            parent = self.store.load(
-                CheckpointKey(key.thread_id, key.checkpoint_ns, parent_id), values=False
-            )
-        except NotFound:
-            return False, parent_id
-        if child.step is not None and parent.step is not None and child.step <= parent.step:
-            return False, parent_id
-        for channel, before in parent.channel_versions.items():
-            now = child.channel_versions.get(channel)
-            if now is not None and version_after(before, now):
-                return False, parent_id
-        return True, parent_id
+        self, thread_id: str, ns: str, checkpoint_id: str, keys: list[CheckpointKey]
+    ) -> None:
+        """A checkpoint id met in another thread too: each copy that does not fit its
+        thread is a copied checkpoint (ckpt.scan.copies)."""
+        for where in met_twice(self.store, thread_id, checkpoint_id, keys):
+            self._copied(where)
 
     def unencrypted(self) -> None:
         """Plain values of the batch's threads: among encrypted ones in the same thread (a
@@ -979,6 +954,7 @@ class Integrity(Visitor):
         self.plain_threads.close_batch()
         self.tags_of.clear()
         self.plain_rows.clear()
+        self.tag_thread = None
 
     def health(self) -> StoreHealth:
         """What Store.health answers, as this scan counted it (namespaces sorted)."""
@@ -993,3 +969,13 @@ class Integrity(Visitor):
             orphan_blob_bytes=tally.orphan_blob_bytes if self.policy != "none" else None,
             namespaces=sorted(set(tally.namespaces)),
         )
+
+
+def _may_go_back(versions: dict[Any, Any], before: dict[Any, Any]) -> bool:
+    """False when no channel's version in `versions` is lower than in `before`, found in C
+    (a channel `versions` lacks compares as equal); True when one may be, or some do not
+    compare (Integrity._follows then looks at each)."""
+    try:
+        return any(map(_LOWER, map(versions.get, before, before.values()), before.values()))
+    except TypeError:
+        return True

@@ -146,24 +146,38 @@ class RowSizes(Visitor):
     def __init__(self, sizes: dict[str, ThreadBytes]) -> None:
         self.sizes = sizes
         self.counted: set[str] = set()
+        # The thread of the last row and its entry: rows come a thread at a time.
+        self.last_id: object = _NO_THREAD
+        self.last = ThreadBytes()
 
     def _of(self, thread_id: str) -> ThreadBytes:
         if thread_id not in self.counted:
             self.counted.add(thread_id)
             self.sizes[thread_id] = ThreadBytes()
-        return self.sizes[thread_id]
+        self.last_id, self.last = thread_id, self.sizes[thread_id]
+        return self.last
 
     def checkpoint(self, row: RawCheckpoint) -> None:
+        sized = self.last if row.thread_id == self.last_id else self._of(row.thread_id)
         measured = row.measured
-        size = row.body_size + row.metadata_size if measured is None else measured
-        self._of(row.thread_id).add("checkpoint", 1, size)
+        sized.checkpoints += 1
+        sized.checkpoint_bytes += (
+            row.body_size + row.metadata_size if measured is None else measured
+        )
 
     def blob(self, row: RawBlob) -> None:
-        self._of(row.thread_id).add("blob", 1, row.size)
+        sized = self.last if row.thread_id == self.last_id else self._of(row.thread_id)
+        sized.blobs += 1
+        sized.blob_bytes += row.size
 
     def write(self, row: RawWrite) -> None:
+        sized = self.last if row.thread_id == self.last_id else self._of(row.thread_id)
         measured = row.measured
-        self._of(row.thread_id).add("write", 1, row.size if measured is None else measured)
+        sized.writes += 1
+        sized.write_bytes += row.size if measured is None else measured
+
+
+_NO_THREAD: Final = object()  # RowSizes.last_id before any row
 
 
 def rows_to_read(sizes: dict[str, ThreadBytes]) -> int:

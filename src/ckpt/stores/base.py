@@ -259,6 +259,14 @@ class Store(Closes):
         batches), as cheaply as the store can say it; bytes may be left at zero."""
         return self.sizes(query)
 
+    def pass_sizes(self, query: DumpQuery) -> tuple[dict[str, ThreadBytes], bool]:
+        """What a pass over every row (`ckpt check`) starts from, and whether it counts
+        the sizes from its rows (RowSizes): `thread_counts` where `sizes` only adds up the
+        raw rows' sizes (sizes_from_rows), else `sizes`."""
+        if self.sizes_from_rows:
+            return self.thread_counts(query), True
+        return self.sizes(query), False
+
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         """Rows and bytes per thread, aggregated by the store (SQL where there is SQL).
         `threads` and `stats` both count with this, so their sizes always agree. This

@@ -77,7 +77,7 @@ SQLITE_COLUMNS: Final = {
 # Text values longer than any real id (a 10 MB thread id in a damaged store): each row
 # would hold its own copy; rows share one instead (a few at a time), so that a scan over
 # many rows of one such thread stays bounded in memory.
-_LONG: Final = 4096
+LONG_TEXT: Final = 4096
 _SHARED: dict[str, str] = {}
 
 
@@ -101,7 +101,7 @@ def _fixed(row: Sequence[Any], rules: _Rules) -> tuple[Any, ...]:
     fixed: list[Any] | None = None
     for index, rule in rules:
         value = row[index]
-        if type(value) is str and len(value) > _LONG:
+        if type(value) is str and len(value) > LONG_TEXT:
             if fixed is None:
                 fixed = list(row)
             fixed[index] = _shared(value)
@@ -117,19 +117,27 @@ def _fixed(row: Sequence[Any], rules: _Rules) -> tuple[Any, ...]:
 # The last statement's description and its rules: sqlite3 keeps one description object
 # per executed statement, so rows of one statement find their rules by identity (the
 # reference held here keeps that object, and so its identity, from being reused).
-_last_sqlite: tuple[Any, _Rules] = (None, ())
+_last_sqlite: tuple[Any, _Rules, bool] = (None, (), False)
+# The name of a statement's last column that says, computed by SQLite, that every column
+# of the row is of the type it is read as (stores.sqlite.aggregates.plain_row): such rows
+# go through untouched without a look at each column.
+PLAIN_ROW: Final = "ckpt_plain_row"
 
 
 def typed_sqlite_row(cursor: Any, row: tuple[Any, ...]) -> tuple[Any, ...]:
     """sqlite3's row factory (see the module docstring)."""
     global _last_sqlite
     description = cursor.description
-    last = _last_sqlite  # one read: another thread may swap the pair meanwhile
+    last = _last_sqlite  # one read: another thread may swap the triple meanwhile
     if last[0] is description:
-        rules = last[1]
+        rules, flagged = last[1], last[2]
     else:
-        rules = _rules([column[0] for column in description], SQLITE_COLUMNS)
-        _last_sqlite = (description, rules)
+        names = [column[0] for column in description]
+        rules = _rules(names, SQLITE_COLUMNS)
+        flagged = bool(names) and names[-1] == PLAIN_ROW
+        _last_sqlite = (description, rules, flagged)
+    if flagged and row[-1] == 1:
+        return row
     return _fixed(row, rules)
 
 

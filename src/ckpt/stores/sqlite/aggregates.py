@@ -1,11 +1,13 @@
-"""Aggregates of a SqliteSaver store found in SQL (SqliteStore.write_totals and .health,
-inside the store's snapshot), and what a stored value counts as."""
+"""Aggregates of a SqliteSaver store found in SQL (SqliteStore.write_totals, .health and
+.pass_sizes, inside the store's snapshot), and what a stored value counts as."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ckpt.records.model import CheckpointKey, DumpQuery, StoreHealth, WriteTotals
+from ckpt.records.model import CheckpointKey, DumpQuery, StoreHealth, ThreadBytes, WriteTotals
+from ckpt.stores.columns import LONG_TEXT, PLAIN_ROW
 
 if TYPE_CHECKING:
     from ckpt.stores.sqlite.store import SqliteStore
@@ -19,6 +21,78 @@ def bytes_of(column: str) -> str:
         f"CASE WHEN typeof({column}) = 'text' THEN length(CAST({column} AS BLOB)) "
         f"ELSE length({column}) END"
     )
+
+
+def plain_row(
+    *,
+    text: Sequence[str] = (),
+    optional_text: Sequence[str] = (),
+    blobs: Sequence[str] = (),
+    integers: Sequence[str] = (),
+) -> str:
+    """SQL for a statement's last column PLAIN_ROW: 1 where each column named holds the
+    type the row factory reads it as (ckpt.stores.columns), text no longer than LONG_TEXT
+    bytes, so the row goes through untouched; else 0 or NULL, and the factory fixes it.
+    It names every column of the statement that has a rule, or more."""
+
+    def short(column: str) -> str:
+        return f"coalesce(length(CAST({column} AS BLOB)), 0) <= {LONG_TEXT}"
+
+    parts = [f"typeof({c}) = 'text' AND {short(c)}" for c in text]
+    parts += [f"typeof({c}) IN ('text', 'null') AND {short(c)}" for c in optional_text]
+    parts += [f"typeof({c}) IN ('blob', 'null')" for c in blobs]
+    parts += [f"typeof({c}) = 'integer'" for c in integers]
+    return f"coalesce({' AND '.join(parts)}, 0) AS {PLAIN_ROW}"
+
+
+def thread_counts(store: SqliteStore, query: DumpQuery) -> dict[str, ThreadBytes] | None:
+    """The threads of the checkpoints and writes `query` selects, with their checkpoint
+    counts, from the primary keys' indexes alone (SqliteStore.pass_sizes); None when a
+    thread id is no UTF-8 text: a statement naming it as text finds none of its rows."""
+    found: dict[str, ThreadBytes] = {}
+    tables = [("checkpoints", store._id, store._ns)]
+    if store.has_writes:
+        tables.append(("writes", store._w_id, store._w_ns))
+    for table, id_column, ns_column in tables:
+        counts = key_counts(store, query, table, id_column, ns_column)
+        if counts is None:
+            return None
+        for thread_id, count in counts:
+            sized = found.setdefault(thread_id, ThreadBytes())
+            if table == "checkpoints":
+                sized.checkpoints = count
+    return found
+
+
+def key_counts(
+    store: SqliteStore, query: DumpQuery, table: str, id_column: str, ns_column: str
+) -> list[tuple[str, int]] | None:
+    """Each thread of `table`'s rows that `query` selects and its count of them, in
+    thread_id's order, from the primary key's index alone; None when a thread id is no
+    UTF-8 text (a blob or number shown as text, or text read with lone surrogates): a
+    statement naming it as text finds none of its rows."""
+    where, params = store._dump_filter(query, id_column, ns_column)
+    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    # typeof of the group's own value: text equals only text, so a group is all text or
+    # none (read per row, it would make SQLite decode every key of the index).
+    rows = store._run(
+        f"SELECT thread_id, count(*), typeof(thread_id) = 'text' FROM {table}"
+        f"{clause} GROUP BY thread_id ORDER BY thread_id",
+        params,
+    )
+    if not all(text and _utf8(thread_id) for thread_id, _, text in rows):
+        return None
+    return [(thread_id, count) for thread_id, count, _ in rows]
+
+
+def _utf8(text: str) -> bool:
+    """Whether text read from the store was UTF-8 there (connection._lenient_text keeps the
+    bytes that are not as lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def write_totals(store: SqliteStore, query: DumpQuery, keep: int) -> WriteTotals:

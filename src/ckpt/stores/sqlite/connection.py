@@ -42,13 +42,13 @@ def _bindable(params: Sequence[Any]) -> list[Any]:
     id finds nothing instead of failing)."""
     return [
         p.encode("utf-8", "surrogateescape")
-        if isinstance(p, str) and not p.isascii() and SURROGATE.search(p)
+        if isinstance(p, str) and not p.isascii() and _SURROGATE.search(p)
         else p
         for p in params
     ]
 
 
-SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def rows(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:

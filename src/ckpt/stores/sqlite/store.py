@@ -44,15 +44,14 @@ from ckpt.stores.body import (
     sort_writes,
 )
 from ckpt.stores.sqlite.aggregates import bytes_of as _bytes
-from ckpt.stores.sqlite.aggregates import store_health, write_totals
-from ckpt.stores.sqlite.connection import (
-    FIRST_BATCH,
-    SURROGATE,
-    connect,
-    file_pages,
-    rows,
-    translate,
+from ckpt.stores.sqlite.aggregates import (
+    key_counts,
+    plain_row,
+    store_health,
+    thread_counts,
+    write_totals,
 )
+from ckpt.stores.sqlite.connection import FIRST_BATCH, connect, file_pages, rows, translate
 from ckpt.stores.sqlite.saver import ERAS as _ERAS
 from ckpt.stores.sqlite.saver import SAVER_RELEASE as SAVER_RELEASE
 from ckpt.stores.sqlite.saver import SAVERS as _SAVERS
@@ -357,6 +356,14 @@ class SqliteStore(Store):
     def sizes(self, query: DumpQuery) -> dict[str, ThreadBytes]:
         with self._snapshot():
             return self._size_rows(self.conn, query)
+
+    def pass_sizes(self, query: DumpQuery) -> tuple[dict[str, ThreadBytes], bool]:
+        # `sizes` adds up the lengths raw_checkpoints and raw_writes read: the pass counts
+        # them (RowSizes) instead of a scan of every row before it, unless an id is one
+        # the rows cannot be listed by (sized then, never read, as `sizes` has it).
+        with self._snapshot():
+            counts = thread_counts(self, query)
+        return (counts, True) if counts is not None else (self.sizes(query), False)
 
     def _size_rows(self, conn: sqlite3.Connection, query: DumpQuery) -> dict[str, ThreadBytes]:
         # Reads every row's header (never its blob): length() takes the size from there.
@@ -760,15 +767,19 @@ class SqliteStore(Store):
         )
         # A body kept as TEXT reads as bytes here, and as a str LangGraph cannot unpack.
         columns += ", typeof(checkpoint) = 'text'"
+        parent = "parent_ts" if self.era == "0.1" else "parent_checkpoint_id"
+        plain = plain_row(
+            text=("thread_id", self._ns, self._id),
+            optional_text=(parent, tag),
+            blobs=("checkpoint", "metadata"),
+        )
         sql = (
-            f"SELECT thread_id, {self._ns}, {self._id}, "
-            f"{'parent_ts' if self.era == '0.1' else 'parent_checkpoint_id'}, {tag}, {columns} "
+            f"SELECT thread_id, {self._ns}, {self._id}, {parent}, {tag}, {columns}, {plain} "
             f"FROM checkpoints{clause} ORDER BY thread_id, {self._ns}, {self._id}"
         )
         for row in self._stream(sql, params):
-            thread_id, ns, checkpoint_id, parent, kind, body, metadata, body_len, meta_len, text = (
-                row
-            )
+            (thread_id, ns, checkpoint_id, parent, kind, body, metadata, body_len, meta_len, text,
+             _) = row  # fmt: skip
             yield RawCheckpoint(
                 thread_id=thread_id,
                 checkpoint_ns=ns,
@@ -791,13 +802,20 @@ class SqliteStore(Store):
         tag = "type" if self.era != "0.1" else "NULL"
         value = "value" if data else "NULL"
         task_path = "task_path" if self._era == "current" else "''"
+        plain = plain_row(
+            text=("thread_id", self._w_ns, self._w_id, "task_id", "channel", task_path),
+            optional_text=(tag,),
+            blobs=("value",),
+            integers=("idx",),
+        )
         sql = (
             f"SELECT thread_id, {self._w_ns}, {self._w_id}, task_id, idx, channel, {tag}, "
-            f"{value}, {_bytes('value')}, {task_path}, typeof(value) = 'text' FROM writes{clause} "
-            f"ORDER BY thread_id, {self._w_ns}, {self._w_id}, task_id, idx"
+            f"{value}, {_bytes('value')}, {task_path}, typeof(value) = 'text', {plain} "
+            f"FROM writes{clause} ORDER BY thread_id, {self._w_ns}, {self._w_id}, task_id, idx"
         )
         for row in self._stream(sql, params):
-            thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size, path, text = row
+            (thread_id, ns, checkpoint_id, task_id, idx, channel, kind, blob, size, path, text,
+             _) = row  # fmt: skip
             yield RawWrite(
                 thread_id=thread_id,
                 checkpoint_ns=ns,
@@ -908,17 +926,8 @@ class SqliteStore(Store):
         return (self._links, *stamps)
 
     def dump_threads(self) -> list[tuple[str, int]] | None:
-        # The primary-key index alone, in iter_checkpoints' order (thread_id's collation).
-        # An id `thread_id IN (...)` would not find again: a blob or number (shown as
-        # text), text that is not UTF-8 (read with lone surrogates): one process.
         with self._snapshot():
-            rows = self._run(
-                "SELECT thread_id, count(*), max(typeof(thread_id) != 'text') FROM checkpoints "
-                "GROUP BY thread_id ORDER BY thread_id"
-            )
-        if any(odd or not isinstance(t, str) or SURROGATE.search(t) for t, _, odd in rows):
-            return None
-        return [(row[0], row[1]) for row in rows]
+            return key_counts(self, DumpQuery(), "checkpoints", self._id, self._ns)
 
     def reading(self) -> AbstractContextManager[None]:
         return self._snapshot()
