@@ -438,7 +438,7 @@ def bench(args: argparse.Namespace) -> list[tuple[str, str, str, str, str, str]]
                     lg = theirs.cell() if theirs else f"> {limit:.0f} s (stopped)"
                 dump = timed(ckpt("dump", url, "--ndjson", "--quiet"), args.repeat)
                 ours_all = [("dump --ndjson", dump)]
-                if kind == "sqlite":  # the only kind whose dump shares its threads (--jobs)
+                if kind in ("sqlite", "postgres"):  # the kinds whose dump shares (--jobs)
                     alone = timed(ckpt("dump", url, "--ndjson", "--quiet", "-j", "1"), args.repeat)
                     assert alone
                     ours_all.append(("dump --ndjson -j 1", alone))

@@ -14,8 +14,9 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from ckpt.analysis import fanout
 from ckpt.errors import CkptError, StoreUnreadable
 from ckpt.stores.sqlite.store import SqliteStore
 from hostile import build, cases
+from pg import url_of
 from promises import bases
 
 CKPT = Path(sys.executable).parent / "ckpt"
@@ -266,3 +268,84 @@ def test_workers_end_when_the_main_process_is_killed(many_threads: Path) -> None
     while _ckpt_processes(str(many_threads)) and time.monotonic() < deadline + 10:
         time.sleep(0.05)
     assert _ckpt_processes(str(many_threads)) == []  # no worker waits forever
+
+
+# -- Postgres: one exported snapshot for every process ----------------------------------------
+
+
+@pytest.fixture
+def pg_copy(pg_new_database: Callable[[], str], sqlite_store: Path) -> tuple[str, str]:
+    """chat.sqlite copied into a database of its own: (its DSN, its URL)."""
+    dsn = pg_new_database()
+    ckpt.copy(str(sqlite_store), url_of(dsn), all=True, apply=True)
+    return dsn, url_of(dsn)
+
+
+def _late_workers(monkeypatch: pytest.MonkeyPatch, gate: Path) -> None:
+    """Workers that begin reading only once `gate` exists."""
+    work = fanout._work
+
+    def late(*args: Any) -> None:
+        while not gate.exists():
+            time.sleep(0.01)
+        work(*args)
+
+    monkeypatch.setattr(fanout, "_work", late)
+
+
+@pytest.mark.postgres
+def test_postgres_dumps_the_same_text(pg_store: Any, one_thread_runs: list[bool]) -> None:
+    url = url_of(pg_store.dsn)
+    assert dumped(url, 3) == dumped(url, 1)
+    assert one_thread_runs and all(one_thread_runs)
+
+
+@pytest.mark.postgres
+def test_postgres_workers_read_the_main_processs_snapshot(
+    pg_copy: tuple[str, str],
+    one_thread_runs: list[bool],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """Rows deleted after the dump began, before any worker read: every worker still
+    reads them, as the main process does (SET TRANSACTION SNAPSHOT)."""
+    import psycopg
+
+    dsn, url = pg_copy
+    before = dumped(url, 1)["text"]
+    gate = tmp_path / "go"
+    _late_workers(monkeypatch, gate)
+    with ckpt.open(url) as store:
+        pieces = store.dump_text(jobs=2)
+        first = next(pieces)  # the main process's first run: the workers are forked
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for table in ("checkpoint_writes", "checkpoint_blobs", "checkpoints"):
+                conn.execute(f"DELETE FROM {table}")
+        gate.touch()
+        text = first + "".join(pieces)
+    assert one_thread_runs and all(one_thread_runs)  # the workers' runs, not the main's
+    assert text == before
+    assert dumped(url, 1)["text"] == ""  # the rows are gone for a new read
+
+
+@pytest.mark.postgres
+def test_postgres_main_read_stays_open_while_it_waits(
+    pg_copy: tuple[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A server ends a session idle in its transaction (PgSession sets the limit): the main
+    process keeps its read open while a worker is slow."""
+    from ckpt.stores.postgres import session
+
+    _, url = pg_copy
+    before = dumped(url, 1)
+    monkeypatch.setattr(session, "IDLE_IN_TRANSACTION_MS", 300)
+    monkeypatch.setattr(fanout, "KEEP_ALIVE_SECONDS", 0.05)
+    monkeypatch.setattr(fanout, "RUN_CHECKPOINTS", (1, 1))
+    gate = tmp_path / "go"
+    _late_workers(monkeypatch, gate)
+    opening = threading.Timer(1.0, gate.touch)  # 3 times the limit: the workers are slow
+    opening.start()
+    try:
+        assert dumped(url, 2) == before
+    finally:
+        opening.cancel()

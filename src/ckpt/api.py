@@ -375,9 +375,9 @@ class CheckpointStore(Closes):
     ) -> Iterator[str]:
         """`dump`'s records as the NDJSON text `ckpt dump --ndjson` prints, in pieces (a
         line, or a MB of lines), made by up to `jobs` processes where the store's
-        kind allows (a SQLite file; None: one per core, up to 4, on a large store; 1: this
-        process alone, the whole store from one read snapshot). ckpt.analysis.fanout says
-        how; the text is the same whatever `jobs` is."""
+        kind allows (SQLite, Postgres; None: one per core, up to 4, on a large store; 1:
+        this process alone). ckpt.analysis.fanout says how; the text is the same whatever
+        `jobs` is."""
         from ckpt.analysis.encryption import record_error
         from ckpt.analysis.fanout import ndjson_text
 

@@ -12,15 +12,17 @@ that run and every one after it itself, so errors, notices and exit codes are ex
 those of one process. Nothing here runs code from the store: the workers are this
 program, forked; what passes between them is JSON text and byte counts.
 
-Each process reads the store in one read transaction: every thread is read whole from
-one snapshot, but a store written during the dump may show the threads of different
-processes a moment apart. `jobs=1` reads it all from one snapshot.
+Each process reads the store in one read transaction (`Store.reading`): every thread is
+read whole from one snapshot. On Postgres it is one snapshot for all (the workers take
+the one the main process exports); on SQLite a store written during the dump may show
+the threads of different processes a moment apart. `jobs=1` reads it all from one.
 """
 
 from __future__ import annotations
 
 import codecs
 import os
+import select
 import signal
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -39,6 +41,7 @@ RUN_CHECKPOINTS: Final = (100, 2_000)  # the bounds of a run's size, in checkpoi
 AHEAD: Final = 2  # runs a worker may have written that the main process has not read
 FLUSH_BYTES: Final = 1 << 20  # a worker writes its lines out a MB at a time
 WRITE_BUFFERS: Final = 1024  # lines per write, at most (IOV_MAX)
+KEEP_ALIVE_SECONDS: Final = 10.0  # the main process's read kept open while it waits
 
 
 def auto_jobs() -> int:
@@ -173,18 +176,32 @@ class _Worker:
                 os._exit(status)
         os.close(done_w)
         os.close(go_r)
-        self.done = os.fdopen(done_r, "rb")
+        self.store = store
+        self.done = done_r
+        self.said = b""  # what the worker has said and take() not yet read
         self.go: int | None = go_w
 
     def descriptors(self) -> list[int]:
-        return [self.done.fileno(), *([] if self.go is None else [self.go]), *self.slots]
+        return [self.done, *([] if self.go is None else [self.go]), *self.slots]
 
     def take(self) -> Iterator[str] | None:
         """The lines of this worker's next run, or None when it has none to give (it
         failed, or met something the main process must meet itself)."""
         if self.go is None:
             return None
-        said = self.done.readline().split()
+        while b"\n" not in self.said:
+            # While it waits, the main process keeps its own read open (a Postgres session
+            # idle in its transaction is ended by the server after a while).
+            ready, _, _ = select.select([self.done], [], [], KEEP_ALIVE_SECONDS)
+            if not ready:
+                self.store.keep_alive()
+                continue
+            more = os.read(self.done, 4096)
+            if not more:
+                return None
+            self.said += more
+        line, self.said = self.said.split(b"\n", 1)
+        said = line.split()
         if len(said) != 1 or not said[0].isdigit():
             return None
         slot = self.slots[self.taken % AHEAD]
@@ -218,7 +235,7 @@ class _Worker:
         except ProcessLookupError:
             pass
         os.waitpid(self.pid, 0)
-        self.done.close()
+        os.close(self.done)
         for slot in self.slots:
             os.close(slot)
 

@@ -432,6 +432,10 @@ class Store(Closes):
         read transaction); nothing where it has not."""
         return nullcontext()
 
+    def keep_alive(self) -> None:
+        """Tell the backend that the read open in `reading()` is still wanted (while the
+        dump waits for another process); nothing where no server ends idle reads."""
+
     def fork(self) -> Store | None:
         """Another reader of the same store, for work on another thread (its queries then
         overlap the caller's decoding); None when the backend cannot have two."""

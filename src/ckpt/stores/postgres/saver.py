@@ -3,8 +3,11 @@ check`'s saver facts; format.md §5, 6)."""
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Final
 
+from ckpt.errors import MissingDependency
 from ckpt.records.model import SaverFacts
 from ckpt.stores.postgres.schema import PgLayout, migrations
 from ckpt.stores.postgres.session import PgSession
@@ -91,3 +94,24 @@ def saver_facts(session: PgSession, schema: str | None, layout: PgLayout) -> Sav
         langgraph=langgraph,
         note=note,
     )
+
+
+@contextmanager
+def langgraph_saver(spec: str, schema: str | None) -> Iterator[Any]:
+    """LangGraph's own PostgresSaver on the store (PostgresStore.langgraph_saver)."""
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:
+        raise MissingDependency(
+            "`graph` loads threads through LangGraph's PostgresSaver: "
+            "pip install langgraph-checkpoint-postgres"
+        ) from None
+    from psycopg import connect
+    from psycopg.rows import dict_row
+
+    # As PostgresSaver.from_conn_string connects, in the store's schema when it has one.
+    options = f"-c search_path={schema}" if schema else None
+    with connect(
+        spec, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=options
+    ) as conn:
+        yield PostgresSaver(conn)

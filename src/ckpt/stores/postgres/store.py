@@ -5,11 +5,11 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Generator, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ckpt.errors import BadOption, MissingDependency, NotFound
+from ckpt.errors import BadOption, NotFound
 from ckpt.records.model import (
     TASKS,
     Checkpoint,
@@ -36,9 +36,10 @@ from ckpt.records.types import (
 from ckpt.records.vocabulary import FIND_LIMIT
 from ckpt.stores import split as _split
 from ckpt.stores.base import Writer
+from ckpt.stores.postgres import sharing
 from ckpt.stores.postgres.health import store_health
 from ckpt.stores.postgres.saver import PG_RELEASE as PG_RELEASE
-from ckpt.stores.postgres.saver import saver_facts
+from ckpt.stores.postgres.saver import langgraph_saver, saver_facts
 from ckpt.stores.postgres.schema import BLOB_BYTES, CHECKPOINT_BYTES, WRITE_BYTES, detect_layout
 from ckpt.stores.postgres.session import PgSession
 from ckpt.stores.postgres.threads import threads_statement
@@ -90,6 +91,8 @@ class PostgresStore(SplitStore):
 
     kind = "postgres"
     reclaim = "reuse"
+    exported: str | None = None  # the open read's snapshot, exported for forks (sharing.py)
+    joins: str | None = None  # the snapshot a forked reader takes
     rows_in_python_order = False  # ORDER BY thread_id follows the database's collation
 
     def __init__(
@@ -933,24 +936,21 @@ class PostgresStore(SplitStore):
             found.append({**table, "live_rows": live, "bloat_estimate_bytes": bloat})
         return found
 
-    @contextmanager
-    def langgraph_saver(self) -> Iterator[Any]:
-        try:
-            from langgraph.checkpoint.postgres import PostgresSaver
-        except ImportError:
-            raise MissingDependency(
-                "`graph` loads threads through LangGraph's PostgresSaver: "
-                "pip install langgraph-checkpoint-postgres"
-            ) from None
-        from psycopg import connect
-        from psycopg.rows import dict_row
+    def langgraph_saver(self) -> AbstractContextManager[Any]:
+        return langgraph_saver(self._spec, self.schema)
 
-        # As PostgresSaver.from_conn_string connects, in the store's schema when it has one.
-        options = f"-c search_path={self.schema}" if self.schema else None
-        with connect(
-            self._spec, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=options
-        ) as conn:
-            yield PostgresSaver(conn)
+    # -- a dump shared between processes (sharing.py) ---------------------------------------
+    def reading(self) -> AbstractContextManager[None]:
+        return sharing.reading(self)
+
+    def dump_threads(self) -> list[tuple[str, int]] | None:
+        return sharing.dump_threads(self)
+
+    def keep_alive(self) -> None:
+        sharing.keep_alive(self)
+
+    def fork(self) -> PostgresStore:
+        return sharing.fork(self)
 
     def writer(self, *, timeout: float | None) -> Writer:
         from ckpt.stores.postgres.writer import PostgresWriter
