@@ -349,3 +349,18 @@ def test_postgres_main_read_stays_open_while_it_waits(
         assert dumped(url, 2) == before
     finally:
         opening.cancel()
+
+
+# -- Redis: the same text, the key names read once ---------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["redis_url", "redis_shallow_url"])
+def test_redis_dumps_the_same_text(
+    name: str, request: pytest.FixtureRequest, one_thread_runs: list[bool]
+) -> None:
+    url = request.getfixturevalue(name)
+    alone = dumped(url, 1)
+    assert dumped(url, 3) == alone
+    # A run whose reading says something (the notice of writes RedisSaver never reads)
+    # is the main process's to read, and to say.
+    assert one_thread_runs and all(one_thread_runs) == (alone["notices"] == [])

@@ -107,6 +107,7 @@ class RedisStore(RedisLoading, DocumentStore):
         session = RedisSession(spec, timeout=timeout)
         super().__init__(session.location, aes_key=aes_key)
         self.session = session
+        self._spec, self._timeout = spec, timeout  # for a fork's own connection
         # "--prefix P" or "P,W": RedisSaver's checkpoint_prefix and checkpoint_write_prefix
         # (default P_write, as "checkpoint" has "checkpoint_write").
         given, _, given_writes = prefix.partition(",")
@@ -376,6 +377,27 @@ class RedisStore(RedisLoading, DocumentStore):
 
     def _load_keys(self, keys: Sequence[CheckpointKey], *, values: bool) -> list[Checkpoint]:
         return self._load_names([_name(k) for k in keys], values=values)
+
+    # -- a dump shared between processes (analysis.fanout) ----------------------------------
+    def dump_threads(self) -> list[tuple[str, int]] | None:
+        # The dump's order (_selected_keys): every thread of the catalog, sorted.
+        self._before_reading(DumpQuery())  # read once here: each fork has them
+        catalog = self._catalog()
+        return [(thread_id, catalog[thread_id].checkpoints) for thread_id in sorted(catalog)]
+
+    def fork(self) -> RedisStore:
+        # Made in the worker after os.fork: its own connection, and what this store had
+        # read of the key names before (a Redis read has no snapshot to share).
+        other = RedisStore(
+            self._spec,
+            aes_key=self.aes_key,
+            timeout=self._timeout,
+            prefix=self.prefix,
+            write_prefix=self.write_prefix,
+        )
+        other._catalog_cache, other._odd_keys = self._catalog_cache, self._odd_keys
+        other._left_out, other.index_fields = self._left_out, self.index_fields
+        return other
 
     def _before_reading(self, query: DumpQuery) -> None:
         """What the reading thread and this one both look up, read here first, so neither
