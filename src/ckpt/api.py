@@ -375,7 +375,7 @@ class CheckpointStore(Closes):
     ) -> Iterator[str]:
         """`dump`'s records as the NDJSON text `ckpt dump --ndjson` prints, in pieces (a
         line, or a MB of lines), made by up to `jobs` processes where the store's
-        kind allows (SQLite, Postgres; None: one per core, up to 4, on a large store; 1:
+        kind allows (SQLite, Postgres, Redis; None: one per core, up to 4, on a large store; 1:
         this process alone). ckpt.analysis.fanout says how; the text is the same whatever
         `jobs` is."""
         from ckpt.analysis.encryption import record_error

@@ -159,8 +159,8 @@ def dump(
             "-j",
             min=1,
             metavar="N",
-            help="Processes that decode NDJSON (SQLite and Postgres stores; default: one "
-            "per core, up to 4, from 5,000 checkpoints; 1: one process).",
+            help="Processes that decode NDJSON (SQLite, Postgres and Redis stores; default: "
+            "one per core, up to 4, from 5,000 checkpoints; 1: one process).",
             show_default=False,
         ),
     ] = None,
