@@ -28,6 +28,7 @@ from fixtures.redis_stores import (
 
 from ckpt.errors import ExitCode
 from ckpt.records.encode import dumps
+from ckpt.records.model import CheckpointKey
 from ckpt.stores.redis.session import READ_COMMANDS
 from ckpt_runner import run_ckpt
 
@@ -608,3 +609,18 @@ def test_values_redis_saver_did_not_keep_show_what_langgraph_reads(redis_empty: 
     human = ckpt("show", "lost-1", "--db", redis_empty, "--blobs")
     assert human.returncode == 0, human.stderr
     assert '<decimal.Decimal not kept by the saver; LangGraph reads "0">' in human.stdout
+
+
+def test_a_parsed_body_is_what_reading_its_text_gives() -> None:
+    """raw_checkpoint hands the census the body it parsed with the document (one parse,
+    not two), only where that is what json_document(body) reads: not past 64 bits."""
+    from ckpt.decoders.jsontext import json_document
+    from ckpt.stores.redis.fields import name, raw_checkpoint
+
+    key = name(CheckpointKey("t", "", "1"))
+    plain = b'{"checkpoint": {"v": 4, "channel_values": {"n": 1.5, "l": [1, null, true]}}}'
+    row = raw_checkpoint(key, plain, data=True)
+    assert row.parsed is not None and row.parsed == json_document(row.body)
+    assert raw_checkpoint(key, plain, data=False).parsed is None
+    huge = b'{"checkpoint": {"v": 4, "channel_values": {"n": 123456789012345678901234}}}'
+    assert raw_checkpoint(key, huge, data=True).parsed is None  # the census reads the text

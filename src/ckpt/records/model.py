@@ -284,6 +284,9 @@ class RawCheckpoint:
     # `size` (Redis: its document's JSON.DEBUG MEMORY), in a pass that asks for them
     # (Store.one_pass(measure=True)); None: `size`.
     measured: int | None = None
+    # The body as `json_document(body)` reads it, where the reader has it at hand already
+    # (a RedisJSON document parsed whole); None: read `body`. Not part of the row's value.
+    parsed: Any = field(default=None, compare=False, repr=False)
 
     @property
     def size(self) -> int:

@@ -424,7 +424,12 @@ class Census:
             self._version(None)
             return  # a custom serializer's tag: nothing ckpt can read, counted as a tag
         try:
-            body = self._unpack_top(data) if tag == "msgpack" else json_value(data)
+            if tag == "msgpack":
+                body = self._unpack_top(data)
+            elif row.parsed is not None and data is row.body:  # read whole already
+                body = row.parsed
+            else:
+                body = json_value(data)
         except DecodeError as exc:
             self._version(None)
             self._problem(row, "checkpoint", tag, str(exc), large=isinstance(exc, TooLarge))

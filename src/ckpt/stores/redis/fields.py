@@ -13,6 +13,7 @@ from typing import Any, Final
 import orjson
 
 from ckpt.decoders import undecodable_record
+from ckpt.decoders.jsontext import long_integer
 from ckpt.decoders.redisjson import (
     decode_redis_json,
     decode_redis_value,
@@ -128,9 +129,14 @@ def raw_checkpoint(
     body = b""
     metadata = b""
     parent = None
+    parsed = None
     if doc is not None:
         checkpoint = doc.get("checkpoint")
         body = orjson.dumps(checkpoint) if checkpoint is not None else b""
+        # What json_document(body) gives, read once: orjson's value is json's but for a
+        # long integer (ckpt.decoders.jsontext), and orjson reads its own text back alike.
+        if checkpoint is not None and data and not long_integer(text):
+            parsed = checkpoint
         raw_metadata = doc.get("metadata")
         if isinstance(raw_metadata, str):
             metadata = raw_metadata.encode("utf-8", "surrogatepass")
@@ -160,6 +166,7 @@ def raw_checkpoint(
         body_size=len(body),
         metadata_size=len(metadata),
         measured=measured,
+        parsed=parsed,
     )
 
 
