@@ -364,3 +364,20 @@ def test_redis_dumps_the_same_text(
     # A run whose reading says something (the notice of writes RedisSaver never reads)
     # is the main process's to read, and to say.
     assert one_thread_runs and all(one_thread_runs) == (alone["notices"] == [])
+
+
+@pytest.mark.postgres
+def test_postgres_connection_ended_before_the_dump_is_one_error(
+    pg_copy: tuple[str, str],
+) -> None:
+    """The server ends the session (an admin, a restart) before the dump's transaction
+    begins: one StoreUnreadable, as for any statement, no psycopg error."""
+    import psycopg
+
+    dsn, url = pg_copy
+    with ckpt.open(url) as store:
+        pid = store._store.conn.info.backend_pid
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(StoreUnreadable):
+            "".join(store.dump_text(jobs=2))

@@ -8,7 +8,7 @@ one process's."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -25,26 +25,24 @@ def reading(store: PostgresStore) -> Iterator[None]:
         yield  # inside one already
         return
     with store._io:
-        _begin(store)
         try:
+            _begin(store)
             if store.joins is not None:
                 conn.execute(
                     pg.sql.SQL("SET TRANSACTION SNAPSHOT {}").format(pg.sql.Literal(store.joins))
                 )
             else:
                 store.exported = _export(store)
-        except pg.Error as exc:
-            conn.execute("ROLLBACK")
+        except pg.Error as exc:  # a connection ended by the server, a snapshot gone
+            with suppress(pg.Error):
+                conn.execute("ROLLBACK")
             raise store._session.translate(exc) from None
     try:
         yield
     finally:
         store.exported = None
-        with store._io:
-            try:
-                conn.execute("ROLLBACK")  # a read: nothing to keep
-            except pg.Error:
-                pass
+        with store._io, suppress(pg.Error):
+            conn.execute("ROLLBACK")  # a read: nothing to keep
 
 
 def _begin(store: PostgresStore) -> None:
@@ -54,7 +52,7 @@ def _begin(store: PostgresStore) -> None:
 def _export(store: PostgresStore) -> str | None:
     """The transaction's snapshot, exported; None where the server refuses (a standby in
     recovery, a server that only speaks the protocol), after beginning the transaction
-    again."""
+    again (a pg.Error from that is the caller's)."""
     pg = store._session.pg
     try:
         row = store.conn.execute("SELECT pg_export_snapshot()").fetchone()
@@ -87,11 +85,8 @@ def dump_threads(store: PostgresStore) -> list[tuple[str, int]] | None:
 def keep_alive(store: PostgresStore) -> None:
     """A statement in the open read, so that idle_in_transaction_session_timeout (set by
     PgSession) does not end it while the main process waits for a worker."""
-    with store._io:
-        try:
-            store.conn.execute("SELECT 1")
-        except store._session.pg.Error:
-            pass  # the next statement of the dump says what is wrong
+    with store._io, suppress(store._session.pg.Error):
+        store.conn.execute("SELECT 1")  # a failure: the dump's next statement says it
 
 
 def fork(store: PostgresStore) -> PostgresStore:
