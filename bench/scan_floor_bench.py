@@ -27,6 +27,44 @@ time:
     floor         read every row and parse its msgpack / JSON in Python, nothing else
                   (msgpack's ext types parsed too, as any decoder must)
 
+Fifth round, 2026-12-06 19:42-19:47 UTC, main at 57a5f3b, nothing else running: medians
+of 3, each a fresh process; its peak RSS, and its CPU (user + system, with the workers it
+waited for). `dump` now shares its threads between processes on SQLite, Postgres and
+Redis (--jobs: one per core, 2 here; analysis.fanout); its `-j 1` rows are one process.
+The machine ran about 10% slower than in the quiet minutes before (the SQLite floor
+0.49 s at 19:10, 0.53-0.57 s here; ckpt's SQLite dump 1.08-1.11 s then, check 1.05-1.06 s).
+
+    store        command      fourth    now                      floor    now / floor
+    SQLite v4    dump         2.34 s    1.22 s, 33 MB, cpu 2.17  0.57 s   2.1x
+    SQLite v4    dump -j 1              2.07 s, 29 MB, cpu 2.06           3.6x
+    SQLite v4    check        1.33 s    1.26 s, 44 MB            0.57 s   2.2x
+    Postgres v4  dump         4.01 s    2.10 s, 58 MB, cpu 3.27  1.39 s   1.5x
+    Postgres v4  dump -j 1              4.01 s, 54 MB, cpu 4.19           2.9x
+    Postgres v4  check        2.18 s    2.11 s, 81 MB            1.39 s   1.5x
+    Redis v4     dump         4.73 s    3.18 s, 47 MB, cpu 4.58  2.13 s   1.5x
+    Redis v4     check        4.50 s    3.86 s, 70 MB            2.13 s   1.8x
+    MongoDB v4   dump         7.23 s    7.25 s, 47 MB            5.16 s   1.4x
+    MongoDB v4   check        8.28 s    8.27 s, 78 MB            5.16 s   1.6x
+    SQLite v2    dump         2.69 s    1.37 s, 33 MB, cpu 2.47  0.53 s   2.6x
+    SQLite v2    dump -j 1              2.41 s, 29 MB, cpu 2.39           4.6x
+    SQLite v2    check        1.35 s    1.25 s, 45 MB            0.53 s   2.4x
+    Postgres v2  dump         4.20 s    2.53 s, 58 MB, cpu 3.79  1.40 s   1.8x
+    Postgres v2  dump -j 1              4.48 s, 54 MB, cpu 4.67           3.2x
+    Postgres v2  check        1.97 s    2.20 s, 81 MB            1.40 s   1.6x
+    Redis v2     dump         4.91 s    3.36 s, 47 MB, cpu 4.82  2.05 s   1.6x
+    Redis v2     check        4.34 s    3.95 s, 70 MB            2.05 s   1.9x
+    MongoDB v2   dump         7.77 s    7.76 s, 49 MB            5.18 s   1.5x
+    MongoDB v2   check        7.75 s    8.28 s, 78 MB            5.18 s   1.6x
+
+("fourth" is the round below, Redis with hiredis.) Within 2x: every Postgres, Redis and
+MongoDB row. Not yet: SQLite dump (2.1-2.6x with two processes) and check (2.2-2.4x).
+Beside the fan-out: v1/v2 due tasks without a replaced Checkpoint each (the migrated
+shape once per shape), Checkpoint and PendingWrite not frozen, fewer steps per record;
+check's census tells the integrity visitor what it found instead of both walking a
+value, memo of bytes read again in a batch, SQLite sizes counted in the pass; Redis reads
+a round's documents and write keys in one round trip and its census takes the body the
+document's parse gave (RawCheckpoint.parsed).
+
 Fourth round, 2026-12-06 17:26-17:31 UTC, main at ba9edea (every branch of the round
 merged), nothing else running: medians of 3, each a fresh process; MongoDB on nx-27017s
 the bench started for it. The SQLite floor now parses each checkpoint's metadata JSON as
