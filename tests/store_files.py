@@ -47,3 +47,26 @@ def unexpected_changes(folder: Path, before: dict[str, str]) -> list[str]:
                 continue
         problems.append(f"{name} appeared")
     return problems
+
+
+def with_thread_copies(source: Path, path: Path, copies: int) -> Path:
+    """`source` (a SqliteSaver file) copied to `path` with every thread's checkpoints and
+    writes copied `copies` times more, as threads `copy-NN-<thread>`: a bigger store of
+    the same rows."""
+    import shutil
+    import sqlite3
+    from contextlib import closing
+
+    shutil.copy(source, path)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        for table in ("checkpoints", "writes"):
+            columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+            for n in range(copies):
+                select = ", ".join(
+                    f"'copy-{n:02d}-' || {c}" if c == "thread_id" else c for c in columns
+                )
+                conn.execute(
+                    f"INSERT INTO {table} SELECT {select} FROM {table} "
+                    "WHERE thread_id NOT LIKE 'copy-%'"
+                )
+    return path

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
-import sqlite3
 import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
-from contextlib import closing
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,7 @@ from ckpt.cli import app
 from ckpt.decoders import uuid6_lower_bound, uuid6_time
 from ckpt.errors import ExitCode
 from ckpt.render.progress import counting
+from store_files import with_thread_copies
 
 runner = CliRunner()
 DOCS = Path(__file__).parent.parent / "docs"
@@ -261,20 +259,7 @@ def test_encrypted_without_key_prints_what_it_can(encrypted_store: Path) -> None
 @pytest.fixture(scope="module")
 def big_store(tmp_path_factory: pytest.TempPathFactory, sqlite_store: Path) -> Path:
     """chat.sqlite's rows copied to 60 threads: megabytes of NDJSON, more than a pipe holds."""
-    path = tmp_path_factory.mktemp("big") / "big.sqlite"
-    shutil.copy(sqlite_store, path)
-    with closing(sqlite3.connect(path)) as conn, conn:
-        for table in ("checkpoints", "writes"):
-            columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
-            for n in range(60):
-                select = ", ".join(
-                    f"'copy-{n:02d}-' || {c}" if c == "thread_id" else c for c in columns
-                )
-                conn.execute(
-                    f"INSERT INTO {table} SELECT {select} FROM {table} "
-                    "WHERE thread_id NOT LIKE 'copy-%'"
-                )
-    return path
+    return with_thread_copies(sqlite_store, tmp_path_factory.mktemp("big") / "big.sqlite", 60)
 
 
 def test_head_closes_the_pipe_quietly(big_store: Path, tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from ckpt.stores.sqlite.store import SqliteStore
 from hostile import build, cases
 from pg import url_of
 from promises import bases
+from store_files import with_thread_copies
 
 CKPT = Path(sys.executable).parent / "ckpt"
 SEED = 42
@@ -191,19 +192,7 @@ def _ckpt_processes(marker: str) -> list[int]:
 def many_threads(tmp_path_factory: pytest.TempPathFactory, sqlite_store: Path) -> Path:
     """chat.sqlite's rows copied to 40 threads: several runs of AUTO sizes, MBs of text."""
     path = tmp_path_factory.mktemp("jobs") / "many-threads.sqlite"
-    shutil.copy(sqlite_store, path)
-    with closing(sqlite3.connect(path)) as conn, conn:
-        for table in ("checkpoints", "writes"):
-            columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
-            for n in range(40):
-                select = ", ".join(
-                    f"'copy-{n:02d}-' || {c}" if c == "thread_id" else c for c in columns
-                )
-                conn.execute(
-                    f"INSERT INTO {table} SELECT {select} FROM {table} "
-                    "WHERE thread_id NOT LIKE 'copy-%'"
-                )
-    return path
+    return with_thread_copies(sqlite_store, path, 40)
 
 
 def test_the_cli_dumps_alike_and_head_leaves_no_worker(many_threads: Path) -> None:
