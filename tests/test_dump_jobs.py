@@ -9,6 +9,7 @@ did ship runs, where a fallback to one process would give the same text too.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import sqlite3
@@ -150,6 +151,15 @@ def test_one_process_for_a_small_store_or_a_filter(
         assert sum(1 for _ in store.dump_text(jobs=4, threads=[thread])) > 0
         assert sum(1 for _ in store.dump_text(jobs=4, ns="")) > 0
     assert forks == []
+
+
+def test_one_process_where_the_system_cannot_fork(
+    sqlite_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alone = dumped(str(sqlite_store), 1)
+    monkeypatch.delattr(os, "fork")  # as on Windows
+    monkeypatch.setattr(fanout, "RUN_CHECKPOINTS", (1, 1))
+    assert dumped(str(sqlite_store), 3) == alone
 
 
 def test_threads_come_in_the_order_dump_reads_them(samples: Path, tmp_path: Path) -> None:

@@ -53,6 +53,12 @@ def auto_jobs() -> int:
     return max(1, min(cores, MAX_AUTO_JOBS))
 
 
+def can_fork() -> bool:
+    """Whether this system has what the workers need: fork (not Windows), and positioned
+    reads and writes of several buffers (Linux, the BSDs, macOS 11 on)."""
+    return all(hasattr(os, name) for name in ("fork", "preadv", "pwritev"))
+
+
 def thread_runs(counts: Sequence[tuple[str, int]], jobs: int) -> list[tuple[str, ...]]:
     """Consecutive threads grouped into runs of about the same number of checkpoints:
     RUNS_PER_JOB per process, within RUN_CHECKPOINTS (a thread is never split)."""
@@ -116,7 +122,7 @@ def _plan(
     store: Store, query: DumpQuery, jobs: int | None
 ) -> tuple[list[tuple[str, ...]], int] | None:
     """(every run of threads in order, how many processes dump them), or None for one."""
-    if jobs == 1 or query.thread_ids or query.checkpoint_ns is not None:
+    if jobs == 1 or query.thread_ids or query.checkpoint_ns is not None or not can_fork():
         return None
     counts = store.dump_threads()
     if counts is None:
