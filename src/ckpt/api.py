@@ -378,15 +378,12 @@ class CheckpointStore(Closes):
         kind allows (SQLite, Postgres, Redis; None: one per core, up to 4, on a large store; 1:
         this process alone). ckpt.analysis.fanout says how; the text is the same whatever
         `jobs` is."""
-        from ckpt.analysis.encryption import record_error
         from ckpt.analysis.fanout import ndjson_text
 
         query = self._dump_query(**filters)
         query = replace(query, thread_ids=self._known_threads(query.thread_ids))
-        hidden: list[CheckpointRecord] = []
-        yield from ndjson_text(self._store, query, values=values, hidden=hidden, jobs=jobs)
-        if hidden:
-            self._hidden(record_error(hidden[0], has_key=self._has_key), hidden[0])
+        with self._dumping() as hidden:
+            yield from ndjson_text(self._store, query, values=values, hidden=hidden, jobs=jobs)
 
     def dump_total(self, **filters: Unpack[DumpFilters]) -> int | None:
         """How many records `dump` with the same filters streams, when the store can count
@@ -411,16 +408,22 @@ class CheckpointStore(Closes):
     def _dump(
         self, query: DumpQuery, *, values: bool, shared: bool = False
     ) -> Iterator[CheckpointRecord]:
-        from ckpt.analysis.encryption import record_error
         from ckpt.analysis.reader import dump_records
+
+        with self._dumping() as hidden:
+            yield from dump_records(self._store, query, values=values, hidden=hidden, shared=shared)
+
+    @contextmanager
+    def _dumping(self) -> Iterator[list[CheckpointRecord]]:
+        """Around a dump: where it puts its first record with values left encrypted (acted
+        on once it is over), and the collector at a scan's pace (at the default pace it
+        walks the shared messages of decoders.memo over and over; forks keep the pace)."""
+        from ckpt.analysis.encryption import record_error
         from ckpt.scan.rows import fewer_collections
 
         hidden: list[CheckpointRecord] = []
-        # The collector at a scan's pace: each record is freed as soon as it is written, and
-        # at the default pace the collector walks the shared messages (decoders.memo) over
-        # and over (0.05 s of a 25,000-checkpoint dump).
         with fewer_collections():
-            yield from dump_records(self._store, query, values=values, hidden=hidden, shared=shared)
+            yield hidden
         if hidden:
             self._hidden(record_error(hidden[0], has_key=self._has_key), hidden[0])
 

@@ -4,7 +4,8 @@ the store's own order, as one process writes them.
 
 The main process dumps every `jobs`-th run itself and reads the others from workers
 forked at the start. A worker opens its own reader of the store (`Store.fork`), writes
-each run's lines into an unlinked temporary file, and says on a pipe when the run is
+each run's lines into a file in memory (an unlinked temporary file where the system has
+none), and says on a pipe when the run is
 done; it writes at most AHEAD runs before the main process has read them, so memory and
 disk stay bounded whatever the store's size. Anything but a clean run (an error, values
 that stay encrypted, a notice, a refused global) is not shipped: the main process dumps
@@ -92,6 +93,9 @@ def ndjson_text(
     (None: auto_jobs() on a store of AUTO_MIN_CHECKPOINTS or more). One process when
     the store's kind cannot be read from several (its `dump_threads` is None) or the
     query names threads or a namespace."""
+    if not _may_share(query, jobs):  # the store's own read, as `dump` makes it
+        yield from _lines(store, query, values=values, hidden=hidden)
+        return
     with store.reading():  # the threads listed are those the main process reads
         planned = _plan(store, query, jobs)
         if planned is None:
@@ -122,8 +126,6 @@ def _plan(
     store: Store, query: DumpQuery, jobs: int | None
 ) -> tuple[list[tuple[str, ...]], int] | None:
     """(every run of threads in order, how many processes dump them), or None for one."""
-    if jobs == 1 or query.thread_ids or query.checkpoint_ns is not None or not can_fork():
-        return None
     counts = store.dump_threads()
     if counts is None:
         return None
@@ -134,6 +136,14 @@ def _plan(
     runs = thread_runs(counts, jobs)
     jobs = min(jobs, len(runs))
     return (runs, jobs) if jobs > 1 else None
+
+
+def _may_share(query: DumpQuery, jobs: int | None) -> bool:
+    """Whether a dump may be shared at all, before the store is asked anything: more than
+    one process asked for or on hand, the whole store (no threads or namespace named), a
+    system that can fork."""
+    wanted = jobs if jobs is not None else auto_jobs()
+    return wanted > 1 and not query.thread_ids and query.checkpoint_ns is None and can_fork()
 
 
 def _lines(
