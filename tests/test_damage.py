@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixtures.oracle import quiet_serde_log
@@ -28,6 +29,7 @@ from marks import postgres_marked
 
 SAMPLE = 30  # damages per kind in make test
 KINDS = ("sqlite", "dev_folder", "postgres", "redis", "mongodb")
+SHARED = ("sqlite", "postgres", "redis")  # the kinds several processes check together
 
 
 def error_threads(target: str) -> set[str] | None:
@@ -38,6 +40,17 @@ def error_threads(target: str) -> set[str] | None:
         assert result.stdout == "" and len(result.stderr.splitlines()) == 1, result.stderr
         return None
     return set().union(*errors(check(target)).values())
+
+
+def shared_error_threads(target: str) -> set[str] | None:
+    """`error_threads` of `ckpt check --jobs 3`, a thread a batch (the `shared` fixture):
+    each damaged store read by three processes, which must say what one says."""
+    result = runner.invoke(app, ["check", target, "--json", "--quiet", "--jobs", "3"])
+    alone = runner.invoke(app, ["check", target, "--json", "--quiet", "--jobs", "1"])
+    assert (result.exit_code, result.stdout) == (alone.exit_code, alone.stdout)
+    if result.exit_code == ExitCode.UNREADABLE:
+        return None
+    return set().union(*errors(check(target, "--jobs", "3")).values())
 
 
 @contextmanager
@@ -81,11 +94,11 @@ def damageable(name: str, request: pytest.FixtureRequest, tmp_path: Path) -> Ite
                 mongo.close()
 
 
-def damage_run(kind: Kind, count: int | None, seed: int = 42) -> Tally:
+def damage_run(kind: Kind, count: int | None, seed: int = 42, *, shared: bool = False) -> Tally:
     every = list(generate(kind, kind.rows()))
     chosen = every if count is None else sample(every, count, seed)
     with quiet_serde_log():
-        tally = run(kind, chosen, error_threads, demo_graphs)
+        tally = run(kind, chosen, shared_error_threads if shared else error_threads, demo_graphs)
     print(f"{tally.line()} (of {len(every)} generated)")
     return tally
 
@@ -110,6 +123,29 @@ def test_every_damage_langgraph_trips_on_is_an_error_on_its_thread(
 ) -> None:
     with damageable(name, request, tmp_path) as kind:
         assert_caught(damage_run(kind, SAMPLE))
+
+
+@pytest.mark.parametrize("name", postgres_marked(SHARED))
+def test_a_check_shared_between_processes_catches_the_same(
+    name: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kinds whose check several processes share (ckpt.scan.split), a thread a batch
+    so that each damaged thread is read by a worker: the same threads marked, and the
+    same record, as one process gives."""
+    from ckpt.scan import split
+
+    monkeypatch.setattr("ckpt.scan.rows.BATCH_THREADS", 1)
+    forked: list[int] = []
+    fork = split._Worker.__init__
+
+    def counted(self: split._Worker, *args: Any, **options: Any) -> None:
+        forked.append(1)
+        fork(self, *args, **options)
+
+    monkeypatch.setattr(split._Worker, "__init__", counted)
+    with damageable(name, request, tmp_path) as kind:
+        assert_caught(damage_run(kind, SAMPLE, seed=11, shared=True))
+    assert forked  # the stores were shared, not read by one process
 
 
 @pytest.mark.long

@@ -374,10 +374,9 @@ class CheckpointStore(Closes):
         self, *, values: bool = True, jobs: int | None = None, **filters: Unpack[DumpFilters]
     ) -> Iterator[str]:
         """`dump`'s records as the NDJSON text `ckpt dump --ndjson` prints, in pieces (a
-        line, or a MB of lines), made by up to `jobs` processes where the store's
-        kind allows (SQLite, Postgres, Redis; None: one per core, up to 4, on a large store; 1:
-        this process alone). ckpt.analysis.fanout says how; the text is the same whatever
-        `jobs` is."""
+        line, or a MB of lines), made by up to `jobs` processes where the store's kind
+        allows (SQLite, Postgres, Redis; None: one per core, up to 4, on a large store; 1:
+        this process alone). ckpt.analysis.fanout says how; the text is the same for all."""
         from ckpt.analysis.fanout import ndjson_text
 
         query = self._dump_query(**filters)
@@ -493,17 +492,18 @@ class CheckpointStore(Closes):
         threads: Sequence[str] = (),
         stale: When | None = None,
         progress: Callable[[int], None] | None = None,
+        jobs: int | None = None,
     ) -> CheckRecord:
         """Whether the store is whole (`ckpt check --json`): every row read once, every
-        part of it checked the way LangGraph loads it (bodies, metadata, writes, blobs),
-        broken parent chains, rows copied from another thread, missing and unused blobs
-        and writes, undecodable or unverified bytes, which saver wrote it and whether the
-        current one reads it, strict-mode and pickle values, failed threads and those
-        waiting on an interrupt (a warning past `stale`: "7d", or a timedelta). Each
-        finding has a severity and, where ckpt has one, the command that fixes it, as
-        data; nothing is changed. Encrypted values without a key are counted, not raised.
-        `threads` reads only those; `progress(n)` hears of every n rows read
-        (`rows_to_read(threads)` is their total). Unknown `threads` raise NotFound."""
+        part checked the way LangGraph loads it (bodies, metadata, writes, blobs), parent
+        chains, rows copied from another thread, missing and unused blobs and writes,
+        undecodable or unverified bytes, the saver and whether the current one reads it,
+        strict-mode and pickle values, failed threads and those waiting on an interrupt (a
+        warning past `stale`: "7d", or a timedelta). Each finding has a severity and the
+        fix ckpt has, as data; nothing is changed. Encrypted values without a key count.
+        `threads`: only those; `progress(n)` hears of every n rows read (`rows_to_read`);
+        `jobs` processes share a whole SQLite, Postgres or Redis store (None: one per core
+        up to 4 on a large one; ckpt.scan.split). Unknown `threads` raise NotFound."""
         from ckpt.records.when import moment, parse_age
         from ckpt.scan.check import check_store
 
@@ -517,6 +517,7 @@ class CheckpointStore(Closes):
             stale=age,
             now=now,
             progress=progress,
+            jobs=jobs,
         )
 
     def _thread_records(self, selected: tuple[str, ...]) -> Iterator[ThreadRecord]:

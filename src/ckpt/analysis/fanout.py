@@ -22,6 +22,7 @@ the threads of different processes a moment apart. `jobs=1` reads it all from on
 from __future__ import annotations
 
 import codecs
+import gc
 import os
 import select
 import signal
@@ -175,7 +176,7 @@ class _Worker:
         """Fork the worker; `others`: the descriptors of the workers forked before, which
         it closes (one that kept another's `go` pipe open would keep that one waiting
         after the main process is gone)."""
-        self.slots = [_slot() for _ in range(AHEAD)]
+        self.slots = [memory_file("ckpt-dump") for _ in range(AHEAD)]
         self.taken = 0
         done_r, done_w = os.pipe()
         go_r, go_w = os.pipe()
@@ -186,6 +187,9 @@ class _Worker:
                 for descriptor in (done_r, go_w, *others):
                     os.close(descriptor)
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
+                # What the parent had is never collected here: no finalizer of its
+                # objects (a child process's handle, a file) runs in the worker.
+                gc.freeze()
                 _work(store, query, runs, values, self.slots, done_w, go_r)
                 status = 0
             finally:
@@ -256,13 +260,14 @@ class _Worker:
             os.close(slot)
 
 
-def _slot() -> int:
-    """A file for a worker's run: in memory where the system has them (nothing written
-    to disk), else an unlinked temporary file. Either is gone with the last process."""
+def memory_file(name: str) -> int:
+    """A file for what a worker hands the main process: in memory where the system has
+    them (nothing written to disk), else an unlinked temporary file. Either is gone with
+    the last process that holds it."""
     if hasattr(os, "memfd_create"):
-        return os.memfd_create("ckpt-dump", os.MFD_CLOEXEC)
-    descriptor, name = tempfile.mkstemp(prefix="ckpt-dump-")
-    os.unlink(name)
+        return os.memfd_create(name, os.MFD_CLOEXEC)
+    descriptor, path = tempfile.mkstemp(prefix=name + "-")
+    os.unlink(path)
     return descriptor
 
 

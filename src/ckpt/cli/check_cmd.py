@@ -11,6 +11,7 @@ import typer
 
 from ckpt.cli.common import opened, reading_rows, state
 from ckpt.cli.options import (
+    JobsOpt,
     JsonOpt,
     QuietOpt,
     StoreArg,
@@ -56,6 +57,7 @@ def check(
     ] = None,
     json_out: JsonOpt = False,
     quiet: QuietOpt = False,
+    jobs: JobsOpt = None,
     *,
     store_options: StoreOptions,
 ) -> None:
@@ -93,7 +95,7 @@ def check(
         with reading_rows(
             run.output, checkpoints, thread or (), quiet=quiet, label="checking"
         ) as tick:
-            record = checkpoints.check(threads=thread or (), stale=stale, progress=tick)
+            record = checkpoints.check(threads=thread or (), stale=stale, progress=tick, jobs=jobs)
         failing = record["summary"]["error"] > 0 or (
             fail_on == FailOn.warning and record["summary"]["warning"] > 0
         )

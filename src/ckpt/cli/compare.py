@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 import typer
 
 from ckpt.cli.common import opened, state, wants_ndjson
-from ckpt.cli.options import FullOpt, LocalOpt, NsOpt, StoreArg, StoreOptions, store_options
+from ckpt.cli.options import (
+    FullOpt,
+    JobsOpt,
+    LocalOpt,
+    NsOpt,
+    StoreArg,
+    StoreOptions,
+    store_options,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -152,18 +160,7 @@ def dump(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress bar on stderr.")
     ] = False,
-    jobs: Annotated[
-        int | None,
-        typer.Option(
-            "--jobs",
-            "-j",
-            min=1,
-            metavar="N",
-            help="Processes that decode NDJSON (SQLite, Postgres and Redis stores; default: "
-            "one per core, up to 4, from 5,000 checkpoints; 1: one process).",
-            show_default=False,
-        ),
-    ] = None,
+    jobs: JobsOpt = None,
     *,
     store_options: StoreOptions,
 ) -> None:

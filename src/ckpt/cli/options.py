@@ -206,6 +206,19 @@ LocalOpt = Annotated[
 ]
 FullOpt = Annotated[bool, typer.Option("--full", help="Show long values whole instead of cut.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar on stderr.")]
+JobsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        metavar="N",
+        help="Processes that share the work on a whole SQLite, Postgres or Redis store "
+        "(dump: its NDJSON; default: one per core, up to 4, from 5,000 checkpoints; 1: one "
+        "process). The output is the same.",
+        show_default=False,
+    ),
+]
 FollowOpt = Annotated[
     bool,
     typer.Option(

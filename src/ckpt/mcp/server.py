@@ -211,7 +211,8 @@ class Tools:
         blobs and writes, undecodable values, failed and waiting threads, each finding with
         its severity and the ckpt command that fixes it."""
         with self._store() as (store, notices):
-            answer = bounded(store.check(threads=threads or (), stale=stale), self.budget)
+            # One process: a server with threads of its own does not fork.
+            answer = bounded(store.check(threads=threads or (), stale=stale, jobs=1), self.budget)
         return self._said(answer, notices)
 
     def _said(self, answer: Answer, notices: list[str]) -> str:

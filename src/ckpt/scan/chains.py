@@ -43,6 +43,17 @@ class IdIndex:
                 bits[byte] |= bit
         return seen
 
+    def holds(self, key: str) -> bool:
+        """Whether `key` may have been added (`add`'s answer, without adding it)."""
+        bits, size = self.bits, self.size
+        first = hash(key)
+        second = hash((key, 1)) | 1
+        for position in (first, first + second, first + 2 * second, first + 3 * second):
+            position %= size
+            if not bits[position >> 3] & (1 << (position & 7)):
+                return False
+        return True
+
 
 @dataclass(slots=True)
 class Node:

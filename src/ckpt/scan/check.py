@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Final
 
@@ -194,19 +195,29 @@ def check_store(
     stale: dt.timedelta | None = None,
     now: dt.datetime | None = None,
     progress: Progress | None = None,
+    jobs: int | None = 1,
 ) -> CheckRecord:
     """Check `store` (or the threads `query` selects): `ckpt check --json`.
 
     `threads` are the thread records (`ckpt threads`) of the threads checked, read once
     the rows are; `stale` the age past which a thread waiting on an interrupt is a
     warning (measured from `now`, default the current time); `progress(n)` hears of every
-    n rows read. Raises only what reading the store raises (ckpt.errors)."""
+    n rows read; up to `jobs` processes share the reading of the whole store where its
+    kind allows (None: one per core from AUTO_MIN_CHECKPOINTS; ckpt.scan.split), with the
+    answer of one. Raises only what reading the store raises (ckpt.errors)."""
+    from ckpt.scan.split import enough, processes, shared_scan
+
     query = query or DumpQuery()
     selection = DumpQuery(thread_ids=query.thread_ids)
-    sizes, counted = store.pass_sizes(selection)
-    checkup = Checkup(store, sizes, now=now or dt.datetime.now(dt.UTC))
-    visitors = [RowSizes(sizes), *checkup.visitors] if counted else checkup.visitors
-    scan(store, sizes, visitors, progress=progress)
+    wanted = processes(query, jobs)
+    with store.reading() if wanted > 1 else nullcontext():
+        sizes, counted = store.pass_sizes(selection)
+        checkup = Checkup(store, sizes, now=now or dt.datetime.now(dt.UTC))
+        if wanted > 1 and store.shares_reading() and enough(sizes, jobs):
+            shared_scan(store, sizes, checkup, counted=counted, jobs=wanted, progress=progress)
+        else:
+            visitors = [RowSizes(sizes), *checkup.visitors] if counted else checkup.visitors
+            scan(store, sizes, visitors, progress=progress)
     found = checkup.conclude(threads, stale=stale)
     types = found.types
     return {

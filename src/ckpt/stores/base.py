@@ -336,6 +336,11 @@ class Store(Closes):
     def raw_checkpoints(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawCheckpoint]:
         """Every checkpoint row in (thread, ns, id) order; `data=False`: sizes only."""
 
+    def checkpoint_ids(self, query: DumpQuery) -> Iterator[Any]:
+        """The id of each row `raw_checkpoints(query)` reads (what a check shared between
+        processes reads again, ckpt.scan.split): a kind may read the ids alone."""
+        return (row.checkpoint_id for row in self.raw_checkpoints(query, data=False))
+
     def raw_blobs(self, query: DumpQuery, *, data: bool = True) -> Iterator[RawBlob]:
         """Every stored channel value in (thread, ns, channel, version) order, for stores
         that keep values apart from the checkpoint (Postgres, the pickle folder)."""
@@ -431,6 +436,12 @@ class Store(Closes):
         """One read view for every call made inside it, where the kind has one (a SQLite
         read transaction); nothing where it has not."""
         return nullcontext()
+
+    def shares_reading(self) -> bool:
+        """Inside `reading()`: whether a reader made by `fork` in a forked process reads
+        what this one reads (the same snapshot, or a store without snapshots whose rows
+        the fork lists as this one does), so that several processes may share one pass."""
+        return False
 
     def keep_alive(self) -> None:
         """Tell the backend that the read open in `reading()` is still wanted (while the

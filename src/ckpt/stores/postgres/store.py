@@ -949,6 +949,9 @@ class PostgresStore(SplitStore):
     def keep_alive(self) -> None:
         sharing.keep_alive(self)
 
+    def shares_reading(self) -> bool:
+        return self.exported is not None  # the forks join its snapshot
+
     def fork(self) -> PostgresStore:
         return sharing.fork(self)
 

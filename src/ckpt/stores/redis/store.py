@@ -385,6 +385,9 @@ class RedisStore(RedisLoading, DocumentStore):
         catalog = self._catalog()
         return [(thread_id, catalog[thread_id].checkpoints) for thread_id in sorted(catalog)]
 
+    def shares_reading(self) -> bool:
+        return True  # no snapshot: the forks list the keys this one listed
+
     def fork(self) -> RedisStore:
         # Made in the worker after os.fork: its own connection, and what this store had
         # read of the key names before (a Redis read has no snapshot to share).

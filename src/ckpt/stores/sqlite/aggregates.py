@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ckpt.records.model import CheckpointKey, DumpQuery, StoreHealth, ThreadBytes, WriteTotals
@@ -83,6 +83,15 @@ def key_counts(
     if not all(text and _utf8(thread_id) for thread_id, _, text in rows):
         return None
     return [(thread_id, count) for thread_id, count, _ in rows]
+
+
+def checkpoint_ids(store: SqliteStore, query: DumpQuery) -> Iterator[Any]:
+    """Store.checkpoint_ids: the rows raw_checkpoints reads, their ids alone (the primary
+    key's index, no row read)."""
+    where, params = store._dump_filter(query, store._id, store._ns)
+    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    for (checkpoint_id,) in store._stream(f"SELECT {store._id} FROM checkpoints{clause}", params):
+        yield checkpoint_id
 
 
 def _utf8(text: str) -> bool:

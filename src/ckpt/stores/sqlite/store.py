@@ -45,6 +45,7 @@ from ckpt.stores.body import (
 )
 from ckpt.stores.sqlite.aggregates import bytes_of as _bytes
 from ckpt.stores.sqlite.aggregates import (
+    checkpoint_ids,
     key_counts,
     plain_row,
     store_health,
@@ -931,6 +932,12 @@ class SqliteStore(Store):
 
     def reading(self) -> AbstractContextManager[None]:
         return self._snapshot()
+
+    def shares_reading(self) -> bool:
+        return True  # a snapshot of its own, a moment apart (as dump's workers read)
+
+    def checkpoint_ids(self, query: DumpQuery) -> Iterator[Any]:
+        return checkpoint_ids(self, query)
 
     def fork(self) -> SqliteStore:
         # Its own read-only connection: sqlite3 releases the GIL while a query runs.
