@@ -15,7 +15,9 @@ database of its own (dropped after), a private Redis 8.2 with RedisJSON and Redi
 MongoDBSaver counts versions as integers: `--renumber-versions`).
 
 Every figure is a fresh process, the median of --repeat runs, with its peak RSS from GNU
-time:
+time. The runs come in rounds (the floor, then each ckpt command), and "ckpt / floor" is
+the median of each round's ratio: a host that is slower for a while slows a round's
+floor and its commands alike. The source is compiled first, as an installed package is.
 
     ckpt dump     `ckpt dump STORE --ndjson --quiet > /dev/null`: every checkpoint, its
                   values decoded, its writes and due tasks
@@ -355,27 +357,39 @@ def timed(
 ) -> Timed | None:
     """The median wall time of `repeat` fresh processes, their largest peak RSS (GNU time);
     None if one took longer than `timeout` seconds."""
-    times, cpus, peak, out = [], [], 0.0, ""
+    runs = [once(argv, timeout, ok) for _ in range(repeat)]
+    return None if None in runs else median(runs)  # type: ignore[arg-type]
+
+
+def once(argv: list[str], timeout: float | None = None, ok: tuple[int, ...] = (0,)) -> Timed | None:
+    """One fresh process: its wall time, peak RSS and CPU (GNU time); None past `timeout`."""
     command = [TIME, "-f", "%M %U %S", *argv] if Path(TIME).exists() else argv
-    for _ in range(repeat):
-        with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
-            started = time.perf_counter()
-            try:
-                proc = subprocess.run(command, stdout=stdout, stderr=stderr, timeout=timeout)
-            except subprocess.TimeoutExpired:
-                return None
-            times.append(time.perf_counter() - started)
-            stderr.seek(0)
-            err = stderr.read().decode(errors="replace")
-            stdout.seek(0)
-            out = stdout.read(4096).decode(errors="replace")
-        if proc.returncode not in ok:
-            raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {err[-800:]}")
-        if command is not argv:
-            rss, user, system = err.strip().splitlines()[-1].split()
-            peak = max(peak, int(rss) / 1024)
-            cpus.append(float(user) + float(system))
-    return Timed(statistics.median(times), peak, out, statistics.median(cpus) if cpus else 0.0)
+    with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+        started = time.perf_counter()
+        try:
+            proc = subprocess.run(command, stdout=stdout, stderr=stderr, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        seconds = time.perf_counter() - started
+        stderr.seek(0)
+        err = stderr.read().decode(errors="replace")
+        stdout.seek(0)
+        out = stdout.read(4096).decode(errors="replace")
+    if proc.returncode not in ok:
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {err[-800:]}")
+    if command is argv:
+        return Timed(seconds, 0.0, out)
+    rss, user, system = err.strip().splitlines()[-1].split()
+    return Timed(seconds, int(rss) / 1024, out, float(user) + float(system))
+
+
+def median(runs: list[Timed]) -> Timed:
+    return Timed(
+        statistics.median(r.seconds for r in runs),
+        max(r.rss_mb for r in runs),
+        runs[-1].stdout,
+        statistics.median(r.cpu for r in runs),
+    )
 
 
 def ckpt(*args: str) -> list[str]:
@@ -468,29 +482,39 @@ def bench(args: argparse.Namespace) -> list[tuple[str, str, str, str, str, str]]
                     url = stack.enter_context(redis_store(source))
                 else:
                     url = stack.enter_context(mongo_store(source, f"ckpt_perf_v{fmt}"))
-                floor = timed([PY, "-c", FLOOR[kind], url], args.repeat)
                 lg = "-"
                 if args.list_repeat:
                     limit = args.list_timeout
                     theirs = timed([PY, "-c", LIST[kind], url], args.list_repeat, limit)
                     lg = theirs.cell() if theirs else f"> {limit:.0f} s (stopped)"
-                dump = timed(ckpt("dump", url, "--ndjson", "--quiet"), args.repeat)
-                ours_all = [("dump --ndjson", dump)]
+                commands = {"dump --ndjson": ckpt("dump", url, "--ndjson", "--quiet")}
                 if kind in ("sqlite", "postgres"):  # the kinds whose dump shares (--jobs)
-                    alone = timed(ckpt("dump", url, "--ndjson", "--quiet", "-j", "1"), args.repeat)
-                    assert alone
-                    ours_all.append(("dump --ndjson -j 1", alone))
+                    commands["dump --ndjson -j 1"] = [*commands["dump --ndjson"], "-j", "1"]
                 # check exits 1 or 2 when it finds something (there is nothing to find)
-                check = timed(ckpt("check", url, "--json", "--quiet"), args.repeat, ok=(0, 1, 2))
-                assert floor and dump and check
-                for command, ours in (*ours_all, ("check", check)):
+                commands["check"] = ckpt("check", url, "--json", "--quiet")
+                # In rounds, the floor then each command: a machine slower for a while
+                # slows a round's floor and commands alike (each ratio is of one round).
+                floors: list[Timed] = []
+                ours: dict[str, list[Timed]] = {command: [] for command in commands}
+                for _ in range(args.repeat):
+                    floor = once([PY, "-c", FLOOR[kind], url])
+                    assert floor
+                    floors.append(floor)
+                    for command, argv in commands.items():
+                        run_ = once(argv, ok=(0, 1, 2) if command == "check" else (0,))
+                        assert run_
+                        ours[command].append(run_)
+                for command, runs in ours.items():
+                    ratio = statistics.median(
+                        r.seconds / f.seconds for r, f in zip(runs, floors, strict=True)
+                    )
                     row = (
                         f"v{fmt} {kind}",
                         command,
-                        ours.cell(),
+                        median(runs).cell(),
                         lg,
-                        floor.cell(),
-                        f"{ours.seconds / floor.seconds:4.1f}x",
+                        median(floors).cell(),
+                        f"{ratio:4.1f}x",
                     )
                     rows.append(row)
                     print(" | ".join(row), flush=True)
@@ -511,6 +535,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     os.environ["PYTHONPATH"] = str(args.src.resolve())
+    # Compiled first, as an installed package is (this environment may forbid .pyc files).
+    compiled = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([PY, "-m", "compileall", "-q", str(args.src)], env=compiled, check=True)
     rows = bench(args)
     head = ("store", "command", "ckpt", "LangGraph list(None)", "parse floor", "ckpt / floor")
     print()
