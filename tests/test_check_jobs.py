@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import ckpt
+from ckpt.cli import app
 from ckpt.errors import CkptError, StoreUnreadable
 from ckpt.records.model import DumpQuery
 from ckpt.scan import split
@@ -27,6 +28,7 @@ from ckpt.stores.sqlite.store import SqliteStore
 from damage import generate, sample
 from damage_stores import SqliteKind
 from hostile import build, cases
+from invoke import runner
 from pg import url_of
 from promises import bases
 from store_files import with_thread_copies
@@ -231,24 +233,13 @@ def test_runs_hold_whole_batches_in_order(samples: Path) -> None:
         ]
 
 
-@pytest.fixture(scope="module")
-def many_threads(tmp_path_factory: pytest.TempPathFactory, sqlite_store: Path) -> Path:
-    """chat.sqlite's rows copied to 300 threads: a store checked by several processes."""
-    path = tmp_path_factory.mktemp("jobs") / "many-threads.sqlite"
-    return with_thread_copies(sqlite_store, path, 300)
-
-
-def test_the_cli_checks_alike(many_threads: Path) -> None:
-    def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
-            [str(CKPT), "check", str(many_threads), "--json", *args], capture_output=True
-        )
-
-    one, two = cli("-j", "1"), cli("--jobs", "2")
-    assert one.returncode == two.returncode and one.stdout == two.stdout
-    assert two.stderr == b""
+def test_the_cli_checks_alike(sqlite_store: Path, one_thread_batches: list[bool]) -> None:
+    one = runner.invoke(app, ["check", str(sqlite_store), "--json", "-j", "1"])
+    two = runner.invoke(app, ["check", str(sqlite_store), "--json", "--jobs", "2"])
+    assert (one.exit_code, one.stdout) == (two.exit_code, two.stdout)
+    assert two.stderr == "" and one_thread_batches == [True]
     zero = subprocess.run(
-        [str(CKPT), "check", str(many_threads), "--jobs", "0"], capture_output=True, text=True
+        [str(CKPT), "check", str(sqlite_store), "--jobs", "0"], capture_output=True, text=True
     )
     assert zero.returncode == 2 and "--jobs" in zero.stderr
 
