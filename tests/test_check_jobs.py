@@ -7,6 +7,7 @@ from the workers (a run read again by the main process gives the same answer too
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 import subprocess
@@ -203,6 +204,21 @@ def test_a_worker_that_fails_leaves_its_run_to_the_main_process(
     monkeypatch.setattr(SqliteStore, "fork", broken)  # the workers are forked after this
     assert checked(str(sqlite_store), 3) == alone
     assert one_thread_batches == [False, False]  # no answer to take: both runs read here
+
+
+def test_no_process_to_fork_leaves_the_runs_to_the_main_process(
+    sqlite_store: Path, one_thread_batches: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    alone = checked(str(sqlite_store), 1)
+    before = len(os.listdir("/proc/self/fd"))
+
+    def refused() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")  # a process limit
+
+    monkeypatch.setattr(os, "fork", refused)
+    assert checked(str(sqlite_store), 3) == alone
+    assert one_thread_batches == []  # no worker: every run read here
+    assert len(os.listdir("/proc/self/fd")) == before  # its pipe and file closed
 
 
 def test_one_process_for_a_small_store_a_filter_or_no_fork(

@@ -96,7 +96,10 @@ def shared_scan(
     try:
         for run in runs[1:]:
             others = [fd for worker in workers for fd in worker.descriptors()]
-            workers.append(_Worker(store, sizes, checkup, run, counted=counted, others=others))
+            try:
+                workers.append(_Worker(store, sizes, checkup, run, counted=counted, others=others))
+            except OSError:  # no process to be had (a limit reached): the rest read here
+                break
 
         def heard(n: int) -> None:
             tick(n)
@@ -104,12 +107,14 @@ def shared_scan(
                 worker.hear(tick, wait=False)
 
         scan(store, runs[0], visitors, progress=heard)
-        for worker, run in zip(workers, runs[1:], strict=True):
-            partial = worker.result(tick)
+        for number, run in enumerate(runs[1:]):
+            worker = workers[number] if number < len(workers) else None
+            partial = worker.result(tick) if worker is not None else None
             if partial is None or not _merge(store, sizes, checkup, run, partial):
                 # Read here, after the runs before it: as one process reads it. The rows
                 # the worker said it read are not counted twice.
-                scan(store, run, visitors, progress=_beyond(worker.reported, tick))
+                done = worker.reported if worker is not None else 0
+                scan(store, run, visitors, progress=_beyond(done, tick))
     finally:
         for worker in workers:
             worker.stop()
@@ -143,11 +148,16 @@ class _Worker:
     ) -> None:
         """Fork the worker; `others`: the descriptors of the workers forked before, which
         it closes."""
-        said_r, said_w = os.pipe()
         from ckpt.analysis.fanout import memory_file
 
+        said_r, said_w = os.pipe()
         self.slot = memory_file("ckpt-check")
-        self.pid = os.fork()
+        try:
+            self.pid = os.fork()
+        except OSError:
+            for descriptor in (said_r, said_w, self.slot):
+                os.close(descriptor)
+            raise
         if self.pid == 0:  # the worker: never returns
             status = 1
             try:
