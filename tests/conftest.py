@@ -158,6 +158,12 @@ def encryption_key() -> bytes:
     return ENCRYPTION_KEY
 
 
+@pytest.fixture
+def no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No AES key in the environment: a store opened without `aes_key` has none."""
+    monkeypatch.delenv("LANGGRAPH_AES_KEY", raising=False)
+
+
 @pytest.fixture(scope="session")
 def dev_folder(fixture_dir: Path) -> Path:
     """The `.langgraph_api` folder: storage, writes, blobs in .langgraph_checkpoint.{1,2,3}.pckl."""

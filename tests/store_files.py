@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 
 def folder_hashes(folder: Path) -> dict[str, str]:
@@ -70,3 +71,20 @@ def with_thread_copies(source: Path, path: Path, copies: int) -> Path:
                     "WHERE thread_id NOT LIKE 'copy-%'"
                 )
     return path
+
+
+def sqlite_stores(
+    fixture_dir: Path, samples: Path, key: bytes
+) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Every SQLite store of the tests, by name, with the options that open it (`key`: the
+    fixture's AES key): each sample, the chat fixture, the encrypted ones with and
+    without their key."""
+    stores: dict[str, tuple[Path, dict[str, Any]]] = {
+        path.name: (path, {}) for path in sorted(samples.glob("*.db"))
+    }
+    return stores | {
+        "chat": (fixture_dir / "chat.sqlite", {}),
+        "encrypted": (fixture_dir / "encrypted.sqlite", {"aes_key": key}),
+        "encrypted, no key": (fixture_dir / "encrypted.sqlite", {}),
+        "sqlite_encrypted.db": (samples / "sqlite_encrypted.db", {"aes_key": "0123456789abcdef"}),
+    }

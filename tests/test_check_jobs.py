@@ -32,7 +32,7 @@ from hostile import build, cases
 from invoke import runner
 from pg import url_of
 from promises import bases
-from store_files import with_thread_copies
+from store_files import sqlite_stores, with_thread_copies
 
 CKPT = Path(sys.executable).parent / "ckpt"
 SEED = 42
@@ -79,11 +79,6 @@ def checked(location: str, jobs: int, **options: Any) -> dict[str, Any]:
     return record
 
 
-@pytest.fixture
-def no_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("LANGGRAPH_AES_KEY", raising=False)
-
-
 def test_every_sqlite_store_checks_the_same(
     fixture_dir: Path,
     samples: Path,
@@ -91,15 +86,7 @@ def test_every_sqlite_store_checks_the_same(
     one_thread_batches: list[bool],
     no_key: None,
 ) -> None:
-    stores: dict[str, tuple[Path, dict[str, Any]]] = {
-        path.name: (path, {}) for path in sorted(samples.glob("*.db"))
-    }
-    stores |= {
-        "chat": (fixture_dir / "chat.sqlite", {}),
-        "encrypted": (fixture_dir / "encrypted.sqlite", {"aes_key": encryption_key}),
-        "encrypted, no key": (fixture_dir / "encrypted.sqlite", {}),
-        "sqlite_encrypted.db": (samples / "sqlite_encrypted.db", {"aes_key": "0123456789abcdef"}),
-    }
+    stores = sqlite_stores(fixture_dir, samples, encryption_key)
     for name, (path, options) in stores.items():
         alone = checked(str(path), 1, **options)
         assert checked(str(path), 3, **options) == alone, name

@@ -31,7 +31,7 @@ from ckpt.stores.sqlite.store import SqliteStore
 from hostile import build, cases
 from pg import url_of
 from promises import bases
-from store_files import with_thread_copies
+from store_files import sqlite_stores, with_thread_copies
 
 CKPT = Path(sys.executable).parent / "ckpt"
 SEED = 42
@@ -78,11 +78,6 @@ def dumped(location: str, jobs: int, **options: Any) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def no_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("LANGGRAPH_AES_KEY", raising=False)
-
-
 def test_every_sqlite_store_dumps_the_same_text(
     fixture_dir: Path,
     samples: Path,
@@ -90,15 +85,7 @@ def test_every_sqlite_store_dumps_the_same_text(
     one_thread_runs: list[bool],
     no_key: None,
 ) -> None:
-    stores: dict[str, tuple[Path, dict[str, Any]]] = {
-        path.name: (path, {}) for path in sorted(samples.glob("*.db"))
-    }
-    stores |= {
-        "chat": (fixture_dir / "chat.sqlite", {}),
-        "encrypted": (fixture_dir / "encrypted.sqlite", {"aes_key": encryption_key}),
-        "encrypted, no key": (fixture_dir / "encrypted.sqlite", {}),
-        "sqlite_encrypted.db": (samples / "sqlite_encrypted.db", {"aes_key": "0123456789abcdef"}),
-    }
+    stores = sqlite_stores(fixture_dir, samples, encryption_key)
     for name, (path, options) in stores.items():
         one_thread_runs.clear()
         alone = dumped(str(path), 1, **options)

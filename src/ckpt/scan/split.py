@@ -30,10 +30,10 @@ import os
 import select
 import signal
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import astuple
+from dataclasses import MISSING, astuple, fields
 from typing import TYPE_CHECKING, Any, Final
 
-from ckpt.records.model import DumpQuery, ThreadBytes
+from ckpt.records.model import DumpQuery, StoreHealth, ThreadBytes
 from ckpt.scan.rows import RowSizes, Visitor, scan, thread_batches
 
 if TYPE_CHECKING:
@@ -336,15 +336,8 @@ _CENSUS_COUNTS: Final = (
     "wrong_key",
     "undecodable",
 )
-_TALLY_COUNTS: Final = (
-    "orphan_writes",
-    "orphan_write_threads",
-    "missing_parents",
-    "missing_parent_threads",
-    "missing_parent_oldest",
-    "orphan_blobs",
-    "orphan_blob_bytes",
-)
+# StoreHealth's counts (its lists, examples and namespaces, are `stats`' alone).
+_TALLY_COUNTS: Final = tuple(f.name for f in fields(StoreHealth) if f.default_factory is MISSING)
 
 
 def _merge(
