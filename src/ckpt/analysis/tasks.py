@@ -190,39 +190,50 @@ def own_shape(checkpoint: Checkpoint) -> Shape:
 class ShapeLearner:
     """`shape_of`, one checkpoint at a time (a streamed thread keeps no list of them)."""
 
-    __slots__ = ("_triggers", "_start_node", "_ran", "_ran_from_input")
+    __slots__ = ("_triggers", "_start_node", "_ran", "_ran_from_input", "_channels")
 
     def __init__(self) -> None:
         self._triggers: dict[str, set[str]] = {}
         self._start_node: str | None = None
         self._ran: set[str] = set()  # nodes whose writes name them
         self._ran_from_input: set[str] = set()  # ...on an input checkpoint: `__start__`'s
-
-    def _add(self, node: str, channel: str) -> None:
-        self._triggers.setdefault(node, set()).add(channel)
+        # Channels already read for the node they trigger: a thread's checkpoints mostly
+        # repeat the channels of the one before, and what they add is added once.
+        self._channels: set[str] = set()
 
     def add(self, checkpoint: Checkpoint) -> None:
-        channels = [*checkpoint.channel_versions, *(checkpoint.value_channels or ())]
-        for channel in channels:
-            node = trigger_node(channel)
-            if node is not None:
-                self._add(node, channel)
+        triggers = self._triggers
+        known = self._channels
+        for channels in (checkpoint.channel_versions, checkpoint.value_channels or ()):
+            for channel in channels:
+                if channel in known:
+                    continue
+                known.add(channel)
+                node = trigger_node(channel)
+                if node is not None:
+                    triggers.setdefault(node, set()).add(channel)
         for node, seen in checkpoint.versions_seen.items():
             if node in NOT_NODES or not isinstance(seen, dict):
                 continue
-            self._triggers.setdefault(node, set())  # a node, even one only Sends ran ({})
+            # A node, even one only Sends ran ({}); each channel it saw, once (the first
+            # node seen to consume `__start__` is the start node).
+            node_triggers = triggers.setdefault(node, set())
             for channel in seen:
-                if isinstance(channel, str):
-                    self._add(node, channel)
-                    if channel == START and self._start_node is None:
-                        self._start_node = node
-        step = checkpoint.metadata.get("step")
-        for write in checkpoint.pending_writes or []:
+                if channel in node_triggers or not isinstance(channel, str):
+                    continue
+                node_triggers.add(channel)
+                if channel == START and self._start_node is None:
+                    self._start_node = node
+        writes = checkpoint.pending_writes
+        if not writes:
+            return
+        from_input = checkpoint.metadata.get("step") == -1 and START in checkpoint.channel_versions
+        for write in writes:
             name = pull_node(write.task_path)
             if name is None or write.task_id.startswith("ffffffff-"):
                 continue
             self._ran.add(name)
-            if step == -1 and START in checkpoint.channel_versions:
+            if from_input:
                 self._ran_from_input.add(name)
 
     def shape(self) -> Shape:
