@@ -408,18 +408,25 @@ def js_task_id(
     return str(uuid.uuid5(namespace_uuid, name_text))
 
 
-# What `_migrated` derives from a shape alone (its static edges, its renamed triggers):
-# the checkpoints of one graph share one Shape object, so this is worked out once for them.
-_LEGACY_SHAPES: dict[int, tuple[Shape, dict[str, list[str]], Shape]] = {}
+# The renames of `_migrated` for one shape and one tuple of channels (their names decide
+# them all): the `start:` and `branch:` channels (old, new, node), then the channels named
+# after a node (old, its (new, target) pairs).
+_Renames = tuple[list[tuple[str, str, str]], list[tuple[str, list[tuple[str, str]]]]]
+# What `_migrated` derives from a shape alone (its static edges, its renamed triggers, the
+# renames of each tuple of channels met): the checkpoints of one graph share one Shape
+# object, so this is worked out once for them.
+_LEGACY_SHAPES: dict[int, tuple[Shape, dict[str, list[str]], Shape, dict[Any, _Renames]]] = {}
 _LEGACY_SHAPES_KEPT = 256
+_RENAMES_KEPT = 256
 
 
-def _legacy_shape(shape: Shape) -> tuple[dict[str, list[str]], Shape]:
+def _legacy_shape(shape: Shape) -> tuple[dict[str, list[str]], Shape, dict[Any, _Renames]]:
     """A shape's static edges (node -> the nodes that consumed the channel named after it)
-    and the shape LangGraph migrates it to: each node triggered by `branch:to:<node>`."""
+    and the shape LangGraph migrates it to: each node triggered by `branch:to:<node>`; and
+    the renames worked out for it so far, by channels."""
     known = _LEGACY_SHAPES.get(id(shape))
     if known is not None and known[0] is shape:
-        return known[1], known[2]
+        return known[1], known[2], known[3]
     nodes = set(shape.triggers)
     targets: dict[str, list[str]] = {}
     for node, channels in shape.triggers.items():
@@ -430,10 +437,38 @@ def _legacy_shape(shape: Shape) -> tuple[dict[str, list[str]], Shape]:
         node: (START,) if node == shape.start_node else (f"branch:to:{node}",) for node in nodes
     }
     migrated = Shape(triggers, shape.start_node)
+    renames: dict[Any, _Renames] = {}
     if len(_LEGACY_SHAPES) >= _LEGACY_SHAPES_KEPT:
         _LEGACY_SHAPES.clear()
-    _LEGACY_SHAPES[id(shape)] = (shape, targets, migrated)  # holding it keeps its id unique
-    return targets, migrated
+    # Holding the shape keeps its id unique.
+    _LEGACY_SHAPES[id(shape)] = (shape, targets, migrated, renames)
+    return targets, migrated, renames
+
+
+def _renames(
+    channels: tuple[str, ...], nodes: dict[str, Any], targets: dict[str, list[str]]
+) -> _Renames:
+    """What `_migrated` renames among `channels` (see _Renames), found from their names
+    alone, as it renames them: the channels added and removed on the way decide the rest."""
+    versions = dict.fromkeys(channels)
+    first: list[tuple[str, str, str]] = []
+    for old in list(versions):
+        if old.startswith("start:") or (old.startswith("branch:") and old.count(":") == 3):
+            node = old.rsplit(":", 1)[-1] if old.startswith("branch:") else old.split(":")[1]
+            if node in nodes:
+                new = f"branch:to:{node}"
+                first.append((old, new, node))
+                versions[new] = None
+                versions.pop(old, None)
+    second: list[tuple[str, list[tuple[str, str]]]] = []
+    for old in list(versions):
+        if old in nodes and old != START:
+            moves = [(f"branch:to:{target}", target) for target in targets.get(old, [])]
+            for new, _ in moves:
+                versions[new] = None
+            versions.pop(old, None)
+            second.append((old, moves))
+    return first, second
 
 
 def _migrated(
@@ -444,9 +479,20 @@ def _migrated(
     named after each node (a static edge node -> target) become `branch:to:<target>`, with
     the newest of the versions they merge; each node's triggers are `branch:to:<node>`.
     Its channel versions, versions seen and channels with a value, and the shape, as
-    migrated."""
-    targets, migrated = _legacy_shape(shape)
+    migrated (the checkpoint's own, not copies, when nothing is renamed: read them only)."""
+    targets, migrated, known = _legacy_shape(shape)
     nodes = migrated.triggers
+    channels = tuple(checkpoint.channel_versions)
+    renames = known.get(channels)
+    if renames is None:
+        renames = _renames(channels, nodes, targets)
+        if len(known) >= _RENAMES_KEPT:
+            known.clear()
+        known[channels] = renames
+    first, second = renames
+    if not first and not second:
+        available = tuple(dict.fromkeys(checkpoint.value_channels or ()))
+        return checkpoint.channel_versions, checkpoint.versions_seen, available, migrated
     versions = dict(checkpoint.channel_versions)
     seen = {k: dict(v) if isinstance(v, dict) else v for k, v in checkpoint.versions_seen.items()}
     values = list(checkpoint.value_channels or ())
@@ -461,19 +507,15 @@ def _migrated(
         if old in values and new not in values:
             values[values.index(old)] = new
 
-    for old in list(versions):
-        if old.startswith("start:") or (old.startswith("branch:") and old.count(":") == 3):
-            node = old.rsplit(":", 1)[-1] if old.startswith("branch:") else old.split(":")[1]
-            if node in nodes:
-                move(old, f"branch:to:{node}", node)
-                versions.pop(old, None)
-    for old in list(versions):
-        if old in nodes and old != START:
-            for target in targets.get(old, []):
-                move(old, f"branch:to:{target}", target)
-            versions.pop(old, None)
-            if old in values:
-                values.remove(old)
+    for old, new, node in first:
+        move(old, new, node)
+        versions.pop(old, None)
+    for old, moves in second:
+        for new, target in moves:
+            move(old, new, target)
+        versions.pop(old, None)
+        if old in values:
+            values.remove(old)
     return versions, seen, tuple(dict.fromkeys(values)), migrated
 
 
