@@ -84,7 +84,11 @@ class CheckpointReader:
             return
         learners: dict[str, ShapeLearner] = {}
         for checkpoint in thread:
-            learners.setdefault(graph_key(checkpoint.checkpoint_ns), ShapeLearner()).add(checkpoint)
+            graph = graph_key(checkpoint.checkpoint_ns)
+            learner = learners.get(graph)
+            if learner is None:
+                learner = learners[graph] = ShapeLearner()
+            learner.add(checkpoint)
         for graph, learner in learners.items():
             _cache(self._shapes, (thread_id, graph), learner.shape())
 
