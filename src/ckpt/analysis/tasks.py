@@ -190,7 +190,7 @@ def own_shape(checkpoint: Checkpoint) -> Shape:
 class ShapeLearner:
     """`shape_of`, one checkpoint at a time (a streamed thread keeps no list of them)."""
 
-    __slots__ = ("_triggers", "_start_node", "_ran", "_ran_from_input", "_channels")
+    __slots__ = ("_triggers", "_start_node", "_ran", "_ran_from_input", "_channels", "_paths")
 
     def __init__(self) -> None:
         self._triggers: dict[str, set[str]] = {}
@@ -200,11 +200,14 @@ class ShapeLearner:
         # Channels already read for the node they trigger: a thread's checkpoints mostly
         # repeat the channels of the one before, and what they add is added once.
         self._channels: set[str] = set()
+        self._paths: set[str] = set()  # task paths whose node is in _ran
 
     def add(self, checkpoint: Checkpoint) -> None:
         triggers = self._triggers
         known = self._channels
         for channels in (checkpoint.channel_versions, checkpoint.value_channels or ()):
+            if known.issuperset(channels):
+                continue  # (most checkpoints: the channels of the one before)
             for channel in channels:
                 if channel in known:
                     continue
@@ -218,6 +221,8 @@ class ShapeLearner:
             # A node, even one only Sends ran ({}); each channel it saw, once (the first
             # node seen to consume `__start__` is the start node).
             node_triggers = triggers.setdefault(node, set())
+            if node_triggers.issuperset(seen):
+                continue
             for channel in seen:
                 if channel in node_triggers or not isinstance(channel, str):
                     continue
@@ -228,11 +233,16 @@ class ShapeLearner:
         if not writes:
             return
         from_input = checkpoint.metadata.get("step") == -1 and START in checkpoint.channel_versions
+        paths = self._paths
         for write in writes:
-            name = pull_node(write.task_path)
+            path = write.task_path
+            if not from_input and path in paths:
+                continue  # its node is in _ran already
+            name = pull_node(path)
             if name is None or write.task_id.startswith("ffffffff-"):
                 continue
             self._ran.add(name)
+            paths.add(path)
             if from_input:
                 self._ran_from_input.add(name)
 
