@@ -69,7 +69,8 @@ class CheckpointReader:
     def with_deltas(self, checkpoint: Checkpoint) -> Checkpoint:
         """The checkpoint with `deltas`: its DeltaChannels absent from channel_values,
         rebuilt from its ancestors."""
-        self._remember(checkpoint)
+        if not self._remember(checkpoint):
+            return checkpoint  # no delta channel named: nothing to rebuild
         deltas: dict[str, DeltaValue] = rebuild(checkpoint, self._parent)
         return replace(checkpoint, deltas=deltas) if deltas else checkpoint
 
@@ -84,7 +85,11 @@ class CheckpointReader:
             return
         learners: dict[str, ShapeLearner] = {}
         for checkpoint in thread:
-            learners.setdefault(graph_key(checkpoint.checkpoint_ns), ShapeLearner()).add(checkpoint)
+            graph = graph_key(checkpoint.checkpoint_ns)
+            learner = learners.get(graph)
+            if learner is None:
+                learner = learners[graph] = ShapeLearner()
+            learner.add(checkpoint)
         for graph, learner in learners.items():
             _cache(self._shapes, (thread_id, graph), learner.shape())
 
@@ -105,26 +110,30 @@ class CheckpointReader:
             _cache(self._shapes, key, shape_of(same_graph or [checkpoint]))
         return self._shapes[key]
 
-    def _remember(self, checkpoint: Checkpoint) -> None:
+    def _remember(self, checkpoint: Checkpoint) -> bool:
         """Keep what a descendant's replay needs of this checkpoint: the values and writes
-        of its delta channels only (named in its counters, or held as snapshots)."""
+        of its delta channels only (named in its counters, or held as snapshots). Whether
+        its values are loaded and its counters name delta channels (rebuild's candidates:
+        without, it has none)."""
         if checkpoint.thread_id != self._recent_thread or len(self._recent) > _KEEP:
             self._recent.clear()
             self._recent_thread = checkpoint.thread_id
         values = checkpoint.values
         if values is None:
-            return
+            return False
         counters = checkpoint.metadata.get(COUNTERS)
         names = set(counters) if isinstance(counters, dict) else set()
+        named = bool(names)
         names |= {k for k, v in values.items() if is_snapshot(v)}
         if not names:
-            return  # nothing known to be a delta channel here: read it again if needed
+            return False  # nothing known to be a delta channel here: read it again if needed
         self._recent[checkpoint.key] = replace(
             checkpoint,
             channel_values={k: v for k, v in values.items() if k in names},
             pending_writes=[w for w in checkpoint.pending_writes or [] if w.channel in names],
             deltas={},
         )
+        return named
 
     def _parent(self, key: CheckpointKey) -> Checkpoint | None:
         found = self._recent.get(key)

@@ -190,39 +190,60 @@ def own_shape(checkpoint: Checkpoint) -> Shape:
 class ShapeLearner:
     """`shape_of`, one checkpoint at a time (a streamed thread keeps no list of them)."""
 
-    __slots__ = ("_triggers", "_start_node", "_ran", "_ran_from_input")
+    __slots__ = ("_triggers", "_start_node", "_ran", "_ran_from_input", "_channels", "_paths")
 
     def __init__(self) -> None:
         self._triggers: dict[str, set[str]] = {}
         self._start_node: str | None = None
         self._ran: set[str] = set()  # nodes whose writes name them
         self._ran_from_input: set[str] = set()  # ...on an input checkpoint: `__start__`'s
-
-    def _add(self, node: str, channel: str) -> None:
-        self._triggers.setdefault(node, set()).add(channel)
+        # Channels already read for the node they trigger: a thread's checkpoints mostly
+        # repeat the channels of the one before, and what they add is added once.
+        self._channels: set[str] = set()
+        self._paths: set[str] = set()  # task paths whose node is in _ran
 
     def add(self, checkpoint: Checkpoint) -> None:
-        channels = [*checkpoint.channel_versions, *(checkpoint.value_channels or ())]
-        for channel in channels:
-            node = trigger_node(channel)
-            if node is not None:
-                self._add(node, channel)
+        triggers = self._triggers
+        known = self._channels
+        for channels in (checkpoint.channel_versions, checkpoint.value_channels or ()):
+            if known.issuperset(channels):
+                continue  # (most checkpoints: the channels of the one before)
+            for channel in channels:
+                if channel in known:
+                    continue
+                known.add(channel)
+                node = trigger_node(channel)
+                if node is not None:
+                    triggers.setdefault(node, set()).add(channel)
         for node, seen in checkpoint.versions_seen.items():
             if node in NOT_NODES or not isinstance(seen, dict):
                 continue
-            self._triggers.setdefault(node, set())  # a node, even one only Sends ran ({})
+            # A node, even one only Sends ran ({}); each channel it saw, once (the first
+            # node seen to consume `__start__` is the start node).
+            node_triggers = triggers.setdefault(node, set())
+            if node_triggers.issuperset(seen):
+                continue
             for channel in seen:
-                if isinstance(channel, str):
-                    self._add(node, channel)
-                    if channel == START and self._start_node is None:
-                        self._start_node = node
-        step = checkpoint.metadata.get("step")
-        for write in checkpoint.pending_writes or []:
-            name = pull_node(write.task_path)
+                if channel in node_triggers or not isinstance(channel, str):
+                    continue
+                node_triggers.add(channel)
+                if channel == START and self._start_node is None:
+                    self._start_node = node
+        writes = checkpoint.pending_writes
+        if not writes:
+            return
+        from_input = checkpoint.metadata.get("step") == -1 and START in checkpoint.channel_versions
+        paths = self._paths
+        for write in writes:
+            path = write.task_path
+            if not from_input and path in paths:
+                continue  # its node is in _ran already
+            name = pull_node(path)
             if name is None or write.task_id.startswith("ffffffff-"):
                 continue
             self._ran.add(name)
-            if step == -1 and START in checkpoint.channel_versions:
+            paths.add(path)
+            if from_input:
                 self._ran_from_input.add(name)
 
     def shape(self) -> Shape:
@@ -397,18 +418,25 @@ def js_task_id(
     return str(uuid.uuid5(namespace_uuid, name_text))
 
 
-# What `_migrated` derives from a shape alone (its static edges, its renamed triggers):
-# the checkpoints of one graph share one Shape object, so this is worked out once for them.
-_LEGACY_SHAPES: dict[int, tuple[Shape, dict[str, list[str]], Shape]] = {}
+# The renames of `_migrated` for one shape and one tuple of channels (their names decide
+# them all): the `start:` and `branch:` channels (old, new, node), then the channels named
+# after a node (old, its (new, target) pairs).
+_Renames = tuple[list[tuple[str, str, str]], list[tuple[str, list[tuple[str, str]]]]]
+# What `_migrated` derives from a shape alone (its static edges, its renamed triggers, the
+# renames of each tuple of channels met): the checkpoints of one graph share one Shape
+# object, so this is worked out once for them.
+_LEGACY_SHAPES: dict[int, tuple[Shape, dict[str, list[str]], Shape, dict[Any, _Renames]]] = {}
 _LEGACY_SHAPES_KEPT = 256
+_RENAMES_KEPT = 256
 
 
-def _legacy_shape(shape: Shape) -> tuple[dict[str, list[str]], Shape]:
+def _legacy_shape(shape: Shape) -> tuple[dict[str, list[str]], Shape, dict[Any, _Renames]]:
     """A shape's static edges (node -> the nodes that consumed the channel named after it)
-    and the shape LangGraph migrates it to: each node triggered by `branch:to:<node>`."""
+    and the shape LangGraph migrates it to: each node triggered by `branch:to:<node>`; and
+    the renames worked out for it so far, by channels."""
     known = _LEGACY_SHAPES.get(id(shape))
     if known is not None and known[0] is shape:
-        return known[1], known[2]
+        return known[1], known[2], known[3]
     nodes = set(shape.triggers)
     targets: dict[str, list[str]] = {}
     for node, channels in shape.triggers.items():
@@ -419,10 +447,38 @@ def _legacy_shape(shape: Shape) -> tuple[dict[str, list[str]], Shape]:
         node: (START,) if node == shape.start_node else (f"branch:to:{node}",) for node in nodes
     }
     migrated = Shape(triggers, shape.start_node)
+    renames: dict[Any, _Renames] = {}
     if len(_LEGACY_SHAPES) >= _LEGACY_SHAPES_KEPT:
         _LEGACY_SHAPES.clear()
-    _LEGACY_SHAPES[id(shape)] = (shape, targets, migrated)  # holding it keeps its id unique
-    return targets, migrated
+    # Holding the shape keeps its id unique.
+    _LEGACY_SHAPES[id(shape)] = (shape, targets, migrated, renames)
+    return targets, migrated, renames
+
+
+def _renames(
+    channels: tuple[str, ...], nodes: dict[str, Any], targets: dict[str, list[str]]
+) -> _Renames:
+    """What `_migrated` renames among `channels` (see _Renames), found from their names
+    alone, as it renames them: the channels added and removed on the way decide the rest."""
+    versions = dict.fromkeys(channels)
+    first: list[tuple[str, str, str]] = []
+    for old in list(versions):
+        if old.startswith("start:") or (old.startswith("branch:") and old.count(":") == 3):
+            node = old.rsplit(":", 1)[-1] if old.startswith("branch:") else old.split(":")[1]
+            if node in nodes:
+                new = f"branch:to:{node}"
+                first.append((old, new, node))
+                versions[new] = None
+                versions.pop(old, None)
+    second: list[tuple[str, list[tuple[str, str]]]] = []
+    for old in list(versions):
+        if old in nodes and old != START:
+            moves = [(f"branch:to:{target}", target) for target in targets.get(old, [])]
+            for new, _ in moves:
+                versions[new] = None
+            versions.pop(old, None)
+            second.append((old, moves))
+    return first, second
 
 
 def _migrated(
@@ -433,9 +489,20 @@ def _migrated(
     named after each node (a static edge node -> target) become `branch:to:<target>`, with
     the newest of the versions they merge; each node's triggers are `branch:to:<node>`.
     Its channel versions, versions seen and channels with a value, and the shape, as
-    migrated."""
-    targets, migrated = _legacy_shape(shape)
+    migrated (the checkpoint's own, not copies, when nothing is renamed: read them only)."""
+    targets, migrated, known = _legacy_shape(shape)
     nodes = migrated.triggers
+    channels = tuple(checkpoint.channel_versions)
+    renames = known.get(channels)
+    if renames is None:
+        renames = _renames(channels, nodes, targets)
+        if len(known) >= _RENAMES_KEPT:
+            known.clear()
+        known[channels] = renames
+    first, second = renames
+    if not first and not second:
+        available = tuple(dict.fromkeys(checkpoint.value_channels or ()))
+        return checkpoint.channel_versions, checkpoint.versions_seen, available, migrated
     versions = dict(checkpoint.channel_versions)
     seen = {k: dict(v) if isinstance(v, dict) else v for k, v in checkpoint.versions_seen.items()}
     values = list(checkpoint.value_channels or ())
@@ -450,19 +517,15 @@ def _migrated(
         if old in values and new not in values:
             values[values.index(old)] = new
 
-    for old in list(versions):
-        if old.startswith("start:") or (old.startswith("branch:") and old.count(":") == 3):
-            node = old.rsplit(":", 1)[-1] if old.startswith("branch:") else old.split(":")[1]
-            if node in nodes:
-                move(old, f"branch:to:{node}", node)
-                versions.pop(old, None)
-    for old in list(versions):
-        if old in nodes and old != START:
-            for target in targets.get(old, []):
-                move(old, f"branch:to:{target}", target)
-            versions.pop(old, None)
-            if old in values:
-                values.remove(old)
+    for old, new, node in first:
+        move(old, new, node)
+        versions.pop(old, None)
+    for old, moves in second:
+        for new, target in moves:
+            move(old, new, target)
+        versions.pop(old, None)
+        if old in values:
+            values.remove(old)
     return versions, seen, tuple(dict.fromkeys(values)), migrated
 
 

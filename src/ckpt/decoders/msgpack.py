@@ -67,7 +67,9 @@ def may_need_walk(data: bytes) -> bool:
     """
     if 0xC4 in data or 0xC5 in data or 0xC6 in data:  # bin 8 / 16 / 32 headers
         return True
-    if _float_all_ones(data, 0x7F) or _float_all_ones(data, 0xFF):
+    if 0x7F in data and _float_all_ones(data, 0x7F):
+        return True
+    if 0xFF in data and _float_all_ones(data, 0xFF):
         return True
     if len(data) < 65_536:
         return _RESERVED_KEY.search(data) is not None

@@ -29,8 +29,15 @@ def decode(
     unknown tags come back as marked records instead. `shallow=True` leaves messages,
     pydantic models and numpy arrays (ext 4, 5, 6) packed, for fast listings.
     """
-    data = b"" if payload is None else bytes(payload) if type(payload) is not bytes else payload
     try:
+        if type(payload) is bytes:
+            # The tags of most values of most stores, first: what _decode does for them.
+            if tag == "msgpack":
+                return decode_msgpack(payload, shallow=shallow)
+            if tag == "null":
+                return None
+            return _decode(tag, False, payload, aes_key, shallow)
+        data = b"" if payload is None else bytes(payload)
         return _decode(tag, payload is None, data, aes_key, shallow)
     except RecursionError:
         raise DecodeError("value nested too deep") from None

@@ -35,6 +35,8 @@ def decode_value(
     tag: str | None, payload: bytes | None, aes_key: bytes | None, *, legacy_untyped: bool = False
 ) -> Any:
     """Decode one stored value; untyped legacy rows are JSON, or a pickle we never load."""
+    if tag == "null" and (payload is None or type(payload) is bytes):
+        return None  # most writes of a dump (`decode` says the same)
     if tag is None and legacy_untyped:
         # langgraph 0.1.x stored untyped JSON, or a pickle when the bytes look like one
         # (JsonPlusSerializerCompat, format.md §4.1).
