@@ -22,7 +22,7 @@ import pytest
 import ckpt
 from ckpt.cli import app
 from ckpt.errors import CkptError, StoreUnreadable
-from ckpt.records.model import DumpQuery
+from ckpt.records.model import DumpQuery, ThreadBytes
 from ckpt.scan import split
 from ckpt.scan.rows import rows_to_read
 from ckpt.stores.sqlite.store import SqliteStore
@@ -245,6 +245,19 @@ def test_the_cli_checks_alike(sqlite_store: Path, one_thread_batches: list[bool]
         [str(CKPT), "check", str(sqlite_store), "--jobs", "0"], capture_output=True, text=True
     )
     assert zero.returncode == 2 and "--jobs" in zero.stderr
+
+
+def test_runs_are_cut_nearest_to_their_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of 400, 400 and 200 threads for two processes: 400 and 600, not 800 and
+    200 (the Postgres bench store, whose batches are cut by rows)."""
+    monkeypatch.setattr("ckpt.scan.rows.BATCH_THREADS", 400)
+    sizes = {f"t{n:04d}": ThreadBytes(checkpoints=1) for n in range(1000)}
+    assert [len(run) for run in split.runs_of(sizes, 2)] == [400, 600]
+    assert [len(run) for run in split.runs_of(sizes, 3)] == [400, 400, 200]
+    monkeypatch.setattr("ckpt.scan.rows.BATCH_THREADS", 100)
+    assert [len(run) for run in split.runs_of(sizes, 2)] == [500, 500]
+    assert [len(run) for run in split.runs_of(sizes, 3)] == [300, 400, 300]
+    assert [len(run) for run in split.runs_of(sizes, 20)] == [100] * 10
 
 
 @pytest.mark.postgres

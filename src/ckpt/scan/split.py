@@ -50,8 +50,9 @@ KEEP_ALIVE_SECONDS: Final = 10.0  # the main process's read kept open while it w
 
 def runs_of(sizes: dict[str, ThreadBytes], jobs: int) -> list[dict[str, ThreadBytes]]:
     """The pass's batches (thread_batches) cut into at most `jobs` runs of consecutive
-    batches with about the same number of rows; each run as the `sizes` of its threads,
-    so that a pass over it makes the same batches a pass over everything makes there."""
+    batches with about the same number of rows (each cut between the two batches nearest
+    to its share); each run as the `sizes` of its threads, so that a pass over it makes
+    the same batches a pass over everything makes there."""
     batches = list(thread_batches(sizes))
     weights = [sum(_rows(sizes[t]) for t in batch) for batch in batches]
     total = sum(weights)
@@ -59,7 +60,8 @@ def runs_of(sizes: dict[str, ThreadBytes], jobs: int) -> list[dict[str, ThreadBy
     run: dict[str, ThreadBytes] = {}
     filled = 0
     for batch, weight in zip(batches, weights, strict=True):
-        if run and filled >= total * len(runs + [run]) / jobs:
+        cut = total * (len(runs) + 1) / jobs  # where the run being filled should end
+        if run and len(runs) < jobs - 1 and filled + weight / 2 > cut:
             runs.append(run)
             run = {}
         run.update((t, sizes[t]) for t in batch)
