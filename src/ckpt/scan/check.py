@@ -89,6 +89,11 @@ class Checkup:
         """The census first: the integrity checks read what it decoded of each row."""
         return [CensusVisitor(self.census), self.integrity]
 
+    def pass_visitors(self, sizes: dict[str, ThreadBytes], *, counted: bool) -> list[Visitor]:
+        """`visitors`, after RowSizes when the pass counts `sizes` from its rows
+        (Store.pass_sizes)."""
+        return [RowSizes(sizes), *self.visitors] if counted else self.visitors
+
     def conclude(
         self,
         threads: Iterable[ThreadRecord],
@@ -216,8 +221,7 @@ def check_store(
         if wanted > 1 and store.shares_reading() and enough(sizes, jobs):
             shared_scan(store, sizes, checkup, counted=counted, jobs=wanted, progress=progress)
         else:
-            visitors = [RowSizes(sizes), *checkup.visitors] if counted else checkup.visitors
-            scan(store, sizes, visitors, progress=progress)
+            scan(store, sizes, checkup.pass_visitors(sizes, counted=counted), progress=progress)
     found = checkup.conclude(threads, stale=stale)
     types = found.types
     return {

@@ -34,7 +34,7 @@ from dataclasses import MISSING, astuple, fields
 from typing import TYPE_CHECKING, Any, Final
 
 from ckpt.records.model import DumpQuery, StoreHealth, ThreadBytes
-from ckpt.scan.rows import RowSizes, Visitor, scan, thread_batches
+from ckpt.scan.rows import scan, thread_batches
 
 if TYPE_CHECKING:
     from ckpt.records.types import PlaceRecord
@@ -89,7 +89,7 @@ def shared_scan(
     `store.reading()`: the workers read the view the main process reads, where the kind
     shares one (Postgres)."""
     tick = progress or (lambda n: None)
-    visitors: list[Visitor] = [RowSizes(sizes), *checkup.visitors] if counted else checkup.visitors
+    visitors = checkup.pass_visitors(sizes, counted=counted)
     runs = runs_of(sizes, jobs)
     if len(runs) < 2:
         scan(store, sizes, visitors, progress=tick)
@@ -269,8 +269,7 @@ def _work(
 
     with reader.reading():
         mine = Checkup(reader, sizes, now=checkup.now)
-        visitors: list[Visitor] = [RowSizes(sizes), *mine.visitors] if counted else mine.visitors
-        scan(reader, run, visitors, progress=tick)
+        scan(reader, run, mine.pass_visitors(sizes, counted=counted), progress=tick)
     if unsaid[0]:
         os.write(said, b"p%d\n" % unsaid[0])
     found = _partial(mine, sizes, run, counted=counted)
