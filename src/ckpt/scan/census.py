@@ -129,7 +129,7 @@ _EXAMPLE_PART: Final = {
     "writes": "write",
     "metadata": "metadata",
 }
-_MAX_UNDECODABLE: Final = 20  # examples kept; scanned.undecodable counts them all
+MAX_UNDECODABLE: Final = 20  # examples kept; scanned.undecodable counts them all
 CACHE_BYTES: Final = 32 << 20  # ext payload bytes kept for look-ups (per thread, at most)
 VALUE_BYTES: Final = 8 << 20  # whole values' bytes kept for look-ups (Census.read_values)
 MAX_INTERNED: Final = 10_000  # distinct ext contents shared as one object
@@ -253,7 +253,7 @@ class _Uses:
 
 
 @dataclass(slots=True)
-class _Tag:
+class TagCount:
     plain: int = 0
     encrypted: int = 0
     ciphers: set[str] = field(default_factory=set)
@@ -314,7 +314,7 @@ class Census:
         self.types: dict[TypeKey, _Uses] = {}
         self.pickles: dict[str, _Uses] = {}
         self.pickle_values = 0
-        self.tags: dict[tuple[str | None, str], _Tag] = {}
+        self.tags: dict[tuple[str | None, str], TagCount] = {}
         self.versions: dict[int | None, int] = {}
         self.ext_counts: dict[int, list[int]] = {}  # code -> [count, malformed]
         self.checkpoints = 0
@@ -383,7 +383,7 @@ class Census:
         if tag in _NO_CLASSES:  # null, empty, bytes: counted, nothing to read
             entry = self.tags.get((tag, part))
             if entry is None:
-                entry = self.tags[(tag, part)] = _Tag()
+                entry = self.tags[(tag, part)] = TagCount()
             entry.plain += 1
             return
         self._value(tag, row.data, part, where, row)
@@ -539,7 +539,7 @@ class Census:
         inner_tag = inner if tag is not None else None
         entry = self.tags.get((inner_tag, part))
         if entry is None:
-            entry = self.tags[(inner_tag, part)] = _Tag()
+            entry = self.tags[(inner_tag, part)] = TagCount()
         if not plus:
             entry.plain += 1
             if tag in ("null", "empty", "bytes", "bytearray") or not payload:
@@ -573,7 +573,7 @@ class Census:
     def _count_tag(self, tag: str, part: str) -> None:
         entry = self.tags.get((tag, part))
         if entry is None:
-            entry = self.tags[(tag, part)] = _Tag()
+            entry = self.tags[(tag, part)] = TagCount()
         entry.plain += 1
 
     def _version(self, v: int | None) -> None:
@@ -585,7 +585,7 @@ class Census:
         self.undecodable += 1
         if self.watcher is not None:
             self.watcher.problem(row, at, tag, error, large=large)
-        if len(self.problems) < _MAX_UNDECODABLE:
+        if len(self.problems) < MAX_UNDECODABLE:
             thread_id, ns, checkpoint_id, part, channel, _ = _example(row, at)
             self.problems.append(
                 {

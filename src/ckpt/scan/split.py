@@ -350,7 +350,7 @@ def _merge(
 ) -> bool:
     """Add a run's answer to the pass's, as if its rows had been read here; False
     (nothing added) when one of its ids may have been met in the runs read before."""
-    from ckpt.scan.census import _MAX_UNDECODABLE, _Tag
+    from ckpt.scan.census import MAX_UNDECODABLE, TagCount
 
     census, integrity = checkup.census, checkup.integrity
     index = integrity.index
@@ -362,7 +362,7 @@ def _merge(
         setattr(census, name, getattr(census, name) + count)
     census.refusing = census.refusing or found["refusing"]
     for tag, part, plain, encrypted, ciphers in found["tags"]:
-        entry = census.tags.setdefault((tag, part), _Tag())
+        entry = census.tags.setdefault((tag, part), TagCount())
         entry.plain += plain
         entry.encrypted += encrypted
         entry.ciphers.update(ciphers)
@@ -372,7 +372,7 @@ def _merge(
         tally = census.ext_counts.setdefault(code, [0, 0])
         tally[0] += count
         tally[1] += malformed
-    census.problems.extend(found["problems"][: _MAX_UNDECODABLE - len(census.problems)])
+    census.problems.extend(found["problems"][: MAX_UNDECODABLE - len(census.problems)])
     integrity.encrypted_rows += found["encrypted_rows"]
     for name, count in found["tally"].items():
         setattr(integrity.tally, name, (getattr(integrity.tally, name) or 0) + count)
