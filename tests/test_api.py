@@ -184,7 +184,7 @@ def taken_by(function: Any) -> set[str]:
         ("prune", ["prune", "iter_prune"]),
         ("vacuum", ["vacuum"]),
         ("diff", ["diff"]),
-        ("dump", ["dump", "dump_text", "dump_total"]),
+        ("dump", ["dump", "dump_text", "dump_bytes", "dump_total"]),
     ],
 )
 def test_the_api_takes_every_option_the_command_has(command: str, functions: list[str]) -> None:

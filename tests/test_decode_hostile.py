@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from ckpt.decoders import ABSENT, decode, is_marked
 from ckpt.decoders.depth import max_depth
 from ckpt.errors import DecodeError
+from ckpt.records.encode import ndjson_line
 from hostile import nested_ext
 from runs import examples, long_run
 
@@ -53,6 +54,9 @@ def decodes_or_refuses(tag: str | None, payload: bytes, **options: Any) -> Any:
         return exc
     if value is not ABSENT:
         json.dumps(value, allow_nan=False)
+        # What dump writes of decoded values without a look first (ndjson_line):
+        # orjson's text is the checked encoder's.
+        assert ndjson_line(value, decoded=True) == ndjson_line(value)
     return value
 
 

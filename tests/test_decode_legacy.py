@@ -117,6 +117,25 @@ def test_metadata_of_current_stores_is_plain_json() -> None:
         assert decoded == json.loads(metadata)
 
 
+@pytest.mark.parametrize("as_bytes", [False, True])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"step": 1e400}', {"step": {"__ckpt__": "float", "value": "Infinity"}}),
+        ("[-1E999, 1]", [{"__ckpt__": "float", "value": "-Infinity"}, 1]),
+        # beside an integer too long for orjson, which json then reads alone
+        ("[1e400, 10000000000000000000000]", [{"__ckpt__": "float", "value": "Infinity"}, 10**22]),
+    ],
+)
+def test_a_number_past_a_floats_range_is_a_float_record(
+    text: str, expected: Any, as_bytes: bool
+) -> None:
+    """json reads 1e400 as an infinity, with no NaN or Infinity in the text to say so (a
+    metadata value of that shape reached `dump` as inf, and only its encoder's look
+    made it a record)."""
+    assert decode_json_text(text.encode() if as_bytes else text) == expected
+
+
 _JSON_TEXT = st.characters(codec="utf-8", exclude_characters="_")  # no reserved keys
 _JSON_VALUES = st.recursive(
     st.none()

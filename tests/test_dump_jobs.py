@@ -8,6 +8,7 @@ did ship runs, where a fallback to one process would give the same text too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -46,7 +47,7 @@ def one_thread_runs(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     shipped: list[bool] = []
     take = fanout._Worker.take
 
-    def spy(self: fanout._Worker) -> Iterator[str] | None:
+    def spy(self: fanout._Worker) -> Iterator[bytes] | None:
         block = take(self)
         shipped.append(block is not None)
         return block
@@ -78,6 +79,19 @@ def dumped(location: str, jobs: int, **options: Any) -> dict[str, Any]:
     }
 
 
+def guarded(location: str, **options: Any) -> str:
+    """dump's records (up to an error) as `dumps_line` writes them, after its look at each
+    record (records.encode._plain_json): what `dump_text` writes without that look on a
+    store of decoded values (Store.values_decoded), where orjson must write the same."""
+    from ckpt.records.encode import dumps_line
+
+    lines: list[str] = []
+    with contextlib.suppress(CkptError), ckpt.open(location, hidden="keep", **options) as store:
+        for record in store.dump(read_only=True):
+            lines.append(dumps_line(record) + "\n")
+    return "".join(lines)
+
+
 def test_every_sqlite_store_dumps_the_same_text(
     fixture_dir: Path,
     samples: Path,
@@ -92,6 +106,7 @@ def test_every_sqlite_store_dumps_the_same_text(
         shared = dumped(str(path), 3, **options)
         assert shared == alone, name
         assert alone["text"] or alone["error"], name
+        assert alone["text"] == guarded(str(path), **options), name
         threads = len({json.loads(line)["thread_id"] for line in alone["text"].splitlines()})
         if threads > 2 and alone["hidden"]:  # the main process shows what a worker cannot
             assert False in one_thread_runs, name
@@ -123,8 +138,24 @@ def test_hostile_sqlite_stores_dump_the_same_text(
     chosen = rng.sample(odd_ids, HOSTILE_CASES // 2) + rng.sample(found, HOSTILE_CASES // 2)
     for number, case in enumerate(chosen):
         built = build(case, bases(fixture_dir), tmp_path / str(number))
-        assert dumped(built.store, 3) == dumped(built.store, 1), case.name
+        alone = dumped(built.store, 1)
+        assert dumped(built.store, 3) == alone, case.name
+        assert alone["text"] == guarded(built.store), case.name
     assert True in one_thread_runs
+
+
+def test_the_lines_before_an_error_are_written(fixture_dir: Path, tmp_path: Path) -> None:
+    """This process joins its lines into pieces: one that fails mid-way still writes every
+    line before the error, as a dump a line at a time does."""
+    (case,) = [
+        c
+        for c in cases(bases(fixture_dir))
+        if c.name == "sqlite/chat/column/checkpoints.checkpoint=null/one"
+    ]
+    built = build(case, bases(fixture_dir), tmp_path / "store")
+    alone = dumped(built.store, 1)
+    assert alone["error"] and alone["text"].count("\n") > 10
+    assert alone["text"] == guarded(built.store)
 
 
 def test_one_process_for_a_small_store_or_a_filter(
@@ -228,7 +259,7 @@ def test_progress_counts_the_lines_of_each_piece(capsys: pytest.CaptureFixture[s
     from ckpt.cli.compare import lines_in
     from ckpt.render.progress import counting
 
-    pieces = ["{}\n" * 40, "{}\n", "{}\n" * 59]  # a worker's block, a line, a block
+    pieces = [b"{}\n" * 40, b"{}\n", b"{}\n" * 59]  # a worker's block, a line, a block
     with counting(
         iter(pieces), enabled=True, label="dumping", delay=0.0, total=lambda: 100, weigh=lines_in
     ) as counted:

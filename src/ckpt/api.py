@@ -11,6 +11,7 @@ is built on this module, so the two never disagree. See docs/api.md.
 
 from __future__ import annotations
 
+import codecs
 import datetime as dt
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -367,22 +368,26 @@ class CheckpointStore(Closes):
         then the very object of the record before, decoded once, several times faster on a
         long chat; a caller that changes records leaves it False."""
         query = self._dump_query(**filters)
-        query = replace(query, thread_ids=self._known_threads(query.thread_ids))
         return self._dump(query, values=values, shared=read_only)
+
+    def dump_bytes(
+        self, *, values: bool = True, jobs: int | None = None, **filters: Unpack[DumpFilters]
+    ) -> Iterator[bytes]:
+        """`dump`'s records as the NDJSON `ckpt dump --ndjson` prints (UTF-8), in pieces (up
+        to a MB of lines), made by up to `jobs` processes where the store's kind allows
+        (SQLite, Postgres, Redis; None: one per core, up to 4, on a large store; 1: this
+        process alone). ckpt.analysis.fanout says how; the bytes are the same for all."""
+        from ckpt.analysis.fanout import ndjson_bytes
+
+        query = self._dump_query(**filters)
+        with self._dumping() as hidden:
+            yield from ndjson_bytes(self._store, query, values=values, hidden=hidden, jobs=jobs)
 
     def dump_text(
         self, *, values: bool = True, jobs: int | None = None, **filters: Unpack[DumpFilters]
     ) -> Iterator[str]:
-        """`dump`'s records as the NDJSON text `ckpt dump --ndjson` prints, in pieces (a
-        line, or a MB of lines), made by up to `jobs` processes where the store's kind
-        allows (SQLite, Postgres, Redis; None: one per core, up to 4, on a large store; 1:
-        this process alone). ckpt.analysis.fanout says how; the text is the same for all."""
-        from ckpt.analysis.fanout import ndjson_text
-
-        query = self._dump_query(**filters)
-        query = replace(query, thread_ids=self._known_threads(query.thread_ids))
-        with self._dumping() as hidden:
-            yield from ndjson_text(self._store, query, values=values, hidden=hidden, jobs=jobs)
+        """`dump_bytes` as text, in pieces."""
+        yield from codecs.iterdecode(self.dump_bytes(values=values, jobs=jobs, **filters), "utf-8")
 
     def dump_total(self, **filters: Unpack[DumpFilters]) -> int | None:
         """How many records `dump` with the same filters streams, when the store can count
@@ -390,19 +395,10 @@ class CheckpointStore(Closes):
         when the store cannot say (a Postgres count that ran out of time)."""
         return self._store.count_checkpoints(self._dump_query(**filters))
 
-    def _dump_query(
-        self,
-        *,
-        threads: Sequence[str] = (),
-        ns: str | None = None,
-        since: When | None = None,
-        until: When | None = None,
-        latest: bool = False,
-        since_id: str | None = None,
-        until_id: str | None = None,
-    ) -> DumpQuery:
-        """The store's query for `dump`'s filters (DumpFilters)."""
-        return dump_query(self._store, threads, ns, since, until, since_id, until_id, latest)
+    def _dump_query(self, **filters: Unpack[DumpFilters]) -> DumpQuery:
+        """The store's query for `dump`'s filters, its threads checked (NotFound)."""
+        query = dump_query(self._store, **filters)
+        return replace(query, thread_ids=self._known_threads(query.thread_ids))
 
     def _dump(
         self, query: DumpQuery, *, values: bool, shared: bool = False
@@ -854,9 +850,9 @@ def open(  # the library's entry point, named as sqlite3.connect or open() are
     tables, `prefix` the key prefix of a RedisSaver store (the collections of a
     MongoDBSaver one), `database` a MongoDB store's database; `timeout` the statement timeout
     in seconds: Postgres and Redis (None: 5 s) and, when given, how long SQLite may step one
-    statement. `hidden`: values that
-    stay encrypted raise EncryptedError ("raise", with what was read in its `partial`) or
-    are kept marked in the records, the errors in `store.hidden` ("keep"). Raises
+    statement. `hidden`: values that stay encrypted raise EncryptedError ("raise", with
+    what was read in its `partial`) or are kept marked in the records, the errors in
+    `store.hidden` ("keep"). Raises
     StoreNotFound, StoreUnreadable, NotACheckpointStore, StoreCorrupt (ckpt.errors).
     """
     from ckpt.analysis.encryption import opened_with_key
@@ -971,8 +967,7 @@ def migrate(
 def prune(
     store: StoreLike, *, aes_key: str | bytes | None = None, **options: Unpack[PruneOptions]
 ) -> PruneRecord:
-    """`ckpt prune`: `CheckpointStore.prune` on `store` (an open store, or what `open`
-    takes)."""
+    """`ckpt prune`: `CheckpointStore.prune` on `store` (an open store, or what `open` takes)."""
     return _on(store, aes_key, options.get("timeout"), lambda opened: opened.prune(**options))
 
 
@@ -983,8 +978,7 @@ def vacuum(
     apply: bool = False,
     timeout: float | None = None,
 ) -> VacuumRecord:
-    """`ckpt vacuum`: `CheckpointStore.vacuum` on `store` (an open store, or what `open`
-    takes)."""
+    """`ckpt vacuum`: `CheckpointStore.vacuum` on `store` (an open store, or what `open` takes)."""
     return _on(
         store, None, timeout, lambda opened: opened.vacuum(into=into, apply=apply, timeout=timeout)
     )

@@ -21,7 +21,6 @@ the threads of different processes a moment apart. `jobs=1` reads it all from on
 
 from __future__ import annotations
 
-import codecs
 import gc
 import os
 import select
@@ -42,6 +41,7 @@ RUNS_PER_JOB: Final = 8  # runs of threads per process, so none waits long on an
 RUN_CHECKPOINTS: Final = (100, 2_000)  # the bounds of a run's size, in checkpoints
 AHEAD: Final = 2  # runs a worker may have written that the main process has not read
 FLUSH_BYTES: Final = 1 << 20  # a worker writes its lines out a MB at a time
+PIECE_BYTES: Final = 1 << 16  # the main process's lines, joined, a write at a time
 WRITE_BUFFERS: Final = 1024  # lines per write, at most (IOV_MAX)
 KEEP_ALIVE_SECONDS: Final = 10.0  # the main process's read kept open while it waits
 
@@ -81,19 +81,19 @@ def thread_runs(counts: Sequence[tuple[str, int]], jobs: int) -> list[tuple[str,
     return runs
 
 
-def ndjson_text(
+def ndjson_bytes(
     store: Store,
     query: DumpQuery,
     *,
     values: bool,
     hidden: list[CheckpointRecord],
     jobs: int | None,
-) -> Iterator[str]:
-    """The NDJSON text of `dump_records(store, query)`, in pieces (a line of this
-    process, up to FLUSH_BYTES of a worker's text), made by up to `jobs` processes
-    (None: auto_jobs() on a store of AUTO_MIN_CHECKPOINTS or more). One process when
-    the store's kind cannot be read from several (its `dump_threads` is None) or the
-    query names threads or a namespace."""
+) -> Iterator[bytes]:
+    """The NDJSON of `dump_records(store, query)` as UTF-8, in pieces (up to PIECE_BYTES
+    of this process's lines, up to FLUSH_BYTES of a worker's), made by up to `jobs`
+    processes (None: auto_jobs() on a store of AUTO_MIN_CHECKPOINTS or more). One process
+    when the store's kind cannot be read from several (its `dump_threads` is None) or
+    the query names threads or a namespace."""
     if not _may_share(query, jobs):  # the store's own read, as `dump` makes it
         yield from _lines(store, query, values=values, hidden=hidden)
         return
@@ -149,12 +149,26 @@ def _may_share(query: DumpQuery, jobs: int | None) -> bool:
 
 def _lines(
     store: Store, query: DumpQuery, *, values: bool, hidden: list[CheckpointRecord]
-) -> Iterator[str]:
-    from ckpt.analysis.reader import dump_records
-    from ckpt.records.encode import dumps_line
+) -> Iterator[bytes]:
+    """This process's lines, joined into pieces of about PIECE_BYTES: a write each, not a
+    write a line (stdout has no buffer of its own under PYTHONUNBUFFERED)."""
+    from ckpt.analysis.reader import dump_lines
 
-    for record in dump_records(store, query, values=values, hidden=hidden, shared=True):
-        yield dumps_line(record) + "\n"
+    batch: list[bytes] = []
+    filled = 0
+    try:
+        for line in dump_lines(store, query, values=values, hidden=hidden):
+            batch.append(line)
+            filled += len(line)
+            if filled >= PIECE_BYTES:
+                piece, batch, filled = b"".join(batch), [], 0
+                yield piece
+    except Exception:
+        if batch:  # the lines before an error are written, as one process writes them
+            yield b"".join(batch)
+        raise
+    if batch:
+        yield b"".join(batch)
 
 
 def _stop(workers: list[_Worker]) -> None:
@@ -204,7 +218,7 @@ class _Worker:
     def descriptors(self) -> list[int]:
         return [self.done, *([] if self.go is None else [self.go]), *self.slots]
 
-    def take(self) -> Iterator[str] | None:
+    def take(self) -> Iterator[bytes] | None:
         """The lines of this worker's next run, or None when it has none to give (it
         failed, or met something the main process must meet itself)."""
         if self.go is None:
@@ -228,17 +242,14 @@ class _Worker:
         self.taken += 1
         return self._read(slot, int(said[0]))
 
-    def _read(self, slot: int, size: int) -> Iterator[str]:
-        # Into one buffer, read again and again: no new MB of memory for each piece.
-        decoder = codecs.getincrementaldecoder("utf-8")()
-        buffer = memoryview(bytearray(min(FLUSH_BYTES, size)))
+    def _read(self, slot: int, size: int) -> Iterator[bytes]:
         offset = 0
         while offset < size:
-            count = os.preadv(slot, [buffer[: size - offset]], offset)
-            if not count:
+            piece = os.pread(slot, min(FLUSH_BYTES, size - offset), offset)
+            if not piece:
                 raise OSError(f"a dump worker's file ended at {offset:,} of {size:,} bytes")
-            offset += count
-            yield decoder.decode(buffer[:count], offset == size)
+            offset += len(piece)
+            yield piece
         if self.go is not None:
             try:
                 os.write(self.go, b".")  # the slot is free again
@@ -282,8 +293,7 @@ def _work(
 ) -> None:
     """The worker's loop: each run's lines into the next slot, its size on `done`; a
     run that is not clean ends the loop unsaid (the main process then dumps it)."""
-    from ckpt.analysis.reader import dump_records
-    from ckpt.records.encode import dumps_line
+    from ckpt.analysis.reader import dump_lines
 
     reader = store.fork()
     if reader is None:
@@ -299,8 +309,7 @@ def _work(
             batch: list[bytes] = []
             filled = 0
             part = replace(query, thread_ids=run)
-            for record in dump_records(reader, part, values=values, hidden=hidden, shared=True):
-                line = (dumps_line(record) + "\n").encode()
+            for line in dump_lines(reader, part, values=values, hidden=hidden):
                 batch.append(line)
                 filled += len(line)
                 if filled >= FLUSH_BYTES or len(batch) >= WRITE_BUFFERS:

@@ -218,6 +218,49 @@ def dump_records(
     `hidden`. A namespace that matches nothing is NotFound, as an unknown thread is.
     `shared`: a message met again in the next checkpoint is not decoded again, the record
     holds the same object as the one before (shared_exts: for records only read)."""
+    for _, record in _dumped(store, query, values=values, hidden=hidden, shared=shared):
+        yield record
+
+
+def dump_lines(
+    store: Store, query: DumpQuery, *, values: bool, hidden: list[CheckpointRecord]
+) -> Iterator[bytes]:
+    """`dump_records(..., shared=True)` as the lines of `dump --ndjson` (UTF-8, each with
+    its newline). The record of a small checkpoint of a store whose values all come from
+    ckpt's decoders (`Store.values_decoded`) goes straight to orjson (ndjson_line)."""
+    from ckpt.records.encode import ndjson_line
+
+    decoded = store.values_decoded
+    for checkpoint, record in _dumped(store, query, values=values, hidden=hidden, shared=True):
+        yield ndjson_line(record, decoded=decoded and _small(checkpoint))
+
+
+# Stored bytes (body, metadata and writes) of a checkpoint whose record orjson may write
+# without a look at its size first: a decoded value is at most a few tens of times its
+# stored size, so such a record is a few MB at most.
+SMALL_RECORD = 1 << 16
+
+
+def _small(checkpoint: Checkpoint) -> bool:
+    """Whether the record of `checkpoint` is small: SMALL_RECORD stored bytes or fewer,
+    and no DeltaChannel value rebuilt from its ancestors."""
+    if checkpoint.deltas:
+        return False
+    size = checkpoint.size
+    for write in checkpoint.pending_writes or ():
+        size += write.size
+    return size <= SMALL_RECORD
+
+
+def _dumped(
+    store: Store,
+    query: DumpQuery,
+    *,
+    values: bool,
+    hidden: list[CheckpointRecord],
+    shared: bool,
+) -> Iterator[tuple[Checkpoint, CheckpointRecord]]:
+    """Each checkpoint `dump` streams, with its record (dump_records)."""
     if not shared:
         yield from _dump_records(store, query, values=values, hidden=hidden)
         return
@@ -229,7 +272,7 @@ def dump_records(
 
 def _dump_records(
     store: Store, query: DumpQuery, *, values: bool, hidden: list[CheckpointRecord]
-) -> Iterator[CheckpointRecord]:
+) -> Iterator[tuple[Checkpoint, CheckpointRecord]]:
     from ckpt.analysis.encryption import record_hides_values
     from ckpt.analysis.records import checkpoint_record
 
@@ -243,7 +286,7 @@ def _dump_records(
         record = checkpoint_record(checkpoint, values=values, tasks=tasks)
         if not hidden and record_hides_values(record):
             hidden.append(record)
-        yield record
+        yield checkpoint, record
         count += 1
     if not count and query.checkpoint_ns is not None and not (query.since_id or query.until_id):
         # Like an unknown thread: a namespace that matches nothing is a mistake (often

@@ -186,13 +186,14 @@ def time_of(store: Store, value: When, name: str, now: dt.datetime) -> dt.dateti
 
 def dump_query(
     store: Store,
-    threads: Sequence[str],
-    ns: str | None,
-    since: When | None,
-    until: When | None,
-    since_id: str | None,
-    until_id: str | None,
-    latest: bool,
+    *,
+    threads: Sequence[str] = (),
+    ns: str | None = None,
+    since: When | None = None,
+    until: When | None = None,
+    since_id: str | None = None,
+    until_id: str | None = None,
+    latest: bool = False,
 ) -> DumpQuery:
     """What `dump` asks the store for: the threads, a namespace, and the times or ids
     that bound the checkpoints (a time, an age, a checkpoint or a thread: `id_bound`)."""

@@ -192,18 +192,18 @@ def dump(
         ) -> AbstractContextManager[Iterator[T]]:
             return counting(items, enabled=show_progress, label="dumping", total=total, weigh=weigh)
 
-        if as_lines:  # the text itself: several processes may write it
-            text = checkpoints.dump_text(values=not no_values, jobs=jobs, **filters)
-            with counted(text, lines_in) as pieces:
-                run.output.lines(pieces)
+        if as_lines:  # the bytes themselves: several processes may write them
+            data = checkpoints.dump_bytes(values=not no_values, jobs=jobs, **filters)
+            with counted(data, lines_in) as pieces:
+                run.output.data(pieces)
         else:  # written out as they come
             records = checkpoints.dump(values=not no_values, read_only=True, **filters)
             with counted(records) as items:
                 run.output.lines(stream_json_array(items, pretty=False))
 
 
-def lines_in(text: str) -> int:
-    return text.count("\n")
+def lines_in(piece: bytes) -> int:
+    return piece.count(b"\n")
 
 
 def register(app: typer.Typer) -> None:

@@ -68,8 +68,9 @@ def decode_json_text(text: str | bytes, *, share: bool = True) -> Any:
             envelopes = _envelopes_only(text)
             memo = here.envelopes if share and envelopes else None
             return _convert(parsed, envelopes=envelopes, memo=memo)
-    value = _loads(text)
-    return value if plain else _convert(value)
+    # json reads what orjson refused or was not asked: a number past a float's range
+    # (1e400) among them, which json reads as an infinity and no marker announces.
+    return _convert(_loads(text))
 
 
 def convert_parsed(root: Any) -> Any:

@@ -55,6 +55,29 @@ def dumps_line(value: Any) -> str:
     return escape_json_text(text)
 
 
+def ndjson_line(value: Any, *, decoded: bool = False) -> bytes:
+    """`dumps_line(value)` and its newline, as UTF-8 bytes: one line of `dump --ndjson`.
+
+    `decoded=True` says the value holds only what ckpt's decoders return (`decode`, and
+    what stores build from it) and ckpt's own str, int, bool and None fields, and that it
+    is small (reader.SMALL_RECORD stored bytes). Decoders return JSON-ready values with
+    every NaN and infinity already a float record (docs/json.md, "Decoded values"; the
+    fuzz tests of tests/test_decode_hostile.py hold them to `json.dumps(allow_nan=False)`),
+    so orjson writes such a value as json would, or refuses it (bytes, an int past 64
+    bits, a non-str key, a lone surrogate, deep nesting), and the look `_plain_json` takes
+    at each record is not needed."""
+    if decoded:
+        try:
+            data = orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)
+        except orjson.JSONEncodeError:
+            pass
+        else:
+            if data.isascii():  # escape_json_text, on bytes: most lines of most stores
+                return data if 0x7F not in data else data.replace(b"\x7f", b"\\u007f")
+            return escape_json_text(data.decode()).encode()
+    return (dumps_line(value) + "\n").encode()
+
+
 # ormsgpack refuses what orjson would write otherwise than json (or not at all): these
 # types, subclasses, non-str keys, ints beyond 64 bits, lone surrogates, deep nesting.
 _REFUSE: Final = (

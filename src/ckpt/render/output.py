@@ -9,6 +9,7 @@ asks it instead of looking at `sys.stdout` or the environment itself.
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import shutil
@@ -106,6 +107,19 @@ class Output:
                 for start in range(0, len(line), WRITE_SLICE):
                     write(line[start : start + WRITE_SLICE])
         self.stdout.flush()
+
+    def data(self, pieces: Iterable[bytes]) -> None:
+        """Data already encoded as UTF-8 (`dump --ndjson`), each piece written as it comes,
+        straight to the byte stream under stdout when it has one."""
+        raw = getattr(self.stdout, "buffer", None)
+        if raw is None:  # a text stream only (a test's StringIO)
+            self.lines(codecs.iterdecode(pieces, "utf-8"))
+            return
+        self.stdout.flush()
+        write = raw.write
+        for piece in pieces:
+            write(piece)
+        raw.flush()
 
     def text(self, lines: Iterable[str]) -> None:
         """Human text lines that skip Rich (the fast threads table, the history tree, the

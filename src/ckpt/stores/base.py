@@ -87,6 +87,11 @@ class Store(Closes):
     # Whether its saver counts channel versions 1, 2, 3 (MongoDBSaver) rather than write
     # SqliteSaver's `f"{n:032}.{random}"` strings (format.md §3.4).
     counted_versions: ClassVar[bool] = False
+    # Whether every value of its checkpoints (body, metadata, writes) comes from ckpt's
+    # decoders (`decode` and `decode_metadata`), JSON-ready by their contract: dump then
+    # writes its small records with orjson straight away (records.encode.ndjson_line).
+    # False where a driver builds values of its own (JSONB numbers, BSON types).
+    values_decoded: ClassVar[bool] = False
     notices: list[str]  # said once on stderr by the CLI (e.g. "this layout holds no values")
 
     def __init__(self, location: str, *, aes_key: bytes | None = None) -> None:

@@ -95,6 +95,7 @@ class SqliteStore(Store):
 
     kind = "sqlite"
     reclaim = "file"
+    values_decoded = True  # bodies and writes by `decode`, metadata by decode_metadata
     thread_orders = frozenset({"thread", "updated"})
 
     def __init__(
