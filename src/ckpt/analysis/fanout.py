@@ -97,7 +97,11 @@ def ndjson_bytes(
     if not _may_share(query, jobs):  # the store's own read, as `dump` makes it
         yield from _lines(store, query, values=values, hidden=hidden)
         return
-    with store.reading():  # the threads listed are those the main process reads
+    from ckpt.decoders.memo import shared_exts
+
+    # One read for the threads listed and those the main process reads; one memo of
+    # decoded messages for all its runs (threads may share messages: a system prompt).
+    with store.reading(), shared_exts():
         planned = _plan(store, query, jobs)
         if planned is None:
             yield from _lines(store, query, values=values, hidden=hidden)
@@ -294,11 +298,12 @@ def _work(
     """The worker's loop: each run's lines into the next slot, its size on `done`; a
     run that is not clean ends the loop unsaid (the main process then dumps it)."""
     from ckpt.analysis.reader import dump_lines
+    from ckpt.decoders.memo import shared_exts
 
     reader = store.fork()
     if reader is None:
         return
-    with reader.reading():
+    with reader.reading(), shared_exts():  # one memo for all its runs, as above
         for number, run in enumerate(runs):
             if number >= AHEAD and not os.read(go, 1):
                 return  # the main process stopped reading
