@@ -318,6 +318,39 @@ def test_the_closed_pipe_status_belongs_to_one_run(
     assert codes == [ExitCode.DIFFERENT, 0, ExitCode.DIFFERENT]
 
 
+def test_the_cli_exits_at_once_yet_as_exit_would(sqlite_store: Path) -> None:
+    """main() skips the interpreter's teardown (os._exit) but does what an exit does: the
+    atexit handlers run, a buffered stdout is written out, the code is the command's, and
+    a thread of the program's own still running is waited for."""
+    code = (
+        "import atexit, os, sys, threading, time; from ckpt import cli; "
+        "atexit.register(lambda: print('ATEXIT', file=sys.stderr)); "
+        "sys.argv = ['ckpt', *sys.argv[1:]]; "
+        "late = lambda: (time.sleep(0.3), print('THREAD', file=sys.stderr, flush=True)); "
+        "os.environ.get('WITH_THREAD') and threading.Thread(target=late).start(); "
+        "cli.main()"
+    )
+
+    def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PYTHONUNBUFFERED": "", **env},
+        )
+
+    dumped = run("dump", str(sqlite_store), "--ndjson")
+    assert dumped.returncode == 0 and dumped.stderr == "ATEXIT\n"
+    lines = dumped.stdout.splitlines()
+    assert len(lines) > 20 and all(json.loads(line)["thread_id"] for line in lines)
+    missing = run("show", "nothere", "--db", str(sqlite_store))
+    assert missing.returncode == ExitCode.NOT_FOUND and missing.stderr.endswith("ATEXIT\n")
+    waited = run("--version", WITH_THREAD="1")
+    assert waited.returncode == 0 and waited.stdout.strip()
+    assert "THREAD" in waited.stderr and "ATEXIT" in waited.stderr
+
+
 def test_a_run_builds_only_its_command() -> None:
     """`ckpt CMD` gives Typer CMD alone to build; help, usage errors and misspellings
     still see every command."""

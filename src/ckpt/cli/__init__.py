@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import threading
 from typing import Any
 
 import typer
@@ -249,7 +251,40 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     _only_the_invoked_command(sys.argv[1:])
-    _app(prog_name="ckpt")
+    try:
+        _app(prog_name="ckpt")
+    except SystemExit as exc:
+        _exit_at_once(exc.code)
+    _exit_at_once(0)
+
+
+def _exit_at_once(code: object) -> None:
+    """Exit with `code` as SystemExit would, without the interpreter's teardown: after a
+    dump it frees every object and module one at a time (~20 ms of a one-second dump).
+    What exit runs still runs first: the atexit handlers, the flush of stdout and stderr.
+    With a thread of the program's own still running (not a daemon), the usual exit waits
+    for it. Every store is closed by then (each command opens its stores in a `with`)."""
+    if not (code is None or isinstance(code, int)):
+        raise SystemExit(code)  # a message for stderr: Python's own way
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
+    if any(not t.daemon for t in others):
+        raise SystemExit(code)
+    run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_functions is None:  # not CPython
+        raise SystemExit(code)
+    run_exit_functions()
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):  # the reader left, or stdout is closed
+        pass
+    except OSError as exc:  # a full disk: the output is cut short, so the run failed
+        fail_line(f"cannot write the output: {exc}")
+        code = ExitCode.INTERNAL
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(int(code or 0))
 
 
 def _only_the_invoked_command(args: list[str]) -> None:
