@@ -367,6 +367,10 @@ def due_tasks(
         due: list[tuple[tuple[int, str], Task]] = []
         barriers = checkpoint.barriers
         for node, node_triggers in shape.triggers.items():
+            if len(node_triggers) == 1 and (
+                node_triggers[0] not in versions or node_triggers[0] not in available
+            ):
+                continue  # _fired's first test, without the call: most nodes, most steps
             fired = _fired(versions, seen.get(node), available, barriers, node_triggers)
             if not fired:
                 continue
@@ -391,8 +395,9 @@ def due_tasks(
                 derived=tid is not None,
             )
             due.append(((position if keeps_order else 0, node), task))
-        due.sort(key=lambda item: item[0])
-        tasks.extend(task for _, task in due)
+        if len(due) > 1:
+            due.sort(key=lambda item: item[0])
+        tasks.extend([task for _, task in due])
     # Writes name their task by path too. For a migrated v1/v2 checkpoint LangGraph derives
     # new ids that no stored write has, so it matches none of them, and neither do we.
     _attach_writes(tasks, checkpoint, keeps_order, by_path=not legacy)
@@ -672,7 +677,9 @@ def _mark_answered(task: Task) -> None:
 
 
 def _attach_subgraphs(tasks: list[Task], parent_ns: str, namespaces: Sequence[str]) -> None:
-    if not tasks or not namespaces:
+    # A subgraph's namespace is another than the checkpoint's own: when that is the only
+    # one (most threads: the root alone), no task has one.
+    if not tasks or not namespaces or (len(namespaces) == 1 and namespaces[0] == parent_ns):
         return
     present = set(namespaces)
     for task in tasks:
