@@ -220,8 +220,10 @@ class ShapeLearner:
                 continue
             # A node, even one only Sends ran ({}); each channel it saw, once (the first
             # node seen to consume `__start__` is the start node).
-            node_triggers = triggers.setdefault(node, set())
-            if node_triggers.issuperset(seen):
+            node_triggers = triggers.get(node)
+            if node_triggers is None:
+                node_triggers = triggers[node] = set()
+            elif node_triggers.issuperset(seen):
                 continue
             for channel in seen:
                 if channel in node_triggers or not isinstance(channel, str):
