@@ -155,6 +155,8 @@ WHEN = {
     "yet, or `copy` from or into one; nothing was read or changed",
     ExitCode.INTERNAL: "an internal error: a bug in ckpt, not a problem of the store (please "
     "report it; `CKPT_DEBUG=1` shows the traceback)",
+    ExitCode.NO_SPACE: "a write failed for want of space (a full disk, a quota, a file too "
+    "large): the output is cut short",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C); `copy --apply` says how many threads it copied, "
     "each whole, and how to copy the rest",
 }

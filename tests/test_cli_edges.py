@@ -351,6 +351,29 @@ def test_the_cli_exits_at_once_yet_as_exit_would(sqlite_store: Path) -> None:
     assert "THREAD" in waited.stderr and "ATEXIT" in waited.stderr
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+@pytest.mark.parametrize("buffered", [False, True])
+def test_a_full_disk_is_one_line_and_exit_74(sqlite_store: Path, buffered: bool) -> None:
+    """stdout on a full disk (/dev/full fails every write with ENOSPC): one line on stderr
+    and exit 74, not "internal error" nor a traceback, whether the write fails in the
+    command, before it (--version) or at the last flush (a buffered stdout)."""
+    store = str(sqlite_store)
+    env = {**os.environ, "PYTHONUNBUFFERED": "" if buffered else "1"}
+    for args in (
+        ["--version"],
+        ["threads", store],
+        ["threads", store, "--json"],
+        ["dump", store, "--ndjson"],
+        ["show", "support-1", "--db", store],
+    ):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(
+                [CKPT, *args], stdout=full, stderr=subprocess.PIPE, text=True, env=env
+            )
+        assert done.returncode == ExitCode.NO_SPACE == 74, (args, done.stderr)
+        assert done.stderr == "ckpt: error: cannot write: No space left on device\n", args
+
+
 def test_a_run_builds_only_its_command() -> None:
     """`ckpt CMD` gives Typer CMD alone to build; help, usage errors and misspellings
     still see every command."""

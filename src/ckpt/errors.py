@@ -26,6 +26,7 @@ class ExitCode(IntEnum):
     UNSUPPORTED = 13  # a command this kind of store does not support yet; nothing changed
     MISMATCH = 14  # migrate --apply: a thread read back differs from what was written; rolled back
     INTERNAL = 70  # a bug in ckpt itself (sysexits' EX_SOFTWARE), never the store's fault
+    NO_SPACE = 74  # a write failed for want of space (a full disk, a quota): EX_IOERR
     INTERRUPTED = 130  # Ctrl-C
 
 

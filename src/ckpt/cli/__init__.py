@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import atexit
+import errno
 import os
 import sys
 import threading
-from typing import Any
+from typing import Any, Final
 
 import typer
 from typer.core import TyperArgument, TyperGroup
@@ -79,6 +80,11 @@ class CkptGroup(TyperGroup):
         except typer.Abort:
             fail_line("aborted")
             code = 1
+        except OSError as exc:  # `ckpt --version > /dev/full`: what runs before a command
+            if exc.errno not in _NO_SPACE:
+                raise
+            fail_line(f"cannot write: {exc.strerror}")
+            code = ExitCode.NO_SPACE
         else:
             # Typer returns the code of a `typer.Exit` when not standalone; None is success.
             code = result if isinstance(result, int) else 0
@@ -114,7 +120,9 @@ class CkptGroup(TyperGroup):
             fail("a value is nested too deeply to print (over ~1,000 levels)", ExitCode.CORRUPT)
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise  # usage errors and exits keep Typer's own handling (exit 2 for usage)
-        except Exception as exc:  # a bug in ckpt, never the user's fault: still one line
+        except Exception as exc:  # a bug in ckpt (or a full disk): still one line
+            if isinstance(exc, OSError) and exc.errno in _NO_SPACE:
+                fail(f"cannot write: {exc.strerror}", ExitCode.NO_SPACE)
             if os.environ.get("CKPT_DEBUG"):
                 raise
             fail(
@@ -122,6 +130,10 @@ class CkptGroup(TyperGroup):
                 "(please report it; CKPT_DEBUG=1 shows the traceback)",
                 ExitCode.INTERNAL,
             )
+
+
+# What a write fails with for want of space: the disk, a quota, the largest file allowed.
+_NO_SPACE: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 
 def fail(message: str, code: int) -> None:
@@ -277,9 +289,10 @@ def _exit_at_once(code: object) -> None:
         sys.stdout.flush()
     except (BrokenPipeError, ValueError):  # the reader left, or stdout is closed
         pass
-    except OSError as exc:  # a full disk: the output is cut short, so the run failed
-        fail_line(f"cannot write the output: {exc}")
-        code = ExitCode.INTERNAL
+    except OSError as exc:
+        if not code:  # the run thought it was done, and its output is cut short
+            fail_line(f"cannot write: {exc.strerror}")
+            code = ExitCode.NO_SPACE if exc.errno in _NO_SPACE else ExitCode.INTERNAL
     try:
         sys.stderr.flush()
     except (OSError, ValueError):
