@@ -11,8 +11,9 @@ an AI message with a tool call, the tool's message, the AI's answer) runs throug
 real saver, and every checkpoint carries the thread's whole message list, as real
 stores do. Running 1000 long threads through LangGraph takes many minutes, so a few
 "seed" threads are run for real (--seed-threads) and their rows are then copied to
-fresh thread ids (bench-0000, bench-0001, ...). The copies keep the seed's checkpoint
-ids: ids are unique per thread, not across threads.
+fresh thread ids (bench-0000, bench-0001, ...). SQLite copies get fresh checkpoint ids (a
+store never repeats one) and their writes the task ids LangGraph derives from those
+(`_task_id_for`), so LangGraph finds each task's writes in a copy as in its seed.
 
 SQLite keeps the whole message list inline in every checkpoint, so size grows with the
 square of the turns. Measured here (2 CPUs): 1000 threads x 25 turns = 125,000
@@ -29,6 +30,8 @@ Outputs belong under bench/out/ (gitignored). Prints size and time taken to stde
 from __future__ import annotations
 
 import argparse
+import binascii
+import json
 import random
 import sqlite3
 import sys
@@ -38,6 +41,8 @@ from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
+
+import xxhash
 
 if __package__ in (None, ""):  # run as a script: make `fixtures` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -267,11 +272,56 @@ def _copy_sqlite_thread(conn: sqlite3.Connection, source: str, target: str, i: i
         "FROM writes WHERE thread_id = ?",
         (source,),
     ).fetchall()
+    steps = {(ns, cid): json.loads(meta).get("step") for ns, cid, _, _, _, meta in rows}
     conn.executemany(
         "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, "
         "channel, type, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [(target, ns, remap(cid), *rest) for ns, cid, *rest in writes],
+        [
+            (
+                target,
+                ns,
+                remap(cid),
+                _task_id_for(task, path, ns, cid, remap(cid), steps),
+                path,
+                *rest,
+            )
+            for ns, cid, task, path, *rest in writes
+        ],
     )
+
+
+def _task_id_for(
+    task_id: str, path: str, ns: str, old: str, new: str | None, steps: dict[Any, Any]
+) -> str:
+    """The id LangGraph gives the task of a write once its checkpoint has the id `new`:
+    a pull task's id is XXH3 of the checkpoint id, the step and the node's triggers
+    (langgraph.pregel._algo.prepare_single_task), so a copy with fresh checkpoint ids gets
+    fresh task ids. Rewritten only where the old id is proved to be that hash of the old
+    checkpoint id; any other id (a Send's, an input write's) is kept."""
+    if new is None or ns or not path.startswith(f"~{_PULL}, "):
+        return task_id
+    node = path[len(f"~{_PULL}, ") :]
+    step = steps.get((ns, old))
+    if not isinstance(step, int) or node not in _TRIGGERS:
+        return task_id
+    parts = (node, str(step + 1), node, _PULL, *_TRIGGERS[node])
+    if _xxh3_id(old, parts) != task_id:
+        return task_id
+    return _xxh3_id(new, parts)
+
+
+_PULL = "__pregel_pull"
+# The chat graph's nodes and their triggers, sorted as LangGraph hashes them.
+_TRIGGERS: dict[str, tuple[str, ...]] = {
+    name: tuple(sorted(node.triggers)) for name, node in chat_graph(InMemorySaver()).nodes.items()
+}
+
+
+def _xxh3_id(checkpoint_id: str, parts: tuple[str, ...]) -> str:
+    digest = xxhash.xxh3_128_hexdigest(
+        binascii.unhexlify(checkpoint_id.replace("-", "")) + "".join(parts).encode()
+    )
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
 
 # --------------------------------------------------------------------------------------
