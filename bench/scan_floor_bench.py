@@ -63,6 +63,14 @@ Every row within 2x. The SQLite rows alone right after (--repeat 7): dump 1.82x 
 (0.80 / 0.79 s against a 0.43-0.44 s floor), check 1.34x / 1.30x. bench/check_bench.py on
 the same store: check 0.55 s, 45 MB; SqliteSaver.list(None) 2.59 s, 51 MB.
 
+Then make_store.py gave a copied thread's writes the task ids LangGraph derives from its
+fresh checkpoint ids (they had kept the seed's, which LangGraph does not match: no copied
+task was done, and ckpt matched 60% of writes by path instead of by id). On the store made
+again, 23:13 UTC, the SQLite rows alone (--repeat 7): dump 0.74 s / 0.73 s against a 0.42 /
+0.41 s floor, 1.75x (v4) / 1.78x (v2); check 1.24x / 1.24x. A full round just before, on
+a host slower in its second half (Postgres' floor 1.19 s for v4, 1.35 s for v2): every row
+within 2x, SQLite dump 1.85x (v4), Postgres -j 1 1.94x / 2.03x.
+
 Sixth round, 2026-12-06 21:53-21:57 UTC, main at 7f516b7, nothing else running: medians
 of 3 in rounds (each ratio of one round, see above). `check` now shares the pass between
 processes too (ckpt.scan.split: one per core, 2 here), with one process's answer; its
