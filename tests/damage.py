@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import random
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -350,7 +351,10 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if hasattr(value, "model_dump"):
-        return [type(value).__name__, _plain(value.model_dump())]
+        with warnings.catch_warnings():  # a damaged message's fields warn as they dump
+            warnings.simplefilter("ignore")
+            dumped = value.model_dump()
+        return [type(value).__name__, _plain(dumped)]
     if hasattr(value, "__dict__") and not isinstance(value, type):
         return [type(value).__name__, _plain(vars(value))]
     return value
@@ -400,7 +404,8 @@ def _frame(checkpoint: Any, checkpoint_id: str, metadata: Any) -> Any:
     kinds = _types(every)  # of one kind, strings or numbers
     frame["versions"] = kinds if len(kinds) > 1 or set(kinds) - {"str", "int", "float"} else "ok"
     updated = checkpoint.get("updated_channels")
-    frame["updated_channels"] = [t for t in _types(updated or []) if t != "str"]
+    if updated is None or isinstance(updated, list):  # else its type, named above
+        frame["updated_channels"] = [t for t in _types(updated or []) if t != "str"]
     if not isinstance(metadata, dict):
         frame["metadata"] = type(metadata).__name__
     else:
@@ -448,7 +453,11 @@ def thread_view(saver: BaseCheckpointSaver[Any], graph: Any, thread: str) -> Vie
         )
         values.append(
             {
-                "checkpoint": {k: v for k, v in tup.checkpoint.items() if k != "ts"},
+                "checkpoint": (
+                    {k: v for k, v in tup.checkpoint.items() if k != "ts"}
+                    if isinstance(tup.checkpoint, dict)
+                    else tup.checkpoint  # a body that loads as no map: its shape says so
+                ),
                 "metadata": tup.metadata,
                 # Sorted: RedisSaver's order is its search index's, which changes as
                 # documents are written back (a reader's order, not the store's).

@@ -326,3 +326,24 @@ def test_a_thread_copied_whole_is_not_damage(sqlite_store: Path, tmp_path: Path)
             "task_path, idx, channel, type, value FROM writes WHERE thread_id = 'support-1'"
         )
     assert errors(check(str(path))) == {}
+
+
+@pytest.mark.parametrize("length", [100, 5_000])
+def test_a_body_kept_as_long_text_is_an_error_not_a_crash(
+    sqlite_store: Path, tmp_path: Path, length: int
+) -> None:
+    """A checkpoint body SQLite holds as TEXT is read as its bytes, however long: past the
+    4 KB that ids are shared at, the row reader once kept it a str and `check` ended in
+    an internal error (found by the long generated-damage run)."""
+    path = tmp_path / "damaged.sqlite"
+    shutil.copy(sqlite_store, path)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        thread, checkpoint_id = conn.execute(
+            "SELECT thread_id, checkpoint_id FROM checkpoints ORDER BY rowid LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "UPDATE checkpoints SET checkpoint = ? WHERE checkpoint_id = ?",
+            ("x" * length, checkpoint_id),
+        )
+    record = check(str(path))
+    assert set().union(*errors(record).values()) == {thread}

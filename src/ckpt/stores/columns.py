@@ -101,7 +101,7 @@ def _fixed(row: Sequence[Any], rules: _Rules) -> tuple[Any, ...]:
     fixed: list[Any] | None = None
     for index, rule in rules:
         value = row[index]
-        if type(value) is str and len(value) > LONG_TEXT:
+        if type(value) is str and len(value) > LONG_TEXT and str in rule[0]:
             if fixed is None:
                 fixed = list(row)
             fixed[index] = _shared(value)
