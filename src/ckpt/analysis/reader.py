@@ -243,12 +243,19 @@ SMALL_RECORD = 1 << 16
 
 def _small(checkpoint: Checkpoint) -> bool:
     """Whether the record of `checkpoint` is small: SMALL_RECORD stored bytes or fewer,
-    and no DeltaChannel value rebuilt from its ancestors."""
+    its ids and its writes' names counted (each stands in the record twice or more: a
+    10 MB thread id is no small record), and no DeltaChannel value rebuilt from its
+    ancestors."""
     if checkpoint.deltas:
         return False
-    size = checkpoint.size
+    size = checkpoint.size + 2 * (
+        len(checkpoint.thread_id)
+        + len(checkpoint.checkpoint_ns)
+        + len(checkpoint.checkpoint_id)
+        + len(checkpoint.parent_checkpoint_id or "")
+    )
     for write in checkpoint.pending_writes or ():
-        size += write.size
+        size += write.size + 2 * (len(write.task_id) + len(write.task_path) + len(write.channel))
     return size <= SMALL_RECORD
 
 

@@ -83,8 +83,7 @@ class CkptGroup(TyperGroup):
         except OSError as exc:  # `ckpt --version > /dev/full`: what runs before a command
             if exc.errno not in _NO_SPACE:
                 raise
-            fail_line(f"cannot write: {exc.strerror}")
-            code = ExitCode.NO_SPACE
+            code = _cannot_write(exc)
         else:
             # Typer returns the code of a `typer.Exit` when not standalone; None is success.
             code = result if isinstance(result, int) else 0
@@ -122,7 +121,7 @@ class CkptGroup(TyperGroup):
             raise  # usage errors and exits keep Typer's own handling (exit 2 for usage)
         except Exception as exc:  # a bug in ckpt (or a full disk): still one line
             if isinstance(exc, OSError) and exc.errno in _NO_SPACE:
-                fail(f"cannot write: {exc.strerror}", ExitCode.NO_SPACE)
+                raise typer.Exit(_cannot_write(exc)) from None
             if os.environ.get("CKPT_DEBUG"):
                 raise
             fail(
@@ -134,6 +133,12 @@ class CkptGroup(TyperGroup):
 
 # What a write fails with for want of space: the disk, a quota, the largest file allowed.
 _NO_SPACE: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def _cannot_write(exc: OSError) -> int:
+    """A write that failed (the output cut short): one line, and its exit code."""
+    fail_line(f"cannot write: {exc.strerror}")
+    return ExitCode.NO_SPACE if exc.errno in _NO_SPACE else ExitCode.INTERNAL
 
 
 def fail(message: str, code: int) -> None:
@@ -291,8 +296,7 @@ def _exit_at_once(code: object) -> None:
         pass
     except OSError as exc:
         if not code:  # the run thought it was done, and its output is cut short
-            fail_line(f"cannot write: {exc.strerror}")
-            code = ExitCode.NO_SPACE if exc.errno in _NO_SPACE else ExitCode.INTERNAL
+            code = _cannot_write(exc)
     try:
         sys.stderr.flush()
     except (OSError, ValueError):
