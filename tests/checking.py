@@ -4,6 +4,9 @@ its findings by code and by severity."""
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -38,3 +41,22 @@ def by_code(record: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def errors(record: dict[str, Any]) -> dict[str, set[str]]:
     """Error findings: code -> the threads named."""
     return {f["code"]: set(f["threads"]) for f in record["findings"] if f["severity"] == "error"}
+
+
+def moved_and_relinked(store: Path, path: Path, source: str, destination: str) -> str:
+    """`store` copied to `path`, with the last root checkpoint of thread `source` (which
+    no pending write names) moved into thread `destination` and linked onto its newest:
+    the moved checkpoint's id."""
+    shutil.copy(store, path)
+    newest = "SELECT max(checkpoint_id) FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ''"
+    with closing(sqlite3.connect(path)) as conn, conn:
+        ((moved,),) = conn.execute(newest, (source,))
+        ((target,),) = conn.execute(newest, (destination,))
+        ((writes,),) = conn.execute("SELECT count(*) FROM writes WHERE checkpoint_id = ?", (moved,))
+        assert not writes
+        conn.execute(
+            "UPDATE checkpoints SET thread_id = ?, parent_checkpoint_id = ? "
+            "WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ?",
+            (destination, target, source, moved),
+        )
+    return str(moved)

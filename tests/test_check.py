@@ -18,7 +18,7 @@ import ormsgpack
 import pytest
 
 import ckpt
-from checking import DOCS, by_code, check, errors
+from checking import DOCS, by_code, check, errors, moved_and_relinked
 from ckpt.cli import app
 from ckpt.scan.findings import KINDS
 from invoke import runner
@@ -300,6 +300,54 @@ def test_a_deleted_newest_checkpoint_shows_by_its_writes(
     (lost,) = by_code(record)["missing-checkpoint"]["places"]
     assert lost["checkpoint_id"] == newest and lost["detail"].startswith(f"{writes} pending")
     assert writes >= 1 and "orphan-writes" not in by_code(record)  # not for `prune --orphans`
+
+
+@pytest.mark.parametrize(
+    ("source", "destination"), [("support-1", "approval-2"), ("fork-1", "fanout-1")]
+)
+def test_a_checkpoint_moved_and_relinked_names_the_thread_it_left(
+    sqlite_store: Path, tmp_path: Path, source: str, destination: str
+) -> None:
+    """A thread's last checkpoint (no pending writes name it) moved into another thread
+    and linked onto that thread's newest: nothing is left dangling where it was, and its
+    new parent link is whole. Its versions give it away in both threads. They are not its
+    new parent's, nor later ones: the same count with another random part (fork-1's row
+    is newer than fanout-1's, with a later step and higher counts). And they are the
+    versions of the thread it left, whose newest checkpoint's step ran: LangGraph reads
+    that thread's history without it."""
+    path = tmp_path / "moved.sqlite"
+    moved = moved_and_relinked(sqlite_store, path, source, destination)
+    with closing(sqlite3.connect(path)) as conn:
+        target = ids(conn, destination)[-2]  # the newest before the row came
+    record = check(str(path))
+    found = by_code(record)
+    assert errors(record) == {
+        "chain-mismatch" if moved > target else "out-of-order": {destination},
+        "missing-checkpoint": {source},
+    }
+    (lost,) = found["missing-checkpoint"]["places"]
+    assert lost["thread_id"] == source and lost["checkpoint_id"] == moved
+    assert lost["detail"].endswith(f"filed under thread {destination}")
+
+
+def test_a_value_with_bytes_after_it_is_an_error(sqlite_store: Path, tmp_path: Path) -> None:
+    """A write's first byte flipped turns its list into a small int followed by the rest
+    of its bytes. LangGraph reads the int and ignores the rest (a DeltaChannel's reducer
+    then raises on it): not the value written, whose bytes were all one value."""
+    path = tmp_path / "flipped.sqlite"
+    shutil.copy(sqlite_store, path)
+    with closing(sqlite3.connect(path)) as conn, conn:
+        rowid, value = conn.execute(
+            "SELECT rowid, value FROM writes WHERE thread_id = 'delta-1' AND type = 'msgpack' "
+            "AND channel = 'log' ORDER BY rowid LIMIT 1"
+        ).fetchone()
+        flipped = bytes([value[0] ^ 0xFF]) + value[1:]
+        assert ormsgpack.unpackb(flipped) == value[0] ^ 0xFF  # an int, read without a word
+        conn.execute("UPDATE writes SET value = ? WHERE rowid = ?", (flipped, rowid))
+    record = check(str(path))
+    assert errors(record) == {"undecodable": {"delta-1"}}
+    (where,) = by_code(record)["undecodable"]["places"]
+    assert where["detail"].endswith(f"{len(value) - 1} bytes after its value")
 
 
 def test_stale_interrupts(sqlite_store: Path) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import ckpt
+from checking import moved_and_relinked
 from ckpt.cli import app
 from ckpt.errors import CkptError, StoreUnreadable
 from ckpt.records.model import DumpQuery, ThreadBytes
@@ -119,6 +120,23 @@ def test_damaged_stores_check_the_same(
         alone = checked(kind.target(), 1)
         assert checked(kind.target(), 3) == alone, damage.name
     assert True in one_thread_batches and False in one_thread_batches
+
+
+def test_the_thread_a_row_was_moved_from_is_named_from_a_clean_run(
+    sqlite_store: Path, tmp_path: Path, one_thread_batches: list[bool]
+) -> None:
+    """A checkpoint moved and relinked into another thread (tests/test_check.py): the
+    thread it left is whole, so a worker's run takes it as clean; its open ends come with
+    the run's answer, and the main process names it as one process does."""
+    path = tmp_path / "moved.sqlite"
+    moved = moved_and_relinked(sqlite_store, path, "support-1", "approval-2")
+    alone = checked(str(path), 1)
+    assert checked(str(path), 3) == alone
+    (lost,) = next(
+        f["places"] for f in alone["record"]["findings"] if f["code"] == "missing-checkpoint"
+    )
+    assert (lost["thread_id"], lost["checkpoint_id"]) == ("support-1", moved)
+    assert True in one_thread_batches
 
 
 def test_a_thread_copied_into_a_later_run_is_read_again(

@@ -283,3 +283,33 @@ def test_may_need_walk_never_misses_a_nan_or_an_infinity(value: Any) -> None:
         assert may_need_walk(packed)
     nan32 = b"\xca\x7f\xc0\x00\x00"
     assert may_need_walk(packed + nan32) and may_need_walk(b"\xff" * 100 + packed)
+
+
+@given(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**63), max_value=2**64 - 1),
+        st.floats(allow_nan=False),
+        st.text(max_size=300),
+        st.binary(max_size=70_000),
+        st.builds(
+            ormsgpack.Ext,
+            st.integers(min_value=0, max_value=127),
+            st.binary(max_size=70_000).filter(lambda b: len(b) not in (1, 2, 4, 8, 16)),
+        ),
+        st.builds(ormsgpack.Ext, st.integers(0, 127), st.sampled_from([1, 2, 4, 8, 16]).map(bytes)),
+    ),
+    st.binary(max_size=8),
+)
+@settings(max_examples=300)
+def test_scalar_size_is_the_length_of_the_value_at_the_head(value: Any, after: bytes) -> None:
+    """Every scalar encoding (fixed, str, bin, ext of each length field): its size from
+    its head, whatever follows it; an array or map's is not known without a walk."""
+    from ckpt.decoders.msgpack import scalar_size
+
+    packed = ormsgpack.packb(value)
+    assert scalar_size(packed + after) == len(packed)
+    assert scalar_size(ormsgpack.packb([value]) + after) is None
+    assert scalar_size(ormsgpack.packb({"k": value}) + after) is None
+    assert scalar_size(b"") is None

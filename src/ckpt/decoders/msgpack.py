@@ -343,3 +343,34 @@ EXT_BYTES: Final = 64
 def decode_msgpack(payload: bytes, *, shallow: bool = False) -> Any:
     """Decode one `msgpack`-tagged payload to JSON-ready values; raises DecodeError."""
     return MsgpackDecoder(shallow=shallow).decode(payload)
+
+
+# The length of a scalar msgpack value from its first byte (format.md §2.2): fixed sizes,
+# and (header bytes, length bytes) for str, bin and ext with a length field.
+_FIXED_SIZES: Final = {
+    0xC0: 1, 0xC2: 1, 0xC3: 1, 0xCC: 2, 0xD0: 2, 0xCD: 3, 0xD1: 3, 0xCA: 5, 0xCE: 5,
+    0xD2: 5, 0xCB: 9, 0xCF: 9, 0xD3: 9, 0xD4: 3, 0xD5: 4, 0xD6: 6, 0xD7: 10, 0xD8: 18,
+}  # fmt: skip
+_SIZED: Final = {0xD9: 1, 0xC4: 1, 0xDA: 2, 0xC5: 2, 0xDB: 4, 0xC6: 4, 0xC7: 1, 0xC8: 2, 0xC9: 4}
+
+
+def scalar_size(data: bytes) -> int | None:
+    """How many bytes the msgpack value at the head of `data` takes, when it is no array or
+    map (whose size only a walk tells): None for those. ormsgpack, and so LangGraph's
+    loads_typed, reads a value and ignores any bytes after it: a value of another size
+    than its bytes is not the one that was written."""
+    if not data:
+        return None
+    head = data[0]
+    if head <= 0x7F or head >= 0xE0:
+        return 1
+    if 0xA0 <= head <= 0xBF:
+        return 1 + (head & 0x1F)
+    fixed = _FIXED_SIZES.get(head)
+    if fixed is not None:
+        return fixed
+    width = _SIZED.get(head)
+    if width is None or len(data) < 1 + width:
+        return None
+    length = int.from_bytes(data[1 : 1 + width], "big")
+    return 1 + width + (head >= 0xC7 and head <= 0xC9) + length

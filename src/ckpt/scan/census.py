@@ -50,7 +50,7 @@ from ckpt.decoders.ext import (
     EXT_PYDANTIC_V1,
     EXT_PYDANTIC_V2,
 )
-from ckpt.decoders.msgpack import MIN_EXTS, TOO_MANY_EXTS, ext_budget
+from ckpt.decoders.msgpack import MIN_EXTS, TOO_MANY_EXTS, ext_budget, scalar_size
 from ckpt.decoders.pickle_imports import pickle_globals
 from ckpt.decoders.safe_types import SAFE_MSGPACK_METHODS, SAFE_MSGPACK_TYPES
 from ckpt.errors import DecodeError, TooLarge
@@ -611,13 +611,18 @@ class Census:
         budget = MIN_EXTS if size < _UNDER_BUDGET else ext_budget(size)
         hook: Callable[[int, bytes], Any] = slice if size // 3 <= budget else _Budget(budget)
         try:
-            return ormsgpack.unpackb(data, ext_hook=hook, option=_NON_STR_KEYS)
+            value = ormsgpack.unpackb(data, ext_hook=hook, option=_NON_STR_KEYS)
         except (ValueError, TypeError) as exc:
             if type(hook) is _Budget and hook.left < 0:
                 raise TooLarge(TOO_MANY_EXTS) from None
             raise DecodeError(f"invalid msgpack: {exc}") from None
         except RecursionError:
             raise DecodeError("value nested too deep") from None
+        if type(value) in PLAIN:  # no array or map: its size is known from its head
+            taken = scalar_size(data)
+            if taken is not None and taken != size:
+                raise DecodeError(f"invalid msgpack: {size - taken:,} bytes after its value")
+        return value
 
     def _walk(self, value: Any, where: Where) -> None:
         """Find the placeholders in plain data and note what each ext value holds.

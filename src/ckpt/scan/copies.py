@@ -1,13 +1,20 @@
 """Whether a checkpoint found in two threads belongs where it is: what the integrity visitor
 (ckpt.scan.integrity) asks of the store, by key, of a checkpoint id it met twice or of one
-that some writes name and their thread lacks."""
+that some writes name and their thread lacks; and where a checkpoint that fits no parent
+came from, by its versions."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from itertools import compress
+from operator import ne
+from typing import Any
 
 from ckpt.errors import CkptError, NotFound
 from ckpt.records.model import CheckpointKey
 from ckpt.records.plans import version_after
 from ckpt.records.types import PlaceRecord
+from ckpt.scan.chains import Node
 from ckpt.scan.places import mention, place
 from ckpt.stores.base import Store
 
@@ -61,6 +68,58 @@ def at_home(store: Store, thread_id: str, keys: list[CheckpointKey]) -> bool:
         return False
 
 
+def misplaced_writes(
+    store: Store,
+    strays: dict[tuple[str, str, str], list[tuple[str, int, str]]],
+    group_ids: list[tuple[tuple[str, str], list[str]]],
+    write_keys: set[tuple[str, str, str, str, int]],
+    look_up: Callable[[str], list[CheckpointKey] | None],
+) -> Iterator[tuple[str, str, str, str]]:
+    """Writes whose checkpoint is in another thread or namespace (`strays`, by (thread,
+    ns, checkpoint id) -> [(task id, idx, channel)]): where that checkpoint lacks them,
+    they were moved away from it (LangGraph loads it without them). The checkpoint is
+    looked for among the batch's (`group_ids`, whose writes are `write_keys`), else by
+    `look_up` (None: no more look-ups). Yields (its thread, ns, id, what is wrong)."""
+    found_in: dict[str, list[tuple[str, str]]] = {}
+    if strays:
+        for key, ids in group_ids:
+            for checkpoint_id in ids:
+                found_in.setdefault(checkpoint_id, []).append(key)
+    for (thread_id, ns, checkpoint_id), writes in strays.items():
+        homes = found_in.get(checkpoint_id)
+        batch = homes is not None
+        if homes is None:
+            found = look_up(checkpoint_id)
+            if found is None:
+                continue
+            homes = [(k.thread_id, k.checkpoint_ns) for k in found]
+        for home_thread, home_ns in homes:
+            if (home_thread, home_ns) == (thread_id, ns):
+                continue
+            if batch:
+                lost = [
+                    w for w in writes
+                    if (home_thread, home_ns, checkpoint_id, w[0], w[1]) not in write_keys
+                ]  # fmt: skip
+            else:
+                try:
+                    kept = store.load(
+                        CheckpointKey(home_thread, home_ns, checkpoint_id), values=False
+                    ).pending_writes
+                except CkptError:
+                    continue
+                have = {(w.task_id, w.idx) for w in kept or []}
+                lost = [w for w in writes if (w[0], w[1]) not in have]
+            if lost:
+                where = f"namespace {ns!r}" if home_thread == thread_id else f"thread {thread_id}"
+                yield (
+                    home_thread,
+                    home_ns,
+                    checkpoint_id,
+                    f"{len(lost)} of its pending writes are filed under {where}",
+                )
+
+
 def fits(store: Store, key: CheckpointKey) -> tuple[bool, str | None]:
     """Whether the checkpoint at `key` follows from its parent in its own thread (or has
     none), and that parent."""
@@ -81,3 +140,84 @@ def fits(store: Store, key: CheckpointKey) -> tuple[bool, str | None]:
         if now is not None and version_after(before, now):
             return False, parent_id
     return True, parent_id
+
+
+# A checkpoint that may have been the parent of one moved away (Integrity.ends): thread,
+# ns, checkpoint id, step and the versions that are LangGraph's strings with a random part.
+OpenEnd = tuple[str, str, str, int | float | None, dict[str, str]]
+
+
+def version_misfit(versions: dict[Any, Any], before: dict[Any, Any]) -> str | None:
+    """What says that a checkpoint with channel versions `versions` is no child of one
+    with `before`, or None. Each of its channels keeps the parent's version or has a later
+    one: LangGraph only increments them, each new version past every version before it.
+    Versions of one type compare (LangGraph's padded strings, or numbers); a padded string
+    of the same count as its parent's but another random part is another thread's
+    (format.md §3.4: `get_next_version`). Most channels keep theirs: found in C."""
+    values = before.values()
+    for channel in compress(before, map(ne, map(versions.get, before, values), values)):
+        now, was = versions[channel], before[channel]
+        if type(now) is not type(was):
+            continue
+        try:
+            if now < was:
+                return f"channel {channel!r} goes back from version {was} to {now}"
+        except TypeError:
+            continue
+        if type(now) is str and now.partition(".")[0] == was.partition(".")[0]:
+            return f"channel {channel!r} has version {now}, not its parent's {was} nor a later one"
+    return None
+
+
+def open_ends(
+    leaves: list[tuple[tuple[str, str], Node]],
+    forks: list[tuple[tuple[str, str], Node]],
+    written: set[tuple[str, str, str]],
+) -> list[OpenEnd]:
+    """The checkpoints of a batch that may have been the parent of one moved away: those
+    with two children or more (forks, `forks`), and those with none (`leaves`, by (thread,
+    ns)) that pending writes name (`written`: their step ran; a thread's last checkpoint
+    has none); with their versions that LangGraph's savers wrote (padded strings with a
+    random part, format.md §3.4)."""
+    ran = [(key, n) for key, n in leaves if (*key, n.checkpoint_id) in written]
+    ends: list[OpenEnd] = []
+    for (thread_id, ns), node in ran + forks:
+        versions = {
+            str(c): v for c, v in (node.versions or {}).items() if type(v) is str and "." in v
+        }
+        if versions:
+            ends.append((thread_id, ns, node.checkpoint_id, node.step, versions))
+    return ends
+
+
+def moved_from(
+    misfits: list[tuple[str, str, Node]], open_ends: list[OpenEnd]
+) -> Iterator[tuple[str, str, str, str, str]]:
+    """Where each checkpoint that fits no parent (thread, ns, its node) came from: a row
+    moved from another thread and linked onto a checkpoint of this one. Its versions are
+    its true parent's, or later ones, and LangGraph's version strings hold a random part:
+    a checkpoint sharing one with another thread's open end, and following from it, was
+    that thread's next checkpoint. Yields (that thread, ns, checkpoint id, the open end's
+    id, the thread it is filed under)."""
+    if not misfits or not open_ends:
+        return
+    by_version: dict[str, list[OpenEnd]] = {}
+    for end in open_ends:
+        for version in end[4].values():
+            by_version.setdefault(version, []).append(end)
+    for thread_id, ns, node in misfits:
+        versions = node.versions or {}
+        said: set[str] = set()
+        for version in versions.values():
+            for other, other_ns, parent_id, step, before in by_version.get(version, ()):
+                if (
+                    other in said
+                    or other == thread_id
+                    or other_ns != ns
+                    or parent_id >= node.checkpoint_id
+                    or (step is not None and node.step is not None and node.step <= step)
+                    or version_misfit(versions, before) is not None
+                ):
+                    continue
+                said.add(other)
+                yield other, ns, node.checkpoint_id, parent_id, thread_id

@@ -76,7 +76,8 @@ KINDS: Final[dict[str, Kind]] = {
             "checkpoint",
             "error",
             "a checkpoint that does not follow from its parent: its step or a channel's "
-            "version goes back (a row moved in from elsewhere, its parent link rewritten)",
+            "version goes back, or is another thread's (a row moved in from elsewhere, its "
+            "parent link rewritten)",
             "restore",
         ),
         Kind(
@@ -124,9 +125,9 @@ KINDS: Final[dict[str, Kind]] = {
             "missing-checkpoint",
             "checkpoint",
             "error",
-            "pending writes name a checkpoint newer than every checkpoint of their "
-            "namespace: the newest checkpoint was deleted, and LangGraph resumes from an "
-            "older one",
+            "a checkpoint of the thread is gone: pending writes name it, newer than every "
+            "checkpoint of their namespace, or it shows in another thread (moved there); "
+            "LangGraph reads the history without it",
             "restore",
         ),
         Kind(

@@ -9,7 +9,9 @@ checkpoint following from its parent (its step and its channels' versions never 
 Per thread: the subgraph namespaces hang on checkpoints of the thread. Per batch, once its
 blobs and writes are read: the blobs each version needs, the blobs and writes nothing uses,
 writes naming a checkpoint newer than any left, runaway growth. Across the store: a
-checkpoint id met in two threads (a Bloom filter of every id, each hit looked up by id).
+checkpoint id met in two threads (a Bloom filter of every id, each hit looked up by id),
+and the thread a checkpoint that fits no parent was moved from (by its versions, among
+the open ends: forks and checkpoints whose step ran with no child; ckpt.scan.copies).
 
 A row is judged by itself and its thread's rows only, except for the look-ups by id (at
 most LOOKUPS a run) that tell a row copied from another thread from a row deleted, and a
@@ -21,12 +23,11 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from itertools import repeat
-from operator import lt
 from typing import Any, Final
 
-from ckpt.errors import CkptError
 from ckpt.records.model import (
     UNREADABLE_IDX,
     CheckpointKey,
@@ -45,7 +46,15 @@ from ckpt.records.plans import (
 )
 from ckpt.records.types import FindingCode, PlaceRecord
 from ckpt.scan.chains import IdIndex, Node, Pair, ThreadChain, cycles
-from ckpt.scan.copies import at_home, met_twice
+from ckpt.scan.copies import (
+    OpenEnd,
+    at_home,
+    met_twice,
+    misplaced_writes,
+    moved_from,
+    open_ends,
+    version_misfit,
+)
 from ckpt.scan.findings import PLACES_SHOWN, RUNAWAY_BYTES, Finding, Findings
 from ckpt.scan.places import (
     RowKey,
@@ -74,11 +83,12 @@ from ckpt.stores.base import Store
 
 LOOKUPS: Final = 200  # find_exact look-ups per run (copied rows, writes ahead of their checkpoint)
 ID_LOOKUPS: Final = 50  # of those, for ids met in an earlier thread (one per thread)
+MISFITS: Final = 200  # checkpoints that fit no parent, whose origin is looked for (`origins`)
+OPEN_ENDS: Final = 4096  # forks and step-ran leaves kept for `origins` (copies.open_ends)
 SETTLE: Final = 2.0  # seconds a recent checkpoint some writes name may take to be committed
 # Serde tags that carry no encryption because nothing is serialized (format.md §5.2, 7.1).
 _UNSERIALIZED: Final = frozenset({"empty", "jsonb"})
 _NUMBER: Final = (int, float)
-_LOWER: Final[Callable[[Any, Any], Any]] = lt
 _MEMO_TEXT: Final = 1024  # bytes: metadata texts up to this long are parsed once each
 _MEMO_ENTRIES: Final = 4096  # distinct texts kept
 
@@ -129,7 +139,7 @@ class Integrity(Visitor):
         # to look up) for a parent gone from the middle of a chain, a second root, an id
         # met before, subgraph parents gone; and writes newer than every
         # checkpoint read: (thread, ns, checkpoint id) -> [rows, bytes].
-        self.suspects: list[tuple[str, str, str, str, str]] = []
+        self.suspects: list[tuple[str, str, str, str, str, Node | None]] = []
         self.ahead: dict[tuple[str, str, str], list[int]] = {}
         # The checkpoint ids of each (thread, ns) of the batch, in the order read (where a
         # misplaced write's checkpoint is); each write of the batch by (thread, ns,
@@ -142,6 +152,14 @@ class Integrity(Visitor):
         self.strays: dict[tuple[str, str, str], list[tuple[str, int, str]]] = {}
         self.unsettled: list[tuple[str, str, str, int]] = []  # see `settle`
         self.copied: set[tuple[str, str, str]] = set()  # copied checkpoints said this batch
+        # Where a checkpoint that fits no parent came from (`origins`): those checkpoints;
+        # the batch's checkpoints no other names as its parent, and those two or more name
+        # (forks), by (thread, ns); and the open ends kept (`ends`), as (thread, ns,
+        # checkpoint id, step, string versions).
+        self.misfits: list[tuple[str, str, Node]] = []
+        self.leaves: list[tuple[tuple[str, str], Node]] = []
+        self.forks: list[tuple[tuple[str, str], Node]] = []
+        self.open_ends: list[OpenEnd] = []
         # The batch's threads: [encrypted values, plain values, their bytes], and the first
         # plain rows of each. A thread holding both has unencrypted rows among encrypted ones;
         # a thread holding plain values only is said once the store is known to hold
@@ -287,7 +305,7 @@ class Integrity(Visitor):
             # One look-up per thread: a thread copied whole meets every id again.
             thread.shares = True
             self.shared_lookups += 1
-            self.suspects.append(("id", thread_id, ns, checkpoint_id, checkpoint_id))
+            self.suspects.append(("id", thread_id, ns, checkpoint_id, checkpoint_id, None))
         pairs = (
             self.versions(thread_id, row, body, metadata)
             if row.channel_versions is not None
@@ -388,6 +406,12 @@ class Integrity(Visitor):
         else:  # the namespace met again in the batch (rows not sorted by it)
             span[0], span[1] = min(span[0], oldest), max(span[1], newest)
         self.group_ids.append((key, ids))
+        parent_ids = [n.parent_id for n in nodes]
+        named = set(parent_ids)
+        self.leaves.extend((key, n) for n in nodes if n.checkpoint_id not in named)
+        if len(named) < len(parent_ids):
+            counted = Counter(parent_ids)
+            self.forks.extend((key, by_id[i]) for i, n in counted.items() if n > 1 and i in by_id)
         self.thread.ids[ns] = set(by_id)
         self.thread.oldest[ns] = oldest
         if ns:
@@ -430,6 +454,7 @@ class Integrity(Visitor):
                     thread_id,
                     place(thread_id, ns, node.checkpoint_id, detail=f"parent {node.parent_id}"),
                 )
+                self._misfit(thread_id, ns, node)
         started = sorted(
             (n for n in roots if n.source in ("input", None)), key=lambda n: n.checkpoint_id
         )
@@ -450,26 +475,16 @@ class Integrity(Visitor):
                     self._suspect("root", thread_id, ns, node, node.checkpoint_id)
 
     def _suspect(self, what: str, thread_id: str, ns: str, node: Node, wanted: str) -> None:
-        self.suspects.append((what, thread_id, ns, node.checkpoint_id, wanted))
+        self.suspects.append((what, thread_id, ns, node.checkpoint_id, wanted, node))
 
     def _follows(self, thread_id: str, ns: str, node: Node, parent: Node) -> None:
-        """A checkpoint follows from its parent: its step is later, and no channel's version
-        is older (LangGraph only ever increments them)."""
+        """A checkpoint follows from its parent: its step is later, and each channel keeps
+        its parent's version or has a later one (LangGraph only ever increments them)."""
         detail = None
         if node.step is not None and parent.step is not None and node.step <= parent.step:
             detail = f"step {node.step} after its parent's step {parent.step}"
-        elif (
-            node.versions is not None
-            and parent.versions is not None
-            and _may_go_back(node.versions, parent.versions)
-        ):
-            get = node.versions.get
-            for channel, before in parent.versions.items():
-                now = get(channel)
-                # Versions of one type compare (LangGraph's padded strings, or numbers).
-                if now is not None and now < before if type(now) is type(before) else False:
-                    detail = f"channel {channel!r} goes back from version {before} to {now}"
-                    break
+        elif node.versions is not None and parent.versions is not None:
+            detail = version_misfit(node.versions, parent.versions)
         if detail is not None:
             self.found(
                 "chain-mismatch",
@@ -478,6 +493,13 @@ class Integrity(Visitor):
                     thread_id, ns, node.checkpoint_id, detail=f"{detail} ({parent.checkpoint_id})"
                 ),
             )
+            self._misfit(thread_id, ns, node)
+
+    def _misfit(self, thread_id: str, ns: str, node: Node | None) -> None:
+        """A checkpoint that does not follow from its parent: where it came from is looked
+        for among the open ends once the pass is over (`origins`)."""
+        if node is not None and node.versions and len(self.misfits) < MISFITS:
+            self.misfits.append((thread_id, ns, node))
 
     def end_thread(self) -> None:
         """The thread's checkpoints are all read: its subgraph namespaces must hang on
@@ -725,13 +747,14 @@ class Integrity(Visitor):
         self.gaps()
         self.misplaced()
         self.look_up()
+        self.ends()
         newest = {key: span[1] for key, span in self.groups.items()}
         for thread_id, ns, checkpoint_id, said in self.store.latest_problems(newest, settle=SETTLE):
             where = place(thread_id, ns, checkpoint_id, detail=said)
             self.found("wrong-latest", thread_id, where)
         for name in ("groups", "required", "named", "named_channels", "top", "blob_sizes",
                      "growing", "aggregates", "group_ids", "write_keys", "task_writes",
-                     "strays"):  # fmt: skip
+                     "strays", "leaves", "forks"):  # fmt: skip
             getattr(self, name).clear()
         self.ids.clear()
         self.last_versions = None
@@ -754,55 +777,16 @@ class Integrity(Visitor):
                            detail=detail))  # fmt: skip
 
     def misplaced(self) -> None:
-        """Writes whose checkpoint is in another thread or namespace: where that checkpoint
-        lacks them, they were moved away from it (LangGraph loads it without them)."""
-        found_in: dict[str, list[tuple[str, str]]] = {}
-        if self.strays:
-            for key, ids in self.group_ids:
-                for checkpoint_id in ids:
-                    found_in.setdefault(checkpoint_id, []).append(key)
-        for (thread_id, ns, checkpoint_id), writes in self.strays.items():
-            homes = found_in.get(checkpoint_id)
-            if homes is None:
-                if self.lookups >= LOOKUPS // 2:
-                    continue
-                found = self._look_up(checkpoint_id) or []
-                homes = [(k.thread_id, k.checkpoint_ns) for k in found]
-                batch = False
-            else:
-                batch = True
-            for home_thread, home_ns in homes:
-                if (home_thread, home_ns) == (thread_id, ns):
-                    continue
-                if batch:
-                    lost = [
-                        w for w in writes
-                        if (home_thread, home_ns, checkpoint_id, w[0], w[1]) not in self.write_keys
-                    ]  # fmt: skip
-                else:
-                    try:
-                        kept = self.store.load(
-                            CheckpointKey(home_thread, home_ns, checkpoint_id), values=False
-                        ).pending_writes
-                    except CkptError:
-                        continue
-                    have = {(w.task_id, w.idx) for w in kept or []}
-                    lost = [w for w in writes if (w[0], w[1]) not in have]
-                if lost:
-                    where = "thread " + thread_id if home_thread != thread_id else "namespace"
-                    self.found(
-                        "misplaced-write",
-                        home_thread,
-                        place(
-                            home_thread,
-                            home_ns,
-                            checkpoint_id,
-                            detail=f"{len(lost)} of its pending writes are filed under "
-                            f"{where} {ns!r}"
-                            if where == "namespace"
-                            else f"{len(lost)} of its pending writes are filed under {where}",
-                        ),
-                    )
+        """Writes whose checkpoint is in another thread or namespace (`misplaced_writes`)."""
+
+        def look_up(checkpoint_id: str) -> list[CheckpointKey] | None:
+            return self._look_up(checkpoint_id) if self.lookups < LOOKUPS // 2 else None
+
+        for home_thread, home_ns, checkpoint_id, detail in misplaced_writes(
+            self.store, self.strays, self.group_ids, self.write_keys, look_up
+        ):
+            where = place(home_thread, home_ns, checkpoint_id, detail=detail)
+            self.found("misplaced-write", home_thread, where)
 
     def _look_up(self, checkpoint_id: str) -> list[CheckpointKey] | None:
         if self.lookups >= LOOKUPS:
@@ -830,7 +814,7 @@ class Integrity(Visitor):
                 continue
             self._lost(thread_id, ns, checkpoint_id, writes)
         suspects, self.suspects = self.suspects, []
-        for what, thread_id, ns, checkpoint_id, wanted in suspects:
+        for what, thread_id, ns, checkpoint_id, wanted, node in suspects:
             keys = self._look_up(wanted) or []
             others = sorted({k.thread_id for k in keys} - {thread_id})
             here = place(thread_id, ns, checkpoint_id)
@@ -855,11 +839,13 @@ class Integrity(Visitor):
                 moved = next(k.checkpoint_ns for k in keys if k.checkpoint_ns != ns)
                 here["detail"] = f"parent {wanted} is a checkpoint of namespace {moved!r}"
                 self.found("dangling-parent", thread_id, here)
+                self._misfit(thread_id, ns, node)
             elif what == "pruned":
                 here["detail"] = f"parent {wanted}"
                 self.found("pruned-history", thread_id, here)
             elif what == "parent":
                 self.found("dangling-parent", thread_id, {**here, "detail": f"parent {wanted}"})
+                self._misfit(thread_id, ns, node)
             elif what == "root":
                 here["detail"] = "no parent, beside the namespace's first checkpoint"
                 self.found("two-roots", thread_id, here)
@@ -909,10 +895,37 @@ class Integrity(Visitor):
             ),
         )
 
+    def ends(self) -> None:
+        """The batch's open ends (`open_ends`), at most OPEN_ENDS a pass."""
+        room = OPEN_ENDS - len(self.open_ends)
+        if room > 0:
+            written = {key[:3] for key in self.task_writes}
+            self.open_ends += open_ends(self.leaves, self.forks, written)[:room]
+
+    def origins(self) -> None:
+        """The threads the checkpoints that fit no parent were moved from (`moved_from`):
+        each lost one, and LangGraph reads its history without it."""
+        for other, ns, checkpoint_id, parent_id, thread_id in moved_from(
+            self.misfits, self.open_ends
+        ):
+            self.found(
+                "missing-checkpoint",
+                other,
+                place(
+                    other,
+                    ns,
+                    checkpoint_id,
+                    detail=f"a child of {parent_id}, filed under thread {mention(thread_id)}",
+                ),
+            )
+        self.misfits = []
+        self.findings.close_batch()
+
     def settle(self) -> None:
         """The recent checkpoints some writes named and the pass did not find: a run may be
         saving them now (async durability commits a step's writes and its checkpoint side
         by side). Asked again for up to SETTLE seconds; those still missing are lost."""
+        self.origins()
         pending = self.unsettled
         deadline = time.monotonic() + SETTLE
         while pending:
@@ -969,13 +982,3 @@ class Integrity(Visitor):
             orphan_blob_bytes=tally.orphan_blob_bytes if self.policy != "none" else None,
             namespaces=sorted(set(tally.namespaces)),
         )
-
-
-def _may_go_back(versions: dict[Any, Any], before: dict[Any, Any]) -> bool:
-    """False when no channel's version in `versions` is lower than in `before`, found in C
-    (a channel `versions` lacks compares as equal); True when one may be, or some do not
-    compare (Integrity._follows then looks at each)."""
-    try:
-        return any(map(_LOWER, map(versions.get, before, before.values()), before.values()))
-    except TypeError:
-        return True

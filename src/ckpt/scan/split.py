@@ -10,8 +10,9 @@ time, the threads' sizes).
 A run's work is taken as it is only when it is *clean*: no finding at all, no look-up by
 id, nothing undecodable, no pickle and no class named. Then what it adds is counts
 (rows, tags, versions, bytes), the plain threads that a store holding encrypted values
-names, and the bits of its checkpoint ids; those are added in the order of the runs, so
-every count, list and example is the one a single pass makes. Whether one of its ids was
+names, its open ends (ckpt.scan.copies `moved_from`) and the bits of its checkpoint ids;
+those are added in the order of the runs, so every count, list and example is the one a
+single pass makes. Whether one of its ids was
 met in an earlier run (a copied row) is asked by reading the run's ids again (keys only)
 and testing them against the filter of the runs before it. A run that is not clean,
 whose worker failed, or one of whose ids may have been met before, is read again by the
@@ -317,6 +318,7 @@ def _partial(
         "plain": _finding(integrity.plain_threads),
         "sizes": [[t, *astuple(sizes[t])] for t in run] if counted else [],
         "bits": bytes(integrity.index.bits),
+        "ends": integrity.open_ends,
     }
 
 
@@ -351,6 +353,7 @@ def _merge(
     """Add a run's answer to the pass's, as if its rows had been read here; False
     (nothing added) when one of its ids may have been met in the runs read before."""
     from ckpt.scan.census import MAX_UNDECODABLE, TagCount
+    from ckpt.scan.integrity import OPEN_ENDS
 
     census, integrity = checkup.census, checkup.integrity
     index = integrity.index
@@ -381,6 +384,11 @@ def _merge(
     _add(integrity.plain_threads, *found["plain"][1:])
     for thread_id, *counts in found["sizes"]:
         sizes[thread_id] = ThreadBytes(*counts)
+    room = max(OPEN_ENDS - len(integrity.open_ends), 0)
+    integrity.open_ends.extend(
+        (thread_id, ns, checkpoint_id, step, versions)
+        for thread_id, ns, checkpoint_id, step, versions in found["ends"][:room]
+    )
     bits = index.bits
     bits[:] = (int.from_bytes(bits, "little") | int.from_bytes(found["bits"], "little")).to_bytes(
         len(bits), "little"
