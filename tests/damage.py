@@ -92,10 +92,11 @@ class Damage:
     # A thread whose oldest checkpoint of a namespace this damage takes away (deleted, or
     # moved to another thread): the shape retention leaves (TTL, a hand DELETE), a note.
     pruned: str | None = None
-    # A checkpoint no other names as its parent, or a pending write, deleted: what is left
-    # is a whole chain of valid parts (a thread rewound, a task that wrote less), out of
-    # reach like a value changed into another (unless what is left gives it away).
-    leaf: bool = False
+    # The thread that loses a checkpoint no other names as its parent, or a pending write
+    # (deleted, or moved to another thread): what is left there is a whole chain of valid
+    # parts (a thread rewound, a task that wrote less), out of reach like a value changed
+    # into another (unless what is left, or the row moved, gives it away).
+    leaf: str | None = None
 
 
 class Kind(Protocol):
@@ -290,7 +291,8 @@ def generate(kind: Kind, rows: Sequence[Row], depth: int = 2) -> Iterator[Damage
                 for r in rows
             )
         )
-        yield Damage(f"{where}:deleted", one, (Delete(row),), pruned, leaf and pruned is None)
+        left = row.thread if leaf and pruned is None else None
+        yield Damage(f"{where}:deleted", one, (Delete(row),), pruned, left)
         duplicate = dict(row.fields)
         if row.table == "checkpoints":
             duplicate["checkpoint_id"] = str(uuid6())
@@ -303,7 +305,11 @@ def generate(kind: Kind, rows: Sequence[Row], depth: int = 2) -> Iterator[Damage
         both = frozenset({row.thread, other})
         moved = kind.moved(row, other)
         yield Damage(
-            f"{where}:moved-to:{other}", both, (Delete(row), Insert(row.table, moved, row)), pruned
+            f"{where}:moved-to:{other}",
+            both,
+            (Delete(row), Insert(row.table, moved, row)),
+            pruned,
+            left,
         )
         yield Damage(f"{where}:copied-to:{other}", both, (Insert(row.table, moved, row),))
         newest = _newest(rows, other)
@@ -314,6 +320,7 @@ def generate(kind: Kind, rows: Sequence[Row], depth: int = 2) -> Iterator[Damage
                 both,
                 (Delete(row), Insert(row.table, linked, row)),
                 pruned,
+                left,
             )
 
 
@@ -506,6 +513,7 @@ class Tally:
     broken: int = 0  # LangGraph raises or reads a history of another shape
     caught: int = 0  # ... and check marks the thread with an error
     out_of_reach: int = 0  # valid values changed into other valid values, not caught
+    leaves_unnamed: int = 0  # threads left as whole chains (a leaf gone) check did not name
     values_caught: int = 0  # ... caught anyway (another part gave it away)
     pruned: int = 0  # the oldest checkpoint deleted: retention's shape, a note
     flagged_harmless: int = 0  # check names a damaged thread LangGraph reads the same
@@ -518,7 +526,8 @@ class Tally:
             f"{self.kind}: {self.tried} damages, {self.refused} refused by the store, "
             f"{self.store_refused} stores refused by ckpt, "
             f"{self.broken} broken, {self.caught} caught, {self.pruned} pruned (note), "
-            f"{self.out_of_reach} out of reach (+{self.values_caught} value changes caught), "
+            f"{self.out_of_reach} out of reach (+{self.values_caught} value changes caught; "
+            f"{self.leaves_unnamed} threads left whole not named), "
             f"{self.harmless} harmless ({self.flagged_harmless} flagged), "
             f"{len(self.misses)} missed, {len(self.false_alarms)} false alarms, "
             f"{self.seconds:.1f} s"
@@ -594,9 +603,14 @@ def _tally(
         if damage.pruned in must:
             must.discard(damage.pruned)
             tally.pruned += 1
-        if must and damage.leaf and not must <= flagged:
-            tally.out_of_reach += 1
-        elif must:
+        if damage.leaf in must and damage.leaf not in flagged:
+            # Left as a whole chain: judged as the other threads are, if any.
+            must.discard(damage.leaf)
+            tally.leaves_unnamed += 1
+            if not must:
+                tally.out_of_reach += 1
+                continue
+        if must:
             tally.broken += 1
             if must <= flagged:
                 tally.caught += 1

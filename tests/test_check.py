@@ -310,11 +310,11 @@ def test_a_checkpoint_moved_and_relinked_names_the_thread_it_left(
 ) -> None:
     """A thread's last checkpoint (no pending writes name it) moved into another thread
     and linked onto that thread's newest: nothing is left dangling where it was, and its
-    new parent link is whole. Its versions give it away in both threads. They are not its
-    new parent's, nor later ones: the same count with another random part (fork-1's row
-    is newer than fanout-1's, with a later step and higher counts). And they are the
-    versions of the thread it left, whose newest checkpoint's step ran: LangGraph reads
-    that thread's history without it."""
+    new parent link is whole. Its versions give it away in both threads. Some changed
+    without passing every version of its new parent, as a step's would (fork-1's row is
+    newer than fanout-1's, with a later step). And they are the versions of the thread
+    it left (with their random parts), whose newest checkpoint's step ran: LangGraph
+    reads that thread's history without it."""
     path = tmp_path / "moved.sqlite"
     moved = moved_and_relinked(sqlite_store, path, source, destination)
     with closing(sqlite3.connect(path)) as conn:
@@ -473,3 +473,31 @@ def test_every_code_is_documented() -> None:
     assert set(schema["$defs"]["finding"]["properties"]["code"]["enum"]) == set(KINDS)
     text = (DOCS / "json.md").read_text()
     assert [code for code in KINDS if f"`{code}`" not in text] == []
+
+
+def test_a_changed_version_must_pass_every_version_of_the_parent() -> None:
+    """LangGraph's rule (format.md §3.4): a step gives each channel it updates the next
+    version after the namespace's highest, whatever the saver's versions (ints, padded
+    strings, the old md5 ones). Several steps between two saved checkpoints (durability
+    "exit") only make the jump longer."""
+    from ckpt.scan.copies import version_misfit
+
+    def padded(count: int, rest: str = "0.5") -> str:
+        return f"{count:032}.{rest}"
+
+    parent = {"__start__": 1, "messages": 3, "branch:to:agent": 2}
+    assert version_misfit(dict(parent), parent) is None
+    assert version_misfit({**parent, "messages": 4, "agent": 4}, parent) is None
+    assert version_misfit({**parent, "messages": 9}, parent) is None  # steps not saved
+    wrong = version_misfit({**parent, "branch:to:agent": 3}, parent)
+    assert wrong is not None and "'branch:to:agent' has version 3" in wrong
+    assert "goes back" in (version_misfit({**parent, "messages": 2}, parent) or "")
+    assert version_misfit({**parent, "tools": 3}, parent) is not None  # a new channel
+    strings = {c: padded(v) for c, v in parent.items()}
+    assert version_misfit({**strings, "messages": padded(4, "0.1")}, strings) is None
+    assert version_misfit({**strings, "messages": padded(3, "0.9")}, strings) is not None
+    assert version_misfit({**strings, "__start__": padded(2, "")}, strings) is not None
+    md5 = {"__start__": padded(2, ""), "messages": padded(2, "f2b0")}
+    assert version_misfit({**md5, "messages": padded(3, "3616"), "a": padded(3, "")}, md5) is None
+    mixed = {"a": 1, "b": padded(2)}
+    assert version_misfit({"a": 1, "b": padded(3)}, mixed) is None  # no highest to pass

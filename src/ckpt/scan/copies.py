@@ -150,22 +150,48 @@ OpenEnd = tuple[str, str, str, int | float | None, dict[str, str]]
 def version_misfit(versions: dict[Any, Any], before: dict[Any, Any]) -> str | None:
     """What says that a checkpoint with channel versions `versions` is no child of one
     with `before`, or None. Each of its channels keeps the parent's version or has a later
-    one: LangGraph only increments them, each new version past every version before it.
-    Versions of one type compare (LangGraph's padded strings, or numbers); a padded string
-    of the same count as its parent's but another random part is another thread's
-    (format.md §3.4: `get_next_version`). Most channels keep theirs: found in C."""
+    one: LangGraph gives every channel a step updates one new version, the next after the
+    highest of the namespace (format.md §3.4: `get_next_version(max(versions))`), so a
+    version that changed and does not pass every version of the parent is another
+    thread's. Versions compare by their count: an int, or the integer before the first
+    dot of LangGraph's padded strings. Most channels keep theirs: found in C."""
     values = before.values()
-    for channel in compress(before, map(ne, map(versions.get, before, values), values)):
-        now, was = versions[channel], before[channel]
-        if type(now) is not type(was):
-            continue
-        try:
-            if now < was:
-                return f"channel {channel!r} goes back from version {was} to {now}"
-        except TypeError:
-            continue
-        if type(now) is str and now.partition(".")[0] == was.partition(".")[0]:
-            return f"channel {channel!r} has version {now}, not its parent's {was} nor a later one"
+    changed = list(compress(before, map(ne, map(versions.get, before, values), values)))
+    if len(versions) > len(before):
+        changed += [c for c in versions if c not in before]
+    if not changed:
+        return None
+    try:
+        # The highest count (for padded strings, the highest string), or less: a string
+        # of a shorter count may sort higher, and its count is one of theirs.
+        top = _count(max(values)) if values else None
+    except TypeError:  # versions of several types: each compares with its parent's only
+        top = None
+    for channel in changed:
+        now, was = versions[channel], before.get(channel)
+        if was is not None and type(now) is type(was):
+            try:
+                if now < was:
+                    return f"channel {channel!r} goes back from version {was} to {now}"
+            except TypeError:
+                continue
+        count = _count(now)
+        if top is not None and count is not None and count <= top:
+            return (
+                f"channel {channel!r} has version {now}, which a step after its parent "
+                f"cannot give (it would pass the parent's versions, up to {top})"
+            )
+    return None
+
+
+def _count(version: Any) -> int | None:
+    """A version's count: itself when an int, the integer before the first dot of a
+    string; None for others."""
+    if type(version) is int:
+        return version
+    if type(version) is str:
+        head = version.partition(".")[0]
+        return int(head) if head.isdigit() else None
     return None
 
 
