@@ -162,26 +162,39 @@ class DevFolderKind:
                 current = [r for r in current if r.ref != op.row.ref]
             else:
                 current.append(Row(op.table, ("new", len(current)), "", dict(op.fields)))
-        self._current = current
         self._write(current)
+        self._current = current
 
     def _write(self, rows: Sequence[Row]) -> None:
+        """The rows as the three pickled dicts; Refused when two rows have one key (a
+        damaged key that names another row's: the dict keeps one, as a table's primary
+        key refuses the second)."""
         storage: dict[Any, Any] = {}
         writes: dict[Any, Any] = {}
         blobs: dict[Any, Any] = {}
         for row in rows:
             f = row.fields
             if row.table == "checkpoints":
-                storage.setdefault(f["thread_id"], {}).setdefault(f["checkpoint_ns"], {})[
-                    f["checkpoint_id"]
-                ] = (f["checkpoint"], f["metadata"], f["parent_checkpoint_id"])
+                into = storage.setdefault(f["thread_id"], {}).setdefault(f["checkpoint_ns"], {})
+                key, value = f["checkpoint_id"], (f["checkpoint"], f["metadata"],
+                                                   f["parent_checkpoint_id"])  # fmt: skip
             elif row.table == "writes":
-                writes.setdefault((f["thread_id"], f["checkpoint_ns"], f["checkpoint_id"]), {})[
-                    (f["key_task_id"], f["idx"])
-                ] = (f["task_id"], f["channel"], f["value"], f["task_path"])
+                into = writes.setdefault(
+                    (f["thread_id"], f["checkpoint_ns"], f["checkpoint_id"]), {}
+                )
+                key = (f["key_task_id"], f["idx"])
+                value = (f["task_id"], f["channel"], f["value"], f["task_path"])
             else:
+                into = blobs
                 key = (f["thread_id"], f["checkpoint_ns"], f["channel"], f["version"])
-                blobs[key] = f["value"]
+                value = f["value"]
+            try:
+                taken = key in into
+            except TypeError:  # a key that does not hash: no dict holds it
+                raise Refused(f"{row.table} key {key!r}") from None
+            if taken:
+                raise Refused(f"two {row.table} rows with the key {key!r}")
+            into[key] = value
         for n, content in ((1, storage), (2, writes), (3, blobs)):
             (self.folder / f".langgraph_checkpoint.{n}.pckl").write_bytes(pickle.dumps(content, 2))
 

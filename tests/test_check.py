@@ -350,6 +350,44 @@ def test_a_value_with_bytes_after_it_is_an_error(sqlite_store: Path, tmp_path: P
     assert where["detail"].endswith(f"{len(value) - 1} bytes after its value")
 
 
+def test_a_delta_snapshot_that_is_not_msgpack_is_an_error(
+    sqlite_store: Path, tmp_path: Path
+) -> None:
+    """LangGraph's ext hook reads most ext values that do not decode as None, but not a
+    DeltaChannel snapshot (ext 7): the whole body fails to load, as it does here."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = tmp_path / "snapshot.sqlite"
+    shutil.copy(sqlite_store, path)
+
+    def hook(code: int, data: bytes) -> ormsgpack.Ext:
+        return ormsgpack.Ext(code, data[:-2] if code == 7 else data)
+
+    with closing(sqlite3.connect(path)) as conn, conn:
+        rowid, body = next(
+            (rowid, body)
+            for rowid, body in conn.execute(
+                "SELECT rowid, checkpoint FROM checkpoints WHERE thread_id = 'delta-1' "
+                "ORDER BY checkpoint_id"
+            )
+            if b"\xc7" in body and ormsgpack.unpackb(body, ext_hook=hook) != body
+        )
+        cut = ormsgpack.packb(ormsgpack.unpackb(body, ext_hook=hook))
+        assert cut != body
+        conn.execute("UPDATE checkpoints SET checkpoint = ? WHERE rowid = ?", (cut, rowid))
+        checkpoint_id = conn.execute(
+            "SELECT checkpoint_id FROM checkpoints WHERE rowid = ?", (rowid,)
+        ).fetchone()[0]
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        config: Any = {"configurable": {"thread_id": "delta-1", "checkpoint_id": checkpoint_id}}
+        with pytest.raises(ValueError):
+            saver.get_tuple(config)
+    record = check(str(path))
+    assert errors(record) == {"undecodable": {"delta-1"}}
+    (where,) = by_code(record)["undecodable"]["places"]
+    assert "DeltaChannel snapshot (ext 7)" in where["detail"]
+
+
 def test_stale_interrupts(sqlite_store: Path) -> None:
     waiting = by_code(check(str(sqlite_store), "--stale", "1000w"))
     assert "stale-interrupt" not in waiting and waiting["waiting"]["count"] == 2

@@ -764,7 +764,7 @@ class Census:
                     try:
                         depth = max_depth(data)
                     except ValueError:
-                        self.malformed.append(code)
+                        self._malformed(code)
                         return
                     if used + depth > STACK_BUDGET:
                         raise _Failure("values nested too deep")
@@ -777,7 +777,7 @@ class Census:
         except ValueError:
             if self.failure is not None:
                 raise self.failure from None
-            self.malformed.append(code)
+            self._malformed(code)
             return
         finally:
             self.level -= 1
@@ -803,6 +803,14 @@ class Census:
             self.found.append((code, module, name, method))
         else:
             self.found.append((code, module, name, None))
+
+    def _malformed(self, code: int) -> None:
+        """An ext payload that is not msgpack: LangGraph loads most as None (its hook
+        catches the error), counted as malformed; a DeltaChannel snapshot's it does not
+        catch (`_DeltaSnapshot(unpackb(data))`): the whole value fails to load."""
+        if code == EXT_DELTA_SNAPSHOT:
+            raise _Failure("invalid msgpack in a DeltaChannel snapshot (ext 7)")
+        self.malformed.append(code)
 
     # -- legacy JSON -------------------------------------------------------------------------
     def _json_walk(self, value: Any, where: Where) -> None:
