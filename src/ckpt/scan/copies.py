@@ -154,9 +154,10 @@ def version_misfit(versions: dict[Any, Any], before: dict[Any, Any]) -> str | No
     highest of the namespace (format.md §3.4: `get_next_version(max(versions))`), so a
     version that changed and does not pass every version of the parent is another
     thread's. Versions compare by their count: an int, or the integer before the first
-    dot of LangGraph's padded strings. Most channels keep theirs: found in C."""
+    dot of LangGraph's padded strings. Most channels keep theirs, and those a step
+    changed share one version: found in C, each new version compared once."""
     values = before.values()
-    changed = list(compress(before, map(ne, map(versions.get, before, values), values)))
+    changed = [*compress(before, map(ne, map(versions.get, before, values), values))]
     if len(versions) > len(before):
         changed += [c for c in versions if c not in before]
     if not changed:
@@ -164,10 +165,17 @@ def version_misfit(versions: dict[Any, Any], before: dict[Any, Any]) -> str | No
     try:
         # The highest count (for padded strings, the highest string), or less: a string
         # of a shorter count may sort higher, and its count is one of theirs.
-        top = _count(max(values)) if values else None
-    except TypeError:  # versions of several types: each compares with its parent's only
-        top = None
-    for channel in changed:
+        top = max(values) if values else None
+        news = {versions[c] for c in changed}
+    except TypeError:  # versions of several types, or one that does not hash
+        top, news = None, set()
+    if len(news) == 1 and type(top) is str:  # the common case, inline
+        count, highest = next(iter(news)).partition(".")[0], top.partition(".")[0]
+        if len(count) == len(highest) and count > highest and count.isdigit():
+            return None
+    if top is not None and all(_passes(now, top) for now in news):
+        return None
+    for channel in changed:  # which one, and how
         now, was = versions[channel], before.get(channel)
         if was is not None and type(now) is type(was):
             try:
@@ -175,8 +183,7 @@ def version_misfit(versions: dict[Any, Any], before: dict[Any, Any]) -> str | No
                     return f"channel {channel!r} goes back from version {was} to {now}"
             except TypeError:
                 continue
-        count = _count(now)
-        if top is not None and count is not None and count <= top:
+        if top is not None and not _passes(now, top):
             return (
                 f"channel {channel!r} has version {now}, which a step after its parent "
                 f"cannot give (it would pass the parent's versions, up to {top})"
@@ -184,15 +191,19 @@ def version_misfit(versions: dict[Any, Any], before: dict[Any, Any]) -> str | No
     return None
 
 
-def _count(version: Any) -> int | None:
-    """A version's count: itself when an int, the integer before the first dot of a
-    string; None for others."""
-    if type(version) is int:
-        return version
-    if type(version) is str:
-        head = version.partition(".")[0]
-        return int(head) if head.isdigit() else None
-    return None
+def _passes(now: Any, top: Any) -> bool:
+    """Whether version `now` has a higher count than `top`; True when they do not
+    compare (no verdict)."""
+    if type(now) is str and type(top) is str:
+        count, highest = now.partition(".")[0], top.partition(".")[0]
+        if len(count) == len(highest):  # LangGraph's padded counts: as strings
+            return count > highest or not (count.isdigit() and highest.isdigit())
+        if count.isdigit() and highest.isdigit():
+            return int(count) > int(highest)
+        return True
+    if type(now) is int and type(top) is int:
+        return now > top
+    return True
 
 
 def open_ends(
