@@ -865,16 +865,13 @@ class Integrity(Visitor):
         holders = {k.thread_id for k in keys}
         for other in others:
             if other not in holders:
-                self.found(
-                    "missing-checkpoint",
-                    other,
-                    place(
-                        other,
-                        ns,
-                        checkpoint_id,
-                        detail=f"a child of {parent_id}, filed under thread {mention(thread_id)}",
-                    ),
-                )
+                self._left(other, ns, checkpoint_id, parent_id, thread_id)
+
+    def _left(self, other: str, ns: str, checkpoint_id: str, parent_id: str, into: str) -> None:
+        """Thread `other` lost its checkpoint `checkpoint_id`, a child of its `parent_id`,
+        now filed under thread `into`."""
+        detail = f"a child of {parent_id}, filed under thread {mention(into)}"
+        self.found("missing-checkpoint", other, place(other, ns, checkpoint_id, detail=detail))
 
     def _copied(self, where: PlaceRecord) -> None:
         """A copied checkpoint, said once however many signs point at it."""
@@ -908,16 +905,7 @@ class Integrity(Visitor):
         for other, ns, checkpoint_id, parent_id, thread_id in moved_from(
             self.misfits, self.open_ends
         ):
-            self.found(
-                "missing-checkpoint",
-                other,
-                place(
-                    other,
-                    ns,
-                    checkpoint_id,
-                    detail=f"a child of {parent_id}, filed under thread {mention(thread_id)}",
-                ),
-            )
+            self._left(other, ns, checkpoint_id, parent_id, thread_id)
         self.misfits = []
         self.findings.close_batch()
 
