@@ -402,6 +402,10 @@ class RedisKind:
         from langgraph.checkpoint.redis import RedisSaver
 
         with RedisSaver.from_conn_string(self.url) as saver:
+            # As an application runs it (the fixture writer too): setup() finds the
+            # indexes there and sets up the key registry, without which RedisSaver's
+            # read of a checkpoint's pending writes raises AttributeError.
+            saver.setup()
             yield saver
 
     def moved(self, row: Row, thread: str) -> dict[str, Any]:

@@ -385,6 +385,35 @@ def mongo_damaged(url: str) -> Iterator[dict[str, set[str]]]:
         client.close()
 
 
+def test_a_redis_write_whose_blob_is_not_text_is_an_error(redis_url: str) -> None:
+    """RedisSaver decodes every write's `blob` as base64 text, a null value's too: a
+    write document whose blob became JSON null fails the thread's read."""
+    import redis
+    from langgraph.checkpoint.redis import RedisSaver
+
+    client = redis.Redis.from_url(redis_url)
+    key = next(
+        k.decode()
+        for k in sorted(client.scan_iter("checkpoint_write:approval-1:*"))
+        if json.loads(client.execute_command("JSON.GET", k, "$.type"))[0] == "null"
+    )
+    kept = client.dump(key)
+    try:
+        client.execute_command("JSON.SET", key, "$.blob", "null")
+        with RedisSaver.from_conn_string(redis_url) as saver:
+            saver.setup()
+            with pytest.raises(AttributeError):
+                list(saver.list({"configurable": {"thread_id": "approval-1"}}))
+        record = check(redis_url)
+    finally:
+        client.restore(key, 0, kept, replace=True)
+        client.close()
+    assert errors(record) == {"malformed-write": {"approval-1"}}
+    (where,) = by_code(record)["malformed-write"]["places"]
+    assert where["detail"].endswith("its blob is NoneType, not text")
+    assert check(redis_url)["summary"]["error"] == 0  # put back
+
+
 def test_mongodb_damage_is_found(mongo_url: str) -> None:
     assert check(mongo_url)["summary"]["error"] == 0
     with mongo_damaged(mongo_url) as expected:

@@ -98,7 +98,11 @@ def document_write(doc: dict[str, Any]) -> WriteFields:
             data = base64.b64decode(blob, validate=True)
         except (binascii.Error, ValueError):
             data = blob.encode("utf-8", "surrogatepass")
-    return WriteFields.judged(doc, data)
+        return WriteFields.judged(doc, data)
+    # RedisSaver decodes every write's `blob` as base64 text, whatever its type says
+    # (`_decode_blob_static`, a null value's too): anything else fails its read.
+    why = f"its blob is {'missing' if 'blob' not in doc else type(blob).__name__}, not text"
+    return dataclasses.replace(WriteFields.judged(doc, None), misfiled=why)
 
 
 def decoded(tag: str | None, data: bytes | None, aes_key: bytes | None) -> Any:
