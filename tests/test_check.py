@@ -539,3 +539,5 @@ def test_a_changed_version_must_pass_every_version_of_the_parent() -> None:
     assert version_misfit({**md5, "messages": padded(3, "3616"), "a": padded(3, "")}, md5) is None
     mixed = {"a": 1, "b": padded(2)}
     assert version_misfit({"a": 1, "b": padded(3)}, mixed) is None  # no highest to pass
+    assert version_misfit({**strings, "messages": 4}, strings) is None  # nor a count to
+    assert version_misfit({**strings, "messages": [4]}, strings) is None  # a damaged one

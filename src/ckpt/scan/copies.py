@@ -170,9 +170,11 @@ def version_misfit(versions: dict[Any, Any], before: dict[Any, Any]) -> str | No
     except TypeError:  # versions of several types, or one that does not hash
         top, news = None, set()
     if len(news) == 1 and type(top) is str:  # the common case, inline
-        count, highest = next(iter(news)).partition(".")[0], top.partition(".")[0]
-        if len(count) == len(highest) and count > highest and count.isdigit():
-            return None
+        (now,) = news
+        if type(now) is str:
+            count, highest = now.partition(".")[0], top.partition(".")[0]
+            if len(count) == len(highest) and count > highest and count.isdigit():
+                return None
     if top is not None and all(_passes(now, top) for now in news):
         return None
     for channel in changed:  # which one, and how
