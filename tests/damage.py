@@ -267,19 +267,6 @@ def generate(kind: Kind, rows: Sequence[Row], depth: int = 2) -> Iterator[Damage
     for index, row in enumerate(rows):
         where = f"{row.table}#{index}@{row.thread}"
         one = frozenset({row.thread})
-        for name, value in row.fields.items():
-            if name.startswith("_"):
-                continue
-            leaves = name == kind.thread_field and _is_oldest(rows, row)
-            for what, changed in mutations(value):
-                yield Damage(
-                    f"{where}.{name}:{what}",
-                    one,
-                    (Update(row, {name: changed}),),
-                    row.thread if leaves else None,
-                )
-            for what, changed in _inner(value, depth):
-                yield Damage(f"{where}.{name}{what}", one, (Update(row, {name: changed}),))
         pruned = row.thread if _is_oldest(rows, row) else None
         leaf = (
             "writes" in row.table
@@ -292,6 +279,21 @@ def generate(kind: Kind, rows: Sequence[Row], depth: int = 2) -> Iterator[Damage
             )
         )
         left = row.thread if leaf and pruned is None else None
+        for name, value in row.fields.items():
+            if name.startswith("_"):
+                continue
+            # Its thread changed: the row leaves its thread (for another, or for none).
+            leaves = name == kind.thread_field
+            for what, changed in mutations(value):
+                yield Damage(
+                    f"{where}.{name}:{what}",
+                    one,
+                    (Update(row, {name: changed}),),
+                    pruned if leaves else None,
+                    left if leaves else None,
+                )
+            for what, changed in _inner(value, depth):
+                yield Damage(f"{where}.{name}{what}", one, (Update(row, {name: changed}),))
         yield Damage(f"{where}:deleted", one, (Delete(row),), pruned, left)
         duplicate = dict(row.fields)
         if row.table == "checkpoints":
