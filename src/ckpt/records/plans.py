@@ -109,16 +109,6 @@ Planner = Callable[[ThreadRows], ThreadPlan]
 IN_FLIGHT: Final = dt.timedelta(minutes=10)
 
 
-def version_after(version: object, newest: object) -> bool:
-    """Whether channel version `version` sorts after `newest` (LangGraph compares versions
-    of one type: padded strings, or numbers); False for versions of different types."""
-    if isinstance(version, str) and isinstance(newest, str):
-        return version > newest
-    if isinstance(version, int | float) and isinstance(newest, int | float):
-        return version > newest
-    return False
-
-
 def version_number(version: object) -> int | None:
     """The counter of a channel version as LangGraph's savers write it: an integer, or a
     string `<counter>.<hash>` (zero-padded); None for anything else."""

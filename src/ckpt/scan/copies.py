@@ -6,13 +6,13 @@ came from, by its versions."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from itertools import compress
+from itertools import compress, repeat
 from operator import ne
 from typing import Any
 
 from ckpt.errors import CkptError, NotFound
 from ckpt.records.model import CheckpointKey
-from ckpt.records.plans import version_after
+from ckpt.records.plans import version_number
 from ckpt.records.types import PlaceRecord
 from ckpt.scan.chains import Node
 from ckpt.scan.places import mention, place
@@ -135,11 +135,7 @@ def fits(store: Store, key: CheckpointKey) -> tuple[bool, str | None]:
         return False, parent_id
     if child.step is not None and parent.step is not None and child.step <= parent.step:
         return False, parent_id
-    for channel, before in parent.channel_versions.items():
-        now = child.channel_versions.get(channel)
-        if now is not None and version_after(before, now):
-            return False, parent_id
-    return True, parent_id
+    return version_misfit(child.channel_versions, parent.channel_versions) is None, parent_id
 
 
 # A checkpoint that may have been the parent of one moved away (Integrity.ends): thread,
@@ -154,8 +150,8 @@ def version_misfit(versions: dict[Any, Any], before: dict[Any, Any]) -> str | No
     highest of the namespace (format.md §3.4: `get_next_version(max(versions))`), so a
     version that changed and does not pass every version of the parent is another
     thread's. Versions compare by their count: an int, or the integer before the first
-    dot of LangGraph's padded strings. Most channels keep theirs, and those a step
-    changed share one version: found in C, each new version compared once."""
+    dot of LangGraph's padded strings (`version_number`). Most channels keep theirs, and
+    those a step changed share one version: found in C, each new version compared once."""
     values = before.values()
     changed = [*compress(before, map(ne, map(versions.get, before, values), values))]
     if len(versions) > len(before):
@@ -169,13 +165,7 @@ def version_misfit(versions: dict[Any, Any], before: dict[Any, Any]) -> str | No
         news = {versions[c] for c in changed}
     except TypeError:  # versions of several types, or one that does not hash
         top, news = None, set()
-    if len(news) == 1 and type(top) is str:  # the common case, inline
-        (now,) = news
-        if type(now) is str:
-            count, highest = now.partition(".")[0], top.partition(".")[0]
-            if len(count) == len(highest) and count > highest and count.isdigit():
-                return None
-    if top is not None and all(_passes(now, top) for now in news):
+    if top is not None and all(map(_passes, news, repeat(top))):
         return None
     for channel in changed:  # which one, and how
         now, was = versions[channel], before.get(channel)
@@ -194,18 +184,14 @@ def version_misfit(versions: dict[Any, Any], before: dict[Any, Any]) -> str | No
 
 
 def _passes(now: Any, top: Any) -> bool:
-    """Whether version `now` has a higher count than `top`; True when they do not
-    compare (no verdict)."""
+    """Whether version `now` counts past `top`; True when either has no count (no
+    verdict)."""
     if type(now) is str and type(top) is str:
         count, highest = now.partition(".")[0], top.partition(".")[0]
-        if len(count) == len(highest):  # LangGraph's padded counts: as strings
-            return count > highest or not (count.isdigit() and highest.isdigit())
-        if count.isdigit() and highest.isdigit():
-            return int(count) > int(highest)
-        return True
-    if type(now) is int and type(top) is int:
-        return now > top
-    return True
+        if len(count) == len(highest) and count.isdigit() and highest.isdigit():
+            return count > highest  # LangGraph's padded counts compare as strings
+    number, highest_number = version_number(now), version_number(top)
+    return number is None or highest_number is None or number > highest_number
 
 
 def open_ends(

@@ -12,9 +12,9 @@ id, nothing undecodable, no pickle and no class named. Then what it adds is coun
 (rows, tags, versions, bytes), the plain threads that a store holding encrypted values
 names, its open ends (ckpt.scan.copies `moved_from`) and the bits of its checkpoint ids;
 those are added in the order of the runs, so every count, list and example is the one a
-single pass makes. Whether one of its ids was
-met in an earlier run (a copied row) is asked by reading the run's ids again (keys only)
-and testing them against the filter of the runs before it. A run that is not clean,
+single pass makes. Whether one of its ids was met in an earlier run (a copied row) is
+asked by reading the run's ids again (keys only) and testing them against the filter of
+the runs before it. A run that is not clean,
 whose worker failed, or one of whose ids may have been met before, is read again by the
 main process, after the runs before it: its findings, errors and look-ups are then
 exactly those of one process. Damage costs time, never a difference in the answer.
